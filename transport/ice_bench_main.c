@@ -1,1 +1,832 @@
-int main(void) { return 1; }
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ice-bench: nccl-tests-style benchmark of the included transport.
+ *
+ *   ice-bench -C allreduce -b 8 -e 64M -f 2 --nranks 4       (local ranks)
+ *   ice-bench -C allreduce --netns iceh0,iceh1,iceh2,iceh3    (one rank per netns)
+ *   ice-bench --rank R --nranks N --bootstrap IP:PORT --addr IP   (one rank, by hand)
+ *
+ * Output columns and bus-bandwidth factors follow nccl-tests (see
+ * docs/benchmarks.md); an extra trailing column gives the CPU cores the
+ * ranks used during the timed runs, because on small hosts the CPU, not the
+ * network, is often the limit.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <ifaddrs.h>
+#include <math.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ice_config.h"
+#include "ice_log.h"
+#include "ice_time.h"
+#include "tp.h"
+
+enum coll {
+	COLL_ALLREDUCE,
+	COLL_REDUCESCATTER,
+	COLL_ALLGATHER,
+	COLL_BROADCAST,
+	COLL_ALLTOALL,
+	COLL_SENDRECV,
+	COLL_MAX,
+};
+
+static const char *const coll_names[COLL_MAX] = {
+	"allreduce", "reducescatter", "allgather", "broadcast", "alltoall", "sendrecv",
+};
+
+struct opts {
+	enum coll coll;
+	uint64_t minbytes, maxbytes, stepbytes;
+	double stepfactor;
+	int iters, warmup, check;
+	int dtype, op, root;
+	int nranks, rank;
+	char bootstrap[64];
+	char addr[INET_ADDRSTRLEN];
+	char addr_base[INET_ADDRSTRLEN];
+	char *netns;
+	struct tp_comm_cfg cc;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ice-bench [options]\n"
+		"  -C, --coll NAME        allreduce (default), reducescatter, allgather, broadcast,\n"
+		"                         alltoall, sendrecv\n"
+		"  -b, --minbytes SIZE    smallest size (default 8)\n"
+		"  -e, --maxbytes SIZE    largest size (default 64M)\n"
+		"  -i, --stepbytes SIZE   add this between sizes (instead of -f)\n"
+		"  -f, --stepfactor N     multiply by this between sizes (default 2)\n"
+		"  -n, --iters N          timed iterations per size (default 20)\n"
+		"  -w, --warmup_iters N   untimed iterations first (default 5)\n"
+		"  -c, --check 0|1        check results (default 1)\n"
+		"  -d, --datatype T       int8 uint8 int32 uint32 int64 uint64 half float double\n"
+		"                         bfloat16 (default float)\n"
+		"  -o, --op OP            sum prod max min avg (default sum)\n"
+		"  -r, --root N           root of broadcast (default 0)\n"
+		"  -N, --nranks N         ranks; without --rank they are started here\n"
+		"      --rank R           run only rank R (needs --bootstrap and --addr)\n"
+		"      --bootstrap IP:PORT  rank 0's rendezvous address\n"
+		"      --addr IP          this rank's RoCEv2 address\n"
+		"      --addr-base IP     local ranks use IP, IP+1, ... (default 127.20.0.1)\n"
+		"      --netns A,B,...    start one rank in each network namespace\n"
+		"      --port N           RoCEv2 UDP port (default 4791)\n"
+		"  -q, --qps N            QPs per connection (default 1)\n"
+		"      --split 0|1        split messages over the QPs (1, default) or take QPs\n"
+		"                         in turn (0), like NCCL_IB_SPLIT_DATA_ON_QPS\n"
+		"      --mtu N            RoCE payload MTU: 1024, 4096, ... (default 4096)\n"
+		"      --slice SIZE       ring pipelining unit (default 1M)\n"
+		"      --line-rate RATE   NIC line rate for DCQCN, e.g. 200mbit (default none)\n"
+		"      --dcqcn KEY=VALUE  set a DCQCN parameter (mlx5 names); repeatable\n"
+		"      --no-dcqcn         no congestion control (send at line rate)\n"
+		"      --no-icrc-verify   do not check received ICRCs (like a NIC offload)\n"
+		"      --drop-ppm N       drop N per million received packets (loss tests)\n"
+		"  -v, --verbose          more logging (ICE_LOG=debug,debug=qp+coll also works)\n"
+		"  -h, --help\n");
+}
+
+static int die_arg(const char *opt, const char *val, const char *expect)
+{
+	fprintf(stderr, "ice-bench: %s '%s': expected %s\n", opt, val, expect);
+	exit(2);
+}
+
+static long parse_long(const char *opt, const char *s, long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || *end != '\0' || end == s || v < min || v > max) {
+		char buf[96];
+
+		snprintf(buf, sizeof(buf), "an integer in [%ld, %ld]", min, max);
+		die_arg(opt, s, buf);
+	}
+	return v;
+}
+
+static uint64_t parse_sz(const char *opt, const char *s)
+{
+	uint64_t v;
+
+	if (ice_parse_size(s, &v) < 0)
+		die_arg(opt, s, "a size like 8, 4K, 64M or 1G");
+	return v;
+}
+
+static void parse_opts(int argc, char **argv, struct opts *o)
+{
+	enum {
+		O_RANK = 256, O_BOOT, O_ADDR, O_ADDR_BASE, O_NETNS, O_PORT, O_SPLIT, O_MTU, O_SLICE,
+		O_LINE, O_DCQCN, O_NODCQCN, O_NOICRC, O_DROP,
+	};
+	static const struct option lo[] = {
+		{"coll", 1, 0, 'C'}, {"minbytes", 1, 0, 'b'}, {"maxbytes", 1, 0, 'e'},
+		{"stepbytes", 1, 0, 'i'}, {"stepfactor", 1, 0, 'f'}, {"iters", 1, 0, 'n'},
+		{"warmup_iters", 1, 0, 'w'}, {"check", 1, 0, 'c'}, {"datatype", 1, 0, 'd'},
+		{"op", 1, 0, 'o'}, {"root", 1, 0, 'r'}, {"nranks", 1, 0, 'N'},
+		{"rank", 1, 0, O_RANK}, {"bootstrap", 1, 0, O_BOOT}, {"addr", 1, 0, O_ADDR},
+		{"addr-base", 1, 0, O_ADDR_BASE}, {"netns", 1, 0, O_NETNS}, {"port", 1, 0, O_PORT},
+		{"qps", 1, 0, 'q'}, {"split", 1, 0, O_SPLIT}, {"mtu", 1, 0, O_MTU},
+		{"slice", 1, 0, O_SLICE}, {"line-rate", 1, 0, O_LINE}, {"dcqcn", 1, 0, O_DCQCN},
+		{"no-dcqcn", 0, 0, O_NODCQCN}, {"no-icrc-verify", 0, 0, O_NOICRC},
+		{"drop-ppm", 1, 0, O_DROP}, {"verbose", 0, 0, 'v'}, {"help", 0, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	size_t nf;
+	const struct ice_cfg_field *df = tp_dcqcn_fields(&nf);
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	tp_comm_cfg_default(&o->cc);
+	o->coll = COLL_ALLREDUCE;
+	o->minbytes = 8;
+	o->maxbytes = 64u << 20;
+	o->stepfactor = 2;
+	o->iters = 20;
+	o->warmup = 5;
+	o->check = 1;
+	o->dtype = TP_FLOAT32;
+	o->op = TP_SUM;
+	o->nranks = 2;
+	o->rank = -1;
+	snprintf(o->addr_base, sizeof(o->addr_base), "127.20.0.1");
+	while ((c = getopt_long(argc, argv, "C:b:e:i:f:n:w:c:d:o:r:N:q:vh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'C': {
+			int i;
+
+			for (i = 0; i < COLL_MAX; i++)
+				if (strcmp(optarg, coll_names[i]) == 0)
+					break;
+			if (i == COLL_MAX)
+				die_arg("--coll", optarg, "allreduce, reducescatter, allgather, "
+							  "broadcast, alltoall or sendrecv");
+			o->coll = (enum coll)i;
+			break;
+		}
+		case 'b': o->minbytes = parse_sz("-b", optarg); break;
+		case 'e': o->maxbytes = parse_sz("-e", optarg); break;
+		case 'i': o->stepbytes = parse_sz("-i", optarg); break;
+		case 'f': {
+			char *end;
+
+			o->stepfactor = strtod(optarg, &end);
+			if (*end != '\0' || !(o->stepfactor > 1.0))
+				die_arg("-f", optarg, "a number greater than 1");
+			break;
+		}
+		case 'n': o->iters = (int)parse_long("-n", optarg, 1, 1000000); break;
+		case 'w': o->warmup = (int)parse_long("-w", optarg, 0, 1000000); break;
+		case 'c': o->check = (int)parse_long("-c", optarg, 0, 1); break;
+		case 'd':
+			o->dtype = tp_dtype_parse(optarg);
+			if (o->dtype < 0)
+				die_arg("-d", optarg, "int8, uint8, int32, uint32, int64, uint64, "
+						      "half, float, double or bfloat16");
+			break;
+		case 'o':
+			o->op = tp_redop_parse(optarg);
+			if (o->op < 0)
+				die_arg("-o", optarg, "sum, prod, max, min or avg");
+			break;
+		case 'r': o->root = (int)parse_long("-r", optarg, 0, 4095); break;
+		case 'N': o->nranks = (int)parse_long("-N", optarg, 1, 4095); break;
+		case 'q': o->cc.qps_per_conn = (uint32_t)parse_long("-q", optarg, 1, 64); break;
+		case 'v': ice_log_setup("info,debug=comm+coll"); break;
+		case O_RANK: o->rank = (int)parse_long("--rank", optarg, 0, 4095); break;
+		case O_BOOT: snprintf(o->bootstrap, sizeof(o->bootstrap), "%s", optarg); break;
+		case O_ADDR: snprintf(o->addr, sizeof(o->addr), "%s", optarg); break;
+		case O_ADDR_BASE: snprintf(o->addr_base, sizeof(o->addr_base), "%s", optarg); break;
+		case O_NETNS: o->netns = optarg; break;
+		case O_PORT: o->cc.eng.port = (uint16_t)parse_long("--port", optarg, 1, 65535); break;
+		case O_SPLIT:
+			o->cc.spread = parse_long("--split", optarg, 0, 1) ? TP_SPREAD_SPLIT
+									  : TP_SPREAD_ROUND_ROBIN;
+			break;
+		case O_MTU: {
+			long m = parse_long("--mtu", optarg, 256, 4096);
+
+			if (m & (m - 1))
+				die_arg("--mtu", optarg, "256, 512, 1024, 2048 or 4096");
+			o->cc.eng.mtu = (uint32_t)m;
+			break;
+		}
+		case O_SLICE: o->cc.slice_bytes = parse_sz("--slice", optarg); break;
+		case O_LINE:
+			if (ice_parse_rate(optarg, &o->cc.eng.line_rate_bps) < 0)
+				die_arg("--line-rate", optarg, "a rate like 200mbit or 10gbit");
+			break;
+		case O_DCQCN: {
+			struct ice_cfg_err ce;
+			char buf[512];
+
+			if (ice_cfg_set_kv(df, nf, &o->cc.eng.dcqcn, optarg, &ce) < 0) {
+				fprintf(stderr, "ice-bench: --dcqcn %s: %s\n", optarg,
+					ice_cfg_err_str(&ce, buf, sizeof(buf)));
+				exit(2);
+			}
+			break;
+		}
+		case O_NODCQCN: o->cc.eng.dcqcn.enable = 0; break;
+		case O_NOICRC: o->cc.eng.icrc_verify = false; break;
+		case O_DROP:
+			o->cc.eng.rx_drop_ppm = (uint32_t)parse_long("--drop-ppm", optarg, 0, 500000);
+			break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); exit(2);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "ice-bench: unexpected argument '%s'\n", argv[optind]);
+		exit(2);
+	}
+	if (o->minbytes > o->maxbytes) {
+		fprintf(stderr, "ice-bench: -b %llu is larger than -e %llu\n",
+			(unsigned long long)o->minbytes, (unsigned long long)o->maxbytes);
+		exit(2);
+	}
+	if (o->root >= o->nranks) {
+		fprintf(stderr, "ice-bench: --root %d: expected 0..%d\n", o->root, o->nranks - 1);
+		exit(2);
+	}
+	if (o->coll == COLL_ALLTOALL && o->op != TP_SUM)
+		o->op = TP_SUM;
+}
+
+/* ---- data and checking ---------------------------------------------------- */
+
+/* Small integers, exact in every datatype for up to 8 ranks and each op. */
+static double value(const struct opts *o, int rank, size_t i)
+{
+	if (o->op == TP_PROD)
+		return ((size_t)rank + i) % 11 == 0 ? 2.0 : 1.0;
+	return (double)(((size_t)rank * 3 + i * 5) % 8);
+}
+
+static double expect_reduced(const struct opts *o, int n, size_t i)
+{
+	double acc = value(o, 0, i);
+
+	for (int r = 1; r < n; r++) {
+		double v = value(o, r, i);
+
+		switch (o->op) {
+		case TP_SUM:
+		case TP_AVG: acc += v; break;
+		case TP_PROD: acc *= v; break;
+		case TP_MAX: acc = v > acc ? v : acc; break;
+		case TP_MIN: acc = v < acc ? v : acc; break;
+		}
+	}
+	if (o->op == TP_AVG) {
+		acc /= n;
+		if (o->dtype != TP_FLOAT16 && o->dtype != TP_FLOAT32 && o->dtype != TP_FLOAT64 &&
+		    o->dtype != TP_BFLOAT16)
+			acc = trunc(acc);
+	}
+	return acc;
+}
+
+static double tolerance(int dt)
+{
+	switch (dt) {
+	case TP_FLOAT16: return 1e-3;
+	case TP_BFLOAT16: return 1e-2;
+	case TP_FLOAT32: return 1e-6;
+	case TP_FLOAT64: return 1e-12;
+	default: return 0;
+	}
+}
+
+static int same(double got, double want, int dt)
+{
+	return fabs(got - want) <= tolerance(dt) * (fabs(want) > 1 ? fabs(want) : 1);
+}
+
+struct sizes {
+	size_t count;	 /* elements per rank argument (NCCL's count) */
+	size_t sendlen;	 /* elements in the send buffer */
+	size_t recvlen;	 /* elements in the receive buffer */
+	size_t bytes;	 /* the size column */
+};
+
+static struct sizes sizes_for(const struct opts *o, uint64_t size, int n)
+{
+	size_t es = tp_dtype_size(o->dtype);
+	struct sizes s = {0};
+
+	switch (o->coll) {
+	case COLL_ALLREDUCE:
+	case COLL_BROADCAST:
+	case COLL_SENDRECV:
+		s.count = size / es;
+		s.sendlen = s.recvlen = s.count;
+		s.bytes = s.count * es;
+		break;
+	case COLL_REDUCESCATTER:
+		s.count = size / es / (size_t)n;
+		s.sendlen = s.count * (size_t)n;
+		s.recvlen = s.count;
+		s.bytes = s.sendlen * es;
+		break;
+	case COLL_ALLGATHER:
+		s.count = size / es / (size_t)n;
+		s.sendlen = s.count;
+		s.recvlen = s.count * (size_t)n;
+		s.bytes = s.recvlen * es;
+		break;
+	case COLL_ALLTOALL:
+		s.count = size / es / (size_t)n;
+		s.sendlen = s.recvlen = s.count * (size_t)n;
+		s.bytes = s.sendlen * es;
+		break;
+	default:
+		break;
+	}
+	return s;
+}
+
+static double busbw_factor(enum coll c, int n)
+{
+	switch (c) {
+	case COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
+	case COLL_REDUCESCATTER:
+	case COLL_ALLGATHER:
+	case COLL_ALLTOALL: return (double)(n - 1) / n;
+	default: return 1.0;
+	}
+}
+
+static void fill(const struct opts *o, void *buf, size_t len, int rank)
+{
+	for (size_t i = 0; i < len; i++)
+		tp_elem_set(buf, i, o->dtype, value(o, rank, i));
+}
+
+static size_t check_result(const struct opts *o, const void *out, const struct sizes *s, int rank,
+			   int n)
+{
+	size_t wrong = 0;
+
+	for (size_t i = 0; i < s->recvlen; i++) {
+		double got = tp_elem_get(out, i, o->dtype), want;
+		size_t blk = s->count ? i / s->count : 0, off = s->count ? i % s->count : 0;
+
+		switch (o->coll) {
+		case COLL_ALLREDUCE: want = expect_reduced(o, n, i); break;
+		case COLL_REDUCESCATTER:
+			want = expect_reduced(o, n, (size_t)rank * s->count + i);
+			break;
+		case COLL_ALLGATHER: want = value(o, (int)blk, off); break;
+		case COLL_BROADCAST: want = value(o, o->root, i); break;
+		case COLL_ALLTOALL: want = value(o, (int)blk, (size_t)rank * s->count + off); break;
+		case COLL_SENDRECV: want = value(o, (rank - 1 + n) % n, i); break;
+		default: want = NAN;
+		}
+		if (!same(got, want, o->dtype))
+			wrong++;
+	}
+	return wrong;
+}
+
+static int run_coll(const struct opts *o, struct tp_comm *c, const void *sb, void *rb,
+		    const struct sizes *s)
+{
+	int n = tp_comm_nranks(c), r = tp_comm_rank(c);
+	enum tp_dtype t = (enum tp_dtype)o->dtype;
+	enum tp_redop op = (enum tp_redop)o->op;
+
+	switch (o->coll) {
+	case COLL_ALLREDUCE: return tp_allreduce(c, sb, rb, s->count, t, op);
+	case COLL_REDUCESCATTER: return tp_reduce_scatter(c, sb, rb, s->count, t, op);
+	case COLL_ALLGATHER: return tp_allgather(c, sb, rb, s->count, t);
+	case COLL_BROADCAST: return tp_broadcast(c, sb, rb, s->count, t, o->root);
+	case COLL_ALLTOALL: return tp_alltoall(c, sb, rb, s->count, t);
+	case COLL_SENDRECV:
+		return tp_sendrecv(c, sb, (r + 1) % n, rb, (r - 1 + n) % n, s->count, t);
+	default: return -EINVAL;
+	}
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
+	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
+struct result {
+	double us, algbw, busbw, cores;
+	size_t wrong;
+	bool skipped;
+};
+
+static int measure(const struct opts *o, struct tp_comm *c, const struct sizes *s, bool inplace,
+		   uint8_t *sendbuf, uint8_t *recvbuf, struct result *res)
+{
+	int n = tp_comm_nranks(c), r = tp_comm_rank(c);
+	size_t es = tp_dtype_size(o->dtype);
+	uint8_t *sb = sendbuf, *rb = recvbuf;
+	double t0, cpu0, dt, cpu, wrong;
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	if (inplace) {
+		if (o->coll == COLL_ALLTOALL) {
+			res->skipped = true;
+			return 0;
+		}
+		sb = rb;
+		if (o->coll == COLL_ALLGATHER)
+			sb = rb + (size_t)r * s->count * es;
+		else if (o->coll == COLL_REDUCESCATTER)
+			rb = sb + (size_t)r * s->count * es;
+	}
+	fill(o, sb, s->sendlen, r);
+	for (int i = 0; i < o->warmup; i++) {
+		ret = run_coll(o, c, sb, rb, s);
+		if (ret < 0)
+			return ret;
+	}
+	ret = tp_comm_barrier(c);
+	if (ret < 0)
+		return ret;
+	t0 = (double)ice_now_ns();
+	cpu0 = cpu_seconds();
+	for (int i = 0; i < o->iters; i++) {
+		ret = run_coll(o, c, sb, rb, s);
+		if (ret < 0)
+			return ret;
+	}
+	dt = ((double)ice_now_ns() - t0) / o->iters * 1e-3;
+	cpu = cpu_seconds() - cpu0;
+	ret = tp_comm_oob_max(c, &dt);
+	if (ret == 0)
+		ret = tp_comm_oob_sum(c, &cpu);
+	if (ret < 0)
+		return ret;
+	res->us = dt;
+	res->algbw = (double)s->bytes / (dt * 1e-6) / 1e9;
+	res->busbw = res->algbw * busbw_factor(o->coll, n);
+	res->cores = cpu / (dt * 1e-6 * o->iters);
+	if (o->check) {
+		fill(o, sb, s->sendlen, r);
+		if (o->coll == COLL_ALLGATHER && inplace)
+			fill(o, sb, s->count, r);
+		ret = run_coll(o, c, sb, rb, s);
+		if (ret < 0)
+			return ret;
+		wrong = (double)check_result(o, rb, s, r, n);
+		ret = tp_comm_oob_sum(c, &wrong);
+		if (ret < 0)
+			return ret;
+		res->wrong = (size_t)wrong;
+	}
+	return 0;
+}
+
+static void print_res(const struct result *r, int check)
+{
+	if (r->skipped) {
+		printf("  %8s %7s %7s %6s", "N/A", "N/A", "N/A", "N/A");
+		return;
+	}
+	printf("  %8.1f %7.3f %7.3f", r->us, r->algbw, r->busbw);
+	if (check)
+		printf(" %6zu", r->wrong);
+	else
+		printf(" %6s", "N/A");
+}
+
+static int run_rank(struct opts *o)
+{
+	struct tp_comm *c;
+	uint8_t *sendbuf = NULL, *recvbuf = NULL;
+	size_t es = tp_dtype_size(o->dtype), maxlen;
+	double bw_sum = 0, cores_sum = 0;
+	int nsizes = 0, ret = 0, n, r;
+	size_t wrong_total = 0;
+
+	c = tp_comm_init(&o->cc);
+	if (c == NULL) {
+		fprintf(stderr, "ice-bench: rank %d: cannot create the communicator: %s\n",
+			o->cc.rank, strerror(errno));
+		return 1;
+	}
+	n = tp_comm_nranks(c);
+	r = tp_comm_rank(c);
+	maxlen = (size_t)(o->maxbytes / es + (size_t)n) * es * 2;
+	sendbuf = tp_mem_ops_get(TP_MEM_HOST)->alloc(maxlen);
+	recvbuf = tp_mem_ops_get(TP_MEM_HOST)->alloc(maxlen);
+	if (sendbuf == NULL || recvbuf == NULL) {
+		fprintf(stderr, "ice-bench: rank %d: out of memory for %zu-byte buffers\n", r,
+			maxlen);
+		ret = 1;
+		goto out;
+	}
+	memset(recvbuf, 0, maxlen);
+	if (r == 0) {
+		const struct tp_engine_cfg *ec = tp_engine_cfg(tp_comm_engine(c));
+
+		printf("# ice-bench %s: %d ranks, %u QP(s) per connection (%s), MTU %u, "
+		       "DCQCN %s, line rate %s, ICRC check %s\n",
+		       coll_names[o->coll], n, tp_comm_qps_per_conn(c),
+		       o->cc.spread == TP_SPREAD_SPLIT ? "split" : "round-robin", ec->mtu,
+		       ec->dcqcn.enable ? "on" : "off",
+		       ec->line_rate_bps ? "set" : "unlimited", ec->icrc_verify ? "on" : "off");
+		if (ec->line_rate_bps)
+			printf("# line rate %.0f Mbit/s\n", ec->line_rate_bps / 1e6);
+		printf("#\n");
+		printf("# %10s %12s %8s %6s %6s  %8s %7s %7s %6s  %8s %7s %7s %6s %6s\n", "", "",
+		       "", "", "", "out-of-place", "", "", "", "in-place", "", "", "", "");
+		printf("# %10s %12s %8s %6s %6s  %8s %7s %7s %6s  %8s %7s %7s %6s %6s\n", "size",
+		       "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
+		       "algbw", "busbw", "#wrong", "cores");
+		printf("# %10s %12s %8s %6s %6s  %8s %7s %7s %6s  %8s %7s %7s %6s %6s\n", "(B)",
+		       "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+		       "(GB/s)", "", "(CPU)");
+		fflush(stdout);
+	}
+	for (uint64_t size = o->minbytes; size <= o->maxbytes;) {
+		struct sizes s = sizes_for(o, size, n);
+		struct result oop, inp;
+
+		ret = measure(o, c, &s, false, sendbuf, recvbuf, &oop);
+		if (ret == 0)
+			ret = measure(o, c, &s, true, sendbuf, recvbuf, &inp);
+		if (ret < 0) {
+			fprintf(stderr, "ice-bench: rank %d: %s of %zu bytes failed: %s\n", r,
+				coll_names[o->coll], s.bytes, strerror(-ret));
+			ret = 1;
+			goto out;
+		}
+		if (r == 0) {
+			bool red = o->coll == COLL_ALLREDUCE || o->coll == COLL_REDUCESCATTER;
+
+			printf("  %10zu %12zu %8s %6s %6d", s.bytes, s.count,
+			       tp_dtype_name((enum tp_dtype)o->dtype),
+			       red ? tp_redop_name((enum tp_redop)o->op) : "none",
+			       o->coll == COLL_BROADCAST ? o->root : -1);
+			print_res(&oop, o->check);
+			print_res(&inp, o->check);
+			printf(" %6.2f\n", oop.cores);
+			fflush(stdout);
+		}
+		bw_sum += oop.busbw + (inp.skipped ? oop.busbw : inp.busbw);
+		cores_sum += oop.cores;
+		wrong_total += oop.wrong + inp.wrong;
+		nsizes++;
+		if (o->stepbytes != 0)
+			size += o->stepbytes;
+		else if ((uint64_t)(size * o->stepfactor) > size)
+			size = (uint64_t)(size * o->stepfactor);
+		else
+			size++;
+	}
+	if (r == 0) {
+		const struct tp_engine_stats *st = tp_engine_stats(tp_comm_engine(c));
+		uint64_t drops = 0;
+
+		for (int i = 0; i < TP_DROP_REASON_MAX; i++)
+			drops += st->drops[i];
+		printf("# Out of bounds values : %zu %s\n", wrong_total,
+		       wrong_total ? "FAILED" : "OK");
+		printf("# Avg bus bandwidth    : %.4f\n", nsizes ? bw_sum / (2 * nsizes) : 0);
+		printf("# Avg CPU cores busy   : %.2f (all ranks, out-of-place runs; host has %ld)\n",
+		       nsizes ? cores_sum / nsizes : 0, sysconf(_SC_NPROCESSORS_ONLN));
+		printf("# rank 0 transport: %llu packets sent, %llu resent, %llu timeouts, "
+		       "%llu NAKs and %llu RNR NAKs received, %llu CNPs received, %llu dropped\n",
+		       (unsigned long long)st->tx_pkts, (unsigned long long)st->retx_pkts,
+		       (unsigned long long)st->timeouts, (unsigned long long)st->nak_rx,
+		       (unsigned long long)st->rnr_nak_rx, (unsigned long long)st->cnp_rx,
+		       (unsigned long long)drops);
+		fflush(stdout);
+	}
+	if (wrong_total != 0)
+		ret = 1;
+out:
+	tp_mem_ops_get(TP_MEM_HOST)->free(sendbuf);
+	tp_mem_ops_get(TP_MEM_HOST)->free(recvbuf);
+	tp_comm_free(c);
+	return ret;
+}
+
+/* ---- launchers ---------------------------------------------------------------- */
+
+/* First IPv4 address of an interface that is up and not loopback. */
+static int local_addr(char *out, size_t len)
+{
+	struct ifaddrs *ifa, *i;
+	int ret = -ENOENT;
+
+	if (getifaddrs(&ifa) < 0)
+		return -errno;
+	for (i = ifa; i != NULL; i = i->ifa_next) {
+		if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
+		    (i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP))
+			continue;
+		inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, out,
+			  (socklen_t)len);
+		ret = 0;
+		break;
+	}
+	freeifaddrs(ifa);
+	return ret;
+}
+
+static int enter_netns(const char *name)
+{
+	char path[256];
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "/run/netns/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "ice-bench: network namespace '%s': %s (see `ip netns list`)\n",
+			name, strerror(errno));
+		return -1;
+	}
+	ret = setns(fd, CLONE_NEWNET);
+	if (ret < 0)
+		fprintf(stderr, "ice-bench: cannot enter namespace '%s': %s\n", name,
+			strerror(errno));
+	close(fd);
+	return ret;
+}
+
+static int listen_on(const char *addr, char *bootstrap, size_t len)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t salen = sizeof(sa);
+	int fd;
+
+	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
+		return -EINVAL;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1024) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &salen) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	snprintf(bootstrap, len, "%s:%u", addr, ntohs(sa.sin_port));
+	return fd;
+}
+
+static int set_addr(struct opts *o, const char *addr)
+{
+	if (inet_pton(AF_INET, addr, &o->cc.eng.addr) != 1) {
+		fprintf(stderr, "ice-bench: address '%s': expected an IPv4 address\n", addr);
+		return -1;
+	}
+	return 0;
+}
+
+static int launch(struct opts *o)
+{
+	char *names[4096];
+	int nns = 0, lfd = -1, failed = 0, alive;
+	pid_t pids[4096];
+	struct in_addr base;
+
+	if (o->netns != NULL) {
+		for (char *s = strtok(o->netns, ","); s != NULL && nns < 4096; s = strtok(NULL, ","))
+			names[nns++] = s;
+		o->nranks = nns;
+		if (o->root >= nns) {
+			fprintf(stderr, "ice-bench: --root %d: expected 0..%d\n", o->root, nns - 1);
+			return 2;
+		}
+		/* rank 0's rendezvous socket, made inside its namespace */
+		int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+
+		if (self < 0 || enter_netns(names[0]) < 0)
+			return 1;
+		if (local_addr(o->addr, sizeof(o->addr)) < 0) {
+			fprintf(stderr, "ice-bench: namespace %s has no IPv4 address\n", names[0]);
+			return 1;
+		}
+		lfd = listen_on(o->addr, o->cc.bootstrap, sizeof(o->cc.bootstrap));
+		if (setns(self, CLONE_NEWNET) < 0 || lfd < 0) {
+			fprintf(stderr, "ice-bench: cannot set up the rendezvous in %s\n", names[0]);
+			return 1;
+		}
+		close(self);
+	} else {
+		if (inet_pton(AF_INET, o->addr_base, &base) != 1) {
+			fprintf(stderr, "ice-bench: --addr-base '%s': expected an IPv4 address\n",
+				o->addr_base);
+			return 2;
+		}
+		lfd = listen_on(o->addr_base, o->cc.bootstrap, sizeof(o->cc.bootstrap));
+		if (lfd < 0) {
+			fprintf(stderr, "ice-bench: cannot listen on %s: %s\n", o->addr_base,
+				strerror(-lfd));
+			return 1;
+		}
+	}
+	fflush(stdout);
+	for (int r = 0; r < o->nranks; r++) {
+		pid_t pid = fork();
+
+		if (pid < 0) {
+			perror("ice-bench: fork");
+			o->nranks = r;
+			failed = 1;
+			break;
+		}
+		if (pid == 0) {
+			char tag[32];
+
+			snprintf(tag, sizeof(tag), "rank %d", r);
+			ice_log_set_tag(tag);
+			o->cc.rank = r;
+			o->cc.nranks = o->nranks;
+			o->cc.listen_fd = r == 0 ? lfd : -1;
+			if (o->netns != NULL) {
+				if (enter_netns(names[r]) < 0 ||
+				    local_addr(o->addr, sizeof(o->addr)) < 0)
+					_exit(1);
+			} else {
+				struct in_addr a = {.s_addr = htonl(ntohl(base.s_addr) + (uint32_t)r)};
+
+				inet_ntop(AF_INET, &a, o->addr, sizeof(o->addr));
+			}
+			if (set_addr(o, o->addr) < 0)
+				_exit(1);
+			if (r != 0)
+				close(lfd);
+			_exit(run_rank(o));
+		}
+		pids[r] = pid;
+	}
+	close(lfd);
+	alive = o->nranks;
+	while (alive > 0) {
+		int status;
+		pid_t pid = wait(&status);
+
+		if (pid < 0)
+			break;
+		alive--;
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			if (!failed) {
+				/* one rank failed: the others cannot finish */
+				ice_sleep_ns(2 * ICE_NSEC_PER_SEC);
+				for (int r = 0; r < o->nranks; r++)
+					kill(pids[r], SIGTERM);
+			}
+			failed = 1;
+		}
+	}
+	return failed;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+
+	ice_log_init_env();
+	parse_opts(argc, argv, &o);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (o.rank >= 0) {
+		if (o.bootstrap[0] == '\0' || o.addr[0] == '\0') {
+			fprintf(stderr, "ice-bench: --rank needs --bootstrap IP:PORT and --addr IP\n");
+			return 2;
+		}
+		if (o.rank >= o.nranks) {
+			fprintf(stderr, "ice-bench: --rank %d: expected 0..%d\n", o.rank,
+				o.nranks - 1);
+			return 2;
+		}
+		snprintf(o.cc.bootstrap, sizeof(o.cc.bootstrap), "%s", o.bootstrap);
+		o.cc.rank = o.rank;
+		o.cc.nranks = o.nranks;
+		if (set_addr(&o, o.addr) < 0)
+			return 2;
+		return run_rank(&o);
+	}
+	return launch(&o);
+}

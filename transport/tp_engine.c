@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * tp_engine: sockets, batching, completion queue, memory regions and the
+ * progress loop of the included transport. The protocol itself is in tp_qp.c.
+ *
+ * One UDP socket bound to ADDR:4791 receives everything for this engine (data,
+ * ACKs, CNPs; the BTH's destination QP tells them apart). Each QP sends from
+ * its own socket bound to ADDR:SPORT, so the UDP source port, the only free
+ * ECMP entropy, is chosen per QP. Sockets are unconnected and set DF, so Linux
+ * sends IPv4 identification 0, which the ICRC covers.
+ */
+#include "tp_internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/ip.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ice_log.h"
+#include "ice_time.h"
+
+void tp_engine_cfg_default(struct tp_engine_cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->addr.s_addr = htonl(INADDR_LOOPBACK);
+	c->port = TP_ROCE_UDP_PORT;
+	c->mtu = 4096;
+	c->window_pkts = 512;
+	c->ack_every = 32;
+	c->retx_timeout_ns = 4 * ICE_NSEC_PER_MSEC;
+	c->retry_cnt = 7;
+	c->rnr_timer_ns = 100 * ICE_NSEC_PER_USEC;
+	c->rnr_retry = 0;
+	c->icrc_verify = true;
+	c->ecn = true;
+	c->dscp = 26; /* a common RoCE data class (AF31) */
+	c->cnp_dscp = 48;
+	c->sock_buf = 8u << 20;
+	c->unexp_bytes = 4u << 20;
+	tp_dcqcn_params_default(&c->dcqcn);
+}
+
+static int set_buf(int fd, int force_opt, int opt, uint32_t bytes)
+{
+	int v = (int)bytes;
+
+	if (setsockopt(fd, SOL_SOCKET, force_opt, &v, sizeof(v)) == 0)
+		return 0;
+	return setsockopt(fd, SOL_SOCKET, opt, &v, sizeof(v));
+}
+
+int tp_sock_tx_open(struct tp_engine *e, uint16_t sport)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr = e->cfg.addr,
+				 .sin_port = htons(sport)};
+	int one = 1, pmtu = IP_PMTUDISC_DO;
+	int tos = (e->cfg.dscp << 2) | (e->cfg.ecn ? 0x2 : 0);
+	int small = 4096;
+	int fd, err;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)) < 0 ||
+	    setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)) < 0)
+		goto err_close;
+	set_buf(fd, SO_SNDBUFFORCE, SO_SNDBUF, e->cfg.sock_buf);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		err = -errno;
+		ice_err(ICE_SUB_ENGINE, "cannot bind UDP source port %s:%u: %s",
+			inet_ntoa(e->cfg.addr), sport, strerror(-err));
+		close(fd);
+		return err;
+	}
+	return fd;
+err_close:
+	err = -errno;
+	close(fd);
+	return err;
+}
+
+static int rx_sock_open(struct tp_engine *e)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr = e->cfg.addr,
+				 .sin_port = htons(e->cfg.port)};
+	socklen_t salen = sizeof(sa);
+	int one = 1;
+	int fd, err;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)) < 0)
+		goto err_close;
+	set_buf(fd, SO_RCVBUFFORCE, SO_RCVBUF, e->cfg.sock_buf * 4);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		err = -errno;
+		ice_err(ICE_SUB_ENGINE, "cannot bind %s:%u for RoCEv2: %s%s",
+			inet_ntoa(e->cfg.addr), e->cfg.port, strerror(-err),
+			err == -EADDRINUSE ? " (another engine on this address? use another "
+					     "address or port)"
+					   : "");
+		close(fd);
+		return err;
+	}
+	if (getsockname(fd, (struct sockaddr *)&sa, &salen) < 0)
+		goto err_close;
+	e->port = ntohs(sa.sin_port);
+	return fd;
+err_close:
+	err = -errno;
+	close(fd);
+	return err;
+}
+
+static int cfg_check(const struct tp_engine_cfg *c)
+{
+	struct ice_cfg_err ce;
+
+	if (c->mtu < 256 || c->mtu > 4096 || (c->mtu & (c->mtu - 1)) != 0) {
+		ice_err(ICE_SUB_ENGINE, "mtu %u: expected 256, 512, 1024, 2048 or 4096", c->mtu);
+		return -EINVAL;
+	}
+	if (c->window_pkts < 1 || c->window_pkts > (1u << 22)) {
+		ice_err(ICE_SUB_ENGINE, "window %u packets: expected 1..4194304", c->window_pkts);
+		return -EINVAL;
+	}
+	if (c->ack_every < 1) {
+		ice_err(ICE_SUB_ENGINE, "ack_every must be at least 1");
+		return -EINVAL;
+	}
+	if (tp_dcqcn_params_check(&c->dcqcn, &ce) < 0) {
+		char buf[512];
+
+		ice_err(ICE_SUB_ENGINE, "DCQCN parameters: %s", ice_cfg_err_str(&ce, buf, sizeof(buf)));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+struct tp_engine *tp_engine_new(const struct tp_engine_cfg *cfg)
+{
+	struct tp_engine *e;
+	int err;
+
+	err = cfg_check(cfg);
+	if (err < 0) {
+		errno = -err;
+		return NULL;
+	}
+	e = calloc(1, sizeof(*e));
+	if (e == NULL)
+		return NULL;
+	e->cfg = *cfg;
+	e->rng = ((uint64_t)getpid() << 32) ^ ice_now_ns() ^ 0x9e3779b97f4a7c15ull;
+	if (cfg->rx_drop_seed != 0)
+		e->rng = cfg->rx_drop_seed;
+	/* QPNs from a per-engine base, so stale packets of an earlier run do
+	 * not match a new QP by accident. */
+	e->qpn_base = 0x100 + (uint32_t)((e->rng >> 17) % 4000) * TP_MAX_QPS;
+	e->cq_cap = 4096;
+	e->cq = calloc(e->cq_cap, sizeof(*e->cq));
+	e->rx_buf_len = cfg->mtu + 128;
+	e->rx_bufs = malloc((size_t)TP_RX_BATCH * e->rx_buf_len);
+	e->tx_bounce = malloc((size_t)TP_TX_BATCH * (cfg->mtu + 4));
+	if (e->cq == NULL || e->rx_bufs == NULL || e->tx_bounce == NULL) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	e->rx_fd = rx_sock_open(e);
+	if (e->rx_fd < 0) {
+		err = e->rx_fd;
+		goto err_free;
+	}
+	for (int i = 0; i < TP_RX_BATCH; i++) {
+		e->rx_iov[i].iov_base = e->rx_bufs + (size_t)i * e->rx_buf_len;
+		e->rx_iov[i].iov_len = e->rx_buf_len;
+	}
+	ice_dbg(ICE_SUB_ENGINE, "engine on %s:%u, mtu %u, QPN base 0x%x", inet_ntoa(cfg->addr),
+		e->port, cfg->mtu, e->qpn_base);
+	return e;
+
+err_free:
+	free(e->tx_bounce);
+	free(e->rx_bufs);
+	free(e->cq);
+	free(e);
+	errno = -err;
+	return NULL;
+}
+
+void tp_engine_free(struct tp_engine *e)
+{
+	if (e == NULL)
+		return;
+	for (uint32_t i = 0; i < e->nqps; i++)
+		if (e->qps[i] != NULL)
+			tp_qp_destroy(e->qps[i]);
+	for (int i = 0; i < TP_MAX_MRS; i++)
+		free(e->mrs[i]);
+	close(e->rx_fd);
+	free(e->tx_bounce);
+	free(e->rx_bufs);
+	free(e->cq);
+	free(e);
+}
+
+const struct tp_engine_cfg *tp_engine_cfg(const struct tp_engine *e)
+{
+	return &e->cfg;
+}
+
+const struct tp_engine_stats *tp_engine_stats(const struct tp_engine *e)
+{
+	return &e->st;
+}
+
+uint16_t tp_engine_port(const struct tp_engine *e)
+{
+	return e->port;
+}
+
+void tp_cq_push(struct tp_engine *e, const struct tp_wc *wc)
+{
+	if (e->cq_tail - e->cq_head == e->cq_cap) {
+		uint32_t ncap = e->cq_cap * 2;
+		struct tp_wc *n = calloc(ncap, sizeof(*n));
+
+		if (n == NULL) {
+			/* Cannot lose a completion silently: this is fatal. */
+			ice_err(ICE_SUB_ENGINE, "completion queue full and out of memory");
+			abort();
+		}
+		for (uint32_t i = 0; i < e->cq_cap; i++)
+			n[i] = e->cq[(e->cq_head + i) % e->cq_cap];
+		free(e->cq);
+		e->cq = n;
+		e->cq_head = 0;
+		e->cq_tail = e->cq_cap;
+		e->cq_cap = ncap;
+	}
+	e->cq[e->cq_tail % e->cq_cap] = *wc;
+	e->cq_tail++;
+}
+
+int tp_engine_poll_cq(struct tp_engine *e, struct tp_wc *wc, int n)
+{
+	int i = 0;
+
+	while (i < n && e->cq_head != e->cq_tail) {
+		wc[i++] = e->cq[e->cq_head % e->cq_cap];
+		e->cq_head++;
+	}
+	return i;
+}
+
+struct tp_mr *tp_mr_reg(struct tp_engine *e, void *addr, size_t len)
+{
+	for (int i = 0; i < TP_MAX_MRS; i++) {
+		if (e->mrs[i] != NULL)
+			continue;
+		e->mrs[i] = malloc(sizeof(*e->mrs[i]));
+		if (e->mrs[i] == NULL)
+			return NULL;
+		e->mrs[i]->addr = addr;
+		e->mrs[i]->len = len;
+		e->mrs[i]->rkey = TP_RKEY_BASE + (uint32_t)i;
+		return e->mrs[i];
+	}
+	errno = ENOSPC;
+	return NULL;
+}
+
+void tp_mr_dereg(struct tp_engine *e, struct tp_mr *mr)
+{
+	if (mr == NULL)
+		return;
+	e->mrs[mr->rkey - TP_RKEY_BASE] = NULL;
+	free(mr);
+}
+
+struct tp_mr *tp_mr_find(struct tp_engine *e, uint32_t rkey)
+{
+	if (rkey < TP_RKEY_BASE || rkey >= TP_RKEY_BASE + TP_MAX_MRS)
+		return NULL;
+	return e->mrs[rkey - TP_RKEY_BASE];
+}
+
+static uint64_t rng_next(struct tp_engine *e)
+{
+	/* xorshift64* */
+	e->rng ^= e->rng >> 12;
+	e->rng ^= e->rng << 25;
+	e->rng ^= e->rng >> 27;
+	return e->rng * 0x2545f4914f6cdd1dull;
+}
+
+static uint8_t msg_tos(struct msghdr *mh)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c != NULL; c = CMSG_NXTHDR(mh, c))
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS)
+			return *(uint8_t *)CMSG_DATA(c);
+	return 0;
+}
+
+static void rx_one(struct tp_engine *e, uint8_t *buf, size_t len, const struct sockaddr_in *from,
+		   uint8_t tos, uint64_t now)
+{
+	struct tp_icrc_addr a = {.saddr = from->sin_addr.s_addr, .daddr = e->cfg.addr.s_addr,
+				 .sport = ntohs(from->sin_port), .dport = e->port};
+	struct tp_pkt pkt;
+	struct tp_qp *qp;
+	uint32_t idx;
+	int ret;
+
+	e->st.rx_pkts++;
+	e->st.rx_bytes += len;
+	if (e->cfg.rx_drop_ppm != 0 && rng_next(e) % 1000000 < e->cfg.rx_drop_ppm)
+		return; /* injected loss: as if the packet never arrived */
+	ret = tp_pkt_parse(buf, len, e->cfg.icrc_verify ? &a : NULL, &pkt);
+	if (ret < 0) {
+		e->st.drops[tp_parse_reason(ret)]++;
+		return;
+	}
+	idx = pkt.bth.dest_qp - e->qpn_base;
+	if (idx >= e->nqps || (qp = e->qps[idx]) == NULL) {
+		e->st.drops[TP_DROP_UNKNOWN_QP]++;
+		return;
+	}
+	if (qp->state != TP_QPS_RTS) {
+		e->st.drops[TP_DROP_QP_STATE]++;
+		return;
+	}
+	if (from->sin_addr.s_addr != qp->peer.sin_addr.s_addr) {
+		e->st.drops[TP_DROP_WRONG_PEER]++;
+		return;
+	}
+	if (pkt.bth.pkey != qp->pkey) {
+		e->st.drops[TP_DROP_BAD_PKEY]++;
+		return;
+	}
+	tp_qp_rx(qp, &pkt, tos, from, now);
+}
+
+/* Receive until the socket is empty or a few batches were handled. */
+static int rx_drain(struct tp_engine *e)
+{
+	int total = 0;
+
+	for (int round = 0; round < 8; round++) {
+		uint64_t now;
+		int n;
+
+		for (int i = 0; i < TP_RX_BATCH; i++) {
+			struct msghdr *mh = &e->rx_msgs[i].msg_hdr;
+
+			mh->msg_name = &e->rx_from[i];
+			mh->msg_namelen = sizeof(e->rx_from[i]);
+			mh->msg_iov = &e->rx_iov[i];
+			mh->msg_iovlen = 1;
+			mh->msg_control = e->rx_ctrl[i];
+			mh->msg_controllen = sizeof(e->rx_ctrl[i]);
+			mh->msg_flags = 0;
+		}
+		n = recvmmsg(e->rx_fd, e->rx_msgs, TP_RX_BATCH, MSG_DONTWAIT, NULL);
+		e->st.syscalls_rx++;
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+				break;
+			return -errno;
+		}
+		now = ice_now_ns();
+		for (int i = 0; i < n; i++) {
+			struct msghdr *mh = &e->rx_msgs[i].msg_hdr;
+
+			if (mh->msg_flags & MSG_TRUNC) {
+				e->st.rx_pkts++;
+				e->st.drops[TP_DROP_BAD_LENGTH]++;
+				continue;
+			}
+			rx_one(e, e->rx_iov[i].iov_base, e->rx_msgs[i].msg_len, &e->rx_from[i],
+			       msg_tos(mh), now);
+		}
+		total += n;
+		/* one ACK per QP per batch: coalesced */
+		while (e->ack_list != NULL) {
+			struct tp_qp *qp = e->ack_list;
+
+			e->ack_list = qp->ack_next;
+			qp->ack_next = NULL;
+			tp_qp_flush_ack(qp);
+		}
+		if (n < TP_RX_BATCH)
+			break;
+	}
+	return total;
+}
+
+int tp_engine_progress(struct tp_engine *e, uint64_t max_wait_ns)
+{
+	uint64_t now, wake = UINT64_MAX;
+	struct pollfd pfd;
+	struct timespec ts;
+	int rx, tx = 0;
+
+	rx = rx_drain(e);
+	if (rx < 0)
+		return rx;
+	now = ice_now_ns();
+	for (uint32_t i = 0; i < e->nqps; i++)
+		if (e->qps[i] != NULL && e->qps[i]->state == TP_QPS_RTS)
+			tx += tp_qp_tx(e->qps[i], now, &wake);
+	if (rx + tx > 0 || max_wait_ns == 0)
+		return rx + tx;
+	if (wake != UINT64_MAX) {
+		uint64_t until = wake > now ? wake - now : 0;
+
+		if (until < max_wait_ns)
+			max_wait_ns = until;
+	}
+	if (max_wait_ns == 0)
+		return 0;
+	pfd.fd = e->rx_fd;
+	pfd.events = POLLIN;
+	ts.tv_sec = (time_t)(max_wait_ns / ICE_NSEC_PER_SEC);
+	ts.tv_nsec = (long)(max_wait_ns % ICE_NSEC_PER_SEC);
+	if (ppoll(&pfd, 1, &ts, NULL) > 0)
+		return rx_drain(e);
+	return 0;
+}

@@ -1,0 +1,913 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * tp_qp: the reliable-connected protocol (IBA chapter 9, RC) over UDP.
+ *
+ * Requester: every posted work request gets its PSN range when posted.
+ * Packets go out in PSN order within a window; ACKs are cumulative. A NAK
+ * (PSN sequence error), an RNR NAK or a timeout rewinds transmission to the
+ * oldest unacknowledged PSN (go-back-N, as RoCE NICs do). After retry_cnt
+ * timeouts in a row the QP fails and every outstanding request completes with
+ * -ETIMEDOUT: the peer is gone.
+ *
+ * Responder: accepts only the expected PSN, places payload straight into the
+ * posted receive buffer (SEND) or the registered region (WRITE), drops
+ * anything ahead and NAKs the gap once, re-ACKs duplicates, coalesces ACKs
+ * (AckReq, every ack_every packets, one per receive batch), and, as DCQCN's
+ * notification point, answers CE marks with paced CNPs.
+ */
+#include "tp_internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/ip.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ice_log.h"
+#include "ice_time.h"
+
+static void qp_fail(struct tp_qp *qp, int status, const char *why);
+
+struct tp_qp *tp_qp_create(struct tp_engine *e)
+{
+	struct tp_qp *qp;
+	uint32_t idx;
+
+	for (idx = 0; idx < TP_MAX_QPS; idx++)
+		if (e->qps[idx] == NULL)
+			break;
+	if (idx == TP_MAX_QPS) {
+		errno = ENOSPC;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (qp == NULL)
+		return NULL;
+	qp->e = e;
+	qp->idx = idx;
+	qp->qpn = e->qpn_base + idx;
+	qp->state = TP_QPS_RESET;
+	qp->tx_fd = -1;
+	qp->dcqcn = e->cfg.dcqcn;
+	if (qp->dcqcn.rp_max_rate == 0 && e->cfg.line_rate_bps != 0)
+		qp->dcqcn.rp_max_rate = (uint32_t)(e->cfg.line_rate_bps / 1000000);
+	tp_dcqcn_np_init(&qp->np);
+	e->qps[idx] = qp;
+	if (idx + 1 > e->nqps)
+		e->nqps = idx + 1;
+	return qp;
+}
+
+static void flush_all(struct tp_qp *qp, int status)
+{
+	struct tp_wc wc = {.qpn = qp->qpn, .status = status};
+
+	for (; qp->sq_head != qp->sq_tail; qp->sq_head++) {
+		struct tp_swqe *w = &qp->sq[qp->sq_head % TP_SQ_DEPTH];
+
+		wc.wr_id = w->wr_id;
+		wc.opcode = w->op == TP_WC_WRITE ? TP_WC_WRITE : TP_WC_SEND;
+		tp_cq_push(qp->e, &wc);
+	}
+	qp->sq_cur = qp->sq_tail;
+	for (; qp->rq_head != qp->rq_tail; qp->rq_head++) {
+		wc.wr_id = qp->rq[qp->rq_head % TP_RQ_DEPTH].wr_id;
+		wc.opcode = TP_WC_RECV;
+		wc.byte_len = 0;
+		tp_cq_push(qp->e, &wc);
+	}
+	for (; qp->ux_head != qp->ux_tail; qp->ux_head++)
+		free(qp->unexp[qp->ux_head % TP_UNEXP_MAX].buf);
+	qp->ux_bytes = 0;
+	qp->rcv_active = false;
+	qp->rcv_staging = false;
+}
+
+void tp_qp_destroy(struct tp_qp *qp)
+{
+	struct tp_engine *e;
+
+	if (qp == NULL)
+		return;
+	e = qp->e;
+	flush_all(qp, -ECANCELED);
+	if (qp->ack_pending) {
+		struct tp_qp **pp = &e->ack_list;
+
+		while (*pp != NULL && *pp != qp)
+			pp = &(*pp)->ack_next;
+		if (*pp == qp)
+			*pp = qp->ack_next;
+	}
+	if (qp->tx_fd >= 0)
+		close(qp->tx_fd);
+	e->qps[qp->idx] = NULL;
+	free(qp);
+}
+
+uint32_t tp_qp_num(const struct tp_qp *qp)
+{
+	return qp->qpn;
+}
+
+uint16_t tp_qp_sport(const struct tp_qp *qp)
+{
+	return qp->sport;
+}
+
+bool tp_qp_failed(const struct tp_qp *qp)
+{
+	return qp->state == TP_QPS_ERROR;
+}
+
+const struct tp_qp_stats *tp_qp_stats(const struct tp_qp *qp)
+{
+	return &qp->st;
+}
+
+const struct tp_dcqcn_rp *tp_qp_rp(const struct tp_qp *qp)
+{
+	return &qp->rp;
+}
+
+struct tp_dcqcn_params *tp_qp_dcqcn_params(struct tp_qp *qp)
+{
+	return &qp->dcqcn;
+}
+
+int tp_qp_dcqcn_changed(struct tp_qp *qp)
+{
+	struct ice_cfg_err ce;
+
+	if (tp_dcqcn_params_check(&qp->dcqcn, &ce) < 0) {
+		char buf[512];
+
+		ice_err(ICE_SUB_DCQCN, "QP 0x%x: %s", qp->qpn, ice_cfg_err_str(&ce, buf, sizeof(buf)));
+		qp->dcqcn = qp->e->cfg.dcqcn;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void tp_qp_set_rate(struct tp_qp *qp, double bps)
+{
+	tp_dcqcn_rp_init(&qp->rp, &qp->dcqcn, ice_now_ns(), bps);
+}
+
+double tp_qp_rate(struct tp_qp *qp)
+{
+	tp_dcqcn_rp_tick(&qp->rp, ice_now_ns());
+	return tp_dcqcn_rp_rate(&qp->rp);
+}
+
+static void update_icrc_addr(struct tp_qp *qp)
+{
+	qp->icrc_tx.saddr = qp->e->cfg.addr.s_addr;
+	qp->icrc_tx.daddr = qp->peer.sin_addr.s_addr;
+	qp->icrc_tx.sport = qp->sport;
+	qp->icrc_tx.dport = ntohs(qp->peer.sin_port);
+	qp->icrc_tx.ip_id = 0;
+}
+
+int tp_qp_connect(struct tp_qp *qp, const struct tp_qp_conn *c)
+{
+	uint16_t sport = c->sport;
+	int fd;
+
+	if (qp->state != TP_QPS_RESET)
+		return -EINVAL;
+	if (c->rqpn > TP_QPN_MASK || c->rport == 0)
+		return -EINVAL;
+	if (sport == 0)
+		sport = tp_flow_label_to_udp_sport(tp_calc_flow_label(qp->qpn, c->rqpn));
+	fd = tp_sock_tx_open(qp->e, sport);
+	if (fd < 0)
+		return fd;
+	qp->tx_fd = fd;
+	qp->sport = sport;
+	qp->peer.sin_family = AF_INET;
+	qp->peer.sin_addr = c->raddr;
+	qp->peer.sin_port = htons(c->rport);
+	qp->rqpn = c->rqpn;
+	qp->pkey = c->pkey != 0 ? c->pkey : TP_DEFAULT_PKEY;
+	qp->post_psn = qp->next_psn = qp->max_psn = qp->una_psn = c->sq_psn & TP_PSN_MASK;
+	qp->last_ackreq_psn = qp->next_psn;
+	qp->epsn = c->rq_psn & TP_PSN_MASK;
+	update_icrc_addr(qp);
+	tp_dcqcn_rp_init(&qp->rp, &qp->dcqcn, ice_now_ns(), 0);
+	qp->token_ns = ice_now_ns();
+	qp->state = TP_QPS_RTS;
+	ice_dbg(ICE_SUB_QP, "QP 0x%x -> %s:%u QP 0x%x, sport %u", qp->qpn,
+		inet_ntoa(c->raddr), c->rport, c->rqpn, sport);
+	return 0;
+}
+
+int tp_qp_set_sport(struct tp_qp *qp, uint16_t sport)
+{
+	int fd;
+
+	if (sport == 0)
+		return -EINVAL;
+	if (qp->state == TP_QPS_RESET)
+		return -ENOTCONN;
+	if (sport == qp->sport)
+		return 0;
+	fd = tp_sock_tx_open(qp->e, sport);
+	if (fd < 0)
+		return fd;
+	/* Packets already handed to the old socket are on the wire; the peer
+	 * accepts them (it matches by QPN), and any reordering between the two
+	 * paths is repaired by the PSN machinery. */
+	close(qp->tx_fd);
+	qp->tx_fd = fd;
+	qp->sport = sport;
+	update_icrc_addr(qp);
+	qp->st.sport_changes++;
+	return 0;
+}
+
+static uint32_t npkts_for(const struct tp_qp *qp, uint64_t len)
+{
+	uint32_t mtu = qp->e->cfg.mtu;
+
+	return len == 0 ? 1 : (uint32_t)((len + mtu - 1) / mtu);
+}
+
+static int post_swqe(struct tp_qp *qp, uint8_t op, const void *buf, size_t len, uint64_t va,
+		     uint32_t rkey, uint64_t wr_id)
+{
+	struct tp_swqe *w;
+
+	if (qp->state == TP_QPS_RESET)
+		return -ENOTCONN;
+	if (qp->state == TP_QPS_ERROR)
+		return -EIO;
+	if (qp->sq_tail - qp->sq_head == TP_SQ_DEPTH)
+		return -EAGAIN;
+	if (len > (uint64_t)qp->e->cfg.mtu * (1u << 22) || len > UINT32_MAX)
+		return -EMSGSIZE;
+	w = &qp->sq[qp->sq_tail % TP_SQ_DEPTH];
+	w->op = op;
+	w->buf = buf;
+	w->len = len;
+	w->va = va;
+	w->rkey = rkey;
+	w->wr_id = wr_id;
+	w->npkts = npkts_for(qp, len);
+	w->first_psn = qp->post_psn;
+	qp->post_psn = tp_psn_add(qp->post_psn, w->npkts);
+	if (qp->sq_head == qp->sq_tail)
+		qp->progress_ns = ice_now_ns();
+	qp->sq_tail++;
+	return 0;
+}
+
+int tp_qp_post_send(struct tp_qp *qp, const void *buf, size_t len, uint64_t wr_id)
+{
+	return post_swqe(qp, TP_WC_SEND, buf, len, 0, 0, wr_id);
+}
+
+int tp_qp_post_write(struct tp_qp *qp, const void *buf, size_t len, uint64_t remote_va,
+		     uint32_t rkey, uint64_t wr_id)
+{
+	return post_swqe(qp, TP_WC_WRITE, buf, len, remote_va, rkey, wr_id);
+}
+
+/* A receive is posted while SENDs wait in the unexpected queue: the oldest
+ * one is its message. A finished one completes at once; the one still
+ * arriving continues straight into the new buffer. */
+static int take_unexpected(struct tp_qp *qp, void *buf, size_t len, uint64_t wr_id)
+{
+	struct tp_unexp *m = &qp->unexp[qp->ux_head % TP_UNEXP_MAX];
+	struct tp_wc wc = {.wr_id = wr_id, .qpn = qp->qpn, .opcode = TP_WC_RECV,
+			   .byte_len = (uint32_t)m->len};
+
+	if (m->len > len) {
+		ice_err(ICE_SUB_QP, "QP 0x%x: a %zu-byte message arrived for a %zu-byte receive",
+			qp->qpn, m->len, len);
+		wc.status = -EMSGSIZE;
+		if (!m->done) /* its remaining packets will be refused */
+			qp->rcv_active = qp->rcv_staging = false;
+		tp_cq_push(qp->e, &wc);
+	} else if (m->done) {
+		memcpy(buf, m->buf, m->len);
+		tp_cq_push(qp->e, &wc);
+	} else {
+		struct tp_rwqe *r = &qp->rq[qp->rq_tail % TP_RQ_DEPTH];
+
+		memcpy(buf, m->buf, m->len);
+		r->buf = buf;
+		r->len = len;
+		r->wr_id = wr_id;
+		qp->rq_tail++;
+		qp->rcv_off = m->len;
+		qp->rcv_staging = false;
+	}
+	qp->ux_bytes -= m->len;
+	free(m->buf);
+	memset(m, 0, sizeof(*m));
+	qp->ux_head++;
+	return 0;
+}
+
+int tp_qp_post_recv(struct tp_qp *qp, void *buf, size_t len, uint64_t wr_id)
+{
+	struct tp_rwqe *r;
+
+	if (qp->state == TP_QPS_ERROR)
+		return -EIO;
+	if (qp->rq_tail - qp->rq_head == TP_RQ_DEPTH)
+		return -EAGAIN;
+	if (qp->ux_head != qp->ux_tail)
+		return take_unexpected(qp, buf, len, wr_id);
+	r = &qp->rq[qp->rq_tail % TP_RQ_DEPTH];
+	r->buf = buf;
+	r->len = len;
+	r->wr_id = wr_id;
+	qp->rq_tail++;
+	return 0;
+}
+
+/* ---- control packets (ACK, NAK, CNP) ------------------------------------ */
+
+static void send_ctrl(struct tp_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome,
+		      uint8_t dscp)
+{
+	struct tp_bth bth = {.opcode = opcode, .pkey = qp->pkey, .dest_qp = qp->rqpn,
+			     .psn = psn & TP_PSN_MASK};
+	struct tp_aeth aeth = {.syndrome = syndrome, .msn = qp->msn & TP_PSN_MASK};
+	uint8_t buf[64];
+	union {
+		char raw[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctrl;
+	struct iovec iov;
+	struct msghdr mh = {0};
+	struct cmsghdr *cm;
+	int len, tos = dscp << 2;
+
+	if (opcode == TP_OP_CNP)
+		bth.becn = true;
+	len = tp_pkt_build(buf, sizeof(buf), &bth, NULL, opcode == TP_OP_ACK ? &aeth : NULL, NULL,
+			   0, &qp->icrc_tx);
+	if (len < 0)
+		return;
+	iov.iov_base = buf;
+	iov.iov_len = (size_t)len;
+	mh.msg_name = &qp->peer;
+	mh.msg_namelen = sizeof(qp->peer);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = ctrl.raw;
+	mh.msg_controllen = sizeof(ctrl.raw);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = IPPROTO_IP;
+	cm->cmsg_type = IP_TOS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &tos, sizeof(tos));
+	if (sendmsg(qp->tx_fd, &mh, 0) < 0) {
+		/* A lost control packet is repaired by the peer's timers. */
+		qp->e->st.tx_eagain++;
+		return;
+	}
+	qp->e->st.tx_pkts++;
+	qp->e->st.tx_bytes += (uint64_t)len;
+	qp->e->st.syscalls_tx++;
+}
+
+static void queue_ack(struct tp_qp *qp)
+{
+	if (qp->ack_pending)
+		return;
+	qp->ack_pending = true;
+	qp->ack_next = qp->e->ack_list;
+	qp->e->ack_list = qp;
+}
+
+void tp_qp_flush_ack(struct tp_qp *qp)
+{
+	if (!qp->ack_pending)
+		return;
+	qp->ack_pending = false;
+	qp->unacked_rx = 0;
+	if (qp->state != TP_QPS_RTS)
+		return;
+	send_ctrl(qp, TP_OP_ACK, tp_psn_add(qp->epsn, TP_PSN_MASK), TP_AETH_ACK | TP_AETH_ACK_NO_CREDIT,
+		  qp->e->cfg.dscp);
+	qp->e->st.ack_tx++;
+}
+
+static void send_nak(struct tp_qp *qp, uint8_t syndrome)
+{
+	send_ctrl(qp, TP_OP_ACK, qp->epsn, syndrome, qp->e->cfg.dscp);
+	qp->nak_sent = true;
+	if ((syndrome & TP_AETH_CLASS_MASK) == TP_AETH_RNR_NAK) {
+		qp->e->st.rnr_nak_tx++;
+	} else {
+		qp->e->st.nak_tx++;
+		qp->st.naks_tx++;
+	}
+}
+
+/* ---- requester ---------------------------------------------------------- */
+
+/* Point transmission at psn, which lies in [first PSN of sq_head, post_psn]. */
+static void rewind_to(struct tp_qp *qp, uint32_t psn)
+{
+	uint32_t i;
+
+	for (i = qp->sq_head; i != qp->sq_tail; i++) {
+		struct tp_swqe *w = &qp->sq[i % TP_SQ_DEPTH];
+		int32_t d = tp_psn_diff(w->first_psn, psn);
+
+		if (d >= 0 && (uint32_t)d < w->npkts) {
+			qp->sq_cur = i;
+			qp->cur_pkt = (uint32_t)d;
+			qp->next_psn = psn;
+			return;
+		}
+	}
+	qp->sq_cur = qp->sq_tail;
+	qp->cur_pkt = 0;
+	qp->next_psn = qp->post_psn;
+}
+
+/* Everything up to and including psn arrived at the peer. */
+static void ack_through(struct tp_qp *qp, uint32_t psn, uint64_t now)
+{
+	uint32_t una = tp_psn_add(psn, 1);
+	struct tp_wc wc = {.qpn = qp->qpn};
+
+	if (tp_psn_diff(qp->una_psn, una) <= 0)
+		return; /* nothing new */
+	qp->una_psn = una;
+	qp->retries = 0;
+	qp->progress_ns = now;
+	while (qp->sq_head != qp->sq_tail) {
+		struct tp_swqe *w = &qp->sq[qp->sq_head % TP_SQ_DEPTH];
+		uint32_t end = tp_psn_add(w->first_psn, w->npkts);
+
+		if (tp_psn_diff(end, una) < 0)
+			break;
+		wc.wr_id = w->wr_id;
+		wc.opcode = w->op == TP_WC_WRITE ? TP_WC_WRITE : TP_WC_SEND;
+		wc.status = 0;
+		tp_cq_push(qp->e, &wc);
+		qp->sq_head++;
+	}
+	/* A late ACK can cover packets we had already decided to resend. */
+	if (tp_psn_diff(qp->next_psn, una) > 0)
+		rewind_to(qp, una);
+}
+
+static bool ack_psn_valid(const struct tp_qp *qp, uint32_t psn)
+{
+	uint32_t una = tp_psn_add(psn, 1);
+
+	/* una in [una_psn - 1 .. max_psn]: stale duplicates are harmless */
+	return tp_psn_diff(qp->una_psn, una) >= -1 && tp_psn_diff(una, qp->max_psn) >= 0;
+}
+
+static void rx_ack(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
+{
+	uint8_t syn = pkt->aeth.syndrome;
+	uint32_t psn = pkt->bth.psn;
+	struct tp_engine *e = qp->e;
+
+	switch (syn & TP_AETH_CLASS_MASK) {
+	case TP_AETH_ACK:
+	case TP_AETH_ACK | 0x10: /* 000x xxxx: the credit field is 5 bits */
+		if (!ack_psn_valid(qp, psn)) {
+			e->st.drops[TP_DROP_BAD_ACK]++;
+			return;
+		}
+		e->st.ack_rx++;
+		qp->rnr_count = 0;
+		ack_through(qp, psn, now);
+		return;
+	case TP_AETH_RNR_NAK:
+	case TP_AETH_NAK:
+		/* psn is the first PSN the responder did not take */
+		if (!ack_psn_valid(qp, tp_psn_add(psn, TP_PSN_MASK))) {
+			e->st.drops[TP_DROP_BAD_ACK]++;
+			return;
+		}
+		ack_through(qp, tp_psn_add(psn, TP_PSN_MASK), now);
+		if ((syn & TP_AETH_CLASS_MASK) == TP_AETH_RNR_NAK) {
+			e->st.rnr_nak_rx++;
+			qp->st.rnr_rx++;
+			qp->rnr_count++;
+			if (e->cfg.rnr_retry != 0 && qp->rnr_count > e->cfg.rnr_retry) {
+				qp_fail(qp, -ETIMEDOUT, "receiver not ready: RNR retries exhausted");
+				return;
+			}
+			qp->rnr_until_ns = now + e->cfg.rnr_timer_ns;
+			qp->progress_ns = qp->rnr_until_ns;
+			rewind_to(qp, psn);
+			return;
+		}
+		e->st.nak_rx++;
+		qp->st.naks_rx++;
+		if ((syn & 0x1f) == TP_NAK_PSN_SEQ_ERR) {
+			qp->progress_ns = now;
+			rewind_to(qp, psn);
+			return;
+		}
+		qp_fail(qp, -EREMOTEIO, (syn & 0x1f) == TP_NAK_REMOTE_ACCESS
+						 ? "peer refused an RDMA WRITE (remote access error)"
+						 : "peer refused a request (invalid request)");
+		return;
+	default:
+		e->st.drops[TP_DROP_BAD_ACK]++;
+	}
+}
+
+static uint8_t data_opcode(const struct tp_swqe *w, uint32_t pkt)
+{
+	bool first = pkt == 0, last = pkt + 1 == w->npkts;
+
+	if (w->op == TP_WC_WRITE) {
+		if (first && last)
+			return TP_OP_WRITE_ONLY;
+		return first ? TP_OP_WRITE_FIRST : last ? TP_OP_WRITE_LAST : TP_OP_WRITE_MIDDLE;
+	}
+	if (first && last)
+		return TP_OP_SEND_ONLY;
+	return first ? TP_OP_SEND_FIRST : last ? TP_OP_SEND_LAST : TP_OP_SEND_MIDDLE;
+}
+
+static bool pace(struct tp_qp *qp, uint64_t now, uint32_t bytes, uint64_t *wake_ns)
+{
+	double rate;
+
+	if (!qp->dcqcn.enable && qp->dcqcn.rp_max_rate == 0)
+		return true;
+	tp_dcqcn_rp_tick(&qp->rp, now);
+	rate = tp_dcqcn_rp_rate(&qp->rp);
+	if (rate <= 0)
+		return true;
+	if (now > qp->token_ns) {
+		/* burst: 200 us at the current rate, at least two packets */
+		double cap = rate / 8 * 200e-6;
+
+		if (cap < 2.0 * (bytes + 64))
+			cap = 2.0 * (bytes + 64);
+		qp->tokens += rate / 8 * (double)(now - qp->token_ns) * 1e-9;
+		if (qp->tokens > cap)
+			qp->tokens = cap;
+		qp->token_ns = now;
+	}
+	if (qp->tokens >= bytes) {
+		qp->tokens -= bytes;
+		return true;
+	}
+	uint64_t wait = (uint64_t)((bytes - qp->tokens) * 8 / rate * 1e9) + 1;
+
+	if (now + wait < *wake_ns)
+		*wake_ns = now + wait;
+	return false;
+}
+
+int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
+{
+	struct tp_engine *e = qp->e;
+	uint32_t mtu = e->cfg.mtu;
+	uint64_t bytes = 0;
+	int n = 0, sent;
+
+	/* retransmission timer */
+	if (qp->una_psn != qp->max_psn && now >= qp->rnr_until_ns) {
+		uint32_t shift = qp->retries < 3 ? qp->retries : 3;
+		uint64_t deadline = qp->progress_ns + (e->cfg.retx_timeout_ns << shift);
+
+		if (now >= deadline) {
+			qp->retries++;
+			qp->st.timeouts++;
+			e->st.timeouts++;
+			if (qp->retries > e->cfg.retry_cnt) {
+				qp_fail(qp, -ETIMEDOUT, "no acknowledgement");
+				return 0;
+			}
+			qp->progress_ns = now;
+			rewind_to(qp, qp->una_psn);
+		} else if (deadline < *wake_ns) {
+			*wake_ns = deadline;
+		}
+	}
+	if (now < qp->rnr_until_ns) {
+		if (qp->rnr_until_ns < *wake_ns)
+			*wake_ns = qp->rnr_until_ns;
+		return 0;
+	}
+	while (n < TP_TX_BATCH && qp->sq_cur != qp->sq_tail) {
+		struct tp_swqe *w = &qp->sq[qp->sq_cur % TP_SQ_DEPTH];
+		uint64_t off = (uint64_t)qp->cur_pkt * mtu;
+		uint32_t plen = (uint32_t)(w->len - off < mtu ? w->len - off : mtu);
+		uint8_t op = data_opcode(w, qp->cur_pkt);
+		struct tp_bth bth = {.opcode = op, .pkey = qp->pkey, .dest_qp = qp->rqpn,
+				     .psn = qp->next_psn, .pad = tp_pad_for(plen)};
+		const uint8_t *payload = w->buf + off;
+		size_t hlen, dlen = plen + bth.pad;
+		uint32_t icrc;
+
+		if ((uint32_t)tp_psn_diff(qp->una_psn, qp->next_psn) >= e->cfg.window_pkts)
+			break;
+		if (!pace(qp, now, plen + TP_WIRE_OVERHEAD, wake_ns))
+			break;
+		if (tp_op_is_last(op) ||
+		    (uint32_t)tp_psn_diff(qp->last_ackreq_psn, qp->next_psn) >= e->cfg.ack_every ||
+		    (uint32_t)tp_psn_diff(qp->una_psn, qp->next_psn) + 1 >= e->cfg.window_pkts) {
+			bth.ack_req = true;
+			qp->last_ackreq_psn = qp->next_psn;
+		}
+		hlen = tp_bth_encode(&bth, e->tx_hdr[n]);
+		if (tp_op_has_reth(op)) {
+			struct tp_reth reth = {.va = w->va, .rkey = w->rkey,
+					       .dma_len = (uint32_t)w->len};
+
+			hlen += tp_reth_encode(&reth, e->tx_hdr[n] + hlen);
+		}
+		if (bth.pad != 0) {
+			uint8_t *b = e->tx_bounce + (size_t)n * (mtu + 4);
+
+			memcpy(b, payload, plen);
+			memset(b + plen, 0, bth.pad);
+			payload = b;
+		}
+		icrc = tp_icrc_compute(&qp->icrc_tx, e->tx_hdr[n], hlen, payload, dlen);
+		tp_icrc_store(icrc, e->tx_trail[n]);
+		e->tx_iov[n][0].iov_base = e->tx_hdr[n];
+		e->tx_iov[n][0].iov_len = hlen;
+		e->tx_iov[n][1].iov_base = (void *)payload;
+		e->tx_iov[n][1].iov_len = dlen;
+		e->tx_iov[n][2].iov_base = e->tx_trail[n];
+		e->tx_iov[n][2].iov_len = TP_ICRC_LEN;
+		memset(&e->tx_msgs[n].msg_hdr, 0, sizeof(e->tx_msgs[n].msg_hdr));
+		e->tx_msgs[n].msg_hdr.msg_name = &qp->peer;
+		e->tx_msgs[n].msg_hdr.msg_namelen = sizeof(qp->peer);
+		e->tx_msgs[n].msg_hdr.msg_iov = e->tx_iov[n];
+		e->tx_msgs[n].msg_hdr.msg_iovlen = 3;
+		bytes += hlen + dlen + TP_ICRC_LEN;
+		qp->next_psn = tp_psn_add(qp->next_psn, 1);
+		if (++qp->cur_pkt == w->npkts) {
+			qp->cur_pkt = 0;
+			qp->sq_cur++;
+		}
+		n++;
+	}
+	if (n == 0)
+		return 0;
+	sent = sendmmsg(qp->tx_fd, e->tx_msgs, (unsigned int)n, 0);
+	e->st.syscalls_tx++;
+	if (sent < 0)
+		sent = 0;
+	if (sent < n) {
+		/* Socket buffer full: take back what did not go and retry soon. */
+		uint32_t first_unsent = tp_psn_add(qp->next_psn, (uint32_t)(TP_PSN_MASK + 1 - (n - sent)));
+
+		e->st.tx_eagain++;
+		rewind_to(qp, first_unsent);
+		if (now + 20 * ICE_NSEC_PER_USEC < *wake_ns)
+			*wake_ns = now + 20 * ICE_NSEC_PER_USEC;
+	}
+	if (sent > 0) {
+		/* PSNs [next - sent, next) left; those below max_psn were resends */
+		uint32_t start = tp_psn_add(qp->next_psn, (uint32_t)(TP_PSN_MASK + 1 - sent));
+		int32_t resent = tp_psn_diff(start, qp->max_psn);
+
+		if (resent > 0) {
+			resent = resent < sent ? resent : sent;
+			qp->st.retx_pkts += (uint64_t)resent;
+			e->st.retx_pkts += (uint64_t)resent;
+		}
+		if (tp_psn_diff(qp->max_psn, qp->next_psn) > 0)
+			qp->max_psn = qp->next_psn;
+	}
+	e->st.tx_pkts += (uint64_t)sent;
+	e->st.tx_bytes += bytes * (uint64_t)sent / (uint64_t)n;
+	qp->st.tx_pkts += (uint64_t)sent;
+	qp->st.tx_bytes += bytes * (uint64_t)sent / (uint64_t)n;
+	tp_dcqcn_rp_on_sent(&qp->rp, bytes * (uint64_t)sent / (uint64_t)n, now);
+	return sent;
+}
+
+static void qp_fail(struct tp_qp *qp, int status, const char *why)
+{
+	if (qp->state == TP_QPS_ERROR)
+		return;
+	ice_err(ICE_SUB_QP,
+		"QP 0x%x to %s:%u (QP 0x%x, sport %u) failed: %s; oldest unacknowledged PSN %u, "
+		"%u retries; peer gone or unreachable?",
+		qp->qpn, inet_ntoa(qp->peer.sin_addr), ntohs(qp->peer.sin_port), qp->rqpn,
+		qp->sport, why, qp->una_psn, qp->retries);
+	qp->state = TP_QPS_ERROR;
+	flush_all(qp, status);
+}
+
+/* ---- responder ------------------------------------------------------------ */
+
+static void complete_recv(struct tp_qp *qp, int status)
+{
+	struct tp_rwqe *r = &qp->rq[qp->rq_head % TP_RQ_DEPTH];
+	struct tp_wc wc = {.wr_id = r->wr_id, .qpn = qp->qpn, .opcode = TP_WC_RECV,
+			   .status = status, .byte_len = (uint32_t)qp->rcv_off};
+
+	tp_cq_push(qp->e, &wc);
+	qp->rq_head++;
+	qp->rcv_active = false;
+}
+
+/* Responder-side fatal error (IBA: invalid request / remote access NAK). */
+static void rx_fatal(struct tp_qp *qp, uint8_t nak_code, enum tp_drop_reason r, const char *why)
+{
+	qp->e->st.drops[r]++;
+	send_nak(qp, TP_AETH_NAK | nak_code);
+	if (qp->rcv_active)
+		complete_recv(qp, -EMSGSIZE);
+	qp_fail(qp, -EREMOTEIO, why);
+}
+
+static void rnr(struct tp_qp *qp)
+{
+	qp->e->st.drops[TP_DROP_NO_RECV_WQE]++;
+	if (!qp->nak_sent)
+		send_nak(qp, TP_AETH_RNR_NAK | 0x01);
+}
+
+/* Start keeping an unexpected SEND; false when the queue is full. */
+static bool stage_begin(struct tp_qp *qp, size_t plen)
+{
+	if (qp->ux_tail - qp->ux_head == TP_UNEXP_MAX ||
+	    qp->ux_bytes + plen > qp->e->cfg.unexp_bytes)
+		return false;
+	memset(&qp->unexp[qp->ux_tail % TP_UNEXP_MAX], 0, sizeof(struct tp_unexp));
+	qp->ux_tail++;
+	return true;
+}
+
+static bool stage_append(struct tp_qp *qp, const uint8_t *data, size_t plen)
+{
+	struct tp_unexp *m = &qp->unexp[(qp->ux_tail - 1) % TP_UNEXP_MAX];
+
+	if (qp->ux_bytes + plen > qp->e->cfg.unexp_bytes)
+		return false;
+	if (m->len + plen > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 4 * (size_t)qp->e->cfg.mtu;
+		uint8_t *b;
+
+		while (cap < m->len + plen)
+			cap *= 2;
+		b = realloc(m->buf, cap);
+		if (b == NULL)
+			return false;
+		m->buf = b;
+		m->cap = cap;
+	}
+	memcpy(m->buf + m->len, data, plen);
+	m->len += plen;
+	qp->ux_bytes += plen;
+	return true;
+}
+
+static void rx_data(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
+{
+	struct tp_engine *e = qp->e;
+	uint8_t op = pkt->bth.opcode;
+	uint32_t mtu = e->cfg.mtu;
+	size_t plen = pkt->payload_len;
+	int32_t d = tp_psn_diff(qp->epsn, pkt->bth.psn);
+
+	if (d < 0) {
+		e->st.drops[TP_DROP_DUPLICATE]++;
+		queue_ack(qp); /* tell the requester where we are */
+		return;
+	}
+	if (d > 0) {
+		e->st.drops[TP_DROP_OUT_OF_ORDER]++;
+		if (!qp->nak_sent)
+			send_nak(qp, TP_AETH_NAK | TP_NAK_PSN_SEQ_ERR);
+		return;
+	}
+	/* in sequence: check the opcode follows the message in progress */
+	if (qp->rcv_active || qp->wr_active) {
+		bool ok = qp->rcv_active ? (op == TP_OP_SEND_MIDDLE || op == TP_OP_SEND_LAST)
+					 : (op == TP_OP_WRITE_MIDDLE || op == TP_OP_WRITE_LAST);
+
+		if (!ok) {
+			rx_fatal(qp, TP_NAK_INVALID_REQ, TP_DROP_BAD_OPCODE,
+				 "opcode out of sequence within a message");
+			return;
+		}
+	} else if (!tp_op_is_first(op)) {
+		rx_fatal(qp, TP_NAK_INVALID_REQ, TP_DROP_BAD_OPCODE,
+			 "middle or last packet without a first");
+		return;
+	}
+	if ((!tp_op_is_last(op) && plen != mtu) || plen > mtu) {
+		rx_fatal(qp, TP_NAK_INVALID_REQ, TP_DROP_BAD_LENGTH, "payload length not the MTU");
+		return;
+	}
+	if (tp_op_is_send(op)) {
+		struct tp_rwqe *r;
+
+		if (tp_op_is_first(op)) {
+			qp->rcv_off = 0;
+			qp->rcv_staging = qp->rq_head == qp->rq_tail;
+			if (qp->rcv_staging && !stage_begin(qp, plen)) {
+				rnr(qp);
+				return;
+			}
+			qp->rcv_active = true;
+		}
+		if (qp->rcv_staging) {
+			if (!stage_append(qp, pkt->payload, plen)) {
+				rnr(qp);
+				return;
+			}
+			if (tp_op_is_last(op)) {
+				qp->unexp[(qp->ux_tail - 1) % TP_UNEXP_MAX].done = true;
+				qp->rcv_active = qp->rcv_staging = false;
+				qp->msn = (qp->msn + 1) & TP_PSN_MASK;
+			}
+			goto accepted;
+		}
+		r = &qp->rq[qp->rq_head % TP_RQ_DEPTH];
+		if (qp->rcv_off + plen > r->len) {
+			rx_fatal(qp, TP_NAK_INVALID_REQ, TP_DROP_BAD_LENGTH,
+				 "message longer than the posted receive buffer");
+			return;
+		}
+		memcpy(r->buf + qp->rcv_off, pkt->payload, plen);
+		qp->rcv_off += plen;
+		if (tp_op_is_last(op)) {
+			complete_recv(qp, 0);
+			qp->msn = (qp->msn + 1) & TP_PSN_MASK;
+		}
+	} else {
+		if (tp_op_is_first(op)) {
+			struct tp_mr *mr = tp_mr_find(e, pkt->reth.rkey);
+			uint8_t *base = mr != NULL ? mr->addr : NULL;
+			uint64_t va = pkt->reth.va;
+
+			if (mr == NULL || va < (uintptr_t)base ||
+			    va + pkt->reth.dma_len > (uintptr_t)base + mr->len) {
+				rx_fatal(qp, TP_NAK_REMOTE_ACCESS, TP_DROP_BAD_LENGTH,
+					 "RDMA WRITE outside any registered region");
+				return;
+			}
+			qp->wr_ptr = (uint8_t *)(uintptr_t)va;
+			qp->wr_left = pkt->reth.dma_len;
+			qp->wr_active = true;
+		}
+		if (plen > qp->wr_left) {
+			rx_fatal(qp, TP_NAK_INVALID_REQ, TP_DROP_BAD_LENGTH,
+				 "RDMA WRITE longer than its DMA length");
+			return;
+		}
+		memcpy(qp->wr_ptr, pkt->payload, plen);
+		qp->wr_ptr += plen;
+		qp->wr_left -= plen;
+		if (tp_op_is_last(op)) {
+			qp->wr_active = false;
+			qp->msn = (qp->msn + 1) & TP_PSN_MASK;
+		}
+	}
+accepted:
+	qp->epsn = tp_psn_add(qp->epsn, 1);
+	qp->nak_sent = false;
+	qp->st.rx_pkts++;
+	qp->st.rx_bytes += plen;
+	if (pkt->bth.ack_req || ++qp->unacked_rx >= e->cfg.ack_every)
+		queue_ack(qp);
+	(void)now;
+}
+
+void tp_qp_rx(struct tp_qp *qp, const struct tp_pkt *pkt, uint8_t tos,
+	      const struct sockaddr_in *from, uint64_t now)
+{
+	uint8_t op = pkt->bth.opcode;
+
+	(void)from;
+	if (op == TP_OP_ACK) {
+		rx_ack(qp, pkt, now);
+		return;
+	}
+	if (op == TP_OP_CNP) {
+		qp->e->st.cnp_rx++;
+		qp->st.cnps_rx++;
+		if (qp->dcqcn.enable)
+			tp_dcqcn_rp_on_cnp(&qp->rp, now);
+		return;
+	}
+	if ((tos & 0x3) == 0x3) {
+		qp->e->st.rx_ce++;
+		qp->st.ce_rx++;
+		if (qp->dcqcn.enable && tp_dcqcn_np_on_ce(&qp->np, &qp->dcqcn, now)) {
+			send_ctrl(qp, TP_OP_CNP, 0, 0, qp->e->cfg.cnp_dscp);
+			qp->e->st.cnp_tx++;
+			qp->st.cnps_tx++;
+		}
+	}
+	rx_data(qp, pkt, now);
+}

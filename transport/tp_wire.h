@@ -23,6 +23,7 @@
 #define TP_AETH_LEN	 4
 #define TP_CNP_RSVD_LEN	 16
 #define TP_ICRC_LEN	 4
+#define TP_IMMDT_LEN	 4
 #define TP_PSN_MASK	 0xffffffu
 #define TP_QPN_MASK	 0xffffffu
 #define TP_DEFAULT_PKEY	 0xffff
@@ -102,10 +103,11 @@ bool tp_op_has_reth(uint8_t op); /* WRITE first/only (+imm), READ request */
 bool tp_op_has_aeth(uint8_t op); /* ACK (and READ responses) */
 bool tp_op_is_first(uint8_t op); /* *_FIRST or *_ONLY */
 bool tp_op_is_last(uint8_t op);	 /* *_LAST or *_ONLY (incl. imm) */
+bool tp_op_has_imm(uint8_t op);	 /* *_IMM: ImmDt (4 bytes) after BTH [RETH] */
 bool tp_op_known(uint8_t op);	 /* one this transport handles */
 const char *tp_op_name(uint8_t op); /* "SEND_FIRST", ...; "UNKNOWN" otherwise */
 
-/* 24-bit PSN arithmetic: signed distance b - a in (-2^23, 2^23]. */
+/* 24-bit PSN arithmetic: signed distance b - a in [-2^23, 2^23). */
 static inline int32_t tp_psn_diff(uint32_t a, uint32_t b)
 {
 	return (int32_t)((b - a) << 8) >> 8;
@@ -150,7 +152,8 @@ enum tp_drop_reason {
 	TP_DROP_TRUNCATED = 0,	  /* shorter than its headers + ICRC */
 	TP_DROP_BAD_VERSION,	  /* TVer != 0 */
 	TP_DROP_BAD_OPCODE,	  /* opcode not handled */
-	TP_DROP_BAD_PAD,	  /* pad > payload, or pad on a non-last packet */
+	TP_DROP_BAD_PAD,	  /* pad > payload, pad on a non-last packet, or
+				   * payload + pad not a multiple of 4 */
 	TP_DROP_BAD_PKEY,	  /* P_Key does not match the QP's */
 	TP_DROP_BAD_ICRC,	  /* ICRC mismatch (when verification is on) */
 	TP_DROP_UNKNOWN_QP,	  /* no such destination QP */
@@ -167,7 +170,9 @@ enum tp_drop_reason {
 const char *tp_drop_reason_name(enum tp_drop_reason r);
 
 /* The result of parsing one received UDP payload. Pointers point into the
- * caller's buffer. */
+ * caller's buffer. For *_IMM opcodes the 4-byte ImmDt (which follows BTH and
+ * RETH on the wire) is the first 4 bytes of payload, in both tp_pkt_parse and
+ * tp_pkt_build; such packets have payload_len >= 4. */
 struct tp_pkt {
 	struct tp_bth bth;
 	struct tp_reth reth; /* valid when tp_op_has_reth(bth.opcode) */
@@ -193,7 +198,11 @@ static inline enum tp_drop_reason tp_parse_reason(int ret)
 /* Build a complete UDP payload into out (capacity cap): BTH, optional RETH
  * (reth != NULL) or AETH (aeth != NULL), payload, pad (bth->pad is computed
  * and set here from payload_len), ICRC for a. CNPs: opcode TP_OP_CNP with
- * becn set gets the 16 reserved zero bytes. Returns total length or -ENOSPC. */
+ * becn set gets the 16 reserved zero bytes. Returns total length or -ENOSPC;
+ * -EINVAL when the opcode is not tp_op_known, reth/aeth do not match what the
+ * opcode carries, a payload is given to READ_REQ/ACK/CNP, an *_IMM payload is
+ * shorter than its ImmDt, a FIRST/MIDDLE payload is empty or not a multiple of
+ * 4 (they carry whole path-MTU chunks), or a is NULL. */
 int tp_pkt_build(uint8_t *out, size_t cap, struct tp_bth *bth, const struct tp_reth *reth,
 		 const struct tp_aeth *aeth, const void *payload, size_t payload_len,
 		 const struct tp_icrc_addr *a);

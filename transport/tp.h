@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * tp: ICE's included transport. Reliable connected queue pairs with real
+ * RoCEv2 framing over UDP (destination port 4791), DCQCN, a per-QP UDP source
+ * port the controller can change at run time, and collectives on top.
+ *
+ * Threading: an engine and everything made from it (QPs, communicators) are
+ * used from one thread. tp_engine_progress() does all I/O: it receives,
+ * acknowledges, retransmits, paces and sends; collectives call it while they
+ * wait. Nothing happens on the wire between calls.
+ *
+ * Errors: functions return 0 or a negative errno; constructors return NULL and
+ * set errno. The reason is logged (subsystems qp, engine, comm, coll).
+ */
+#ifndef TP_H
+#define TP_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tp_dcqcn.h"
+#include "tp_mem.h"
+#include "tp_reduce.h"
+#include "tp_wire.h"
+
+/* ---- engine ---------------------------------------------------------- */
+
+struct tp_engine_cfg {
+	struct in_addr addr;	  /* local IPv4 address to bind (required) */
+	uint16_t port;		  /* UDP port to receive on; 4791 (0: ephemeral, tests) */
+	uint32_t mtu;		  /* RoCE payload per packet: 256, 512, 1024, 2048, 4096 */
+	uint32_t window_pkts;	  /* unacknowledged packets per QP */
+	uint32_t ack_every;	  /* request an ACK every N packets (and at message end) */
+	uint64_t retx_timeout_ns; /* no ACK progress for this long: go back and resend */
+	uint32_t retry_cnt;	  /* timeouts in a row before the QP fails (peer gone) */
+	uint64_t rnr_timer_ns;	  /* wait after a receiver-not-ready NAK */
+	uint32_t rnr_retry;	  /* RNR NAKs in a row before failing; 0 = unlimited */
+	uint64_t line_rate_bps;	  /* NIC line rate for DCQCN's Rc start; 0 = unlimited */
+	bool icrc_verify;	  /* check the ICRC of received packets (offload off) */
+	bool ecn;		  /* send data ECN-capable (ECT(0)) */
+	uint8_t dscp;		  /* DSCP of data packets */
+	uint8_t cnp_dscp;	  /* DSCP of CNPs (np_cnp_dscp, 48 on ConnectX) */
+	uint32_t sock_buf;	  /* socket send/receive buffer, bytes */
+	uint32_t unexp_bytes;	  /* per QP: SEND data kept while no receive is posted;
+				   * beyond it the requester gets RNR NAKs */
+	uint64_t busy_poll_ns;	  /* spin this long for packets before sleeping */
+	uint32_t rx_drop_ppm;	  /* tests: drop this share (per million) of received packets */
+	uint32_t rx_drop_seed;	  /* tests: seed for the drop decisions */
+	struct tp_dcqcn_params dcqcn; /* initial per-QP DCQCN parameters */
+};
+
+void tp_engine_cfg_default(struct tp_engine_cfg *c);
+
+struct tp_engine_stats {
+	uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
+	uint64_t rx_ce;			     /* CE-marked packets received */
+	uint64_t cnp_tx, cnp_rx, ack_tx, ack_rx, nak_tx, nak_rx, rnr_nak_tx, rnr_nak_rx;
+	uint64_t retx_pkts, timeouts;
+	uint64_t drops[TP_DROP_REASON_MAX]; /* received packets dropped, by reason */
+	uint64_t tx_eagain;		     /* sends deferred: socket buffer full */
+	uint64_t syscalls_rx, syscalls_tx;
+};
+
+struct tp_engine;
+struct tp_qp;
+
+struct tp_engine *tp_engine_new(const struct tp_engine_cfg *cfg);
+void tp_engine_free(struct tp_engine *e); /* NULL-safe; destroys its QPs */
+const struct tp_engine_cfg *tp_engine_cfg(const struct tp_engine *e);
+const struct tp_engine_stats *tp_engine_stats(const struct tp_engine *e);
+/* Local port actually bound (useful with cfg.port = 0). */
+uint16_t tp_engine_port(const struct tp_engine *e);
+/*
+ * Do all pending I/O. When nothing can be done now, wait up to max_wait_ns
+ * for a packet or a timer. Returns the number of packets handled (>= 0) or a
+ * negative errno on a fatal socket error.
+ */
+int tp_engine_progress(struct tp_engine *e, uint64_t max_wait_ns);
+
+enum tp_wc_opcode {
+	TP_WC_SEND,
+	TP_WC_WRITE,
+	TP_WC_RECV,
+};
+
+struct tp_wc {
+	uint64_t wr_id;
+	uint32_t qpn;
+	enum tp_wc_opcode opcode;
+	int status;	   /* 0, or -ETIMEDOUT (peer gone), -EMSGSIZE, -EREMOTEIO, -ECANCELED */
+	uint32_t byte_len; /* TP_WC_RECV: bytes received */
+};
+
+/* Take up to n completions; returns how many. */
+int tp_engine_poll_cq(struct tp_engine *e, struct tp_wc *wc, int n);
+
+/* A memory region remote peers may RDMA WRITE into. */
+struct tp_mr {
+	void *addr;
+	size_t len;
+	uint32_t rkey;
+};
+/* Register [addr, addr+len); the engine owns the returned handle until
+ * tp_mr_dereg(). NULL + errno. */
+struct tp_mr *tp_mr_reg(struct tp_engine *e, void *addr, size_t len);
+void tp_mr_dereg(struct tp_engine *e, struct tp_mr *mr);
+
+/* ---- queue pairs ------------------------------------------------------- */
+
+struct tp_qp_conn {
+	struct in_addr raddr;	/* peer engine's address */
+	uint16_t rport;		/* peer engine's UDP port (4791) */
+	uint32_t rqpn;		/* peer QP number */
+	uint16_t sport;		/* our UDP source port; 0 = Linux's default from the QPNs */
+	uint16_t pkey;		/* partition key; 0 = default 0xffff */
+	uint32_t sq_psn;	/* first PSN we send */
+	uint32_t rq_psn;	/* first PSN we expect from the peer */
+};
+
+/* A new QP in the RESET state, with a QP number unique in the engine. */
+struct tp_qp *tp_qp_create(struct tp_engine *e);
+/* Flushes outstanding work with -ECANCELED completions and frees it. */
+void tp_qp_destroy(struct tp_qp *qp);
+uint32_t tp_qp_num(const struct tp_qp *qp);
+/* RESET -> RTS: connect to the peer QP. */
+int tp_qp_connect(struct tp_qp *qp, const struct tp_qp_conn *c);
+/* Move the QP's traffic to UDP source port sport (49152-65535, or any
+ * non-zero port), at once, without losing data: packets in flight on the old
+ * port are still accepted by the peer, which tells QPs apart by QPN. */
+int tp_qp_set_sport(struct tp_qp *qp, uint16_t sport);
+uint16_t tp_qp_sport(const struct tp_qp *qp);
+/* The QP's DCQCN parameters (a copy per QP): change fields at run time, then
+ * call tp_qp_dcqcn_changed(). */
+struct tp_dcqcn_params *tp_qp_dcqcn_params(struct tp_qp *qp);
+int tp_qp_dcqcn_changed(struct tp_qp *qp);
+/* Set the current and target rate (a planned rate), bit/s; 0 = line rate. */
+void tp_qp_set_rate(struct tp_qp *qp, double bps);
+double tp_qp_rate(struct tp_qp *qp);
+bool tp_qp_failed(const struct tp_qp *qp);
+
+/* Post work. Buffers must stay valid until the completion. -EAGAIN when the
+ * queue is full, -ENOTCONN before tp_qp_connect(), -EIO after a failure. */
+int tp_qp_post_send(struct tp_qp *qp, const void *buf, size_t len, uint64_t wr_id);
+int tp_qp_post_write(struct tp_qp *qp, const void *buf, size_t len, uint64_t remote_va,
+		     uint32_t rkey, uint64_t wr_id);
+int tp_qp_post_recv(struct tp_qp *qp, void *buf, size_t len, uint64_t wr_id);
+
+struct tp_qp_stats {
+	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes, retx_pkts, timeouts;
+	uint64_t naks_rx, naks_tx, rnr_rx, cnps_rx, cnps_tx, ce_rx, sport_changes;
+};
+const struct tp_qp_stats *tp_qp_stats(const struct tp_qp *qp);
+const struct tp_dcqcn_rp *tp_qp_rp(const struct tp_qp *qp);
+
+/* ---- communicators and collectives -------------------------------------- */
+
+enum tp_spread {
+	TP_SPREAD_SPLIT = 0, /* each message split over all QPs of the connection */
+	TP_SPREAD_ROUND_ROBIN, /* whole messages, QPs taken in turn */
+};
+
+struct tp_comm_cfg {
+	int nranks;
+	int rank;
+	char bootstrap[64];	  /* "ip:port" of rank 0's rendezvous (TCP) */
+	int listen_fd;		  /* rank 0: an already listening socket, or -1 */
+	uint32_t qps_per_conn;	  /* QPs to each peer (NCCL_IB_QPS_PER_CONNECTION) */
+	enum tp_spread spread;	  /* NCCL_IB_SPLIT_DATA_ON_QPS = 1 is SPLIT */
+	uint64_t slice_bytes;	  /* pipelining unit of the ring algorithms */
+	uint64_t oneshot_max;	  /* all-reduce up to this many bytes: one-shot */
+	uint64_t bootstrap_timeout_ns;
+	struct tp_engine_cfg eng; /* for this rank's engine */
+};
+
+void tp_comm_cfg_default(struct tp_comm_cfg *c);
+
+struct tp_comm;
+
+/* Rendezvous with the other ranks, create and connect the QPs. NULL + errno. */
+struct tp_comm *tp_comm_init(const struct tp_comm_cfg *cfg);
+void tp_comm_free(struct tp_comm *c); /* NULL-safe */
+int tp_comm_rank(const struct tp_comm *c);
+int tp_comm_nranks(const struct tp_comm *c);
+struct tp_engine *tp_comm_engine(struct tp_comm *c);
+/* QP q of the connection to peer (for steering, stats); NULL when none. */
+struct tp_qp *tp_comm_qp(struct tp_comm *c, int peer, uint32_t q);
+uint32_t tp_comm_qps_per_conn(const struct tp_comm *c);
+
+/* Out-of-band helpers over the bootstrap connections (not the data path). */
+int tp_comm_barrier(struct tp_comm *c);
+/* Every rank gets the maximum / the sum of v over the ranks. */
+int tp_comm_oob_max(struct tp_comm *c, double *v);
+int tp_comm_oob_sum(struct tp_comm *c, double *v);
+
+/* Collectives (blocking, NCCL argument order; host buffers). In-place when
+ * sendbuf == recvbuf (for all-gather: sendbuf == recvbuf + rank * count). */
+int tp_allreduce(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+		 enum tp_dtype t, enum tp_redop op);
+int tp_reduce_scatter(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t recvcount,
+		      enum tp_dtype t, enum tp_redop op);
+int tp_allgather(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t sendcount,
+		 enum tp_dtype t);
+int tp_broadcast(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+		 enum tp_dtype t, int root);
+int tp_alltoall(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+		enum tp_dtype t);
+/* Send count elements to sendpeer and receive count from recvpeer at once
+ * (either peer may be -1 to skip that side). */
+int tp_sendrecv(struct tp_comm *c, const void *sendbuf, int sendpeer, void *recvbuf,
+		int recvpeer, size_t count, enum tp_dtype t);
+
+#endif /* TP_H */

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Internal to transport/: engine and QP state shared by tp_engine.c and
+ * tp_qp.c. Nothing outside transport/ includes this. */
+#ifndef TP_INTERNAL_H
+#define TP_INTERNAL_H
+
+#include <sys/socket.h>
+
+#include "tp.h"
+
+#define TP_RX_BATCH  64
+#define TP_TX_BATCH  32
+#define TP_MAX_QPS   4096
+#define TP_MAX_MRS   256
+#define TP_SQ_DEPTH  1024 /* work requests per QP; power of two */
+#define TP_RQ_DEPTH  1024
+#define TP_RKEY_BASE 0x1000
+/* Bytes a data packet adds on the wire besides its payload: Ethernet 14,
+ * IPv4 20, UDP 8, BTH 12, ICRC 4; what pacing and DCQCN rates count. */
+#define TP_WIRE_OVERHEAD 58
+
+enum tp_qp_state {
+	TP_QPS_RESET,
+	TP_QPS_RTS,
+	TP_QPS_ERROR,
+};
+
+/* A send-side work request; its PSNs are fixed when it is posted. */
+struct tp_swqe {
+	uint8_t op; /* TP_WC_SEND or TP_WC_WRITE */
+	const uint8_t *buf;
+	uint64_t len;
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t first_psn;
+	uint32_t npkts;
+	uint64_t wr_id;
+};
+
+struct tp_rwqe {
+	uint8_t *buf;
+	uint64_t len;
+	uint64_t wr_id;
+};
+
+/* A SEND that arrived before its receive was posted, kept until it is. */
+#define TP_UNEXP_MAX 64
+struct tp_unexp {
+	uint8_t *buf; /* owned; freed when a receive takes it */
+	size_t len, cap;
+	bool done;    /* its last packet arrived */
+};
+
+struct tp_qp {
+	struct tp_engine *e;
+	uint32_t qpn;
+	uint32_t idx; /* slot in e->qps */
+	enum tp_qp_state state;
+	struct sockaddr_in peer;
+	uint32_t rqpn;
+	uint16_t pkey;
+	uint16_t sport;
+	int tx_fd;
+	struct tp_icrc_addr icrc_tx;
+
+	/* requester (send queue): head = oldest not completed, cur = being
+	 * transmitted, tail = next free; indices grow, masked on use. */
+	struct tp_swqe sq[TP_SQ_DEPTH];
+	uint32_t sq_head, sq_cur, sq_tail;
+	uint32_t cur_pkt;	  /* packet index within sq[sq_cur] */
+	uint32_t post_psn;	  /* PSN of the next posted WQE */
+	uint32_t next_psn;	  /* next PSN to transmit */
+	uint32_t max_psn;	  /* one past the highest PSN ever transmitted */
+	uint32_t una_psn;	  /* oldest unacknowledged PSN */
+	uint32_t last_ackreq_psn;
+	uint64_t progress_ns;	  /* last ACK progress (or start of waiting) */
+	uint64_t rnr_until_ns;
+	uint32_t retries;
+	uint32_t rnr_count;
+	double tokens;		  /* pacing bucket, bytes */
+	uint64_t token_ns;
+	struct tp_dcqcn_params dcqcn;
+	struct tp_dcqcn_rp rp;
+
+	/* responder (receive queue) */
+	struct tp_rwqe rq[TP_RQ_DEPTH];
+	uint32_t rq_head, rq_tail;
+	uint32_t epsn;		  /* next expected PSN */
+	uint32_t msn;		  /* completed messages, 24 bits */
+	bool nak_sent;		  /* a NAK/RNR NAK is out for epsn */
+	bool ack_pending;
+	uint32_t unacked_rx;
+	bool rcv_active;	  /* a SEND is being received */
+	bool rcv_staging;	  /* ... into unexp[ux_tail - 1], else into rq[rq_head] */
+	uint64_t rcv_off;
+	struct tp_unexp unexp[TP_UNEXP_MAX];
+	uint32_t ux_head, ux_tail;
+	size_t ux_bytes;
+	bool wr_active;		  /* an RDMA WRITE is being received */
+	uint8_t *wr_ptr;
+	uint64_t wr_left;
+	struct tp_dcqcn_np np;
+	struct tp_qp *ack_next;	  /* on e->ack_list when ack_pending */
+
+	struct tp_qp_stats st;
+};
+
+struct tp_engine {
+	struct tp_engine_cfg cfg;
+	int rx_fd;
+	uint16_t port;
+	uint32_t qpn_base;
+	struct tp_qp *qps[TP_MAX_QPS];
+	uint32_t nqps; /* slots in use are below this */
+	struct tp_mr *mrs[TP_MAX_MRS];
+
+	struct tp_wc *cq; /* ring, grows when full */
+	uint32_t cq_cap, cq_head, cq_tail;
+
+	struct tp_qp *ack_list;
+	uint64_t rng;
+
+	/* receive batch */
+	struct mmsghdr rx_msgs[TP_RX_BATCH];
+	struct iovec rx_iov[TP_RX_BATCH];
+	struct sockaddr_in rx_from[TP_RX_BATCH];
+	uint8_t rx_ctrl[TP_RX_BATCH][64];
+	uint8_t *rx_bufs;
+	uint32_t rx_buf_len;
+
+	/* send batch */
+	struct mmsghdr tx_msgs[TP_TX_BATCH];
+	struct iovec tx_iov[TP_TX_BATCH][3];
+	uint8_t tx_hdr[TP_TX_BATCH][TP_MAX_HDR_LEN];
+	uint8_t tx_trail[TP_TX_BATCH][TP_ICRC_LEN];
+	uint8_t *tx_bounce; /* TP_TX_BATCH * (mtu + 4): payloads that need pad */
+
+	struct tp_engine_stats st;
+};
+
+/* tp_engine.c */
+void tp_cq_push(struct tp_engine *e, const struct tp_wc *wc);
+struct tp_mr *tp_mr_find(struct tp_engine *e, uint32_t rkey);
+int tp_sock_tx_open(struct tp_engine *e, uint16_t sport);
+
+/* tp_qp.c: the protocol. */
+void tp_qp_rx(struct tp_qp *qp, const struct tp_pkt *pkt, uint8_t tos,
+	      const struct sockaddr_in *from, uint64_t now);
+/* Transmit what the window, pacing and timers allow; returns packets sent,
+ * lowers *wake_ns to when this QP next needs the engine. */
+int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns);
+void tp_qp_flush_ack(struct tp_qp *qp);
+
+/* ---- communicator internals (tp_comm.c, used by tp_coll.c) ---- */
+
+/* An outstanding message: its work requests complete into it. */
+struct tp_req {
+	int pending; /* work requests not yet completed */
+	int status;  /* first error, or 0 */
+};
+
+struct tp_comm {
+	struct tp_comm_cfg cfg;
+	int rank, nranks;
+	uint32_t k; /* QPs per connection */
+	struct tp_engine *e;
+	struct tp_qp **qps;	/* [peer * k + q] */
+	uint64_t *tx_seq;	/* messages sent to each peer */
+	uint64_t *rx_seq;	/* messages posted to receive from each peer */
+	int *oob;		/* rank 0: fd per rank (-1 for itself); others: oob[0] */
+	uint8_t *scratch;	/* collectives' temporary space */
+	size_t scratch_len;
+};
+
+int tp_comm_isend(struct tp_comm *c, int peer, const void *buf, size_t len, struct tp_req *r);
+int tp_comm_irecv(struct tp_comm *c, int peer, void *buf, size_t len, struct tp_req *r);
+/* Drive the engine once (waiting at most max_wait_ns) and retire completions. */
+int tp_comm_progress(struct tp_comm *c, uint64_t max_wait_ns);
+/* Wait until r is complete; returns its status. */
+int tp_comm_wait(struct tp_comm *c, struct tp_req *r);
+/* Scratch space of at least len bytes (kept for later calls). */
+void *tp_comm_scratch(struct tp_comm *c, size_t len);
+
+#endif /* TP_INTERNAL_H */
