@@ -1,1 +1,507 @@
-int main(void) { return 77; }
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Reliable-connected QPs over real UDP sockets on loopback: two engines in
+ * one process (127.40.0.1 and 127.40.0.2, ephemeral ports so tests can run in
+ * parallel), driven in turn. Loss is injected with the engine's receive-drop
+ * knob; malformed packets are crafted with a plain UDP socket.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ice_log.h"
+#include "ice_time.h"
+#include "tp.h"
+
+struct pair {
+	struct tp_engine *a, *b;
+	struct tp_qp *qa, *qb;
+};
+
+static void addr(struct in_addr *in, int host)
+{
+	char s[32];
+
+	snprintf(s, sizeof(s), "127.40.0.%d", host);
+	inet_pton(AF_INET, s, in);
+}
+
+static void pair_open(struct pair *p, const struct tp_engine_cfg *base, uint32_t psn_a,
+		      uint32_t psn_b)
+{
+	struct tp_engine_cfg ca = *base, cb = *base;
+	struct tp_qp_conn c = {0};
+
+	addr(&ca.addr, 1);
+	addr(&cb.addr, 2);
+	ca.port = cb.port = 0;
+	p->a = tp_engine_new(&ca);
+	p->b = tp_engine_new(&cb);
+	assert_non_null(p->a);
+	assert_non_null(p->b);
+	p->qa = tp_qp_create(p->a);
+	p->qb = tp_qp_create(p->b);
+	assert_non_null(p->qa);
+	assert_non_null(p->qb);
+	c.raddr = cb.addr;
+	c.rport = tp_engine_port(p->b);
+	c.rqpn = tp_qp_num(p->qb);
+	c.sq_psn = psn_a;
+	c.rq_psn = psn_b;
+	assert_int_equal(tp_qp_connect(p->qa, &c), 0);
+	c.raddr = ca.addr;
+	c.rport = tp_engine_port(p->a);
+	c.rqpn = tp_qp_num(p->qa);
+	c.sq_psn = psn_b;
+	c.rq_psn = psn_a;
+	assert_int_equal(tp_qp_connect(p->qb, &c), 0);
+}
+
+static void pair_close(struct pair *p)
+{
+	tp_engine_free(p->a);
+	tp_engine_free(p->b);
+}
+
+static void cfg_base(struct tp_engine_cfg *c)
+{
+	tp_engine_cfg_default(c);
+	c->retx_timeout_ns = 2 * ICE_NSEC_PER_MSEC;
+}
+
+/* Drive both engines until `want` completions arrived on e (or time out). */
+static int run_until(struct pair *p, struct tp_engine *e, struct tp_wc *wc, int want,
+		     uint64_t timeout_ns)
+{
+	uint64_t end = ice_now_ns() + timeout_ns;
+	int got = 0;
+
+	while (got < want && ice_now_ns() < end) {
+		tp_engine_progress(p->a, 0);
+		tp_engine_progress(p->b, 0);
+		got += tp_engine_poll_cq(e, wc + got, want - got);
+	}
+	return got;
+}
+
+static void fill_pattern(uint8_t *b, size_t n, uint32_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)((i * 131 + seed * 7 + (i >> 8)) & 0xff);
+}
+
+/* Send messages of the given sizes a->b and check every byte and completion. */
+static void transfer(struct pair *p, const size_t *sizes, int n)
+{
+	uint8_t **tx = calloc((size_t)n, sizeof(*tx)), **rx = calloc((size_t)n, sizeof(*rx));
+	struct tp_wc wc[64];
+
+	assert_true(n <= 64);
+	for (int i = 0; i < n; i++) {
+		tx[i] = malloc(sizes[i] + 1);
+		rx[i] = calloc(1, sizes[i] + 1);
+		fill_pattern(tx[i], sizes[i], (uint32_t)i);
+		assert_int_equal(tp_qp_post_recv(p->qb, rx[i], sizes[i], 100 + (uint64_t)i), 0);
+		assert_int_equal(tp_qp_post_send(p->qa, tx[i], sizes[i], (uint64_t)i), 0);
+	}
+	assert_int_equal(run_until(p, p->b, wc, n, 20 * ICE_NSEC_PER_SEC), n);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(wc[i].status, 0);
+		assert_int_equal(wc[i].opcode, TP_WC_RECV);
+		assert_int_equal(wc[i].wr_id, 100 + (uint64_t)i); /* in order */
+		assert_int_equal(wc[i].byte_len, sizes[i]);
+		assert_memory_equal(rx[i], tx[i], sizes[i]);
+	}
+	assert_int_equal(run_until(p, p->a, wc, n, 20 * ICE_NSEC_PER_SEC), n);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(wc[i].status, 0);
+		assert_int_equal(wc[i].opcode, TP_WC_SEND);
+		assert_int_equal(wc[i].wr_id, (uint64_t)i);
+	}
+	for (int i = 0; i < n; i++) {
+		free(tx[i]);
+		free(rx[i]);
+	}
+	free(tx);
+	free(rx);
+}
+
+static void test_send_sizes(void **state)
+{
+	static const size_t sizes[] = {0, 1, 3, 4, 1023, 4095, 4096, 4097, 8192, 65537, 1 << 20};
+	struct tp_engine_cfg c;
+	struct pair p;
+
+	(void)state;
+	cfg_base(&c);
+	pair_open(&p, &c, 100, 200);
+	transfer(&p, sizes, (int)(sizeof(sizes) / sizeof(sizes[0])));
+	/* nothing was lost on loopback: no resends, nothing dropped */
+	assert_int_equal(tp_qp_stats(p.qa)->retx_pkts, 0);
+	assert_int_equal(tp_engine_stats(p.b)->drops[TP_DROP_BAD_ICRC], 0);
+	pair_close(&p);
+}
+
+static void test_psn_wrap(void **state)
+{
+	static const size_t sizes[] = {300000, 300000};
+	struct tp_engine_cfg c;
+	struct pair p;
+
+	(void)state;
+	cfg_base(&c);
+	c.mtu = 1024;
+	/* ~600 packets starting 100 below the 24-bit wrap */
+	pair_open(&p, &c, 0xffffff - 100, 0xfffff0);
+	transfer(&p, sizes, 2);
+	assert_true(tp_qp_stats(p.qb)->rx_pkts >= 580);
+	pair_close(&p);
+}
+
+static void test_loss_data_and_acks(void **state)
+{
+	static const size_t sizes[] = {1 << 20, 12345, 1 << 19, 77, 4096 * 33};
+	struct tp_engine_cfg c;
+	struct pair p;
+
+	(void)state;
+	cfg_base(&c);
+	c.mtu = 1024;
+	c.retx_timeout_ns = ICE_NSEC_PER_MSEC;
+	c.rx_drop_ppm = 30000; /* 3 % of data (at b) and of ACKs (at a) */
+	c.rx_drop_seed = 12345;
+	pair_open(&p, &c, 5, 9);
+	transfer(&p, sizes, 5);
+	assert_true(tp_qp_stats(p.qa)->retx_pkts > 0);
+	/* out-of-order arrivals were NAKed; duplicates re-ACKed */
+	assert_true(tp_engine_stats(p.b)->nak_tx > 0);
+	pair_close(&p);
+}
+
+static void test_sport_change_midstream(void **state)
+{
+	struct tp_engine_cfg c;
+	struct pair p;
+	size_t len = 4u << 20;
+	uint8_t *tx = malloc(len), *rx = calloc(1, len);
+	struct tp_wc wc[2];
+	uint16_t old;
+	int got = 0;
+
+	(void)state;
+	cfg_base(&c);
+	pair_open(&p, &c, 1, 2);
+	old = tp_qp_sport(p.qa);
+	assert_true(old >= 49152);
+	fill_pattern(tx, len, 3);
+	assert_int_equal(tp_qp_post_recv(p.qb, rx, len, 1), 0);
+	assert_int_equal(tp_qp_post_send(p.qa, tx, len, 2), 0);
+	/* move the QP to another port while its packets are in flight */
+	for (int i = 0; i < 20; i++) {
+		tp_engine_progress(p.a, 0);
+		tp_engine_progress(p.b, 0);
+	}
+	assert_int_equal(tp_qp_set_sport(p.qa, (uint16_t)(old == 60000 ? 60001 : 60000)), 0);
+	assert_int_not_equal(tp_qp_sport(p.qa), old);
+	got = run_until(&p, p.b, wc, 1, 20 * ICE_NSEC_PER_SEC);
+	assert_int_equal(got, 1);
+	assert_int_equal(wc[0].status, 0);
+	assert_memory_equal(rx, tx, len);
+	assert_int_equal(tp_qp_stats(p.qa)->sport_changes, 1);
+	assert_int_equal(tp_qp_set_sport(p.qa, 0), -EINVAL);
+	free(tx);
+	free(rx);
+	pair_close(&p);
+}
+
+static void test_unexpected_then_posted(void **state)
+{
+	struct tp_engine_cfg c;
+	struct pair p;
+	uint8_t tx[3][10000], rx[3][10000];
+	struct tp_wc wc[3];
+
+	(void)state;
+	cfg_base(&c);
+	pair_open(&p, &c, 7, 8);
+	for (int i = 0; i < 3; i++) {
+		fill_pattern(tx[i], sizeof(tx[i]), (uint32_t)i + 10);
+		assert_int_equal(tp_qp_post_send(p.qa, tx[i], sizeof(tx[i]), (uint64_t)i), 0);
+	}
+	/* all three arrive before any receive is posted: kept, and ACKed */
+	assert_int_equal(run_until(&p, p.a, wc, 3, 5 * ICE_NSEC_PER_SEC), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(tp_qp_post_recv(p.qb, rx[i], sizeof(rx[i]), 50 + (uint64_t)i), 0);
+	}
+	assert_int_equal(tp_engine_poll_cq(p.b, wc, 3), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(wc[i].wr_id, 50 + (uint64_t)i);
+		assert_int_equal(wc[i].byte_len, sizeof(tx[i]));
+		assert_memory_equal(rx[i], tx[i], sizeof(tx[i]));
+	}
+	pair_close(&p);
+}
+
+static void test_rnr_when_staging_full(void **state)
+{
+	struct tp_engine_cfg c;
+	struct pair p;
+	size_t len = 256 * 1024;
+	uint8_t *tx = malloc(len), *rx = calloc(1, len);
+	struct tp_wc wc[1];
+
+	(void)state;
+	cfg_base(&c);
+	c.unexp_bytes = 16 * 1024; /* far less than the message */
+	c.rnr_timer_ns = 200 * ICE_NSEC_PER_USEC;
+	pair_open(&p, &c, 1, 1);
+	fill_pattern(tx, len, 5);
+	assert_int_equal(tp_qp_post_send(p.qa, tx, len, 1), 0);
+	for (int i = 0; i < 200; i++) {
+		tp_engine_progress(p.a, 0);
+		tp_engine_progress(p.b, 0);
+	}
+	assert_true(tp_qp_stats(p.qa)->rnr_rx > 0);
+	assert_int_equal(tp_qp_post_recv(p.qb, rx, len, 9), 0);
+	assert_int_equal(run_until(&p, p.b, wc, 1, 10 * ICE_NSEC_PER_SEC), 1);
+	assert_int_equal(wc[0].status, 0);
+	assert_memory_equal(rx, tx, len);
+	free(tx);
+	free(rx);
+	pair_close(&p);
+}
+
+static void test_rdma_write(void **state)
+{
+	struct tp_engine_cfg c;
+	struct pair p;
+	uint8_t src[20000], dst[30000];
+	struct tp_mr *mr;
+	struct tp_wc wc[1];
+
+	(void)state;
+	cfg_base(&c);
+	pair_open(&p, &c, 3, 4);
+	memset(dst, 0xee, sizeof(dst));
+	fill_pattern(src, sizeof(src), 1);
+	mr = tp_mr_reg(p.b, dst, sizeof(dst));
+	assert_non_null(mr);
+	assert_int_equal(tp_qp_post_write(p.qa, src, sizeof(src), (uintptr_t)dst + 1000, mr->rkey, 5),
+			 0);
+	assert_int_equal(run_until(&p, p.a, wc, 1, 5 * ICE_NSEC_PER_SEC), 1);
+	assert_int_equal(wc[0].status, 0);
+	assert_int_equal(wc[0].opcode, TP_WC_WRITE);
+	assert_memory_equal(dst + 1000, src, sizeof(src));
+	assert_int_equal(dst[999], 0xee);
+	assert_int_equal(dst[1000 + sizeof(src)], 0xee);
+	/* outside the region: the responder refuses, the requester fails */
+	assert_int_equal(tp_qp_post_write(p.qa, src, sizeof(src), (uintptr_t)dst + 20000, mr->rkey,
+					  6),
+			 0);
+	assert_int_equal(run_until(&p, p.a, wc, 1, 5 * ICE_NSEC_PER_SEC), 1);
+	assert_int_equal(wc[0].status, -EREMOTEIO);
+	assert_true(tp_qp_failed(p.qa));
+	assert_int_equal(dst[sizeof(dst) - 1], 0xee);
+	tp_mr_dereg(p.b, mr);
+	pair_close(&p);
+}
+
+static void test_peer_gone(void **state)
+{
+	struct tp_engine_cfg c;
+	struct pair p;
+	uint8_t buf[8192] = {0};
+	struct tp_wc wc[1];
+	uint64_t t0;
+
+	(void)state;
+	cfg_base(&c);
+	c.retx_timeout_ns = ICE_NSEC_PER_MSEC;
+	c.retry_cnt = 3;
+	pair_open(&p, &c, 1, 1);
+	tp_engine_free(p.b);
+	p.b = NULL;
+	assert_int_equal(tp_qp_post_send(p.qa, buf, sizeof(buf), 77), 0);
+	t0 = ice_now_ns();
+	while (tp_engine_poll_cq(p.a, wc, 1) == 0 && ice_now_ns() - t0 < 5 * ICE_NSEC_PER_SEC)
+		tp_engine_progress(p.a, 100 * ICE_NSEC_PER_USEC);
+	assert_int_equal(wc[0].wr_id, 77);
+	assert_int_equal(wc[0].status, -ETIMEDOUT);
+	assert_true(tp_qp_failed(p.qa));
+	/* 1 + 2 + 4 + 8 ms of back-off: well under a second */
+	assert_true(ice_now_ns() - t0 < ICE_NSEC_PER_SEC);
+	assert_int_equal(tp_qp_post_send(p.qa, buf, 1, 78), -EIO);
+	tp_engine_free(p.a);
+}
+
+/* Send raw UDP payloads to engine b from address `from_host`. */
+static void raw_send(struct pair *p, int from_host, uint8_t tos, const uint8_t *buf, size_t len)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(tp_engine_port(p->b))};
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), t = tos;
+
+	assert_true(fd >= 0);
+	addr(&sa.sin_addr, from_host);
+	addr(&to.sin_addr, 2);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(setsockopt(fd, IPPROTO_IP, IP_TOS, &t, sizeof(t)), 0);
+	assert_int_equal(sendto(fd, buf, len, 0, (struct sockaddr *)&to, sizeof(to)), (ssize_t)len);
+	close(fd);
+}
+
+static void pump(struct pair *p, int rounds)
+{
+	for (int i = 0; i < rounds; i++) {
+		tp_engine_progress(p->a, 0);
+		tp_engine_progress(p->b, 50 * ICE_NSEC_PER_USEC);
+	}
+}
+
+static void test_bad_packets_counted(void **state)
+{
+	struct tp_engine_cfg c;
+	struct pair p;
+	struct tp_bth bth = {.opcode = TP_OP_SEND_ONLY, .pkey = 0xffff, .psn = 0};
+	struct tp_icrc_addr ia = {0};
+	const struct tp_engine_stats *st;
+	uint8_t pkt[256], payload[16] = {1, 2, 3};
+	int len;
+
+	(void)state;
+	cfg_base(&c);
+	pair_open(&p, &c, 1, 1);
+	st = tp_engine_stats(p.b);
+	/* the ICRC is over addresses the raw socket cannot reproduce exactly
+	 * (its source port is ephemeral), so verification is off for the
+	 * reasons that come after it; a separate packet checks ICRC itself */
+	bth.dest_qp = tp_qp_num(p.qb);
+	len = tp_pkt_build(pkt, sizeof(pkt), &bth, NULL, NULL, payload, sizeof(payload), &ia);
+	assert_true(len > 0);
+	raw_send(&p, 1, 0, pkt, (size_t)len); /* bad ICRC (wrong addresses) */
+	raw_send(&p, 1, 0, pkt, 5);	      /* truncated */
+	pump(&p, 20);
+	assert_int_equal(st->drops[TP_DROP_BAD_ICRC], 1);
+	assert_int_equal(st->drops[TP_DROP_TRUNCATED], 1);
+	pair_close(&p);
+
+	c.icrc_verify = false;
+	pair_open(&p, &c, 1, 1);
+	st = tp_engine_stats(p.b);
+	bth.dest_qp = tp_qp_num(p.qb) + 1000; /* no such QP */
+	len = tp_pkt_build(pkt, sizeof(pkt), &bth, NULL, NULL, payload, sizeof(payload), &ia);
+	raw_send(&p, 1, 0, pkt, (size_t)len);
+	bth.dest_qp = tp_qp_num(p.qb);
+	bth.pkey = 0x1234; /* wrong partition */
+	len = tp_pkt_build(pkt, sizeof(pkt), &bth, NULL, NULL, payload, sizeof(payload), &ia);
+	raw_send(&p, 1, 0, pkt, (size_t)len);
+	bth.pkey = 0xffff;
+	len = tp_pkt_build(pkt, sizeof(pkt), &bth, NULL, NULL, payload, sizeof(payload), &ia);
+	raw_send(&p, 3, 0, pkt, (size_t)len); /* from a stranger's address */
+	pkt[0] = 0x1f;			      /* reserved opcode */
+	raw_send(&p, 1, 0, pkt, (size_t)len);
+	pump(&p, 20);
+	assert_int_equal(st->drops[TP_DROP_UNKNOWN_QP], 1);
+	assert_int_equal(st->drops[TP_DROP_BAD_PKEY], 1);
+	assert_int_equal(st->drops[TP_DROP_WRONG_PEER], 1);
+	assert_int_equal(st->drops[TP_DROP_BAD_OPCODE], 1);
+	/* none of it hurt the QP: a real transfer still works */
+	{
+		static const size_t sizes[] = {5000};
+
+		transfer(&p, sizes, 1);
+	}
+	pair_close(&p);
+}
+
+static void test_ce_mark_cuts_rate(void **state)
+{
+	struct tp_engine_cfg c;
+	struct pair p;
+	struct tp_bth bth = {.opcode = TP_OP_SEND_ONLY, .pkey = 0xffff, .psn = 0x100};
+	struct tp_icrc_addr ia = {0};
+	uint8_t pkt[128];
+	int len;
+
+	(void)state;
+	cfg_base(&c);
+	c.icrc_verify = false;
+	c.line_rate_bps = 10000000000ull; /* 10 Gbit/s */
+	c.dcqcn.rp_time_reset = 5000000; /* no timer increase during the test */
+	pair_open(&p, &c, 1, 1);
+	assert_true(tp_qp_rate(p.qa) > 9.9e9);
+	/* a CE-marked packet for b's QP, from a's address: b is the
+	 * notification point and must send a CNP to a's QP */
+	bth.dest_qp = tp_qp_num(p.qb);
+	len = tp_pkt_build(pkt, sizeof(pkt), &bth, NULL, NULL, NULL, 0, &ia);
+	raw_send(&p, 1, 0x03, pkt, (size_t)len);
+	pump(&p, 20);
+	assert_int_equal(tp_qp_stats(p.qb)->ce_rx, 1);
+	assert_int_equal(tp_qp_stats(p.qb)->cnps_tx, 1);
+	assert_int_equal(tp_qp_stats(p.qa)->cnps_rx, 1);
+	assert_int_equal(tp_qp_rp(p.qa)->cuts, 1);
+	/* alpha = 1023/1024 at the first CNP: the rate about halves */
+	assert_true(tp_qp_rate(p.qa) < 5.1e9);
+	assert_true(tp_qp_rate(p.qa) > 4.9e9);
+	pair_close(&p);
+}
+
+static void test_pacing_holds_rate(void **state)
+{
+	struct tp_engine_cfg c;
+	struct pair p;
+	size_t len = 2u << 20;
+	uint8_t *tx = malloc(len), *rx = malloc(len);
+	struct tp_wc wc[1];
+	uint64_t t0, dt;
+	double mbps;
+
+	(void)state;
+	cfg_base(&c);
+	c.line_rate_bps = 200000000ull; /* 200 Mbit/s */
+	pair_open(&p, &c, 1, 1);
+	memset(tx, 1, len);
+	assert_int_equal(tp_qp_post_recv(p.qb, rx, len, 1), 0);
+	t0 = ice_now_ns();
+	assert_int_equal(tp_qp_post_send(p.qa, tx, len, 1), 0);
+	assert_int_equal(run_until(&p, p.b, wc, 1, 5 * ICE_NSEC_PER_SEC), 1);
+	dt = ice_now_ns() - t0;
+	mbps = (double)len * 8 / ((double)dt * 1e-9) / 1e6;
+	print_message("paced goodput %.1f Mbit/s (line rate 200)\n", mbps);
+	/* payload share of 200 Mbit/s at MTU 4096 is 197; the burst allowance
+	 * lets the first 200 us go faster */
+	assert_true(mbps < 205);
+	assert_true(mbps > 150);
+	free(tx);
+	free(rx);
+	pair_close(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_send_sizes),
+		cmocka_unit_test(test_psn_wrap),
+		cmocka_unit_test(test_loss_data_and_acks),
+		cmocka_unit_test(test_sport_change_midstream),
+		cmocka_unit_test(test_unexpected_then_posted),
+		cmocka_unit_test(test_rnr_when_staging_full),
+		cmocka_unit_test(test_rdma_write),
+		cmocka_unit_test(test_peer_gone),
+		cmocka_unit_test(test_bad_packets_counted),
+		cmocka_unit_test(test_ce_mark_cuts_rate),
+		cmocka_unit_test(test_pacing_holds_rate),
+	};
+
+	ice_log_set_level(ICE_LOG_ERR);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -397,6 +397,8 @@ void tp_comm_free(struct tp_comm *c)
 
 void *tp_comm_scratch(struct tp_comm *c, size_t len)
 {
+	if (len == 0)
+		len = 64;
 	if (len > c->scratch_len) {
 		const struct tp_mem_ops *m = tp_mem_ops_get(TP_MEM_HOST);
 		void *p = m->alloc(len);

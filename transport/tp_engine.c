@@ -144,6 +144,8 @@ static int cfg_check(const struct tp_engine_cfg *c)
 	return 0;
 }
 
+static uint32_t engines_made; /* by this process: spreads their QPN bases */
+
 struct tp_engine *tp_engine_new(const struct tp_engine_cfg *cfg)
 {
 	struct tp_engine *e;
@@ -159,6 +161,7 @@ struct tp_engine *tp_engine_new(const struct tp_engine_cfg *cfg)
 		return NULL;
 	e->cfg = *cfg;
 	e->rng = ((uint64_t)getpid() << 32) ^ ice_now_ns() ^ 0x9e3779b97f4a7c15ull;
+	e->rng ^= (uint64_t)(++engines_made) << 40;
 	if (cfg->rx_drop_seed != 0)
 		e->rng = cfg->rx_drop_seed;
 	/* QPNs from a per-engine base, so stale packets of an earlier run do

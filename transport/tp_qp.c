@@ -698,9 +698,10 @@ static void qp_fail(struct tp_qp *qp, int status, const char *why)
 		return;
 	ice_err(ICE_SUB_QP,
 		"QP 0x%x to %s:%u (QP 0x%x, sport %u) failed: %s; oldest unacknowledged PSN %u, "
-		"%u retries; peer gone or unreachable?",
+		"%u retries%s",
 		qp->qpn, inet_ntoa(qp->peer.sin_addr), ntohs(qp->peer.sin_port), qp->rqpn,
-		qp->sport, why, qp->una_psn, qp->retries);
+		qp->sport, why, qp->una_psn, qp->retries,
+		status == -ETIMEDOUT ? "; is the peer gone or unreachable?" : "");
 	qp->state = TP_QPS_ERROR;
 	flush_all(qp, status);
 }
