@@ -619,6 +619,14 @@ static int run_rank(struct opts *o)
 		       (unsigned long long)st->timeouts, (unsigned long long)st->nak_rx,
 		       (unsigned long long)st->rnr_nak_rx, (unsigned long long)st->cnp_rx,
 		       (unsigned long long)drops);
+		if (drops != 0) {
+			printf("# rank 0 drops by reason:");
+			for (int i = 0; i < TP_DROP_REASON_MAX; i++)
+				if (st->drops[i] != 0)
+					printf(" %s %llu", tp_drop_reason_name((enum tp_drop_reason)i),
+					       (unsigned long long)st->drops[i]);
+			printf("\n");
+		}
 		fflush(stdout);
 	}
 	if (wrong_total != 0)

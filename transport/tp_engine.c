@@ -30,7 +30,7 @@ void tp_engine_cfg_default(struct tp_engine_cfg *c)
 	c->mtu = 4096;
 	c->window_pkts = 512;
 	c->ack_every = 32;
-	c->retx_timeout_ns = 4 * ICE_NSEC_PER_MSEC;
+	c->retx_timeout_ns = 16 * ICE_NSEC_PER_MSEC;
 	c->retry_cnt = 7;
 	c->rnr_timer_ns = 100 * ICE_NSEC_PER_USEC;
 	c->rnr_retry = 0;

@@ -77,6 +77,12 @@ struct tp_qp {
 	uint64_t rnr_until_ns;
 	uint32_t retries;
 	uint32_t rnr_count;
+	uint32_t cwnd;		  /* packets allowed in flight: the window, cut to a
+				   * few after a timeout and doubled back per ACK */
+	uint32_t rtt_psn;	  /* PSN timed for an RTT sample */
+	bool rtt_valid;
+	uint64_t rtt_sent_ns;
+	uint64_t srtt_ns, rttvar_ns; /* smoothed RTT (RFC 6298), 0 before a sample */
 	double tokens;		  /* pacing bucket, bytes */
 	uint64_t token_ns;
 	struct tp_dcqcn_params dcqcn;

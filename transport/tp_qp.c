@@ -193,6 +193,7 @@ int tp_qp_connect(struct tp_qp *qp, const struct tp_qp_conn *c)
 	qp->pkey = c->pkey != 0 ? c->pkey : TP_DEFAULT_PKEY;
 	qp->post_psn = qp->next_psn = qp->max_psn = qp->una_psn = c->sq_psn & TP_PSN_MASK;
 	qp->last_ackreq_psn = qp->next_psn;
+	qp->cwnd = qp->e->cfg.window_pkts;
 	qp->epsn = c->rq_psn & TP_PSN_MASK;
 	update_icrc_addr(qp);
 	tp_dcqcn_rp_init(&qp->rp, &qp->dcqcn, ice_now_ns(), 0);
@@ -417,6 +418,7 @@ static void rewind_to(struct tp_qp *qp, uint32_t psn)
 {
 	uint32_t i;
 
+	qp->rtt_valid = false; /* Karn: no samples from resent packets */
 	for (i = qp->sq_head; i != qp->sq_tail; i++) {
 		struct tp_swqe *w = &qp->sq[i % TP_SQ_DEPTH];
 		int32_t d = tp_psn_diff(w->first_psn, psn);
@@ -441,9 +443,29 @@ static void ack_through(struct tp_qp *qp, uint32_t psn, uint64_t now)
 
 	if (tp_psn_diff(qp->una_psn, una) <= 0)
 		return; /* nothing new */
+	if (qp->rtt_valid && tp_psn_diff(qp->rtt_psn, una) > 0) {
+		uint64_t r = now - qp->rtt_sent_ns;
+
+		/* RFC 6298 smoothing, in integer nanoseconds */
+		if (qp->srtt_ns == 0) {
+			qp->srtt_ns = r;
+			qp->rttvar_ns = r / 2;
+		} else {
+			uint64_t d = r > qp->srtt_ns ? r - qp->srtt_ns : qp->srtt_ns - r;
+
+			qp->rttvar_ns = (3 * qp->rttvar_ns + d) / 4;
+			qp->srtt_ns = (7 * qp->srtt_ns + r) / 8;
+		}
+		qp->rtt_valid = false;
+	}
 	qp->una_psn = una;
 	qp->retries = 0;
 	qp->progress_ns = now;
+	if (qp->cwnd < qp->e->cfg.window_pkts) {
+		qp->cwnd *= 2;
+		if (qp->cwnd > qp->e->cfg.window_pkts)
+			qp->cwnd = qp->e->cfg.window_pkts;
+	}
 	while (qp->sq_head != qp->sq_tail) {
 		struct tp_swqe *w = &qp->sq[qp->sq_head % TP_SQ_DEPTH];
 		uint32_t end = tp_psn_add(w->first_psn, w->npkts);
@@ -569,6 +591,15 @@ static bool pace(struct tp_qp *qp, uint64_t now, uint32_t bytes, uint64_t *wake_
 	return false;
 }
 
+/* Retransmission timeout: the configured minimum, or SRTT + 4 RTTVAR when
+ * the path (or a busy peer) is slower than that. */
+static uint64_t tp_qp_rto(const struct tp_qp *qp)
+{
+	uint64_t rto = qp->srtt_ns + 4 * qp->rttvar_ns;
+
+	return rto > qp->e->cfg.retx_timeout_ns ? rto : qp->e->cfg.retx_timeout_ns;
+}
+
 int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 {
 	struct tp_engine *e = qp->e;
@@ -579,10 +610,17 @@ int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 	/* retransmission timer */
 	if (qp->una_psn != qp->max_psn && now >= qp->rnr_until_ns) {
 		uint32_t shift = qp->retries < 3 ? qp->retries : 3;
-		uint64_t deadline = qp->progress_ns + (e->cfg.retx_timeout_ns << shift);
+		uint64_t deadline = qp->progress_ns + (tp_qp_rto(qp) << shift);
 
 		if (now >= deadline) {
 			qp->retries++;
+			ice_dbg(ICE_SUB_QP,
+				"QP 0x%x timeout %u: una %u next %u max %u posted %u cwnd %u "
+				"srtt %llu us",
+				qp->qpn, qp->retries, qp->una_psn, qp->next_psn, qp->max_psn,
+				qp->post_psn, qp->cwnd, (unsigned long long)qp->srtt_ns / 1000);
+			/* resend carefully: the packets may only be late */
+			qp->cwnd = qp->cwnd > 8 ? 8 : qp->cwnd;
 			qp->st.timeouts++;
 			e->st.timeouts++;
 			if (qp->retries > e->cfg.retry_cnt) {
@@ -611,15 +649,20 @@ int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 		size_t hlen, dlen = plen + bth.pad;
 		uint32_t icrc;
 
-		if ((uint32_t)tp_psn_diff(qp->una_psn, qp->next_psn) >= e->cfg.window_pkts)
+		if ((uint32_t)tp_psn_diff(qp->una_psn, qp->next_psn) >= qp->cwnd)
 			break;
 		if (!pace(qp, now, plen + TP_WIRE_OVERHEAD, wake_ns))
 			break;
 		if (tp_op_is_last(op) ||
 		    (uint32_t)tp_psn_diff(qp->last_ackreq_psn, qp->next_psn) >= e->cfg.ack_every ||
-		    (uint32_t)tp_psn_diff(qp->una_psn, qp->next_psn) + 1 >= e->cfg.window_pkts) {
+		    (uint32_t)tp_psn_diff(qp->una_psn, qp->next_psn) + 1 >= qp->cwnd) {
 			bth.ack_req = true;
 			qp->last_ackreq_psn = qp->next_psn;
+			if (!qp->rtt_valid && tp_psn_diff(qp->next_psn, qp->max_psn) <= 0) {
+				qp->rtt_valid = true;
+				qp->rtt_psn = qp->next_psn;
+				qp->rtt_sent_ns = now;
+			}
 		}
 		hlen = tp_bth_encode(&bth, e->tx_hdr[n]);
 		if (tp_op_has_reth(op)) {
@@ -729,11 +772,13 @@ static void rx_fatal(struct tp_qp *qp, uint8_t nak_code, enum tp_drop_reason r, 
 	qp_fail(qp, -EREMOTEIO, why);
 }
 
+/* The expected packet cannot be taken now. Every such packet gets its RNR
+ * NAK (a resend after the RNR timer must hear back, or the requester would
+ * time out); the packets behind it are dropped quietly as out of order. */
 static void rnr(struct tp_qp *qp)
 {
 	qp->e->st.drops[TP_DROP_NO_RECV_WQE]++;
-	if (!qp->nak_sent)
-		send_nak(qp, TP_AETH_RNR_NAK | 0x01);
+	send_nak(qp, TP_AETH_RNR_NAK | 0x01);
 }
 
 /* Start keeping an unexpected SEND; false when the queue is full. */

@@ -1,0 +1,1052 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ice-perf: perftest-style (ib_send_bw / ib_write_bw) one-way bandwidth of
+ * the included transport between two ranks. Rank 0 sends, rank 1 receives.
+ *
+ *   ice-perf --netns iceA,iceB --size 64K --qps 2 --time 5     (one rank per netns)
+ *   ice-perf --size 4K --op write                              (two local ranks)
+ *   ice-perf --rank R --bootstrap IP:PORT --addr IP            (one rank, by hand)
+ *
+ * tp_comm_init() makes the rendezvous and the QPs; then the QPs are driven
+ * directly: the sender keeps every send queue --depth messages deep, the
+ * receiver keeps its receive queues full (SEND) or registers one region that
+ * every RDMA WRITE lands in (WRITE). After the timed phase the sender ends
+ * each QP with a zero-length SEND (FIN); RC ordering makes it the last thing
+ * the receiver sees. Both sides measure their own window (same length, same
+ * start after a barrier) and swap figures over the bootstrap connection.
+ *
+ * Work requests carry wr_id 0: the communicator's out-of-band helpers drive
+ * the engine too and skip completions without a request.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <ifaddrs.h>
+#include <jansson.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ice_config.h"
+#include "ice_log.h"
+#include "ice_time.h"
+#include "tp.h"
+
+#define PERF_MAX_QPS   64
+#define PERF_IDLE_NS   (20 * ICE_NSEC_PER_SEC) /* no progress this long: give up */
+#define PERF_WAIT_NS   (500 * ICE_NSEC_PER_USEC)
+#define PERF_MAX_DEPTH 1000 /* below the transport's 1024-entry queues */
+
+enum perf_op {
+	PERF_SEND,
+	PERF_WRITE,
+};
+
+struct opts {
+	enum perf_op op;
+	uint64_t size;
+	uint64_t time_ns, warmup_ns;
+	uint64_t iters, warmup_iters; /* iters != 0: count messages, not time */
+	uint32_t depth;		      /* messages outstanding per QP (0: from the window) */
+	bool json;
+	int rank;
+	char bootstrap[64];
+	char addr[INET_ADDRSTRLEN];
+	char addr_base[INET_ADDRSTRLEN];
+	char *netns;
+	struct tp_comm_cfg cc;
+};
+
+/* What one side measured over its window. */
+struct side {
+	double seconds;
+	double bytes; /* payload: acknowledged (sender), received in order (receiver) */
+	double pkts;  /* data packets sent (sender, resends included) or accepted */
+	double retx;  /* packets resent */
+	double timeouts;
+	double naks;
+	double cnps;
+	double cpu; /* CPU seconds of this process */
+};
+
+static FILE *human; /* stdout, or stderr with --json */
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ice-perf [options]\n"
+		   "  -s, --size SIZE        message size (default 64K)\n"
+		   "  -q, --qps N            QPs (default 1)\n"
+		   "      --op send|write    SEND (default) or RDMA WRITE\n"
+		   "  -D, --time SEC         timed phase in seconds (default 5)\n"
+		   "      --warmup SEC       untimed phase first (default 1)\n"
+		   "  -n, --iters N          count N messages instead of timing\n"
+		   "      --warmup-iters N   untimed messages first with --iters (default 64)\n"
+		   "  -t, --depth N          messages outstanding per QP (default: two windows)\n"
+		   "      --mtu N            RoCE payload MTU: 256 .. 4096 (default 4096)\n"
+		   "      --line-rate RATE   NIC line rate for DCQCN and the pacer, e.g. 200mbit\n"
+		   "      --dcqcn KEY=VALUE  set a DCQCN parameter (mlx5 names); repeatable\n"
+		   "      --no-dcqcn         no congestion control\n"
+		   "      --no-icrc-verify   do not check received ICRCs (like a NIC offload)\n"
+		   "      --json             one JSON object on stdout (human lines go to stderr)\n"
+		   "      --netns A,B        sender in namespace A, receiver in B\n"
+		   "      --addr-base IP     local ranks use IP and IP+1 (default 127.30.0.1)\n"
+		   "      --rank R           run only rank R (0 sends, 1 receives); needs\n"
+		   "      --bootstrap IP:PORT  rank 0's rendezvous address, and\n"
+		   "      --addr IP          this rank's RoCEv2 address\n"
+		   "      --port N           RoCEv2 UDP port (default 4791)\n"
+		   "  -v, --verbose          more logging\n"
+		   "  -h, --help\n");
+}
+
+static void die_arg(const char *opt, const char *val, const char *expect)
+{
+	fprintf(stderr, "ice-perf: %s '%s': expected %s\n", opt, val, expect);
+	exit(2);
+}
+
+static uint64_t parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0' || end == s || s[0] == '-' || v < min || v > max) {
+		char buf[96];
+
+		snprintf(buf, sizeof(buf), "an integer in [%llu, %llu]", (unsigned long long)min,
+			 (unsigned long long)max);
+		die_arg(opt, s, buf);
+	}
+	return v;
+}
+
+static uint64_t parse_seconds(const char *opt, const char *s, double min)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || *end != '\0' || end == s || !(v >= min) || v > 86400) {
+		char buf[96];
+
+		snprintf(buf, sizeof(buf), "seconds, a number in [%g, 86400]", min);
+		die_arg(opt, s, buf);
+	}
+	return (uint64_t)(v * 1e9);
+}
+
+static void parse_opts(int argc, char **argv, struct opts *o)
+{
+	enum {
+		O_OP = 256,
+		O_WARMUP,
+		O_WARMUP_ITERS,
+		O_MTU,
+		O_LINE,
+		O_DCQCN,
+		O_NODCQCN,
+		O_NOICRC,
+		O_JSON,
+		O_NETNS,
+		O_ADDR_BASE,
+		O_RANK,
+		O_BOOT,
+		O_ADDR,
+		O_PORT,
+	};
+	static const struct option lo[] = {
+		{"size", 1, 0, 's'},
+		{"qps", 1, 0, 'q'},
+		{"op", 1, 0, O_OP},
+		{"time", 1, 0, 'D'},
+		{"warmup", 1, 0, O_WARMUP},
+		{"iters", 1, 0, 'n'},
+		{"warmup-iters", 1, 0, O_WARMUP_ITERS},
+		{"depth", 1, 0, 't'},
+		{"mtu", 1, 0, O_MTU},
+		{"line-rate", 1, 0, O_LINE},
+		{"dcqcn", 1, 0, O_DCQCN},
+		{"no-dcqcn", 0, 0, O_NODCQCN},
+		{"no-icrc-verify", 0, 0, O_NOICRC},
+		{"json", 0, 0, O_JSON},
+		{"netns", 1, 0, O_NETNS},
+		{"addr-base", 1, 0, O_ADDR_BASE},
+		{"rank", 1, 0, O_RANK},
+		{"bootstrap", 1, 0, O_BOOT},
+		{"addr", 1, 0, O_ADDR},
+		{"port", 1, 0, O_PORT},
+		{"verbose", 0, 0, 'v'},
+		{"help", 0, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	size_t nf;
+	const struct ice_cfg_field *df = tp_dcqcn_fields(&nf);
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	tp_comm_cfg_default(&o->cc);
+	o->op = PERF_SEND;
+	o->size = 64u << 10;
+	o->time_ns = 5 * ICE_NSEC_PER_SEC;
+	o->warmup_ns = 1 * ICE_NSEC_PER_SEC;
+	o->warmup_iters = 64;
+	o->rank = -1;
+	snprintf(o->addr_base, sizeof(o->addr_base), "127.30.0.1");
+	while ((c = getopt_long(argc, argv, "s:q:D:n:t:vh", lo, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			if (ice_parse_size(optarg, &o->size) < 0 || o->size < 1 ||
+			    o->size > (1u << 30))
+				die_arg("--size", optarg,
+					"a size from 1 to 1G, like 4096, 64K or 1M");
+			break;
+		case 'q':
+			o->cc.qps_per_conn = (uint32_t)parse_u64("--qps", optarg, 1, PERF_MAX_QPS);
+			break;
+		case O_OP:
+			if (strcmp(optarg, "send") == 0)
+				o->op = PERF_SEND;
+			else if (strcmp(optarg, "write") == 0)
+				o->op = PERF_WRITE;
+			else
+				die_arg("--op", optarg, "send or write");
+			break;
+		case 'D':
+			o->time_ns = parse_seconds("--time", optarg, 0.01);
+			break;
+		case O_WARMUP:
+			o->warmup_ns = parse_seconds("--warmup", optarg, 0);
+			break;
+		case 'n':
+			o->iters = parse_u64("--iters", optarg, 1, 1ull << 40);
+			break;
+		case O_WARMUP_ITERS:
+			o->warmup_iters = parse_u64("--warmup-iters", optarg, 0, 1ull << 40);
+			break;
+		case 't':
+			o->depth = (uint32_t)parse_u64("--depth", optarg, 1, PERF_MAX_DEPTH);
+			break;
+		case O_MTU: {
+			uint64_t m = parse_u64("--mtu", optarg, 256, 4096);
+
+			if (m & (m - 1))
+				die_arg("--mtu", optarg, "256, 512, 1024, 2048 or 4096");
+			o->cc.eng.mtu = (uint32_t)m;
+			break;
+		}
+		case O_LINE:
+			if (ice_parse_rate(optarg, &o->cc.eng.line_rate_bps) < 0)
+				die_arg("--line-rate", optarg, "a rate like 200mbit or 10gbit");
+			break;
+		case O_DCQCN: {
+			struct ice_cfg_err ce;
+			char buf[512];
+
+			if (ice_cfg_set_kv(df, nf, &o->cc.eng.dcqcn, optarg, &ce) < 0) {
+				fprintf(stderr, "ice-perf: --dcqcn %s: %s\n", optarg,
+					ice_cfg_err_str(&ce, buf, sizeof(buf)));
+				exit(2);
+			}
+			break;
+		}
+		case O_NODCQCN:
+			o->cc.eng.dcqcn.enable = 0;
+			break;
+		case O_NOICRC:
+			o->cc.eng.icrc_verify = false;
+			break;
+		case O_JSON:
+			o->json = true;
+			break;
+		case O_NETNS:
+			o->netns = optarg;
+			break;
+		case O_ADDR_BASE:
+			snprintf(o->addr_base, sizeof(o->addr_base), "%s", optarg);
+			break;
+		case O_RANK:
+			o->rank = (int)parse_u64("--rank", optarg, 0, 1);
+			break;
+		case O_BOOT:
+			snprintf(o->bootstrap, sizeof(o->bootstrap), "%s", optarg);
+			break;
+		case O_ADDR:
+			snprintf(o->addr, sizeof(o->addr), "%s", optarg);
+			break;
+		case O_PORT:
+			o->cc.eng.port = (uint16_t)parse_u64("--port", optarg, 1, 65535);
+			break;
+		case 'v':
+			ice_log_setup("info,debug=comm+qp");
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "ice-perf: unexpected argument '%s'\n", argv[optind]);
+		exit(2);
+	}
+	if (o->netns != NULL && o->rank >= 0) {
+		fprintf(stderr, "ice-perf: --netns and --rank exclude each other\n");
+		exit(2);
+	}
+	if (o->size > (uint64_t)o->cc.eng.mtu << 22) {
+		fprintf(stderr, "ice-perf: --size %llu: expected at most 2^22 packets of MTU %u\n",
+			(unsigned long long)o->size, o->cc.eng.mtu);
+		exit(2);
+	}
+	if (o->depth == 0) {
+		/* two windows of packets in flight per QP */
+		uint64_t pkts = (o->size + o->cc.eng.mtu - 1) / o->cc.eng.mtu;
+		uint64_t d = 2 * (uint64_t)o->cc.eng.window_pkts / pkts;
+
+		o->depth = (uint32_t)(d < 4 ? 4 : d > PERF_MAX_DEPTH ? PERF_MAX_DEPTH : d);
+	}
+	o->cc.nranks = 2;
+}
+
+/* ---- measurement ------------------------------------------------------------ */
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
+	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
+/* Counters of this side, summed over the QPs, at one instant. */
+struct snap {
+	uint64_t ns;
+	double cpu;
+	double bytes, pkts, retx, timeouts, naks, cnps;
+};
+
+static void take_snap(struct tp_comm *c, bool sender, double acked_bytes, struct snap *s)
+{
+	memset(s, 0, sizeof(*s));
+	for (uint32_t q = 0; q < tp_comm_qps_per_conn(c); q++) {
+		const struct tp_qp_stats *st = tp_qp_stats(tp_comm_qp(c, !tp_comm_rank(c), q));
+
+		s->pkts += (double)(sender ? st->tx_pkts : st->rx_pkts);
+		s->retx += (double)st->retx_pkts;
+		s->timeouts += (double)st->timeouts;
+		s->naks += (double)st->naks_rx;
+		s->cnps += (double)st->cnps_rx;
+		if (!sender)
+			s->bytes += (double)st->rx_bytes;
+	}
+	if (sender)
+		s->bytes = acked_bytes;
+	s->ns = ice_now_ns();
+	s->cpu = cpu_seconds();
+}
+
+static void side_from(const struct snap *a, const struct snap *b, struct side *d)
+{
+	d->seconds = (double)(b->ns - a->ns) * 1e-9;
+	d->bytes = b->bytes - a->bytes;
+	d->pkts = b->pkts - a->pkts;
+	d->retx = b->retx - a->retx;
+	d->timeouts = b->timeouts - a->timeouts;
+	d->naks = b->naks - a->naks;
+	d->cnps = b->cnps - a->cnps;
+	d->cpu = b->cpu - a->cpu;
+}
+
+/* Every rank gets rank src's value of *v (the other contributes 0). */
+static int oob_from(struct tp_comm *c, int src, double *v)
+{
+	if (tp_comm_rank(c) != src)
+		*v = 0;
+	return tp_comm_oob_sum(c, v);
+}
+
+static int side_share(struct tp_comm *c, int src, struct side *s)
+{
+	double *f[] = {&s->seconds,  &s->bytes, &s->pkts, &s->retx,
+		       &s->timeouts, &s->naks,	&s->cnps, &s->cpu};
+	int ret = 0;
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]) && ret == 0; i++)
+		ret = oob_from(c, src, f[i]);
+	return ret;
+}
+
+/* Index of the QP with number qpn among the connection's QPs, or -1. */
+static int qp_index(struct tp_comm *c, uint32_t qpn)
+{
+	for (uint32_t q = 0; q < tp_comm_qps_per_conn(c); q++)
+		if (tp_qp_num(tp_comm_qp(c, !tp_comm_rank(c), q)) == qpn)
+			return (int)q;
+	return -1;
+}
+
+static const char *why_stuck(struct tp_engine *e)
+{
+	return tp_engine_stats(e)->tx_eagain > 0
+		       ? " (sends are being refused: a packet larger than the path MTU? try "
+			 "--mtu 1024 on a 1500-byte link)"
+		       : " (peer gone or unreachable?)";
+}
+
+/* ---- sender ------------------------------------------------------------------ */
+
+struct sender {
+	struct tp_comm *c;
+	struct tp_engine *e;
+	const struct opts *o;
+	uint8_t *buf;
+	uint64_t raddr;
+	uint32_t rkey;
+	uint32_t k;
+	uint32_t outstanding[PERF_MAX_QPS];
+	uint64_t posted, completed; /* data messages */
+	uint32_t next_q;
+	uint64_t last_progress_ns;
+};
+
+static int sender_post(struct sender *s, uint32_t q, size_t len)
+{
+	struct tp_qp *qp = tp_comm_qp(s->c, 1, q);
+	int ret;
+
+	if (s->o->op == PERF_WRITE && len != 0)
+		ret = tp_qp_post_write(qp, s->buf, len, s->raddr, s->rkey, 0);
+	else
+		ret = tp_qp_post_send(qp, s->buf, len, 0);
+	if (ret == 0)
+		s->outstanding[q]++;
+	return ret;
+}
+
+/* Post data messages while the queues have room and the phase wants more
+ * (limit: total messages to post; UINT64_MAX in time mode). */
+static int sender_fill(struct sender *s, uint64_t limit)
+{
+	for (uint32_t tries = 0; tries < s->k && s->posted < limit;) {
+		uint32_t q = s->next_q;
+		int ret;
+
+		if (s->outstanding[q] >= s->o->depth) {
+			s->next_q = (q + 1) % s->k;
+			tries++;
+			continue;
+		}
+		ret = sender_post(s, q, s->o->size);
+		if (ret == -EAGAIN) {
+			s->next_q = (q + 1) % s->k;
+			tries++;
+			continue;
+		}
+		if (ret < 0) {
+			fprintf(stderr, "ice-perf: sender: posting on QP %u failed: %s\n", q,
+				strerror(-ret));
+			return ret;
+		}
+		s->posted++;
+		tries = 0;
+		/* spread messages over the QPs in turn */
+		s->next_q = (q + 1) % s->k;
+	}
+	return 0;
+}
+
+static int sender_step(struct sender *s)
+{
+	struct tp_wc wc[64];
+	int n, ret;
+
+	ret = tp_engine_progress(s->e, PERF_WAIT_NS);
+	if (ret < 0) {
+		fprintf(stderr, "ice-perf: sender: engine failed: %s\n", strerror(-ret));
+		return ret;
+	}
+	while ((n = tp_engine_poll_cq(s->e, wc, 64)) > 0) {
+		for (int i = 0; i < n; i++) {
+			int q = qp_index(s->c, wc[i].qpn);
+
+			if (wc[i].status < 0) {
+				fprintf(stderr,
+					"ice-perf: sender: QP 0x%x: a work request failed: "
+					"%s%s\n",
+					wc[i].qpn, strerror(-wc[i].status),
+					wc[i].status == -ETIMEDOUT ? why_stuck(s->e) : "");
+				return wc[i].status;
+			}
+			if (q < 0 || wc[i].opcode == TP_WC_RECV)
+				continue;
+			s->outstanding[q]--;
+			s->completed++;
+		}
+		s->last_progress_ns = ice_now_ns();
+	}
+	if (ice_now_ns() - s->last_progress_ns > PERF_IDLE_NS) {
+		fprintf(stderr, "ice-perf: sender: no message completed for %llu s%s\n",
+			(unsigned long long)(PERF_IDLE_NS / ICE_NSEC_PER_SEC), why_stuck(s->e));
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+static int run_sender(struct tp_comm *c, const struct opts *o, uint8_t *buf, struct side *me)
+{
+	struct sender s = {
+		.c = c, .e = tp_comm_engine(c), .o = o, .k = tp_comm_qps_per_conn(c), .buf = buf};
+	struct snap a, b;
+	double v;
+	int ret;
+
+	memset(s.buf, 0xa5, o->size);
+	v = 0;
+	ret = oob_from(c, 1, &v); /* the receiver's region */
+	s.raddr = (uint64_t)v;
+	if (ret == 0) {
+		v = 0;
+		ret = oob_from(c, 1, &v);
+		s.rkey = (uint32_t)v;
+	}
+	if (ret == 0)
+		ret = tp_comm_barrier(c);
+	if (ret < 0)
+		goto out;
+	s.last_progress_ns = ice_now_ns();
+	if (o->iters != 0) {
+		while (s.completed < o->warmup_iters && ret == 0) {
+			ret = sender_fill(&s, o->warmup_iters + o->iters);
+			if (ret == 0)
+				ret = sender_step(&s);
+		}
+		take_snap(c, true, (double)s.completed * (double)o->size, &a);
+		while (s.completed < o->warmup_iters + o->iters && ret == 0) {
+			ret = sender_fill(&s, o->warmup_iters + o->iters);
+			if (ret == 0)
+				ret = sender_step(&s);
+		}
+		take_snap(c, true, (double)s.completed * (double)o->size, &b);
+	} else {
+		uint64_t t0 = ice_now_ns();
+
+		while (ice_now_ns() - t0 < o->warmup_ns && ret == 0) {
+			ret = sender_fill(&s, UINT64_MAX);
+			if (ret == 0)
+				ret = sender_step(&s);
+		}
+		take_snap(c, true, (double)s.completed * (double)o->size, &a);
+		while (ice_now_ns() - a.ns < o->time_ns && ret == 0) {
+			ret = sender_fill(&s, UINT64_MAX);
+			if (ret == 0)
+				ret = sender_step(&s);
+		}
+		take_snap(c, true, (double)s.completed * (double)o->size, &b);
+	}
+	/* FIN on every QP, then wait for everything to be acknowledged */
+	for (uint32_t q = 0; q < s.k && ret == 0; q++) {
+		while ((ret = sender_post(&s, q, 0)) == -EAGAIN)
+			if ((ret = sender_step(&s)) < 0)
+				break;
+	}
+	for (;;) {
+		uint32_t left = 0;
+
+		for (uint32_t q = 0; q < s.k; q++)
+			left += s.outstanding[q];
+		if (left == 0 || ret < 0)
+			break;
+		ret = sender_step(&s);
+	}
+	if (ret == 0)
+		side_from(&a, &b, me);
+out:
+	return ret;
+}
+
+/* ---- receiver ------------------------------------------------------------------ */
+
+static int run_receiver(struct tp_comm *c, const struct opts *o, uint8_t *buf, struct side *me)
+{
+	struct tp_engine *e = tp_comm_engine(c);
+	uint32_t k = tp_comm_qps_per_conn(c), fins = 0;
+	uint64_t rlen = o->op == PERF_SEND ? o->size : 0;
+	bool fin[PERF_MAX_QPS] = {0}, in_window = false, done_window = false;
+	uint64_t start, last_ns, last_bytes = 0;
+	struct tp_mr *mr = NULL;
+	struct snap a = {0}, b = {0}, now;
+	double v;
+	int ret = 0;
+
+	if (o->op == PERF_WRITE) {
+		mr = tp_mr_reg(e, buf, o->size);
+		if (mr == NULL) {
+			ret = -errno;
+			fprintf(stderr, "ice-perf: receiver: cannot register %llu bytes: %s\n",
+				(unsigned long long)o->size, strerror(errno));
+		}
+	}
+	/* Receives: full queues for SEND; a few for the FINs with WRITE. */
+	for (uint32_t q = 0; q < k && ret == 0; q++) {
+		struct tp_qp *qp = tp_comm_qp(c, 0, q);
+
+		for (int i = 0; o->op == PERF_SEND || i < 4; i++)
+			if (tp_qp_post_recv(qp, buf, rlen, 0) < 0)
+				break;
+	}
+	v = mr != NULL ? (double)(uintptr_t)mr->addr : 0;
+	if (oob_from(c, 1, &v) < 0 || (v = mr != NULL ? mr->rkey : 0, oob_from(c, 1, &v)) < 0 ||
+	    tp_comm_barrier(c) < 0 || ret < 0) {
+		ret = ret < 0 ? ret : -EPROTO;
+		goto out;
+	}
+	start = last_ns = ice_now_ns();
+	while (fins < k) {
+		struct tp_wc wc[64];
+		int n;
+
+		ret = tp_engine_progress(e, PERF_WAIT_NS);
+		if (ret < 0) {
+			fprintf(stderr, "ice-perf: receiver: engine failed: %s\n", strerror(-ret));
+			goto out;
+		}
+		ret = 0;
+		while ((n = tp_engine_poll_cq(e, wc, 64)) > 0) {
+			for (int i = 0; i < n; i++) {
+				int q = qp_index(c, wc[i].qpn);
+
+				if (q < 0 || wc[i].opcode != TP_WC_RECV)
+					continue;
+				if (wc[i].status < 0) {
+					fprintf(stderr,
+						"ice-perf: receiver: QP 0x%x: receive failed: "
+						"%s\n",
+						wc[i].qpn, strerror(-wc[i].status));
+					ret = wc[i].status;
+					goto out;
+				}
+				if (wc[i].byte_len == 0) {
+					if (!fin[q]) {
+						fin[q] = true;
+						fins++;
+					}
+					continue;
+				}
+				tp_qp_post_recv(tp_comm_qp(c, 0, (uint32_t)q), buf, rlen, 0);
+			}
+		}
+		take_snap(c, false, 0, &now);
+		if (o->iters != 0) {
+			if (!in_window && now.bytes >= (double)o->warmup_iters * (double)o->size) {
+				a = now;
+				in_window = true;
+			}
+			if (!done_window &&
+			    now.bytes >= (double)(o->warmup_iters + o->iters) * (double)o->size) {
+				b = now;
+				done_window = true;
+			}
+		} else {
+			if (!in_window && now.ns - start >= o->warmup_ns) {
+				a = now;
+				in_window = true;
+			}
+			if (in_window && !done_window && now.ns - a.ns >= o->time_ns) {
+				b = now;
+				done_window = true;
+			}
+		}
+		if (now.bytes != (double)last_bytes) {
+			last_bytes = (uint64_t)now.bytes;
+			last_ns = now.ns;
+		} else if (now.ns - last_ns > PERF_IDLE_NS) {
+			fprintf(stderr,
+				"ice-perf: receiver: no data for %llu s (%u of %u QPs "
+				"finished); sender gone?\n",
+				(unsigned long long)(PERF_IDLE_NS / ICE_NSEC_PER_SEC), fins, k);
+			ret = -ETIMEDOUT;
+			goto out;
+		}
+	}
+	if (!done_window) /* the sender stopped first (clocks, scheduling) */
+		b = now;
+	if (!in_window)
+		a = b;
+	side_from(&a, &b, me);
+out:
+	/* The receives still posted (into buf, which the caller frees after
+	 * the QPs) are flushed when the QPs go. */
+	tp_mr_dereg(e, mr);
+	return ret;
+}
+
+/* ---- report ---------------------------------------------------------------------- */
+
+static double pct(double cpu, double sec)
+{
+	return sec > 0 ? 100.0 * cpu / sec : 0;
+}
+
+static double per_s(double x, double sec)
+{
+	return sec > 0 ? x / sec : 0;
+}
+
+static void print_qps(struct tp_comm *c)
+{
+	int r = tp_comm_rank(c);
+
+	for (uint32_t q = 0; q < tp_comm_qps_per_conn(c); q++) {
+		struct tp_qp *qp = tp_comm_qp(c, !r, q);
+
+		fprintf(human, "# rank %d (%s) QP %u: qpn 0x%06x (%u) sport %u\n", r,
+			r == 0 ? "sender" : "receiver", q, tp_qp_num(qp), tp_qp_num(qp),
+			tp_qp_sport(qp));
+	}
+	fflush(human);
+}
+
+static void report(const struct opts *o, struct tp_comm *c, const struct side *tx,
+		   const struct side *rx)
+{
+	const struct tp_engine_cfg *ec = tp_engine_cfg(tp_comm_engine(c));
+	double good = per_s(rx->bytes * 8, rx->seconds) / 1e6;
+	double txm = per_s(tx->bytes * 8, tx->seconds) / 1e6;
+	double ctx = pct(tx->cpu, tx->seconds), crx = pct(rx->cpu, rx->seconds);
+	double msgs = tx->bytes / (double)o->size;
+
+	fprintf(human,
+		"sender:   %9.1f Mbit/s acknowledged payload, %9.0f msgs/s, %9.0f pkts/s, "
+		"%.0f resent, %.0f timeouts, %.0f NAKs, %.0f CNPs, CPU %5.1f%%\n",
+		txm, per_s(msgs, tx->seconds), per_s(tx->pkts, tx->seconds), tx->retx, tx->timeouts,
+		tx->naks, tx->cnps, ctx);
+	fprintf(human,
+		"receiver: %9.1f Mbit/s payload goodput,      %9.0f msgs/s, %9.0f pkts/s, "
+		"CPU %5.1f%%\n",
+		good, per_s(rx->bytes / (double)o->size, rx->seconds), per_s(rx->pkts, rx->seconds),
+		crx);
+	if (ctx > 90 || crx > 90)
+		fprintf(human, "# CPU-bound: the %s used %.0f%% of a core\n",
+			ctx >= crx ? "sender" : "receiver", ctx >= crx ? ctx : crx);
+	fflush(human);
+	if (o->json) {
+		json_t *j = json_pack(
+			"{s:s, s:f, s:f, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:f, "
+			"s:f, s:I, s:I, s:I, s:b, s:b, s:f}",
+			"op", o->op == PERF_SEND ? "send" : "write", "goodput_mbps", good,
+			"tx_mbps", txm, "msgs", (json_int_t)msgs, "pkts", (json_int_t)tx->pkts,
+			"retx", (json_int_t)tx->retx, "cpu_sender", ctx, "cpu_receiver", crx,
+			"seconds", rx->seconds, "seconds_sender", tx->seconds, "size",
+			(json_int_t)o->size, "mtu", (json_int_t)ec->mtu, "qps",
+			(json_int_t)tp_comm_qps_per_conn(c), "msgs_per_s", per_s(msgs, tx->seconds),
+			"pkts_per_s", per_s(tx->pkts, tx->seconds), "rx_pkts", (json_int_t)rx->pkts,
+			"timeouts", (json_int_t)tx->timeouts, "naks", (json_int_t)tx->naks, "dcqcn",
+			(int)(ec->dcqcn.enable != 0), "icrc_verify", (int)ec->icrc_verify,
+			"line_rate_mbps", (double)ec->line_rate_bps / 1e6);
+
+		if (j == NULL || json_dumpf(j, stdout, JSON_COMPACT) < 0) {
+			fprintf(stderr, "ice-perf: cannot write the JSON result\n");
+		} else {
+			fputc('\n', stdout);
+			fflush(stdout);
+		}
+		json_decref(j);
+	}
+}
+
+static int run_rank(struct opts *o)
+{
+	struct side tx = {0}, rx = {0};
+	struct tp_comm *c;
+	uint8_t *buf;
+	double v[6];
+	int r, ret;
+
+	c = tp_comm_init(&o->cc);
+	if (c == NULL) {
+		fprintf(stderr, "ice-perf: rank %d: cannot create the communicator: %s\n",
+			o->cc.rank, strerror(errno));
+		return 1;
+	}
+	r = tp_comm_rank(c);
+	/* the receiver takes the sender's run settings; the MTU must agree */
+	v[0] = (double)o->size;
+	v[1] = (double)o->op;
+	v[2] = (double)o->time_ns;
+	v[3] = (double)o->warmup_ns;
+	v[4] = (double)o->iters;
+	v[5] = (double)o->warmup_iters;
+	for (int i = 0; i < 6; i++) {
+		if (oob_from(c, 0, &v[i]) < 0) {
+			fprintf(stderr, "ice-perf: rank %d: settings exchange failed\n", r);
+			tp_comm_free(c);
+			return 1;
+		}
+	}
+	o->size = (uint64_t)v[0];
+	o->op = (enum perf_op)(int)v[1];
+	o->time_ns = (uint64_t)v[2];
+	o->warmup_ns = (uint64_t)v[3];
+	o->iters = (uint64_t)v[4];
+	o->warmup_iters = (uint64_t)v[5];
+	v[0] = (double)tp_engine_cfg(tp_comm_engine(c))->mtu;
+	v[1] = v[0];
+	if (tp_comm_oob_max(c, &v[0]) < 0 || v[0] != v[1]) {
+		fprintf(stderr,
+			"ice-perf: rank %d: the ranks disagree on --mtu (mine %.0f, "
+			"largest %.0f): give both the same --mtu\n",
+			r, v[1], v[0]);
+		tp_comm_free(c);
+		return 1;
+	}
+	if (r == 0) {
+		const struct tp_engine_cfg *ec = tp_engine_cfg(tp_comm_engine(c));
+
+		fprintf(human, "# ice-perf: %s, %u QP(s), %llu-byte messages, depth %u, MTU %u, ",
+			o->op == PERF_SEND ? "SEND" : "RDMA WRITE", tp_comm_qps_per_conn(c),
+			(unsigned long long)o->size, o->depth, ec->mtu);
+		if (o->iters)
+			fprintf(human, "%llu messages", (unsigned long long)o->iters);
+		else
+			fprintf(human, "%.2f s", (double)o->time_ns * 1e-9);
+		fprintf(human, ", DCQCN %s, line rate ", ec->dcqcn.enable ? "on" : "off");
+		if (ec->line_rate_bps)
+			fprintf(human, "%.0f Mbit/s", (double)ec->line_rate_bps / 1e6);
+		else
+			fprintf(human, "unlimited");
+		fprintf(human, ", ICRC check %s\n", ec->icrc_verify ? "on" : "off");
+	}
+	print_qps(c);
+	buf = tp_mem_ops_get(TP_MEM_HOST)->alloc(o->size);
+	if (buf == NULL) {
+		fprintf(stderr, "ice-perf: rank %d: out of memory for %llu bytes\n", r,
+			(unsigned long long)o->size);
+		ret = -ENOMEM;
+	} else {
+		ret = r == 0 ? run_sender(c, o, buf, &tx) : run_receiver(c, o, buf, &rx);
+	}
+	if (ret == 0)
+		ret = side_share(c, 0, &tx);
+	if (ret == 0)
+		ret = side_share(c, 1, &rx);
+	if (ret == 0 && r == 0)
+		report(o, c, &tx, &rx);
+	tp_comm_free(c); /* destroys the QPs: nothing points into buf after */
+	tp_mem_ops_get(TP_MEM_HOST)->free(buf);
+	return ret < 0 ? 1 : 0;
+}
+
+/* ---- launchers (as ice-bench's) ------------------------------------------------- */
+
+/* First IPv4 address of an interface that is up and not loopback. */
+static int local_addr(char *out, size_t len)
+{
+	struct ifaddrs *ifa, *i;
+	int ret = -ENOENT;
+
+	if (getifaddrs(&ifa) < 0)
+		return -errno;
+	for (i = ifa; i != NULL; i = i->ifa_next) {
+		if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
+		    (i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP))
+			continue;
+		inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, out,
+			  (socklen_t)len);
+		ret = 0;
+		break;
+	}
+	freeifaddrs(ifa);
+	return ret;
+}
+
+static int enter_netns(const char *name)
+{
+	char path[256];
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "/run/netns/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "ice-perf: network namespace '%s': %s (see `ip netns list`)\n",
+			name, strerror(errno));
+		return -1;
+	}
+	ret = setns(fd, CLONE_NEWNET);
+	if (ret < 0)
+		fprintf(stderr, "ice-perf: cannot enter namespace '%s': %s\n", name,
+			strerror(errno));
+	close(fd);
+	return ret;
+}
+
+static int listen_on(const char *addr, char *bootstrap, size_t len)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t salen = sizeof(sa);
+	int fd;
+
+	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
+		return -EINVAL;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &salen) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	snprintf(bootstrap, len, "%s:%u", addr, ntohs(sa.sin_port));
+	return fd;
+}
+
+static int set_addr(struct opts *o, const char *addr)
+{
+	if (inet_pton(AF_INET, addr, &o->cc.eng.addr) != 1) {
+		fprintf(stderr, "ice-perf: address '%s': expected an IPv4 address\n", addr);
+		return -1;
+	}
+	return 0;
+}
+
+static int launch(struct opts *o)
+{
+	char *names[2] = {NULL, NULL};
+	pid_t pids[2] = {-1, -1};
+	struct in_addr base;
+	int lfd, failed = 0;
+
+	if (o->netns != NULL) {
+		int nns = 0, self;
+
+		for (char *s = strtok(o->netns, ","); s != NULL; s = strtok(NULL, ",")) {
+			if (nns == 2) {
+				nns = 3;
+				break;
+			}
+			names[nns++] = s;
+		}
+		if (nns != 2) {
+			fprintf(stderr,
+				"ice-perf: --netns: expected two namespaces, SENDER,RECEIVER\n");
+			return 2;
+		}
+		/* rank 0's rendezvous socket, made inside its namespace */
+		self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+		if (self < 0 || enter_netns(names[0]) < 0)
+			return 1;
+		if (local_addr(o->addr, sizeof(o->addr)) < 0) {
+			fprintf(stderr, "ice-perf: namespace %s has no IPv4 address\n", names[0]);
+			return 1;
+		}
+		lfd = listen_on(o->addr, o->cc.bootstrap, sizeof(o->cc.bootstrap));
+		if (setns(self, CLONE_NEWNET) < 0 || lfd < 0) {
+			fprintf(stderr, "ice-perf: cannot set up the rendezvous in %s\n", names[0]);
+			return 1;
+		}
+		close(self);
+	} else {
+		if (inet_pton(AF_INET, o->addr_base, &base) != 1) {
+			fprintf(stderr, "ice-perf: --addr-base '%s': expected an IPv4 address\n",
+				o->addr_base);
+			return 2;
+		}
+		lfd = listen_on(o->addr_base, o->cc.bootstrap, sizeof(o->cc.bootstrap));
+		if (lfd < 0) {
+			fprintf(stderr, "ice-perf: cannot listen on %s: %s\n", o->addr_base,
+				strerror(-lfd));
+			return 1;
+		}
+	}
+	fflush(stdout);
+	fflush(stderr);
+	for (int r = 0; r < 2; r++) {
+		pid_t pid = fork();
+
+		if (pid < 0) {
+			perror("ice-perf: fork");
+			failed = 1;
+			break;
+		}
+		if (pid == 0) {
+			char tag[32];
+
+			snprintf(tag, sizeof(tag), "rank %d", r);
+			ice_log_set_tag(tag);
+			o->cc.rank = r;
+			o->cc.listen_fd = r == 0 ? lfd : -1;
+			if (o->netns != NULL) {
+				if (enter_netns(names[r]) < 0 ||
+				    local_addr(o->addr, sizeof(o->addr)) < 0)
+					_exit(1);
+			} else {
+				struct in_addr a = {
+					.s_addr = htonl(ntohl(base.s_addr) + (uint32_t)r)};
+
+				inet_ntop(AF_INET, &a, o->addr, sizeof(o->addr));
+			}
+			if (set_addr(o, o->addr) < 0)
+				_exit(1);
+			if (r != 0)
+				close(lfd);
+			_exit(run_rank(o));
+		}
+		pids[r] = pid;
+	}
+	close(lfd);
+	for (int alive = (pids[0] > 0) + (pids[1] > 0); alive > 0; alive--) {
+		int status;
+		pid_t pid = wait(&status);
+
+		if (pid < 0)
+			break;
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			if (!failed) {
+				/* one rank failed: the other cannot finish */
+				ice_sleep_ns(2 * ICE_NSEC_PER_SEC);
+				for (int r = 0; r < 2; r++)
+					if (pids[r] > 0 && pids[r] != pid)
+						kill(pids[r], SIGTERM);
+			}
+			failed = 1;
+		}
+	}
+	return failed;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+
+	ice_log_init_env();
+	parse_opts(argc, argv, &o);
+	human = o.json ? stderr : stdout;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (o.rank >= 0) {
+		if (o.bootstrap[0] == '\0' || o.addr[0] == '\0') {
+			fprintf(stderr,
+				"ice-perf: --rank needs --bootstrap IP:PORT and --addr IP\n");
+			return 2;
+		}
+		snprintf(o.cc.bootstrap, sizeof(o.cc.bootstrap), "%s", o.bootstrap);
+		o.cc.rank = o.rank;
+		if (set_addr(&o, o.addr) < 0)
+			return 2;
+		return run_rank(&o);
+	}
+	return launch(&o);
+}
