@@ -195,6 +195,17 @@ static int rank_main(struct tp_comm *c, const size_t *counts, int ncounts)
 				err = tp_sendrecv(c, sb, (r + 1) % n, rb, (r - 1 + n) % n, cnt, t);
 			if (err == 0)
 				err = check(rb, cnt, t, w_sr, &x, "send/recv");
+			/* in place: the buffer is sent and received into at once */
+			fill(rb, cnt * (size_t)n, t, TP_SUM, r);
+			if (err == 0)
+				err = tp_alltoall(c, rb, rb, cnt, t);
+			if (err == 0)
+				err = check(rb, cnt * (size_t)n, t, w_a2a, &x, "all-to-all in place");
+			fill(rb, cnt, t, TP_SUM, r);
+			if (err == 0)
+				err = tp_sendrecv(c, rb, (r + 1) % n, rb, (r - 1 + n) % n, cnt, t);
+			if (err == 0)
+				err = check(rb, cnt, t, w_sr, &x, "send/recv in place");
 		}
 	}
 	free(sb);

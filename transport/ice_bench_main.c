@@ -437,7 +437,6 @@ static double cpu_seconds(void)
 struct result {
 	double us, algbw, busbw, cores;
 	size_t wrong;
-	bool skipped;
 };
 
 static int measure(const struct opts *o, struct tp_comm *c, const struct sizes *s, bool inplace,
@@ -451,10 +450,6 @@ static int measure(const struct opts *o, struct tp_comm *c, const struct sizes *
 
 	memset(res, 0, sizeof(*res));
 	if (inplace) {
-		if (o->coll == COLL_ALLTOALL) {
-			res->skipped = true;
-			return 0;
-		}
 		sb = rb;
 		if (o->coll == COLL_ALLGATHER)
 			sb = rb + (size_t)r * s->count * es;
@@ -506,10 +501,6 @@ static int measure(const struct opts *o, struct tp_comm *c, const struct sizes *
 
 static void print_res(const struct result *r, int check)
 {
-	if (r->skipped) {
-		printf("  %8s %7s %7s %6s", "N/A", "N/A", "N/A", "N/A");
-		return;
-	}
 	printf("  %8.1f %7.3f %7.3f", r->us, r->algbw, r->busbw);
 	if (check)
 		printf(" %6zu", r->wrong);
@@ -591,7 +582,7 @@ static int run_rank(struct opts *o)
 			printf(" %6.2f\n", oop.cores);
 			fflush(stdout);
 		}
-		bw_sum += oop.busbw + (inp.skipped ? oop.busbw : inp.busbw);
+		bw_sum += oop.busbw + inp.busbw;
 		cores_sum += oop.cores;
 		wrong_total += oop.wrong + inp.wrong;
 		nsizes++;

@@ -399,8 +399,13 @@ int tp_alltoall(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t co
 		return ret;
 	bytes = count * tp_dtype_size(t);
 	if (sendbuf == recvbuf) {
-		ice_err(ICE_SUB_COLL, "all-to-all: in-place is not supported; use two buffers");
-		return -EINVAL;
+		/* in place: send from a copy, the buffer is being received into */
+		void *copy = tp_comm_scratch(c, bytes * (size_t)n);
+
+		if (copy == NULL)
+			return -ENOMEM;
+		memcpy(copy, sendbuf, bytes * (size_t)n);
+		sendbuf = copy;
 	}
 	for (int i = 1; i < n && ret == 0; i++) {
 		int p = mod(c->rank - i, n);
@@ -431,6 +436,15 @@ int tp_sendrecv(struct tp_comm *c, const void *sendbuf, int sendpeer, void *recv
 	if (ret < 0)
 		return ret;
 	bytes = count * tp_dtype_size(t);
+	if (sendpeer >= 0 && recvpeer >= 0 && sendbuf == recvbuf) {
+		/* in place: send from a copy (a resend must not read new data) */
+		void *copy = tp_comm_scratch(c, bytes);
+
+		if (copy == NULL)
+			return -ENOMEM;
+		memcpy(copy, sendbuf, bytes);
+		sendbuf = copy;
+	}
 	if (recvpeer >= 0)
 		ret = tp_comm_irecv(c, recvpeer, recvbuf, bytes, &rr);
 	if (ret == 0 && sendpeer >= 0)
