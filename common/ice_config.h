@@ -86,9 +86,9 @@ struct ice_cfg_field {
 	size_t offset; /* offsetof() in the bound struct */
 	size_t size;   /* ICE_CFG_STRING: buffer size */
 	double min, max;
-	uint64_t unit;		     /* ICE_CFG_DURATION: unit of bare numbers, ns */
-	const char *const *choices;  /* ICE_CFG_ENUM */
-	const char *help;	     /* one line: meaning and unit */
+	uint64_t unit;		    /* ICE_CFG_DURATION: unit of bare numbers, ns */
+	const char *const *choices; /* ICE_CFG_ENUM */
+	const char *help;	    /* one line: meaning and unit */
 };
 
 #define ICE_CFG_STRICT 0x1u /* unknown keys in the mapping are errors */
@@ -107,7 +107,7 @@ int ice_cfg_set(const struct ice_cfg_field *fields, size_t nfields, void *obj, c
 		const char *value, struct ice_cfg_err *err);
 
 /* Parse "key=value" and call ice_cfg_set(). */
-int ice_cfg_set_kv(const struct ice_cfg_field *fields, size_t nfields, void *obj,
-		   const char *kv, struct ice_cfg_err *err);
+int ice_cfg_set_kv(const struct ice_cfg_field *fields, size_t nfields, void *obj, const char *kv,
+		   struct ice_cfg_err *err);
 
 #endif /* ICE_CONFIG_H */

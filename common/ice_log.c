@@ -13,8 +13,8 @@ static const struct {
 	uint32_t bit;
 } sub_names[] = {
 	{"common", ICE_SUB_COMMON}, {"config", ICE_SUB_CONFIG}, {"wire", ICE_SUB_WIRE},
-	{"qp", ICE_SUB_QP},         {"dcqcn", ICE_SUB_DCQCN},   {"engine", ICE_SUB_ENGINE},
-	{"comm", ICE_SUB_COMM},     {"coll", ICE_SUB_COLL},     {"bench", ICE_SUB_BENCH},
+	{"qp", ICE_SUB_QP},	    {"dcqcn", ICE_SUB_DCQCN},	{"engine", ICE_SUB_ENGINE},
+	{"comm", ICE_SUB_COMM},	    {"coll", ICE_SUB_COLL},	{"bench", ICE_SUB_BENCH},
 	{"all", ICE_SUB_ALL},
 };
 
@@ -134,8 +134,10 @@ int ice_log_init_env(void)
 		return 0;
 	ret = ice_log_setup(s);
 	if (ret < 0)
-		fprintf(stderr, "ice: ICE_LOG='%s' not understood; expected "
-				"LEVEL[,debug=SUB+SUB] with LEVEL error|warn|info|debug\n", s);
+		fprintf(stderr,
+			"ice: ICE_LOG='%s' not understood; expected "
+			"LEVEL[,debug=SUB+SUB] with LEVEL error|warn|info|debug\n",
+			s);
 	return ret;
 }
 

@@ -56,8 +56,7 @@ int ice_log_enabled(int level, uint32_t sub);
 
 void ice_log_msg(int level, uint32_t sub, const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
-void ice_log_vmsg(int level, uint32_t sub, const char *file, int line, const char *fmt,
-		  va_list ap);
+void ice_log_vmsg(int level, uint32_t sub, const char *file, int line, const char *fmt, va_list ap);
 
 #define ice_log(level, sub, ...)                                                                   \
 	do {                                                                                       \

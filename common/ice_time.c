@@ -54,8 +54,11 @@ static int parse_with_units(const char *s, const struct unit *units, uint64_t de
 int ice_parse_duration(const char *s, uint64_t default_unit_ns, uint64_t *out_ns)
 {
 	static const struct unit units[] = {
-		{"ns", 1}, {"us", ICE_NSEC_PER_USEC}, {"ms", ICE_NSEC_PER_MSEC},
-		{"s", ICE_NSEC_PER_SEC}, {NULL, 0},
+		{"ns", 1},
+		{"us", ICE_NSEC_PER_USEC},
+		{"ms", ICE_NSEC_PER_MSEC},
+		{"s", ICE_NSEC_PER_SEC},
+		{NULL, 0},
 	};
 
 	return parse_with_units(s, units, default_unit_ns, out_ns);
@@ -64,9 +67,9 @@ int ice_parse_duration(const char *s, uint64_t default_unit_ns, uint64_t *out_ns
 int ice_parse_size(const char *s, uint64_t *out)
 {
 	static const struct unit units[] = {
-		{"b", 1}, {"k", 1ull << 10}, {"kb", 1ull << 10}, {"kib", 1ull << 10},
-		{"m", 1ull << 20}, {"mb", 1ull << 20}, {"mib", 1ull << 20},
-		{"g", 1ull << 30}, {"gb", 1ull << 30}, {"gib", 1ull << 30}, {NULL, 0},
+		{"b", 1},	    {"k", 1ull << 10},	 {"kb", 1ull << 10},  {"kib", 1ull << 10},
+		{"m", 1ull << 20},  {"mb", 1ull << 20},	 {"mib", 1ull << 20}, {"g", 1ull << 30},
+		{"gb", 1ull << 30}, {"gib", 1ull << 30}, {NULL, 0},
 	};
 
 	return parse_with_units(s, units, 1, out);
@@ -75,8 +78,12 @@ int ice_parse_size(const char *s, uint64_t *out)
 int ice_parse_rate(const char *s, uint64_t *out_bps)
 {
 	static const struct unit units[] = {
-		{"bit", 1}, {"bps", 1}, {"kbit", 1000}, {"mbit", 1000000ull},
-		{"gbit", 1000000000ull}, {NULL, 0},
+		{"bit", 1},
+		{"bps", 1},
+		{"kbit", 1000},
+		{"mbit", 1000000ull},
+		{"gbit", 1000000000ull},
+		{NULL, 0},
 	};
 
 	return parse_with_units(s, units, 1, out_bps);

@@ -137,8 +137,8 @@ static void fill(void *buf, size_t n, enum tp_dtype t, int op, int r)
 static int rank_main(struct tp_comm *c, const size_t *counts, int ncounts)
 {
 	int n = tp_comm_nranks(c), r = tp_comm_rank(c);
-	static const enum tp_dtype types[] = {TP_INT8,	 TP_UINT8,   TP_INT32,	 TP_UINT32,
-					      TP_INT64,	 TP_UINT64,  TP_FLOAT16, TP_FLOAT32,
+	static const enum tp_dtype types[] = {TP_INT8,	  TP_UINT8,   TP_INT32,	  TP_UINT32,
+					      TP_INT64,	  TP_UINT64,  TP_FLOAT16, TP_FLOAT32,
 					      TP_FLOAT64, TP_BFLOAT16};
 	size_t maxc = 0;
 	uint8_t *sb, *rb;
@@ -169,10 +169,12 @@ static int rank_main(struct tp_comm *c, const size_t *counts, int ncounts)
 				if (err == 0)
 					err = tp_allreduce(c, rb, rb, cnt, t, (enum tp_redop)op);
 				if (err == 0)
-					err = check(rb, cnt, t, w_allreduce, &x, "all-reduce in place");
+					err = check(rb, cnt, t, w_allreduce, &x,
+						    "all-reduce in place");
 				fill(sb, cnt * (size_t)n, t, op, r);
 				if (err == 0)
-					err = tp_reduce_scatter(c, sb, rb, cnt, t, (enum tp_redop)op);
+					err = tp_reduce_scatter(c, sb, rb, cnt, t,
+								(enum tp_redop)op);
 				if (err == 0)
 					err = check(rb, cnt, t, w_rs, &x, "reduce-scatter");
 			}
@@ -200,7 +202,8 @@ static int rank_main(struct tp_comm *c, const size_t *counts, int ncounts)
 			if (err == 0)
 				err = tp_alltoall(c, rb, rb, cnt, t);
 			if (err == 0)
-				err = check(rb, cnt * (size_t)n, t, w_a2a, &x, "all-to-all in place");
+				err = check(rb, cnt * (size_t)n, t, w_a2a, &x,
+					    "all-to-all in place");
 			fill(rb, cnt, t, TP_SUM, r);
 			if (err == 0)
 				err = tp_sendrecv(c, rb, (r + 1) % n, rb, (r - 1 + n) % n, cnt, t);
@@ -299,8 +302,12 @@ static void test_2_ranks(void **s)
 
 static void test_3_ranks_multi_qp_split(void **s)
 {
-	struct run r = {.nranks = 3, .qps = 3, .spread = TP_SPREAD_SPLIT, .counts = counts_all,
-			.ncounts = 7, .slice = 4096};
+	struct run r = {.nranks = 3,
+			.qps = 3,
+			.spread = TP_SPREAD_SPLIT,
+			.counts = counts_all,
+			.ncounts = 7,
+			.slice = 4096};
 
 	(void)s;
 	run_ranks(&r);
@@ -309,8 +316,12 @@ static void test_3_ranks_multi_qp_split(void **s)
 static void test_4_ranks_round_robin(void **s)
 {
 	static const size_t counts[] = {1, 33, 5000};
-	struct run r = {.nranks = 4, .qps = 2, .spread = TP_SPREAD_ROUND_ROBIN, .counts = counts,
-			.ncounts = 3, .slice = 8192};
+	struct run r = {.nranks = 4,
+			.qps = 2,
+			.spread = TP_SPREAD_ROUND_ROBIN,
+			.counts = counts,
+			.ncounts = 3,
+			.slice = 8192};
 
 	(void)s;
 	run_ranks(&r);
@@ -328,7 +339,11 @@ static void test_8_ranks(void **s)
 static void test_4_ranks_with_loss(void **s)
 {
 	static const size_t counts[] = {7, 3000, 70000};
-	struct run r = {.nranks = 4, .qps = 2, .drop_ppm = 20000, .counts = counts, .ncounts = 3,
+	struct run r = {.nranks = 4,
+			.qps = 2,
+			.drop_ppm = 20000,
+			.counts = counts,
+			.ncounts = 3,
 			.slice = 16384};
 
 	(void)s;

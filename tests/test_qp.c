@@ -295,8 +295,8 @@ static void test_rdma_write(void **state)
 	fill_pattern(src, sizeof(src), 1);
 	mr = tp_mr_reg(p.b, dst, sizeof(dst));
 	assert_non_null(mr);
-	assert_int_equal(tp_qp_post_write(p.qa, src, sizeof(src), (uintptr_t)dst + 1000, mr->rkey, 5),
-			 0);
+	assert_int_equal(
+		tp_qp_post_write(p.qa, src, sizeof(src), (uintptr_t)dst + 1000, mr->rkey, 5), 0);
 	assert_int_equal(run_until(&p, p.a, wc, 1, 5 * ICE_NSEC_PER_SEC), 1);
 	assert_int_equal(wc[0].status, 0);
 	assert_int_equal(wc[0].opcode, TP_WC_WRITE);
@@ -304,9 +304,8 @@ static void test_rdma_write(void **state)
 	assert_int_equal(dst[999], 0xee);
 	assert_int_equal(dst[1000 + sizeof(src)], 0xee);
 	/* outside the region: the responder refuses, the requester fails */
-	assert_int_equal(tp_qp_post_write(p.qa, src, sizeof(src), (uintptr_t)dst + 20000, mr->rkey,
-					  6),
-			 0);
+	assert_int_equal(
+		tp_qp_post_write(p.qa, src, sizeof(src), (uintptr_t)dst + 20000, mr->rkey, 6), 0);
 	assert_int_equal(run_until(&p, p.a, wc, 1, 5 * ICE_NSEC_PER_SEC), 1);
 	assert_int_equal(wc[0].status, -EREMOTEIO);
 	assert_true(tp_qp_failed(p.qa));
@@ -436,7 +435,7 @@ static void test_ce_mark_cuts_rate(void **state)
 	cfg_base(&c);
 	c.icrc_verify = false;
 	c.line_rate_bps = 10000000000ull; /* 10 Gbit/s */
-	c.dcqcn.rp_time_reset = 5000000; /* no timer increase during the test */
+	c.dcqcn.rp_time_reset = 5000000;  /* no timer increase during the test */
 	pair_open(&p, &c, 1, 1);
 	assert_true(tp_qp_rate(p.qa) > 9.9e9);
 	/* a CE-marked packet for b's QP, from a's address: b is the

@@ -65,7 +65,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ice-bench [options]\n"
-		"  -C, --coll NAME        allreduce (default), reducescatter, allgather, broadcast,\n"
+		"  -C, --coll NAME        allreduce (default), reducescatter, allgather, "
+		"broadcast,\n"
 		"                         alltoall, sendrecv\n"
 		"  -b, --minbytes SIZE    smallest size (default 8)\n"
 		"  -e, --maxbytes SIZE    largest size (default 64M)\n"
@@ -133,20 +134,51 @@ static uint64_t parse_sz(const char *opt, const char *s)
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum {
-		O_RANK = 256, O_BOOT, O_ADDR, O_ADDR_BASE, O_NETNS, O_PORT, O_SPLIT, O_MTU, O_SLICE,
-		O_LINE, O_DCQCN, O_NODCQCN, O_NOICRC, O_DROP,
+		O_RANK = 256,
+		O_BOOT,
+		O_ADDR,
+		O_ADDR_BASE,
+		O_NETNS,
+		O_PORT,
+		O_SPLIT,
+		O_MTU,
+		O_SLICE,
+		O_LINE,
+		O_DCQCN,
+		O_NODCQCN,
+		O_NOICRC,
+		O_DROP,
 	};
 	static const struct option lo[] = {
-		{"coll", 1, 0, 'C'}, {"minbytes", 1, 0, 'b'}, {"maxbytes", 1, 0, 'e'},
-		{"stepbytes", 1, 0, 'i'}, {"stepfactor", 1, 0, 'f'}, {"iters", 1, 0, 'n'},
-		{"warmup_iters", 1, 0, 'w'}, {"check", 1, 0, 'c'}, {"datatype", 1, 0, 'd'},
-		{"op", 1, 0, 'o'}, {"root", 1, 0, 'r'}, {"nranks", 1, 0, 'N'},
-		{"rank", 1, 0, O_RANK}, {"bootstrap", 1, 0, O_BOOT}, {"addr", 1, 0, O_ADDR},
-		{"addr-base", 1, 0, O_ADDR_BASE}, {"netns", 1, 0, O_NETNS}, {"port", 1, 0, O_PORT},
-		{"qps", 1, 0, 'q'}, {"split", 1, 0, O_SPLIT}, {"mtu", 1, 0, O_MTU},
-		{"slice", 1, 0, O_SLICE}, {"line-rate", 1, 0, O_LINE}, {"dcqcn", 1, 0, O_DCQCN},
-		{"no-dcqcn", 0, 0, O_NODCQCN}, {"no-icrc-verify", 0, 0, O_NOICRC},
-		{"drop-ppm", 1, 0, O_DROP}, {"verbose", 0, 0, 'v'}, {"help", 0, 0, 'h'},
+		{"coll", 1, 0, 'C'},
+		{"minbytes", 1, 0, 'b'},
+		{"maxbytes", 1, 0, 'e'},
+		{"stepbytes", 1, 0, 'i'},
+		{"stepfactor", 1, 0, 'f'},
+		{"iters", 1, 0, 'n'},
+		{"warmup_iters", 1, 0, 'w'},
+		{"check", 1, 0, 'c'},
+		{"datatype", 1, 0, 'd'},
+		{"op", 1, 0, 'o'},
+		{"root", 1, 0, 'r'},
+		{"nranks", 1, 0, 'N'},
+		{"rank", 1, 0, O_RANK},
+		{"bootstrap", 1, 0, O_BOOT},
+		{"addr", 1, 0, O_ADDR},
+		{"addr-base", 1, 0, O_ADDR_BASE},
+		{"netns", 1, 0, O_NETNS},
+		{"port", 1, 0, O_PORT},
+		{"qps", 1, 0, 'q'},
+		{"split", 1, 0, O_SPLIT},
+		{"mtu", 1, 0, O_MTU},
+		{"slice", 1, 0, O_SLICE},
+		{"line-rate", 1, 0, O_LINE},
+		{"dcqcn", 1, 0, O_DCQCN},
+		{"no-dcqcn", 0, 0, O_NODCQCN},
+		{"no-icrc-verify", 0, 0, O_NOICRC},
+		{"drop-ppm", 1, 0, O_DROP},
+		{"verbose", 0, 0, 'v'},
+		{"help", 0, 0, 'h'},
 		{0, 0, 0, 0},
 	};
 	size_t nf;
@@ -176,14 +208,21 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 				if (strcmp(optarg, coll_names[i]) == 0)
 					break;
 			if (i == COLL_MAX)
-				die_arg("--coll", optarg, "allreduce, reducescatter, allgather, "
-							  "broadcast, alltoall or sendrecv");
+				die_arg("--coll", optarg,
+					"allreduce, reducescatter, allgather, "
+					"broadcast, alltoall or sendrecv");
 			o->coll = (enum coll)i;
 			break;
 		}
-		case 'b': o->minbytes = parse_sz("-b", optarg); break;
-		case 'e': o->maxbytes = parse_sz("-e", optarg); break;
-		case 'i': o->stepbytes = parse_sz("-i", optarg); break;
+		case 'b':
+			o->minbytes = parse_sz("-b", optarg);
+			break;
+		case 'e':
+			o->maxbytes = parse_sz("-e", optarg);
+			break;
+		case 'i':
+			o->stepbytes = parse_sz("-i", optarg);
+			break;
 		case 'f': {
 			char *end;
 
@@ -192,33 +231,60 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 				die_arg("-f", optarg, "a number greater than 1");
 			break;
 		}
-		case 'n': o->iters = (int)parse_long("-n", optarg, 1, 1000000); break;
-		case 'w': o->warmup = (int)parse_long("-w", optarg, 0, 1000000); break;
-		case 'c': o->check = (int)parse_long("-c", optarg, 0, 1); break;
+		case 'n':
+			o->iters = (int)parse_long("-n", optarg, 1, 1000000);
+			break;
+		case 'w':
+			o->warmup = (int)parse_long("-w", optarg, 0, 1000000);
+			break;
+		case 'c':
+			o->check = (int)parse_long("-c", optarg, 0, 1);
+			break;
 		case 'd':
 			o->dtype = tp_dtype_parse(optarg);
 			if (o->dtype < 0)
-				die_arg("-d", optarg, "int8, uint8, int32, uint32, int64, uint64, "
-						      "half, float, double or bfloat16");
+				die_arg("-d", optarg,
+					"int8, uint8, int32, uint32, int64, uint64, "
+					"half, float, double or bfloat16");
 			break;
 		case 'o':
 			o->op = tp_redop_parse(optarg);
 			if (o->op < 0)
 				die_arg("-o", optarg, "sum, prod, max, min or avg");
 			break;
-		case 'r': o->root = (int)parse_long("-r", optarg, 0, 4095); break;
-		case 'N': o->nranks = (int)parse_long("-N", optarg, 1, 4095); break;
-		case 'q': o->cc.qps_per_conn = (uint32_t)parse_long("-q", optarg, 1, 64); break;
-		case 'v': ice_log_setup("info,debug=comm+coll"); break;
-		case O_RANK: o->rank = (int)parse_long("--rank", optarg, 0, 4095); break;
-		case O_BOOT: snprintf(o->bootstrap, sizeof(o->bootstrap), "%s", optarg); break;
-		case O_ADDR: snprintf(o->addr, sizeof(o->addr), "%s", optarg); break;
-		case O_ADDR_BASE: snprintf(o->addr_base, sizeof(o->addr_base), "%s", optarg); break;
-		case O_NETNS: o->netns = optarg; break;
-		case O_PORT: o->cc.eng.port = (uint16_t)parse_long("--port", optarg, 1, 65535); break;
+		case 'r':
+			o->root = (int)parse_long("-r", optarg, 0, 4095);
+			break;
+		case 'N':
+			o->nranks = (int)parse_long("-N", optarg, 1, 4095);
+			break;
+		case 'q':
+			o->cc.qps_per_conn = (uint32_t)parse_long("-q", optarg, 1, 64);
+			break;
+		case 'v':
+			ice_log_setup("info,debug=comm+coll");
+			break;
+		case O_RANK:
+			o->rank = (int)parse_long("--rank", optarg, 0, 4095);
+			break;
+		case O_BOOT:
+			snprintf(o->bootstrap, sizeof(o->bootstrap), "%s", optarg);
+			break;
+		case O_ADDR:
+			snprintf(o->addr, sizeof(o->addr), "%s", optarg);
+			break;
+		case O_ADDR_BASE:
+			snprintf(o->addr_base, sizeof(o->addr_base), "%s", optarg);
+			break;
+		case O_NETNS:
+			o->netns = optarg;
+			break;
+		case O_PORT:
+			o->cc.eng.port = (uint16_t)parse_long("--port", optarg, 1, 65535);
+			break;
 		case O_SPLIT:
 			o->cc.spread = parse_long("--split", optarg, 0, 1) ? TP_SPREAD_SPLIT
-									  : TP_SPREAD_ROUND_ROBIN;
+									   : TP_SPREAD_ROUND_ROBIN;
 			break;
 		case O_MTU: {
 			long m = parse_long("--mtu", optarg, 256, 4096);
@@ -228,7 +294,9 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			o->cc.eng.mtu = (uint32_t)m;
 			break;
 		}
-		case O_SLICE: o->cc.slice_bytes = parse_sz("--slice", optarg); break;
+		case O_SLICE:
+			o->cc.slice_bytes = parse_sz("--slice", optarg);
+			break;
 		case O_LINE:
 			if (ice_parse_rate(optarg, &o->cc.eng.line_rate_bps) < 0)
 				die_arg("--line-rate", optarg, "a rate like 200mbit or 10gbit");
@@ -244,13 +312,22 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			}
 			break;
 		}
-		case O_NODCQCN: o->cc.eng.dcqcn.enable = 0; break;
-		case O_NOICRC: o->cc.eng.icrc_verify = false; break;
-		case O_DROP:
-			o->cc.eng.rx_drop_ppm = (uint32_t)parse_long("--drop-ppm", optarg, 0, 500000);
+		case O_NODCQCN:
+			o->cc.eng.dcqcn.enable = 0;
 			break;
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); exit(2);
+		case O_NOICRC:
+			o->cc.eng.icrc_verify = false;
+			break;
+		case O_DROP:
+			o->cc.eng.rx_drop_ppm =
+				(uint32_t)parse_long("--drop-ppm", optarg, 0, 500000);
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(2);
 		}
 	}
 	if (optind < argc) {
@@ -289,10 +366,18 @@ static double expect_reduced(const struct opts *o, int n, size_t i)
 
 		switch (o->op) {
 		case TP_SUM:
-		case TP_AVG: acc += v; break;
-		case TP_PROD: acc *= v; break;
-		case TP_MAX: acc = v > acc ? v : acc; break;
-		case TP_MIN: acc = v < acc ? v : acc; break;
+		case TP_AVG:
+			acc += v;
+			break;
+		case TP_PROD:
+			acc *= v;
+			break;
+		case TP_MAX:
+			acc = v > acc ? v : acc;
+			break;
+		case TP_MIN:
+			acc = v < acc ? v : acc;
+			break;
 		}
 	}
 	if (o->op == TP_AVG) {
@@ -307,11 +392,16 @@ static double expect_reduced(const struct opts *o, int n, size_t i)
 static double tolerance(int dt)
 {
 	switch (dt) {
-	case TP_FLOAT16: return 1e-3;
-	case TP_BFLOAT16: return 1e-2;
-	case TP_FLOAT32: return 1e-6;
-	case TP_FLOAT64: return 1e-12;
-	default: return 0;
+	case TP_FLOAT16:
+		return 1e-3;
+	case TP_BFLOAT16:
+		return 1e-2;
+	case TP_FLOAT32:
+		return 1e-6;
+	case TP_FLOAT64:
+		return 1e-12;
+	default:
+		return 0;
 	}
 }
 
@@ -321,10 +411,10 @@ static int same(double got, double want, int dt)
 }
 
 struct sizes {
-	size_t count;	 /* elements per rank argument (NCCL's count) */
-	size_t sendlen;	 /* elements in the send buffer */
-	size_t recvlen;	 /* elements in the receive buffer */
-	size_t bytes;	 /* the size column */
+	size_t count;	/* elements per rank argument (NCCL's count) */
+	size_t sendlen; /* elements in the send buffer */
+	size_t recvlen; /* elements in the receive buffer */
+	size_t bytes;	/* the size column */
 };
 
 static struct sizes sizes_for(const struct opts *o, uint64_t size, int n)
@@ -366,11 +456,14 @@ static struct sizes sizes_for(const struct opts *o, uint64_t size, int n)
 static double busbw_factor(enum coll c, int n)
 {
 	switch (c) {
-	case COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
+	case COLL_ALLREDUCE:
+		return 2.0 * (n - 1) / n;
 	case COLL_REDUCESCATTER:
 	case COLL_ALLGATHER:
-	case COLL_ALLTOALL: return (double)(n - 1) / n;
-	default: return 1.0;
+	case COLL_ALLTOALL:
+		return (double)(n - 1) / n;
+	default:
+		return 1.0;
 	}
 }
 
@@ -390,15 +483,26 @@ static size_t check_result(const struct opts *o, const void *out, const struct s
 		size_t blk = s->count ? i / s->count : 0, off = s->count ? i % s->count : 0;
 
 		switch (o->coll) {
-		case COLL_ALLREDUCE: want = expect_reduced(o, n, i); break;
+		case COLL_ALLREDUCE:
+			want = expect_reduced(o, n, i);
+			break;
 		case COLL_REDUCESCATTER:
 			want = expect_reduced(o, n, (size_t)rank * s->count + i);
 			break;
-		case COLL_ALLGATHER: want = value(o, (int)blk, off); break;
-		case COLL_BROADCAST: want = value(o, o->root, i); break;
-		case COLL_ALLTOALL: want = value(o, (int)blk, (size_t)rank * s->count + off); break;
-		case COLL_SENDRECV: want = value(o, (rank - 1 + n) % n, i); break;
-		default: want = NAN;
+		case COLL_ALLGATHER:
+			want = value(o, (int)blk, off);
+			break;
+		case COLL_BROADCAST:
+			want = value(o, o->root, i);
+			break;
+		case COLL_ALLTOALL:
+			want = value(o, (int)blk, (size_t)rank * s->count + off);
+			break;
+		case COLL_SENDRECV:
+			want = value(o, (rank - 1 + n) % n, i);
+			break;
+		default:
+			want = NAN;
 		}
 		if (!same(got, want, o->dtype))
 			wrong++;
@@ -414,14 +518,20 @@ static int run_coll(const struct opts *o, struct tp_comm *c, const void *sb, voi
 	enum tp_redop op = (enum tp_redop)o->op;
 
 	switch (o->coll) {
-	case COLL_ALLREDUCE: return tp_allreduce(c, sb, rb, s->count, t, op);
-	case COLL_REDUCESCATTER: return tp_reduce_scatter(c, sb, rb, s->count, t, op);
-	case COLL_ALLGATHER: return tp_allgather(c, sb, rb, s->count, t);
-	case COLL_BROADCAST: return tp_broadcast(c, sb, rb, s->count, t, o->root);
-	case COLL_ALLTOALL: return tp_alltoall(c, sb, rb, s->count, t);
+	case COLL_ALLREDUCE:
+		return tp_allreduce(c, sb, rb, s->count, t, op);
+	case COLL_REDUCESCATTER:
+		return tp_reduce_scatter(c, sb, rb, s->count, t, op);
+	case COLL_ALLGATHER:
+		return tp_allgather(c, sb, rb, s->count, t);
+	case COLL_BROADCAST:
+		return tp_broadcast(c, sb, rb, s->count, t, o->root);
+	case COLL_ALLTOALL:
+		return tp_alltoall(c, sb, rb, s->count, t);
 	case COLL_SENDRECV:
 		return tp_sendrecv(c, sb, (r + 1) % n, rb, (r - 1 + n) % n, s->count, t);
-	default: return -EINVAL;
+	default:
+		return -EINVAL;
 	}
 }
 
@@ -542,8 +652,8 @@ static int run_rank(struct opts *o)
 		       "DCQCN %s, line rate %s, ICRC check %s\n",
 		       coll_names[o->coll], n, tp_comm_qps_per_conn(c),
 		       o->cc.spread == TP_SPREAD_SPLIT ? "split" : "round-robin", ec->mtu,
-		       ec->dcqcn.enable ? "on" : "off",
-		       ec->line_rate_bps ? "set" : "unlimited", ec->icrc_verify ? "on" : "off");
+		       ec->dcqcn.enable ? "on" : "off", ec->line_rate_bps ? "set" : "unlimited",
+		       ec->icrc_verify ? "on" : "off");
 		if (ec->line_rate_bps)
 			printf("# line rate %.0f Mbit/s\n", ec->line_rate_bps / 1e6);
 		printf("#\n");
@@ -602,7 +712,8 @@ static int run_rank(struct opts *o)
 		printf("# Out of bounds values : %zu %s\n", wrong_total,
 		       wrong_total ? "FAILED" : "OK");
 		printf("# Avg bus bandwidth    : %.4f\n", nsizes ? bw_sum / (2 * nsizes) : 0);
-		printf("# Avg CPU cores busy   : %.2f (all ranks, out-of-place runs; host has %ld)\n",
+		printf("# Avg CPU cores busy   : %.2f (all ranks, out-of-place runs; host has "
+		       "%ld)\n",
 		       nsizes ? cores_sum / nsizes : 0, sysconf(_SC_NPROCESSORS_ONLN));
 		printf("# rank 0 transport: %llu packets sent, %llu resent, %llu timeouts, "
 		       "%llu NAKs and %llu RNR NAKs received, %llu CNPs received, %llu dropped\n",
@@ -614,7 +725,8 @@ static int run_rank(struct opts *o)
 			printf("# rank 0 drops by reason:");
 			for (int i = 0; i < TP_DROP_REASON_MAX; i++)
 				if (st->drops[i] != 0)
-					printf(" %s %llu", tp_drop_reason_name((enum tp_drop_reason)i),
+					printf(" %s %llu",
+					       tp_drop_reason_name((enum tp_drop_reason)i),
 					       (unsigned long long)st->drops[i]);
 			printf("\n");
 		}
@@ -711,7 +823,8 @@ static int launch(struct opts *o)
 	struct in_addr base;
 
 	if (o->netns != NULL) {
-		for (char *s = strtok(o->netns, ","); s != NULL && nns < 4096; s = strtok(NULL, ","))
+		for (char *s = strtok(o->netns, ","); s != NULL && nns < 4096;
+		     s = strtok(NULL, ","))
 			names[nns++] = s;
 		o->nranks = nns;
 		if (o->root >= nns) {
@@ -729,7 +842,8 @@ static int launch(struct opts *o)
 		}
 		lfd = listen_on(o->addr, o->cc.bootstrap, sizeof(o->cc.bootstrap));
 		if (setns(self, CLONE_NEWNET) < 0 || lfd < 0) {
-			fprintf(stderr, "ice-bench: cannot set up the rendezvous in %s\n", names[0]);
+			fprintf(stderr, "ice-bench: cannot set up the rendezvous in %s\n",
+				names[0]);
 			return 1;
 		}
 		close(self);
@@ -769,7 +883,8 @@ static int launch(struct opts *o)
 				    local_addr(o->addr, sizeof(o->addr)) < 0)
 					_exit(1);
 			} else {
-				struct in_addr a = {.s_addr = htonl(ntohl(base.s_addr) + (uint32_t)r)};
+				struct in_addr a = {
+					.s_addr = htonl(ntohl(base.s_addr) + (uint32_t)r)};
 
 				inet_ntop(AF_INET, &a, o->addr, sizeof(o->addr));
 			}
@@ -812,7 +927,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (o.rank >= 0) {
 		if (o.bootstrap[0] == '\0' || o.addr[0] == '\0') {
-			fprintf(stderr, "ice-bench: --rank needs --bootstrap IP:PORT and --addr IP\n");
+			fprintf(stderr,
+				"ice-bench: --rank needs --bootstrap IP:PORT and --addr IP\n");
 			return 2;
 		}
 		if (o.rank >= o.nranks) {

@@ -28,26 +28,26 @@
 /* ---- engine ---------------------------------------------------------- */
 
 struct tp_engine_cfg {
-	struct in_addr addr;	  /* local IPv4 address to bind (required) */
-	uint16_t port;		  /* UDP port to receive on; 4791 (0: ephemeral, tests) */
-	uint32_t mtu;		  /* RoCE payload per packet: 256, 512, 1024, 2048, 4096 */
-	uint32_t window_pkts;	  /* unacknowledged packets per QP */
-	uint32_t ack_every;	  /* request an ACK every N packets (and at message end) */
-	uint64_t retx_timeout_ns; /* no ACK progress for this long: go back and resend */
-	uint32_t retry_cnt;	  /* timeouts in a row before the QP fails (peer gone) */
-	uint64_t rnr_timer_ns;	  /* wait after a receiver-not-ready NAK */
-	uint32_t rnr_retry;	  /* RNR NAKs in a row before failing; 0 = unlimited */
-	uint64_t line_rate_bps;	  /* NIC line rate for DCQCN's Rc start; 0 = unlimited */
-	bool icrc_verify;	  /* check the ICRC of received packets (offload off) */
-	bool ecn;		  /* send data ECN-capable (ECT(0)) */
-	uint8_t dscp;		  /* DSCP of data packets */
-	uint8_t cnp_dscp;	  /* DSCP of CNPs (np_cnp_dscp, 48 on ConnectX) */
-	uint32_t sock_buf;	  /* socket send/receive buffer, bytes */
-	uint32_t unexp_bytes;	  /* per QP: SEND data kept while no receive is posted;
-				   * beyond it the requester gets RNR NAKs */
-	uint64_t busy_poll_ns;	  /* spin this long for packets before sleeping */
-	uint32_t rx_drop_ppm;	  /* tests: drop this share (per million) of received packets */
-	uint32_t rx_drop_seed;	  /* tests: seed for the drop decisions */
+	struct in_addr addr;	      /* local IPv4 address to bind (required) */
+	uint16_t port;		      /* UDP port to receive on; 4791 (0: ephemeral, tests) */
+	uint32_t mtu;		      /* RoCE payload per packet: 256, 512, 1024, 2048, 4096 */
+	uint32_t window_pkts;	      /* unacknowledged packets per QP */
+	uint32_t ack_every;	      /* request an ACK every N packets (and at message end) */
+	uint64_t retx_timeout_ns;     /* no ACK progress for this long: go back and resend */
+	uint32_t retry_cnt;	      /* timeouts in a row before the QP fails (peer gone) */
+	uint64_t rnr_timer_ns;	      /* wait after a receiver-not-ready NAK */
+	uint32_t rnr_retry;	      /* RNR NAKs in a row before failing; 0 = unlimited */
+	uint64_t line_rate_bps;	      /* NIC line rate for DCQCN's Rc start; 0 = unlimited */
+	bool icrc_verify;	      /* check the ICRC of received packets (offload off) */
+	bool ecn;		      /* send data ECN-capable (ECT(0)) */
+	uint8_t dscp;		      /* DSCP of data packets */
+	uint8_t cnp_dscp;	      /* DSCP of CNPs (np_cnp_dscp, 48 on ConnectX) */
+	uint32_t sock_buf;	      /* socket send/receive buffer, bytes */
+	uint32_t unexp_bytes;	      /* per QP: SEND data kept while no receive is posted;
+				       * beyond it the requester gets RNR NAKs */
+	uint64_t busy_poll_ns;	      /* spin this long for packets before sleeping */
+	uint32_t rx_drop_ppm;	      /* tests: drop this share (per million) of received packets */
+	uint32_t rx_drop_seed;	      /* tests: seed for the drop decisions */
 	struct tp_dcqcn_params dcqcn; /* initial per-QP DCQCN parameters */
 };
 
@@ -55,11 +55,11 @@ void tp_engine_cfg_default(struct tp_engine_cfg *c);
 
 struct tp_engine_stats {
 	uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
-	uint64_t rx_ce;			     /* CE-marked packets received */
+	uint64_t rx_ce; /* CE-marked packets received */
 	uint64_t cnp_tx, cnp_rx, ack_tx, ack_rx, nak_tx, nak_rx, rnr_nak_tx, rnr_nak_rx;
 	uint64_t retx_pkts, timeouts;
 	uint64_t drops[TP_DROP_REASON_MAX]; /* received packets dropped, by reason */
-	uint64_t tx_eagain;		     /* sends deferred: socket buffer full */
+	uint64_t tx_eagain;		    /* sends deferred: socket buffer full */
 	uint64_t syscalls_rx, syscalls_tx;
 };
 
@@ -110,13 +110,13 @@ void tp_mr_dereg(struct tp_engine *e, struct tp_mr *mr);
 /* ---- queue pairs ------------------------------------------------------- */
 
 struct tp_qp_conn {
-	struct in_addr raddr;	/* peer engine's address */
-	uint16_t rport;		/* peer engine's UDP port (4791) */
-	uint32_t rqpn;		/* peer QP number */
-	uint16_t sport;		/* our UDP source port; 0 = Linux's default from the QPNs */
-	uint16_t pkey;		/* partition key; 0 = default 0xffff */
-	uint32_t sq_psn;	/* first PSN we send */
-	uint32_t rq_psn;	/* first PSN we expect from the peer */
+	struct in_addr raddr; /* peer engine's address */
+	uint16_t rport;	      /* peer engine's UDP port (4791) */
+	uint32_t rqpn;	      /* peer QP number */
+	uint16_t sport;	      /* our UDP source port; 0 = Linux's default from the QPNs */
+	uint16_t pkey;	      /* partition key; 0 = default 0xffff */
+	uint32_t sq_psn;      /* first PSN we send */
+	uint32_t rq_psn;      /* first PSN we expect from the peer */
 };
 
 /* A new QP in the RESET state, with a QP number unique in the engine. */
@@ -157,19 +157,19 @@ const struct tp_dcqcn_rp *tp_qp_rp(const struct tp_qp *qp);
 /* ---- communicators and collectives -------------------------------------- */
 
 enum tp_spread {
-	TP_SPREAD_SPLIT = 0, /* each message split over all QPs of the connection */
+	TP_SPREAD_SPLIT = 0,   /* each message split over all QPs of the connection */
 	TP_SPREAD_ROUND_ROBIN, /* whole messages, QPs taken in turn */
 };
 
 struct tp_comm_cfg {
 	int nranks;
 	int rank;
-	char bootstrap[64];	  /* "ip:port" of rank 0's rendezvous (TCP) */
-	int listen_fd;		  /* rank 0: an already listening socket, or -1 */
-	uint32_t qps_per_conn;	  /* QPs to each peer (NCCL_IB_QPS_PER_CONNECTION) */
-	enum tp_spread spread;	  /* NCCL_IB_SPLIT_DATA_ON_QPS = 1 is SPLIT */
-	uint64_t slice_bytes;	  /* pipelining unit of the ring algorithms */
-	uint64_t oneshot_max;	  /* all-reduce up to this many bytes: one-shot */
+	char bootstrap[64];    /* "ip:port" of rank 0's rendezvous (TCP) */
+	int listen_fd;	       /* rank 0: an already listening socket, or -1 */
+	uint32_t qps_per_conn; /* QPs to each peer (NCCL_IB_QPS_PER_CONNECTION) */
+	enum tp_spread spread; /* NCCL_IB_SPLIT_DATA_ON_QPS = 1 is SPLIT */
+	uint64_t slice_bytes;  /* pipelining unit of the ring algorithms */
+	uint64_t oneshot_max;  /* all-reduce up to this many bytes: one-shot */
 	uint64_t bootstrap_timeout_ns;
 	struct tp_engine_cfg eng; /* for this rank's engine */
 };
@@ -208,7 +208,7 @@ int tp_alltoall(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t co
 		enum tp_dtype t);
 /* Send count elements to sendpeer and receive count from recvpeer at once
  * (either peer may be -1 to skip that side). */
-int tp_sendrecv(struct tp_comm *c, const void *sendbuf, int sendpeer, void *recvbuf,
-		int recvpeer, size_t count, enum tp_dtype t);
+int tp_sendrecv(struct tp_comm *c, const void *sendbuf, int sendpeer, void *recvbuf, int recvpeer,
+		size_t count, enum tp_dtype t);
 
 #endif /* TP_H */

@@ -30,20 +30,20 @@ enum ring_phase {
 
 struct ring {
 	struct tp_comm *c;
-	uint8_t *buf;	      /* work buffer: nranks chunks */
+	uint8_t *buf; /* work buffer: nranks chunks */
 	size_t esize;
-	size_t count;	      /* elements in buf */
-	size_t cs;	      /* elements per chunk (the last may be shorter) */
-	size_t ss;	      /* elements per slice */
-	uint32_t S;	      /* slices per chunk */
-	uint32_t T;	      /* transfers: steps of all phases */
-	uint32_t rs_steps;    /* the first rs_steps transfers reduce */
-	int rs_off, ag_off;   /* chunk offsets of the two phases */
+	size_t count;	    /* elements in buf */
+	size_t cs;	    /* elements per chunk (the last may be shorter) */
+	size_t ss;	    /* elements per slice */
+	uint32_t S;	    /* slices per chunk */
+	uint32_t T;	    /* transfers: steps of all phases */
+	uint32_t rs_steps;  /* the first rs_steps transfers reduce */
+	int rs_off, ag_off; /* chunk offsets of the two phases */
 	enum tp_dtype dt;
 	enum tp_redop op;
 	/* state, indexed by transfer * S + slice */
 	struct tp_req *sreq, *rreq;
-	int *slot;	      /* scratch slot of a reducing receive */
+	int *slot; /* scratch slot of a reducing receive */
 	uint8_t *slots;
 	uint32_t nslots;
 	int *free_slots;
@@ -161,11 +161,17 @@ static int ring_run(struct ring *g)
 }
 
 /* Run rs_steps reducing and ag_steps gathering transfers over buf. */
-static int ring(struct tp_comm *c, uint8_t *buf, size_t count, enum tp_dtype dt,
-		enum tp_redop op, uint32_t rs_steps, int rs_off, uint32_t ag_steps, int ag_off)
+static int ring(struct tp_comm *c, uint8_t *buf, size_t count, enum tp_dtype dt, enum tp_redop op,
+		uint32_t rs_steps, int rs_off, uint32_t ag_steps, int ag_off)
 {
-	struct ring g = {.c = c, .buf = buf, .esize = tp_dtype_size(dt), .count = count,
-			 .dt = dt, .op = op, .rs_steps = rs_steps, .rs_off = rs_off,
+	struct ring g = {.c = c,
+			 .buf = buf,
+			 .esize = tp_dtype_size(dt),
+			 .count = count,
+			 .dt = dt,
+			 .op = op,
+			 .rs_steps = rs_steps,
+			 .rs_off = rs_off,
 			 .ag_off = ag_off};
 	size_t total;
 	int ret = -ENOMEM;
@@ -426,8 +432,8 @@ int tp_alltoall(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t co
 	return ret < 0 ? fail(c, "all-to-all", ret) : 0;
 }
 
-int tp_sendrecv(struct tp_comm *c, const void *sendbuf, int sendpeer, void *recvbuf,
-		int recvpeer, size_t count, enum tp_dtype t)
+int tp_sendrecv(struct tp_comm *c, const void *sendbuf, int sendpeer, void *recvbuf, int recvpeer,
+		size_t count, enum tp_dtype t)
 {
 	size_t bytes;
 	struct tp_req rr = {0}, sr = {0};

@@ -218,8 +218,9 @@ static uint8_t *bootstrap(struct tp_comm *c, const uint8_t *mine, size_t rec_len
 		if (now >= deadline ||
 		    poll(&pfd, 1, (int)((deadline - now) / ICE_NSEC_PER_MSEC) + 1) <= 0) {
 			err = -ETIMEDOUT;
-			ice_err(ICE_SUB_COMM, "rank 0: only %d of %d ranks joined before the timeout",
-				got, c->nranks);
+			ice_err(ICE_SUB_COMM,
+				"rank 0: only %d of %d ranks joined before the timeout", got,
+				c->nranks);
 			goto err;
 		}
 		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -229,9 +230,9 @@ static uint8_t *bootstrap(struct tp_comm *c, const uint8_t *mine, size_t rec_len
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		err = io_all(fd, &h, sizeof(h), false, deadline);
-		if (err == 0 && (h.magic != BOOT_MAGIC || h.nranks != (uint32_t)c->nranks ||
-				 h.k != c->k || h.rank == 0 || h.rank >= (uint32_t)c->nranks ||
-				 c->oob[h.rank] >= 0))
+		if (err == 0 &&
+		    (h.magic != BOOT_MAGIC || h.nranks != (uint32_t)c->nranks || h.k != c->k ||
+		     h.rank == 0 || h.rank >= (uint32_t)c->nranks || c->oob[h.rank] >= 0))
 			err = -EPROTO;
 		if (err == 0) {
 			memcpy(table + rec_len * h.rank, &h, sizeof(h));
@@ -239,8 +240,9 @@ static uint8_t *bootstrap(struct tp_comm *c, const uint8_t *mine, size_t rec_len
 				     false, deadline);
 		}
 		if (err < 0) {
-			ice_err(ICE_SUB_COMM, "rank 0: a joining rank sent a bad record (%s); "
-					      "same --nranks and --qps everywhere?",
+			ice_err(ICE_SUB_COMM,
+				"rank 0: a joining rank sent a bad record (%s); "
+				"same --nranks and --qps everywhere?",
 				strerror(-err));
 			close(fd);
 			goto err;
@@ -278,10 +280,11 @@ struct tp_comm *tp_comm_init(const struct tp_comm_cfg *cfg)
 	uint8_t *mine = NULL, *table = NULL;
 	int err = -ENOMEM;
 
-	if (cfg->nranks < 1 || cfg->rank < 0 || cfg->rank >= cfg->nranks ||
-	    cfg->qps_per_conn < 1 || cfg->qps_per_conn > 64) {
-		ice_err(ICE_SUB_COMM, "bad communicator: rank %d of %d, %u QPs per connection "
-				      "(expected 0 <= rank < nranks, 1..64 QPs)",
+	if (cfg->nranks < 1 || cfg->rank < 0 || cfg->rank >= cfg->nranks || cfg->qps_per_conn < 1 ||
+	    cfg->qps_per_conn > 64) {
+		ice_err(ICE_SUB_COMM,
+			"bad communicator: rank %d of %d, %u QPs per connection "
+			"(expected 0 <= rank < nranks, 1..64 QPs)",
 			cfg->rank, cfg->nranks, cfg->qps_per_conn);
 		errno = EINVAL;
 		return NULL;
@@ -379,8 +382,7 @@ void tp_comm_free(struct tp_comm *c)
 	if (c == NULL)
 		return;
 	/* Let the peers finish: they may still need our ACKs. */
-	if (c->e != NULL && c->oob != NULL && c->nranks > 1 &&
-	    (c->rank == 0 || c->oob[0] >= 0))
+	if (c->e != NULL && c->oob != NULL && c->nranks > 1 && (c->rank == 0 || c->oob[0] >= 0))
 		tp_comm_barrier(c);
 	tp_engine_free(c->e); /* destroys the QPs */
 	if (c->oob != NULL)
@@ -447,8 +449,7 @@ int tp_comm_wait(struct tp_comm *c, struct tp_req *r)
 
 /* The piece of a message of len bytes that QP slot q carries, for split mode:
  * MTU-aligned pieces, the last one shorter. */
-static void split_piece(const struct tp_comm *c, size_t len, uint32_t q, size_t *off,
-			size_t *plen)
+static void split_piece(const struct tp_comm *c, size_t len, uint32_t q, size_t *off, size_t *plen)
 {
 	size_t mtu = c->cfg.eng.mtu;
 	size_t per = (len + c->k - 1) / c->k;

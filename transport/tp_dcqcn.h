@@ -41,23 +41,23 @@
 
 /* Parameters with mlx5 names and units. Defaults: tp_dcqcn_params_default(). */
 struct tp_dcqcn_params {
-	uint32_t enable;		   /* 1: run DCQCN; 0: fixed rate rp_max_rate */
-	uint32_t rp_max_rate;		   /* Mbit/s; line rate, 0 = unlimited */
-	uint32_t rp_ai_rate;		   /* Mbit/s, additive increase step */
-	uint32_t rp_hai_rate;		   /* Mbit/s, hyper increase step */
-	uint32_t rp_time_reset;		   /* us, rate-increase timer period */
-	uint32_t rp_byte_reset;		   /* bytes, rate-increase byte counter */
-	uint32_t rp_threshold;		   /* F: fast-recovery events */
-	uint32_t rp_min_dec_fac;	   /* %, least Rc may keep on one CNP */
-	uint32_t rp_min_rate;		   /* Mbit/s, floor */
-	uint32_t rp_gd;			   /* log2 of alpha's decrease divisor (11: alpha/2) */
-	uint32_t rp_rate_to_set_on_first_cnp; /* Mbit/s, 0 = not used */
-	uint32_t rp_clamp_tgt_rate;	   /* 1: Rt = Rc on every CNP */
-	uint32_t rp_dce_tcp_g;		   /* alpha EWMA weight of the old value, /1024 */
-	uint32_t rp_dce_tcp_rtt;	   /* us, alpha decay period */
+	uint32_t enable;			/* 1: run DCQCN; 0: fixed rate rp_max_rate */
+	uint32_t rp_max_rate;			/* Mbit/s; line rate, 0 = unlimited */
+	uint32_t rp_ai_rate;			/* Mbit/s, additive increase step */
+	uint32_t rp_hai_rate;			/* Mbit/s, hyper increase step */
+	uint32_t rp_time_reset;			/* us, rate-increase timer period */
+	uint32_t rp_byte_reset;			/* bytes, rate-increase byte counter */
+	uint32_t rp_threshold;			/* F: fast-recovery events */
+	uint32_t rp_min_dec_fac;		/* %, least Rc may keep on one CNP */
+	uint32_t rp_min_rate;			/* Mbit/s, floor */
+	uint32_t rp_gd;				/* log2 of alpha's decrease divisor (11: alpha/2) */
+	uint32_t rp_rate_to_set_on_first_cnp;	/* Mbit/s, 0 = not used */
+	uint32_t rp_clamp_tgt_rate;		/* 1: Rt = Rc on every CNP */
+	uint32_t rp_dce_tcp_g;			/* alpha EWMA weight of the old value, /1024 */
+	uint32_t rp_dce_tcp_rtt;		/* us, alpha decay period */
 	uint32_t rp_rate_reduce_monitor_period; /* us, least time between cuts */
-	uint32_t rp_initial_alpha_value;   /* /1024 */
-	uint32_t np_min_time_between_cnps; /* us, per QP */
+	uint32_t rp_initial_alpha_value;	/* /1024 */
+	uint32_t np_min_time_between_cnps;	/* us, per QP */
 };
 
 /* ConnectX-5-like firmware defaults (see ../shared REFERENCE, DCQCN). */
@@ -81,9 +81,9 @@ struct tp_dcqcn_rp {
 	bool cnp_seen;	      /* any CNP since init */
 	bool increased;	      /* an increase happened since the last cut */
 	/* counters */
-	uint64_t cnps;	      /* CNPs received */
-	uint64_t cuts;	      /* reductions applied */
-	uint64_t increases;   /* increase events applied */
+	uint64_t cnps;	    /* CNPs received */
+	uint64_t cuts;	    /* reductions applied */
+	uint64_t increases; /* increase events applied */
 };
 
 /* Start at line rate (rp_max_rate), or at start_bps when non-zero (a planned
@@ -103,8 +103,8 @@ double tp_dcqcn_rp_rate(const struct tp_dcqcn_rp *rp);
 struct tp_dcqcn_np {
 	uint64_t last_cnp_ns;
 	bool sent_any;
-	uint64_t ce_seen;     /* CE-marked packets seen */
-	uint64_t cnps_sent;   /* CNPs we decided to send */
+	uint64_t ce_seen;   /* CE-marked packets seen */
+	uint64_t cnps_sent; /* CNPs we decided to send */
 };
 
 void tp_dcqcn_np_init(struct tp_dcqcn_np *np);

@@ -54,8 +54,8 @@ static int set_buf(int fd, int force_opt, int opt, uint32_t bytes)
 
 int tp_sock_tx_open(struct tp_engine *e, uint16_t sport)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr = e->cfg.addr,
-				 .sin_port = htons(sport)};
+	struct sockaddr_in sa = {
+		.sin_family = AF_INET, .sin_addr = e->cfg.addr, .sin_port = htons(sport)};
 	int one = 1, pmtu = IP_PMTUDISC_DO;
 	int tos = (e->cfg.dscp << 2) | (e->cfg.ecn ? 0x2 : 0);
 	int small = 4096;
@@ -87,8 +87,8 @@ err_close:
 
 static int rx_sock_open(struct tp_engine *e)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr = e->cfg.addr,
-				 .sin_port = htons(e->cfg.port)};
+	struct sockaddr_in sa = {
+		.sin_family = AF_INET, .sin_addr = e->cfg.addr, .sin_port = htons(e->cfg.port)};
 	socklen_t salen = sizeof(sa);
 	int one = 1;
 	int fd, err;
@@ -138,7 +138,8 @@ static int cfg_check(const struct tp_engine_cfg *c)
 	if (tp_dcqcn_params_check(&c->dcqcn, &ce) < 0) {
 		char buf[512];
 
-		ice_err(ICE_SUB_ENGINE, "DCQCN parameters: %s", ice_cfg_err_str(&ce, buf, sizeof(buf)));
+		ice_err(ICE_SUB_ENGINE, "DCQCN parameters: %s",
+			ice_cfg_err_str(&ce, buf, sizeof(buf)));
 		return -EINVAL;
 	}
 	return 0;
@@ -315,8 +316,10 @@ static uint8_t msg_tos(struct msghdr *mh)
 static void rx_one(struct tp_engine *e, uint8_t *buf, size_t len, const struct sockaddr_in *from,
 		   uint8_t tos, uint64_t now)
 {
-	struct tp_icrc_addr a = {.saddr = from->sin_addr.s_addr, .daddr = e->cfg.addr.s_addr,
-				 .sport = ntohs(from->sin_port), .dport = e->port};
+	struct tp_icrc_addr a = {.saddr = from->sin_addr.s_addr,
+				 .daddr = e->cfg.addr.s_addr,
+				 .sport = ntohs(from->sin_port),
+				 .dport = e->port};
 	struct tp_pkt pkt;
 	struct tp_qp *qp;
 	uint32_t idx;

@@ -48,7 +48,7 @@ struct tp_rwqe {
 struct tp_unexp {
 	uint8_t *buf; /* owned; freed when a receive takes it */
 	size_t len, cap;
-	bool done;    /* its last packet arrived */
+	bool done; /* its last packet arrived */
 };
 
 struct tp_qp {
@@ -67,23 +67,23 @@ struct tp_qp {
 	 * transmitted, tail = next free; indices grow, masked on use. */
 	struct tp_swqe sq[TP_SQ_DEPTH];
 	uint32_t sq_head, sq_cur, sq_tail;
-	uint32_t cur_pkt;	  /* packet index within sq[sq_cur] */
-	uint32_t post_psn;	  /* PSN of the next posted WQE */
-	uint32_t next_psn;	  /* next PSN to transmit */
-	uint32_t max_psn;	  /* one past the highest PSN ever transmitted */
-	uint32_t una_psn;	  /* oldest unacknowledged PSN */
+	uint32_t cur_pkt;  /* packet index within sq[sq_cur] */
+	uint32_t post_psn; /* PSN of the next posted WQE */
+	uint32_t next_psn; /* next PSN to transmit */
+	uint32_t max_psn;  /* one past the highest PSN ever transmitted */
+	uint32_t una_psn;  /* oldest unacknowledged PSN */
 	uint32_t last_ackreq_psn;
-	uint64_t progress_ns;	  /* last ACK progress (or start of waiting) */
+	uint64_t progress_ns; /* last ACK progress (or start of waiting) */
 	uint64_t rnr_until_ns;
 	uint32_t retries;
 	uint32_t rnr_count;
-	uint32_t cwnd;		  /* packets allowed in flight: the window, cut to a
-				   * few after a timeout and doubled back per ACK */
-	uint32_t rtt_psn;	  /* PSN timed for an RTT sample */
+	uint32_t cwnd;	  /* packets allowed in flight: the window, cut to a
+			   * few after a timeout and doubled back per ACK */
+	uint32_t rtt_psn; /* PSN timed for an RTT sample */
 	bool rtt_valid;
 	uint64_t rtt_sent_ns;
 	uint64_t srtt_ns, rttvar_ns; /* smoothed RTT (RFC 6298), 0 before a sample */
-	double tokens;		  /* pacing bucket, bytes */
+	double tokens;		     /* pacing bucket, bytes */
 	uint64_t token_ns;
 	struct tp_dcqcn_params dcqcn;
 	struct tp_dcqcn_rp rp;
@@ -91,22 +91,22 @@ struct tp_qp {
 	/* responder (receive queue) */
 	struct tp_rwqe rq[TP_RQ_DEPTH];
 	uint32_t rq_head, rq_tail;
-	uint32_t epsn;		  /* next expected PSN */
-	uint32_t msn;		  /* completed messages, 24 bits */
-	bool nak_sent;		  /* a NAK/RNR NAK is out for epsn */
+	uint32_t epsn; /* next expected PSN */
+	uint32_t msn;  /* completed messages, 24 bits */
+	bool nak_sent; /* a NAK/RNR NAK is out for epsn */
 	bool ack_pending;
 	uint32_t unacked_rx;
-	bool rcv_active;	  /* a SEND is being received */
-	bool rcv_staging;	  /* ... into unexp[ux_tail - 1], else into rq[rq_head] */
+	bool rcv_active;  /* a SEND is being received */
+	bool rcv_staging; /* ... into unexp[ux_tail - 1], else into rq[rq_head] */
 	uint64_t rcv_off;
 	struct tp_unexp unexp[TP_UNEXP_MAX];
 	uint32_t ux_head, ux_tail;
 	size_t ux_bytes;
-	bool wr_active;		  /* an RDMA WRITE is being received */
+	bool wr_active; /* an RDMA WRITE is being received */
 	uint8_t *wr_ptr;
 	uint64_t wr_left;
 	struct tp_dcqcn_np np;
-	struct tp_qp *ack_next;	  /* on e->ack_list when ack_pending */
+	struct tp_qp *ack_next; /* on e->ack_list when ack_pending */
 
 	struct tp_qp_stats st;
 };
@@ -170,11 +170,11 @@ struct tp_comm {
 	int rank, nranks;
 	uint32_t k; /* QPs per connection */
 	struct tp_engine *e;
-	struct tp_qp **qps;	/* [peer * k + q] */
-	uint64_t *tx_seq;	/* messages sent to each peer */
-	uint64_t *rx_seq;	/* messages posted to receive from each peer */
-	int *oob;		/* rank 0: fd per rank (-1 for itself); others: oob[0] */
-	uint8_t *scratch;	/* collectives' temporary space */
+	struct tp_qp **qps; /* [peer * k + q] */
+	uint64_t *tx_seq;   /* messages sent to each peer */
+	uint64_t *rx_seq;   /* messages posted to receive from each peer */
+	int *oob;	    /* rank 0: fd per rank (-1 for itself); others: oob[0] */
+	uint8_t *scratch;   /* collectives' temporary space */
 	size_t scratch_len;
 };
 

@@ -143,7 +143,8 @@ int tp_qp_dcqcn_changed(struct tp_qp *qp)
 	if (tp_dcqcn_params_check(&qp->dcqcn, &ce) < 0) {
 		char buf[512];
 
-		ice_err(ICE_SUB_DCQCN, "QP 0x%x: %s", qp->qpn, ice_cfg_err_str(&ce, buf, sizeof(buf)));
+		ice_err(ICE_SUB_DCQCN, "QP 0x%x: %s", qp->qpn,
+			ice_cfg_err_str(&ce, buf, sizeof(buf)));
 		qp->dcqcn = qp->e->cfg.dcqcn;
 		return -EINVAL;
 	}
@@ -199,8 +200,8 @@ int tp_qp_connect(struct tp_qp *qp, const struct tp_qp_conn *c)
 	tp_dcqcn_rp_init(&qp->rp, &qp->dcqcn, ice_now_ns(), 0);
 	qp->token_ns = ice_now_ns();
 	qp->state = TP_QPS_RTS;
-	ice_dbg(ICE_SUB_QP, "QP 0x%x -> %s:%u QP 0x%x, sport %u", qp->qpn,
-		inet_ntoa(c->raddr), c->rport, c->rqpn, sport);
+	ice_dbg(ICE_SUB_QP, "QP 0x%x -> %s:%u QP 0x%x, sport %u", qp->qpn, inet_ntoa(c->raddr),
+		c->rport, c->rqpn, sport);
 	return 0;
 }
 
@@ -281,8 +282,8 @@ int tp_qp_post_write(struct tp_qp *qp, const void *buf, size_t len, uint64_t rem
 static int take_unexpected(struct tp_qp *qp, void *buf, size_t len, uint64_t wr_id)
 {
 	struct tp_unexp *m = &qp->unexp[qp->ux_head % TP_UNEXP_MAX];
-	struct tp_wc wc = {.wr_id = wr_id, .qpn = qp->qpn, .opcode = TP_WC_RECV,
-			   .byte_len = (uint32_t)m->len};
+	struct tp_wc wc = {
+		.wr_id = wr_id, .qpn = qp->qpn, .opcode = TP_WC_RECV, .byte_len = (uint32_t)m->len};
 
 	if (m->len > len) {
 		ice_err(ICE_SUB_QP, "QP 0x%x: a %zu-byte message arrived for a %zu-byte receive",
@@ -335,8 +336,8 @@ int tp_qp_post_recv(struct tp_qp *qp, void *buf, size_t len, uint64_t wr_id)
 static void send_ctrl(struct tp_qp *qp, uint8_t opcode, uint32_t psn, uint8_t syndrome,
 		      uint8_t dscp)
 {
-	struct tp_bth bth = {.opcode = opcode, .pkey = qp->pkey, .dest_qp = qp->rqpn,
-			     .psn = psn & TP_PSN_MASK};
+	struct tp_bth bth = {
+		.opcode = opcode, .pkey = qp->pkey, .dest_qp = qp->rqpn, .psn = psn & TP_PSN_MASK};
 	struct tp_aeth aeth = {.syndrome = syndrome, .msn = qp->msn & TP_PSN_MASK};
 	uint8_t buf[64];
 	union {
@@ -394,8 +395,8 @@ void tp_qp_flush_ack(struct tp_qp *qp)
 	qp->unacked_rx = 0;
 	if (qp->state != TP_QPS_RTS)
 		return;
-	send_ctrl(qp, TP_OP_ACK, tp_psn_add(qp->epsn, TP_PSN_MASK), TP_AETH_ACK | TP_AETH_ACK_NO_CREDIT,
-		  qp->e->cfg.dscp);
+	send_ctrl(qp, TP_OP_ACK, tp_psn_add(qp->epsn, TP_PSN_MASK),
+		  TP_AETH_ACK | TP_AETH_ACK_NO_CREDIT, qp->e->cfg.dscp);
 	qp->e->st.ack_tx++;
 }
 
@@ -521,7 +522,8 @@ static void rx_ack(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 			qp->st.rnr_rx++;
 			qp->rnr_count++;
 			if (e->cfg.rnr_retry != 0 && qp->rnr_count > e->cfg.rnr_retry) {
-				qp_fail(qp, -ETIMEDOUT, "receiver not ready: RNR retries exhausted");
+				qp_fail(qp, -ETIMEDOUT,
+					"receiver not ready: RNR retries exhausted");
 				return;
 			}
 			qp->rnr_until_ns = now + e->cfg.rnr_timer_ns;
@@ -536,9 +538,10 @@ static void rx_ack(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 			rewind_to(qp, psn);
 			return;
 		}
-		qp_fail(qp, -EREMOTEIO, (syn & 0x1f) == TP_NAK_REMOTE_ACCESS
-						 ? "peer refused an RDMA WRITE (remote access error)"
-						 : "peer refused a request (invalid request)");
+		qp_fail(qp, -EREMOTEIO,
+			(syn & 0x1f) == TP_NAK_REMOTE_ACCESS
+				? "peer refused an RDMA WRITE (remote access error)"
+				: "peer refused a request (invalid request)");
 		return;
 	default:
 		e->st.drops[TP_DROP_BAD_ACK]++;
@@ -643,8 +646,11 @@ int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 		uint64_t off = (uint64_t)qp->cur_pkt * mtu;
 		uint32_t plen = (uint32_t)(w->len - off < mtu ? w->len - off : mtu);
 		uint8_t op = data_opcode(w, qp->cur_pkt);
-		struct tp_bth bth = {.opcode = op, .pkey = qp->pkey, .dest_qp = qp->rqpn,
-				     .psn = qp->next_psn, .pad = tp_pad_for(plen)};
+		struct tp_bth bth = {.opcode = op,
+				     .pkey = qp->pkey,
+				     .dest_qp = qp->rqpn,
+				     .psn = qp->next_psn,
+				     .pad = tp_pad_for(plen)};
 		const uint8_t *payload = w->buf + off;
 		size_t hlen, dlen = plen + bth.pad;
 		uint32_t icrc;
@@ -666,8 +672,8 @@ int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 		}
 		hlen = tp_bth_encode(&bth, e->tx_hdr[n]);
 		if (tp_op_has_reth(op)) {
-			struct tp_reth reth = {.va = w->va, .rkey = w->rkey,
-					       .dma_len = (uint32_t)w->len};
+			struct tp_reth reth = {
+				.va = w->va, .rkey = w->rkey, .dma_len = (uint32_t)w->len};
 
 			hlen += tp_reth_encode(&reth, e->tx_hdr[n] + hlen);
 		}
@@ -707,7 +713,8 @@ int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 		sent = 0;
 	if (sent < n) {
 		/* Socket buffer full: take back what did not go and retry soon. */
-		uint32_t first_unsent = tp_psn_add(qp->next_psn, (uint32_t)(TP_PSN_MASK + 1 - (n - sent)));
+		uint32_t first_unsent =
+			tp_psn_add(qp->next_psn, (uint32_t)(TP_PSN_MASK + 1 - (n - sent)));
 
 		e->st.tx_eagain++;
 		rewind_to(qp, first_unsent);
@@ -754,8 +761,11 @@ static void qp_fail(struct tp_qp *qp, int status, const char *why)
 static void complete_recv(struct tp_qp *qp, int status)
 {
 	struct tp_rwqe *r = &qp->rq[qp->rq_head % TP_RQ_DEPTH];
-	struct tp_wc wc = {.wr_id = r->wr_id, .qpn = qp->qpn, .opcode = TP_WC_RECV,
-			   .status = status, .byte_len = (uint32_t)qp->rcv_off};
+	struct tp_wc wc = {.wr_id = r->wr_id,
+			   .qpn = qp->qpn,
+			   .opcode = TP_WC_RECV,
+			   .status = status,
+			   .byte_len = (uint32_t)qp->rcv_off};
 
 	tp_cq_push(qp->e, &wc);
 	qp->rq_head++;

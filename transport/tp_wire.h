@@ -55,25 +55,25 @@ enum tp_opcode {
 #define TP_AETH_NAK	   0x60 /* 011x xxxx: NAK, low 5 bits code */
 #define TP_AETH_CLASS_MASK 0xe0
 /* NAK codes (low 5 bits with TP_AETH_NAK). */
-#define TP_NAK_PSN_SEQ_ERR  0
-#define TP_NAK_INVALID_REQ  1
+#define TP_NAK_PSN_SEQ_ERR   0
+#define TP_NAK_INVALID_REQ   1
 #define TP_NAK_REMOTE_ACCESS 2
-#define TP_NAK_REMOTE_OP    3
+#define TP_NAK_REMOTE_OP     3
 /* ACK with "credits invalid" (0x1f) as a NIC without end-to-end credits sends. */
 #define TP_AETH_ACK_NO_CREDIT 0x1f
 
 struct tp_bth {
 	uint8_t opcode;
-	bool se;	   /* solicited event */
-	bool mig;	   /* migration state (M) */
-	uint8_t pad;	   /* PadCnt, 0-3 */
-	uint8_t tver;	   /* transport header version, 0 */
-	uint16_t pkey;	   /* partition key */
-	bool fecn;	   /* byte 4 bit 7 */
-	bool becn;	   /* byte 4 bit 6 (set on CNPs) */
-	uint32_t dest_qp;  /* 24 bits */
-	bool ack_req;	   /* byte 8 bit 7 */
-	uint32_t psn;	   /* 24 bits */
+	bool se;	  /* solicited event */
+	bool mig;	  /* migration state (M) */
+	uint8_t pad;	  /* PadCnt, 0-3 */
+	uint8_t tver;	  /* transport header version, 0 */
+	uint16_t pkey;	  /* partition key */
+	bool fecn;	  /* byte 4 bit 7 */
+	bool becn;	  /* byte 4 bit 6 (set on CNPs) */
+	uint32_t dest_qp; /* 24 bits */
+	bool ack_req;	  /* byte 8 bit 7 */
+	uint32_t psn;	  /* 24 bits */
 };
 
 struct tp_reth {
@@ -97,14 +97,14 @@ size_t tp_reth_decode(const uint8_t *buf, struct tp_reth *h);
 size_t tp_aeth_decode(const uint8_t *buf, struct tp_aeth *h);
 
 /* Opcode properties. */
-bool tp_op_is_send(uint8_t op);	 /* SEND first..only (with or without imm) */
-bool tp_op_is_write(uint8_t op); /* WRITE first..only */
-bool tp_op_has_reth(uint8_t op); /* WRITE first/only (+imm), READ request */
-bool tp_op_has_aeth(uint8_t op); /* ACK (and READ responses) */
-bool tp_op_is_first(uint8_t op); /* *_FIRST or *_ONLY */
-bool tp_op_is_last(uint8_t op);	 /* *_LAST or *_ONLY (incl. imm) */
-bool tp_op_has_imm(uint8_t op);	 /* *_IMM: ImmDt (4 bytes) after BTH [RETH] */
-bool tp_op_known(uint8_t op);	 /* one this transport handles */
+bool tp_op_is_send(uint8_t op);	    /* SEND first..only (with or without imm) */
+bool tp_op_is_write(uint8_t op);    /* WRITE first..only */
+bool tp_op_has_reth(uint8_t op);    /* WRITE first/only (+imm), READ request */
+bool tp_op_has_aeth(uint8_t op);    /* ACK (and READ responses) */
+bool tp_op_is_first(uint8_t op);    /* *_FIRST or *_ONLY */
+bool tp_op_is_last(uint8_t op);	    /* *_LAST or *_ONLY (incl. imm) */
+bool tp_op_has_imm(uint8_t op);	    /* *_IMM: ImmDt (4 bytes) after BTH [RETH] */
+bool tp_op_known(uint8_t op);	    /* one this transport handles */
 const char *tp_op_name(uint8_t op); /* "SEND_FIRST", ...; "UNKNOWN" otherwise */
 
 /* 24-bit PSN arithmetic: signed distance b - a in [-2^23, 2^23). */
@@ -149,21 +149,21 @@ uint32_t tp_icrc_load(const uint8_t *in4);
 
 /* Why a received packet was dropped; counted per reason by the receiver. */
 enum tp_drop_reason {
-	TP_DROP_TRUNCATED = 0,	  /* shorter than its headers + ICRC */
-	TP_DROP_BAD_VERSION,	  /* TVer != 0 */
-	TP_DROP_BAD_OPCODE,	  /* opcode not handled */
-	TP_DROP_BAD_PAD,	  /* pad > payload, pad on a non-last packet, or
-				   * payload + pad not a multiple of 4 */
-	TP_DROP_BAD_PKEY,	  /* P_Key does not match the QP's */
-	TP_DROP_BAD_ICRC,	  /* ICRC mismatch (when verification is on) */
-	TP_DROP_UNKNOWN_QP,	  /* no such destination QP */
-	TP_DROP_WRONG_PEER,	  /* source address is not the QP's peer */
-	TP_DROP_BAD_LENGTH,	  /* payload length wrong for the opcode/MTU */
-	TP_DROP_QP_STATE,	  /* QP not in a state that accepts it */
-	TP_DROP_DUPLICATE,	  /* already-received PSN (re-ACKed, not an error) */
-	TP_DROP_OUT_OF_ORDER,	  /* PSN ahead of expected (NAK sent once) */
-	TP_DROP_NO_RECV_WQE,	  /* SEND with no posted receive (RNR NAK sent) */
-	TP_DROP_BAD_ACK,	  /* ACK/NAK for a PSN never sent */
+	TP_DROP_TRUNCATED = 0, /* shorter than its headers + ICRC */
+	TP_DROP_BAD_VERSION,   /* TVer != 0 */
+	TP_DROP_BAD_OPCODE,    /* opcode not handled */
+	TP_DROP_BAD_PAD,       /* pad > payload, pad on a non-last packet, or
+				* payload + pad not a multiple of 4 */
+	TP_DROP_BAD_PKEY,      /* P_Key does not match the QP's */
+	TP_DROP_BAD_ICRC,      /* ICRC mismatch (when verification is on) */
+	TP_DROP_UNKNOWN_QP,    /* no such destination QP */
+	TP_DROP_WRONG_PEER,    /* source address is not the QP's peer */
+	TP_DROP_BAD_LENGTH,    /* payload length wrong for the opcode/MTU */
+	TP_DROP_QP_STATE,      /* QP not in a state that accepts it */
+	TP_DROP_DUPLICATE,     /* already-received PSN (re-ACKed, not an error) */
+	TP_DROP_OUT_OF_ORDER,  /* PSN ahead of expected (NAK sent once) */
+	TP_DROP_NO_RECV_WQE,   /* SEND with no posted receive (RNR NAK sent) */
+	TP_DROP_BAD_ACK,       /* ACK/NAK for a PSN never sent */
 	TP_DROP_REASON_MAX,
 };
 
@@ -175,8 +175,8 @@ const char *tp_drop_reason_name(enum tp_drop_reason r);
  * tp_pkt_build; such packets have payload_len >= 4. */
 struct tp_pkt {
 	struct tp_bth bth;
-	struct tp_reth reth; /* valid when tp_op_has_reth(bth.opcode) */
-	struct tp_aeth aeth; /* valid when tp_op_has_aeth(bth.opcode) */
+	struct tp_reth reth;	/* valid when tp_op_has_reth(bth.opcode) */
+	struct tp_aeth aeth;	/* valid when tp_op_has_aeth(bth.opcode) */
 	const uint8_t *payload; /* data after the headers */
 	size_t payload_len;	/* without pad and ICRC */
 	uint32_t icrc;		/* as received */
