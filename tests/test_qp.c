@@ -187,6 +187,25 @@ static void test_loss_data_and_acks(void **state)
 	pair_close(&p);
 }
 
+static void test_duplication_and_reordering(void **state)
+{
+	static const size_t sizes[] = {1 << 20, 3, 200000, 4096 * 7 + 1};
+	struct tp_engine_cfg c;
+	struct pair p;
+
+	(void)state;
+	cfg_base(&c);
+	c.mtu = 1024;
+	c.rx_dup_ppm = 50000;	  /* 5 % of packets arrive twice */
+	c.rx_reorder_ppm = 50000; /* 5 % swap places with the next one */
+	c.rx_drop_seed = 99;
+	pair_open(&p, &c, 0xfffff0, 0x10);
+	transfer(&p, sizes, 4);
+	assert_true(tp_engine_stats(p.b)->drops[TP_DROP_DUPLICATE] > 0);
+	assert_true(tp_engine_stats(p.b)->drops[TP_DROP_OUT_OF_ORDER] > 0);
+	pair_close(&p);
+}
+
 static void test_sport_change_midstream(void **state)
 {
 	struct tp_engine_cfg c;
@@ -491,6 +510,7 @@ int main(void)
 		cmocka_unit_test(test_send_sizes),
 		cmocka_unit_test(test_psn_wrap),
 		cmocka_unit_test(test_loss_data_and_acks),
+		cmocka_unit_test(test_duplication_and_reordering),
 		cmocka_unit_test(test_sport_change_midstream),
 		cmocka_unit_test(test_unexpected_then_posted),
 		cmocka_unit_test(test_rnr_when_staging_full),

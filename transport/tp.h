@@ -48,6 +48,8 @@ struct tp_engine_cfg {
 	uint64_t busy_poll_ns;	      /* spin this long for packets before sleeping */
 	uint32_t rx_drop_ppm;	      /* tests: drop this share (per million) of received packets */
 	uint32_t rx_drop_seed;	      /* tests: seed for the drop decisions */
+	uint32_t rx_dup_ppm;	      /* tests: process this share of packets twice */
+	uint32_t rx_reorder_ppm;      /* tests: swap this share with the next packet */
 	struct tp_dcqcn_params dcqcn; /* initial per-QP DCQCN parameters */
 };
 

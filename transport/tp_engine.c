@@ -360,6 +360,7 @@ static int rx_drain(struct tp_engine *e)
 	int total = 0;
 
 	for (int round = 0; round < 8; round++) {
+		int order[TP_RX_BATCH];
 		uint64_t now;
 		int n;
 
@@ -382,16 +383,32 @@ static int rx_drain(struct tp_engine *e)
 			return -errno;
 		}
 		now = ice_now_ns();
-		for (int i = 0; i < n; i++) {
+		for (int i = 0; i < n; i++)
+			order[i] = i;
+		if (e->cfg.rx_reorder_ppm != 0) /* tests: swap neighbours */
+			for (int i = 0; i + 1 < n; i++)
+				if (rng_next(e) % 1000000 < e->cfg.rx_reorder_ppm) {
+					int t = order[i];
+
+					order[i] = order[i + 1];
+					order[i + 1] = t;
+					i++;
+				}
+		for (int k = 0; k < n; k++) {
+			int i = order[k];
 			struct msghdr *mh = &e->rx_msgs[i].msg_hdr;
+			int copies = 1;
 
 			if (mh->msg_flags & MSG_TRUNC) {
 				e->st.rx_pkts++;
 				e->st.drops[TP_DROP_BAD_LENGTH]++;
 				continue;
 			}
-			rx_one(e, e->rx_iov[i].iov_base, e->rx_msgs[i].msg_len, &e->rx_from[i],
-			       msg_tos(mh), now);
+			if (e->cfg.rx_dup_ppm != 0 && rng_next(e) % 1000000 < e->cfg.rx_dup_ppm)
+				copies = 2; /* tests: the network duplicated it */
+			while (copies-- > 0)
+				rx_one(e, e->rx_iov[i].iov_base, e->rx_msgs[i].msg_len,
+				       &e->rx_from[i], msg_tos(mh), now);
 		}
 		total += n;
 		/* one ACK per QP per batch: coalesced */
