@@ -498,7 +498,9 @@ static void test_pacing_holds_rate(void **state)
 	/* payload share of 200 Mbit/s at MTU 4096 is 197; the burst allowance
 	 * lets the first 200 us go faster */
 	assert_true(mbps < 205);
-	assert_true(mbps > 150);
+	/* the lower bound only holds at full speed (not under valgrind) */
+	if (getenv("LD_PRELOAD") == NULL || strstr(getenv("LD_PRELOAD"), "vgpreload") == NULL)
+		assert_true(mbps > 150);
 	free(tx);
 	free(rx);
 	pair_close(&p);

@@ -355,6 +355,12 @@ static void take_snap(struct tp_comm *c, bool sender, double acked_bytes, struct
 	if (sender)
 		s->bytes = acked_bytes;
 	s->ns = ice_now_ns();
+}
+
+/* A snapshot that opens or closes a window also takes the CPU time
+ * (getrusage is too dear for every turn of the loop). */
+static void snap_cpu(struct snap *s)
+{
 	s->cpu = cpu_seconds();
 }
 
@@ -534,12 +540,14 @@ static int run_sender(struct tp_comm *c, const struct opts *o, uint8_t *buf, str
 				ret = sender_step(&s);
 		}
 		take_snap(c, true, (double)s.completed * (double)o->size, &a);
+		snap_cpu(&a);
 		while (s.completed < o->warmup_iters + o->iters && ret == 0) {
 			ret = sender_fill(&s, o->warmup_iters + o->iters);
 			if (ret == 0)
 				ret = sender_step(&s);
 		}
 		take_snap(c, true, (double)s.completed * (double)o->size, &b);
+		snap_cpu(&b);
 	} else {
 		uint64_t t0 = ice_now_ns();
 
@@ -549,12 +557,14 @@ static int run_sender(struct tp_comm *c, const struct opts *o, uint8_t *buf, str
 				ret = sender_step(&s);
 		}
 		take_snap(c, true, (double)s.completed * (double)o->size, &a);
+		snap_cpu(&a);
 		while (ice_now_ns() - a.ns < o->time_ns && ret == 0) {
 			ret = sender_fill(&s, UINT64_MAX);
 			if (ret == 0)
 				ret = sender_step(&s);
 		}
 		take_snap(c, true, (double)s.completed * (double)o->size, &b);
+		snap_cpu(&b);
 	}
 	/* FIN on every QP, then wait for everything to be acknowledged */
 	for (uint32_t q = 0; q < s.k && ret == 0; q++) {
@@ -652,20 +662,24 @@ static int run_receiver(struct tp_comm *c, const struct opts *o, uint8_t *buf, s
 		if (o->iters != 0) {
 			if (!in_window && now.bytes >= (double)o->warmup_iters * (double)o->size) {
 				a = now;
+				snap_cpu(&a);
 				in_window = true;
 			}
 			if (!done_window &&
 			    now.bytes >= (double)(o->warmup_iters + o->iters) * (double)o->size) {
 				b = now;
+				snap_cpu(&b);
 				done_window = true;
 			}
 		} else {
 			if (!in_window && now.ns - start >= o->warmup_ns) {
 				a = now;
+				snap_cpu(&a);
 				in_window = true;
 			}
 			if (in_window && !done_window && now.ns - a.ns >= o->time_ns) {
 				b = now;
+				snap_cpu(&b);
 				done_window = true;
 			}
 		}
@@ -681,8 +695,10 @@ static int run_receiver(struct tp_comm *c, const struct opts *o, uint8_t *buf, s
 			goto out;
 		}
 	}
-	if (!done_window) /* the sender stopped first (clocks, scheduling) */
+	if (!done_window) { /* the sender stopped first (clocks, scheduling) */
 		b = now;
+		snap_cpu(&b);
+	}
 	if (!in_window)
 		a = b;
 	side_from(&a, &b, me);

@@ -349,6 +349,7 @@ static void send_ctrl(struct tp_qp *qp, uint8_t opcode, uint32_t psn, uint8_t sy
 	struct cmsghdr *cm;
 	int len, tos = dscp << 2;
 
+	memset(&ctrl, 0, sizeof(ctrl));
 	if (opcode == TP_OP_CNP)
 		bth.becn = true;
 	len = tp_pkt_build(buf, sizeof(buf), &bth, NULL, opcode == TP_OP_ACK ? &aeth : NULL, NULL,
