@@ -40,10 +40,12 @@
 #include "ice_time.h"
 #include "tp.h"
 
-#define PERF_MAX_QPS   64
-#define PERF_IDLE_NS   (20 * ICE_NSEC_PER_SEC) /* no progress this long: give up */
-#define PERF_WAIT_NS   (500 * ICE_NSEC_PER_USEC)
-#define PERF_MAX_DEPTH 1000 /* below the transport's 1024-entry queues */
+#define PERF_MAX_QPS 64
+#define PERF_IDLE_NS (20 * ICE_NSEC_PER_SEC) /* no progress this long: give up */
+/* the receiver waits longer, so the sender says why first */
+#define PERF_RX_IDLE_NS (PERF_IDLE_NS + 10 * ICE_NSEC_PER_SEC)
+#define PERF_WAIT_NS	(500 * ICE_NSEC_PER_USEC)
+#define PERF_MAX_DEPTH	1000 /* below the transport's 1024-entry queues */
 
 enum perf_op {
 	PERF_SEND,
@@ -686,11 +688,11 @@ static int run_receiver(struct tp_comm *c, const struct opts *o, uint8_t *buf, s
 		if (now.bytes != (double)last_bytes) {
 			last_bytes = (uint64_t)now.bytes;
 			last_ns = now.ns;
-		} else if (now.ns - last_ns > PERF_IDLE_NS) {
+		} else if (now.ns - last_ns > PERF_RX_IDLE_NS) {
 			fprintf(stderr,
 				"ice-perf: receiver: no data for %llu s (%u of %u QPs "
 				"finished); sender gone?\n",
-				(unsigned long long)(PERF_IDLE_NS / ICE_NSEC_PER_SEC), fins, k);
+				(unsigned long long)(PERF_RX_IDLE_NS / ICE_NSEC_PER_SEC), fins, k);
 			ret = -ETIMEDOUT;
 			goto out;
 		}
