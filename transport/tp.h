@@ -152,6 +152,8 @@ int tp_qp_post_recv(struct tp_qp *qp, void *buf, size_t len, uint64_t wr_id);
 struct tp_qp_stats {
 	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes, retx_pkts, timeouts;
 	uint64_t naks_rx, naks_tx, rnr_rx, cnps_rx, cnps_tx, ce_rx, sport_changes;
+	uint64_t ooo_held; /* packets held ahead of a gap, placed once it filled */
+	uint64_t tlps;	   /* tail loss probes sent */
 };
 const struct tp_qp_stats *tp_qp_stats(const struct tp_qp *qp);
 const struct tp_dcqcn_rp *tp_qp_rp(const struct tp_qp *qp);

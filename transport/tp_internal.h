@@ -15,6 +15,7 @@
 #define TP_SQ_DEPTH  1024 /* work requests per QP; power of two */
 #define TP_RQ_DEPTH  1024
 #define TP_RKEY_BASE 0x1000
+#define TP_SR_DEPTH  64 /* PSNs queued for selective resend */
 /* Bytes a data packet adds on the wire besides its payload: Ethernet 14,
  * IPv4 20, UDP 8, BTH 12, ICRC 4; what pacing and DCQCN rates count. */
 #define TP_WIRE_OVERHEAD 58
@@ -41,6 +42,12 @@ struct tp_rwqe {
 	uint8_t *buf;
 	uint64_t len;
 	uint64_t wr_id;
+};
+
+/* A packet held ahead of a gap (selective repeat). */
+struct tp_ooo {
+	bool used;
+	struct tp_pkt pkt; /* payload points into the QP's ooo_data */
 };
 
 /* A SEND that arrived before its receive was posted, kept until it is. */
@@ -77,6 +84,9 @@ struct tp_qp {
 	uint64_t rnr_until_ns;
 	uint32_t retries;
 	uint32_t rnr_count;
+	uint32_t sr_q[TP_SR_DEPTH]; /* PSNs to resend selectively (NAKed holes) */
+	uint32_t sr_head, sr_tail;
+	uint32_t tlp_psn; /* max_psn when the last tail probe went out */
 	uint32_t cwnd;	  /* packets allowed in flight: the window, cut to a
 			   * few after a timeout and doubled back per ACK */
 	uint32_t rtt_psn; /* PSN timed for an RTT sample */
@@ -105,6 +115,9 @@ struct tp_qp {
 	bool wr_active; /* an RDMA WRITE is being received */
 	uint8_t *wr_ptr;
 	uint64_t wr_left;
+	struct tp_ooo *ooo; /* window_pkts slots by PSN, allocated on first use */
+	uint8_t *ooo_data;
+	uint32_t ooo_count;
 	struct tp_dcqcn_np np;
 	struct tp_qp *ack_next; /* on e->ack_list when ack_pending */
 

@@ -20,6 +20,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/ip.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@
 #include "ice_time.h"
 
 static void qp_fail(struct tp_qp *qp, int status, const char *why);
+static void sr_push(struct tp_qp *qp, uint32_t psn);
 
 struct tp_qp *tp_qp_create(struct tp_engine *e)
 {
@@ -82,6 +84,9 @@ static void flush_all(struct tp_qp *qp, int status)
 	qp->ux_bytes = 0;
 	qp->rcv_active = false;
 	qp->rcv_staging = false;
+	if (qp->ooo != NULL)
+		memset(qp->ooo, 0, qp->e->cfg.window_pkts * sizeof(*qp->ooo));
+	qp->ooo_count = 0;
 }
 
 void tp_qp_destroy(struct tp_qp *qp)
@@ -103,6 +108,8 @@ void tp_qp_destroy(struct tp_qp *qp)
 	if (qp->tx_fd >= 0)
 		close(qp->tx_fd);
 	e->qps[qp->idx] = NULL;
+	free(qp->ooo);
+	free(qp->ooo_data);
 	free(qp);
 }
 
@@ -529,14 +536,17 @@ static void rx_ack(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 			}
 			qp->rnr_until_ns = now + e->cfg.rnr_timer_ns;
 			qp->progress_ns = qp->rnr_until_ns;
+			qp->sr_head = qp->sr_tail;
 			rewind_to(qp, psn);
 			return;
 		}
 		e->st.nak_rx++;
 		qp->st.naks_rx++;
 		if ((syn & 0x1f) == TP_NAK_PSN_SEQ_ERR) {
+			/* the responder holds what came after the gap: resend
+			 * just the missing packet */
 			qp->progress_ns = now;
-			rewind_to(qp, psn);
+			sr_push(qp, psn);
 			return;
 		}
 		qp_fail(qp, -EREMOTEIO,
@@ -604,66 +614,188 @@ static uint64_t tp_qp_rto(const struct tp_qp *qp)
 	return rto > qp->e->cfg.retx_timeout_ns ? rto : qp->e->cfg.retx_timeout_ns;
 }
 
-int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
+/* The work request holding psn, or NULL when it is not outstanding. */
+static struct tp_swqe *swqe_of(struct tp_qp *qp, uint32_t psn, uint32_t *pkt)
+{
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+		struct tp_swqe *w = &qp->sq[i % TP_SQ_DEPTH];
+		int32_t d = tp_psn_diff(w->first_psn, psn);
+
+		if (d >= 0 && (uint32_t)d < w->npkts) {
+			*pkt = (uint32_t)d;
+			return w;
+		}
+	}
+	return NULL;
+}
+
+/* Lay out packet pkt of w (PSN psn) in the engine's send slot n; returns
+ * its UDP payload length. */
+static size_t build_data(struct tp_qp *qp, int n, const struct tp_swqe *w, uint32_t pkt,
+			 uint32_t psn, bool ack_req)
 {
 	struct tp_engine *e = qp->e;
 	uint32_t mtu = e->cfg.mtu;
-	uint64_t bytes = 0;
-	int n = 0, sent;
+	uint64_t off = (uint64_t)pkt * mtu;
+	uint32_t plen = (uint32_t)(w->len - off < mtu ? w->len - off : mtu);
+	uint8_t op = data_opcode(w, pkt);
+	struct tp_bth bth = {.opcode = op,
+			     .pkey = qp->pkey,
+			     .dest_qp = qp->rqpn,
+			     .psn = psn,
+			     .pad = tp_pad_for(plen),
+			     .ack_req = ack_req};
+	const uint8_t *payload = w->buf + off;
+	size_t hlen, dlen = plen + bth.pad;
+	struct msghdr *mh = &e->tx_msgs[n].msg_hdr;
 
-	/* retransmission timer */
-	if (qp->una_psn != qp->max_psn && now >= qp->rnr_until_ns) {
-		uint32_t shift = qp->retries < 3 ? qp->retries : 3;
-		uint64_t deadline = qp->progress_ns + (tp_qp_rto(qp) << shift);
+	hlen = tp_bth_encode(&bth, e->tx_hdr[n]);
+	if (tp_op_has_reth(op)) {
+		struct tp_reth reth = {.va = w->va, .rkey = w->rkey, .dma_len = (uint32_t)w->len};
 
-		if (now >= deadline) {
-			qp->retries++;
-			ice_dbg(ICE_SUB_QP,
-				"QP 0x%x timeout %u: una %u next %u max %u posted %u cwnd %u "
-				"srtt %llu us",
-				qp->qpn, qp->retries, qp->una_psn, qp->next_psn, qp->max_psn,
-				qp->post_psn, qp->cwnd, (unsigned long long)qp->srtt_ns / 1000);
-			/* resend carefully: the packets may only be late */
-			qp->cwnd = qp->cwnd > 8 ? 8 : qp->cwnd;
-			qp->st.timeouts++;
-			e->st.timeouts++;
-			if (qp->retries > e->cfg.retry_cnt) {
-				qp_fail(qp, -ETIMEDOUT, "no acknowledgement");
-				return 0;
-			}
-			qp->progress_ns = now;
-			rewind_to(qp, qp->una_psn);
-		} else if (deadline < *wake_ns) {
-			*wake_ns = deadline;
+		hlen += tp_reth_encode(&reth, e->tx_hdr[n] + hlen);
+	}
+	if (bth.pad != 0) {
+		uint8_t *b = e->tx_bounce + (size_t)n * (mtu + 4);
+
+		memcpy(b, payload, plen);
+		memset(b + plen, 0, bth.pad);
+		payload = b;
+	}
+	tp_icrc_store(tp_icrc_compute(&qp->icrc_tx, e->tx_hdr[n], hlen, payload, dlen),
+		      e->tx_trail[n]);
+	e->tx_iov[n][0].iov_base = e->tx_hdr[n];
+	e->tx_iov[n][0].iov_len = hlen;
+	e->tx_iov[n][1].iov_base = (void *)payload;
+	e->tx_iov[n][1].iov_len = dlen;
+	e->tx_iov[n][2].iov_base = e->tx_trail[n];
+	e->tx_iov[n][2].iov_len = TP_ICRC_LEN;
+	memset(mh, 0, sizeof(*mh));
+	mh->msg_name = &qp->peer;
+	mh->msg_namelen = sizeof(qp->peer);
+	mh->msg_iov = e->tx_iov[n];
+	mh->msg_iovlen = 3;
+	return hlen + dlen + TP_ICRC_LEN;
+}
+
+/* Queue one PSN for a selective resend (the responder NAKed it). */
+static void sr_push(struct tp_qp *qp, uint32_t psn)
+{
+	for (uint32_t i = qp->sr_head; i != qp->sr_tail; i++)
+		if (qp->sr_q[i % TP_SR_DEPTH] == psn)
+			return;
+	if (qp->sr_tail - qp->sr_head == TP_SR_DEPTH) {
+		/* too many holes at once: fall back to going back */
+		qp->sr_head = qp->sr_tail;
+		rewind_to(qp, qp->una_psn);
+		return;
+	}
+	qp->sr_q[qp->sr_tail++ % TP_SR_DEPTH] = psn;
+}
+
+/* Check the retransmission timer; false when the QP just failed. */
+static bool retx_timer(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
+{
+	struct tp_engine *e = qp->e;
+	uint32_t shift = qp->retries < 3 ? qp->retries : 3;
+	uint64_t deadline = qp->progress_ns + (tp_qp_rto(qp) << shift);
+
+	if (qp->una_psn == qp->max_psn || now < qp->rnr_until_ns)
+		return true;
+	/* tail loss probe: nothing new to send and the tail unanswered for two
+	 * RTTs: resend the last packet (it asks for an ACK), so a lost tail
+	 * costs an RTT instead of a timeout */
+	if (qp->sq_cur == qp->sq_tail && qp->tlp_psn != qp->max_psn && qp->retries == 0) {
+		uint64_t pto = qp->srtt_ns != 0 ? 2 * qp->srtt_ns + 100 * ICE_NSEC_PER_USEC
+						: ICE_NSEC_PER_MSEC;
+
+		if (now >= qp->progress_ns + pto) {
+			qp->tlp_psn = qp->max_psn;
+			qp->st.tlps++;
+			ice_dbg(ICE_SUB_QP, "QP 0x%x tail probe: una %u max %u", qp->qpn,
+				qp->una_psn, qp->max_psn);
+			sr_push(qp, tp_psn_add(qp->max_psn, TP_PSN_MASK));
+		} else if (qp->progress_ns + pto < *wake_ns) {
+			*wake_ns = qp->progress_ns + pto;
 		}
 	}
+	if (now < deadline) {
+		if (deadline < *wake_ns)
+			*wake_ns = deadline;
+		return true;
+	}
+	qp->retries++;
+	ice_dbg(ICE_SUB_QP,
+		"QP 0x%x timeout %u: una %u next %u max %u posted %u cwnd %u srtt %llu us", qp->qpn,
+		qp->retries, qp->una_psn, qp->next_psn, qp->max_psn, qp->post_psn, qp->cwnd,
+		(unsigned long long)qp->srtt_ns / 1000);
+	qp->st.timeouts++;
+	e->st.timeouts++;
+	if (qp->retries > e->cfg.retry_cnt) {
+		qp_fail(qp, -ETIMEDOUT, "no acknowledgement");
+		return false;
+	}
+	/* go back, carefully: the packets may only be late */
+	qp->cwnd = qp->cwnd > 8 ? 8 : qp->cwnd;
+	qp->progress_ns = now;
+	qp->sr_head = qp->sr_tail;
+	rewind_to(qp, qp->una_psn);
+	return true;
+}
+
+int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
+{
+	struct tp_engine *e = qp->e;
+	uint32_t mtu = e->cfg.mtu, psns[TP_TX_BATCH];
+	bool resend[TP_TX_BATCH];
+	uint64_t bytes[TP_TX_BATCH];
+	uint64_t total = 0;
+	int n = 0, nsr, sent;
+
+	if (!retx_timer(qp, now, wake_ns))
+		return 0;
 	if (now < qp->rnr_until_ns) {
 		if (qp->rnr_until_ns < *wake_ns)
 			*wake_ns = qp->rnr_until_ns;
 		return 0;
 	}
+	/* selective resends first */
+	while (n < TP_TX_BATCH && qp->sr_head != qp->sr_tail) {
+		uint32_t psn = qp->sr_q[qp->sr_head % TP_SR_DEPTH], pkt;
+		struct tp_swqe *w;
+
+		if (tp_psn_diff(qp->una_psn, psn) < 0 || tp_psn_diff(psn, qp->max_psn) <= 0 ||
+		    (w = swqe_of(qp, psn, &pkt)) == NULL) {
+			qp->sr_head++; /* acknowledged meanwhile, or never sent */
+			continue;
+		}
+		if (!pace(qp, now, mtu + TP_WIRE_OVERHEAD, wake_ns))
+			break;
+		qp->sr_head++;
+		qp->rtt_valid = false; /* Karn */
+		psns[n] = psn;
+		resend[n] = true;
+		bytes[n] = build_data(qp, n, w, pkt, psn, true);
+		n++;
+	}
+	nsr = n;
+	/* then new data (or a go-back after a timeout or RNR NAK) */
 	while (n < TP_TX_BATCH && qp->sq_cur != qp->sq_tail) {
 		struct tp_swqe *w = &qp->sq[qp->sq_cur % TP_SQ_DEPTH];
 		uint64_t off = (uint64_t)qp->cur_pkt * mtu;
 		uint32_t plen = (uint32_t)(w->len - off < mtu ? w->len - off : mtu);
-		uint8_t op = data_opcode(w, qp->cur_pkt);
-		struct tp_bth bth = {.opcode = op,
-				     .pkey = qp->pkey,
-				     .dest_qp = qp->rqpn,
-				     .psn = qp->next_psn,
-				     .pad = tp_pad_for(plen)};
-		const uint8_t *payload = w->buf + off;
-		size_t hlen, dlen = plen + bth.pad;
-		uint32_t icrc;
+		uint32_t inflight = (uint32_t)tp_psn_diff(qp->una_psn, qp->next_psn);
+		bool ack_req;
 
-		if ((uint32_t)tp_psn_diff(qp->una_psn, qp->next_psn) >= qp->cwnd)
+		if (inflight >= qp->cwnd)
 			break;
 		if (!pace(qp, now, plen + TP_WIRE_OVERHEAD, wake_ns))
 			break;
-		if (tp_op_is_last(op) ||
-		    (uint32_t)tp_psn_diff(qp->last_ackreq_psn, qp->next_psn) >= e->cfg.ack_every ||
-		    (uint32_t)tp_psn_diff(qp->una_psn, qp->next_psn) + 1 >= qp->cwnd) {
-			bth.ack_req = true;
+		ack_req = qp->cur_pkt + 1 == w->npkts ||
+			  (uint32_t)tp_psn_diff(qp->last_ackreq_psn, qp->next_psn) >=
+				  e->cfg.ack_every ||
+			  inflight + 1 >= qp->cwnd;
+		if (ack_req) {
 			qp->last_ackreq_psn = qp->next_psn;
 			if (!qp->rtt_valid && tp_psn_diff(qp->next_psn, qp->max_psn) <= 0) {
 				qp->rtt_valid = true;
@@ -671,34 +803,9 @@ int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 				qp->rtt_sent_ns = now;
 			}
 		}
-		hlen = tp_bth_encode(&bth, e->tx_hdr[n]);
-		if (tp_op_has_reth(op)) {
-			struct tp_reth reth = {
-				.va = w->va, .rkey = w->rkey, .dma_len = (uint32_t)w->len};
-
-			hlen += tp_reth_encode(&reth, e->tx_hdr[n] + hlen);
-		}
-		if (bth.pad != 0) {
-			uint8_t *b = e->tx_bounce + (size_t)n * (mtu + 4);
-
-			memcpy(b, payload, plen);
-			memset(b + plen, 0, bth.pad);
-			payload = b;
-		}
-		icrc = tp_icrc_compute(&qp->icrc_tx, e->tx_hdr[n], hlen, payload, dlen);
-		tp_icrc_store(icrc, e->tx_trail[n]);
-		e->tx_iov[n][0].iov_base = e->tx_hdr[n];
-		e->tx_iov[n][0].iov_len = hlen;
-		e->tx_iov[n][1].iov_base = (void *)payload;
-		e->tx_iov[n][1].iov_len = dlen;
-		e->tx_iov[n][2].iov_base = e->tx_trail[n];
-		e->tx_iov[n][2].iov_len = TP_ICRC_LEN;
-		memset(&e->tx_msgs[n].msg_hdr, 0, sizeof(e->tx_msgs[n].msg_hdr));
-		e->tx_msgs[n].msg_hdr.msg_name = &qp->peer;
-		e->tx_msgs[n].msg_hdr.msg_namelen = sizeof(qp->peer);
-		e->tx_msgs[n].msg_hdr.msg_iov = e->tx_iov[n];
-		e->tx_msgs[n].msg_hdr.msg_iovlen = 3;
-		bytes += hlen + dlen + TP_ICRC_LEN;
+		psns[n] = qp->next_psn;
+		resend[n] = tp_psn_diff(qp->next_psn, qp->max_psn) > 0;
+		bytes[n] = build_data(qp, n, w, qp->cur_pkt, qp->next_psn, ack_req);
 		qp->next_psn = tp_psn_add(qp->next_psn, 1);
 		if (++qp->cur_pkt == w->npkts) {
 			qp->cur_pkt = 0;
@@ -710,36 +817,54 @@ int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 		return 0;
 	sent = sendmmsg(qp->tx_fd, e->tx_msgs, (unsigned int)n, 0);
 	e->st.syscalls_tx++;
-	if (sent < 0)
-		sent = 0;
-	if (sent < n) {
-		/* Socket buffer full: take back what did not go and retry soon. */
-		uint32_t first_unsent =
-			tp_psn_add(qp->next_psn, (uint32_t)(TP_PSN_MASK + 1 - (n - sent)));
+	if (sent < 0) {
+		int err = errno;
 
+		sent = 0;
+		if (err == EMSGSIZE) {
+			char why[160];
+
+			snprintf(why, sizeof(why),
+				 "a %llu-byte RoCEv2 packet is larger than the path MTU; use a "
+				 "smaller "
+				 "RoCE MTU (now %u)",
+				 (unsigned long long)bytes[0] + 28, mtu);
+			qp_fail(qp, -EMSGSIZE, why);
+			return 0;
+		}
+		if (err != EAGAIN && err != ENOBUFS && err != EINTR) {
+			/* no route, link down...: as if the network lost them;
+			 * the timers resend, and fail the QP if it lasts */
+			ice_dbg(ICE_SUB_QP, "QP 0x%x: send failed: %s", qp->qpn, strerror(err));
+			sent = n;
+		}
+	}
+	if (sent < n) {
+		/* socket buffer full: take back what did not go, retry soon;
+		 * selective resends go back in their queue, sequential packets
+		 * rewind to the first one not sent */
 		e->st.tx_eagain++;
-		rewind_to(qp, first_unsent);
+		for (int i = sent; i < nsr; i++)
+			sr_push(qp, psns[i]);
+		if (sent < n && n > nsr)
+			rewind_to(qp, psns[sent > nsr ? sent : nsr]);
 		if (now + 20 * ICE_NSEC_PER_USEC < *wake_ns)
 			*wake_ns = now + 20 * ICE_NSEC_PER_USEC;
 	}
-	if (sent > 0) {
-		/* PSNs [next - sent, next) left; those below max_psn were resends */
-		uint32_t start = tp_psn_add(qp->next_psn, (uint32_t)(TP_PSN_MASK + 1 - sent));
-		int32_t resent = tp_psn_diff(start, qp->max_psn);
-
-		if (resent > 0) {
-			resent = resent < sent ? resent : sent;
-			qp->st.retx_pkts += (uint64_t)resent;
-			e->st.retx_pkts += (uint64_t)resent;
+	for (int i = 0; i < sent; i++) {
+		total += bytes[i];
+		if (resend[i]) {
+			qp->st.retx_pkts++;
+			e->st.retx_pkts++;
 		}
-		if (tp_psn_diff(qp->max_psn, qp->next_psn) > 0)
-			qp->max_psn = qp->next_psn;
+		if (tp_psn_diff(qp->max_psn, tp_psn_add(psns[i], 1)) > 0)
+			qp->max_psn = tp_psn_add(psns[i], 1);
 	}
 	e->st.tx_pkts += (uint64_t)sent;
-	e->st.tx_bytes += bytes * (uint64_t)sent / (uint64_t)n;
+	e->st.tx_bytes += total;
 	qp->st.tx_pkts += (uint64_t)sent;
-	qp->st.tx_bytes += bytes * (uint64_t)sent / (uint64_t)n;
-	tp_dcqcn_rp_on_sent(&qp->rp, bytes * (uint64_t)sent / (uint64_t)n, now);
+	qp->st.tx_bytes += total;
+	tp_dcqcn_rp_on_sent(&qp->rp, total, now);
 	return sent;
 }
 
@@ -827,25 +952,20 @@ static bool stage_append(struct tp_qp *qp, const uint8_t *data, size_t plen)
 	return true;
 }
 
-static void rx_data(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
+enum rx_status {
+	RX_OK,	  /* taken; epsn advanced */
+	RX_RNR,	  /* no room now; RNR NAK sent */
+	RX_FATAL, /* the QP failed */
+};
+
+/* The packet at epsn: place it and advance. */
+static enum rx_status rx_in_order(struct tp_qp *qp, const struct tp_pkt *pkt)
 {
 	struct tp_engine *e = qp->e;
 	uint8_t op = pkt->bth.opcode;
 	uint32_t mtu = e->cfg.mtu;
 	size_t plen = pkt->payload_len;
-	int32_t d = tp_psn_diff(qp->epsn, pkt->bth.psn);
 
-	if (d < 0) {
-		e->st.drops[TP_DROP_DUPLICATE]++;
-		queue_ack(qp); /* tell the requester where we are */
-		return;
-	}
-	if (d > 0) {
-		e->st.drops[TP_DROP_OUT_OF_ORDER]++;
-		if (!qp->nak_sent)
-			send_nak(qp, TP_AETH_NAK | TP_NAK_PSN_SEQ_ERR);
-		return;
-	}
 	/* in sequence: check the opcode follows the message in progress */
 	if (qp->rcv_active || qp->wr_active) {
 		bool ok = qp->rcv_active ? (op == TP_OP_SEND_MIDDLE || op == TP_OP_SEND_LAST)
@@ -854,16 +974,16 @@ static void rx_data(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 		if (!ok) {
 			rx_fatal(qp, TP_NAK_INVALID_REQ, TP_DROP_BAD_OPCODE,
 				 "opcode out of sequence within a message");
-			return;
+			return RX_FATAL;
 		}
 	} else if (!tp_op_is_first(op)) {
 		rx_fatal(qp, TP_NAK_INVALID_REQ, TP_DROP_BAD_OPCODE,
 			 "middle or last packet without a first");
-		return;
+		return RX_FATAL;
 	}
 	if ((!tp_op_is_last(op) && plen != mtu) || plen > mtu) {
 		rx_fatal(qp, TP_NAK_INVALID_REQ, TP_DROP_BAD_LENGTH, "payload length not the MTU");
-		return;
+		return RX_FATAL;
 	}
 	if (tp_op_is_send(op)) {
 		struct tp_rwqe *r;
@@ -873,14 +993,14 @@ static void rx_data(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 			qp->rcv_staging = qp->rq_head == qp->rq_tail;
 			if (qp->rcv_staging && !stage_begin(qp, plen)) {
 				rnr(qp);
-				return;
+				return RX_RNR;
 			}
 			qp->rcv_active = true;
 		}
 		if (qp->rcv_staging) {
 			if (!stage_append(qp, pkt->payload, plen)) {
 				rnr(qp);
-				return;
+				return RX_RNR;
 			}
 			if (tp_op_is_last(op)) {
 				qp->unexp[(qp->ux_tail - 1) % TP_UNEXP_MAX].done = true;
@@ -893,7 +1013,7 @@ static void rx_data(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 		if (qp->rcv_off + plen > r->len) {
 			rx_fatal(qp, TP_NAK_INVALID_REQ, TP_DROP_BAD_LENGTH,
 				 "message longer than the posted receive buffer");
-			return;
+			return RX_FATAL;
 		}
 		memcpy(r->buf + qp->rcv_off, pkt->payload, plen);
 		qp->rcv_off += plen;
@@ -911,7 +1031,7 @@ static void rx_data(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 			    va + pkt->reth.dma_len > (uintptr_t)base + mr->len) {
 				rx_fatal(qp, TP_NAK_REMOTE_ACCESS, TP_DROP_BAD_LENGTH,
 					 "RDMA WRITE outside any registered region");
-				return;
+				return RX_FATAL;
 			}
 			qp->wr_ptr = (uint8_t *)(uintptr_t)va;
 			qp->wr_left = pkt->reth.dma_len;
@@ -920,7 +1040,7 @@ static void rx_data(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 		if (plen > qp->wr_left) {
 			rx_fatal(qp, TP_NAK_INVALID_REQ, TP_DROP_BAD_LENGTH,
 				 "RDMA WRITE longer than its DMA length");
-			return;
+			return RX_FATAL;
 		}
 		memcpy(qp->wr_ptr, pkt->payload, plen);
 		qp->wr_ptr += plen;
@@ -937,7 +1057,82 @@ accepted:
 	qp->st.rx_bytes += plen;
 	if (pkt->bth.ack_req || ++qp->unacked_rx >= e->cfg.ack_every)
 		queue_ack(qp);
-	(void)now;
+	return RX_OK;
+}
+
+/* Hold a packet that arrived ahead of a gap (selective repeat): it is placed
+ * once the gap is filled, so one loss costs one resend, not a window. */
+static bool ooo_hold(struct tp_qp *qp, const struct tp_pkt *pkt, uint32_t d)
+{
+	uint32_t n = qp->e->cfg.window_pkts, mtu = qp->e->cfg.mtu;
+	struct tp_ooo *o;
+
+	if (d >= n)
+		return false;
+	if (qp->ooo == NULL) {
+		qp->ooo = calloc(n, sizeof(*qp->ooo));
+		qp->ooo_data = malloc((size_t)n * mtu);
+		if (qp->ooo == NULL || qp->ooo_data == NULL) {
+			free(qp->ooo);
+			free(qp->ooo_data);
+			qp->ooo = NULL;
+			qp->ooo_data = NULL;
+			return false;
+		}
+	}
+	o = &qp->ooo[pkt->bth.psn % n];
+	if (o->used)
+		return o->pkt.bth.psn == pkt->bth.psn; /* a duplicate of a held one */
+	o->used = true;
+	o->pkt = *pkt;
+	o->pkt.payload = qp->ooo_data + (size_t)(pkt->bth.psn % n) * mtu;
+	memcpy(qp->ooo_data + (size_t)(pkt->bth.psn % n) * mtu, pkt->payload, pkt->payload_len);
+	qp->ooo_count++;
+	qp->st.ooo_held++;
+	return true;
+}
+
+/* Place held packets that are now in sequence. */
+static void ooo_drain(struct tp_qp *qp)
+{
+	uint32_t n = qp->e->cfg.window_pkts;
+
+	while (qp->ooo_count > 0 && qp->state == TP_QPS_RTS) {
+		struct tp_ooo *o = &qp->ooo[qp->epsn % n];
+
+		if (!o->used || o->pkt.bth.psn != qp->epsn)
+			break;
+		if (rx_in_order(qp, &o->pkt) != RX_OK)
+			return; /* RNR: keep it (and the rest) held */
+		o->used = false;
+		qp->ooo_count--;
+	}
+	/* another gap behind: ask for it now rather than at the next arrival */
+	if (qp->ooo_count > 0 && !qp->nak_sent && qp->state == TP_QPS_RTS)
+		send_nak(qp, TP_AETH_NAK | TP_NAK_PSN_SEQ_ERR);
+}
+
+static void rx_data(struct tp_qp *qp, const struct tp_pkt *pkt)
+{
+	struct tp_engine *e = qp->e;
+	int32_t d = tp_psn_diff(qp->epsn, pkt->bth.psn);
+
+	if (d < 0) {
+		e->st.drops[TP_DROP_DUPLICATE]++;
+		queue_ack(qp); /* tell the requester where we are */
+		return;
+	}
+	if (d > 0) {
+		if (!ooo_hold(qp, pkt, (uint32_t)d))
+			e->st.drops[TP_DROP_OUT_OF_ORDER]++;
+		/* NAK the gap once; again when the requester asks (AckReq:
+		 * e.g. a tail probe after our NAK was lost) */
+		if (!qp->nak_sent || pkt->bth.ack_req)
+			send_nak(qp, TP_AETH_NAK | TP_NAK_PSN_SEQ_ERR);
+		return;
+	}
+	if (rx_in_order(qp, pkt) == RX_OK && qp->ooo_count > 0)
+		ooo_drain(qp);
 }
 
 void tp_qp_rx(struct tp_qp *qp, const struct tp_pkt *pkt, uint8_t tos,
@@ -966,5 +1161,5 @@ void tp_qp_rx(struct tp_qp *qp, const struct tp_pkt *pkt, uint8_t tos,
 			qp->st.cnps_tx++;
 		}
 	}
-	rx_data(qp, pkt, now);
+	rx_data(qp, pkt);
 }
