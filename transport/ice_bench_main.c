@@ -32,6 +32,7 @@
 #include "ice_log.h"
 #include "ice_time.h"
 #include "tp.h"
+#include "tp_launch.h"
 
 enum coll {
 	COLL_ALLREDUCE,
@@ -339,7 +340,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			(unsigned long long)o->minbytes, (unsigned long long)o->maxbytes);
 		exit(2);
 	}
-	if (o->root >= o->nranks) {
+	if (o->netns == NULL && o->root >= o->nranks) {
 		fprintf(stderr, "ice-bench: --root %d: expected 0..%d\n", o->root, o->nranks - 1);
 		exit(2);
 	}
@@ -635,6 +636,12 @@ static int run_rank(struct opts *o)
 	}
 	n = tp_comm_nranks(c);
 	r = tp_comm_rank(c);
+	if (o->root >= n) {
+		if (r == 0)
+			fprintf(stderr, "ice-bench: --root %d: expected 0..%d\n", o->root, n - 1);
+		ret = 2;
+		goto out;
+	}
 	maxlen = (size_t)(o->maxbytes / es + (size_t)n) * es * 2;
 	sendbuf = tp_mem_ops_get(TP_MEM_HOST)->alloc(maxlen);
 	recvbuf = tp_mem_ops_get(TP_MEM_HOST)->alloc(maxlen);
@@ -741,181 +748,9 @@ out:
 	return ret;
 }
 
-/* ---- launchers ---------------------------------------------------------------- */
-
-/* First IPv4 address of an interface that is up and not loopback. */
-static int local_addr(char *out, size_t len)
+static int rank_entry(void *arg)
 {
-	struct ifaddrs *ifa, *i;
-	int ret = -ENOENT;
-
-	if (getifaddrs(&ifa) < 0)
-		return -errno;
-	for (i = ifa; i != NULL; i = i->ifa_next) {
-		if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
-		    (i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP))
-			continue;
-		inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, out,
-			  (socklen_t)len);
-		ret = 0;
-		break;
-	}
-	freeifaddrs(ifa);
-	return ret;
-}
-
-static int enter_netns(const char *name)
-{
-	char path[256];
-	int fd, ret;
-
-	snprintf(path, sizeof(path), "/run/netns/%s", name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		fprintf(stderr, "ice-bench: network namespace '%s': %s (see `ip netns list`)\n",
-			name, strerror(errno));
-		return -1;
-	}
-	ret = setns(fd, CLONE_NEWNET);
-	if (ret < 0)
-		fprintf(stderr, "ice-bench: cannot enter namespace '%s': %s\n", name,
-			strerror(errno));
-	close(fd);
-	return ret;
-}
-
-static int listen_on(const char *addr, char *bootstrap, size_t len)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	socklen_t salen = sizeof(sa);
-	int fd;
-
-	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
-		return -EINVAL;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1024) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&sa, &salen) < 0) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	snprintf(bootstrap, len, "%s:%u", addr, ntohs(sa.sin_port));
-	return fd;
-}
-
-static int set_addr(struct opts *o, const char *addr)
-{
-	if (inet_pton(AF_INET, addr, &o->cc.eng.addr) != 1) {
-		fprintf(stderr, "ice-bench: address '%s': expected an IPv4 address\n", addr);
-		return -1;
-	}
-	return 0;
-}
-
-static int launch(struct opts *o)
-{
-	char *names[4096];
-	int nns = 0, lfd = -1, failed = 0, alive;
-	pid_t pids[4096];
-	struct in_addr base;
-
-	if (o->netns != NULL) {
-		for (char *s = strtok(o->netns, ","); s != NULL && nns < 4096;
-		     s = strtok(NULL, ","))
-			names[nns++] = s;
-		o->nranks = nns;
-		if (o->root >= nns) {
-			fprintf(stderr, "ice-bench: --root %d: expected 0..%d\n", o->root, nns - 1);
-			return 2;
-		}
-		/* rank 0's rendezvous socket, made inside its namespace */
-		int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-
-		if (self < 0 || enter_netns(names[0]) < 0)
-			return 1;
-		if (local_addr(o->addr, sizeof(o->addr)) < 0) {
-			fprintf(stderr, "ice-bench: namespace %s has no IPv4 address\n", names[0]);
-			return 1;
-		}
-		lfd = listen_on(o->addr, o->cc.bootstrap, sizeof(o->cc.bootstrap));
-		if (setns(self, CLONE_NEWNET) < 0 || lfd < 0) {
-			fprintf(stderr, "ice-bench: cannot set up the rendezvous in %s\n",
-				names[0]);
-			return 1;
-		}
-		close(self);
-	} else {
-		if (inet_pton(AF_INET, o->addr_base, &base) != 1) {
-			fprintf(stderr, "ice-bench: --addr-base '%s': expected an IPv4 address\n",
-				o->addr_base);
-			return 2;
-		}
-		lfd = listen_on(o->addr_base, o->cc.bootstrap, sizeof(o->cc.bootstrap));
-		if (lfd < 0) {
-			fprintf(stderr, "ice-bench: cannot listen on %s: %s\n", o->addr_base,
-				strerror(-lfd));
-			return 1;
-		}
-	}
-	fflush(stdout);
-	for (int r = 0; r < o->nranks; r++) {
-		pid_t pid = fork();
-
-		if (pid < 0) {
-			perror("ice-bench: fork");
-			o->nranks = r;
-			failed = 1;
-			break;
-		}
-		if (pid == 0) {
-			char tag[32];
-
-			snprintf(tag, sizeof(tag), "rank %d", r);
-			ice_log_set_tag(tag);
-			o->cc.rank = r;
-			o->cc.nranks = o->nranks;
-			o->cc.listen_fd = r == 0 ? lfd : -1;
-			if (o->netns != NULL) {
-				if (enter_netns(names[r]) < 0 ||
-				    local_addr(o->addr, sizeof(o->addr)) < 0)
-					_exit(1);
-			} else {
-				struct in_addr a = {
-					.s_addr = htonl(ntohl(base.s_addr) + (uint32_t)r)};
-
-				inet_ntop(AF_INET, &a, o->addr, sizeof(o->addr));
-			}
-			if (set_addr(o, o->addr) < 0)
-				_exit(1);
-			if (r != 0)
-				close(lfd);
-			_exit(run_rank(o));
-		}
-		pids[r] = pid;
-	}
-	close(lfd);
-	alive = o->nranks;
-	while (alive > 0) {
-		int status;
-		pid_t pid = wait(&status);
-
-		if (pid < 0)
-			break;
-		alive--;
-		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-			if (!failed) {
-				/* one rank failed: the others cannot finish */
-				ice_sleep_ns(2 * ICE_NSEC_PER_SEC);
-				for (int r = 0; r < o->nranks; r++)
-					kill(pids[r], SIGTERM);
-			}
-			failed = 1;
-		}
-	}
-	return failed;
+	return run_rank(arg);
 }
 
 int main(int argc, char **argv)
@@ -939,9 +774,16 @@ int main(int argc, char **argv)
 		snprintf(o.cc.bootstrap, sizeof(o.cc.bootstrap), "%s", o.bootstrap);
 		o.cc.rank = o.rank;
 		o.cc.nranks = o.nranks;
-		if (set_addr(&o, o.addr) < 0)
+		if (tp_launch_parse_addr("ice-bench", "--addr", o.addr, &o.cc.eng.addr) < 0)
 			return 2;
 		return run_rank(&o);
 	}
-	return launch(&o);
+	{
+		struct tp_launch l = {.tool = "ice-bench",
+				      .nranks = o.nranks,
+				      .netns = o.netns,
+				      .addr_base = o.addr_base};
+
+		return tp_launch_ranks(&l, &o.cc, rank_entry, &o);
+	}
 }

@@ -39,6 +39,7 @@
 #include "ice_log.h"
 #include "ice_time.h"
 #include "tp.h"
+#include "tp_launch.h"
 
 #define PERF_MAX_QPS 64
 #define PERF_IDLE_NS (20 * ICE_NSEC_PER_SEC) /* no progress this long: give up */
@@ -867,183 +868,9 @@ static int run_rank(struct opts *o)
 	return ret < 0 ? 1 : 0;
 }
 
-/* ---- launchers (as ice-bench's) ------------------------------------------------- */
-
-/* First IPv4 address of an interface that is up and not loopback. */
-static int local_addr(char *out, size_t len)
+static int rank_entry(void *arg)
 {
-	struct ifaddrs *ifa, *i;
-	int ret = -ENOENT;
-
-	if (getifaddrs(&ifa) < 0)
-		return -errno;
-	for (i = ifa; i != NULL; i = i->ifa_next) {
-		if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
-		    (i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP))
-			continue;
-		inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, out,
-			  (socklen_t)len);
-		ret = 0;
-		break;
-	}
-	freeifaddrs(ifa);
-	return ret;
-}
-
-static int enter_netns(const char *name)
-{
-	char path[256];
-	int fd, ret;
-
-	snprintf(path, sizeof(path), "/run/netns/%s", name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		fprintf(stderr, "ice-perf: network namespace '%s': %s (see `ip netns list`)\n",
-			name, strerror(errno));
-		return -1;
-	}
-	ret = setns(fd, CLONE_NEWNET);
-	if (ret < 0)
-		fprintf(stderr, "ice-perf: cannot enter namespace '%s': %s\n", name,
-			strerror(errno));
-	close(fd);
-	return ret;
-}
-
-static int listen_on(const char *addr, char *bootstrap, size_t len)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	socklen_t salen = sizeof(sa);
-	int fd;
-
-	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
-		return -EINVAL;
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&sa, &salen) < 0) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	snprintf(bootstrap, len, "%s:%u", addr, ntohs(sa.sin_port));
-	return fd;
-}
-
-static int set_addr(struct opts *o, const char *addr)
-{
-	if (inet_pton(AF_INET, addr, &o->cc.eng.addr) != 1) {
-		fprintf(stderr, "ice-perf: address '%s': expected an IPv4 address\n", addr);
-		return -1;
-	}
-	return 0;
-}
-
-static int launch(struct opts *o)
-{
-	char *names[2] = {NULL, NULL};
-	pid_t pids[2] = {-1, -1};
-	struct in_addr base;
-	int lfd, failed = 0;
-
-	if (o->netns != NULL) {
-		int nns = 0, self;
-
-		for (char *s = strtok(o->netns, ","); s != NULL; s = strtok(NULL, ",")) {
-			if (nns == 2) {
-				nns = 3;
-				break;
-			}
-			names[nns++] = s;
-		}
-		if (nns != 2) {
-			fprintf(stderr,
-				"ice-perf: --netns: expected two namespaces, SENDER,RECEIVER\n");
-			return 2;
-		}
-		/* rank 0's rendezvous socket, made inside its namespace */
-		self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-		if (self < 0 || enter_netns(names[0]) < 0)
-			return 1;
-		if (local_addr(o->addr, sizeof(o->addr)) < 0) {
-			fprintf(stderr, "ice-perf: namespace %s has no IPv4 address\n", names[0]);
-			return 1;
-		}
-		lfd = listen_on(o->addr, o->cc.bootstrap, sizeof(o->cc.bootstrap));
-		if (setns(self, CLONE_NEWNET) < 0 || lfd < 0) {
-			fprintf(stderr, "ice-perf: cannot set up the rendezvous in %s\n", names[0]);
-			return 1;
-		}
-		close(self);
-	} else {
-		if (inet_pton(AF_INET, o->addr_base, &base) != 1) {
-			fprintf(stderr, "ice-perf: --addr-base '%s': expected an IPv4 address\n",
-				o->addr_base);
-			return 2;
-		}
-		lfd = listen_on(o->addr_base, o->cc.bootstrap, sizeof(o->cc.bootstrap));
-		if (lfd < 0) {
-			fprintf(stderr, "ice-perf: cannot listen on %s: %s\n", o->addr_base,
-				strerror(-lfd));
-			return 1;
-		}
-	}
-	fflush(stdout);
-	fflush(stderr);
-	for (int r = 0; r < 2; r++) {
-		pid_t pid = fork();
-
-		if (pid < 0) {
-			perror("ice-perf: fork");
-			failed = 1;
-			break;
-		}
-		if (pid == 0) {
-			char tag[32];
-
-			snprintf(tag, sizeof(tag), "rank %d", r);
-			ice_log_set_tag(tag);
-			o->cc.rank = r;
-			o->cc.listen_fd = r == 0 ? lfd : -1;
-			if (o->netns != NULL) {
-				if (enter_netns(names[r]) < 0 ||
-				    local_addr(o->addr, sizeof(o->addr)) < 0)
-					_exit(1);
-			} else {
-				struct in_addr a = {
-					.s_addr = htonl(ntohl(base.s_addr) + (uint32_t)r)};
-
-				inet_ntop(AF_INET, &a, o->addr, sizeof(o->addr));
-			}
-			if (set_addr(o, o->addr) < 0)
-				_exit(1);
-			if (r != 0)
-				close(lfd);
-			_exit(run_rank(o));
-		}
-		pids[r] = pid;
-	}
-	close(lfd);
-	for (int alive = (pids[0] > 0) + (pids[1] > 0); alive > 0; alive--) {
-		int status;
-		pid_t pid = wait(&status);
-
-		if (pid < 0)
-			break;
-		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-			if (!failed) {
-				/* one rank failed: the other cannot finish */
-				ice_sleep_ns(2 * ICE_NSEC_PER_SEC);
-				for (int r = 0; r < 2; r++)
-					if (pids[r] > 0 && pids[r] != pid)
-						kill(pids[r], SIGTERM);
-			}
-			failed = 1;
-		}
-	}
-	return failed;
+	return run_rank(arg);
 }
 
 int main(int argc, char **argv)
@@ -1062,9 +889,26 @@ int main(int argc, char **argv)
 		}
 		snprintf(o.cc.bootstrap, sizeof(o.cc.bootstrap), "%s", o.bootstrap);
 		o.cc.rank = o.rank;
-		if (set_addr(&o, o.addr) < 0)
+		if (tp_launch_parse_addr("ice-perf", "--addr", o.addr, &o.cc.eng.addr) < 0)
 			return 2;
 		return run_rank(&o);
 	}
-	return launch(&o);
+	{
+		if (o.netns != NULL && strchr(o.netns, ',') != strrchr(o.netns, ',')) {
+			fprintf(stderr,
+				"ice-perf: --netns: expected two namespaces, SENDER,RECEIVER\n");
+			return 2;
+		}
+		if (o.netns != NULL && strchr(o.netns, ',') == NULL) {
+			fprintf(stderr,
+				"ice-perf: --netns: expected two namespaces, SENDER,RECEIVER\n");
+			return 2;
+		}
+		struct tp_launch l = {.tool = "ice-perf",
+				      .nranks = 2,
+				      .netns = o.netns,
+				      .addr_base = o.addr_base};
+
+		return tp_launch_ranks(&l, &o.cc, rank_entry, &o);
+	}
 }
