@@ -568,6 +568,11 @@ static int measure(const struct opts *o, struct tp_comm *c, const struct sizes *
 			rb = sb + (size_t)r * s->count * es;
 	}
 	fill(o, sb, s->sendlen, r);
+	/* Nobody sends before every rank is ready: a rank busy filling or
+	 * checking buffers does not drive its engine (a NIC would ACK anyway). */
+	ret = tp_comm_barrier(c);
+	if (ret < 0)
+		return ret;
 	for (int i = 0; i < o->warmup; i++) {
 		ret = run_coll(o, c, sb, rb, s);
 		if (ret < 0)
@@ -598,7 +603,9 @@ static int measure(const struct opts *o, struct tp_comm *c, const struct sizes *
 		fill(o, sb, s->sendlen, r);
 		if (o->coll == COLL_ALLGATHER && inplace)
 			fill(o, sb, s->count, r);
-		ret = run_coll(o, c, sb, rb, s);
+		ret = tp_comm_barrier(c);
+		if (ret == 0)
+			ret = run_coll(o, c, sb, rb, s);
 		if (ret < 0)
 			return ret;
 		wrong = (double)check_result(o, rb, s, r, n);

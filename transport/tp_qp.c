@@ -536,6 +536,8 @@ static void rx_ack(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 			}
 			qp->rnr_until_ns = now + e->cfg.rnr_timer_ns;
 			qp->progress_ns = qp->rnr_until_ns;
+			/* probe with a few packets, not a window that would be refused */
+			qp->cwnd = qp->cwnd > 8 ? 8 : qp->cwnd;
 			qp->sr_head = qp->sr_tail;
 			rewind_to(qp, psn);
 			return;
