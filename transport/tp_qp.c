@@ -586,8 +586,10 @@ static bool pace(struct tp_qp *qp, uint64_t now, uint32_t bytes, uint64_t *wake_
 	if (rate <= 0)
 		return true;
 	if (now > qp->token_ns) {
-		/* burst: 200 us at the current rate, at least two packets */
-		double cap = rate / 8 * 200e-6;
+		/* burst: 1 ms at the current rate, at least two packets; a
+		 * software pacer wakes late on a busy host, and what it could
+		 * not send in time must not be lost */
+		double cap = rate / 8 * 1e-3;
 
 		if (cap < 2.0 * (bytes + 64))
 			cap = 2.0 * (bytes + 64);
