@@ -521,7 +521,11 @@ static void rx_ack(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 	case TP_AETH_NAK:
 		/* psn is the first PSN the responder did not take */
 		if (!ack_psn_valid(qp, tp_psn_add(psn, TP_PSN_MASK))) {
-			e->st.drops[TP_DROP_BAD_ACK]++;
+			/* behind what is acknowledged: a stale NAK, harmless */
+			if (tp_psn_diff(qp->una_psn, psn) < 0)
+				e->st.drops[TP_DROP_DUPLICATE]++;
+			else
+				e->st.drops[TP_DROP_BAD_ACK]++;
 			return;
 		}
 		ack_through(qp, tp_psn_add(psn, TP_PSN_MASK), now);

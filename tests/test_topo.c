@@ -1,0 +1,498 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * topo: loading a hand-written file, defaults and address plans, the
+ * generators (sizes, ASNs), YAML round trips, lookups, equal-cost path
+ * counts and order, next hops and the FRR configuration.
+ */
+#include <arpa/inet.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "topo.h"
+
+static const char example[] =
+	"name: demo\n"	 /* 1 */
+	"mtu: 9000\n"	 /* 2 */
+	"ecmp: model\n"	 /* 3 */
+	"routing: frr\n" /* 4 */
+	"hash: {algorithm: toeplitz, seed: 42, fields: [src_ip, dst_ip, src_port]}\n"
+	"defaults:\n"						 /* 6 */
+	"  link_rate: 100mbit\n"				 /* 7 */
+	"  buffer: 128K\n"					 /* 8 */
+	"  ecn: {kmin: 10K, kmax: 50K, pmax: 0.1}\n"		 /* 9 */
+	"  loss: 0.001\n"					 /* 10 */
+	"switches:\n"						 /* 11 */
+	"  - {name: spine1, tier: 2}\n"				 /* 12 */
+	"  - {name: spine2, tier: 2, asn: 64999}\n"		 /* 13 */
+	"  - {name: leaf1, tier: 1, hash: {algorithm: crc16}}\n" /* 14 */
+	"  - {name: leaf2, tier: 1}\n"				 /* 15 */
+	"hosts:\n"						 /* 16 */
+	"  - name: h1\n"					 /* 17 */
+	"    nics: [{name: rdma0, addr: 192.168.1.3/31}]\n"	 /* 18 */
+	"  - name: h2\n"					 /* 19 */
+	"links:\n"						 /* 20 */
+	"  - {a: h1, b: leaf1}\n"				 /* 21 */
+	"  - {a: leaf2, b: h2}\n"				 /* 22 */
+	"  - {a: leaf1, b: spine1, rate: 1gbit}\n"		 /* 23 */
+	"  - {a: leaf1:up2, b: spine2, ecn: {pmax: 0.5}}\n"	 /* 24 */
+	"  - {a: leaf2, b: spine1}\n"				 /* 25 */
+	"  - {a: leaf2, b: spine2, loss: 0.01, buffer: 1M}\n";	 /* 26 */
+
+static struct topo *load_example(void)
+{
+	struct ice_cfg_err err;
+	char buf[1024];
+	struct topo *t = topo_load_string("example.yaml", example, strlen(example), &err);
+
+	if (t == NULL)
+		print_message("%s\n", ice_cfg_err_str(&err, buf, sizeof(buf)));
+	return t;
+}
+
+static const char *ip(struct in_addr a, char *buf)
+{
+	return inet_ntop(AF_INET, &a, buf, INET_ADDRSTRLEN);
+}
+
+static void test_load_example(void **state)
+{
+	struct topo *t = load_example();
+	const struct topo_node *n, *h2;
+	const struct topo_port *p;
+	char b[INET_ADDRSTRLEN];
+
+	(void)state;
+	assert_non_null(t);
+	assert_string_equal(t->name, "demo");
+	assert_int_equal(t->mtu, 9000);
+	assert_int_equal(t->ecmp, TOPO_ECMP_MODEL);
+	assert_int_equal(t->routing, TOPO_ROUTING_FRR);
+	assert_int_equal(t->hash.alg, TOPO_HASH_TOEPLITZ);
+	assert_int_equal(t->hash.seed, 42);
+	assert_int_equal(t->hash.fields, TOPO_HF_SRC_IP | TOPO_HF_DST_IP | TOPO_HF_SRC_PORT);
+	assert_int_equal(t->kernel_hash_seed, 42);
+	assert_int_equal(t->nnodes, 6);
+	assert_int_equal(t->nlinks, 6);
+	assert_int_equal(t->nports, 12);
+
+	n = topo_node_by_name(t, "leaf1");
+	assert_non_null(n);
+	assert_int_equal(n->tier, 1);
+	assert_int_equal(n->line, 14);
+	assert_int_equal(n->hash.alg, TOPO_HASH_CRC16);
+	assert_int_equal(n->hash.seed, 42); /* inherited */
+	assert_int_equal(n->asn, 65001);
+	assert_int_equal(topo_node_by_name(t, "leaf2")->asn, 65002);
+	assert_int_equal(topo_node_by_name(t, "spine1")->asn, 65000);
+	assert_int_equal(topo_node_by_name(t, "spine2")->asn, 64999);
+	assert_string_equal(ip(topo_node_by_name(t, "spine1")->loopback, b), "10.255.0.1");
+	assert_string_equal(ip(n->loopback, b), "10.255.0.3");
+
+	/* link 0: defaults; the host's explicit address, the switch gets the /31 peer */
+	assert_int_equal(t->links[0].rate_bps, 100000000ull);
+	assert_int_equal(t->links[0].buffer_bytes, 128 * 1024);
+	assert_int_equal(t->links[0].ecn.kmin_bytes, 10 * 1024);
+	assert_int_equal(t->links[0].ecn.kmax_bytes, 50 * 1024);
+	assert_true(t->links[0].ecn.pmax == 0.1);
+	assert_int_equal(t->links[0].loss_ppm, 1000);
+	assert_int_equal(t->links[0].line, 21);
+	p = &t->ports[t->links[0].a];
+	assert_string_equal(p->ifname, "rdma0");
+	assert_string_equal(ip(p->addr, b), "192.168.1.3");
+	assert_int_equal(p->plen, 31);
+	assert_string_equal(ip(t->ports[p->peer].addr, b), "192.168.1.2");
+	assert_string_equal(t->ports[p->peer].ifname, "h1");
+	/* link 1 written upside down: a becomes the host */
+	h2 = topo_node_by_name(t, "h2");
+	assert_int_equal(t->ports[t->links[1].a].node, h2->id);
+	assert_string_equal(t->ports[t->links[1].a].ifname, "eth0");
+	/* auto plan: second switch with hosts -> 10.2.0.0/16, switch even, host odd */
+	assert_string_equal(ip(t->ports[t->links[1].a].addr, b), "10.2.0.1");
+	assert_string_equal(ip(t->ports[t->links[1].b].addr, b), "10.2.0.0");
+	/* per-link overrides */
+	assert_int_equal(t->links[2].rate_bps, 1000000000ull);
+	assert_true(t->links[3].ecn.pmax == 0.5);
+	assert_int_equal(t->links[3].ecn.kmin_bytes, 10 * 1024);
+	assert_string_equal(t->ports[t->links[3].a].ifname, "up2");
+	assert_string_equal(t->ports[t->links[3].b].ifname, "leaf1");
+	assert_int_equal(t->links[5].loss_ppm, 10000);
+	assert_int_equal(t->links[5].buffer_bytes, 1024 * 1024);
+	/* switch-switch /31s from 10.254.0.0/16 in link order */
+	assert_string_equal(ip(t->ports[t->links[2].a].addr, b), "10.254.0.0");
+	assert_string_equal(ip(t->ports[t->links[2].b].addr, b), "10.254.0.1");
+	assert_string_equal(ip(t->ports[t->links[5].b].addr, b), "10.254.0.7");
+
+	/* lookups */
+	assert_int_equal(topo_nic_count(t), 2);
+	assert_ptr_equal(topo_nic(t, 0), p);
+	assert_null(topo_nic(t, 2));
+	assert_ptr_equal(topo_port_by_addr(t, p->addr), p);
+	assert_null(topo_port_by_addr(t, t->ports[p->peer].addr)); /* a switch port */
+	{
+		char ln[64];
+
+		assert_string_equal(topo_link_name(t, 2, ln, sizeof(ln)), "leaf1:spine1");
+		assert_string_equal(topo_link_name(t, 0, ln, sizeof(ln)), "h1:leaf1");
+	}
+	assert_int_equal(topo_validate(t, NULL), 0);
+	topo_free(t);
+}
+
+/* Write, load, write: the same text and the same topology. */
+static void round_trip(struct topo *t)
+{
+	char *a = NULL, *b = NULL;
+	size_t alen = 0, blen = 0;
+	FILE *f = open_memstream(&a, &alen);
+	struct ice_cfg_err err;
+	struct topo *u;
+
+	assert_int_equal(topo_write_yaml(t, f), 0);
+	fclose(f);
+	u = topo_load_string("rt.yaml", a, alen, &err);
+	if (u == NULL) {
+		char buf[1024];
+
+		print_message("%s\n%s\n", a, ice_cfg_err_str(&err, buf, sizeof(buf)));
+	}
+	assert_non_null(u);
+	f = open_memstream(&b, &blen);
+	assert_int_equal(topo_write_yaml(u, f), 0);
+	fclose(f);
+	assert_string_equal(a, b);
+	assert_int_equal(u->nnodes, t->nnodes);
+	assert_int_equal(u->nports, t->nports);
+	assert_int_equal(u->nlinks, t->nlinks);
+	assert_int_equal(u->mtu, t->mtu);
+	assert_int_equal(u->kernel_hash_seed, t->kernel_hash_seed);
+	for (uint32_t i = 0; i < t->nnodes; i++) {
+		assert_string_equal(u->nodes[i].name, t->nodes[i].name);
+		assert_int_equal(u->nodes[i].tier, t->nodes[i].tier);
+		assert_int_equal(u->nodes[i].pod, t->nodes[i].pod);
+		assert_int_equal(u->nodes[i].asn, t->nodes[i].asn);
+		assert_int_equal(u->nodes[i].loopback.s_addr, t->nodes[i].loopback.s_addr);
+		assert_memory_equal(&u->nodes[i].hash, &t->nodes[i].hash, sizeof(t->nodes[i].hash));
+	}
+	for (uint32_t i = 0; i < t->nports; i++) {
+		assert_string_equal(u->ports[i].ifname, t->ports[i].ifname);
+		assert_int_equal(u->ports[i].addr.s_addr, t->ports[i].addr.s_addr);
+		assert_int_equal(u->ports[i].plen, t->ports[i].plen);
+		assert_int_equal(u->ports[i].node, t->ports[i].node);
+	}
+	for (uint32_t i = 0; i < t->nlinks; i++) {
+		assert_int_equal(u->links[i].rate_bps, t->links[i].rate_bps);
+		assert_int_equal(u->links[i].buffer_bytes, t->links[i].buffer_bytes);
+		assert_int_equal(u->links[i].loss_ppm, t->links[i].loss_ppm);
+		assert_memory_equal(&u->links[i].ecn, &t->links[i].ecn, sizeof(t->links[i].ecn));
+	}
+	topo_free(u);
+	free(a);
+	free(b);
+}
+
+static void test_round_trip(void **state)
+{
+	struct topo_gen_opts o;
+	struct topo *t;
+
+	(void)state;
+	t = load_example();
+	assert_non_null(t);
+	round_trip(t);
+	topo_free(t);
+	topo_gen_opts_default(&o);
+	t = topo_gen_leaf_spine(&o);
+	round_trip(t);
+	topo_free(t);
+	o.k = 4;
+	o.fabric_rate_bps = 400000000ull;
+	t = topo_gen_fat_tree(&o);
+	round_trip(t);
+	topo_free(t);
+	t = topo_gen_rail(&o);
+	round_trip(t);
+	topo_free(t);
+}
+
+static uint32_t count_tier(const struct topo *t, enum topo_node_kind kind, uint32_t tier)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < t->nnodes; i++)
+		n += t->nodes[i].kind == kind && t->nodes[i].tier == tier;
+	return n;
+}
+
+static void test_generators(void **state)
+{
+	struct topo_gen_opts o;
+	struct topo *t;
+
+	(void)state;
+	topo_gen_opts_default(&o);
+	assert_int_equal(o.spines, 2);
+	assert_int_equal(o.leaves, 2);
+	assert_int_equal(o.hosts_per_leaf, 4);
+	assert_int_equal(o.host_rate_bps, 200000000ull);
+	t = topo_gen_leaf_spine(&o);
+	assert_non_null(t);
+	assert_int_equal(count_tier(t, TOPO_SWITCH, 2), 2);
+	assert_int_equal(count_tier(t, TOPO_SWITCH, 1), 2);
+	assert_int_equal(count_tier(t, TOPO_HOST, 0), 8);
+	assert_int_equal(t->nlinks, 8 + 4);
+	assert_int_equal(topo_node_by_name(t, "spine2")->asn, 65000);
+	assert_int_equal(topo_node_by_name(t, "leaf2")->asn, 65002);
+	topo_free(t);
+
+	for (uint32_t k = 4; k <= 8; k += 4) {
+		o.k = k;
+		t = topo_gen_fat_tree(&o);
+		assert_non_null(t);
+		assert_int_equal(count_tier(t, TOPO_SWITCH, 3), k * k / 4);
+		assert_int_equal(count_tier(t, TOPO_SWITCH, 2), k * k / 2);
+		assert_int_equal(count_tier(t, TOPO_SWITCH, 1), k * k / 2);
+		assert_int_equal(count_tier(t, TOPO_HOST, 0), k * k * k / 4);
+		assert_int_equal(t->nlinks, 3 * k * k * k / 4);
+		/* RFC 7938: core shared, aggregation per pod, ToR unique */
+		assert_int_equal(topo_node_by_name(t, "c1")->asn, 65000);
+		assert_int_equal(topo_node_by_name(t, "p2a1")->asn, 65002);
+		assert_int_equal(topo_node_by_name(t, "p2a2")->asn, 65002);
+		assert_int_equal(topo_node_by_name(t, "p1t1")->asn, 65001 + k);
+		assert_int_equal(topo_node_by_name(t, "p1t2")->asn, 65002 + k);
+		/* aggregation hashes differently from ToRs (no polarisation) */
+		assert_int_equal(topo_node_by_name(t, "p1t1")->hash.alg, TOPO_HASH_CRC32);
+		assert_int_equal(topo_node_by_name(t, "p1a1")->hash.alg, TOPO_HASH_CRC32C);
+		topo_free(t);
+	}
+
+	topo_gen_opts_default(&o);
+	o.rails = 4;
+	o.leaves = 2; /* rail groups */
+	o.hosts_per_rail_group = 3;
+	t = topo_gen_rail(&o);
+	assert_non_null(t);
+	assert_int_equal(count_tier(t, TOPO_SWITCH, 1), 8);
+	assert_int_equal(count_tier(t, TOPO_HOST, 0), 6);
+	assert_int_equal(topo_nic_count(t), 24);
+	{
+		const struct topo_node *h4 = topo_node_by_name(t, "h4");
+
+		assert_int_equal(h4->nports, 4);
+		/* NIC r of a group-2 host goes to rail leaf r of group 2 */
+		for (uint32_t r = 0; r < 4; r++) {
+			char want[8];
+
+			snprintf(want, sizeof(want), "g2r%u", r + 1);
+			assert_string_equal(
+				t->nodes[t->ports[t->ports[h4->ports[r]].peer].node].name, want);
+		}
+	}
+	assert_int_equal(topo_node_by_name(t, "g1r3")->nports, 3 + 2);
+	topo_free(t);
+
+	/* a fabric name that makes namespace names too long */
+	topo_gen_opts_default(&o);
+	snprintf(o.name, sizeof(o.name), "%s", "a-very-long-fabric-name-x");
+	assert_null(topo_gen_leaf_spine(&o));
+	o.name[0] = '\0';
+	o.k = 3;
+	assert_null(topo_gen_fat_tree(&o));
+}
+
+static int paths_between(const struct topo *t, const char *a, const char *b, struct topo_path *out,
+			 int max)
+{
+	const struct topo_node *na = topo_node_by_name(t, a), *nb = topo_node_by_name(t, b);
+
+	return topo_paths(t, na->ports[0], nb->ports[0], out, max);
+}
+
+static void check_sorted(const struct topo_path *p, int n)
+{
+	for (int i = 1; i < n; i++) {
+		int c = 0;
+
+		for (uint32_t h = 0; h < p[i].nhops && c == 0; h++)
+			c = p[i - 1].egress[h] < p[i].egress[h]	  ? -1
+			    : p[i - 1].egress[h] > p[i].egress[h] ? 1
+								  : 0;
+		assert_int_equal(c, -1);
+	}
+}
+
+static void test_paths(void **state)
+{
+	struct topo_path p[32];
+	struct topo_gen_opts o;
+	struct topo *t;
+	uint32_t nh[8];
+
+	(void)state;
+	topo_gen_opts_default(&o);
+	t = topo_gen_leaf_spine(&o);
+	assert_int_equal(paths_between(t, "h1", "h5", p, 32), 2);
+	assert_int_equal(p[0].nhops, 4);
+	check_sorted(p, 2);
+	assert_string_equal(t->nodes[t->ports[p[0].egress[1]].peer].name[0] ? "" : "", "");
+	assert_int_equal(t->ports[t->ports[p[0].egress[1]].peer].node,
+			 topo_node_by_name(t, "spine1")->id);
+	assert_int_equal(t->ports[t->ports[p[1].egress[1]].peer].node,
+			 topo_node_by_name(t, "spine2")->id);
+	assert_int_equal(paths_between(t, "h1", "h2", p, 32), 1);
+	assert_int_equal(p[0].nhops, 2);
+	/* only the first max are written, the count is still right */
+	assert_int_equal(paths_between(t, "h1", "h5", p, 1), 2);
+	/* next hops */
+	{
+		const struct topo_node *leaf1 = topo_node_by_name(t, "leaf1");
+		const struct topo_node *leaf2 = topo_node_by_name(t, "leaf2");
+		uint32_t h5 = topo_node_by_name(t, "h5")->ports[0];
+
+		assert_int_equal(topo_nexthops(t, leaf1->id, h5, nh, 8), 2);
+		assert_true(nh[0] < nh[1]);
+		assert_int_equal(topo_nexthops(t, leaf2->id, h5, nh, 8), 1);
+		assert_int_equal(nh[0], t->ports[h5].peer);
+		assert_int_equal(topo_nexthops(t, topo_node_by_name(t, "h1")->id, h5, nh, 8), -22);
+	}
+	assert_int_equal(topo_paths(t, 0, 0, p, 32), -22);
+	assert_int_equal(topo_paths(t, t->links[8].b, 0, p, 32), -22); /* a switch port */
+	topo_free(t);
+
+	o.k = 4;
+	t = topo_gen_fat_tree(&o);
+	assert_int_equal(paths_between(t, "h1", "h16", p, 32), 4); /* across pods */
+	assert_int_equal(p[0].nhops, 6);
+	check_sorted(p, 4);
+	assert_int_equal(paths_between(t, "h1", "h3", p, 32), 2); /* same pod, other ToR */
+	assert_int_equal(p[0].nhops, 4);
+	assert_int_equal(paths_between(t, "h1", "h2", p, 32), 1); /* same ToR */
+	topo_free(t);
+
+	o.k = 8;
+	t = topo_gen_fat_tree(&o);
+	assert_int_equal(paths_between(t, "h1", "h128", p, 32), 16);
+	check_sorted(p, 16);
+	topo_free(t);
+
+	topo_gen_opts_default(&o);
+	t = topo_gen_rail(&o); /* 2 groups x 4 rails, 4 hosts per group */
+	{
+		const struct topo_node *h1 = topo_node_by_name(t, "h1");
+		const struct topo_node *h2 = topo_node_by_name(t, "h2");
+		const struct topo_node *h5 = topo_node_by_name(t, "h5");
+
+		assert_int_equal(topo_paths(t, h1->ports[0], h2->ports[0], p, 32), 1);
+		assert_int_equal(topo_paths(t, h1->ports[0], h2->ports[1], p, 32), 2);
+		assert_int_equal(topo_paths(t, h1->ports[0], h5->ports[0], p, 32), 2);
+		assert_int_equal(topo_paths(t, h1->ports[0], h1->ports[1], p, 32), 2);
+	}
+	topo_free(t);
+}
+
+static void test_predict_follows_hash(void **state)
+{
+	struct topo_gen_opts o;
+	struct topo *t;
+	struct topo_path p, all[4];
+	const struct topo_node *leaf1;
+	uint32_t src, dst, nh[4];
+
+	(void)state;
+	topo_gen_opts_default(&o);
+	t = topo_gen_leaf_spine(&o);
+	src = topo_node_by_name(t, "h1")->ports[0];
+	dst = topo_node_by_name(t, "h5")->ports[0];
+	leaf1 = topo_node_by_name(t, "leaf1");
+	assert_int_equal(topo_paths(t, src, dst, all, 4), 2);
+	assert_int_equal(topo_nexthops(t, leaf1->id, dst, nh, 4), 2);
+	for (uint16_t s = 49152; s < 49152 + 64; s++) {
+		struct topo_5tuple tu = {.saddr = t->ports[src].addr.s_addr,
+					 .daddr = t->ports[dst].addr.s_addr,
+					 .sport = htons(s),
+					 .dport = htons(4791),
+					 .proto = 17};
+		uint32_t pick = topo_hash_pick(&leaf1->hash, &tu, 2);
+
+		assert_int_equal(topo_predict(t, src, dst, &tu, &p), 0);
+		assert_int_equal(p.nhops, 4);
+		assert_int_equal(p.egress[0], src);
+		assert_int_equal(p.egress[1], nh[pick]);
+		assert_memory_equal(&p, &all[pick], sizeof(p));
+	}
+	topo_free(t);
+}
+
+static void test_frr_config(void **state)
+{
+	struct topo_gen_opts o;
+	struct topo *t;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	topo_gen_opts_default(&o);
+	t = topo_gen_leaf_spine(&o);
+	f = open_memstream(&text, &len);
+	assert_int_equal(topo_frr_config(t, topo_node_by_name(t, "leaf1")->id, f), 0);
+	fclose(f);
+	assert_non_null(strstr(text, "hostname leaf1\n"));
+	assert_non_null(strstr(text, "no zebra nexthop kernel enable\n"));
+	assert_non_null(strstr(text, "router bgp 65001\n"));
+	assert_non_null(strstr(text, " bgp router-id 10.255.0.3\n"));
+	assert_non_null(strstr(text, " no bgp ebgp-requires-policy\n"));
+	assert_non_null(strstr(text, " timers bgp 1 3\n"));
+	/* leaf1-spine1 is link 8 -> 10.254.0.0/31, spine side .1 */
+	assert_non_null(strstr(text, " neighbor 10.254.0.1 remote-as 65000\n"));
+	assert_non_null(strstr(text, " neighbor 10.254.0.3 remote-as 65000\n"));
+	assert_non_null(strstr(text, "  network 10.255.0.3/32\n"));
+	assert_non_null(strstr(text, "  network 10.1.0.0/31\n"));
+	assert_non_null(strstr(text, "  network 10.1.0.6/31\n"));
+	assert_non_null(strstr(text, "  maximum-paths 2\n"));
+	free(text);
+	text = NULL;
+	f = open_memstream(&text, &len);
+	assert_int_equal(topo_frr_config(t, topo_node_by_name(t, "spine1")->id, f), 0);
+	fclose(f);
+	assert_non_null(strstr(text, "router bgp 65000\n"));
+	assert_non_null(strstr(text, " neighbor 10.254.0.0 remote-as 65001\n"));
+	assert_non_null(strstr(text, " neighbor 10.254.0.4 remote-as 65002\n"));
+	assert_null(strstr(text, "network 10.1."));
+	free(text);
+	f = fopen("/dev/null", "w");
+	assert_int_equal(topo_frr_config(t, topo_node_by_name(t, "h1")->id, f), -22);
+	fclose(f);
+	topo_free(t);
+}
+
+static void test_names(void **state)
+{
+	(void)state;
+	for (int a = 0; a < TOPO_HASH_ALG_MAX; a++)
+		assert_int_equal(topo_hash_alg_parse(topo_hash_alg_name((enum topo_hash_alg)a)), a);
+	assert_int_equal(topo_hash_alg_parse("crc64"), -1);
+	assert_string_equal(topo_hash_alg_name(TOPO_HASH_CRC16_ANSI), "crc16-ansi");
+	topo_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_load_example),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_generators),
+		cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_predict_follows_hash),
+		cmocka_unit_test(test_frr_config),
+		cmocka_unit_test(test_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
