@@ -38,18 +38,18 @@ static void assert_near_at(double actual, double expected, const char *what, int
 }
 
 /* Defaults with a 100 Gbit/s line rate. */
-static void params_100g(struct tp_dcqcn_params *p)
+static void params_100g(struct ice_dcqcn_params *p)
 {
-	tp_dcqcn_params_default(p);
+	ice_dcqcn_params_default(p);
 	p->rp_max_rate = 100000;
 }
 
 static void test_defaults(void **state)
 {
-	struct tp_dcqcn_params p;
+	struct ice_dcqcn_params p;
 	struct ice_cfg_err err;
 
-	tp_dcqcn_params_default(&p);
+	ice_dcqcn_params_default(&p);
 	assert_int_equal(p.enable, 1);
 	assert_int_equal(p.rp_time_reset, 300);
 	assert_int_equal(p.rp_byte_reset, 32767);
@@ -67,14 +67,14 @@ static void test_defaults(void **state)
 	assert_int_equal(p.rp_clamp_tgt_rate, 0);
 	assert_int_equal(p.rp_rate_to_set_on_first_cnp, 0);
 	assert_int_equal(p.rp_max_rate, 0);
-	assert_int_equal(tp_dcqcn_params_check(&p, &err), 0);
+	assert_int_equal(ice_dcqcn_params_check(&p, &err), 0);
 }
 
 /* Flow at line rate; nothing moves before a CNP; the first CNP cuts with
  * alpha = 1023/1024 and rp_gd = 11: Rc = 100e9 * (1 - 1023/2048). */
 static void test_first_cnp_cut(void **state)
 {
-	struct tp_dcqcn_params p;
+	struct ice_dcqcn_params p;
 	struct tp_dcqcn_rp rp;
 
 	params_100g(&p);
@@ -97,7 +97,7 @@ static void test_first_cnp_cut(void **state)
  * 97656250; rp_min_dec_fac keeps 50 % (50e9), or 10 % (10e9). */
 static void test_min_dec_fac_floor(void **state)
 {
-	struct tp_dcqcn_params p;
+	struct ice_dcqcn_params p;
 	struct tp_dcqcn_rp rp;
 
 	params_100g(&p);
@@ -120,7 +120,7 @@ static void test_min_dec_fac_floor(void **state)
 /* rp_min_rate 60000 Mbit/s: the cut to 50048828125 stops at 60e9. */
 static void test_min_rate_floor(void **state)
 {
-	struct tp_dcqcn_params p;
+	struct ice_dcqcn_params p;
 	struct tp_dcqcn_rp rp;
 
 	params_100g(&p);
@@ -142,7 +142,7 @@ static void test_min_rate_floor(void **state)
  *        alpha = d * alpha + g = 0.9798045819248427 */
 static void test_monitor_period(void **state)
 {
-	struct tp_dcqcn_params p;
+	struct ice_dcqcn_params p;
 	struct tp_dcqcn_rp rp;
 
 	params_100g(&p);
@@ -173,7 +173,7 @@ static void test_monitor_period(void **state)
  * later; 1e9 periods (1000 s) take one pow(), alpha underflows to ~0. */
 static void test_alpha_decay(void **state)
 {
-	struct tp_dcqcn_params p;
+	struct ice_dcqcn_params p;
 	struct tp_dcqcn_rp rp;
 
 	params_100g(&p);
@@ -192,7 +192,7 @@ static void test_alpha_decay(void **state)
  * 0.9513009944463662 * 1019/1024 + 5/1024. */
 static void test_alpha_increase(void **state)
 {
-	struct tp_dcqcn_params p;
+	struct ice_dcqcn_params p;
 	struct tp_dcqcn_rp rp;
 
 	params_100g(&p);
@@ -221,7 +221,7 @@ static void test_alpha_increase(void **state)
  *   2100 us: timer, hyper: Rt = 41.04e9, Rc = 40727717227.93579 */
 static void test_increase_stages(void **state)
 {
-	struct tp_dcqcn_params p;
+	struct ice_dcqcn_params p;
 	struct tp_dcqcn_rp rp;
 
 	params_100g(&p);
@@ -279,7 +279,7 @@ static void test_increase_stages(void **state)
  * 50048828125; FR event: Rc = (100e9 + 50048828125) / 2 = 75024414062.5 */
 static void test_byte_counter(void **state)
 {
-	struct tp_dcqcn_params p;
+	struct ice_dcqcn_params p;
 	struct tp_dcqcn_rp rp;
 
 	params_100g(&p);
@@ -312,10 +312,10 @@ static void test_byte_counter(void **state)
  * and after a long time (1 s, 3333 events) Rc = Rt = 40e9 exactly. */
 static void test_clamp_max_rate(void **state)
 {
-	struct tp_dcqcn_params p;
+	struct ice_dcqcn_params p;
 	struct tp_dcqcn_rp rp;
 
-	tp_dcqcn_params_default(&p);
+	ice_dcqcn_params_default(&p);
 	p.rp_max_rate = 40000;
 	tp_dcqcn_rp_init(&rp, &p, 0, 0);
 	assert_near(tp_dcqcn_rp_rate(&rp), 40e9);
@@ -344,7 +344,7 @@ static void test_clamp_max_rate(void **state)
  * then cuts: 10e9 * 1025/2048 = 5004882812.5. */
 static void test_rate_on_first_cnp(void **state)
 {
-	struct tp_dcqcn_params p;
+	struct ice_dcqcn_params p;
 	struct tp_dcqcn_rp rp;
 
 	params_100g(&p);
@@ -360,10 +360,10 @@ static void test_rate_on_first_cnp(void **state)
  * 100 Gbit/s (or rate_to_set_on_first_cnp, 20000: 20e9 * 1025/2048). */
 static void test_unlimited(void **state)
 {
-	struct tp_dcqcn_params p;
+	struct ice_dcqcn_params p;
 	struct tp_dcqcn_rp rp;
 
-	tp_dcqcn_params_default(&p);
+	ice_dcqcn_params_default(&p);
 	tp_dcqcn_rp_init(&rp, &p, 0, 0);
 	assert_true(tp_dcqcn_rp_rate(&rp) == 0);
 	tp_dcqcn_rp_tick(&rp, 1000 * US);
@@ -388,7 +388,7 @@ static void test_unlimited(void **state)
  * 12513458251.953125. */
 static void test_planned_start(void **state)
 {
-	struct tp_dcqcn_params p;
+	struct ice_dcqcn_params p;
 	struct tp_dcqcn_rp rp;
 
 	params_100g(&p);
@@ -407,7 +407,7 @@ static void test_planned_start(void **state)
 /* clamp_tgt_rate 1: Rt = Rc on every cut, even without an increase. */
 static void test_clamp_tgt_rate(void **state)
 {
-	struct tp_dcqcn_params p;
+	struct ice_dcqcn_params p;
 	struct tp_dcqcn_rp rp;
 
 	params_100g(&p);
@@ -421,7 +421,7 @@ static void test_clamp_tgt_rate(void **state)
 /* enable 0: fixed rate rp_max_rate, CNPs ignored. */
 static void test_disabled(void **state)
 {
-	struct tp_dcqcn_params p;
+	struct ice_dcqcn_params p;
 	struct tp_dcqcn_rp rp;
 
 	params_100g(&p);
@@ -439,11 +439,11 @@ static void test_np_pacing(void **state)
 {
 	static const uint64_t ce_us[] = {0, 10, 49, 50, 120};
 	static const bool cnp[] = {true, false, false, true, true};
-	struct tp_dcqcn_params p;
+	struct ice_dcqcn_params p;
 	struct tp_dcqcn_np np;
 	size_t i;
 
-	tp_dcqcn_params_default(&p);
+	ice_dcqcn_params_default(&p);
 	p.np_min_time_between_cnps = 50;
 	tp_dcqcn_np_init(&np);
 	for (i = 0; i < sizeof(ce_us) / sizeof(ce_us[0]); i++)
@@ -459,12 +459,12 @@ static void test_np_pacing(void **state)
 
 static void test_params_check(void **state)
 {
-	struct tp_dcqcn_params p;
+	struct ice_dcqcn_params p;
 	struct ice_cfg_err err;
 	const struct ice_cfg_field *f;
 	size_t n, i, j;
 
-	f = tp_dcqcn_fields(&n);
+	f = ice_dcqcn_fields(&n);
 	assert_int_equal(n, 17);
 	for (i = 0; i < n; i++) {
 		assert_int_equal(f[i].type, ICE_CFG_U32);
@@ -475,28 +475,28 @@ static void test_params_check(void **state)
 			assert_true(strcmp(f[i].key, f[j].key) != 0 && f[i].offset != f[j].offset);
 	}
 
-	tp_dcqcn_params_default(&p);
+	ice_dcqcn_params_default(&p);
 	p.rp_gd = 16;
-	assert_int_equal(tp_dcqcn_params_check(&p, &err), -EINVAL);
+	assert_int_equal(ice_dcqcn_params_check(&p, &err), -EINVAL);
 	assert_string_equal(err.key, "rp_gd");
 	assert_non_null(strstr(err.msg, "[1, 15]"));
 	assert_non_null(strstr(err.msg, "got 16"));
 
-	tp_dcqcn_params_default(&p);
+	ice_dcqcn_params_default(&p);
 	p.rp_dce_tcp_g = 1024;
-	assert_int_equal(tp_dcqcn_params_check(&p, &err), -EINVAL);
+	assert_int_equal(ice_dcqcn_params_check(&p, &err), -EINVAL);
 	assert_string_equal(err.key, "rp_dce_tcp_g");
 
-	tp_dcqcn_params_default(&p);
+	ice_dcqcn_params_default(&p);
 	p.rp_max_rate = 10000;
 	p.rp_min_rate = 20000;
-	assert_int_equal(tp_dcqcn_params_check(&p, &err), -EINVAL);
+	assert_int_equal(ice_dcqcn_params_check(&p, &err), -EINVAL);
 	assert_string_equal(err.key, "rp_min_rate");
 
 	p.rp_min_rate = 10000;
-	assert_int_equal(tp_dcqcn_params_check(&p, NULL), 0);
+	assert_int_equal(ice_dcqcn_params_check(&p, NULL), 0);
 	p.rp_time_reset = 0;
-	assert_int_equal(tp_dcqcn_params_check(&p, NULL), -EINVAL);
+	assert_int_equal(ice_dcqcn_params_check(&p, NULL), -EINVAL);
 }
 
 int main(void)

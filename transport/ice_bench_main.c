@@ -183,7 +183,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		{0, 0, 0, 0},
 	};
 	size_t nf;
-	const struct ice_cfg_field *df = tp_dcqcn_fields(&nf);
+	const struct ice_cfg_field *df = ice_dcqcn_fields(&nf);
 	int c;
 
 	memset(o, 0, sizeof(*o));

@@ -28,29 +28,29 @@
 /* ---- engine ---------------------------------------------------------- */
 
 struct tp_engine_cfg {
-	struct in_addr addr;	      /* local IPv4 address to bind (required) */
-	uint16_t port;		      /* UDP port to receive on; 4791 (0: ephemeral, tests) */
-	uint32_t mtu;		      /* RoCE payload per packet: 256, 512, 1024, 2048, 4096 */
-	uint32_t window_pkts;	      /* unacknowledged packets per QP */
-	uint32_t ack_every;	      /* request an ACK every N packets (and at message end) */
-	uint64_t retx_timeout_ns;     /* no ACK progress for this long: go back and resend */
-	uint32_t retry_cnt;	      /* timeouts in a row before the QP fails (peer gone) */
-	uint64_t rnr_timer_ns;	      /* wait after a receiver-not-ready NAK */
-	uint32_t rnr_retry;	      /* RNR NAKs in a row before failing; 0 = unlimited */
-	uint64_t line_rate_bps;	      /* NIC line rate for DCQCN's Rc start; 0 = unlimited */
-	bool icrc_verify;	      /* check the ICRC of received packets (offload off) */
-	bool ecn;		      /* send data ECN-capable (ECT(0)) */
-	uint8_t dscp;		      /* DSCP of data packets */
-	uint8_t cnp_dscp;	      /* DSCP of CNPs (np_cnp_dscp, 48 on ConnectX) */
-	uint32_t sock_buf;	      /* socket send/receive buffer, bytes */
-	uint32_t unexp_bytes;	      /* per QP: SEND data kept while no receive is posted;
-				       * beyond it the requester gets RNR NAKs */
-	uint64_t busy_poll_ns;	      /* spin this long for packets before sleeping */
-	uint32_t rx_drop_ppm;	      /* tests: drop this share (per million) of received packets */
-	uint32_t rx_drop_seed;	      /* tests: seed for the drop decisions */
-	uint32_t rx_dup_ppm;	      /* tests: process this share of packets twice */
-	uint32_t rx_reorder_ppm;      /* tests: swap this share with the next packet */
-	struct tp_dcqcn_params dcqcn; /* initial per-QP DCQCN parameters */
+	struct in_addr addr;	  /* local IPv4 address to bind (required) */
+	uint16_t port;		  /* UDP port to receive on; 4791 (0: ephemeral, tests) */
+	uint32_t mtu;		  /* RoCE payload per packet: 256, 512, 1024, 2048, 4096 */
+	uint32_t window_pkts;	  /* unacknowledged packets per QP */
+	uint32_t ack_every;	  /* request an ACK every N packets (and at message end) */
+	uint64_t retx_timeout_ns; /* no ACK progress for this long: go back and resend */
+	uint32_t retry_cnt;	  /* timeouts in a row before the QP fails (peer gone) */
+	uint64_t rnr_timer_ns;	  /* wait after a receiver-not-ready NAK */
+	uint32_t rnr_retry;	  /* RNR NAKs in a row before failing; 0 = unlimited */
+	uint64_t line_rate_bps;	  /* NIC line rate for DCQCN's Rc start; 0 = unlimited */
+	bool icrc_verify;	  /* check the ICRC of received packets (offload off) */
+	bool ecn;		  /* send data ECN-capable (ECT(0)) */
+	uint8_t dscp;		  /* DSCP of data packets */
+	uint8_t cnp_dscp;	  /* DSCP of CNPs (np_cnp_dscp, 48 on ConnectX) */
+	uint32_t sock_buf;	  /* socket send/receive buffer, bytes */
+	uint32_t unexp_bytes;	  /* per QP: SEND data kept while no receive is posted;
+				   * beyond it the requester gets RNR NAKs */
+	uint64_t busy_poll_ns;	  /* spin this long for packets before sleeping */
+	uint32_t rx_drop_ppm;	  /* tests: drop this share (per million) of received packets */
+	uint32_t rx_drop_seed;	  /* tests: seed for the drop decisions */
+	uint32_t rx_dup_ppm;	  /* tests: process this share of packets twice */
+	uint32_t rx_reorder_ppm;  /* tests: swap this share with the next packet */
+	struct ice_dcqcn_params dcqcn; /* initial per-QP DCQCN parameters */
 };
 
 void tp_engine_cfg_default(struct tp_engine_cfg *c);
@@ -135,7 +135,7 @@ int tp_qp_set_sport(struct tp_qp *qp, uint16_t sport);
 uint16_t tp_qp_sport(const struct tp_qp *qp);
 /* The QP's DCQCN parameters (a copy per QP): change fields at run time, then
  * call tp_qp_dcqcn_changed(). */
-struct tp_dcqcn_params *tp_qp_dcqcn_params(struct tp_qp *qp);
+struct ice_dcqcn_params *tp_qp_dcqcn_params(struct tp_qp *qp);
 int tp_qp_dcqcn_changed(struct tp_qp *qp);
 /* Set the current and target rate (a planned rate), bit/s; 0 = line rate. */
 void tp_qp_set_rate(struct tp_qp *qp, double bps);

@@ -45,113 +45,14 @@
  * stops early: with a 300 us timer this is ~20 s of events). */
 #define TP_DCQCN_MAX_EVENTS_PER_CALL (1u << 16)
 
-void tp_dcqcn_params_default(struct tp_dcqcn_params *p)
-{
-	*p = (struct tp_dcqcn_params){
-		.enable = 1,
-		.rp_max_rate = 0,
-		.rp_ai_rate = 5,
-		.rp_hai_rate = 50,
-		.rp_time_reset = 300,
-		.rp_byte_reset = 32767,
-		.rp_threshold = 1,
-		.rp_min_dec_fac = 50,
-		.rp_min_rate = 1,
-		.rp_gd = 11,
-		.rp_rate_to_set_on_first_cnp = 0,
-		.rp_clamp_tgt_rate = 0,
-		.rp_dce_tcp_g = 1019,
-		.rp_dce_tcp_rtt = 1,
-		.rp_rate_reduce_monitor_period = 4,
-		.rp_initial_alpha_value = 1023,
-		.np_min_time_between_cnps = 4,
-	};
-}
-
-#define DCQCN_FIELD(name, lo, hi, text)                                                            \
-	{                                                                                          \
-		.key = #name, .type = ICE_CFG_U32,                                                 \
-		.offset = offsetof(struct tp_dcqcn_params, name), .size = sizeof(uint32_t),        \
-		.min = (lo), .max = (hi), .help = (text),                                          \
-	}
-
-static const struct ice_cfg_field dcqcn_fields[] = {
-	DCQCN_FIELD(enable, 0, 1, "1: run DCQCN; 0: send at the fixed rate rp_max_rate"),
-	DCQCN_FIELD(rp_max_rate, 0, 400000, "line rate in Mbit/s; 0 = unlimited"),
-	DCQCN_FIELD(rp_ai_rate, 0, 400000, "additive increase step in Mbit/s"),
-	DCQCN_FIELD(rp_hai_rate, 0, 400000, "hyper increase step in Mbit/s"),
-	DCQCN_FIELD(rp_time_reset, 1, 10000000, "rate-increase timer period in us"),
-	DCQCN_FIELD(rp_byte_reset, 0, 1073741824,
-		    "bytes sent per rate-increase byte-counter event; 0 = byte counter off"),
-	DCQCN_FIELD(rp_threshold, 1, 31, "fast-recovery events after a cut (F)"),
-	DCQCN_FIELD(rp_min_dec_fac, 1, 100, "least share of Rc kept on one CNP, in %"),
-	DCQCN_FIELD(rp_min_rate, 0, 400000, "rate floor in Mbit/s"),
-	DCQCN_FIELD(rp_gd, 1, 15, "log2 of the cut divisor: cut = alpha * 2^(10 - rp_gd)"),
-	DCQCN_FIELD(rp_rate_to_set_on_first_cnp, 0, 400000,
-		    "rate in Mbit/s a flow gets at its first CNP; 0 = current rate"),
-	DCQCN_FIELD(rp_clamp_tgt_rate, 0, 1, "1: target rate follows Rc on every cut"),
-	DCQCN_FIELD(rp_dce_tcp_g, 0, 1023, "weight of the old alpha in the EWMA, in 1/1024"),
-	DCQCN_FIELD(rp_dce_tcp_rtt, 1, 10000000, "alpha decay period in us"),
-	DCQCN_FIELD(rp_rate_reduce_monitor_period, 0, 10000000, "least time between cuts in us"),
-	DCQCN_FIELD(rp_initial_alpha_value, 0, 1024, "alpha at the first CNP, in 1/1024"),
-	DCQCN_FIELD(np_min_time_between_cnps, 0, 10000000,
-		    "least time between two CNPs for one QP, in us"),
-};
-
-const struct ice_cfg_field *tp_dcqcn_fields(size_t *n)
-{
-	if (n != NULL)
-		*n = sizeof(dcqcn_fields) / sizeof(dcqcn_fields[0]);
-	return dcqcn_fields;
-}
-
-static void dcqcn_err(struct ice_cfg_err *err, const char *key, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void dcqcn_err(struct ice_cfg_err *err, const char *key, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL)
-		return;
-	memset(err, 0, sizeof(*err));
-	snprintf(err->key, sizeof(err->key), "%s", key);
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-}
-
-int tp_dcqcn_params_check(const struct tp_dcqcn_params *p, struct ice_cfg_err *err)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(dcqcn_fields) / sizeof(dcqcn_fields[0]); i++) {
-		const struct ice_cfg_field *f = &dcqcn_fields[i];
-		uint32_t v;
-
-		memcpy(&v, (const char *)p + f->offset, sizeof(v));
-		if ((double)v < f->min || (double)v > f->max) {
-			dcqcn_err(err, f->key, "expected an integer in [%.0f, %.0f], got %u",
-				  f->min, f->max, v);
-			return -EINVAL;
-		}
-	}
-	if (p->rp_max_rate != 0 && p->rp_min_rate > p->rp_max_rate) {
-		dcqcn_err(err, "rp_min_rate", "expected at most rp_max_rate (%u Mbit/s), got %u",
-			  p->rp_max_rate, p->rp_min_rate);
-		return -EINVAL;
-	}
-	return 0;
-}
-
 /* ---- reaction point ---- */
 
-static double rp_max_bps(const struct tp_dcqcn_params *p)
+static double rp_max_bps(const struct ice_dcqcn_params *p)
 {
 	return (double)p->rp_max_rate * MBPS; /* 0: unlimited */
 }
 
-static double clamp_max(const struct tp_dcqcn_params *p, double bps)
+static double clamp_max(const struct ice_dcqcn_params *p, double bps)
 {
 	double max = rp_max_bps(p);
 
@@ -174,7 +75,7 @@ static uint64_t periods_elapsed(uint64_t *since, uint64_t now_ns, uint32_t perio
 
 static void rp_increase_event(struct tp_dcqcn_rp *rp, bool timer)
 {
-	const struct tp_dcqcn_params *p = rp->p;
+	const struct ice_dcqcn_params *p = rp->p;
 	uint32_t t = rp->t_events, bc = rp->bc_events;
 	uint32_t hi = t > bc ? t : bc, lo = t < bc ? t : bc;
 
@@ -238,7 +139,7 @@ static void rp_alpha_decay(struct tp_dcqcn_rp *rp, uint64_t now_ns)
 		rp->alpha *= pow(rp->p->rp_dce_tcp_g / 1024.0, (double)n);
 }
 
-void tp_dcqcn_rp_init(struct tp_dcqcn_rp *rp, const struct tp_dcqcn_params *p, uint64_t now_ns,
+void tp_dcqcn_rp_init(struct tp_dcqcn_rp *rp, const struct ice_dcqcn_params *p, uint64_t now_ns,
 		      double start_bps)
 {
 	memset(rp, 0, sizeof(*rp));
@@ -290,7 +191,7 @@ void tp_dcqcn_rp_on_sent(struct tp_dcqcn_rp *rp, uint64_t bytes, uint64_t now_ns
 
 bool tp_dcqcn_rp_on_cnp(struct tp_dcqcn_rp *rp, uint64_t now_ns)
 {
-	const struct tp_dcqcn_params *p = rp->p;
+	const struct ice_dcqcn_params *p = rp->p;
 	uint64_t monitor_ns = (uint64_t)p->rp_rate_reduce_monitor_period * NS_PER_US;
 	double old, cut, keep, floor;
 
@@ -365,7 +266,7 @@ void tp_dcqcn_np_init(struct tp_dcqcn_np *np)
 	memset(np, 0, sizeof(*np));
 }
 
-bool tp_dcqcn_np_on_ce(struct tp_dcqcn_np *np, const struct tp_dcqcn_params *p, uint64_t now_ns)
+bool tp_dcqcn_np_on_ce(struct tp_dcqcn_np *np, const struct ice_dcqcn_params *p, uint64_t now_ns)
 {
 	uint64_t gap_ns = (uint64_t)p->np_min_time_between_cnps * NS_PER_US;
 

@@ -38,39 +38,12 @@
 #include <stdint.h>
 
 #include "ice_config.h"
-
-/* Parameters with mlx5 names and units. Defaults: tp_dcqcn_params_default(). */
-struct tp_dcqcn_params {
-	uint32_t enable;			/* 1: run DCQCN; 0: fixed rate rp_max_rate */
-	uint32_t rp_max_rate;			/* Mbit/s; line rate, 0 = unlimited */
-	uint32_t rp_ai_rate;			/* Mbit/s, additive increase step */
-	uint32_t rp_hai_rate;			/* Mbit/s, hyper increase step */
-	uint32_t rp_time_reset;			/* us, rate-increase timer period */
-	uint32_t rp_byte_reset;			/* bytes, rate-increase byte counter */
-	uint32_t rp_threshold;			/* F: fast-recovery events */
-	uint32_t rp_min_dec_fac;		/* %, least Rc may keep on one CNP */
-	uint32_t rp_min_rate;			/* Mbit/s, floor */
-	uint32_t rp_gd;				/* log2 of alpha's decrease divisor (11: alpha/2) */
-	uint32_t rp_rate_to_set_on_first_cnp;	/* Mbit/s, 0 = not used */
-	uint32_t rp_clamp_tgt_rate;		/* 1: Rt = Rc on every CNP */
-	uint32_t rp_dce_tcp_g;			/* alpha EWMA weight of the old value, /1024 */
-	uint32_t rp_dce_tcp_rtt;		/* us, alpha decay period */
-	uint32_t rp_rate_reduce_monitor_period; /* us, least time between cuts */
-	uint32_t rp_initial_alpha_value;	/* /1024 */
-	uint32_t np_min_time_between_cnps;	/* us, per QP */
-};
-
-/* ConnectX-5-like firmware defaults (see ../shared REFERENCE, DCQCN). */
-void tp_dcqcn_params_default(struct tp_dcqcn_params *p);
-/* Check every field against its safe range; -EINVAL and err names the key. */
-int tp_dcqcn_params_check(const struct tp_dcqcn_params *p, struct ice_cfg_err *err);
-/* The binding table (one row per parameter: key, unit, safe range). */
-const struct ice_cfg_field *tp_dcqcn_fields(size_t *n);
+#include "ice_dcqcn.h"
 
 struct tp_dcqcn_rp {
-	const struct tp_dcqcn_params *p; /* not owned; may change at run time */
-	double rc_bps;			 /* current rate */
-	double rt_bps;			 /* target rate */
+	const struct ice_dcqcn_params *p; /* not owned; may change at run time */
+	double rc_bps;			  /* current rate */
+	double rt_bps;			  /* target rate */
 	double alpha;
 	uint32_t t_events;    /* timer events since the last cut (T) */
 	uint32_t bc_events;   /* byte-counter events since the last cut (BC) */
@@ -88,7 +61,7 @@ struct tp_dcqcn_rp {
 
 /* Start at line rate (rp_max_rate), or at start_bps when non-zero (a planned
  * rate: the proactive plan lets a flow begin at its share). */
-void tp_dcqcn_rp_init(struct tp_dcqcn_rp *rp, const struct tp_dcqcn_params *p, uint64_t now_ns,
+void tp_dcqcn_rp_init(struct tp_dcqcn_rp *rp, const struct ice_dcqcn_params *p, uint64_t now_ns,
 		      double start_bps);
 /* A CNP arrived for this QP. Returns true when it cut the rate. */
 bool tp_dcqcn_rp_on_cnp(struct tp_dcqcn_rp *rp, uint64_t now_ns);
@@ -109,6 +82,6 @@ struct tp_dcqcn_np {
 
 void tp_dcqcn_np_init(struct tp_dcqcn_np *np);
 /* A CE-marked packet arrived; returns true when a CNP must be sent now. */
-bool tp_dcqcn_np_on_ce(struct tp_dcqcn_np *np, const struct tp_dcqcn_params *p, uint64_t now_ns);
+bool tp_dcqcn_np_on_ce(struct tp_dcqcn_np *np, const struct ice_dcqcn_params *p, uint64_t now_ns);
 
 #endif /* TP_DCQCN_H */

@@ -40,7 +40,7 @@ void tp_engine_cfg_default(struct tp_engine_cfg *c)
 	c->cnp_dscp = 48;
 	c->sock_buf = 8u << 20;
 	c->unexp_bytes = 4u << 20;
-	tp_dcqcn_params_default(&c->dcqcn);
+	ice_dcqcn_params_default(&c->dcqcn);
 }
 
 static int set_buf(int fd, int force_opt, int opt, uint32_t bytes)
@@ -135,7 +135,7 @@ static int cfg_check(const struct tp_engine_cfg *c)
 		ice_err(ICE_SUB_ENGINE, "ack_every must be at least 1");
 		return -EINVAL;
 	}
-	if (tp_dcqcn_params_check(&c->dcqcn, &ce) < 0) {
+	if (ice_dcqcn_params_check(&c->dcqcn, &ce) < 0) {
 		char buf[512];
 
 		ice_err(ICE_SUB_ENGINE, "DCQCN parameters: %s",

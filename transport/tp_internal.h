@@ -95,7 +95,7 @@ struct tp_qp {
 	uint64_t srtt_ns, rttvar_ns; /* smoothed RTT (RFC 6298), 0 before a sample */
 	double tokens;		     /* pacing bucket, bytes */
 	uint64_t token_ns;
-	struct tp_dcqcn_params dcqcn;
+	struct ice_dcqcn_params dcqcn;
 	struct tp_dcqcn_rp rp;
 
 	/* responder (receive queue) */

@@ -138,7 +138,7 @@ const struct tp_dcqcn_rp *tp_qp_rp(const struct tp_qp *qp)
 	return &qp->rp;
 }
 
-struct tp_dcqcn_params *tp_qp_dcqcn_params(struct tp_qp *qp)
+struct ice_dcqcn_params *tp_qp_dcqcn_params(struct tp_qp *qp)
 {
 	return &qp->dcqcn;
 }
@@ -147,7 +147,7 @@ int tp_qp_dcqcn_changed(struct tp_qp *qp)
 {
 	struct ice_cfg_err ce;
 
-	if (tp_dcqcn_params_check(&qp->dcqcn, &ce) < 0) {
+	if (ice_dcqcn_params_check(&qp->dcqcn, &ce) < 0) {
 		char buf[512];
 
 		ice_err(ICE_SUB_DCQCN, "QP 0x%x: %s", qp->qpn,

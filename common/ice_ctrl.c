@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "ice_ctrl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void ctrl_path(const char *ipv4, char *buf, size_t len)
+{
+	snprintf(buf, len, ICE_CTRL_PATH_FMT, ipv4);
+}
+
+static struct ice_ctrl *map_fd(int fd)
+{
+	void *p = mmap(NULL, sizeof(struct ice_ctrl), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+struct ice_ctrl *ice_ctrl_create(const char *ipv4)
+{
+	char path[128];
+	struct ice_ctrl *c;
+	int fd, err;
+
+	ctrl_path(ipv4, path, sizeof(path));
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, sizeof(struct ice_ctrl)) < 0)
+		goto err;
+	c = map_fd(fd);
+	if (c == NULL)
+		goto err;
+	close(fd);
+	if (c->magic != ICE_CTRL_MAGIC || c->version != ICE_CTRL_VERSION) {
+		memset(c, 0, sizeof(*c));
+		c->magic = ICE_CTRL_MAGIC;
+		c->version = ICE_CTRL_VERSION;
+		c->nslots = ICE_CTRL_SLOTS;
+	}
+	/* a restarted agent takes over the block and the QPs in it */
+	__atomic_store_n(&c->agent_pid, (uint32_t)getpid(), __ATOMIC_RELEASE);
+	return c;
+err:
+	err = errno;
+	close(fd);
+	errno = err;
+	return NULL;
+}
+
+struct ice_ctrl *ice_ctrl_open(const char *ipv4)
+{
+	char path[128];
+	struct ice_ctrl *c;
+	struct stat st;
+	int fd;
+
+	ctrl_path(ipv4, path, sizeof(path));
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(struct ice_ctrl)) {
+		close(fd);
+		errno = EPROTO;
+		return NULL;
+	}
+	c = map_fd(fd);
+	close(fd);
+	if (c == NULL)
+		return NULL;
+	if (c->magic != ICE_CTRL_MAGIC || c->version != ICE_CTRL_VERSION) {
+		munmap(c, sizeof(*c));
+		errno = EPROTO;
+		return NULL;
+	}
+	return c;
+}
+
+void ice_ctrl_close(struct ice_ctrl *c)
+{
+	if (c != NULL)
+		munmap(c, sizeof(*c));
+}
+
+int ice_ctrl_unlink(const char *ipv4)
+{
+	char path[128];
+
+	ctrl_path(ipv4, path, sizeof(path));
+	return unlink(path) < 0 ? -errno : 0;
+}
+
+int ice_ctrl_claim(struct ice_ctrl *c, uint32_t qpn)
+{
+	for (uint32_t i = 0; i < ICE_CTRL_SLOTS; i++) {
+		uint32_t zero = 0;
+
+		if (__atomic_load_n(&c->qp[i].qpn, __ATOMIC_RELAXED) != 0)
+			continue;
+		if (__atomic_compare_exchange_n(&c->qp[i].qpn, &zero, qpn, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED)) {
+			struct ice_ctrl_qp *q = &c->qp[i];
+
+			q->owner_pid = (uint32_t)getpid();
+			/* the control half of a reused slot is stale: forget it */
+			q->applied_seq = __atomic_load_n(&q->seq, __ATOMIC_ACQUIRE) & ~1u;
+			q->flags = 0;
+			__atomic_add_fetch(&c->qp_version, 1, __ATOMIC_RELEASE);
+			return (int)i;
+		}
+	}
+	return -ENOSPC;
+}
+
+void ice_ctrl_release(struct ice_ctrl *c, int slot)
+{
+	if (slot < 0 || slot >= ICE_CTRL_SLOTS)
+		return;
+	__atomic_store_n(&c->qp[slot].qpn, 0, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&c->qp_version, 1, __ATOMIC_RELEASE);
+}
+
+void ice_ctrl_set(struct ice_ctrl *c, int slot, uint32_t flags, uint16_t sport, uint32_t rate_mbps,
+		  const struct ice_dcqcn_params *dcqcn, uint64_t epoch)
+{
+	struct ice_ctrl_qp *q = &c->qp[slot];
+	uint32_t s = __atomic_load_n(&q->seq, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&q->seq, s | 1u, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	q->flags = flags;
+	q->sport = sport;
+	q->rate_mbps = rate_mbps;
+	q->epoch = epoch;
+	if (dcqcn != NULL)
+		q->dcqcn = *dcqcn;
+	__atomic_store_n(&q->seq, (s | 1u) + 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&c->ctl_version, 1, __ATOMIC_RELEASE);
+}
+
+bool ice_ctrl_get(const struct ice_ctrl *c, int slot, struct ice_ctrl_qp *out)
+{
+	const struct ice_ctrl_qp *q = &c->qp[slot];
+	uint32_t s1 = __atomic_load_n(&q->seq, __ATOMIC_ACQUIRE), s2;
+
+	if (s1 & 1u)
+		return false;
+	out->flags = q->flags;
+	out->sport = q->sport;
+	out->rate_mbps = q->rate_mbps;
+	out->epoch = q->epoch;
+	out->dcqcn = q->dcqcn;
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	s2 = __atomic_load_n(&q->seq, __ATOMIC_RELAXED);
+	out->seq = s1;
+	return s1 == s2;
+}
+
+uint64_t ice_ctrl_version(const struct ice_ctrl *c)
+{
+	return __atomic_load_n(&c->ctl_version, __ATOMIC_ACQUIRE);
+}
+
+int ice_ctrl_find(const struct ice_ctrl *c, uint32_t qpn)
+{
+	for (uint32_t i = 0; i < ICE_CTRL_SLOTS; i++)
+		if (__atomic_load_n(&c->qp[i].qpn, __ATOMIC_ACQUIRE) == qpn)
+			return (int)i;
+	return -ENOENT;
+}
