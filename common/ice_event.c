@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "ice_event.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+struct ice_event_tx {
+	int fd;
+	struct sockaddr_un to;
+	uint64_t seq;
+	uint64_t dropped;
+	char lib[12];
+};
+
+struct ice_event_tx *ice_event_tx_open(const char *ipv4, const char *lib)
+{
+	struct ice_event_tx *tx = calloc(1, sizeof(*tx));
+	const char *env = getenv("ICE_AGENT_SOCK");
+
+	if (tx == NULL)
+		return NULL;
+	tx->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (tx->fd < 0) {
+		free(tx);
+		return NULL;
+	}
+	tx->to.sun_family = AF_UNIX;
+	if (env != NULL && *env != '\0')
+		snprintf(tx->to.sun_path, sizeof(tx->to.sun_path), "%s", env);
+	else
+		snprintf(tx->to.sun_path, sizeof(tx->to.sun_path), ICE_EVENT_SOCK_FMT, ipv4);
+	snprintf(tx->lib, sizeof(tx->lib), "%s", lib);
+	return tx;
+}
+
+void ice_event_tx_close(struct ice_event_tx *tx)
+{
+	if (tx == NULL)
+		return;
+	close(tx->fd);
+	free(tx);
+}
+
+int ice_event_send(struct ice_event_tx *tx, struct ice_event *ev)
+{
+	struct timespec ts;
+
+	if (tx == NULL)
+		return -EBADF;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ev->magic = ICE_EVENT_MAGIC;
+	ev->version = ICE_EVENT_VERSION;
+	ev->pid = (uint32_t)getpid();
+	ev->seq = ++tx->seq;
+	ev->ts_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	memcpy(ev->lib, tx->lib, sizeof(ev->lib));
+	if (sendto(tx->fd, ev, sizeof(*ev), MSG_DONTWAIT, (struct sockaddr *)&tx->to,
+		   sizeof(tx->to)) < 0) {
+		tx->dropped++;
+		return -errno;
+	}
+	return 0;
+}
+
+uint64_t ice_event_dropped(const struct ice_event_tx *tx)
+{
+	return tx != NULL ? tx->dropped : 0;
+}
