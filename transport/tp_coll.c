@@ -259,8 +259,8 @@ static int allreduce_oneshot(struct tp_comm *c, const void *sendbuf, void *recvb
 	return ret;
 }
 
-int tp_allreduce(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
-		 enum tp_dtype t, enum tp_redop op)
+static int tp_allreduce_impl(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+			     enum tp_dtype t, enum tp_redop op)
 {
 	size_t bytes;
 	int ret = check_args(c, t, op, "all-reduce");
@@ -287,8 +287,8 @@ int tp_allreduce(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t c
 	return 0;
 }
 
-int tp_reduce_scatter(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t recvcount,
-		      enum tp_dtype t, enum tp_redop op)
+static int tp_reduce_scatter_impl(struct tp_comm *c, const void *sendbuf, void *recvbuf,
+				  size_t recvcount, enum tp_dtype t, enum tp_redop op)
 {
 	size_t esize = tp_dtype_size(t), bytes;
 	uint8_t *work;
@@ -320,8 +320,8 @@ avg:
 	return 0;
 }
 
-int tp_allgather(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t sendcount,
-		 enum tp_dtype t)
+static int tp_allgather_impl(struct tp_comm *c, const void *sendbuf, void *recvbuf,
+			     size_t sendcount, enum tp_dtype t)
 {
 	size_t bytes;
 	uint8_t *mine;
@@ -340,8 +340,8 @@ int tp_allgather(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t s
 	return ret < 0 ? fail(c, "all-gather", ret) : 0;
 }
 
-int tp_broadcast(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
-		 enum tp_dtype t, int root)
+static int tp_broadcast_impl(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+			     enum tp_dtype t, int root)
 {
 	size_t bytes, slice = c->cfg.slice_bytes;
 	int n = c->nranks, pos, next, prev;
@@ -393,8 +393,8 @@ out:
 	return ret < 0 ? fail(c, "broadcast", ret) : 0;
 }
 
-int tp_alltoall(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
-		enum tp_dtype t)
+static int tp_alltoall_impl(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+			    enum tp_dtype t)
 {
 	size_t bytes;
 	int n = c->nranks;
@@ -432,8 +432,8 @@ int tp_alltoall(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t co
 	return ret < 0 ? fail(c, "all-to-all", ret) : 0;
 }
 
-int tp_sendrecv(struct tp_comm *c, const void *sendbuf, int sendpeer, void *recvbuf, int recvpeer,
-		size_t count, enum tp_dtype t)
+static int tp_sendrecv_impl(struct tp_comm *c, const void *sendbuf, int sendpeer, void *recvbuf,
+			    int recvpeer, size_t count, enum tp_dtype t)
 {
 	size_t bytes;
 	struct tp_req rr = {0}, sr = {0};
@@ -460,4 +460,76 @@ int tp_sendrecv(struct tp_comm *c, const void *sendbuf, int sendpeer, void *recv
 	if (ret == 0)
 		ret = tp_comm_wait(c, &sr);
 	return ret < 0 ? fail(c, "send/recv", ret) : 0;
+}
+
+int tp_allreduce(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+		 enum tp_dtype t, enum tp_redop op)
+{
+	int ret;
+
+	tp_comm_event(c, ICE_EV_COLL_START, ICE_OP_ALLREDUCE, count, (int)t, (int)op, -1, -1);
+	ret = tp_allreduce_impl(c, sendbuf, recvbuf, count, t, op);
+	tp_comm_event(c, ICE_EV_COLL_END, ICE_OP_ALLREDUCE, count, (int)t, (int)op, -1, -1);
+	return ret;
+}
+
+int tp_reduce_scatter(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t recvcount,
+		      enum tp_dtype t, enum tp_redop op)
+{
+	int ret;
+
+	tp_comm_event(c, ICE_EV_COLL_START, ICE_OP_REDUCESCATTER, recvcount * (size_t)c->nranks,
+		      (int)t, (int)op, -1, -1);
+	ret = tp_reduce_scatter_impl(c, sendbuf, recvbuf, recvcount, t, op);
+	tp_comm_event(c, ICE_EV_COLL_END, ICE_OP_REDUCESCATTER, recvcount * (size_t)c->nranks,
+		      (int)t, (int)op, -1, -1);
+	return ret;
+}
+
+int tp_allgather(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t sendcount,
+		 enum tp_dtype t)
+{
+	int ret;
+
+	tp_comm_event(c, ICE_EV_COLL_START, ICE_OP_ALLGATHER, sendcount * (size_t)c->nranks, (int)t,
+		      -1, -1, -1);
+	ret = tp_allgather_impl(c, sendbuf, recvbuf, sendcount, t);
+	tp_comm_event(c, ICE_EV_COLL_END, ICE_OP_ALLGATHER, sendcount * (size_t)c->nranks, (int)t,
+		      -1, -1, -1);
+	return ret;
+}
+
+int tp_broadcast(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+		 enum tp_dtype t, int root)
+{
+	int ret;
+
+	tp_comm_event(c, ICE_EV_COLL_START, ICE_OP_BROADCAST, count, (int)t, -1, root, -1);
+	ret = tp_broadcast_impl(c, sendbuf, recvbuf, count, t, root);
+	tp_comm_event(c, ICE_EV_COLL_END, ICE_OP_BROADCAST, count, (int)t, -1, root, -1);
+	return ret;
+}
+
+int tp_alltoall(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+		enum tp_dtype t)
+{
+	int ret;
+
+	tp_comm_event(c, ICE_EV_COLL_START, ICE_OP_ALLTOALL, count * (size_t)c->nranks, (int)t, -1,
+		      -1, -1);
+	ret = tp_alltoall_impl(c, sendbuf, recvbuf, count, t);
+	tp_comm_event(c, ICE_EV_COLL_END, ICE_OP_ALLTOALL, count * (size_t)c->nranks, (int)t, -1,
+		      -1, -1);
+	return ret;
+}
+
+int tp_sendrecv(struct tp_comm *c, const void *sendbuf, int sendpeer, void *recvbuf, int recvpeer,
+		size_t count, enum tp_dtype t)
+{
+	int ret;
+
+	tp_comm_event(c, ICE_EV_COLL_START, ICE_OP_SENDRECV, count, (int)t, -1, -1, sendpeer);
+	ret = tp_sendrecv_impl(c, sendbuf, sendpeer, recvbuf, recvpeer, count, t);
+	tp_comm_event(c, ICE_EV_COLL_END, ICE_OP_SENDRECV, count, (int)t, -1, -1, sendpeer);
+	return ret;
 }

@@ -367,6 +367,10 @@ struct tp_comm *tp_comm_init(const struct tp_comm_cfg *cfg)
 	}
 	free(table);
 	free(mine);
+	c->comm_id = 1469598103934665603ull; /* FNV-1a of the rendezvous address */
+	for (const char *p = c->cfg.bootstrap; *p; p++)
+		c->comm_id = (c->comm_id ^ (uint8_t)*p) * 1099511628211ull;
+	tp_comm_event(c, ICE_EV_COMM_INIT, 0, 0, -1, -1, -1, -1);
 	ice_dbg(ICE_SUB_COMM, "rank %d of %d ready, %u QPs per peer", c->rank, c->nranks, c->k);
 	return c;
 err:
@@ -381,6 +385,8 @@ void tp_comm_free(struct tp_comm *c)
 {
 	if (c == NULL)
 		return;
+	if (c->e != NULL && c->comm_id != 0)
+		tp_comm_event(c, ICE_EV_COMM_DESTROY, 0, 0, -1, -1, -1, -1);
 	/* Let the peers finish: they may still need our ACKs. */
 	if (c->e != NULL && c->oob != NULL && c->nranks > 1 && (c->rank == 0 || c->oob[0] >= 0))
 		tp_comm_barrier(c);
@@ -608,4 +614,29 @@ int tp_comm_oob_max(struct tp_comm *c, double *v)
 int tp_comm_oob_sum(struct tp_comm *c, double *v)
 {
 	return oob_reduce(c, v, 1);
+}
+
+void tp_comm_event(struct tp_comm *c, enum ice_ev_kind kind, enum ice_coll_op op, size_t count,
+		   int dtype, int redop, int root, int peer)
+{
+	struct ice_event ev;
+
+	if (c->e->events == NULL)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = (uint16_t)kind;
+	ev.op = (uint32_t)op;
+	ev.comm_id = c->comm_id;
+	ev.rank = c->rank;
+	ev.nranks = c->nranks;
+	ev.count = count;
+	ev.bytes = dtype >= 0 ? count * tp_dtype_size((enum tp_dtype)dtype) : 0;
+	ev.dtype = (uint32_t)dtype;
+	ev.redop = (uint32_t)redop;
+	ev.root = root;
+	ev.peer = peer;
+	ev.prev = (c->rank + c->nranks - 1) % c->nranks;
+	ev.next = (c->rank + 1) % c->nranks;
+	ev.local_ip = c->cfg.eng.addr.s_addr;
+	ice_event_send(c->e->events, &ev);
 }

@@ -186,8 +186,16 @@ struct tp_engine *tp_engine_new(const struct tp_engine_cfg *cfg)
 		e->rx_iov[i].iov_base = e->rx_bufs + (size_t)i * e->rx_buf_len;
 		e->rx_iov[i].iov_len = e->rx_buf_len;
 	}
-	ice_dbg(ICE_SUB_ENGINE, "engine on %s:%u, mtu %u, QPN base 0x%x", inet_ntoa(cfg->addr),
-		e->port, cfg->mtu, e->qpn_base);
+	{
+		char a[INET_ADDRSTRLEN];
+
+		inet_ntop(AF_INET, &cfg->addr, a, sizeof(a));
+		/* both are optional: without an agent the transport runs alone */
+		e->ctrl = ice_ctrl_open(a);
+		e->events = ice_event_tx_open(a, "ice-tp");
+		ice_dbg(ICE_SUB_ENGINE, "engine on %s:%u, mtu %u, QPN base 0x%x, agent %s", a,
+			e->port, cfg->mtu, e->qpn_base, e->ctrl ? "found" : "absent");
+	}
 	return e;
 
 err_free:
@@ -208,6 +216,8 @@ void tp_engine_free(struct tp_engine *e)
 			tp_qp_destroy(e->qps[i]);
 	for (int i = 0; i < TP_MAX_MRS; i++)
 		free(e->mrs[i]);
+	ice_ctrl_close(e->ctrl);
+	ice_event_tx_close(e->events);
 	close(e->rx_fd);
 	free(e->tx_bounce);
 	free(e->rx_bufs);
@@ -436,6 +446,8 @@ int tp_engine_progress(struct tp_engine *e, uint64_t max_wait_ns)
 	if (rx < 0)
 		return rx;
 	now = ice_now_ns();
+	if (e->ctrl != NULL)
+		tp_ctrl_poll(e, now);
 	for (uint32_t i = 0; i < e->nqps; i++)
 		if (e->qps[i] != NULL && e->qps[i]->state == TP_QPS_RTS)
 			tx += tp_qp_tx(e->qps[i], now, &wake);
@@ -456,4 +468,77 @@ int tp_engine_progress(struct tp_engine *e, uint64_t max_wait_ns)
 	if (ppoll(&pfd, 1, &ts, NULL) > 0)
 		return rx_drain(e);
 	return 0;
+}
+
+/* ---- the host agent's control block ------------------------------------------ */
+
+void tp_ctrl_publish(struct tp_qp *qp)
+{
+	struct ice_ctrl_qp *q;
+
+	if (qp->e->ctrl == NULL || qp->ctrl_slot < 0)
+		return;
+	q = &qp->e->ctrl->qp[qp->ctrl_slot];
+	q->rqpn = qp->rqpn;
+	q->local_ip = qp->e->cfg.addr.s_addr;
+	q->remote_ip = qp->peer.sin_addr.s_addr;
+	q->sport_now = qp->sport;
+	q->rate_mbps_now = (uint32_t)(tp_dcqcn_rp_rate(&qp->rp) / 1e6);
+	q->tx_bytes = qp->st.tx_bytes;
+	q->rx_bytes = qp->st.rx_bytes;
+	q->tx_pkts = qp->st.tx_pkts;
+	q->rx_pkts = qp->st.rx_pkts;
+	q->retx_pkts = qp->st.retx_pkts;
+	q->cnps_rx = qp->st.cnps_rx;
+	q->cnps_tx = qp->st.cnps_tx;
+	q->ce_rx = qp->st.ce_rx;
+}
+
+/* Apply what the agent set for one QP (a plan: source port, rate, DCQCN). */
+static void ctrl_apply(struct tp_qp *qp)
+{
+	struct ice_ctrl_qp *q = &qp->e->ctrl->qp[qp->ctrl_slot];
+	struct ice_ctrl_qp c;
+
+	if (!ice_ctrl_get(qp->e->ctrl, qp->ctrl_slot, &c) || c.seq == q->applied_seq)
+		return;
+	if ((c.flags & ICE_CTRL_SET_DCQCN) != 0) {
+		struct ice_dcqcn_params old = qp->dcqcn;
+
+		qp->dcqcn = c.dcqcn;
+		if (qp->dcqcn.rp_max_rate == 0 && qp->e->cfg.line_rate_bps != 0)
+			qp->dcqcn.rp_max_rate = (uint32_t)(qp->e->cfg.line_rate_bps / 1000000);
+		if (tp_qp_dcqcn_changed(qp) < 0)
+			qp->dcqcn = old; /* refused and logged; keep the old ones */
+	}
+	if ((c.flags & ICE_CTRL_SET_RATE) != 0)
+		tp_qp_set_rate(qp, (double)c.rate_mbps * 1e6);
+	if ((c.flags & ICE_CTRL_SET_SPORT) != 0 && c.sport != 0 && tp_qp_set_sport(qp, c.sport) < 0)
+		ice_warn(ICE_SUB_ENGINE, "QP 0x%x: cannot move to source port %u", qp->qpn,
+			 c.sport);
+	q->applied_epoch = c.epoch;
+	__atomic_store_n(&q->applied_seq, c.seq, __ATOMIC_RELEASE);
+	tp_ctrl_publish(qp);
+}
+
+void tp_ctrl_poll(struct tp_engine *e, uint64_t now)
+{
+	uint64_t v = ice_ctrl_version(e->ctrl);
+	bool publish = now - e->ctrl_publish_ns >= 10 * ICE_NSEC_PER_MSEC;
+
+	if (v == e->ctrl_seen && !publish)
+		return;
+	for (uint32_t i = 0; i < e->nqps; i++) {
+		struct tp_qp *qp = e->qps[i];
+
+		if (qp == NULL || qp->ctrl_slot < 0)
+			continue;
+		if (v != e->ctrl_seen)
+			ctrl_apply(qp);
+		if (publish)
+			tp_ctrl_publish(qp);
+	}
+	e->ctrl_seen = v;
+	if (publish)
+		e->ctrl_publish_ns = now;
 }

@@ -6,6 +6,8 @@
 
 #include <sys/socket.h>
 
+#include "ice_ctrl.h"
+#include "ice_event.h"
 #include "tp.h"
 
 #define TP_RX_BATCH  64
@@ -122,6 +124,7 @@ struct tp_qp {
 	struct tp_qp *ack_next; /* on e->ack_list when ack_pending */
 
 	struct tp_qp_stats st;
+	int ctrl_slot; /* slot in the agent's control block, or -1 */
 };
 
 struct tp_engine {
@@ -155,10 +158,19 @@ struct tp_engine {
 	uint8_t *tx_bounce; /* TP_TX_BATCH * (mtu + 4): payloads that need pad */
 
 	struct tp_engine_stats st;
+
+	/* the host agent, when one runs for this address */
+	struct ice_ctrl *ctrl;	     /* control block, or NULL */
+	uint64_t ctrl_seen;	     /* its ctl_version when last applied */
+	uint64_t ctrl_publish_ns;    /* last time QP counters were copied there */
+	struct ice_event_tx *events; /* collective events to the agent, or NULL */
 };
 
 /* tp_engine.c */
 void tp_cq_push(struct tp_engine *e, const struct tp_wc *wc);
+/* The agent's control block: take new settings, publish QP state. */
+void tp_ctrl_poll(struct tp_engine *e, uint64_t now);
+void tp_ctrl_publish(struct tp_qp *qp);
 struct tp_mr *tp_mr_find(struct tp_engine *e, uint32_t rkey);
 int tp_sock_tx_open(struct tp_engine *e, uint16_t sport);
 
@@ -188,6 +200,7 @@ struct tp_comm {
 	uint64_t *rx_seq;   /* messages posted to receive from each peer */
 	int *oob;	    /* rank 0: fd per rank (-1 for itself); others: oob[0] */
 	uint8_t *scratch;   /* collectives' temporary space */
+	uint64_t comm_id;   /* for events: hash of the rendezvous address */
 	size_t scratch_len;
 };
 
@@ -197,6 +210,9 @@ int tp_comm_irecv(struct tp_comm *c, int peer, void *buf, size_t len, struct tp_
 int tp_comm_progress(struct tp_comm *c, uint64_t max_wait_ns);
 /* Wait until r is complete; returns its status. */
 int tp_comm_wait(struct tp_comm *c, struct tp_req *r);
+/* Tell the host agent about an operation (no-op without an agent). */
+void tp_comm_event(struct tp_comm *c, enum ice_ev_kind kind, enum ice_coll_op op, size_t count,
+		   int dtype, int redop, int root, int peer);
 /* Scratch space of at least len bytes (kept for later calls). */
 void *tp_comm_scratch(struct tp_comm *c, size_t len);
 

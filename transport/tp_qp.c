@@ -51,6 +51,7 @@ struct tp_qp *tp_qp_create(struct tp_engine *e)
 	qp->qpn = e->qpn_base + idx;
 	qp->state = TP_QPS_RESET;
 	qp->tx_fd = -1;
+	qp->ctrl_slot = -1;
 	qp->dcqcn = e->cfg.dcqcn;
 	if (qp->dcqcn.rp_max_rate == 0 && e->cfg.line_rate_bps != 0)
 		qp->dcqcn.rp_max_rate = (uint32_t)(e->cfg.line_rate_bps / 1000000);
@@ -107,6 +108,8 @@ void tp_qp_destroy(struct tp_qp *qp)
 	}
 	if (qp->tx_fd >= 0)
 		close(qp->tx_fd);
+	if (e->ctrl != NULL && qp->ctrl_slot >= 0)
+		ice_ctrl_release(e->ctrl, qp->ctrl_slot);
 	e->qps[qp->idx] = NULL;
 	free(qp->ooo);
 	free(qp->ooo_data);
@@ -207,6 +210,11 @@ int tp_qp_connect(struct tp_qp *qp, const struct tp_qp_conn *c)
 	tp_dcqcn_rp_init(&qp->rp, &qp->dcqcn, ice_now_ns(), 0);
 	qp->token_ns = ice_now_ns();
 	qp->state = TP_QPS_RTS;
+	if (qp->e->ctrl != NULL) {
+		/* tell the agent: it can now steer this QP */
+		qp->ctrl_slot = ice_ctrl_claim(qp->e->ctrl, qp->qpn);
+		tp_ctrl_publish(qp);
+	}
 	ice_dbg(ICE_SUB_QP, "QP 0x%x -> %s:%u QP 0x%x, sport %u", qp->qpn, inet_ntoa(c->raddr),
 		c->rport, c->rqpn, sport);
 	return 0;
