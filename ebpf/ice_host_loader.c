@@ -17,9 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -27,11 +25,11 @@
 #include <linux/magic.h>
 
 #include "ice_host_loader.h"
+#include "ice_bpf_util.h"
 #include "ice_host.skel.h"
 #include "ice_log.h"
 
 #define HOST_SUB	   ICE_SUB_COMMON
-#define BPFFS_ROOT	   "/sys/fs/bpf"
 #define HOST_TCX_INGRESS   46 /* BPF_TCX_INGRESS */
 #define HOST_TCX_EGRESS	   47 /* BPF_TCX_EGRESS */
 #define HOST_LINK_TYPE_TCX 11 /* BPF_LINK_TYPE_TCX */
@@ -72,118 +70,12 @@ struct ice_host {
 	int ev_seen;
 };
 
-/* libbpf's messages, through our logger (one line each, no trailing newline). */
-static int host_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	int lvl = level == LIBBPF_WARN	 ? ICE_LOG_WARN
-		  : level == LIBBPF_INFO ? ICE_LOG_INFO
-					 : ICE_LOG_DEBUG;
-	char *buf = NULL;
-	int n;
-
-	if (!ice_log_enabled(lvl, HOST_SUB))
-		return 0;
-	n = vasprintf(&buf, fmt, ap); /* verifier logs: many lines, no fixed buffer */
-	if (n < 0)
-		return 0;
-	while (n > 0 && buf[n - 1] == '\n')
-		buf[--n] = '\0';
-	/* bpf_tc_hook_create() where clsact exists already, bpf_tc_query() and
-	 * bpf_tc_detach() where nothing of ours is: expected. */
-	if (strstr(buf, "Exclusivity flag on") != NULL ||
-	    strstr(buf, "Parent Qdisc doesn't exist") != NULL ||
-	    strstr(buf, "Cannot find specified filter chain") != NULL ||
-	    strstr(buf, "Filter with specified priority/protocol not found") != NULL)
-		lvl = ICE_LOG_DEBUG;
-	if (ice_log_enabled(lvl, HOST_SUB))
-		ice_log_msg(lvl, HOST_SUB, __FILE__, __LINE__, "libbpf: %s", buf);
-	free(buf);
-	return 0;
-}
-
-static int host_path(char *buf, size_t size, const char *dir, const char *name)
-{
-	int n = snprintf(buf, size, "%s/%s", dir, name);
-
-	if (n < 0 || (size_t)n >= size) {
-		ice_err(HOST_SUB, "pin path too long: %s/%s", dir, name);
-		return -ENAMETOOLONG;
-	}
-	return 0;
-}
-
 static int host_link_path(char *buf, size_t size, const char *dir, int ifindex, int d)
 {
 	char name[64];
 
 	snprintf(name, sizeof(name), "link_%d_%s", ifindex, host_dir_name[d]);
-	return host_path(buf, size, dir, name);
-}
-
-/* mkdir -p under bpffs, mounting bpffs on /sys/fs/bpf first when needed. */
-static int host_pin_dir_create(const char *dir)
-{
-	char path[PATH_MAX];
-	struct statfs sfs;
-	size_t len = strlen(dir);
-
-	if (len == 0 || len >= sizeof(path)) {
-		ice_err(HOST_SUB, "pin directory '%s': expected a path of 1..%zu characters", dir,
-			sizeof(path) - 1);
-		return -EINVAL;
-	}
-	if (strncmp(dir, BPFFS_ROOT "/", strlen(BPFFS_ROOT "/")) == 0 &&
-	    (statfs(BPFFS_ROOT, &sfs) != 0 || sfs.f_type != BPF_FS_MAGIC)) {
-		if (mount("bpf", BPFFS_ROOT, "bpf", 0, "mode=0700") != 0) {
-			int err = -errno;
-
-			ice_err(HOST_SUB, "%s is not a bpf filesystem and mounting one failed: %s",
-				BPFFS_ROOT, strerror(-err));
-			return err;
-		}
-		ice_info(HOST_SUB, "mounted bpffs on %s", BPFFS_ROOT);
-	}
-	memcpy(path, dir, len + 1);
-	for (char *p = path + 1;; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		char c = *p;
-
-		*p = '\0';
-		if (mkdir(path, 0700) != 0 && errno != EEXIST) {
-			int err = -errno;
-
-			ice_err(HOST_SUB, "pin directory %s: mkdir %s: %s", dir, path,
-				strerror(-err));
-			return err;
-		}
-		*p = c;
-		if (c == '\0')
-			break;
-	}
-	return 0;
-}
-
-static int host_pin_maps(struct ice_host *h)
-{
-	char path[PATH_MAX];
-	struct bpf_map *map;
-	int err;
-
-	bpf_object__for_each_map(map, h->skel->obj)
-	{
-		if (bpf_map__is_internal(map))
-			continue;
-		err = host_path(path, sizeof(path), h->pin_dir, bpf_map__name(map));
-		if (err)
-			return err;
-		err = bpf_map__set_pin_path(map, path);
-		if (err) {
-			ice_err(HOST_SUB, "pin path %s: %s", path, strerror(-err));
-			return err;
-		}
-	}
-	return 0;
+	return ice_bpf_path(buf, size, dir, name);
 }
 
 struct ice_host *ice_host_open(const char *pin_dir, const struct ice_host_opts *o)
@@ -191,7 +83,7 @@ struct ice_host *ice_host_open(const char *pin_dir, const struct ice_host_opts *
 	struct ice_host *h;
 	int err;
 
-	libbpf_set_print(host_libbpf_print);
+	ice_bpf_log_init();
 	h = calloc(1, sizeof(*h));
 	if (h == NULL)
 		return NULL;
@@ -216,10 +108,10 @@ struct ice_host *ice_host_open(const char *pin_dir, const struct ice_host_opts *
 	h->skel->rodata->roce_port = h->opts.roce_port;
 	h->skel->rodata->sample = h->opts.sample;
 	if (h->pin_dir[0]) {
-		err = host_pin_dir_create(h->pin_dir);
+		err = ice_bpf_pin_dir_create(h->pin_dir);
 		if (err)
 			goto err_destroy;
-		err = host_pin_maps(h);
+		err = ice_bpf_pin_maps(h->skel->obj, h->pin_dir);
 		if (err)
 			goto err_destroy;
 	}
@@ -502,7 +394,7 @@ int ice_host_query(const char *pin_dir, int ifindex, struct ice_host_attachment 
 {
 	int found = 0;
 
-	libbpf_set_print(host_libbpf_print);
+	ice_bpf_log_init();
 	for (int d = 0; d < 2; d++) {
 		struct ice_host_attachment *a = &out[d];
 		char path[PATH_MAX];
@@ -613,7 +505,7 @@ int ice_host_unpin(const char *pin_dir)
 	int err = 0, e;
 	DIR *dir;
 
-	libbpf_set_print(host_libbpf_print);
+	ice_bpf_log_init();
 	dir = opendir(pin_dir);
 	if (dir != NULL) {
 		while ((de = readdir(dir)) != NULL) {
@@ -630,7 +522,7 @@ int ice_host_unpin(const char *pin_dir)
 		closedir(dir);
 	}
 	for (size_t i = 0; i < sizeof(host_pinned_maps) / sizeof(host_pinned_maps[0]); i++) {
-		e = host_path(path, sizeof(path), pin_dir, host_pinned_maps[i]);
+		e = ice_bpf_path(path, sizeof(path), pin_dir, host_pinned_maps[i]);
 		if (e == 0 && unlink(path) != 0 && errno != ENOENT)
 			e = -errno;
 		if (e && err == 0) {

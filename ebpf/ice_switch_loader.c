@@ -9,9 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,10 +19,10 @@
 
 #include "ice_log.h"
 #include "ice_switch_loader.h"
+#include "ice_bpf_util.h"
 #include "ice_switch.skel.h"
 
-#define SW_SUB	   ICE_SUB_COMMON
-#define BPFFS_ROOT "/sys/fs/bpf"
+#define SW_SUB ICE_SUB_COMMON
 
 struct ice_sw {
 	struct ice_switch_bpf *skel;
@@ -37,112 +35,6 @@ static const char *const sw_pinned_maps[] = {
 	ICE_SW_MAP_ECMP_HITS, ICE_SW_MAP_HASH,	     ICE_SW_MAP_STATS,
 };
 
-/* libbpf's messages, through our logger (one line each, no trailing newline). */
-static int sw_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	int lvl = level == LIBBPF_WARN	 ? ICE_LOG_WARN
-		  : level == LIBBPF_INFO ? ICE_LOG_INFO
-					 : ICE_LOG_DEBUG;
-	char *buf = NULL;
-	int n;
-
-	if (!ice_log_enabled(lvl, SW_SUB))
-		return 0;
-	/* Verifier logs come as one message of many lines: no fixed buffer. */
-	n = vasprintf(&buf, fmt, ap);
-	if (n < 0)
-		return 0;
-	while (n > 0 && buf[n - 1] == '\n')
-		buf[--n] = '\0';
-	/* bpf_tc_hook_create() on a port that has clsact already: expected. */
-	if (strstr(buf, "Exclusivity flag on") != NULL)
-		lvl = ICE_LOG_DEBUG;
-	if (!ice_log_enabled(lvl, SW_SUB)) {
-		free(buf);
-		return 0;
-	}
-	ice_log_msg(lvl, SW_SUB, __FILE__, __LINE__, "libbpf: %s", buf);
-	free(buf);
-	return 0;
-}
-
-static int sw_path(char *buf, size_t size, const char *dir, const char *name)
-{
-	int n = snprintf(buf, size, "%s/%s", dir, name);
-
-	if (n < 0 || (size_t)n >= size) {
-		ice_err(SW_SUB, "pin path too long: %s/%s", dir, name);
-		return -ENAMETOOLONG;
-	}
-	return 0;
-}
-
-/* mkdir -p under bpffs, mounting bpffs on /sys/fs/bpf first when needed. */
-static int sw_pin_dir_create(const char *dir)
-{
-	char path[PATH_MAX];
-	struct statfs sfs;
-	size_t len = strlen(dir);
-
-	if (len == 0 || len >= sizeof(path)) {
-		ice_err(SW_SUB, "pin directory '%s': expected a path of 1..%zu characters", dir,
-			sizeof(path) - 1);
-		return -EINVAL;
-	}
-	if (strncmp(dir, BPFFS_ROOT "/", strlen(BPFFS_ROOT "/")) == 0 &&
-	    (statfs(BPFFS_ROOT, &sfs) != 0 || sfs.f_type != BPF_FS_MAGIC)) {
-		if (mount("bpf", BPFFS_ROOT, "bpf", 0, "mode=0700") != 0) {
-			int err = -errno;
-
-			ice_err(SW_SUB, "%s is not a bpf filesystem and mounting one failed: %s",
-				BPFFS_ROOT, strerror(-err));
-			return err;
-		}
-		ice_info(SW_SUB, "mounted bpffs on %s", BPFFS_ROOT);
-	}
-	memcpy(path, dir, len + 1);
-	for (char *p = path + 1;; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		char c = *p;
-
-		*p = '\0';
-		if (mkdir(path, 0700) != 0 && errno != EEXIST) {
-			int err = -errno;
-
-			ice_err(SW_SUB, "pin directory %s: mkdir %s: %s", dir, path,
-				strerror(-err));
-			return err;
-		}
-		*p = c;
-		if (c == '\0')
-			break;
-	}
-	return 0;
-}
-
-static int sw_pin_maps(struct ice_sw *sw, const char *pin_dir)
-{
-	char path[PATH_MAX];
-	struct bpf_map *map;
-	int err;
-
-	bpf_object__for_each_map(map, sw->skel->obj)
-	{
-		if (bpf_map__is_internal(map))
-			continue;
-		err = sw_path(path, sizeof(path), pin_dir, bpf_map__name(map));
-		if (err)
-			return err;
-		err = bpf_map__set_pin_path(map, path);
-		if (err) {
-			ice_err(SW_SUB, "pin path %s: %s", path, strerror(-err));
-			return err;
-		}
-	}
-	return 0;
-}
-
 struct ice_sw *ice_sw_open(const char *pin_dir, unsigned int flags)
 {
 	struct topo_hash_cfg hc;
@@ -150,7 +42,7 @@ struct ice_sw *ice_sw_open(const char *pin_dir, unsigned int flags)
 	__u32 zero = 0;
 	int err;
 
-	libbpf_set_print(sw_libbpf_print);
+	ice_bpf_log_init();
 	sw = calloc(1, sizeof(*sw));
 	if (sw == NULL)
 		return NULL;
@@ -164,10 +56,10 @@ struct ice_sw *ice_sw_open(const char *pin_dir, unsigned int flags)
 		goto err_free;
 	}
 	if (pin_dir != NULL) {
-		err = sw_pin_dir_create(pin_dir);
+		err = ice_bpf_pin_dir_create(pin_dir);
 		if (err)
 			goto err_destroy;
-		err = sw_pin_maps(sw, pin_dir);
+		err = ice_bpf_pin_maps(sw->skel->obj, pin_dir);
 		if (err)
 			goto err_destroy;
 	}
@@ -490,7 +382,7 @@ static int sw_pinned_fd(const char *pin_dir, const char *name)
 	char path[PATH_MAX];
 	int fd, err;
 
-	err = sw_path(path, sizeof(path), pin_dir, name);
+	err = ice_bpf_path(path, sizeof(path), pin_dir, name);
 	if (err)
 		return err;
 	fd = bpf_obj_get(path);
@@ -648,7 +540,7 @@ int ice_sw_unpin(const char *pin_dir)
 	int err = 0;
 
 	for (size_t i = 0; i < sizeof(sw_pinned_maps) / sizeof(sw_pinned_maps[0]); i++) {
-		int e = sw_path(path, sizeof(path), pin_dir, sw_pinned_maps[i]);
+		int e = ice_bpf_path(path, sizeof(path), pin_dir, sw_pinned_maps[i]);
 
 		if (e == 0 && unlink(path) != 0 && errno != ENOENT)
 			e = -errno;
