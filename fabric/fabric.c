@@ -10,13 +10,17 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <jansson.h>
 #include <net/if.h>
+#include <netinet/in.h>
+#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,7 +29,9 @@
 #include "ice_switch_loader.h"
 #include "ice_time.h"
 
-#define MGMT_NET "10.253" /* 10.253.<fabric byte>.0/24 */
+#define MGMT_NET       "10.253" /* 10.253.<fabric byte>.0/24 */
+#define FRR_DIR	       "/usr/lib/frr"
+#define FRR_CONVERGE_S 30 /* FRR must install every ECMP route within this */
 
 /* ---- small helpers ------------------------------------------------------------ */
 
@@ -420,6 +426,270 @@ static int setup_switch_bpf(void *arg)
 	return ret;
 }
 
+/* ---- FRR ------------------------------------------------------------------------------ */
+
+/* Split topo_frr_config()'s integrated configuration: zebra gets the global
+ * and interface part, bgpd the header lines and the router bgp block. */
+static int frr_write_configs(const struct topo *t, const struct topo_node *n, const char *dir,
+			     uid_t uid, gid_t gid)
+{
+	char *text = NULL, path[600];
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len), *fz = NULL, *fb = NULL;
+	bool bgp = false;
+	int ret;
+
+	if (f == NULL)
+		return -errno;
+	ret = topo_frr_config(t, n->id, f);
+	fclose(f);
+	if (ret < 0)
+		goto out;
+	snprintf(path, sizeof(path), "%s/zebra.conf", dir);
+	fz = fopen(path, "w");
+	snprintf(path, sizeof(path), "%s/bgpd.conf", dir);
+	fb = fopen(path, "w");
+	if (fz == NULL || fb == NULL) {
+		ret = -errno;
+		ice_err(ICE_SUB_COMMON, "cannot write the FRR configuration in %s: %s", dir,
+			strerror(-ret));
+		goto out;
+	}
+	for (char *line = text, *nl; line != NULL && *line; line = nl) {
+		nl = strchr(line, '\n');
+		if (nl != NULL)
+			*nl++ = '\0';
+		if (strncmp(line, "router bgp", 10) == 0)
+			bgp = true;
+		if (strncmp(line, "frr ", 4) == 0 || strncmp(line, "hostname", 8) == 0) {
+			fprintf(fz, "%s\n", line);
+			fprintf(fb, "%s\n", line);
+		} else {
+			fprintf(bgp ? fb : fz, "%s\n", line);
+		}
+	}
+	ret = ferror(fz) || ferror(fb) ? -EIO : 0;
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s.conf", dir, i ? "bgpd" : "zebra");
+		if (chown(path, uid, gid) < 0 && ret == 0)
+			ret = -errno;
+	}
+out:
+	if (fz != NULL)
+		fclose(fz);
+	if (fb != NULL)
+		fclose(fb);
+	free(text);
+	return ret;
+}
+
+/* Start FRR daemon `daemon` (zebra, bgpd) in namespace ns with everything
+ * under dir; it daemonizes, so this returns once it forked off. */
+static int frr_spawn(const char *ns, const char *dir, const char *daemon)
+{
+	char bin[300], conf[600], pid[600], zs[600], log[600], nspath[300];
+	char *argv[] = {bin,	     "-d", "-f", conf,	  "-i", pid, "-z", zs, "--vty_socket",
+			(char *)dir, "-P", "0",	 "--log", log,	NULL};
+	int status;
+	pid_t child;
+
+	snprintf(bin, sizeof(bin), FRR_DIR "/%s", daemon);
+	snprintf(conf, sizeof(conf), "%s/%s.conf", dir, daemon);
+	snprintf(pid, sizeof(pid), "%s/%s.pid", dir, daemon);
+	snprintf(zs, sizeof(zs), "%s/zserv.api", dir);
+	snprintf(log, sizeof(log), "file:%s/%s.log", dir, daemon);
+	snprintf(nspath, sizeof(nspath), "/run/netns/%s", ns);
+	child = fork();
+	if (child < 0)
+		return -errno;
+	if (child == 0) {
+		int fd = open(nspath, O_RDONLY | O_CLOEXEC);
+		int null = open("/dev/null", O_RDWR);
+
+		if (fd < 0 || setns(fd, CLONE_NEWNET) < 0)
+			_exit(126);
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		execv(bin, argv);
+		_exit(127);
+	}
+	if (waitpid(child, &status, 0) < 0)
+		return -errno;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		ice_err(ICE_SUB_COMMON, "%s in %s did not start (%s %d); see %s/%s.log", daemon, ns,
+			WIFEXITED(status) ? "exit" : "signal",
+			WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), dir, daemon);
+		return -EIO;
+	}
+	return 0;
+}
+
+static void frr_dir(const char *fabric, const char *node, char *buf, size_t len)
+{
+	snprintf(buf, len, FAB_STATE_DIR "/%s/frr%s%s", fabric, node ? "/" : "", node ? node : "");
+}
+
+static int wait_for_file(const char *path, uint64_t timeout_ns)
+{
+	uint64_t end = ice_now_ns() + timeout_ns;
+
+	while (access(path, F_OK) < 0) {
+		if (ice_now_ns() > end)
+			return -ETIMEDOUT;
+		ice_sleep_ns(10 * ICE_NSEC_PER_MSEC);
+	}
+	return 0;
+}
+
+/* zebra everywhere first, bgpd once its zebra serves (bgpd retries a
+ * missing zserv socket only slowly). */
+static int frr_start(const struct topo *t)
+{
+	char dir[512], path[600], ns[64];
+	struct passwd *pw = getpwnam("frr");
+	int ret;
+
+	if (pw == NULL) {
+		ice_err(ICE_SUB_COMMON, "routing frr: there is no user 'frr' (is FRR installed?)");
+		return -ENOENT;
+	}
+	if (access(FRR_DIR "/zebra", X_OK) < 0 || access(FRR_DIR "/bgpd", X_OK) < 0) {
+		ice_err(ICE_SUB_COMMON,
+			"routing frr: " FRR_DIR "/zebra and bgpd are needed (FRR 8)");
+		return -ENOENT;
+	}
+	frr_dir(t->name, NULL, dir, sizeof(dir));
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	for (int step = 0; step < 2; step++) {
+		for (uint32_t i = 0; i < t->nnodes; i++) {
+			const struct topo_node *n = &t->nodes[i];
+
+			if (n->kind != TOPO_SWITCH)
+				continue;
+			fab_ns_name(t, n, ns, sizeof(ns));
+			frr_dir(t->name, n->name, dir, sizeof(dir));
+			if (step == 0) {
+				if (mkdir(dir, 0755) < 0 ||
+				    chown(dir, pw->pw_uid, pw->pw_gid) < 0) {
+					ret = -errno;
+					ice_err(ICE_SUB_COMMON, "cannot make %s for frr: %s", dir,
+						strerror(-ret));
+					return ret;
+				}
+				ret = frr_write_configs(t, n, dir, pw->pw_uid, pw->pw_gid);
+				if (ret == 0)
+					ret = frr_spawn(ns, dir, "zebra");
+			} else {
+				snprintf(path, sizeof(path), "%s/zserv.api", dir);
+				ret = wait_for_file(path, 10 * ICE_NSEC_PER_SEC);
+				if (ret < 0)
+					ice_err(ICE_SUB_COMMON, "zebra of %s does not serve %s",
+						n->name, path);
+				else
+					ret = frr_spawn(ns, dir, "bgpd");
+			}
+			if (ret < 0)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/* Next hops of the kernel route for dst (exact prefix) in a JSON route
+ * dump: 0 when absent. */
+static int route_nexthops(json_t *routes, const char *dst)
+{
+	size_t i;
+	json_t *r;
+
+	json_array_foreach(routes, i, r)
+	{
+		const char *d = json_string_value(json_object_get(r, "dst"));
+		json_t *nhs = json_object_get(r, "nexthops");
+
+		if (d == NULL || strcmp(d, dst) != 0)
+			continue;
+		if (json_is_array(nhs))
+			return (int)json_array_size(nhs);
+		return json_object_get(r, "gateway") != NULL ? 1 : 0;
+	}
+	return 0;
+}
+
+/* Does every switch have, for every host NIC prefix not attached to it, a
+ * kernel route with as many next hops as the topology has equal-cost ones?
+ * What is missing goes to `missing` (when not NULL). */
+static bool routes_converged(const struct topo *t, struct buf *missing, uint32_t *nroutes)
+{
+	bool ok = true;
+
+	*nroutes = 0;
+	for (uint32_t i = 0; i < t->nnodes; i++) {
+		const struct topo_node *n = &t->nodes[i];
+		char ns[64], pfx[64], a1[INET_ADDRSTRLEN];
+		char *argv[] = {"ip", "-n", ns, "-j", "route", "show", NULL};
+		struct buf out = {0};
+		json_t *routes = NULL;
+		uint32_t nh[64];
+
+		if (n->kind != TOPO_SWITCH)
+			continue;
+		fab_ns_name(t, n, ns, sizeof(ns));
+		if (run(argv, NULL, &out, NULL, 0) == 0 && out.p != NULL)
+			routes = json_loads(out.p, 0, NULL);
+		bfree(&out);
+		for (uint32_t j = 0; j < topo_nic_count(t); j++) {
+			const struct topo_port *d = topo_nic(t, j);
+			int k = topo_nexthops(t, n->id, d->id, nh, 64), have;
+			uint32_t mask = d->plen == 0 ? 0 : ~0u << (32 - d->plen);
+			struct in_addr a = {.s_addr = htonl(ntohl(d->addr.s_addr) & mask)};
+
+			if (k <= 0 || (k == 1 && t->ports[nh[0]].peer == d->id))
+				continue;
+			snprintf(pfx, sizeof(pfx), "%s/%u", addr_str(a, a1), d->plen);
+			have = routes != NULL ? route_nexthops(routes, pfx) : 0;
+			if (have == k) {
+				(*nroutes)++;
+				continue;
+			}
+			ok = false;
+			if (missing != NULL)
+				bprintf(missing, "\n  %s: %s has %d of %d next hops", n->name, pfx,
+					have, k);
+		}
+		json_decref(routes);
+	}
+	return ok;
+}
+
+static int frr_wait_converged(const struct topo *t, bool quiet)
+{
+	uint64_t t0 = ice_now_ns(), end = t0 + FRR_CONVERGE_S * ICE_NSEC_PER_SEC;
+	struct buf missing = {0};
+	uint32_t nroutes;
+
+	while (!routes_converged(t, NULL, &nroutes)) {
+		if (ice_now_ns() > end) {
+			routes_converged(t, &missing, &nroutes);
+			ice_err(ICE_SUB_COMMON,
+				"FRR did not converge within %d s; missing ECMP routes:%s "
+				"(logs: " FAB_STATE_DIR "/%s/frr/<switch>/*.log)",
+				FRR_CONVERGE_S, missing.p ? missing.p : "", t->name);
+			bfree(&missing);
+			return -ETIMEDOUT;
+		}
+		ice_sleep_ns(50 * ICE_NSEC_PER_MSEC);
+	}
+	if (!quiet)
+		printf("ice-fabric: %s: FRR converged in %.2f s (%u ECMP routes checked)\n",
+		       t->name, (double)(ice_now_ns() - t0) * 1e-9, nroutes);
+	return 0;
+}
+
 /* ---- up ------------------------------------------------------------------------------ */
 
 static bool dir_exists(const char *path)
@@ -463,6 +733,64 @@ static void tbf_line(struct buf *b, const char *ifname, uint64_t rate_bps, uint3
 		(unsigned long long)rate_bps, (unsigned long long)burst, (unsigned long long)limit);
 }
 
+/* Can something listen on addr:port (TCP)? 0 or -errno (EADDRINUSE). */
+static int port_free(const char *addr, unsigned int port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	inet_pton(AF_INET, addr, &sa.sin_addr);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* The management bridge's name and subnet come from a hash of the fabric
+ * name: refuse a fabric whose hash meets another one's (or anything else
+ * using those names or that subnet) rather than share or delete them. */
+static int mgmt_free(const char *fabric)
+{
+	char br[32], want[32], have[INET_ADDRSTRLEN];
+	struct if_nameindex *ifs = if_nameindex();
+	struct ifaddrs *ia = NULL;
+	int ret = 0;
+
+	mgmt_bridge(fabric, br, sizeof(br));
+	for (struct if_nameindex *i = ifs; i != NULL && i->if_index != 0 && ret == 0; i++)
+		if (strncmp(i->if_name, br, 7) == 0) {
+			ice_err(ICE_SUB_COMMON,
+				"fabric '%s': root link %s already exists, and this fabric's root "
+				"links are named %.7s*; another fabric whose name hashes alike is "
+				"up: "
+				"choose another name",
+				fabric, i->if_name, br);
+			ret = -EEXIST;
+		}
+	if (ifs != NULL)
+		if_freenameindex(ifs);
+	snprintf(want, sizeof(want), MGMT_NET ".%u.", mgmt_byte(fabric));
+	if (ret == 0 && getifaddrs(&ia) == 0) {
+		for (struct ifaddrs *a = ia; a != NULL && ret == 0; a = a->ifa_next) {
+			if (a->ifa_addr == NULL || a->ifa_addr->sa_family != AF_INET)
+				continue;
+			addr_str(((struct sockaddr_in *)a->ifa_addr)->sin_addr, have);
+			if (strncmp(have, want, strlen(want)) == 0) {
+				ice_err(ICE_SUB_COMMON,
+					"fabric '%s': its management subnet %s0/24 is in use (%s "
+					"on "
+					"%s): choose another fabric name",
+					fabric, want, have, a->ifa_name);
+				ret = -EEXIST;
+			}
+		}
+		freeifaddrs(ia);
+	}
+	return ret;
+}
+
 static int start_redis(const char *fabric, unsigned int port)
 {
 	char portstr[16], bind[32], pid[300], dir[256], err[1024];
@@ -488,6 +816,12 @@ static int start_redis(const char *fabric, unsigned int port)
 
 	snprintf(portstr, sizeof(portstr), "%u", port);
 	snprintf(bind, sizeof(bind), MGMT_NET ".%u.1", mgmt_byte(fabric));
+	ret = port_free(bind, port);
+	if (ret < 0) {
+		ice_err(ICE_SUB_COMMON, "--redis %u: cannot listen on %s:%u: %s", port, bind, port,
+			strerror(-ret));
+		return ret;
+	}
 	state_path(fabric, "redis.pid", pid, sizeof(pid));
 	state_path(fabric, NULL, dir, sizeof(dir));
 	ret = run(argv, NULL, NULL, err, sizeof(err));
@@ -495,11 +829,12 @@ static int start_redis(const char *fabric, unsigned int port)
 		ice_err(ICE_SUB_COMMON, "redis-server on %s:%u did not start: %s", bind, port, err);
 		return -EIO;
 	}
-	for (int i = 0; i < 100; i++) { /* the pid file appears once it serves */
+	for (int i = 0; i < 150; i++) { /* the pid file appears once it serves */
 		if (access(pid, F_OK) == 0)
 			return 0;
 		ice_sleep_ns(20 * ICE_NSEC_PER_MSEC);
 	}
+	ice_err(ICE_SUB_COMMON, "redis-server on %s:%u did not come up within 3 s", bind, port);
 	return -ETIMEDOUT;
 }
 
@@ -518,11 +853,6 @@ int fab_up(const struct topo *t, const struct fab_opts *o)
 		ice_err(ICE_SUB_COMMON, "ice-fabric up needs root (namespaces, qdiscs, BPF)");
 		return -EPERM;
 	}
-	if (routing == TOPO_ROUTING_FRR) {
-		ice_err(ICE_SUB_COMMON, "routing frr: not available yet in this version; use "
-					"static routing (the default)");
-		return -ENOTSUP;
-	}
 	state_path(t->name, NULL, path, sizeof(path));
 	if (dir_exists(path) || fabric_ns_exist(t->name)) {
 		ice_err(ICE_SUB_COMMON,
@@ -531,6 +861,9 @@ int fab_up(const struct topo *t, const struct fab_opts *o)
 			t->name, t->name);
 		return -EEXIST;
 	}
+	ret = mgmt_free(t->name);
+	if (ret < 0)
+		return ret;
 	mkdir(FAB_STATE_DIR, 0755);
 	if (mkdir(path, 0755) < 0) {
 		ret = -errno;
@@ -547,6 +880,12 @@ int fab_up(const struct topo *t, const struct fab_opts *o)
 		goto err;
 	}
 	fclose(f);
+	state_path(t->name, "routing", path, sizeof(path));
+	f = fopen(path, "w");
+	if (f != NULL) {
+		fprintf(f, "%s\n", routing == TOPO_ROUTING_FRR ? "frr" : "static");
+		fclose(f);
+	}
 	if (o->redis_port != 0) {
 		state_path(t->name, "redis.port", path, sizeof(path));
 		f = fopen(path, "w");
@@ -659,10 +998,17 @@ int fab_up(const struct topo *t, const struct fab_opts *o)
 		if (ret < 0)
 			goto err;
 	}
+	if (routing == TOPO_ROUTING_FRR) {
+		ret = frr_start(t);
+		if (ret == 0)
+			ret = frr_wait_converged(t, o->quiet);
+		if (ret < 0)
+			goto err;
+	}
 	if (!o->quiet)
 		printf("ice-fabric: %s up: %u nodes, %u links, %s routing, ECMP %s, in %.2f s\n",
 		       t->name, t->nnodes, t->nlinks,
-		       t->routing == TOPO_ROUTING_STATIC ? "static" : "FRR",
+		       routing == TOPO_ROUTING_STATIC ? "static" : "FRR",
 		       t->ecmp == TOPO_ECMP_KERNEL ? "by the kernel" : "by the hash model (BPF)",
 		       (double)(ice_now_ns() - t0) * 1e-9);
 	return 0;
@@ -677,20 +1023,82 @@ err:
 
 /* ---- down ---------------------------------------------------------------------------- */
 
-static void kill_pidfile(const char *path)
+/* pids to stop, collected then signalled together */
+struct pidset {
+	pid_t pid[1024];
+	int n;
+};
+
+static void pidset_add(struct pidset *ps, pid_t pid)
+{
+	if (pid <= 1 || pid == getpid())
+		return;
+	for (int i = 0; i < ps->n; i++)
+		if (ps->pid[i] == pid)
+			return;
+	if (ps->n < (int)(sizeof(ps->pid) / sizeof(ps->pid[0])))
+		ps->pid[ps->n++] = pid;
+}
+
+static void pidset_add_file(struct pidset *ps, const char *path)
 {
 	FILE *f = fopen(path, "r");
 	int pid = 0;
 
 	if (f == NULL)
 		return;
-	if (fscanf(f, "%d", &pid) == 1 && pid > 1) {
-		kill(pid, SIGTERM);
-		for (int i = 0; i < 100 && kill(pid, 0) == 0; i++)
-			ice_sleep_ns(10 * ICE_NSEC_PER_MSEC);
-	}
+	if (fscanf(f, "%d", &pid) == 1)
+		pidset_add(ps, pid);
 	fclose(f);
-	unlink(path);
+}
+
+/* Every process whose network namespace is the named one (as `ip netns
+ * pids`): a namespace with processes in it outlives its name. */
+static void pidset_add_netns(struct pidset *ps, const char *ns)
+{
+	char path[300];
+	struct stat want, st;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/run/netns/%s", ns);
+	if (stat(path, &want) < 0)
+		return;
+	d = opendir("/proc");
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (*end != '\0' || pid <= 1)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/ns/net", pid);
+		if (stat(path, &st) == 0 && st.st_ino == want.st_ino && st.st_dev == want.st_dev)
+			pidset_add(ps, (pid_t)pid);
+	}
+	closedir(d);
+}
+
+/* SIGTERM all, wait up to 0.5 s, SIGKILL what is left (FRR takes 1-2 s
+ * to withdraw routes from a namespace that is about to go anyway). */
+static void pidset_stop(struct pidset *ps)
+{
+	int alive = ps->n;
+
+	for (int i = 0; i < ps->n; i++)
+		kill(ps->pid[i], SIGTERM);
+	for (int k = 0; k < 50 && alive > 0; k++) {
+		ice_sleep_ns(10 * ICE_NSEC_PER_MSEC);
+		alive = 0;
+		for (int i = 0; i < ps->n; i++) {
+			waitpid(ps->pid[i], NULL, WNOHANG); /* our own children */
+			alive += kill(ps->pid[i], 0) == 0;
+		}
+	}
+	for (int i = 0; i < ps->n && alive > 0; i++)
+		if (kill(ps->pid[i], SIGKILL) == 0)
+			waitpid(ps->pid[i], NULL, WNOHANG);
 }
 
 static int rm_tree(const char *path)
@@ -705,13 +1113,17 @@ int fab_down(const char *name)
 	char path[512], prefix[64], br[32];
 	struct buf root = {0};
 	struct if_nameindex *ifs;
+	struct pidset *ps;
 	struct dirent *de;
 	DIR *d;
 	int removed = 0;
 
 	/* processes first: a namespace with processes in it outlives its name */
+	ps = calloc(1, sizeof(*ps));
+	if (ps == NULL)
+		return -ENOMEM;
 	state_path(name, "redis.pid", path, sizeof(path));
-	kill_pidfile(path);
+	pidset_add_file(ps, path);
 	state_path(name, "frr", path, sizeof(path));
 	d = opendir(path);
 	if (d != NULL) {
@@ -721,12 +1133,22 @@ int fab_down(const char *name)
 			if (de->d_name[0] == '.')
 				continue;
 			snprintf(pf, sizeof(pf), "%s/%s/bgpd.pid", path, de->d_name);
-			kill_pidfile(pf);
+			pidset_add_file(ps, pf);
 			snprintf(pf, sizeof(pf), "%s/%s/zebra.pid", path, de->d_name);
-			kill_pidfile(pf);
+			pidset_add_file(ps, pf);
 		}
 		closedir(d);
 	}
+	snprintf(prefix, sizeof(prefix), "ice%s-", name);
+	d = opendir("/run/netns");
+	if (d != NULL) {
+		while ((de = readdir(d)) != NULL)
+			if (strncmp(de->d_name, prefix, strlen(prefix)) == 0)
+				pidset_add_netns(ps, de->d_name);
+		closedir(d);
+	}
+	pidset_stop(ps);
+	free(ps);
 	/* management links in the root namespace */
 	mgmt_bridge(name, br, sizeof(br));
 	ifs = if_nameindex();
@@ -735,8 +1157,10 @@ int fab_down(const char *name)
 			bprintf(&root, "link del %s\n", i->if_name);
 	if (ifs != NULL)
 		if_freenameindex(ifs);
-	if (root.p != NULL)
+	if (root.p != NULL) {
 		batch("ip", NULL, root.p);
+		removed++;
+	}
 	bfree(&root);
 	/* namespaces (their veths go with them) */
 	snprintf(prefix, sizeof(prefix), "ice%s-", name);
@@ -752,13 +1176,17 @@ int fab_down(const char *name)
 	if (root.p != NULL)
 		batch("ip", NULL, root.p);
 	bfree(&root);
-	pin_path(name, NULL, path, sizeof(path));
-	if (dir_exists(path))
-		rm_tree(path);
-	state_path(name, NULL, path, sizeof(path));
-	if (dir_exists(path))
-		rm_tree(path);
-	return removed > 0 ? 0 : -ENOENT;
+	for (int i = 0; i < 2; i++) {
+		if (i == 0)
+			pin_path(name, NULL, path, sizeof(path));
+		else
+			state_path(name, NULL, path, sizeof(path));
+		if (dir_exists(path)) {
+			rm_tree(path);
+			removed++;
+		}
+	}
+	return removed > 0 ? 0 : -ENOENT; /* -ENOENT: there was nothing to remove */
 }
 
 /* ---- status, stats, exec, link ----------------------------------------------------------- */
@@ -768,6 +1196,7 @@ struct topo *fab_topo(const char *name)
 	char path[512];
 	struct ice_cfg_err err;
 	struct topo *t;
+	FILE *f;
 
 	state_path(name, "topo.yaml", path, sizeof(path));
 	if (access(path, R_OK) < 0) {
@@ -780,6 +1209,17 @@ struct topo *fab_topo(const char *name)
 		char buf[640];
 
 		ice_err(ICE_SUB_COMMON, "%s", ice_cfg_err_str(&err, buf, sizeof(buf)));
+		return NULL;
+	}
+	/* `up --routing` may have overridden the file */
+	state_path(name, "routing", path, sizeof(path));
+	f = fopen(path, "r");
+	if (f != NULL) {
+		char r[16] = "";
+
+		if (fscanf(f, "%15s", r) == 1)
+			t->routing = strcmp(r, "frr") == 0 ? TOPO_ROUTING_FRR : TOPO_ROUTING_STATIC;
+		fclose(f);
 	}
 	return t;
 }

@@ -147,8 +147,7 @@ int main(int argc, char **argv)
 		const char *n = pick(argc > 0 ? argv[0] : NULL);
 		int ret = fab_down(n);
 
-		if (ret == -ENOENT)
-			fprintf(stderr, "ice-fabric: fabric '%s' was not up\n", n);
+		/* idempotent: nothing left to remove is success, silently */
 		return ret < 0 && ret != -ENOENT ? 1 : 0;
 	}
 	if (strcmp(cmd, "status") == 0)

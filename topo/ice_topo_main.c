@@ -28,6 +28,7 @@ static void usage(FILE *f)
 		   "       ice-topo paths FILE SRC DST      (SRC/DST: HOST or HOST:NIC)\n"
 		   "       ice-topo ports FILE SRC DST [--json]\n"
 		   "       ice-topo frr FILE NODE\n"
+		   "       ice-topo predict FILE SRC DST SPORT...  (RoCEv2: UDP to 4791)\n"
 		   "gen options:\n"
 		   "  --name NAME            fabric name (namespaces are ice<NAME>-<node>)\n"
 		   "  --spines N --leaves N --hosts-per-leaf N     leaf-spine (2, 2, 4)\n"
@@ -414,6 +415,54 @@ static int cmd_frr(int argc, char **argv)
 	return ret < 0 ? 1 : 0;
 }
 
+/* The path each source port takes (UDP to 4791): "SPORT NODE NODE ..." */
+static int cmd_predict(int argc, char **argv)
+{
+	struct topo *t;
+	int64_t src, dst;
+	int ret = 1;
+
+	if (argc < 5)
+		return bad_usage("predict: expected FILE SRC DST SPORT...");
+	t = load(argv[1]);
+	if (t == NULL)
+		return 1;
+	src = endpoint(t, argv[2]);
+	dst = endpoint(t, argv[3]);
+	if (src < 0 || dst < 0 || src == dst)
+		goto out;
+	for (int i = 4; i < argc; i++) {
+		char *end;
+		long sp = strtol(argv[i], &end, 10);
+		struct topo_5tuple k = {
+			.saddr = t->ports[src].addr.s_addr,
+			.daddr = t->ports[dst].addr.s_addr,
+			.sport = htons((uint16_t)sp),
+			.dport = htons(4791),
+			.proto = 17,
+		};
+		struct topo_path p;
+
+		if (*end != '\0' || sp < 1 || sp > 65535) {
+			fprintf(stderr, "ice-topo: predict: port '%s': expected 1-65535\n",
+				argv[i]);
+			goto out;
+		}
+		if (topo_predict(t, (uint32_t)src, (uint32_t)dst, &k, &p) < 0) {
+			fprintf(stderr, "ice-topo: predict failed for port %ld\n", sp);
+			goto out;
+		}
+		printf("%ld", sp);
+		for (uint32_t h = 0; h < p.nhops; h++)
+			printf(" %s", t->nodes[t->ports[t->ports[p.egress[h]].peer].node].name);
+		printf("\n");
+	}
+	ret = 0;
+out:
+	topo_free(t);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -446,6 +495,8 @@ int main(int argc, char **argv)
 		return cmd_paths(argc - 1, argv + 1, true);
 	if (strcmp(argv[1], "frr") == 0)
 		return cmd_frr(argc - 1, argv + 1);
+	if (strcmp(argv[1], "predict") == 0)
+		return cmd_predict(argc - 1, argv + 1);
 	return bad_usage("unknown command '%s'; expected gen, validate, paths, ports or frr",
 			 argv[1]);
 }

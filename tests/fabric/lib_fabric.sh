@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: Apache-2.0
+# Helpers sourced by the fabric suite: skip rules, a per-test fabric with a
+# unique short name, removed on exit (also on failure).
+#
+#   ice_need_root; ice_need_tool iperf3
+#   ice_fab_gen NAME [ice-topo gen options]   -> $ICE_TMP/NAME.yaml
+#   ice_fab_up FILE [ice-fabric up options]   (remembered for cleanup)
+#   ice_fab_exec NAME NODE CMD...             command inside a node
+#   ice_fail MSG                              print and exit 1
+
+ICE_FABRIC=${ICE_FABRIC:-ice-fabric}
+ICE_TOPO=${ICE_TOPO:-ice-topo}
+ICE_FAB_UP=()
+ICE_PIDS=()
+
+ice_skip() {
+	echo "$(basename "$0"): skipped: $*" >&2
+	exit 77
+}
+
+ice_fail() {
+	echo "$(basename "$0"): FAIL: $*" >&2
+	exit 1
+}
+
+ice_need_root() {
+	[ "$(id -u)" -eq 0 ] || ice_skip "needs root (network namespaces, tc, BPF)"
+}
+
+ice_need_tool() {
+	local t
+	for t in "$@"; do
+		command -v "$t" >/dev/null 2>&1 || [ -x "$t" ] || ice_skip "'$t' is not installed"
+	done
+}
+
+ice_fab_cleanup() {
+	local p f
+	for p in "${ICE_PIDS[@]}"; do
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	for f in "${ICE_FAB_UP[@]}"; do
+		"$ICE_FABRIC" down "$f" || echo "cleanup: ice-fabric down $f failed" >&2
+	done
+	[ -n "${ICE_TMP:-}" ] && rm -rf "$ICE_TMP"
+}
+trap ice_fab_cleanup EXIT
+trap 'exit 130' INT TERM
+
+ice_need_root
+ice_need_tool "$ICE_FABRIC" "$ICE_TOPO" ip tc python3
+ICE_TMP=$(mktemp -d /tmp/ice-fabtest.XXXXXX)
+# a short unique suffix: namespace names ice<fabric>-<node> stay < 32 chars
+ICE_SFX=$(($$ % 10000))
+
+# ice_fab_gen NAME [gen options]: a leaf-spine topology file named NAME
+ice_fab_gen() {
+	local name=$1
+	shift
+	"$ICE_TOPO" gen leaf-spine --name "$name" "$@" -o "$ICE_TMP/$name.yaml" ||
+		ice_fail "ice-topo gen $name failed"
+	echo "$ICE_TMP/$name.yaml"
+}
+
+# ice_fab_up FILE [options]: bring a fabric up; its name is registered for
+# cleanup before the attempt (a failed up must leave nothing either).
+ice_fab_up() {
+	local file=$1 name
+	shift
+	name=$(sed -n 's/^name: *//p' "$file")
+	ICE_FAB_UP+=("$name")
+	"$ICE_FABRIC" up "$file" "$@"
+}
+
+ice_fab_exec() {
+	local name=$1 node=$2
+	shift 2
+	ip netns exec "ice$name-$node" "$@"
+}
+
+# CPU busy fraction over a command: prints "cpu NN%" after it.
+ice_cpu_sample() {
+	awk '/^cpu /{print $2+$3+$4+$6+$7+$8, $5}' /proc/stat
+}
