@@ -1,0 +1,504 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * agent: the daemon's life — single-instance lock, the three sources, the
+ * interval loop (one poll() over the event socket and the metrics server),
+ * and a clean exit.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent_internal.h"
+#include "ice_ctrl.h"
+#include "ice_time.h"
+
+#define EV_MAX_PER_INTERVAL 16384
+#define ANNOUNCED_MAX	    4096
+
+struct agent {
+	struct agent_cfg cfg;
+	struct agent_opts o;
+	volatile sig_atomic_t stop;
+	bool readonly; /* --once beside a running agent: look, do not touch */
+
+	int lock_fd;
+	char lock_path[256];
+	int sock_fd;
+	char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct ice_ctrl *ctrl;
+	struct agent_bpf *bpf;
+	struct agent_metrics *metrics;
+	struct agent_redis redis;
+	struct agent_queue queue;
+
+	struct agent_sample s[2]; /* cur is s[cur], the last complete one s[!cur] */
+	int cur;
+	bool have_prev;
+	struct agent_qpinfo *qps; /* rebuilt each interval: slots + announced */
+	size_t nqps, qpcap;
+	struct agent_qpinfo *ann; /* QPs announced by ICE_EV_QP, ring */
+	size_t nann, ann_next;
+	struct agent_flow *flows;
+	size_t nflows, flowcap;
+	uint64_t new_flows;
+
+	uint64_t seq, last_ts_ms, next_ns;
+	double cpu_prev_s;
+	uint64_t cpu_prev_ns;
+	struct agent_self self;
+};
+
+/* ---- lock */
+
+static int lock_take(struct agent *a)
+{
+	char buf[32];
+	ssize_t n;
+
+	snprintf(a->lock_path, sizeof(a->lock_path), "%s/agent-%s.lock", a->cfg.run_dir,
+		 a->cfg.nic);
+	a->lock_fd = open(a->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (a->lock_fd < 0) {
+		int err = errno;
+
+		ice_err(AGENT_SUB, "cannot open lock %s: %s", a->lock_path, strerror(err));
+		return -err;
+	}
+	if (flock(a->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		int err = errno == EWOULDBLOCK ? EBUSY : errno;
+
+		n = pread(a->lock_fd, buf, sizeof(buf) - 1, 0);
+		buf[n > 0 ? n : 0] = '\0';
+		if (!a->o.once)
+			ice_err(AGENT_SUB, "another ice-agent (pid %d) already runs on NIC %s",
+				atoi(buf), a->cfg.nic);
+		close(a->lock_fd);
+		a->lock_fd = -1;
+		return -err;
+	}
+	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	if (ftruncate(a->lock_fd, 0) < 0 || pwrite(a->lock_fd, buf, (size_t)n, 0) != n)
+		ice_warn(AGENT_SUB, "cannot write pid into %s", a->lock_path);
+	return 0;
+}
+
+/* ---- event socket */
+
+static int sock_open(struct agent *a)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int rcvbuf = 4 << 20, n, err;
+
+	n = snprintf(a->sock_path, sizeof(a->sock_path), "%s/agent-%s.sock", a->cfg.run_dir,
+		     a->cfg.addr);
+	if (n < 0 || (size_t)n >= sizeof(a->sock_path)) {
+		ice_err(AGENT_SUB, "socket path under %s too long", a->cfg.run_dir);
+		a->sock_path[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	a->sock_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (a->sock_fd < 0)
+		return -errno;
+	setsockopt(a->sock_fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	memcpy(sa.sun_path, a->sock_path, sizeof(sa.sun_path));
+	unlink(a->sock_path); /* we hold the lock: a socket there is a dead agent's */
+	if (bind(a->sock_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		err = errno;
+		ice_err(AGENT_SUB, "cannot bind %s: %s", a->sock_path, strerror(err));
+		close(a->sock_fd);
+		a->sock_fd = -1;
+		a->sock_path[0] = '\0';
+		return -err;
+	}
+	chmod(a->sock_path, 0666); /* any local library may report */
+	return 0;
+}
+
+static void announce_qp(struct agent *a, const struct ice_event *ev)
+{
+	uint32_t lip = ev->local_ip ? ev->local_ip : a->cfg.addr_be;
+	struct agent_qpinfo *qi = NULL;
+
+	for (size_t i = 0; i < a->nann; i++)
+		if (a->ann[i].qpn == ev->qpn && a->ann[i].local_ip == lip) {
+			qi = &a->ann[i];
+			break;
+		}
+	if (qi == NULL) {
+		if (a->nann < ANNOUNCED_MAX) {
+			qi = &a->ann[a->nann++];
+		} else {
+			qi = &a->ann[a->ann_next];
+			a->ann_next = (a->ann_next + 1) % ANNOUNCED_MAX;
+		}
+	}
+	*qi = (struct agent_qpinfo){.qpn = ev->qpn,
+				    .rqpn = ev->rqpn,
+				    .local_ip = lip,
+				    .remote_ip = ev->remote_ip,
+				    .sport = ev->sport,
+				    .src = AGENT_SRC_EV,
+				    .pid = ev->pid};
+}
+
+static void sock_drain(struct agent *a)
+{
+	union {
+		struct ice_event ev;
+		char raw[1024];
+	} u;
+
+	for (int i = 0; i < 4096; i++) {
+		ssize_t n = recv(a->sock_fd, &u, sizeof(u), MSG_DONTWAIT | MSG_TRUNC);
+		enum agent_ev_verdict v;
+
+		if (n < 0)
+			return;
+		v = agent_event_check(&u, (size_t)n);
+		if (v != AGENT_EV_OK) {
+			if (a->self.ev_bad++ < 10)
+				ice_warn(AGENT_SUB,
+					 "malformed event dropped (%zd bytes, %s); counting the "
+					 "rest",
+					 n,
+					 v == AGENT_EV_SIZE	 ? "wrong size"
+					 : v == AGENT_EV_MAGIC	 ? "wrong magic"
+					 : v == AGENT_EV_VERSION ? "unknown version"
+								 : "unknown kind");
+			continue;
+		}
+		a->self.ev_ok++;
+		if (u.ev.kind == ICE_EV_QP)
+			announce_qp(a, &u.ev);
+		if (agent_sample_add_event(&a->s[a->cur], &u.ev, EV_MAX_PER_INTERVAL) < 0)
+			a->self.ev_over++;
+	}
+}
+
+/* ---- the control block */
+
+static int ctrl_read(struct agent *a)
+{
+	a->nqps = 0;
+	if (a->qps == NULL) {
+		a->qpcap = ICE_CTRL_SLOTS + ANNOUNCED_MAX;
+		a->qps = calloc(a->qpcap, sizeof(*a->qps));
+		if (a->qps == NULL)
+			return -ENOMEM;
+	}
+	for (uint32_t i = 0; a->ctrl != NULL && i < ICE_CTRL_SLOTS; i++) {
+		const struct ice_ctrl_qp *q = &a->ctrl->qp[i];
+		uint32_t qpn = __atomic_load_n(&q->qpn, __ATOMIC_ACQUIRE);
+		struct agent_qpinfo *qi;
+
+		if (qpn == 0)
+			continue;
+		qi = &a->qps[a->nqps++];
+		*qi = (struct agent_qpinfo){
+			.qpn = qpn,
+			.rqpn = q->rqpn,
+			.local_ip = q->local_ip ? q->local_ip : a->cfg.addr_be,
+			.remote_ip = q->remote_ip,
+			.sport = q->sport_now,
+			.src = AGENT_SRC_CTRL,
+			.pid = q->owner_pid,
+			.rate_mbps = q->rate_mbps_now,
+		};
+		qi->tp = (struct agent_ctr){
+			.tx_bytes = __atomic_load_n(&q->tx_bytes, __ATOMIC_RELAXED),
+			.rx_bytes = __atomic_load_n(&q->rx_bytes, __ATOMIC_RELAXED),
+			.tx_pkts = __atomic_load_n(&q->tx_pkts, __ATOMIC_RELAXED),
+			.rx_pkts = __atomic_load_n(&q->rx_pkts, __ATOMIC_RELAXED),
+			.ce = __atomic_load_n(&q->ce_rx, __ATOMIC_RELAXED),
+			.cnp_tx = __atomic_load_n(&q->cnps_tx, __ATOMIC_RELAXED),
+			.cnp_rx = __atomic_load_n(&q->cnps_rx, __ATOMIC_RELAXED),
+			.retx = __atomic_load_n(&q->retx_pkts, __ATOMIC_RELAXED),
+		};
+	}
+	for (size_t i = 0; i < a->nann; i++)
+		a->qps[a->nqps++] = a->ann[i];
+	return 0;
+}
+
+static bool ctrl_in_use(const struct ice_ctrl *c)
+{
+	for (uint32_t i = 0; i < ICE_CTRL_SLOTS; i++)
+		if (__atomic_load_n(&c->qp[i].qpn, __ATOMIC_ACQUIRE) != 0)
+			return true;
+	return false;
+}
+
+/* ---- one interval */
+
+static void cpu_account(struct agent *a, uint64_t now_ns)
+{
+	struct rusage ru;
+	double cpu;
+
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return;
+	cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	      (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	if (a->cpu_prev_ns != 0 && now_ns > a->cpu_prev_ns)
+		a->self.cpu_pct =
+			(cpu - a->cpu_prev_s) * 100.0 / ((double)(now_ns - a->cpu_prev_ns) / 1e9);
+	a->self.cpu_s = cpu;
+	a->cpu_prev_s = cpu;
+	a->cpu_prev_ns = now_ns;
+}
+
+static int take_sample(struct agent *a)
+{
+	struct agent_sample *s = &a->s[a->cur], *prev = a->have_prev ? &a->s[!a->cur] : NULL;
+	uint64_t now = ice_now_ns(), ts = ice_wall_ms();
+	int ret;
+
+	s->seq = ++a->seq;
+	s->ts_ms = ts > a->last_ts_ms ? ts : a->last_ts_ms + 1;
+	a->last_ts_ms = s->ts_ms;
+	s->mono_ns = now;
+	s->nqp = 0;
+	ret = ctrl_read(a);
+	a->nflows = 0;
+	if (ret == 0 && a->bpf != NULL) {
+		ret = agent_bpf_read(a->bpf, &a->flows, &a->nflows, &a->flowcap, &a->new_flows);
+		if (ret < 0) {
+			ice_warn(AGENT_SUB, "bpf: reading flows: %s", strerror(-ret));
+			ret = 0;
+		}
+	}
+	if (ret == 0)
+		ret = agent_join(s, a->qps, a->nqps, a->flows, a->nflows);
+	if (ret < 0)
+		return ret;
+	agent_rates(s, prev);
+	a->self.samples++;
+	cpu_account(a, now);
+	ice_dbg(AGENT_SUB, "sample %llu: %zu QPs, %zu flows, %zu events; cpu %.3f%% of a core",
+		(unsigned long long)s->seq, s->nic_qps, s->nic_flows, s->nev, a->self.cpu_pct);
+	return 0;
+}
+
+static void publish(struct agent *a)
+{
+	const struct agent_sample *s = &a->s[a->cur];
+	struct agent_buf b = {0};
+
+	if (agent_redis_render(&a->cfg, s, &b) < 0) {
+		ice_warn(AGENT_SUB, "sample %llu: out of memory rendering it; dropped",
+			 (unsigned long long)s->seq);
+		free(b.p);
+		a->queue.dropped++;
+		return;
+	}
+	agent_queue_push(&a->queue, b.p, b.len, b.ncmd, s->seq);
+}
+
+static void next_sample(struct agent *a)
+{
+	a->cur = !a->cur;
+	a->have_prev = true;
+	agent_sample_clear(&a->s[a->cur]);
+}
+
+static void self_update(struct agent *a)
+{
+	a->self.redis_up = a->redis.up;
+	a->self.queue_depth = a->queue.len;
+	a->self.dropped = a->queue.dropped;
+	a->self.redis_err = a->redis.errors;
+}
+
+/* ---- life */
+
+struct agent *agent_new(const struct agent_cfg *cfg, const struct agent_opts *o)
+{
+	struct agent *a = calloc(1, sizeof(*a));
+	int ret;
+
+	if (a == NULL)
+		return NULL;
+	a->cfg = *cfg;
+	a->o = *o;
+	a->lock_fd = a->sock_fd = -1;
+	signal(SIGPIPE, SIG_IGN);
+	for (int i = 0; i < 2; i++)
+		agent_sample_init(&a->s[i]);
+	a->ann = calloc(ANNOUNCED_MAX, sizeof(*a->ann));
+	ret = a->ann == NULL ? -ENOMEM : agent_queue_init(&a->queue, cfg->buffer);
+	if (ret < 0)
+		goto err;
+	agent_redis_init(&a->redis, &a->cfg, !cfg->no_bpf);
+	if (mkdir(cfg->run_dir, 0755) < 0 && errno != EEXIST) {
+		ret = -errno;
+		ice_err(AGENT_SUB, "cannot create %s: %s", cfg->run_dir, strerror(-ret));
+		goto err;
+	}
+	ret = lock_take(a);
+	if (ret == -EBUSY && o->once) {
+		/* beside a running agent: read its block and maps, touch nothing */
+		a->readonly = true;
+		ice_info(AGENT_SUB, "another agent runs on %s: reading only (no events)", cfg->nic);
+	} else if (ret < 0) {
+		goto err;
+	}
+	if (a->readonly) {
+		a->ctrl = ice_ctrl_open(cfg->addr);
+	} else {
+		a->ctrl = ice_ctrl_create(cfg->addr);
+		if (a->ctrl == NULL) {
+			ret = -errno;
+			ice_err(AGENT_SUB, "cannot create the control block of %s: %s", cfg->addr,
+				strerror(-ret));
+			goto err;
+		}
+		ret = sock_open(a);
+		if (ret < 0)
+			goto err;
+	}
+	if (!cfg->no_bpf) {
+		if (!agent_bpf_available()) {
+			ret = -ENOTSUP;
+			ice_err(AGENT_SUB, "built without the BPF programs: run with --no-bpf");
+			goto err;
+		}
+		a->bpf = agent_bpf_open(cfg, !a->readonly);
+		if (a->bpf == NULL) {
+			ret = -errno;
+			goto err;
+		}
+	}
+	if (!o->once && cfg->metrics_port != 0) {
+		a->metrics = agent_metrics_new((uint16_t)cfg->metrics_port);
+		if (a->metrics == NULL) {
+			ret = -errno;
+			ice_err(AGENT_SUB, "metrics: cannot listen on port %u: %s",
+				cfg->metrics_port, strerror(-ret));
+			goto err;
+		}
+	}
+	ice_info(AGENT_SUB, "ice-agent on %s (%s), host %s, fabric %s, every %.3f s%s", cfg->nic,
+		 cfg->addr, cfg->host, cfg->fabric, (double)cfg->interval / 1e9,
+		 cfg->no_bpf ? ", without BPF" : "");
+	return a;
+err:
+	agent_free(a);
+	errno = -ret;
+	return NULL;
+}
+
+void agent_stop(struct agent *a)
+{
+	a->stop = 1;
+}
+
+static int poll_timeout_ms(struct agent *a, uint64_t now)
+{
+	uint64_t until = a->next_ns;
+
+	if (!a->o.once) {
+		if (a->redis.up && a->queue.len > 0)
+			until = now + 10 * ICE_NSEC_PER_MSEC;
+		else if (!a->redis.up && a->redis.next_try_ns < until)
+			until = a->redis.next_try_ns;
+	}
+	if (until <= now)
+		return 0;
+	return (int)((until - now + ICE_NSEC_PER_MSEC - 1) / ICE_NSEC_PER_MSEC);
+}
+
+int agent_run(struct agent *a)
+{
+	int samples = 0, ret = 0;
+
+	a->next_ns = ice_now_ns();
+	while (!a->stop) {
+		struct pollfd pfd[3];
+		int n = 0;
+		uint64_t now = ice_now_ns();
+
+		if (now >= a->next_ns) {
+			ret = take_sample(a);
+			if (ret < 0) {
+				ice_err(AGENT_SUB, "sampling failed: %s", strerror(-ret));
+				return ret;
+			}
+			samples++;
+			if (a->o.once && samples == 2) {
+				char *txt =
+					agent_sample_json(&a->s[a->cur], &a->cfg, JSON_INDENT(2));
+
+				if (txt == NULL)
+					return -ENOMEM;
+				fprintf(a->o.out, "%s\n", txt);
+				fflush(a->o.out);
+				free(txt);
+				return 0;
+			}
+			if (!a->o.once)
+				publish(a);
+			next_sample(a);
+			a->next_ns += a->cfg.interval;
+			if (a->next_ns <= now) /* we fell behind: skip, do not burst */
+				a->next_ns = now + a->cfg.interval;
+		}
+		if (!a->o.once)
+			agent_redis_tick(&a->redis, &a->queue, ice_now_ns());
+		self_update(a);
+		if (a->sock_fd >= 0)
+			pfd[n++] = (struct pollfd){.fd = a->sock_fd, .events = POLLIN};
+		n += agent_metrics_fds(a->metrics, &pfd[n], 3 - n);
+		if (poll(pfd, (nfds_t)n, poll_timeout_ms(a, ice_now_ns())) < 0 && errno != EINTR)
+			return -errno;
+		if (a->sock_fd >= 0)
+			sock_drain(a);
+		agent_metrics_io(a->metrics, &a->s[!a->cur], &a->cfg, &a->self);
+	}
+	return 0;
+}
+
+void agent_free(struct agent *a)
+{
+	if (a == NULL)
+		return;
+	if (!a->o.once && a->lock_fd >= 0) {
+		/* last words: what is queued, then offline */
+		agent_redis_tick(&a->redis, &a->queue, ice_now_ns());
+		agent_redis_offline(&a->redis);
+	}
+	agent_redis_fini(&a->redis);
+	/* a clean exit removes what it attached; a crash leaves the pins for a
+	 * successor to take over */
+	agent_bpf_close(a->bpf, !a->readonly);
+	agent_metrics_free(a->metrics);
+	if (a->sock_fd >= 0)
+		close(a->sock_fd);
+	if (a->sock_path[0] != '\0')
+		unlink(a->sock_path);
+	if (a->ctrl != NULL) {
+		/* transports still mapped keep their QPs for the next agent */
+		if (!a->readonly && !ctrl_in_use(a->ctrl))
+			ice_ctrl_unlink(a->cfg.addr);
+		ice_ctrl_close(a->ctrl);
+	}
+	if (a->lock_fd >= 0)
+		close(a->lock_fd); /* the file stays: unlinking it would race a successor */
+	for (int i = 0; i < 2; i++)
+		agent_sample_fini(&a->s[i]);
+	agent_queue_fini(&a->queue);
+	free(a->qps);
+	free(a->ann);
+	free(a->flows);
+	free(a);
+}

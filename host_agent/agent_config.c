@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: Apache-2.0
+/* agent_config: the agent's options, one table for the YAML file and flags. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "ice_time.h"
+
+#define F(k, t, m, lo, hi, u, h)                                                                   \
+	{                                                                                          \
+		.key = k, .type = t, .offset = offsetof(struct agent_cfg, m),                      \
+		.size = sizeof(((struct agent_cfg *)0)->m), .min = lo, .max = hi, .unit = u,       \
+		.help = h                                                                          \
+	}
+
+const struct ice_cfg_field agent_cfg_fields[] = {
+	F("nic", ICE_CFG_STRING, nic, 0, 0, 0, "network interface to watch (required)"),
+	F("addr", ICE_CFG_STRING, addr, 0, 0, 0, "IPv4 address of the NIC (default: its first)"),
+	F("host", ICE_CFG_STRING, host, 0, 0, 0, "host name in Redis keys (default: hostname)"),
+	F("fabric", ICE_CFG_STRING, fabric, 0, 0, 0, "fabric name: keys are ice:<fabric>:..."),
+	F("redis", ICE_CFG_STRING, redis, 0, 0, 0, "Redis: host:port or unix:/path"),
+	F("interval", ICE_CFG_DURATION, interval, 10e6, 3600e9, ICE_NSEC_PER_SEC,
+	  "sampling interval (bare numbers in s)"),
+	F("stream_cap", ICE_CFG_U32, stream_cap, 10, 10000000, 0,
+	  "entries kept per stream (XADD MAXLEN ~)"),
+	F("buffer", ICE_CFG_U32, buffer, 1, 1000000, 0, "intervals kept while Redis is down"),
+	F("metrics_port", ICE_CFG_U32, metrics_port, 0, 65535, 0,
+	  "HTTP port of /metrics (0 = off)"),
+	F("pin_dir", ICE_CFG_STRING, pin_dir, 0, 0, 0,
+	  "bpffs directory of the pins (default /sys/fs/bpf/ice-agent-<nic>)"),
+	F("run_dir", ICE_CFG_STRING, run_dir, 0, 0, 0, "directory of the lock and event socket"),
+	F("redis_timeout", ICE_CFG_DURATION, redis_timeout, 1e6, 10e9, ICE_NSEC_PER_MSEC,
+	  "Redis connect/reply timeout (bare numbers in ms)"),
+	F("no_bpf", ICE_CFG_BOOL, no_bpf, 0, 0, 0, "do not load the BPF programs"),
+};
+
+const size_t agent_cfg_nfields = sizeof(agent_cfg_fields) / sizeof(agent_cfg_fields[0]);
+
+void agent_cfg_defaults(struct agent_cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->fabric, sizeof(c->fabric), "default");
+	snprintf(c->redis, sizeof(c->redis), "127.0.0.1:6379");
+	snprintf(c->run_dir, sizeof(c->run_dir), "%s", AGENT_RUN_DIR);
+	c->interval = ICE_NSEC_PER_SEC;
+	c->stream_cap = 1000;
+	c->buffer = 300;
+	c->redis_timeout = 200 * ICE_NSEC_PER_MSEC;
+}
+
+int agent_cfg_load_file(struct agent_cfg *c, const char *path, struct ice_cfg_err *err)
+{
+	struct ice_yaml_doc *doc = ice_yaml_load_file(path, err);
+	int ret;
+
+	if (doc == NULL)
+		return -EINVAL;
+	ret = ice_cfg_bind(doc, ice_yaml_root(doc), NULL, agent_cfg_fields, agent_cfg_nfields, c,
+			   ICE_CFG_STRICT, err);
+	ice_yaml_free(doc);
+	return ret;
+}
+
+int agent_cfg_set_flag(struct agent_cfg *c, const char *flag, const char *value,
+		       struct ice_cfg_err *err)
+{
+	char key[64];
+	size_t i;
+
+	snprintf(key, sizeof(key), "%s", flag);
+	for (i = 0; key[i] != '\0'; i++)
+		if (key[i] == '-')
+			key[i] = '_';
+	return ice_cfg_set(agent_cfg_fields, agent_cfg_nfields, c, key, value, err);
+}
+
+/* An error about key: at its line in the file when it came from there. */
+static int cfg_fail(struct ice_cfg_err *err, const char *path, const char *key, const char *fmt,
+		    ...) __attribute__((format(printf, 4, 5)));
+
+static int cfg_fail(struct ice_cfg_err *err, const char *path, const char *key, const char *fmt,
+		    ...)
+{
+	struct ice_cfg_err scratch;
+	struct ice_yaml_doc *doc = NULL;
+	const struct ice_yaml_node *n = NULL;
+	va_list ap;
+
+	if (path != NULL) {
+		doc = ice_yaml_load_file(path, &scratch);
+		if (doc != NULL)
+			n = ice_yaml_get(ice_yaml_root(doc), key);
+	}
+	memset(err, 0, sizeof(*err));
+	if (n != NULL) {
+		snprintf(err->file, sizeof(err->file), "%s", path);
+		err->line = ice_yaml_line(n);
+		err->column = ice_yaml_column(n);
+	}
+	snprintf(err->key, sizeof(err->key), "%s", key);
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	ice_yaml_free(doc);
+	return -EINVAL;
+}
+
+/* Letters, digits, '.', '-', '_': safe inside a Redis key and a hash tag. */
+static bool key_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '.' || ch == '-' || ch == '_';
+}
+
+static bool key_safe(const char *s)
+{
+	if (*s == '\0')
+		return false;
+	for (; *s != '\0'; s++)
+		if (!key_char(*s))
+			return false;
+	return true;
+}
+
+static int nic_first_addr(const char *nic, char *buf, size_t len)
+{
+	struct ifaddrs *ifa, *i;
+	int ret = -ENOENT;
+
+	if (getifaddrs(&ifa) < 0)
+		return -errno;
+	for (i = ifa; i != NULL; i = i->ifa_next) {
+		if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
+		    strcmp(i->ifa_name, nic) != 0)
+			continue;
+		inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, buf, len);
+		ret = 0;
+		break;
+	}
+	freeifaddrs(ifa);
+	return ret;
+}
+
+int agent_redis_parse(const char *spec, char *host, size_t hlen, int *port, bool *is_unix);
+
+int agent_cfg_finish(struct agent_cfg *c, const char *path, struct ice_cfg_err *err)
+{
+	struct in_addr in;
+	char rh[256];
+	bool is_unix;
+	int port;
+
+	if (c->nic[0] == '\0')
+		return cfg_fail(err, path, "nic",
+				"missing: expected the name of the network interface to watch");
+	c->ifindex = (int)if_nametoindex(c->nic);
+	if (c->ifindex == 0)
+		return cfg_fail(err, path, "nic",
+				"expected an existing network interface, got '%s'", c->nic);
+	if (c->addr[0] == '\0' && nic_first_addr(c->nic, c->addr, sizeof(c->addr)) < 0)
+		return cfg_fail(err, path, "nic",
+				"interface '%s' has no IPv4 address; set 'addr' to the address "
+				"its QPs use",
+				c->nic);
+	if (inet_pton(AF_INET, c->addr, &in) != 1)
+		return cfg_fail(err, path, "addr", "expected an IPv4 address, got '%s'", c->addr);
+	c->addr_be = in.s_addr;
+	if (c->host[0] == '\0') {
+		if (gethostname(c->host, sizeof(c->host)) < 0)
+			snprintf(c->host, sizeof(c->host), "localhost");
+		c->host[sizeof(c->host) - 1] = '\0';
+		/* the short name; dots would still be fine, braces not */
+		for (char *p = c->host; *p != '\0'; p++)
+			if (!key_char(*p))
+				*p = '-';
+	}
+	if (!key_safe(c->host))
+		return cfg_fail(err, path, "host",
+				"expected letters, digits, '.', '-' or '_', got '%s'", c->host);
+	if (!key_safe(c->fabric))
+		return cfg_fail(err, path, "fabric",
+				"expected letters, digits, '.', '-' or '_', got '%s'", c->fabric);
+	if (agent_redis_parse(c->redis, rh, sizeof(rh), &port, &is_unix) < 0)
+		return cfg_fail(err, path, "redis",
+				"expected host:port (port 1-65535) or unix:/path, got '%s'",
+				c->redis);
+	if (c->pin_dir[0] == '\0')
+		snprintf(c->pin_dir, sizeof(c->pin_dir), "/sys/fs/bpf/ice-agent-%s", c->nic);
+	if (c->run_dir[0] == '\0')
+		return cfg_fail(err, path, "run_dir", "expected a directory, got ''");
+	return 0;
+}
+
+void agent_cfg_usage(FILE *f)
+{
+	fprintf(f, "usage: ice-agent [--config FILE] [--once] [--log SPEC] [--KEY VALUE]...\n"
+		   "keys (YAML file or flags; '-' and '_' alike in flags):\n");
+	for (size_t i = 0; i < agent_cfg_nfields; i++)
+		fprintf(f, "  --%-14s %s\n", agent_cfg_fields[i].key, agent_cfg_fields[i].help);
+	fprintf(f, "exit status: 0 ok, 1 run-time failure, 2 bad configuration\n");
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* agent_internal: pieces shared by the agent's files; not for other modules. */
+#ifndef ICE_AGENT_INTERNAL_H
+#define ICE_AGENT_INTERNAL_H
+
+#include <jansson.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent.h"
+#include "ice_log.h"
+
+/* Log subsystem of the agent (debug mask: "all" or "common"). */
+#define AGENT_SUB ICE_SUB_COMMON
+
+/* ---- JSON (agent_json.c); the caller owns the returned json_t */
+json_t *agent_qp_json(const struct agent_qp *q, const struct agent_sample *s);
+json_t *agent_nic_json(const struct agent_sample *s, const struct agent_cfg *cfg);
+json_t *agent_event_json(const struct ice_event *ev);
+
+/* ---- RESP commands being built (agent_redis.c) */
+struct agent_buf {
+	char *p;
+	size_t len, cap;
+	unsigned ncmd;
+	bool failed; /* out of memory somewhere */
+};
+
+/* Append one command; args end with NULL. */
+void agent_buf_cmd(struct agent_buf *b, const char *arg0, ...) __attribute__((sentinel));
+/* Append one command from argv[argc] (lengths by strlen). */
+void agent_buf_cmdv(struct agent_buf *b, int argc, const char *const *argv);
+
+int agent_redis_parse(const char *spec, char *host, size_t hlen, int *port, bool *is_unix);
+
+struct agent_redis {
+	const struct agent_cfg *cfg;
+	void *ctx; /* redisContext */
+	bool up;
+	uint64_t next_try_ns;
+	double backoff_s;
+	uint64_t errors;   /* error replies */
+	uint64_t connects; /* successful (re)connections */
+	uint64_t started_ms;
+	bool bpf;
+};
+
+void agent_redis_init(struct agent_redis *r, const struct agent_cfg *cfg, bool bpf);
+void agent_redis_fini(struct agent_redis *r);
+/* Render one interval's commands (streams, hashes, liveness). */
+int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s,
+		       struct agent_buf *out);
+/* Connect when due, then send queued intervals in order (bounded time).
+ * Never blocks longer than the configured timeouts. */
+void agent_redis_tick(struct agent_redis *r, struct agent_queue *q, uint64_t now_ns);
+/* Best effort at exit: state offline, liveness keys removed. */
+void agent_redis_offline(struct agent_redis *r);
+
+/* ---- /metrics (agent_metrics.c) */
+struct agent_metrics;
+struct agent_self {
+	double cpu_s;	/* user + system seconds */
+	double cpu_pct; /* of one core, last interval */
+	bool redis_up;
+	size_t queue_depth;
+	uint64_t dropped;   /* intervals dropped from the queue */
+	uint64_t ev_ok;	    /* events accepted */
+	uint64_t ev_bad;    /* malformed events */
+	uint64_t ev_over;   /* events dropped: too many in an interval */
+	uint64_t redis_err; /* error replies */
+	uint64_t samples;   /* intervals sampled */
+};
+
+struct agent_metrics *agent_metrics_new(uint16_t port); /* NULL + errno */
+void agent_metrics_free(struct agent_metrics *m);
+/* fds to poll: listener and client (-1 when none); events wanted. */
+int agent_metrics_fds(struct agent_metrics *m, struct pollfd *pfd, int max);
+void agent_metrics_io(struct agent_metrics *m, const struct agent_sample *s,
+		      const struct agent_cfg *cfg, const struct agent_self *self);
+/* The Prometheus text of a sample (malloc'ed). */
+char *agent_metrics_text(const struct agent_sample *s, const struct agent_cfg *cfg,
+			 const struct agent_self *self);
+
+/* ---- BPF source (agent_bpf.c; stubs when built without ebpf) */
+struct agent_bpf;
+bool agent_bpf_available(void);
+/* attach: false = read the pinned maps only (another agent owns them). */
+struct agent_bpf *agent_bpf_open(const struct agent_cfg *cfg, bool attach);
+/* Append the flows; new-flow events counted into *new_flows. */
+int agent_bpf_read(struct agent_bpf *b, struct agent_flow **flows, size_t *n, size_t *cap,
+		   uint64_t *new_flows);
+/* Detach (when attached) and close; unpin as well when unpin. */
+void agent_bpf_close(struct agent_bpf *b, bool unpin);
+
+#endif /* ICE_AGENT_INTERNAL_H */

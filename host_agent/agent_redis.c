@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * agent_redis: the schema of docs/redis-schema.md, written with hiredis.
+ *
+ * Each interval is rendered once into RESP commands (agent_redis_render) and
+ * queued; agent_redis_tick() appends as many queued intervals as fit in one
+ * batch to the connection's output buffer and reads all replies: one round
+ * trip. Stream entries of QPs and NICs carry explicit IDs (<ts_ms>-0, with
+ * ts_ms strictly increasing per run), so an interval sent twice after a
+ * broken connection is refused by Redis instead of stored twice.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "agent_internal.h"
+#include "ice_time.h"
+
+#define BACKOFF_MIN_S	 0.5
+#define BACKOFF_MAX_S	 8.0
+#define BATCH_MAX_ITEMS	 64
+#define BATCH_MAX_BYTES	 (8u << 20)
+#define QP_INDEX_KEEP_MS (10 * 60 * 1000) /* QP index entries older are pruned */
+
+static void buf_put(struct agent_buf *b, const char *p, size_t n)
+{
+	if (b->failed)
+		return;
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		char *q;
+
+		while (cap < b->len + n)
+			cap *= 2;
+		q = realloc(b->p, cap);
+		if (q == NULL) {
+			b->failed = true;
+			return;
+		}
+		b->p = q;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+}
+
+static void buf_arg(struct agent_buf *b, const char *s)
+{
+	char hdr[32];
+	size_t n = strlen(s);
+	int h = snprintf(hdr, sizeof(hdr), "$%zu\r\n", n);
+
+	buf_put(b, hdr, (size_t)h);
+	buf_put(b, s, n);
+	buf_put(b, "\r\n", 2);
+}
+
+void agent_buf_cmdv(struct agent_buf *b, int argc, const char *const *argv)
+{
+	char hdr[32];
+	int h = snprintf(hdr, sizeof(hdr), "*%d\r\n", argc);
+
+	buf_put(b, hdr, (size_t)h);
+	for (int i = 0; i < argc; i++)
+		buf_arg(b, argv[i]);
+	b->ncmd++;
+}
+
+void agent_buf_cmd(struct agent_buf *b, const char *arg0, ...)
+{
+	const char *argv[64];
+	int argc = 0;
+	va_list ap;
+
+	argv[argc++] = arg0;
+	va_start(ap, arg0);
+	while (argc < 64 && (argv[argc] = va_arg(ap, const char *)) != NULL)
+		argc++;
+	va_end(ap);
+	agent_buf_cmdv(b, argc, argv);
+}
+
+int agent_redis_parse(const char *spec, char *host, size_t hlen, int *port, bool *is_unix)
+{
+	const char *colon;
+	char *end;
+	long p;
+
+	if (strncmp(spec, "unix:", 5) == 0) {
+		if (spec[5] != '/' || strlen(spec + 5) >= hlen)
+			return -EINVAL;
+		snprintf(host, hlen, "%s", spec + 5);
+		*is_unix = true;
+		*port = 0;
+		return 0;
+	}
+	colon = strrchr(spec, ':');
+	if (colon == NULL || colon == spec || (size_t)(colon - spec) >= hlen)
+		return -EINVAL;
+	p = strtol(colon + 1, &end, 10);
+	if (colon[1] == '\0' || *end != '\0' || p < 1 || p > 65535)
+		return -EINVAL;
+	snprintf(host, hlen, "%.*s", (int)(colon - spec), spec);
+	*port = (int)p;
+	*is_unix = false;
+	return 0;
+}
+
+/* ice:<fabric>:{<host>}:<rest> */
+static void hkey(char *buf, size_t len, const struct agent_cfg *c, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void hkey(char *buf, size_t len, const struct agent_cfg *c, const char *fmt, ...)
+{
+	int n = snprintf(buf, len, "ice:%s:{%s}:", c->fabric, c->host);
+	va_list ap;
+
+	if (n < 0 || (size_t)n >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+static char *dump(json_t *o)
+{
+	char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
+
+	json_decref(o);
+	return s;
+}
+
+/* HSET key f1 v1 ... from the scalar members of a JSON object (objects and
+ * arrays are stored as JSON text). */
+static void hset_json(struct agent_buf *b, const char *key, json_t *o)
+{
+	const char *argv[96];
+	char *own[96];
+	int argc = 0, nown = 0;
+	const char *k;
+	json_t *v;
+
+	argv[argc++] = "HSET";
+	argv[argc++] = key;
+	json_object_foreach(o, k, v)
+	{
+		char *txt;
+
+		if (argc + 2 > 96)
+			break;
+		if (json_is_string(v))
+			txt = strdup(json_string_value(v));
+		else
+			txt = json_dumps(v,
+					 JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(10));
+		if (txt == NULL) {
+			b->failed = true;
+			break;
+		}
+		own[nown++] = txt;
+		argv[argc++] = k;
+		argv[argc++] = txt;
+	}
+	agent_buf_cmdv(b, argc, argv);
+	for (int i = 0; i < nown; i++)
+		free(own[i]);
+}
+
+int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s,
+		       struct agent_buf *out)
+{
+	char key[384], key2[384], id[48], cap[24], ttl[24], ts[24], qttl[24], old[24];
+	uint64_t interval_ms = cfg->interval / ICE_NSEC_PER_MSEC;
+	uint64_t live_ms = 3 * interval_ms < 3000 ? 3000 : 3 * interval_ms;
+	/* a QP's keys outlive its last sample by the stream's span, at least 10 min */
+	uint64_t keep_ms = (uint64_t)cfg->stream_cap * (interval_ms ? interval_ms : 1);
+	json_t *alive;
+	char *txt;
+
+	if (keep_ms < QP_INDEX_KEEP_MS)
+		keep_ms = QP_INDEX_KEEP_MS;
+	snprintf(cap, sizeof(cap), "%u", cfg->stream_cap);
+	snprintf(ttl, sizeof(ttl), "%" PRIu64, live_ms);
+	snprintf(qttl, sizeof(qttl), "%" PRIu64, keep_ms);
+	snprintf(ts, sizeof(ts), "%" PRIu64, s->ts_ms);
+	snprintf(id, sizeof(id), "%" PRIu64 "-0", s->ts_ms);
+	snprintf(old, sizeof(old), "(%" PRIu64, s->ts_ms > keep_ms ? s->ts_ms - keep_ms : 0);
+
+	/* liveness */
+	alive = json_pack("{s:I, s:I, s:I, s:s}", "pid", (json_int_t)getpid(), "ts_ms",
+			  (json_int_t)s->ts_ms, "seq", (json_int_t)s->seq, "addr", cfg->addr);
+	txt = dump(alive);
+	hkey(key, sizeof(key), cfg, "nic:%s:alive", cfg->nic);
+	agent_buf_cmd(out, "SET", key, txt ? txt : "{}", "PX", ttl, NULL);
+	hkey(key, sizeof(key), cfg, "alive");
+	agent_buf_cmd(out, "SET", key, txt ? txt : "{}", "PX", ttl, NULL);
+	free(txt);
+	hkey(key, sizeof(key), cfg, "host");
+	agent_buf_cmd(out, "HSET", key, "last_ms", ts, NULL);
+
+	/* per QP: summary hash + capped stream, and the host's QP index */
+	for (size_t i = 0; i < s->nqp; i++) {
+		const struct agent_qp *q = &s->qp[i];
+		json_t *o = agent_qp_json(q, s);
+		char name[64];
+
+		agent_qp_name(q, name, sizeof(name));
+		hkey(key, sizeof(key), cfg, "qp:%s", name);
+		hkey(key2, sizeof(key2), cfg, "qp:%s:ts", name);
+		txt = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
+		hset_json(out, key, o);
+		json_decref(o);
+		if (txt == NULL) {
+			out->failed = true;
+			continue;
+		}
+		agent_buf_cmd(out, "XADD", key2, "MAXLEN", "~", cap, id, "json", txt, NULL);
+		free(txt);
+		agent_buf_cmd(out, "PEXPIRE", key, qttl, NULL);
+		agent_buf_cmd(out, "PEXPIRE", key2, qttl, NULL);
+		hkey(key, sizeof(key), cfg, "qps");
+		agent_buf_cmd(out, "ZADD", key, ts, name, NULL);
+	}
+	hkey(key, sizeof(key), cfg, "qps");
+	agent_buf_cmd(out, "ZREMRANGEBYSCORE", key, "-inf", old, NULL);
+
+	/* per NIC */
+	{
+		json_t *o = agent_nic_json(s, cfg);
+
+		hkey(key, sizeof(key), cfg, "nic:%s", cfg->nic);
+		hkey(key2, sizeof(key2), cfg, "nic:%s:ts", cfg->nic);
+		txt = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
+		hset_json(out, key, o);
+		json_decref(o);
+		if (txt != NULL)
+			agent_buf_cmd(out, "XADD", key2, "MAXLEN", "~", cap, id, "json", txt, NULL);
+		free(txt);
+	}
+
+	/* collective events: one stream per host (IDs by Redis: several NICs'
+	 * agents share it) */
+	hkey(key, sizeof(key), cfg, "events");
+	for (size_t i = 0; i < s->nev; i++) {
+		txt = dump(agent_event_json(&s->ev[i]));
+		if (txt == NULL) {
+			out->failed = true;
+			continue;
+		}
+		agent_buf_cmd(out, "XADD", key, "MAXLEN", "~", cap, "*", "nic", cfg->nic, "json",
+			      txt, NULL);
+		free(txt);
+	}
+	return out->failed ? -ENOMEM : 0;
+}
+
+void agent_redis_init(struct agent_redis *r, const struct agent_cfg *cfg, bool bpf)
+{
+	memset(r, 0, sizeof(*r));
+	r->cfg = cfg;
+	r->bpf = bpf;
+	r->started_ms = ice_wall_ms();
+	r->backoff_s = BACKOFF_MIN_S;
+}
+
+static void redis_drop(struct agent_redis *r)
+{
+	if (r->ctx != NULL)
+		redisFree(r->ctx);
+	r->ctx = NULL;
+	r->up = false;
+}
+
+void agent_redis_fini(struct agent_redis *r)
+{
+	redis_drop(r);
+}
+
+static struct timeval tv_of(uint64_t ns)
+{
+	return (struct timeval){(time_t)(ns / ICE_NSEC_PER_SEC),
+				(suseconds_t)(ns % ICE_NSEC_PER_SEC / 1000)};
+}
+
+static void redis_retry_later(struct agent_redis *r, uint64_t now_ns, const char *why)
+{
+	ice_warn(AGENT_SUB, "redis at %s unreachable: %s; retrying in %g s", r->cfg->redis, why,
+		 r->backoff_s);
+	r->next_try_ns = now_ns + (uint64_t)(r->backoff_s * 1e9);
+	r->backoff_s *= 2;
+	if (r->backoff_s > BACKOFF_MAX_S)
+		r->backoff_s = BACKOFF_MAX_S;
+}
+
+/* Read n replies; count error replies. 0, or -EIO when the link broke. */
+static int redis_replies(struct agent_redis *r, unsigned n)
+{
+	redisContext *c = r->ctx;
+
+	for (unsigned i = 0; i < n; i++) {
+		redisReply *rep = NULL;
+
+		if (redisGetReply(c, (void **)&rep) != REDIS_OK || rep == NULL)
+			return -EIO;
+		if (rep->type == REDIS_REPLY_ERROR) {
+			if (r->errors++ < 10)
+				ice_warn(AGENT_SUB, "redis error reply: %s", rep->str);
+		}
+		freeReplyObject(rep);
+	}
+	return 0;
+}
+
+static int redis_register(struct agent_redis *r)
+{
+	const struct agent_cfg *cfg = r->cfg;
+	struct agent_buf b = {0};
+	char key[384], v[32], pid[16], ifx[16], ims[24], st[24], now[24];
+	int ret;
+
+	snprintf(v, sizeof(v), "%d", AGENT_SCHEMA_VERSION);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	snprintf(ifx, sizeof(ifx), "%d", cfg->ifindex);
+	snprintf(ims, sizeof(ims), "%" PRIu64, (uint64_t)(cfg->interval / ICE_NSEC_PER_MSEC));
+	snprintf(st, sizeof(st), "%" PRIu64, r->started_ms);
+	snprintf(now, sizeof(now), "%" PRIu64, ice_wall_ms());
+	snprintf(key, sizeof(key), "ice:%s:schema", cfg->fabric);
+	agent_buf_cmd(&b, "SET", key, v, NULL);
+	snprintf(key, sizeof(key), "ice:%s:hosts", cfg->fabric);
+	agent_buf_cmd(&b, "SADD", key, cfg->host, NULL);
+	hkey(key, sizeof(key), cfg, "host");
+	agent_buf_cmd(&b, "HSET", key, "host", cfg->host, "schema", v, "last_ms", now, NULL);
+	hkey(key, sizeof(key), cfg, "nics");
+	agent_buf_cmd(&b, "SADD", key, cfg->nic, NULL);
+	hkey(key, sizeof(key), cfg, "nic:%s:agent", cfg->nic);
+	agent_buf_cmd(&b, "HSET", key, "nic", cfg->nic, "addr", cfg->addr, "ifindex", ifx, "pid",
+		      pid, "version", "0.1.0", "schema", v, "started_ms", st, "registered_ms", now,
+		      "interval_ms", ims, "bpf", r->bpf ? "true" : "false", "state", "online",
+		      NULL);
+	agent_buf_cmd(&b, "HDEL", key, "stopped_ms", NULL);
+	if (b.failed) {
+		free(b.p);
+		return -ENOMEM;
+	}
+	ret = redisAppendFormattedCommand(r->ctx, b.p, b.len) == REDIS_OK ? 0 : -EIO;
+	if (ret == 0)
+		ret = redis_replies(r, b.ncmd);
+	free(b.p);
+	return ret;
+}
+
+static void redis_connect(struct agent_redis *r, uint64_t now_ns)
+{
+	struct timeval tv = tv_of(r->cfg->redis_timeout);
+	char host[256];
+	redisContext *c;
+	bool is_unix;
+	int port;
+
+	if (agent_redis_parse(r->cfg->redis, host, sizeof(host), &port, &is_unix) < 0)
+		return;
+	c = is_unix ? redisConnectUnixWithTimeout(host, tv)
+		    : redisConnectWithTimeout(host, port, tv);
+	if (c == NULL) {
+		redis_retry_later(r, now_ns, "out of memory");
+		return;
+	}
+	if (c->err) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "%s", c->errstr);
+		redisFree(c);
+		redis_retry_later(r, now_ns, why);
+		return;
+	}
+	redisSetTimeout(c, tv);
+	r->ctx = c;
+	if (redis_register(r) < 0) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "%s", c->errstr[0] ? c->errstr : "registration failed");
+		redis_drop(r);
+		redis_retry_later(r, now_ns, why);
+		return;
+	}
+	r->up = true;
+	r->connects++;
+	r->backoff_s = BACKOFF_MIN_S;
+	ice_info(AGENT_SUB, "redis at %s: connected, host %s registered", r->cfg->redis,
+		 r->cfg->host);
+}
+
+void agent_redis_tick(struct agent_redis *r, struct agent_queue *q, uint64_t now_ns)
+{
+	uint64_t deadline = now_ns + r->cfg->interval / 2;
+
+	if (!r->up) {
+		if (now_ns < r->next_try_ns)
+			return;
+		redis_connect(r, now_ns);
+		if (!r->up)
+			return;
+	}
+	while (q->len > 0 && ice_now_ns() < deadline) {
+		size_t n = 0, bytes = 0;
+		unsigned ncmd = 0;
+
+		/* one batch: append, then read all replies */
+		for (size_t i = 0; i < q->len && n < BATCH_MAX_ITEMS && bytes < BATCH_MAX_BYTES;
+		     i++, n++) {
+			struct agent_queue_item *it = &q->item[(q->head + i) % q->cap];
+
+			if (redisAppendFormattedCommand(r->ctx, it->buf, it->len) != REDIS_OK)
+				goto broken;
+			bytes += it->len;
+			ncmd += it->ncmd;
+		}
+		if (redis_replies(r, ncmd) < 0)
+			goto broken;
+		while (n-- > 0)
+			agent_queue_pop(q);
+	}
+	return;
+broken : {
+	char why[160];
+
+	snprintf(why, sizeof(why), "%s",
+		 ((redisContext *)r->ctx)->errstr[0] ? ((redisContext *)r->ctx)->errstr
+						     : "connection lost");
+	redis_drop(r);
+	r->backoff_s = BACKOFF_MIN_S;
+	redis_retry_later(r, ice_now_ns(), why);
+}
+}
+
+void agent_redis_offline(struct agent_redis *r)
+{
+	const struct agent_cfg *cfg = r->cfg;
+	struct agent_buf b = {0};
+	char key[384], now[24];
+
+	if (!r->up)
+		redis_connect(r, ice_now_ns());
+	if (!r->up)
+		return;
+	snprintf(now, sizeof(now), "%" PRIu64, ice_wall_ms());
+	hkey(key, sizeof(key), cfg, "nic:%s:agent", cfg->nic);
+	agent_buf_cmd(&b, "HSET", key, "state", "offline", "stopped_ms", now, NULL);
+	hkey(key, sizeof(key), cfg, "nic:%s:alive", cfg->nic);
+	agent_buf_cmd(&b, "DEL", key, NULL);
+	if (!b.failed && redisAppendFormattedCommand(r->ctx, b.p, b.len) == REDIS_OK)
+		redis_replies(r, b.ncmd);
+	free(b.p);
+}
