@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ctl: the controller's planning core. From a demand (flows between host
+ * NICs: QPs with a demand in bit/s or bytes) and a topology it computes
+ *   - a path per flow minimising the maximum directed-link utilisation
+ *     (greedy, then local search), incremental or global with hysteresis,
+ *     with a lower bound for the same demand and the plain-ECMP baseline;
+ *   - a UDP source port per flow that takes the chosen path (topo hash models);
+ *   - max-min fair rates on the chosen paths (water-filling, with headroom);
+ *   - a DCQCN profile per flow from an operator policy (YAML);
+ *   - per-host plans, serialised to canonical JSON and signed (HMAC-SHA256);
+ *     ctl_plan_verify() is what the agent runs before applying one.
+ *
+ * Ownership: ctl_planner_new() keeps a pointer to the topology (the caller
+ * keeps it alive and frees it after ctl_planner_free()). Demands, policies
+ * and plans own their arrays; free them with their _fini()/_free().
+ */
+#ifndef CTL_H
+#define CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ice_config.h"
+#include "ice_dcqcn.h"
+#include "topo.h"
+
+/* ---- demand ---------------------------------------------------------------- */
+
+enum ctl_unit {
+	CTL_UNIT_BPS,	/* demand is a rate in bit/s: rates are capped at it */
+	CTL_UNIT_BYTES, /* demand is a volume in bytes: flows are elastic */
+};
+
+enum ctl_coll_op {
+	CTL_COLL_ANY = 0, /* policy rules only: matches every op */
+	CTL_COLL_ALL_REDUCE,
+	CTL_COLL_REDUCE_SCATTER,
+	CTL_COLL_ALL_GATHER,
+	CTL_COLL_ALL_TO_ALL,
+	CTL_COLL_BROADCAST,
+	CTL_COLL_SEND_RECV,
+	CTL_COLL_OP_MAX,
+};
+
+#define CTL_FLOW_ANNOUNCED 0x1u /* demand comes from an announced collective */
+#define CTL_FLOW_FIXED	   0x2u /* incremental planning never moves this flow */
+
+/* A chosen route: index into topo_paths() of the pair, and its directed
+ * links (2 * link id + 0 for a->b, i.e. upward; + 1 for b->a). */
+struct ctl_route {
+	int32_t idx; /* -1: none */
+	uint32_t nhops;
+	uint32_t dlink[TOPO_PATH_MAX_HOPS];
+};
+
+struct ctl_flow {
+	/* inputs */
+	uint32_t src_port, dst_port; /* topo port ids of the two NICs */
+	uint64_t demand;	     /* bit/s or bytes, see ctl_demand.unit */
+	uint32_t host;		     /* node id of the host owning the QP (src) */
+	uint32_t lqpn, rqpn;	     /* local and remote QP numbers (24 bit) */
+	uint16_t cur_sport;	     /* current source port; 0 = unknown */
+	uint8_t tclass;		     /* traffic class / priority, 0..7 */
+	uint8_t flags;		     /* CTL_FLOW_* */
+	enum ctl_coll_op op;	     /* the collective it belongs to, or ANY */
+	uint64_t coll_id;	     /* collective (or communicator) id */
+	uint64_t msg_bytes;	     /* the collective's message size (policy) */
+	/* outputs */
+	struct ctl_route path; /* planned route; set idx >= 0 as input in incremental mode */
+	struct ctl_route ecmp; /* what plain ECMP gives (ctl_plan_ecmp) */
+	uint16_t sport;	       /* planned source port (ctl_plan_sports) */
+	double start_bps;      /* planned start rate (ctl_plan_rates) */
+	double target_bps;     /* planned target rate: the fair share at full capacity */
+};
+
+struct ctl_demand {
+	enum ctl_unit unit;
+	struct ctl_flow *flows;
+	size_t n, cap;
+};
+
+void ctl_demand_init(struct ctl_demand *d, enum ctl_unit unit);
+void ctl_demand_fini(struct ctl_demand *d); /* NULL-safe */
+/* Append a copy of f (outputs reset); 0 or -ENOMEM. */
+int ctl_demand_add(struct ctl_demand *d, const struct ctl_flow *f);
+
+/* rdma-core's default RoCEv2 source port for a QP pair (flow label from the
+ * QPNs, ibv_flow_label_to_udp_sport): what a NIC picks without ICE. */
+uint16_t ctl_sport_default(uint32_t lqpn, uint32_t rqpn);
+
+/*
+ * The flows of one announced collective over nranks ranks whose NICs (topo
+ * port ids) are given in rank order, qps QPs per connection. Bytes per flow
+ * follow nccl-tests' size convention and ring/direct algorithms:
+ *   all-reduce (ring)          each rank -> next: 2(n-1)/n * bytes
+ *   reduce-scatter, all-gather each rank -> next: (n-1)/n * bytes
+ *   all-to-all                 every ordered pair: bytes / n
+ *   broadcast (chain from 0)   rank i -> i+1 (i < n-1): bytes
+ *   send/recv                  each rank -> next: bytes
+ * split evenly over the qps QPs. In CTL_UNIT_BPS demands the "bytes" are a
+ * rate and split the same way. QPNs are qpn_base + flow ordinal (local) and
+ * qpn_base + 0x400000 + ordinal (remote), mod 2^24. 0, -EINVAL, -ENOMEM.
+ */
+int ctl_demand_add_collective(struct ctl_demand *d, const struct topo *t, enum ctl_coll_op op,
+			      uint64_t bytes, const uint32_t *nics, uint32_t nranks, uint32_t qps,
+			      uint64_t coll_id, uint8_t tclass, uint32_t qpn_base);
+
+const char *ctl_coll_op_name(enum ctl_coll_op op);
+int ctl_coll_op_parse(const char *s); /* -1 when unknown */
+
+/* ---- path planner ------------------------------------------------------------ */
+
+struct ctl_planner;
+
+/* Indexes the topology (switch cones for up-down routing). Requires that
+ * every shortest path is up-down (leaf-spine, fat-tree, rail): a sample of
+ * pairs is checked against topo_paths(); otherwise NULL with ENOTSUP. */
+struct ctl_planner *ctl_planner_new(const struct topo *t);
+void ctl_planner_free(struct ctl_planner *p); /* NULL-safe */
+
+enum ctl_plan_mode {
+	CTL_PLAN_FRESH,	      /* ignore existing routes, plan every flow */
+	CTL_PLAN_INCREMENTAL, /* flows with path.idx >= 0 keep it; place the rest */
+	CTL_PLAN_REOPT,	      /* global re-optimisation, moves only for a gain >= hysteresis */
+};
+
+struct ctl_plan_opts {
+	enum ctl_plan_mode mode;
+	double hysteresis;	/* relative gain of the max utilisation to move flows; 0.05 */
+	double search_budget_s; /* local-search wall-time budget; 0 = until no move helps */
+	bool no_search;		/* greedy only */
+};
+void ctl_plan_opts_default(struct ctl_plan_opts *o);
+
+struct ctl_plan_stats {
+	double max_util;   /* the plan's max directed-link utilisation */
+	double bound;	   /* lower bound on it for this demand (any routing) */
+	double start_util; /* REOPT: the max utilisation before */
+	uint32_t moves;	   /* local-search moves (a swap counts 2) */
+	uint32_t moved;	   /* flows whose route differs from the input (REOPT) */
+	bool budget_hit;   /* the local search stopped on its time budget */
+	double greedy_s, search_s, total_s;
+};
+
+/* Choose flow->path for every flow. 0 or -errno (-EINVAL for a flow whose
+ * NICs are not NICs of the topology or are equal). */
+int ctl_plan_paths(struct ctl_planner *p, struct ctl_demand *d, const struct ctl_plan_opts *o,
+		   struct ctl_plan_stats *st);
+/* The max utilisation of the routes in flows (which = 0: path, 1: ecmp). */
+double ctl_max_util(struct ctl_planner *p, const struct ctl_demand *d, int which);
+/* Lower bound on the max utilisation of any routing (even split): max over
+ * NIC links and over the up-link cuts of every switch group below each tier. */
+double ctl_bound(struct ctl_planner *p, const struct ctl_demand *d);
+/* Fill flow->ecmp with the path of the flow's default Linux source port
+ * (ctl_sport_default) under the hash models. 0 or -errno. */
+int ctl_plan_ecmp(struct ctl_planner *p, struct ctl_demand *d);
+/* The route a given source port takes for the flow (hash-model walk). */
+int ctl_route_of_sport(struct ctl_planner *p, const struct ctl_flow *f, uint16_t sport,
+		       struct ctl_route *out);
+/* Set flow->sport to a port in 49152-65535 whose hash path is flow->path:
+ * the current port when it already takes that path, else ports spread over
+ * the flows of the same NIC pair. 0 or -errno (-ENOENT: no port takes it). */
+int ctl_plan_sports(struct ctl_planner *p, struct ctl_demand *d);
+
+/* ---- rate planner ---------------------------------------------------------- */
+
+/* Max-min fair rates (water-filling) of the flows on their routes (which: 0
+ * path, 1 ecmp). start_bps: the share over headroom * capacity (so queues
+ * stay short); target_bps: the share over the full capacity. Flows of a
+ * CTL_UNIT_BPS demand are capped at their demand. 0 or -errno. */
+int ctl_plan_rates(struct ctl_planner *p, struct ctl_demand *d, int which, double headroom);
+
+/* ---- policy -------------------------------------------------------------------- */
+
+#define CTL_NAME_MAX 32
+
+struct ctl_profile {
+	char name[CTL_NAME_MAX];
+	struct ice_dcqcn_params params;
+	int line;
+};
+
+struct ctl_rule {
+	enum ctl_coll_op op; /* CTL_COLL_ANY matches all */
+	uint64_t min_bytes, max_bytes;
+	bool has_comm, has_tclass;
+	uint64_t comm;
+	uint32_t tclass;
+	uint32_t profile; /* index into profiles */
+	int line;
+};
+
+struct ctl_policy {
+	struct ctl_profile *profiles;
+	uint32_t nprofiles;
+	struct ctl_rule *rules;
+	uint32_t nrules;
+	uint32_t default_profile;
+};
+
+/* NULL + errno on failure, err naming file:line, key and the expectation. */
+struct ctl_policy *ctl_policy_load(const char *path, struct ice_cfg_err *err);
+struct ctl_policy *ctl_policy_load_string(const char *name, const char *yaml, size_t len,
+					  struct ice_cfg_err *err);
+void ctl_policy_free(struct ctl_policy *p); /* NULL-safe */
+/* First matching rule's profile, else the default one. Never NULL. */
+const struct ctl_profile *ctl_policy_match(const struct ctl_policy *p, enum ctl_coll_op op,
+					   uint64_t msg_bytes, uint64_t comm, uint32_t tclass);
+
+/* ---- plans, signing -------------------------------------------------------- */
+
+#define CTL_KEY_MIN	 16
+#define CTL_KEY_MAX	 256
+#define CTL_PLAN_VERSION 1
+
+struct ctl_key {
+	uint8_t bytes[CTL_KEY_MAX];
+	size_t len;
+};
+
+/* The file's bytes (a trailing newline dropped). Refuses files that group or
+ * others may access (-EPERM), keys under CTL_KEY_MIN bytes (-EINVAL); err
+ * says which and what to do. */
+int ctl_key_load(const char *path, struct ctl_key *key, struct ice_cfg_err *err);
+
+struct ctl_plan_entry {
+	uint32_t qpn;	      /* local QP number */
+	uint16_t sport;	      /* 49152-65535 */
+	uint32_t start_mbps;  /* 0 = no planned rate */
+	uint32_t target_mbps; /* 0 = no planned rate */
+	int32_t path;	      /* path index, for reporting; -1 unknown */
+	struct ice_dcqcn_params dcqcn;
+};
+
+struct ctl_host_plan {
+	char host[TOPO_NAME_MAX];
+	uint64_t epoch; /* monotonic, > 0 */
+	uint32_t lifetime_ms;
+	uint64_t issued_ms; /* CLOCK_REALTIME, ms since the epoch */
+	struct ctl_plan_entry *entries;
+	uint32_t n;
+};
+
+void ctl_host_plan_fini(struct ctl_host_plan *hp); /* frees entries; NULL-safe */
+
+/* Build one plan per host that owns flows (sorted by host name) from a
+ * planned demand; profiles from pol (NULL: DCQCN defaults). Caller frees
+ * with ctl_host_plans_free(). 0 or -errno. */
+int ctl_host_plans_build(const struct topo *t, const struct ctl_demand *d,
+			 const struct ctl_policy *pol, uint64_t epoch, uint32_t lifetime_ms,
+			 uint64_t issued_ms, struct ctl_host_plan **out, uint32_t *nout);
+void ctl_host_plans_free(struct ctl_host_plan *hps, uint32_t n);
+
+/* Canonical JSON of the plan (sorted keys, compact), signed:
+ * {"plan":{...},"sig":"<hex HMAC-SHA256 of the canonical plan>"}.
+ * Returns a malloc'd string the caller frees, NULL + errno. */
+char *ctl_plan_sign(const struct ctl_host_plan *hp, const struct ctl_key *key);
+
+/* Checks the signature, epoch > last_epoch, issued_ms + lifetime_ms >
+ * now_ms (now_ms 0: the real clock) and every value's safe range. 0 with
+ * *out filled (caller runs ctl_host_plan_fini), or
+ *   -EBADMSG not a plan (JSON, missing or mistyped field)
+ *   -EPERM   bad signature
+ *   -ESTALE  epoch not newer than last_epoch
+ *   -ETIME   lifetime over
+ *   -ERANGE  a value out of its safe range
+ * with err->key naming the field ("entries[2].sport") and err->msg why. */
+int ctl_plan_verify(const char *json, const struct ctl_key *key, uint64_t last_epoch,
+		    uint64_t now_ms, struct ctl_host_plan *out, struct ice_cfg_err *err);
+
+#endif /* CTL_H */

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ice-sim: flow-level simulator over topo/ and the controller's planner.
+ * Generates a fat-tree (or leaf-spine), places training jobs (ring
+ * all-reduce or all-to-all over their hosts, random or rack-aligned), and
+ * compares plain ECMP (rdma-core default source ports through the switch
+ * hash models) with ICE's planned paths: max link utilisation, the lower
+ * bound, max-min fair rates and what they imply for the collective's time
+ * (the slowest flow of a ring sets its step time), and planner run times.
+ *
+ *   ice-sim [--k 48 | --leaf-spine S,L,H] [--jobs N] [--placement random|rack]
+ *           [--op all_reduce|all_to_all] [--qps Q] [--bytes B] [--rate GBIT]
+ *           [--budget SEC] [--seed S] [--sports]
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctl.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rng_state = 1;
+
+static uint64_t rng(void)
+{
+	/* splitmix64 */
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* A fat-tree as YAML with explicit NIC addresses (10.16.0.0 up), for k
+ * beyond the generator's address plan (253 leaves). Same names, tiers and
+ * port order as topo_gen_fat_tree(); aggregation switches hash with crc32c
+ * like the generator's (anti-polarisation). Caller frees the buffer. */
+static char *fat_tree_yaml(uint32_t k, double rate_g, size_t *len)
+{
+	uint32_t half = k / 2, hosts = k * half * half;
+	size_t cap = 256 + (size_t)hosts * 160 + (size_t)k * half * (half + half) * 48 +
+		     (size_t)k * k * 64;
+	char *b = malloc(cap);
+	size_t o = 0;
+
+	if (b == NULL)
+		return NULL;
+#define Y(...) (o += (size_t)snprintf(b + o, cap - o, __VA_ARGS__))
+	Y("name: ft\ndefaults: {link_rate: %.0fmbit}\nswitches:\n", rate_g * 1000);
+	for (uint32_t c = 0; c < half * half; c++)
+		Y("  - {name: c%u, tier: 3}\n", c + 1);
+	for (uint32_t q = 0; q < k; q++)
+		for (uint32_t a = 0; a < half; a++)
+			Y("  - {name: p%ua%u, tier: 2, pod: %u, hash: {algorithm: crc32c}}\n",
+			  q + 1, a + 1, q + 1);
+	for (uint32_t q = 0; q < k; q++)
+		for (uint32_t e = 0; e < half; e++)
+			Y("  - {name: p%ut%u, tier: 1, pod: %u}\n", q + 1, e + 1, q + 1);
+	Y("hosts:\n");
+	for (uint32_t h = 0; h < hosts; h++) {
+		uint32_t a = (16u << 16) + 2 * h + 1;
+
+		Y("  - {name: h%u, nics: [{name: eth0, addr: 10.%u.%u.%u/31}]}\n", h + 1,
+		  (a >> 16) & 0xff, (a >> 8) & 0xff, a & 0xff);
+	}
+	Y("links:\n");
+	for (uint32_t h = 0; h < hosts; h++)
+		Y("  - {a: h%u, b: p%ut%u}\n", h + 1, h / half / half + 1, (h / half) % half + 1);
+	for (uint32_t q = 0; q < k; q++)
+		for (uint32_t e = 0; e < half; e++)
+			for (uint32_t a = 0; a < half; a++)
+				Y("  - {a: p%ut%u, b: p%ua%u}\n", q + 1, e + 1, q + 1, a + 1);
+	for (uint32_t q = 0; q < k; q++)
+		for (uint32_t a = 0; a < half; a++)
+			for (uint32_t c = 0; c < half; c++)
+				Y("  - {a: p%ua%u, b: c%u}\n", q + 1, a + 1, a * half + c + 1);
+#undef Y
+	*len = o;
+	return b;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: ice-sim [--k K | --leaf-spine S,L,H] [--jobs N] "
+			"[--placement random|rack] [--op all_reduce|all_to_all] [--qps Q] "
+			"[--bytes B] [--rate GBIT] [--budget SEC] [--seed S] [--sports]\n");
+	exit(2);
+}
+
+struct job_time {
+	double worst_s; /* slowest flow: bits / rate */
+	double ideal_s; /* every NIC at line rate */
+};
+
+/* Per job: completion time under the given rates (which: 0 plan, 1 ECMP). */
+static void job_times(const struct ctl_demand *d, uint32_t njobs, const uint64_t *bits_per_flow,
+		      const double *ideal_s, struct job_time *jt)
+{
+	for (uint32_t j = 0; j < njobs; j++) {
+		jt[j].worst_s = 0;
+		jt[j].ideal_s = ideal_s[j];
+	}
+	for (size_t i = 0; i < d->n; i++) {
+		const struct ctl_flow *f = &d->flows[i];
+		double t = f->target_bps > 0 ? (double)bits_per_flow[f->coll_id] / f->target_bps
+					     : 1e30;
+
+		if (t > jt[f->coll_id].worst_s)
+			jt[f->coll_id].worst_s = t;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"k", required_argument, NULL, 'k'},
+		{"leaf-spine", required_argument, NULL, 'L'},
+		{"jobs", required_argument, NULL, 'j'},
+		{"placement", required_argument, NULL, 'p'},
+		{"op", required_argument, NULL, 'o'},
+		{"qps", required_argument, NULL, 'q'},
+		{"bytes", required_argument, NULL, 'b'},
+		{"rate", required_argument, NULL, 'r'},
+		{"budget", required_argument, NULL, 'B'},
+		{"seed", required_argument, NULL, 's'},
+		{"sports", no_argument, NULL, 'S'},
+		{NULL, 0, NULL, 0},
+	};
+	uint32_t k = 16, njobs = 1, qps = 1, spines = 0, leaves = 0, hpl = 0;
+	uint64_t bytes = 1ull << 30, seed = 1;
+	double rate_g = 100, budget = 1.0;
+	bool rack = false, sports = false;
+	enum ctl_coll_op op = CTL_COLL_ALL_REDUCE;
+	struct topo_gen_opts go;
+	struct topo *t;
+	struct ctl_planner *p;
+	struct ctl_demand d;
+	struct ctl_plan_opts po;
+	struct ctl_plan_stats st;
+	uint32_t nn, *nics, per;
+	uint64_t *bits;
+	double *ideal, t0, t_gen, t_idx, t_dem, t_ecmp, t_rate, ecmp_util, bound;
+	struct job_time *je, *ji;
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'k':
+			k = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'L':
+			if (sscanf(optarg, "%u,%u,%u", &spines, &leaves, &hpl) != 3)
+				usage();
+			break;
+		case 'j':
+			njobs = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'p':
+			if (strcmp(optarg, "rack") == 0)
+				rack = true;
+			else if (strcmp(optarg, "random") != 0)
+				usage();
+			break;
+		case 'o':
+			ret = ctl_coll_op_parse(optarg);
+			if (ret != CTL_COLL_ALL_REDUCE && ret != CTL_COLL_ALL_TO_ALL)
+				usage();
+			op = (enum ctl_coll_op)ret;
+			break;
+		case 'q':
+			qps = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'b':
+			bytes = strtoull(optarg, NULL, 0);
+			break;
+		case 'r':
+			rate_g = strtod(optarg, NULL);
+			break;
+		case 'B':
+			budget = strtod(optarg, NULL);
+			break;
+		case 's':
+			seed = strtoull(optarg, NULL, 0);
+			break;
+		case 'S':
+			sports = true;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (njobs == 0 || qps == 0 || rate_g <= 0)
+		usage();
+	rng_state = seed;
+
+	t0 = now_s();
+	topo_gen_opts_default(&go);
+	go.host_rate_bps = go.fabric_rate_bps = (uint64_t)(rate_g * 1e9);
+	if (spines > 0) {
+		go.spines = spines;
+		go.leaves = leaves;
+		go.hosts_per_leaf = hpl;
+		t = topo_gen_leaf_spine(&go);
+	} else {
+		go.k = k;
+		/* the generator's address plan stops at 253 leaves (k = 22) */
+		t = k * k / 2 <= 253 ? topo_gen_fat_tree(&go) : NULL;
+		if (t == NULL && k * k / 2 > 253 && k % 2 == 0) {
+			struct ice_cfg_err err;
+			size_t len;
+			char *y = fat_tree_yaml(k, rate_g, &len), eb[512];
+
+			t = y != NULL ? topo_load_string("fat-tree.yaml", y, len, &err) : NULL;
+			if (t == NULL && y != NULL)
+				fprintf(stderr, "ice-sim: %s\n",
+					ice_cfg_err_str(&err, eb, sizeof(eb)));
+			free(y);
+		}
+	}
+	if (t == NULL) {
+		fprintf(stderr, "ice-sim: cannot generate the topology: %s\n", strerror(errno));
+		return 1;
+	}
+	t_gen = now_s() - t0;
+	t0 = now_s();
+	p = ctl_planner_new(t);
+	if (p == NULL) {
+		fprintf(stderr, "ice-sim: planner: %s\n", strerror(errno));
+		return 1;
+	}
+	t_idx = now_s() - t0;
+
+	/* jobs: hosts in NIC order (rack-aligned) or shuffled, cut into njobs */
+	nn = topo_nic_count(t);
+	nics = malloc(sizeof(uint32_t) * nn);
+	bits = calloc(njobs, sizeof(uint64_t));
+	ideal = calloc(njobs, sizeof(double));
+	je = calloc(njobs, sizeof(*je));
+	ji = calloc(njobs, sizeof(*ji));
+	if (nics == NULL || bits == NULL || ideal == NULL || je == NULL || ji == NULL)
+		return 1;
+	for (uint32_t i = 0; i < nn; i++)
+		nics[i] = topo_nic(t, i)->id;
+	if (!rack)
+		for (uint32_t i = nn - 1; i > 0; i--) {
+			uint32_t j = (uint32_t)(rng() % (i + 1)), x = nics[i];
+
+			nics[i] = nics[j];
+			nics[j] = x;
+		}
+	per = nn / njobs;
+	t0 = now_s();
+	ctl_demand_init(&d, CTL_UNIT_BPS);
+	for (uint32_t j = 0; j < njobs; j++) {
+		/* offered load: each NIC sends at line rate, split over its flows */
+		uint32_t peers = op == CTL_COLL_ALL_TO_ALL ? per - 1 : 1;
+		uint64_t rate = (uint64_t)(rate_g * 1e9) / peers;
+		uint64_t vol =
+			op == CTL_COLL_ALL_TO_ALL ? bytes / per : 2 * (per - 1) * (bytes / per);
+
+		ret = ctl_demand_add_collective(
+			&d, t, op,
+			op == CTL_COLL_ALL_TO_ALL ? rate * per : rate * per / (2 * (per - 1)),
+			nics + (size_t)j * per, per, qps, j, 0, j * 0x1000);
+		if (ret < 0) {
+			fprintf(stderr, "ice-sim: demand: %s\n", strerror(-ret));
+			return 1;
+		}
+		bits[j] = 8 * vol / qps;
+		ideal[j] = 8.0 * (double)vol * peers / (rate_g * 1e9);
+	}
+	t_dem = now_s() - t0;
+
+	t0 = now_s();
+	ret = ctl_plan_ecmp(p, &d);
+	t_ecmp = now_s() - t0;
+	if (ret < 0) {
+		fprintf(stderr, "ice-sim: ecmp: %s\n", strerror(-ret));
+		return 1;
+	}
+	ecmp_util = ctl_max_util(p, &d, 1);
+	t0 = now_s();
+	bound = ctl_bound(p, &d);
+	double t_bound = now_s() - t0;
+
+	ctl_plan_opts_default(&po);
+	po.search_budget_s = budget;
+	ret = ctl_plan_paths(p, &d, &po, &st);
+	if (ret < 0) {
+		fprintf(stderr, "ice-sim: plan: %s\n", strerror(-ret));
+		return 1;
+	}
+	t0 = now_s();
+	ctl_plan_rates(p, &d, 1, 1.0);
+	job_times(&d, njobs, bits, ideal, je);
+	ctl_plan_rates(p, &d, 0, 1.0);
+	t_rate = now_s() - t0;
+	job_times(&d, njobs, bits, ideal, ji);
+
+	printf("fabric: %s, %u switches+hosts, %u links, %u hosts at %.0f Gbit/s (generated in "
+	       "%.2f s, planner index %.2f s)\n",
+	       spines ? "leaf-spine" : "fat-tree", t->nnodes, t->nlinks, nn, rate_g, t_gen, t_idx);
+	printf("jobs: %u x %s over %u hosts each, %s placement, %u QP(s) per connection: %zu "
+	       "flows (demand built in %.3f s)\n",
+	       njobs, ctl_coll_op_name(op), per, rack ? "rack-aligned" : "random", qps, d.n, t_dem);
+	printf("%-22s %10s %10s\n", "", "ECMP", "ICE");
+	printf("%-22s %10.3f %10.3f   (lower bound %.3f, %.3f s)\n", "max link utilisation",
+	       ecmp_util, st.max_util, bound, t_bound);
+	for (uint32_t j = 0; j < njobs && j < 8; j++)
+		printf("job %-3u busbw / ideal  %10.3f %10.3f   (time %.3f s vs %.3f s; ideal %.3f "
+		       "s)\n",
+		       j, je[j].ideal_s / je[j].worst_s, ji[j].ideal_s / ji[j].worst_s,
+		       je[j].worst_s, ji[j].worst_s, ji[j].ideal_s);
+	printf("planner: %.3f s total (greedy %.3f s, local search %.3f s, %u moves%s); ECMP "
+	       "paths %.3f s; rates (2x water-filling) %.3f s\n",
+	       st.total_s, st.greedy_s, st.search_s, st.moves,
+	       st.budget_hit ? ", stopped on its time budget" : "", t_ecmp, t_rate);
+	if (sports) {
+		t0 = now_s();
+		ret = ctl_plan_sports(p, &d);
+		printf("source ports: %s in %.3f s for %zu flows\n",
+		       ret == 0 ? "all found" : "FAILED", now_s() - t0, d.n);
+	}
+	ctl_demand_fini(&d);
+	ctl_planner_free(p);
+	topo_free(t);
+	free(nics);
+	free(bits);
+	free(ideal);
+	free(je);
+	free(ji);
+	return 0;
+}

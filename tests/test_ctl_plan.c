@@ -1,0 +1,502 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * controller planner: hand-solvable path cases, the lower bound against an
+ * exhaustive optimum, never worse than ECMP on random demands, routes and
+ * source ports agree with topo (topo_paths, topo_predict, topo_port_map),
+ * incremental mode, hysteresis, max-min fair rates.
+ */
+#include <arpa/inet.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ctl.h"
+
+#define MBIT 1000000ull
+
+static struct topo *leaf_spine(uint32_t spines, uint32_t leaves, uint32_t hpl)
+{
+	struct topo_gen_opts o;
+	struct topo *t;
+
+	topo_gen_opts_default(&o); /* 200 Mbit/s everywhere */
+	o.spines = spines;
+	o.leaves = leaves;
+	o.hosts_per_leaf = hpl;
+	t = topo_gen_leaf_spine(&o);
+	assert_non_null(t);
+	return t;
+}
+
+static struct topo *fat_tree(uint32_t k)
+{
+	struct topo_gen_opts o;
+	struct topo *t;
+
+	topo_gen_opts_default(&o);
+	o.k = k;
+	t = topo_gen_fat_tree(&o);
+	assert_non_null(t);
+	return t;
+}
+
+static void add_flow(struct ctl_demand *d, const struct topo *t, uint32_t s, uint32_t dn,
+		     uint64_t demand, uint32_t qpn)
+{
+	struct ctl_flow f = {
+		.src_port = topo_nic(t, s)->id,
+		.dst_port = topo_nic(t, dn)->id,
+		.demand = demand,
+		.host = topo_nic(t, s)->node,
+		.lqpn = qpn,
+		.rqpn = qpn + 0x1000,
+		.path = {.idx = -1},
+	};
+
+	assert_int_equal(ctl_demand_add(d, &f), 0);
+}
+
+/* The spine a leaf-spine route crosses (its second hop's link's upper node). */
+static uint32_t spine_of(const struct topo *t, const struct ctl_route *r)
+{
+	const struct topo_link *l = &t->links[r->dlink[1] / 2];
+
+	return t->ports[l->b].node;
+}
+
+/* ---- hand cases ------------------------------------------------------------------- */
+
+static void test_two_flows_two_spines(void **state)
+{
+	struct topo *t = leaf_spine(2, 2, 2); /* h1 h2 on leaf1, h3 h4 on leaf2 */
+	struct ctl_planner *p = ctl_planner_new(t);
+	struct ctl_plan_stats st;
+	struct ctl_demand d;
+
+	assert_non_null(p);
+	ctl_demand_init(&d, CTL_UNIT_BPS);
+	add_flow(&d, t, 0, 2, 200 * MBIT, 1);
+	add_flow(&d, t, 1, 3, 200 * MBIT, 2);
+	assert_int_equal(ctl_plan_paths(p, &d, NULL, &st), 0);
+	assert_int_not_equal(spine_of(t, &d.flows[0].path), spine_of(t, &d.flows[1].path));
+	assert_true(st.max_util > 0.999 && st.max_util < 1.001);
+	assert_true(st.bound > 0.999 && st.bound < 1.001);
+	ctl_demand_fini(&d);
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
+static void test_four_flows_two_per_spine(void **state)
+{
+	struct topo *t = leaf_spine(2, 2, 4);
+	struct ctl_planner *p = ctl_planner_new(t);
+	struct ctl_plan_stats st;
+	struct ctl_demand d;
+	uint32_t s0 = 0, per[2] = {0, 0};
+
+	ctl_demand_init(&d, CTL_UNIT_BPS);
+	for (uint32_t i = 0; i < 4; i++)
+		add_flow(&d, t, i, 4 + i, 100 * MBIT, 10 + i);
+	assert_int_equal(ctl_plan_paths(p, &d, NULL, &st), 0);
+	s0 = spine_of(t, &d.flows[0].path);
+	for (uint32_t i = 0; i < 4; i++)
+		per[spine_of(t, &d.flows[i].path) == s0]++;
+	assert_int_equal(per[0], 2);
+	assert_int_equal(per[1], 2);
+	/* 2 x 100 Mbit/s on each 200 Mbit/s uplink: 1.0, and the bound agrees */
+	assert_true(st.max_util > 0.999 && st.max_util < 1.001);
+	assert_true(st.bound > 0.999 && st.bound < 1.001);
+	ctl_demand_fini(&d);
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
+/* ---- bound against an exhaustive optimum; never worse than ECMP ---------------------- */
+
+static uint64_t rng_s = 12345;
+
+static uint32_t rnd(uint32_t n)
+{
+	rng_s = rng_s * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)((rng_s >> 33) % n);
+}
+
+static void random_demand(struct ctl_demand *d, const struct topo *t, uint32_t nflows)
+{
+	uint32_t nn = topo_nic_count(t);
+
+	for (uint32_t i = 0; i < nflows; i++) {
+		uint32_t a = rnd(nn), b = rnd(nn - 1);
+
+		if (b >= a)
+			b++;
+		add_flow(d, t, a, b, (1 + rnd(200)) * MBIT, 100 + rnd(1 << 20));
+	}
+}
+
+/* Smallest max utilisation over every assignment (tiny cases only). */
+static double brute(struct ctl_planner *p, struct ctl_demand *d, const struct topo *t)
+{
+	uint32_t np[8], idx[8] = {0};
+	struct topo_path tp[16];
+	double best = 1e30;
+
+	for (size_t i = 0; i < d->n; i++)
+		np[i] = (uint32_t)topo_paths(t, d->flows[i].src_port, d->flows[i].dst_port, tp, 16);
+	for (;;) {
+		size_t i;
+		double u;
+
+		for (i = 0; i < d->n; i++) {
+			struct ctl_route r;
+
+			/* route of index idx[i]: find a source port that takes it */
+			r.idx = -1;
+			for (uint32_t s = TOPO_SPORT_BASE; r.idx != (int32_t)idx[i]; s++)
+				assert_int_equal(
+					ctl_route_of_sport(p, &d->flows[i], (uint16_t)s, &r), 0);
+			d->flows[i].ecmp = r;
+		}
+		u = ctl_max_util(p, d, 1);
+		if (u < best)
+			best = u;
+		for (i = 0; i < d->n; i++) {
+			if (++idx[i] < np[i])
+				break;
+			idx[i] = 0;
+		}
+		if (i == d->n)
+			break;
+	}
+	return best;
+}
+
+static void test_bound_is_a_lower_bound(void **state)
+{
+	struct topo *ts[2] = {leaf_spine(2, 2, 2), fat_tree(4)};
+
+	for (int k = 0; k < 2; k++) {
+		struct ctl_planner *p = ctl_planner_new(ts[k]);
+
+		for (int round = 0; round < 20; round++) {
+			struct ctl_demand d;
+			struct ctl_plan_stats st;
+			double opt;
+
+			ctl_demand_init(&d, CTL_UNIT_BPS);
+			random_demand(&d, ts[k], k == 0 ? 5 : 3);
+			assert_int_equal(ctl_plan_paths(p, &d, NULL, &st), 0);
+			opt = brute(p, &d, ts[k]);
+			assert_true(st.bound <= opt * (1 + 1e-9));
+			assert_true(opt <= st.max_util * (1 + 1e-9));
+			ctl_demand_fini(&d);
+		}
+		ctl_planner_free(p);
+		topo_free(ts[k]);
+	}
+}
+
+static void test_never_worse_than_ecmp(void **state)
+{
+	struct topo *ts[2] = {leaf_spine(4, 4, 4), fat_tree(4)};
+	uint32_t better = 0;
+
+	for (int k = 0; k < 2; k++) {
+		struct ctl_planner *p = ctl_planner_new(ts[k]);
+
+		assert_non_null(p);
+		for (int round = 0; round < 100; round++) {
+			struct ctl_demand d;
+			struct ctl_plan_stats st;
+			double ecmp;
+
+			ctl_demand_init(&d, CTL_UNIT_BPS);
+			random_demand(&d, ts[k], 2 + rnd(40));
+			assert_int_equal(ctl_plan_ecmp(p, &d), 0);
+			ecmp = ctl_max_util(p, &d, 1);
+			assert_int_equal(ctl_plan_paths(p, &d, NULL, &st), 0);
+			assert_true(st.max_util <= ecmp * (1 + 1e-9));
+			assert_true(st.bound <= st.max_util * (1 + 1e-9));
+			better += st.max_util < ecmp * (1 - 1e-9);
+			ctl_demand_fini(&d);
+		}
+		ctl_planner_free(p);
+		topo_free(ts[k]);
+	}
+	printf("planner strictly better than ECMP on %u of 200 demands\n", better);
+	assert_true(better >= 20); /* often strictly better */
+}
+
+/* ---- routes and source ports agree with topo --------------------------------------- */
+
+static void check_routes_match_topo(struct topo *t)
+{
+	struct ctl_planner *p = ctl_planner_new(t);
+	uint32_t nn = topo_nic_count(t);
+	uint8_t *map = malloc(TOPO_SPORT_COUNT);
+
+	assert_non_null(p);
+	for (uint32_t a = 0; a < nn; a += 3)
+		for (uint32_t b = 0; b < nn; b++) {
+			struct ctl_flow f = {.src_port = topo_nic(t, a)->id,
+					     .dst_port = topo_nic(t, b)->id};
+
+			if (a == b)
+				continue;
+			assert_int_equal(topo_port_map(t, f.src_port, f.dst_port, map), 0);
+			for (uint32_t s = 0; s < TOPO_SPORT_COUNT; s += 997) {
+				struct topo_5tuple x = {
+					.saddr = t->ports[f.src_port].addr.s_addr,
+					.daddr = t->ports[f.dst_port].addr.s_addr,
+					.sport = htons((uint16_t)(TOPO_SPORT_BASE + s)),
+					.dport = htons(4791),
+					.proto = 17,
+				};
+				struct topo_path tp;
+				struct ctl_route r;
+
+				assert_int_equal(ctl_route_of_sport(p, &f,
+								    (uint16_t)(TOPO_SPORT_BASE + s),
+								    &r),
+						 0);
+				assert_int_equal(r.idx, map[s]);
+				assert_int_equal(topo_predict(t, f.src_port, f.dst_port, &x, &tp),
+						 0);
+				assert_int_equal(r.nhops, tp.nhops);
+				for (uint32_t h = 0; h < tp.nhops; h++)
+					assert_int_equal(r.dlink[h] / 2, tp.link[h]);
+			}
+		}
+	free(map);
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
+static void test_routes_match_topo(void **state)
+{
+	check_routes_match_topo(leaf_spine(3, 3, 2));
+	check_routes_match_topo(fat_tree(4));
+}
+
+static void test_sports_take_the_path(void **state)
+{
+	struct topo *t = fat_tree(4);
+	struct ctl_planner *p = ctl_planner_new(t);
+	uint8_t *map = malloc(TOPO_SPORT_COUNT);
+	struct ctl_demand d;
+
+	ctl_demand_init(&d, CTL_UNIT_BPS);
+	random_demand(&d, t, 40);
+	/* 4 QPs between one pair: all on paths, on distinct ports */
+	for (uint32_t q = 0; q < 4; q++)
+		add_flow(&d, t, 0, 15, 50 * MBIT, 0x500 + q);
+	assert_int_equal(ctl_plan_paths(p, &d, NULL, NULL), 0);
+	assert_int_equal(ctl_plan_sports(p, &d), 0);
+	for (size_t i = 0; i < d.n; i++) {
+		const struct ctl_flow *f = &d.flows[i];
+
+		assert_true(f->sport >= TOPO_SPORT_BASE);
+		assert_int_equal(topo_port_map(t, f->src_port, f->dst_port, map), 0);
+		assert_int_equal(map[f->sport - TOPO_SPORT_BASE], f->path.idx);
+	}
+	for (size_t i = d.n - 4; i < d.n; i++)
+		for (size_t j = i + 1; j < d.n; j++)
+			assert_int_not_equal(d.flows[i].sport, d.flows[j].sport);
+	/* a current port that already takes the path is kept */
+	for (size_t i = 0; i < d.n; i++)
+		d.flows[i].cur_sport = d.flows[i].sport;
+	d.flows[0].sport = 0;
+	assert_int_equal(ctl_plan_sports(p, &d), 0);
+	assert_int_equal(d.flows[0].sport, d.flows[0].cur_sport);
+	free(map);
+	ctl_demand_fini(&d);
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
+/* ---- incremental, hysteresis ---------------------------------------------------------- */
+
+static void test_incremental_keeps_old_flows(void **state)
+{
+	struct topo *t = fat_tree(4);
+	struct ctl_planner *p = ctl_planner_new(t);
+	struct ctl_plan_opts o;
+	struct ctl_demand d;
+	int32_t old[20];
+
+	ctl_demand_init(&d, CTL_UNIT_BPS);
+	random_demand(&d, t, 20);
+	assert_int_equal(ctl_plan_paths(p, &d, NULL, NULL), 0);
+	for (int i = 0; i < 20; i++)
+		old[i] = d.flows[i].path.idx;
+	random_demand(&d, t, 20);
+	ctl_plan_opts_default(&o);
+	o.mode = CTL_PLAN_INCREMENTAL;
+	assert_int_equal(ctl_plan_paths(p, &d, &o, NULL), 0);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(d.flows[i].path.idx, old[i]);
+	for (size_t i = 20; i < d.n; i++)
+		assert_true(d.flows[i].path.idx >= 0);
+	ctl_demand_fini(&d);
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
+static void test_hysteresis(void **state)
+{
+	struct topo *t = leaf_spine(2, 2, 4); /* 200 Mbit/s uplinks */
+	struct ctl_planner *p = ctl_planner_new(t);
+	struct ctl_plan_opts o;
+	struct ctl_plan_stats st;
+	struct ctl_demand d;
+
+	ctl_demand_init(&d, CTL_UNIT_BPS);
+	add_flow(&d, t, 0, 4, 100 * MBIT, 1);
+	add_flow(&d, t, 1, 5, 96 * MBIT, 2);
+	add_flow(&d, t, 2, 6, 8 * MBIT, 3);
+	/* current: A and C on the first spine (108), B on the second (96);
+	 * best: 100 / 104, a gain of 3.7% */
+	d.flows[0].path.idx = 0;
+	d.flows[1].path.idx = 1;
+	d.flows[2].path.idx = 0;
+	ctl_plan_opts_default(&o);
+	o.mode = CTL_PLAN_REOPT; /* hysteresis 5% */
+	assert_int_equal(ctl_plan_paths(p, &d, &o, &st), 0);
+	assert_int_equal(st.moved, 0);
+	assert_int_equal(d.flows[2].path.idx, 0);
+	assert_true(st.max_util > 0.539 && st.max_util < 0.541);
+	o.hysteresis = 0.01;
+	assert_int_equal(ctl_plan_paths(p, &d, &o, &st), 0);
+	assert_int_equal(st.moved, 1);
+	assert_int_equal(d.flows[2].path.idx, 1);
+	assert_true(st.max_util > 0.519 && st.max_util < 0.521);
+	ctl_demand_fini(&d);
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
+/* ---- rates -------------------------------------------------------------------------- */
+
+/* One switch, four hosts; h1's link is 50 Mbit/s, the others 200. */
+static const char star[] = "name: star\n"
+			   "defaults: {link_rate: 200mbit}\n"
+			   "switches: [{name: sw, tier: 1}]\n"
+			   "hosts: [{name: h1}, {name: h2}, {name: h3}, {name: h4}]\n"
+			   "links:\n"
+			   "  - {a: h1, b: sw, rate: 50mbit}\n"
+			   "  - {a: h2, b: sw}\n"
+			   "  - {a: h3, b: sw}\n"
+			   "  - {a: h4, b: sw}\n";
+
+static void test_max_min_rates(void **state)
+{
+	struct ice_cfg_err err;
+	struct topo *t = topo_load_string("star", star, strlen(star), &err);
+	struct ctl_planner *p;
+	struct ctl_demand d;
+
+	assert_non_null(t);
+	p = ctl_planner_new(t);
+	assert_non_null(p);
+	/* three flows into h4 share its 200 Mbit/s link equally */
+	ctl_demand_init(&d, CTL_UNIT_BYTES);
+	add_flow(&d, t, 1, 3, 1000000, 1);
+	add_flow(&d, t, 2, 3, 1000000, 2);
+	add_flow(&d, t, 1, 0, 1000000, 3); /* into h1 (50 Mbit/s): its own bottleneck */
+	assert_int_equal(ctl_plan_paths(p, &d, NULL, NULL), 0);
+	assert_int_equal(ctl_plan_rates(p, &d, 0, 0.95), 0);
+	/* h1's 50 Mbit/s link holds the flow into it at 50 (a private
+	 * bottleneck); the two flows into h4 then split its 200: 100 each */
+	assert_true(d.flows[2].target_bps > 49.9e6 && d.flows[2].target_bps < 50.1e6);
+	assert_true(d.flows[0].target_bps > 99.9e6 && d.flows[0].target_bps < 100.1e6);
+	assert_true(d.flows[1].target_bps > 99.9e6 && d.flows[1].target_bps < 100.1e6);
+	/* start rates keep 5% headroom */
+	assert_true(d.flows[2].start_bps > 47.4e6 && d.flows[2].start_bps < 47.6e6);
+	assert_true(d.flows[0].start_bps > 94.9e6 && d.flows[0].start_bps < 95.1e6);
+	ctl_demand_fini(&d);
+
+	/* three flows, one shared link: equal split */
+	ctl_demand_init(&d, CTL_UNIT_BYTES);
+	add_flow(&d, t, 0, 3, 1000, 1);
+	add_flow(&d, t, 1, 3, 1000, 2);
+	add_flow(&d, t, 2, 3, 1000, 3);
+	assert_int_equal(ctl_plan_paths(p, &d, NULL, NULL), 0);
+	assert_int_equal(ctl_plan_rates(p, &d, 0, 1.0), 0);
+	/* h1's flow is limited by its 50 Mbit/s link; the other two share the rest */
+	assert_true(d.flows[0].target_bps > 49.9e6 && d.flows[0].target_bps < 50.1e6);
+	assert_true(d.flows[1].target_bps > 74.9e6 && d.flows[1].target_bps < 75.1e6);
+	assert_true(d.flows[2].target_bps > 74.9e6 && d.flows[2].target_bps < 75.1e6);
+	ctl_demand_fini(&d);
+
+	ctl_demand_init(&d, CTL_UNIT_BYTES);
+	add_flow(&d, t, 1, 3, 1000, 1);
+	add_flow(&d, t, 2, 3, 1000, 2);
+	add_flow(&d, t, 2, 3, 1000, 3);
+	assert_int_equal(ctl_plan_paths(p, &d, NULL, NULL), 0);
+	assert_int_equal(ctl_plan_rates(p, &d, 0, 1.0), 0);
+	for (int i = 0; i < 3; i++)
+		assert_true(d.flows[i].target_bps > 66.6e6 && d.flows[i].target_bps < 66.7e6);
+	ctl_demand_fini(&d);
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
+/* ---- demand of collectives ------------------------------------------------------------ */
+
+static void test_collective_demand(void **state)
+{
+	struct topo *t = leaf_spine(2, 2, 4);
+	uint32_t nics[4];
+	struct ctl_demand d;
+
+	for (int i = 0; i < 4; i++)
+		nics[i] = topo_nic(t, (uint32_t)i * 2)->id;
+	ctl_demand_init(&d, CTL_UNIT_BYTES);
+	assert_int_equal(
+		ctl_demand_add_collective(&d, t, CTL_COLL_ALL_REDUCE, 4000, nics, 4, 2, 7, 0, 0),
+		0);
+	assert_int_equal(d.n, 8);				       /* 4 connections x 2 QPs */
+	assert_int_equal(d.flows[0].demand + d.flows[1].demand, 6000); /* 2 * 3/4 * 4000 */
+	assert_int_equal(d.flows[7].dst_port, nics[0]);
+	assert_int_not_equal(d.flows[0].lqpn, d.flows[1].lqpn);
+	d.n = 0;
+	assert_int_equal(
+		ctl_demand_add_collective(&d, t, CTL_COLL_ALL_TO_ALL, 4000, nics, 4, 1, 7, 0, 0),
+		0);
+	assert_int_equal(d.n, 12);
+	assert_int_equal(d.flows[0].demand, 1000);
+	d.n = 0;
+	assert_int_equal(
+		ctl_demand_add_collective(&d, t, CTL_COLL_BROADCAST, 4000, nics, 4, 1, 7, 0, 0), 0);
+	assert_int_equal(d.n, 3);
+	assert_int_equal(d.flows[2].demand, 4000);
+	/* the default port is rdma-core's formula */
+	assert_int_equal(ctl_sport_default(0x11, 0x22),
+			 (((0x11 * 0x22) & 0x3FFF) ^ (((0x11 * 0x22) & 0xFC000) >> 14)) | 0xC000);
+	ctl_demand_fini(&d);
+	topo_free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_two_flows_two_spines),
+		cmocka_unit_test(test_four_flows_two_per_spine),
+		cmocka_unit_test(test_bound_is_a_lower_bound),
+		cmocka_unit_test(test_never_worse_than_ecmp),
+		cmocka_unit_test(test_routes_match_topo),
+		cmocka_unit_test(test_sports_take_the_path),
+		cmocka_unit_test(test_incremental_keeps_old_flows),
+		cmocka_unit_test(test_hysteresis),
+		cmocka_unit_test(test_max_min_rates),
+		cmocka_unit_test(test_collective_demand),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

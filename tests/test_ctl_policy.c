@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * controller policy: profiles bound to ice_dcqcn_fields() with safe ranges,
+ * rules (first match wins), the default, and every refusal naming its
+ * file:line and key. Fixtures in tests/ctl/.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ctl.h"
+
+static const char *fixture(const char *name)
+{
+	static char path[512];
+	const char *dir = getenv("ICE_CTL_FIXTURES");
+
+	snprintf(path, sizeof(path), "%s/%s", dir != NULL ? dir : "tests/ctl", name);
+	return path;
+}
+
+static void test_good_policy(void **state)
+{
+	struct ice_cfg_err err;
+	struct ctl_policy *p = ctl_policy_load(fixture("good.yaml"), &err);
+	const struct ctl_profile *pr;
+	struct ice_dcqcn_params def;
+
+	assert_non_null(p);
+	assert_int_equal(p->nprofiles, 2);
+	assert_int_equal(p->nrules, 3);
+	ice_dcqcn_params_default(&def);
+	pr = ctl_policy_match(p, CTL_COLL_ALL_TO_ALL, 100, 0, 0);
+	assert_string_equal(pr->name, "gentle");
+	assert_int_equal(pr->params.rp_ai_rate, 1);
+	assert_int_equal(pr->params.rp_hai_rate, 10);
+	assert_int_equal(pr->params.rp_time_reset, def.rp_time_reset); /* unset: default */
+	pr = ctl_policy_match(p, CTL_COLL_ALL_REDUCE, 4 << 20, 0, 0);
+	assert_string_equal(pr->name, "steady");
+	assert_int_equal(pr->params.rp_gd, 9);
+	/* too small for rule 2, no comm/tclass match: the default */
+	pr = ctl_policy_match(p, CTL_COLL_ALL_REDUCE, 1024, 0, 0);
+	assert_string_equal(pr->name, "steady");
+	/* rule 3 needs both comm and tclass */
+	assert_string_equal(ctl_policy_match(p, CTL_COLL_BROADCAST, 1, 42, 3)->name, "gentle");
+	assert_string_equal(ctl_policy_match(p, CTL_COLL_BROADCAST, 1, 42, 2)->name, "steady");
+	/* first match wins: an all-to-all on comm 42 tclass 3 hits rule 1 */
+	assert_string_equal(ctl_policy_match(p, CTL_COLL_ALL_TO_ALL, 1 << 30, 42, 3)->name,
+			    "gentle");
+	ctl_policy_free(p);
+}
+
+static void test_example_policy(void **state)
+{
+	const char *path = getenv("ICE_CTL_EXAMPLE");
+	struct ice_cfg_err err;
+	struct ctl_policy *p;
+	char buf[512];
+
+	if (path == NULL)
+		path = "controller/policy.example.yaml";
+	p = ctl_policy_load(path, &err);
+	if (p == NULL)
+		fail_msg("%s", ice_cfg_err_str(&err, buf, sizeof(buf)));
+	assert_true(p->nprofiles >= 4);
+	assert_string_equal(ctl_policy_match(p, CTL_COLL_ALL_TO_ALL, 1, 0, 0)->name,
+			    "testbed-incast");
+	assert_int_equal(
+		ctl_policy_match(p, CTL_COLL_ALL_REDUCE, 8 << 20, 0, 0)->params.rp_max_rate, 100);
+	for (uint32_t i = 0; i < p->nprofiles; i++)
+		assert_int_equal(ice_dcqcn_params_check(&p->profiles[i].params, NULL), 0);
+	ctl_policy_free(p);
+}
+
+struct bad_case {
+	const char *file;
+	int line;
+	const char *key;
+	const char *msg_part;
+};
+
+static const struct bad_case bad_cases[] = {
+	{"bad_unknown_key.yaml", 4, "profiles.gentle.rp_speed", "expected one of"},
+	{"bad_range.yaml", 5, "profiles.wild.rp_gd", "[1, 15]"},
+	{"bad_cross.yaml", 4, "profiles.odd.rp_min_rate", "at most rp_max_rate"},
+	{"bad_rule_profile.yaml", 5, "rules[1].profile", "'missing'"},
+	{"bad_rule_op.yaml", 4, "rules[0].op", "'allreduce'"},
+	{"bad_rule_key.yaml", 4, "rules[0].size", "expected one of"},
+	{"bad_rule_sizes.yaml", 4, "rules[0].max_bytes", "at least min_bytes"},
+	{"bad_tclass.yaml", 4, "rules[0].tclass", "7"},
+	{"bad_default.yaml", 3, "default", "'fast'"},
+	{"bad_no_default.yaml", 1, "default", "required"},
+	{"bad_top_key.yaml", 4, "rule", "profiles, rules, default"},
+};
+
+static void test_bad_policies(void **state)
+{
+	for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+		const struct bad_case *c = &bad_cases[i];
+		struct ice_cfg_err err;
+		struct ctl_policy *p;
+		char buf[512];
+
+		memset(&err, 0, sizeof(err));
+		p = ctl_policy_load(fixture(c->file), &err);
+		ice_cfg_err_str(&err, buf, sizeof(buf));
+		if (p != NULL)
+			fail_msg("%s: accepted", c->file);
+		assert_int_equal(errno, EINVAL);
+		if (err.line != c->line || strcmp(err.key, c->key) != 0 ||
+		    strstr(err.msg, c->msg_part) == NULL)
+			fail_msg("%s: got '%s', expected line %d key '%s' msg ~ '%s'", c->file, buf,
+				 c->line, c->key, c->msg_part);
+		assert_non_null(strstr(err.file, c->file));
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_good_policy),
+		cmocka_unit_test(test_example_policy),
+		cmocka_unit_test(test_bad_policies),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
