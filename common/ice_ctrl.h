@@ -79,7 +79,9 @@ int ice_ctrl_unlink(const char *ipv4);
 int ice_ctrl_claim(struct ice_ctrl *c, uint32_t qpn);
 void ice_ctrl_release(struct ice_ctrl *c, int slot);
 
-/* Agent: write a slot's control half (seq-locked), then bump ctl_version. */
+/* Agent: write a slot's control half (seq-locked), then bump ctl_version.
+ * A write is the QP's whole plan: what flags leave out goes back to the
+ * QP's defaults (flags 0: plain RoCE, as when a plan expires). */
 void ice_ctrl_set(struct ice_ctrl *c, int slot, uint32_t flags, uint16_t sport, uint32_t rate_mbps,
 		  const struct ice_dcqcn_params *dcqcn, uint64_t epoch);
 /* Transport: a consistent copy of a slot's control half; false when the

@@ -105,14 +105,32 @@ static void test_control_block(void **state)
 	assert_int_equal(q->applied_epoch, 42);
 	assert_int_equal(q->applied_seq, q->seq);
 
-	/* out-of-range parameters are refused; the QP keeps the old ones */
+	/* out-of-range parameters are refused; the QP keeps the old ones (a
+	 * control write is the QP's whole plan: what it leaves out reverts) */
 	p.rp_gd = 99;
-	ice_ctrl_set(ctl, slot, ICE_CTRL_SET_DCQCN, 0, 0, &p, 43);
+	ice_ctrl_set(ctl, slot, ICE_CTRL_SET_SPORT | ICE_CTRL_SET_RATE | ICE_CTRL_SET_DCQCN, 60123,
+		     100, &p, 43);
 	pump(a, b, 2);
 	assert_int_equal(tp_qp_dcqcn_params(qa)->rp_gd, 11);
 	assert_int_equal(tp_qp_dcqcn_params(qa)->rp_ai_rate, 7);
 
-	/* traffic still flows, on the new port, and the counters show up */
+	/* the plan expires: the agent clears the slot, the QP is plain again */
+	{
+		uint16_t planned = tp_qp_sport(qa);
+
+		ice_ctrl_set(ctl, slot, 0, 0, 0, NULL, 44);
+		pump(a, b, 2);
+		assert_int_not_equal(tp_qp_sport(qa), planned);
+		assert_int_equal(tp_qp_sport(qa), tp_flow_label_to_udp_sport(tp_calc_flow_label(
+							  tp_qp_num(qa), tp_qp_num(qb))));
+		assert_int_equal(tp_qp_dcqcn_params(qa)->rp_ai_rate, 5);
+		assert_true(tp_qp_rate(qa) > 9.9e9);
+		ice_ctrl_set(ctl, slot, ICE_CTRL_SET_SPORT, planned, 0, NULL, 45);
+		pump(a, b, 2);
+		assert_int_equal(tp_qp_sport(qa), planned);
+	}
+
+	/* traffic still flows, on the planned port, and the counters show up */
 	memset(buf, 3, sizeof(buf));
 	assert_int_equal(tp_qp_post_recv(qb, rbuf, sizeof(rbuf), 1), 0);
 	assert_int_equal(tp_qp_post_send(qa, buf, sizeof(buf), 2), 0);

@@ -494,28 +494,31 @@ void tp_ctrl_publish(struct tp_qp *qp)
 	q->ce_rx = qp->st.ce_rx;
 }
 
-/* Apply what the agent set for one QP (a plan: source port, rate, DCQCN). */
+/* Apply what the agent set for one QP (a plan: source port, rate, DCQCN).
+ * What a plan does not set goes back to the QP's own defaults, so when the
+ * agent clears a slot (the plan expired) the QP is plain RoCE again. */
 static void ctrl_apply(struct tp_qp *qp)
 {
 	struct ice_ctrl_qp *q = &qp->e->ctrl->qp[qp->ctrl_slot];
+	struct ice_dcqcn_params old = qp->dcqcn;
 	struct ice_ctrl_qp c;
+	uint16_t sport;
 
 	if (!ice_ctrl_get(qp->e->ctrl, qp->ctrl_slot, &c) || c.seq == q->applied_seq)
 		return;
-	if ((c.flags & ICE_CTRL_SET_DCQCN) != 0) {
-		struct ice_dcqcn_params old = qp->dcqcn;
-
-		qp->dcqcn = c.dcqcn;
-		if (qp->dcqcn.rp_max_rate == 0 && qp->e->cfg.line_rate_bps != 0)
-			qp->dcqcn.rp_max_rate = (uint32_t)(qp->e->cfg.line_rate_bps / 1000000);
-		if (tp_qp_dcqcn_changed(qp) < 0)
-			qp->dcqcn = old; /* refused and logged; keep the old ones */
-	}
+	qp->dcqcn = (c.flags & ICE_CTRL_SET_DCQCN) != 0 ? c.dcqcn : qp->e->cfg.dcqcn;
+	if (qp->dcqcn.rp_max_rate == 0 && qp->e->cfg.line_rate_bps != 0)
+		qp->dcqcn.rp_max_rate = (uint32_t)(qp->e->cfg.line_rate_bps / 1000000);
+	if (tp_qp_dcqcn_changed(qp) < 0)
+		qp->dcqcn = old; /* refused and logged; keep the old ones */
 	if ((c.flags & ICE_CTRL_SET_RATE) != 0)
 		tp_qp_set_rate(qp, (double)c.rate_mbps * 1e6);
-	if ((c.flags & ICE_CTRL_SET_SPORT) != 0 && c.sport != 0 && tp_qp_set_sport(qp, c.sport) < 0)
-		ice_warn(ICE_SUB_ENGINE, "QP 0x%x: cannot move to source port %u", qp->qpn,
-			 c.sport);
+	else if (qp->planned_rate)
+		tp_qp_set_rate(qp, 0); /* line rate, DCQCN from there */
+	qp->planned_rate = (c.flags & ICE_CTRL_SET_RATE) != 0;
+	sport = (c.flags & ICE_CTRL_SET_SPORT) != 0 && c.sport != 0 ? c.sport : qp->sport_default;
+	if (tp_qp_set_sport(qp, sport) < 0)
+		ice_warn(ICE_SUB_ENGINE, "QP 0x%x: cannot move to source port %u", qp->qpn, sport);
 	q->applied_epoch = c.epoch;
 	__atomic_store_n(&q->applied_seq, c.seq, __ATOMIC_RELEASE);
 	tp_ctrl_publish(qp);

@@ -69,6 +69,8 @@ struct tp_qp {
 	uint32_t rqpn;
 	uint16_t pkey;
 	uint16_t sport;
+	uint16_t sport_default; /* the port chosen at connect (Linux's formula or given) */
+	bool planned_rate;	/* the rate comes from a plan */
 	int tx_fd;
 	struct tp_icrc_addr icrc_tx;
 

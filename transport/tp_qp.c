@@ -197,6 +197,7 @@ int tp_qp_connect(struct tp_qp *qp, const struct tp_qp_conn *c)
 		return fd;
 	qp->tx_fd = fd;
 	qp->sport = sport;
+	qp->sport_default = sport;
 	qp->peer.sin_family = AF_INET;
 	qp->peer.sin_addr = c->raddr;
 	qp->peer.sin_port = htons(c->rport);
