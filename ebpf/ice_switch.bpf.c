@@ -337,8 +337,11 @@ int ice_sw_ingress(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	}
 	if (iph->ttl <= 1) {
+		/* Up the switch's own stack, which drops it and answers ICMP
+		 * time exceeded, as a switch does (traceroute-style path
+		 * discovery relies on it). */
 		sw_stat_inc(ICE_SW_ST_TTL_EXPIRED);
-		return TC_ACT_SHOT;
+		return TC_ACT_OK;
 	}
 
 	/* Fragments and other protocols have no ports: member 0, as for n == 1. */

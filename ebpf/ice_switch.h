@@ -106,7 +106,7 @@ struct ice_ecmp_group {
 /* Switch-wide counters of the ingress (ECMP) program. */
 enum ice_sw_stat {
 	ICE_SW_ST_REDIRECT = 0, /* forwarded by the model */
-	ICE_SW_ST_TTL_EXPIRED,	/* TTL <= 1: dropped */
+	ICE_SW_ST_TTL_EXPIRED,	/* TTL <= 1: to the kernel (ICMP time exceeded) */
 	ICE_SW_ST_PASS_LOCAL,	/* destination is the switch itself */
 	ICE_SW_ST_PASS_MISS,	/* no prefix matched: left to the kernel */
 	ICE_SW_ST_PASS_OTHER,	/* not IPv4 unicast to this port */

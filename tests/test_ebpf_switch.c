@@ -563,9 +563,9 @@ struct ingress_fixture {
 };
 
 static const struct ingress_fixture ingress_fixtures[] = {
-	{.desc = "TTL 1 is dropped and counted",
+	{.desc = "TTL 1 goes to the switch's stack (ICMP time exceeded), counted",
 	 .pkt = {.ttl = 1, .sport = 1, .dport = 2},
-	 .verdict = TC_ACT_SHOT,
+	 .verdict = TC_ACT_OK,
 	 .stat = ICE_SW_ST_TTL_EXPIRED},
 	{.desc = "non-IP (ARP) passes",
 	 .pkt = {.ethertype = ETH_P_ARP},

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ice-probe internals: the session, path discovery, health, output. */
+#ifndef ICE_PROBE_INTERNAL_H
+#define ICE_PROBE_INTERNAL_H
+
+#include <jansson.h>
+
+#include "probe.h"
+#include "probe_io.h"
+#include "probe_wire.h"
+
+struct topo;
+
+/* One local NIC probing (or answering): the backend, the outstanding
+ * probes, the rate limit. */
+struct probe_sess {
+	const struct probe_cfg *cfg;
+	struct probe_io *io;
+	struct probe_track track;
+	struct in_addr local;
+	const struct topo *topo; /* optional: node names, path counts */
+	bool responder;		 /* answer probes addressed to us */
+	double tokens, rate_Bps; /* token bucket, bytes */
+	uint64_t tb_last_ns;
+	uint64_t answered; /* probes answered as a responder */
+	struct probe_pkt rx[64];
+};
+
+/* Called for every matched answer (slot still live; set o->live = false to
+ * retire it). */
+typedef void (*probe_rx_fn)(struct probe_sess *s, const struct probe_rx *rx, struct probe_out *o,
+			    void *arg);
+
+int probe_sess_init(struct probe_sess *s, const struct probe_cfg *cfg,
+		    const struct probe_io_ops *ops, struct in_addr local, const struct topo *t);
+void probe_sess_fini(struct probe_sess *s);
+/* Send one probe (waits for rate-limit tokens). 0 or -errno. */
+int probe_sess_send(struct probe_sess *s, struct in_addr dst, uint16_t sport, uint8_t ttl,
+		    uint8_t kind, uint16_t path, uint32_t pair);
+/* Receive for at most timeout_ns, dispatching matched answers to fn. Returns
+ * the number of packets seen or -errno. */
+int probe_sess_poll(struct probe_sess *s, uint64_t timeout_ns, probe_rx_fn fn, void *arg);
+/* Name of a hop address: the topology node holding it, else the address. */
+const char *probe_hop_name(const struct probe_sess *s, struct in_addr a, char *buf, size_t len);
+/* Link rate of the local NIC (topology) or cfg->link_rate or 100 Gbit/s. */
+uint64_t probe_link_rate(const struct probe_cfg *cfg, const struct topo *t, struct in_addr local);
+
+/* ---- path discovery --------------------------------------------------------- */
+
+#define PROBE_PATH_KEEP 16 /* ports remembered per path */
+
+struct probe_path {
+	char name[PROBE_PATH_NAME]; /* hops joined by '>' */
+	uint32_t nports;
+	uint16_t port[PROBE_PATH_KEEP];
+};
+
+struct probe_pathmap {
+	struct in_addr src, dst;
+	uint32_t nhops;				    /* switches on every path */
+	char fixed[PROBE_MAX_HOPS][PROBE_NAME_MAX]; /* hop names of fixed TTLs */
+	uint32_t fixed_mask;			    /* bit t-1: TTL t is not probed */
+	uint32_t npaths;
+	struct probe_path path[PROBE_MAX_PATHS];
+	uint32_t nports;
+	uint16_t sport[PROBE_MAX_PORTS];
+	int16_t path_of[PROBE_MAX_PORTS]; /* index into path[] */
+	uint32_t probes, answers, unanswered_ports;
+	int expected; /* equal-cost paths by the topology; -1 unknown */
+	uint64_t ts_ms, took_ns;
+};
+
+int probe_discover(struct probe_sess *s, struct in_addr dst, struct probe_pathmap *m);
+int probe_path_find(const struct probe_pathmap *m, const char *name);
+json_t *probe_pathmap_json(const struct probe_pathmap *m, bool ports);
+void probe_pathmap_print(const struct probe_pathmap *m, FILE *f);
+
+/* ---- health ------------------------------------------------------------------- */
+
+#define PROBE_RTT_SAMPLES 1024
+#define PROBE_BASE_WIN	  256
+
+struct probe_health {
+	char name[PROBE_PATH_NAME];
+	int idx; /* in the pair's current map; -1: gone */
+	uint16_t sport;
+	bool dead;
+	uint64_t dead_since_ms;
+	uint32_t silent;
+	uint64_t next_send_ns;
+	/* this interval */
+	uint32_t sent, rcvd, lost, n;
+	double rtt[PROBE_RTT_SAMPLES], fwd[PROBE_RTT_SAMPLES], rev[PROBE_RTT_SAMPLES]; /* us */
+	/* per-interval minima, for the base over base_window */
+	struct {
+		uint64_t ts_ns;
+		double rtt, fwd, rev;
+	} win[PROBE_BASE_WIN];
+	uint32_t nwin, win_head;
+	/* path check: hop names seen for this interval's trace probes */
+	char vhop[PROBE_MAX_HOPS][PROBE_NAME_MAX];
+	uint32_t vsent, vgot;
+	json_t *last; /* the last record */
+};
+
+struct probe_pair_state {
+	struct probe_pair pair;
+	struct probe_pathmap map;
+	uint32_t nh;
+	struct probe_health *h[PROBE_MAX_PATHS * 2];
+	uint64_t next_refresh_ns;
+	bool remap; /* rediscover at the next report */
+	uint32_t remaps;
+};
+
+struct probe_redis;
+struct probe_watch_opts {
+	bool json;
+	FILE *out;
+	struct probe_redis *redis;
+};
+int probe_watch(struct probe_sess *s, const struct probe_pinglist *pl,
+		const struct probe_watch_opts *o);
+int probe_respond(struct probe_sess *s);
+/* Percentile p (0..100) of v[0..n) (sorted in place); 0 when n == 0. */
+double probe_percentile(double *v, uint32_t n, double p);
+
+/* ---- Redis ----------------------------------------------------------------- */
+
+struct probe_redis *probe_redis_new(const struct probe_cfg *cfg); /* NULL + errno */
+void probe_redis_free(struct probe_redis *r);
+int probe_redis_map(struct probe_redis *r, const struct probe_pathmap *m);
+int probe_redis_health(struct probe_redis *r, const struct probe_pathmap *m, json_t *rec);
+/* The controller's pinglist (ice:<F>:probe:pinglist); -ENOENT when absent. */
+int probe_redis_pinglist(struct probe_redis *r, const struct topo *t, struct probe_pinglist *pl,
+			 struct ice_cfg_err *err);
+
+#endif /* ICE_PROBE_INTERNAL_H */
