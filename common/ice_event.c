@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define ICE_EVENT_BATCH_MAX 64
+
 struct ice_event_tx {
 	int fd;
 	struct sockaddr_un to;
@@ -66,6 +68,63 @@ int ice_event_send(struct ice_event_tx *tx, struct ice_event *ev)
 		return -errno;
 	}
 	return 0;
+}
+
+int ice_event_send_many(struct ice_event_tx *tx, struct ice_event *evs, unsigned int n)
+{
+	struct mmsghdr msg[ICE_EVENT_BATCH_MAX];
+	struct iovec iov[ICE_EVENT_BATCH_MAX];
+	unsigned int done = 0;
+	uint64_t now = 0;
+	int pid = getpid();
+
+	if (tx == NULL)
+		return -EBADF;
+	for (unsigned int i = 0; i < n; i++) {
+		struct ice_event *ev = &evs[i];
+
+		if (ev->ts_ns == 0) {
+			if (now == 0) {
+				struct timespec ts;
+
+				clock_gettime(CLOCK_REALTIME, &ts);
+				now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+			}
+			ev->ts_ns = now;
+		}
+		ev->magic = ICE_EVENT_MAGIC;
+		ev->version = ICE_EVENT_VERSION;
+		ev->pid = (uint32_t)pid;
+		ev->seq = ++tx->seq;
+		if (ev->lib[0] == '\0')
+			memcpy(ev->lib, tx->lib, sizeof(ev->lib));
+	}
+	while (done < n) {
+		unsigned int k = n - done < ICE_EVENT_BATCH_MAX ? n - done : ICE_EVENT_BATCH_MAX;
+		int r;
+
+		memset(msg, 0, sizeof(msg[0]) * k);
+		for (unsigned int i = 0; i < k; i++) {
+			iov[i].iov_base = &evs[done + i];
+			iov[i].iov_len = sizeof(evs[0]);
+			msg[i].msg_hdr.msg_name = &tx->to;
+			msg[i].msg_hdr.msg_namelen = sizeof(tx->to);
+			msg[i].msg_hdr.msg_iov = &iov[i];
+			msg[i].msg_hdr.msg_iovlen = 1;
+		}
+		r = sendmmsg(tx->fd, msg, k, MSG_DONTWAIT);
+		if (r <= 0) {
+			int err = r < 0 ? errno : EAGAIN;
+
+			tx->dropped += n - done;
+			if (done == 0)
+				return -err;
+			errno = err;
+			break;
+		}
+		done += (unsigned int)r;
+	}
+	return (int)done;
 }
 
 uint64_t ice_event_dropped(const struct ice_event_tx *tx)

@@ -58,8 +58,9 @@ struct ice_event {
 	uint32_t local_ip;  /* network order */
 	uint32_t remote_ip; /* network order (ICE_EV_QP) */
 	uint16_t sport;	    /* ICE_EV_QP */
-	uint16_t pad;
-	char lib[12]; /* "ice-tp", "nccl", "rccl", ... */
+	uint16_t group;	    /* ncclGroupStart/End block the op was issued in (per
+			     * sender, wraps; 0 = none); was padding */
+	char lib[12];	    /* "ice-tp", "nccl", "rccl", ... */
 };
 
 struct ice_event_tx;
@@ -72,6 +73,11 @@ void ice_event_tx_close(struct ice_event_tx *tx); /* NULL-safe */
 /* Fill magic, version, pid, seq, ts_ns, lib, then send without blocking.
  * Returns 0 or -errno (the event is dropped; nothing else happens). */
 int ice_event_send(struct ice_event_tx *tx, struct ice_event *ev);
+/* Send n events as n datagrams in one system call (sendmmsg), without
+ * blocking. Fills magic, version, pid, seq, and lib and ts_ns where they are empty (so
+ * a batching caller keeps the call time). Returns the number sent (the rest
+ * are dropped and counted) or -errno when none was. */
+int ice_event_send_many(struct ice_event_tx *tx, struct ice_event *evs, unsigned int n);
 /* Events this sender dropped (no agent, socket full). */
 uint64_t ice_event_dropped(const struct ice_event_tx *tx);
 

@@ -5,6 +5,8 @@
  */
 #include "tp_wire.h"
 
+#include "ice_roce.h"
+
 #include <errno.h>
 #include <string.h>
 
@@ -408,17 +410,10 @@ int tp_pkt_build(uint8_t *out, size_t cap, struct tp_bth *bth, const struct tp_r
 
 uint32_t tp_calc_flow_label(uint32_t lqpn, uint32_t rqpn)
 {
-	uint64_t fl = (uint64_t)lqpn * rqpn;
-
-	fl ^= fl >> 20;
-	fl ^= fl >> 40;
-	return (uint32_t)(fl & 0xfffff);
+	return ice_roce_calc_flow_label(lqpn, rqpn);
 }
 
 uint16_t tp_flow_label_to_udp_sport(uint32_t fl)
 {
-	uint32_t fl_low = fl & 0x03fff, fl_high = fl & 0xfc000;
-
-	fl_low ^= fl_high >> 14;
-	return (uint16_t)(fl_low | 0xc000);
+	return ice_roce_flow_label_to_udp_sport(fl);
 }
