@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1456,6 +1457,52 @@ int fab_exec(const char *name, const char *node, char **argv)
 	return -errno;
 }
 
+/* With a fabric Redis (up --redis): record a link's state where the
+ * controller reads it (docs/redis-schema.md, "Fabric"): HSET ice:<F>:links
+ * <link> {"state","ts_ms"} and PUBLISH ice:<F>:links <link>. Best effort:
+ * a failure is logged, the link change stands. */
+static void link_record(const char *name, const char *link, bool up)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	struct timeval tv = {.tv_sec = 1};
+	char path[512], port[16] = "", ip[32], val[96], key[128], cmd[768], rep[256];
+	int fd, n, len = 0;
+	FILE *f;
+
+	state_path(name, "redis.port", path, sizeof(path));
+	f = fopen(path, "r");
+	if (f == NULL)
+		return;
+	if (fscanf(f, "%15s", port) != 1)
+		port[0] = '\0';
+	fclose(f);
+	if (port[0] == '\0')
+		return;
+	snprintf(ip, sizeof(ip), MGMT_NET ".%u.1", mgmt_byte(name));
+	sa.sin_port = htons((uint16_t)atoi(port));
+	inet_pton(AF_INET, ip, &sa.sin_addr);
+	snprintf(val, sizeof(val), "{\"state\":\"%s\",\"ts_ms\":%llu}", up ? "up" : "down",
+		 (unsigned long long)ice_wall_ms());
+	snprintf(key, sizeof(key), "ice:%s:links", name);
+	len += snprintf(cmd + len, sizeof(cmd) - (size_t)len,
+			"*4\r\n$4\r\nHSET\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n",
+			strlen(key), key, strlen(link), link, strlen(val), val);
+	len += snprintf(cmd + len, sizeof(cmd) - (size_t)len,
+			"*3\r\n$7\r\nPUBLISH\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n", strlen(key), key,
+			strlen(link), link);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    write(fd, cmd, (size_t)len) != len || (n = (int)read(fd, rep, sizeof(rep) - 1)) <= 0 ||
+	    rep[0] == '-')
+		ice_warn(ICE_SUB_COMMON, "link %s: cannot record its state in redis at %s:%s", link,
+			 ip, port);
+	close(fd);
+}
+
 int fab_link(const char *name, const char *dev, bool up)
 {
 	struct topo *t = fab_topo(name);
@@ -1492,6 +1539,11 @@ int fab_link(const char *name, const char *dev, bool up)
 		fab_ns_name(t, &t->nodes[p->node], ns, sizeof(ns));
 		snprintf(cmd, sizeof(cmd), "link set %s %s\n", p->ifname, up ? "up" : "down");
 		ret = batch("ip", ns, cmd);
+	}
+	if (ret == 0) {
+		char lname[64];
+
+		link_record(t->name, topo_link_name(t, (uint32_t)link, lname, sizeof(lname)), up);
 	}
 	topo_free(t);
 	return ret;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent_internal.h"
+#include "agent_plan.h"
 #include "ice_ctrl.h"
 #include "ice_time.h"
 
@@ -41,6 +42,7 @@ struct agent {
 	struct agent_metrics *metrics;
 	struct agent_redis redis;
 	struct agent_queue queue;
+	struct agent_plan *plan; /* the controller's plans (agent_plan.c) */
 
 	struct agent_sample s[2]; /* cur is s[cur], the last complete one s[!cur] */
 	int cur;
@@ -366,6 +368,16 @@ struct agent *agent_new(const struct agent_cfg *cfg, const struct agent_opts *o)
 		ret = sock_open(a);
 		if (ret < 0)
 			goto err;
+		if (!o->once && cfg->plan_key[0] != '\0') {
+			struct ice_cfg_err e;
+
+			a->plan = agent_plan_new(&a->cfg, a->ctrl, &e);
+			if (a->plan == NULL) {
+				ret = -errno;
+				ice_err(AGENT_SUB, "plan_key: %s", e.msg);
+				goto err;
+			}
+		}
 	}
 	if (!cfg->no_bpf) {
 		if (!agent_bpf_available()) {
@@ -424,8 +436,8 @@ int agent_run(struct agent *a)
 
 	a->next_ns = ice_now_ns();
 	while (!a->stop) {
-		struct pollfd pfd[3];
-		int n = 0;
+		struct pollfd pfd[4];
+		int n = 0, np;
 		uint64_t now = ice_now_ns();
 
 		if (now >= a->next_ns) {
@@ -455,12 +467,16 @@ int agent_run(struct agent *a)
 		}
 		if (!a->o.once)
 			agent_redis_tick(&a->redis, &a->queue, ice_now_ns());
+		agent_plan_tick(a->plan, ice_now_ns());
 		self_update(a);
 		if (a->sock_fd >= 0)
 			pfd[n++] = (struct pollfd){.fd = a->sock_fd, .events = POLLIN};
 		n += agent_metrics_fds(a->metrics, &pfd[n], 3 - n);
-		if (poll(pfd, (nfds_t)n, poll_timeout_ms(a, ice_now_ns())) < 0 && errno != EINTR)
+		np = agent_plan_fds(a->plan, &pfd[n], 4 - n);
+		if (poll(pfd, (nfds_t)(n + np), poll_timeout_ms(a, ice_now_ns())) < 0 &&
+		    errno != EINTR)
 			return -errno;
+		agent_plan_io(a->plan, &pfd[n], np);
 		if (a->sock_fd >= 0)
 			sock_drain(a);
 		agent_metrics_io(a->metrics, &a->s[!a->cur], &a->cfg, &a->self);
@@ -478,6 +494,7 @@ void agent_free(struct agent *a)
 		agent_redis_offline(&a->redis);
 	}
 	agent_redis_fini(&a->redis);
+	agent_plan_free(a->plan);
 	/* a clean exit removes what it attached; a crash leaves the pins for a
 	 * successor to take over */
 	agent_bpf_close(a->bpf, !a->readonly);

@@ -43,6 +43,7 @@ struct agent_cfg {
 	char run_dir[128];	/* lock and event socket; default /run/ice */
 	uint64_t redis_timeout; /* ns, connect and reply timeout */
 	bool no_bpf;
+	char plan_key[256]; /* HMAC key file of the controller's plans; "" = no plans */
 	/* resolved by agent_cfg_finish() */
 	uint32_t addr_be; /* network order */
 	int ifindex;

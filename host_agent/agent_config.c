@@ -41,6 +41,8 @@ const struct ice_cfg_field agent_cfg_fields[] = {
 	F("redis_timeout", ICE_CFG_DURATION, redis_timeout, 1e6, 10e9, ICE_NSEC_PER_MSEC,
 	  "Redis connect/reply timeout (bare numbers in ms)"),
 	F("no_bpf", ICE_CFG_BOOL, no_bpf, 0, 0, 0, "do not load the BPF programs"),
+	F("plan_key", ICE_CFG_STRING, plan_key, 0, 0, 0,
+	  "key file of the controller's signed plans: apply them (default: none)"),
 };
 
 const size_t agent_cfg_nfields = sizeof(agent_cfg_fields) / sizeof(agent_cfg_fields[0]);

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ctl_daemon: ice-controller as a library (libice-ctld), so tests link the
+ * real code and ice_controller_main.c stays thin.
+ *
+ * Each interval the daemon reads its global view from Redis (hosts, their
+ * QPs, announced collectives from the hosts' event streams, link state),
+ * plans when something changed (ctl.h: paths and source ports, max-min
+ * rates for announced collectives, DCQCN profiles from the policy) or when
+ * the periodic re-optimisation is due, and — while it holds the leader
+ * lease — publishes one signed plan per host with an epoch from an atomic
+ * INCR; the agents write back the epoch they applied. Keys: the
+ * "Controller" section of docs/redis-schema.md.
+ */
+#ifndef CTL_DAEMON_H
+#define CTL_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ctl.h"
+#include "ice_config.h"
+
+struct ctld_cfg {
+	char fabric[64];	/* key namespace ice:<fabric>: */
+	char topology[256];	/* topo/ YAML file (required) */
+	char redis[256];	/* host:port or unix:/path */
+	char policy[256];	/* DCQCN policy YAML; "" = DCQCN defaults */
+	char key[256];		/* HMAC key file (required unless dry_run) */
+	char id[64];		/* controller id in the lease; "" = <hostname>-<pid> */
+	uint64_t interval;	/* ns: loop period (events, links, lease) */
+	uint64_t qp_interval;	/* ns: how often the QP view is re-read */
+	uint64_t reopt;		/* ns: periodic global re-optimisation; 0 = never */
+	uint64_t lifetime;	/* ns: plan lifetime (republished at a third of it) */
+	double hysteresis;	/* relative max-utilisation gain needed to move flows */
+	double headroom;	/* start rates at this fraction of the capacity */
+	uint64_t lease_ttl;	/* ns: leader lease */
+	uint64_t min_rate;	/* bit/s: QPs measured below are idle (not planned) */
+	uint64_t announce_ttl;	/* ns: an announced collective is forgotten after */
+	uint64_t redis_timeout; /* ns */
+	double search_budget;	/* s: local-search budget per plan; 0 = none */
+	bool dry_run;		/* compute and print plans, publish nothing */
+	bool once;		/* one plan, then exit */
+};
+
+extern const struct ice_cfg_field ctld_cfg_fields[];
+extern const size_t ctld_cfg_nfields;
+
+void ctld_cfg_defaults(struct ctld_cfg *c);
+int ctld_cfg_load_file(struct ctld_cfg *c, const char *path, struct ice_cfg_err *err);
+/* "--lease-ttl 1s": the key without dashes, '-' read as '_'. -ENOENT: unknown. */
+int ctld_cfg_set_flag(struct ctld_cfg *c, const char *flag, const char *value,
+		      struct ice_cfg_err *err);
+/* Check the whole (required keys, names safe in keys, timing relations) and
+ * resolve defaults; path (may be NULL) only points errors at their line. */
+int ctld_cfg_finish(struct ctld_cfg *c, const char *path, struct ice_cfg_err *err);
+void ctld_cfg_usage(FILE *f);
+
+/* Two sets of host plans carry the same decisions (hosts, QPs, ports,
+ * rates, DCQCN), whatever their epochs and times: no need to publish. */
+bool ctld_plans_same(const struct ctl_host_plan *a, uint32_t na, const struct ctl_host_plan *b,
+		     uint32_t nb);
+
+/* The ring order of a collective from each rank's next (-1: unknown):
+ * order[] starts at rank 0 and follows next; ranks the walk misses (or all,
+ * when next does not form one cycle) come in rank order. */
+void ctld_ring_order(const int32_t *next, uint32_t n, uint32_t *order);
+
+struct ctld;
+struct ctld *ctld_new(const struct ctld_cfg *cfg); /* NULL + errno, logged */
+int ctld_run(struct ctld *d);			   /* until ctld_stop() */
+void ctld_stop(struct ctld *d);			   /* signal-safe */
+void ctld_free(struct ctld *d);			   /* NULL-safe; gives up the lease */
+
+#endif /* CTL_DAEMON_H */

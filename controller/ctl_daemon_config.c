@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: Apache-2.0
+/* ctl_daemon_config: ice-controller's options, one table for YAML and flags. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl_daemon.h"
+#include "ice_time.h"
+
+#define F(k, t, m, lo, hi, u, h)                                                                   \
+	{                                                                                          \
+		.key = k, .type = t, .offset = offsetof(struct ctld_cfg, m),                       \
+		.size = sizeof(((struct ctld_cfg *)0)->m), .min = lo, .max = hi, .unit = u,        \
+		.help = h                                                                          \
+	}
+
+const struct ice_cfg_field ctld_cfg_fields[] = {
+	F("fabric", ICE_CFG_STRING, fabric, 0, 0, 0, "fabric name: keys are ice:<fabric>:..."),
+	F("topology", ICE_CFG_STRING, topology, 0, 0, 0, "topology file (topo/ YAML, required)"),
+	F("redis", ICE_CFG_STRING, redis, 0, 0, 0, "Redis: host:port or unix:/path"),
+	F("policy", ICE_CFG_STRING, policy, 0, 0, 0, "DCQCN policy file (default: DCQCN defaults)"),
+	F("key", ICE_CFG_STRING, key, 0, 0, 0, "HMAC key file of the plans (required to publish)"),
+	F("id", ICE_CFG_STRING, id, 0, 0, 0, "controller id in the lease (default <host>-<pid>)"),
+	F("interval", ICE_CFG_DURATION, interval, 5e6, 10e9, ICE_NSEC_PER_MSEC,
+	  "loop period: events, links, lease (bare numbers in ms)"),
+	F("qp_interval", ICE_CFG_DURATION, qp_interval, 10e6, 60e9, ICE_NSEC_PER_MSEC,
+	  "how often the QP view is re-read (bare numbers in ms)"),
+	F("reopt", ICE_CFG_DURATION, reopt, 0, 86400e9, ICE_NSEC_PER_SEC,
+	  "periodic global re-optimisation, 0 = never (bare numbers in s)"),
+	F("lifetime", ICE_CFG_DURATION, lifetime, 100e6, 86400e9, ICE_NSEC_PER_SEC,
+	  "plan lifetime; republished every third of it (bare numbers in s)"),
+	F("hysteresis", ICE_CFG_DOUBLE, hysteresis, 0, 1, 0,
+	  "relative max-utilisation gain needed to move flows (0.05)"),
+	F("headroom", ICE_CFG_DOUBLE, headroom, 0.1, 1, 0,
+	  "start rates at this fraction of the capacity (0.9)"),
+	F("lease_ttl", ICE_CFG_DURATION, lease_ttl, 100e6, 60e9, ICE_NSEC_PER_MSEC,
+	  "leader lease; a standby takes over after it (bare numbers in ms)"),
+	F("min_rate", ICE_CFG_RATE, min_rate, 0, 1e12, 0,
+	  "QPs measured below this rate are idle and not planned (1mbit)"),
+	F("announce_ttl", ICE_CFG_DURATION, announce_ttl, 100e6, 86400e9, ICE_NSEC_PER_SEC,
+	  "an announced collective is forgotten this long after its last call (s)"),
+	F("redis_timeout", ICE_CFG_DURATION, redis_timeout, 1e6, 10e9, ICE_NSEC_PER_MSEC,
+	  "Redis connect/reply timeout (bare numbers in ms)"),
+	F("search_budget", ICE_CFG_DOUBLE, search_budget, 0, 60, 0,
+	  "local-search time budget per plan in s (0 = until no move helps)"),
+	F("dry_run", ICE_CFG_BOOL, dry_run, 0, 0, 0,
+	  "compute and print plans as JSON, publish nothing"),
+	F("once", ICE_CFG_BOOL, once, 0, 0, 0, "plan once, then exit"),
+};
+
+const size_t ctld_cfg_nfields = sizeof(ctld_cfg_fields) / sizeof(ctld_cfg_fields[0]);
+
+void ctld_cfg_defaults(struct ctld_cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->fabric, sizeof(c->fabric), "default");
+	snprintf(c->redis, sizeof(c->redis), "127.0.0.1:6379");
+	c->interval = 20 * ICE_NSEC_PER_MSEC;
+	c->qp_interval = 250 * ICE_NSEC_PER_MSEC;
+	c->reopt = 10 * ICE_NSEC_PER_SEC;
+	c->lifetime = 10 * ICE_NSEC_PER_SEC;
+	c->hysteresis = 0.05;
+	c->headroom = 0.9;
+	c->lease_ttl = 1000 * ICE_NSEC_PER_MSEC;
+	c->min_rate = 1000000;
+	c->announce_ttl = 10 * ICE_NSEC_PER_SEC;
+	c->redis_timeout = 500 * ICE_NSEC_PER_MSEC;
+	c->search_budget = 0.2;
+}
+
+int ctld_cfg_load_file(struct ctld_cfg *c, const char *path, struct ice_cfg_err *err)
+{
+	struct ice_yaml_doc *doc = ice_yaml_load_file(path, err);
+	int ret;
+
+	if (doc == NULL)
+		return -EINVAL;
+	ret = ice_cfg_bind(doc, ice_yaml_root(doc), NULL, ctld_cfg_fields, ctld_cfg_nfields, c,
+			   ICE_CFG_STRICT, err);
+	ice_yaml_free(doc);
+	return ret;
+}
+
+int ctld_cfg_set_flag(struct ctld_cfg *c, const char *flag, const char *value,
+		      struct ice_cfg_err *err)
+{
+	char key[64];
+
+	snprintf(key, sizeof(key), "%s", flag);
+	for (size_t i = 0; key[i] != '\0'; i++)
+		if (key[i] == '-')
+			key[i] = '_';
+	return ice_cfg_set(ctld_cfg_fields, ctld_cfg_nfields, c, key, value, err);
+}
+
+static int cfg_fail(struct ice_cfg_err *err, const char *path, const char *key, const char *fmt,
+		    ...) __attribute__((format(printf, 4, 5)));
+
+static int cfg_fail(struct ice_cfg_err *err, const char *path, const char *key, const char *fmt,
+		    ...)
+{
+	struct ice_cfg_err scratch;
+	struct ice_yaml_doc *doc = NULL;
+	const struct ice_yaml_node *n = NULL;
+	va_list ap;
+
+	if (path != NULL) {
+		doc = ice_yaml_load_file(path, &scratch);
+		if (doc != NULL)
+			n = ice_yaml_get(ice_yaml_root(doc), key);
+	}
+	memset(err, 0, sizeof(*err));
+	if (n != NULL) {
+		snprintf(err->file, sizeof(err->file), "%s", path);
+		err->line = ice_yaml_line(n);
+		err->column = ice_yaml_column(n);
+	}
+	snprintf(err->key, sizeof(err->key), "%s", key);
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	ice_yaml_free(doc);
+	return -EINVAL;
+}
+
+static bool key_safe(const char *s)
+{
+	if (*s == '\0')
+		return false;
+	for (; *s != '\0'; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '.' || *s == '-' || *s == '_'))
+			return false;
+	return true;
+}
+
+static bool redis_spec_ok(const char *s)
+{
+	const char *colon;
+	char *end;
+	long p;
+
+	if (strncmp(s, "unix:", 5) == 0)
+		return s[5] == '/';
+	colon = strrchr(s, ':');
+	if (colon == NULL || colon == s || colon[1] == '\0')
+		return false;
+	p = strtol(colon + 1, &end, 10);
+	return *end == '\0' && p >= 1 && p <= 65535;
+}
+
+int ctld_cfg_finish(struct ctld_cfg *c, const char *path, struct ice_cfg_err *err)
+{
+	if (c->topology[0] == '\0')
+		return cfg_fail(err, path, "topology",
+				"missing: expected the fabric's topology file (ice-topo gen)");
+	if (c->key[0] == '\0' && !c->dry_run)
+		return cfg_fail(err, path, "key",
+				"missing: expected the HMAC key file plans are signed with "
+				"(or dry_run)");
+	if (!key_safe(c->fabric))
+		return cfg_fail(err, path, "fabric",
+				"expected letters, digits, '.', '-' or '_', got '%s'", c->fabric);
+	if (!redis_spec_ok(c->redis))
+		return cfg_fail(err, path, "redis",
+				"expected host:port (port 1-65535) or unix:/path, got '%s'",
+				c->redis);
+	if (c->id[0] == '\0') {
+		char h[40];
+
+		if (gethostname(h, sizeof(h)) < 0)
+			snprintf(h, sizeof(h), "ctl");
+		h[sizeof(h) - 1] = '\0';
+		for (char *p = h; *p != '\0'; p++)
+			if (!key_safe((char[]){*p, '\0'}))
+				*p = '-';
+		snprintf(c->id, sizeof(c->id), "%s-%d", h, (int)getpid());
+	}
+	if (!key_safe(c->id))
+		return cfg_fail(err, path, "id",
+				"expected letters, digits, '.', '-' or '_', got '%s'", c->id);
+	if (c->lease_ttl < 3 * c->interval)
+		return cfg_fail(err, path, "lease_ttl",
+				"expected at least 3 intervals (%.0f ms) so the leader renews "
+				"in time, got %.0f ms",
+				3 * (double)c->interval / 1e6, (double)c->lease_ttl / 1e6);
+	if (c->lifetime < 3 * c->interval || c->lifetime < 3 * c->qp_interval)
+		return cfg_fail(err, path, "lifetime",
+				"expected at least 3 intervals and 3 qp_intervals, got %.0f ms",
+				(double)c->lifetime / 1e6);
+	if (c->reopt != 0 && c->reopt < c->qp_interval)
+		return cfg_fail(err, path, "reopt",
+				"expected 0 (never) or at least qp_interval (%.0f ms), got %.0f ms",
+				(double)c->qp_interval / 1e6, (double)c->reopt / 1e6);
+	return 0;
+}
+
+void ctld_cfg_usage(FILE *f)
+{
+	fprintf(f, "usage: ice-controller [--config FILE] [--log SPEC] [--dry-run] [--once] "
+		   "[--KEY VALUE]...\n"
+		   "keys (YAML file or flags; '-' and '_' alike in flags):\n");
+	for (size_t i = 0; i < ctld_cfg_nfields; i++)
+		fprintf(f, "  --%-14s %s\n", ctld_cfg_fields[i].key, ctld_cfg_fields[i].help);
+	fprintf(f, "exit status: 0 ok, 1 run-time failure, 2 bad configuration\n");
+}

@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * agent_plan: fetch, check and apply the controller's plans (agent_plan.h).
+ *
+ * Two hiredis connections of its own, so the telemetry pipeline is never
+ * held up: "sub" is SUBSCRIBEd to the host's plan channel and only read when
+ * poll() says so; "cmd" GETs the plan key and writes the applied epoch back.
+ * Both reconnect with back-off (0.5 s doubling to 8 s).
+ */
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "agent_internal.h"
+#include "agent_plan.h"
+#include "ctl.h"
+#include "ice_time.h"
+
+#define BACKOFF_MIN_S 0.5
+#define BACKOFF_MAX_S 8.0
+
+struct agent_plan {
+	const struct agent_cfg *cfg;
+	struct ice_ctrl *ctrl;
+	struct ctl_key key;
+	char pkey[320]; /* plan key and channel */
+	char akey[320]; /* applied hash */
+
+	redisContext *cmd, *sub;
+	uint64_t next_try_ns, next_poll_ns;
+	double backoff_s;
+	bool fetch; /* a notification came: GET the plan now */
+
+	struct ctl_host_plan cur;
+	bool have;	     /* cur is in force */
+	uint64_t last_epoch; /* highest epoch accepted */
+	char *last_json;     /* the last text offered */
+	uint64_t refused;
+	bool wb_due; /* write-back pending */
+	uint64_t applied_ms;
+	uint32_t applied, absent; /* entries written / without a slot */
+	char reason[1024];	  /* last refusal */
+	uint64_t refused_ms;
+	bool refusal_due;
+	bool expired_due;
+
+	/* slots this agent wrote: the qpn it wrote for, and the epoch */
+	uint32_t mine_qpn[ICE_CTRL_SLOTS];
+	uint64_t mine_epoch[ICE_CTRL_SLOTS];
+};
+
+struct agent_plan *agent_plan_new(const struct agent_cfg *cfg, struct ice_ctrl *ctrl,
+				  struct ice_cfg_err *err)
+{
+	struct agent_plan *p = calloc(1, sizeof(*p));
+	int ret;
+
+	if (p == NULL)
+		return NULL;
+	p->cfg = cfg;
+	p->ctrl = ctrl;
+	p->backoff_s = BACKOFF_MIN_S;
+	ret = ctl_key_load(cfg->plan_key, &p->key, err);
+	if (ret < 0) {
+		free(p);
+		errno = -ret;
+		return NULL;
+	}
+	snprintf(p->pkey, sizeof(p->pkey), "ice:%s:{%s}:plan", cfg->fabric, cfg->host);
+	snprintf(p->akey, sizeof(p->akey), "ice:%s:{%s}:plan:applied", cfg->fabric, cfg->host);
+	return p;
+}
+
+static void conn_drop(struct agent_plan *p)
+{
+	if (p->cmd != NULL)
+		redisFree(p->cmd);
+	if (p->sub != NULL)
+		redisFree(p->sub);
+	p->cmd = p->sub = NULL;
+}
+
+void agent_plan_free(struct agent_plan *p)
+{
+	if (p == NULL)
+		return;
+	conn_drop(p);
+	ctl_host_plan_fini(&p->cur);
+	free(p->last_json);
+	memset(&p->key, 0, sizeof(p->key));
+	free(p);
+}
+
+uint64_t agent_plan_epoch(const struct agent_plan *p)
+{
+	return p->have ? p->cur.epoch : 0;
+}
+
+uint64_t agent_plan_last_epoch(const struct agent_plan *p)
+{
+	return p->last_epoch;
+}
+
+uint64_t agent_plan_refused(const struct agent_plan *p)
+{
+	return p->refused;
+}
+
+static const struct ctl_plan_entry *entry_of(const struct agent_plan *p, uint32_t qpn)
+{
+	if (!p->have)
+		return NULL;
+	for (uint32_t i = 0; i < p->cur.n; i++)
+		if (p->cur.entries[i].qpn == qpn)
+			return &p->cur.entries[i];
+	return NULL;
+}
+
+void agent_plan_reconcile(struct agent_plan *p)
+{
+	uint32_t applied = 0;
+
+	if (p->ctrl == NULL)
+		return;
+	for (int i = 0; i < ICE_CTRL_SLOTS; i++) {
+		uint32_t qpn = __atomic_load_n(&p->ctrl->qp[i].qpn, __ATOMIC_ACQUIRE);
+		const struct ctl_plan_entry *e = qpn != 0 ? entry_of(p, qpn) : NULL;
+
+		if (e != NULL) {
+			uint32_t flags = ICE_CTRL_SET_SPORT | ICE_CTRL_SET_DCQCN;
+
+			applied++;
+			if (p->mine_qpn[i] == qpn && p->mine_epoch[i] == p->cur.epoch)
+				continue;
+			if (e->start_mbps != 0)
+				flags |= ICE_CTRL_SET_RATE;
+			ice_ctrl_set(p->ctrl, i, flags, e->sport, e->start_mbps, &e->dcqcn,
+				     p->cur.epoch);
+			p->mine_qpn[i] = qpn;
+			p->mine_epoch[i] = p->cur.epoch;
+		} else if (p->mine_qpn[i] != 0) {
+			/* the plan no longer names it (or the slot was reused):
+			 * back to the QP's defaults */
+			if (qpn != 0 && qpn == p->mine_qpn[i])
+				ice_ctrl_set(p->ctrl, i, 0, 0, 0, NULL, 0);
+			p->mine_qpn[i] = 0;
+			p->mine_epoch[i] = 0;
+		}
+	}
+	if (p->have && applied != p->applied) {
+		p->applied = applied;
+		p->absent = p->cur.n > applied ? p->cur.n - applied : 0;
+		p->wb_due = true;
+	}
+}
+
+static void refuse(struct agent_plan *p, int ret, const struct ice_cfg_err *e)
+{
+	const char *what = ret == -EPERM     ? "bad signature"
+			   : ret == -ESTALE  ? "old epoch"
+			   : ret == -ETIME   ? "lifetime over"
+			   : ret == -ERANGE  ? "value out of range"
+			   : ret == -EXDEV   ? "another host's plan"
+			   : ret == -EBADMSG ? "not a plan"
+					     : strerror(-ret);
+
+	p->refused++;
+	snprintf(p->reason, sizeof(p->reason), "%s: %s%s%s", what, e->key,
+		 e->key[0] != '\0' ? ": " : "", e->msg);
+	p->refused_ms = ice_wall_ms();
+	p->refusal_due = true;
+	ice_warn(AGENT_SUB, "plan refused (%s); keeping %s%" PRIu64, p->reason,
+		 p->have ? "epoch " : "no plan, epoch ", agent_plan_epoch(p));
+}
+
+int agent_plan_offer(struct agent_plan *p, const char *json, uint64_t now_ms,
+		     struct ice_cfg_err *err)
+{
+	struct ice_cfg_err scratch;
+	struct ctl_host_plan hp = {0};
+	char *copy;
+	int ret;
+
+	if (err == NULL)
+		err = &scratch;
+	memset(err, 0, sizeof(*err));
+	if (p->last_json != NULL && strcmp(p->last_json, json) == 0)
+		return 1;
+	copy = strdup(json);
+	if (copy == NULL)
+		return -ENOMEM;
+	free(p->last_json);
+	p->last_json = copy;
+	ret = ctl_plan_verify(json, &p->key, p->last_epoch, now_ms, &hp, err);
+	if (ret == 0 && strcmp(hp.host, p->cfg->host) != 0) {
+		snprintf(err->key, sizeof(err->key), "host");
+		snprintf(err->msg, sizeof(err->msg), "plan for '%s', this is '%s'", hp.host,
+			 p->cfg->host);
+		ctl_host_plan_fini(&hp);
+		ret = -EXDEV;
+	}
+	if (ret < 0) {
+		refuse(p, ret, err);
+		return ret;
+	}
+	ctl_host_plan_fini(&p->cur);
+	p->cur = hp;
+	p->have = true;
+	p->last_epoch = hp.epoch;
+	p->applied = UINT32_MAX; /* force a write-back */
+	agent_plan_reconcile(p);
+	p->applied_ms = ice_wall_ms();
+	p->wb_due = true;
+	ice_info(AGENT_SUB, "plan epoch %" PRIu64 " applied: %u of %u QPs (lifetime %u ms)",
+		 hp.epoch, p->applied, hp.n, hp.lifetime_ms);
+	return 0;
+}
+
+bool agent_plan_expire(struct agent_plan *p, uint64_t now_ms)
+{
+	if (!p->have)
+		return false;
+	if (now_ms == 0)
+		now_ms = ice_wall_ms();
+	if (p->cur.issued_ms + p->cur.lifetime_ms > now_ms)
+		return false;
+	ice_warn(AGENT_SUB,
+		 "plan epoch %" PRIu64 " expired (no newer plan within %u ms): QPs back to "
+		 "their defaults",
+		 p->cur.epoch, p->cur.lifetime_ms);
+	p->have = false;
+	agent_plan_reconcile(p); /* clears every slot it set */
+	p->expired_due = true;
+	return true;
+}
+
+/* ---- Redis */
+
+static struct timeval tv_of(uint64_t ns)
+{
+	return (struct timeval){(time_t)(ns / ICE_NSEC_PER_SEC),
+				(suseconds_t)(ns % ICE_NSEC_PER_SEC / 1000)};
+}
+
+static redisContext *conn_open(const struct agent_cfg *cfg)
+{
+	struct timeval tv = tv_of(cfg->redis_timeout);
+	char host[256];
+	redisContext *c;
+	bool is_unix;
+	int port;
+
+	if (agent_redis_parse(cfg->redis, host, sizeof(host), &port, &is_unix) < 0)
+		return NULL;
+	c = is_unix ? redisConnectUnixWithTimeout(host, tv)
+		    : redisConnectWithTimeout(host, port, tv);
+	if (c == NULL || c->err) {
+		if (c != NULL)
+			redisFree(c);
+		return NULL;
+	}
+	redisSetTimeout(c, tv);
+	return c;
+}
+
+static void conn_fail(struct agent_plan *p, uint64_t now_ns, const char *why)
+{
+	if (p->backoff_s == BACKOFF_MIN_S)
+		ice_warn(AGENT_SUB, "plans: redis at %s: %s; retrying", p->cfg->redis, why);
+	conn_drop(p);
+	p->next_try_ns = now_ns + (uint64_t)(p->backoff_s * 1e9);
+	p->backoff_s = p->backoff_s * 2 > BACKOFF_MAX_S ? BACKOFF_MAX_S : p->backoff_s * 2;
+}
+
+static void conn_up(struct agent_plan *p, uint64_t now_ns)
+{
+	redisReply *r;
+
+	if (p->cmd != NULL || now_ns < p->next_try_ns)
+		return;
+	p->cmd = conn_open(p->cfg);
+	p->sub = p->cmd != NULL ? conn_open(p->cfg) : NULL;
+	if (p->sub == NULL) {
+		conn_fail(p, now_ns, "unreachable");
+		return;
+	}
+	r = redisCommand(p->sub, "SUBSCRIBE %s", p->pkey);
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+		if (r != NULL)
+			freeReplyObject(r);
+		conn_fail(p, now_ns, "SUBSCRIBE failed");
+		return;
+	}
+	freeReplyObject(r);
+	p->backoff_s = BACKOFF_MIN_S;
+	p->fetch = true; /* whatever is there now */
+	p->wb_due = p->wb_due || p->have;
+	ice_info(AGENT_SUB, "plans: subscribed to %s", p->pkey);
+}
+
+static void fetch(struct agent_plan *p, uint64_t now_ns)
+{
+	redisReply *r = redisCommand(p->cmd, "GET %s", p->pkey);
+
+	p->fetch = false;
+	if (r == NULL) {
+		conn_fail(p, now_ns, p->cmd->errstr);
+		return;
+	}
+	if (r->type == REDIS_REPLY_STRING)
+		agent_plan_offer(p, r->str, 0, NULL);
+	freeReplyObject(r);
+}
+
+static void write_back(struct agent_plan *p, uint64_t now_ns)
+{
+	char e[24], ts[24], n[16], ab[16], rs[24], now[24];
+	unsigned ncmd = 0;
+
+	snprintf(now, sizeof(now), "%" PRIu64, ice_wall_ms());
+	if (p->wb_due && p->have) {
+		snprintf(e, sizeof(e), "%" PRIu64, p->cur.epoch);
+		snprintf(ts, sizeof(ts), "%" PRIu64, p->applied_ms);
+		snprintf(n, sizeof(n), "%u", p->applied);
+		snprintf(ab, sizeof(ab), "%u", p->absent);
+		redisAppendCommand(p->cmd,
+				   "HSET %s epoch %s ts_ms %s qps %s absent %s state applied "
+				   "updated_ms %s",
+				   p->akey, e, ts, n, ab, now);
+		ncmd++;
+	}
+	if (p->expired_due) {
+		redisAppendCommand(p->cmd, "HSET %s state expired expired_ms %s", p->akey, now);
+		ncmd++;
+	}
+	if (p->refusal_due) {
+		snprintf(rs, sizeof(rs), "%" PRIu64, p->refused_ms);
+		snprintf(n, sizeof(n), "%" PRIu64, p->refused);
+		redisAppendCommand(p->cmd, "HSET %s refused %s refused_ms %s refused_reason %s",
+				   p->akey, n, rs, p->reason);
+		ncmd++;
+	}
+	for (unsigned i = 0; i < ncmd; i++) {
+		redisReply *r = NULL;
+
+		if (redisGetReply(p->cmd, (void **)&r) != REDIS_OK || r == NULL) {
+			conn_fail(p, now_ns, p->cmd->errstr);
+			return;
+		}
+		freeReplyObject(r);
+	}
+	p->wb_due = p->expired_due = p->refusal_due = false;
+}
+
+void agent_plan_tick(struct agent_plan *p, uint64_t now_ns)
+{
+	if (p == NULL)
+		return;
+	if (agent_plan_expire(p, 0))
+		p->wb_due = false;
+	agent_plan_reconcile(p);
+	conn_up(p, now_ns);
+	if (p->cmd == NULL)
+		return;
+	if (now_ns >= p->next_poll_ns) {
+		/* the fall-back: a notification may have been lost */
+		p->fetch = true;
+		p->next_poll_ns = now_ns + p->cfg->interval;
+	}
+	if (p->fetch)
+		fetch(p, now_ns);
+	if (p->cmd != NULL && (p->wb_due || p->expired_due || p->refusal_due))
+		write_back(p, now_ns);
+}
+
+int agent_plan_fds(struct agent_plan *p, struct pollfd *pfd, int max)
+{
+	if (p == NULL || p->sub == NULL || max < 1)
+		return 0;
+	pfd[0] = (struct pollfd){.fd = p->sub->fd, .events = POLLIN};
+	return 1;
+}
+
+void agent_plan_io(struct agent_plan *p, const struct pollfd *pfd, int n)
+{
+	uint64_t now = ice_now_ns();
+	void *reply;
+
+	if (p == NULL || n < 1 || p->sub == NULL ||
+	    (pfd[0].revents & (POLLIN | POLLERR | POLLHUP)) == 0)
+		return;
+	if (redisBufferRead(p->sub) != REDIS_OK) {
+		conn_fail(p, now, "subscription lost");
+		return;
+	}
+	while (redisReaderGetReply(p->sub->reader, &reply) == REDIS_OK && reply != NULL) {
+		redisReply *r = reply;
+
+		if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+		    r->element[0]->type == REDIS_REPLY_STRING &&
+		    strcmp(r->element[0]->str, "message") == 0)
+			p->fetch = true;
+		freeReplyObject(r);
+	}
+	if (p->fetch && p->cmd != NULL) {
+		fetch(p, now);
+		if (p->cmd != NULL && (p->wb_due || p->refusal_due))
+			write_back(p, now);
+	}
+}

@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: Apache-2.0
+# Shared by the controller tests (test_fabric_ctl*.sh): a leaf-spine fabric
+# with 2 hosts per leaf and Redis, a plan key, an ice-agent per host that
+# applies plans, ice-perf pairs, and helpers. Sourced after lib_fabric.sh.
+ice_need_tool redis-cli
+BUILD=$(cd "$(dirname "$ICE_FABRIC")/.." && pwd)
+ICE_AGENT=${ICE_AGENT:-$BUILD/host_agent/ice-agent}
+ICE_PERF=${ICE_PERF:-$BUILD/transport/ice-perf}
+ICE_CONTROLLER=${ICE_CONTROLLER:-$BUILD/controller/ice-controller}
+ice_need_tool "$ICE_AGENT" "$ICE_PERF" "$ICE_CONTROLLER"
+
+HOSTS=(h1 h2 h3 h4)
+declare -A IP APID
+
+ctl_cleanup() {
+	ice_fab_cleanup
+	local h
+	for h in "${HOSTS[@]}"; do
+		[ -n "${IP[$h]:-}" ] && [ -e "/dev/shm/ice-ctrl-${IP[$h]}" ] &&
+			! fuser -s "/dev/shm/ice-ctrl-${IP[$h]}" 2>/dev/null &&
+			rm -f "/dev/shm/ice-ctrl-${IP[$h]}"
+	done
+}
+trap ctl_cleanup EXIT
+
+# ctl_fabric_up PREFIX: fabric ice<PREFIX><sfx>, Redis, key, agents
+ctl_fabric_up() {
+	name=$1$ICE_SFX
+	port=$((21000 + ICE_SFX))
+	file=$(ice_fab_gen "$name" --hosts-per-leaf 2 --rate 100mbit --mtu 9000 --ecmp model)
+	local h i=0
+	for h in "${HOSTS[@]}"; do
+		IP[$h]=$(awk -v n="$h" '$0 ~ "name: " n "$" {f=1} f && /addr:/ {sub(/.*addr: /,""); sub(/\/.*/,""); print; exit}' "$file")
+		[ -n "${IP[$h]}" ] || ice_fail "no address for $h in $file"
+	done
+	ice_fab_up "$file" --redis "$port" >/dev/null || ice_fail "ice-fabric up failed"
+	redis=$("$ICE_FABRIC" exec --fabric "$name" h1 -- sh -c 'echo $ICE_REDIS')
+	rhost=${redis%:*} rport=${redis#*:}
+	KEY=$ICE_TMP/plan.key
+	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$KEY"
+	chmod 600 "$KEY"
+	for h in "${HOSTS[@]}"; do
+		mkdir -p "$ICE_TMP/$h"
+		"$ICE_FABRIC" exec --fabric "$name" "$h" -- "$ICE_AGENT" --nic eth0 --fabric "$name" \
+			--host "$h" --redis "$redis" --interval 250ms --no-bpf --run-dir "$ICE_TMP/$h" \
+			--plan-key "$KEY" >"$ICE_TMP/agent-$h.log" 2>&1 &
+		APID[$h]=$!
+		ICE_PIDS+=($!)
+	done
+	for ((i = 0; i < 50; i++)); do
+		[ "$(rcli SCARD "ice:$name:hosts")" = 4 ] && break
+		sleep 0.1
+	done
+	[ "$(rcli SCARD "ice:$name:hosts")" = 4 ] || ctl_fail "agents did not register"
+}
+
+rcli() { redis-cli -h "$rhost" -p "$rport" "$@"; }
+
+ctl_fail() {
+	local f
+	for f in "$ICE_TMP"/*.log "$ICE_TMP"/*.out; do
+		[ -f "$f" ] && tail -n 15 "$f" | sed "s|^|  $(basename "$f"): |"
+	done >&2
+	ice_fail "$@"
+}
+
+# ctl_start ID [options]: a controller in the root namespace (Redis is on
+# the management bridge); stdout in $ICE_TMP/ctl-ID.out, log in ctl-ID.log
+ctl_start() {
+	local id=$1
+	shift
+	"$ICE_CONTROLLER" --fabric "$name" --topology "$file" --redis "$redis" --key "$KEY" \
+		--id "$id" "$@" >"$ICE_TMP/ctl-$id.out" 2>"$ICE_TMP/ctl-$id.log" &
+	CPID=$!
+	ICE_PIDS+=($!)
+}
+
+# perf SRC DST SECONDS: ice-perf SRC -> DST in the background ($PERF_PIDS)
+PERF_PIDS=()
+perf() {
+	timeout $(($3 + 15)) "$ICE_PERF" --netns "ice$name-$1,ice$name-$2" -D "$3" --warmup 0.3 \
+		--line-rate 100mbit >"$ICE_TMP/perf-$1.log" 2>&1 &
+	PERF_PIDS+=($!)
+	ICE_PIDS+=($!)
+}
+perf_stop() {
+	local p
+	for p in "${PERF_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	PERF_PIDS=()
+}
+
+# spine_bytes: "B1 B2", bytes leaf1 sent to spine1 and spine2
+spine_bytes() {
+	"$ICE_FABRIC" stats "$name" --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+b = {p["to"]: p["bytes"] for p in d["ports"] if p["switch"] == "leaf1" and p["to"].startswith("spine")}
+print(b.get("spine1", 0), b.get("spine2", 0))'
+}
+
+# spine_split SECONDS: "D1 D2", bytes per spine from leaf1 over the window
+spine_split() {
+	local a1 a2 b1 b2
+	read -r a1 a2 <<<"$(spine_bytes)"
+	sleep "$1"
+	read -r b1 b2 <<<"$(spine_bytes)"
+	echo $((b1 - a1)) $((b2 - a2))
+}
+
+# qp_field HOST FIELD: FIELD of HOST's busiest QP record
+qp_field() {
+	local k best="" max=-1 r
+	for k in $(rcli ZRANGE "ice:$name:{$1}:qps" 0 -1); do
+		r=$(rcli HGET "ice:$name:{$1}:qp:$k" tx_bytes)
+		[ "${r:-0}" -gt "$max" ] && max=$r best=$k
+	done
+	[ -n "$best" ] && rcli HGET "ice:$name:{$1}:qp:$best" "$2"
+}
+
+# wait_for SECONDS CMD...: poll every 50 ms until CMD succeeds
+wait_for() {
+	local t=$1 i
+	shift
+	for ((i = 0; i < t * 20; i++)); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	return 1
+}

@@ -1,0 +1,78 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# ice-controller + ice-agent close the loop on a 2x2 leaf-spine, 2 hosts per
+# leaf, 100 Mbit/s everywhere:
+#   1. ice-perf h1 -> h3 and h2 -> h4 (restarted until ECMP puts both on
+#      one spine); the controller moves one: the QPs' source ports change to
+#      the planned ones and leaf1's bytes split over both spines;
+#   2. leaf1:spine2 goes down (ice-fabric link records it in Redis): a new
+#      plan uses no down link; the reaction time is printed;
+#   3. an all-reduce between h1 and h3 is announced (COLL_START in the
+#      hosts' event streams): a plan with start rates; reaction time printed.
+. "$(dirname "$0")/lib_fabric.sh"
+. "$(dirname "$0")/lib_fabric_ctl.sh"
+ctl_fabric_up ct
+
+# 1. a collision first
+for ((try = 1; try <= 8; try++)); do
+	perf h1 h3 40
+	perf h2 h4 40
+	sleep 1.5
+	read -r s1 s2 <<<"$(spine_split 1)"
+	tot=$((s1 + s2))
+	[ "$tot" -gt 1000000 ] || ctl_fail "no traffic from leaf1 ($s1 $s2 bytes)"
+	if [ $((s1 * 10)) -lt "$tot" ] || [ $((s2 * 10)) -lt "$tot" ]; then break; fi
+	echo "try $try: ECMP already balanced ($s1 / $s2 bytes); new QPs"
+	perf_stop
+done
+[ "$try" -le 8 ] || ice_skip "ECMP never collided in 8 tries"
+echo "ECMP: leaf1 -> spine1 / spine2: $s1 / $s2 bytes in 1 s (collision)"
+sp1=$(qp_field h1 sport) sp2=$(qp_field h2 sport)
+
+ctl_start A --reopt 2s --lifetime 5s --interval 20ms
+wait_for 5 grep -q '^epoch ' "$ICE_TMP/ctl-A.out" || ctl_fail "no plan published in 5 s"
+wait_for 3 bash -c "[ \"\$(redis-cli -h $rhost -p $rport HGET 'ice:$name:{h1}:plan:applied' epoch)\" -ge 1 ]" ||
+	ctl_fail "h1 applied no plan"
+grep '^epoch ' "$ICE_TMP/ctl-A.out" | head -1
+sleep 1
+n1=$(qp_field h1 sport) n2=$(qp_field h2 sport)
+echo "source ports: h1 $sp1 -> $n1, h2 $sp2 -> $n2"
+[ "$n1" != "$sp1" ] || [ "$n2" != "$sp2" ] || ctl_fail "no QP changed its source port"
+for h in h1 h2; do
+	want=$(rcli GET "ice:$name:{$h}:plan" | python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["entries"][0]["sport"])')
+	[ "$(qp_field $h sport)" = "$want" ] || ctl_fail "$h: QP sport $(qp_field $h sport), plan says $want"
+done
+read -r s1 s2 <<<"$(spine_split 1)"
+tot=$((s1 + s2))
+echo "ICE: leaf1 -> spine1 / spine2: $s1 / $s2 bytes in 1 s"
+[ $((s1 * 10)) -ge $((tot * 3)) ] && [ $((s2 * 10)) -ge $((tot * 3)) ] ||
+	ctl_fail "leaf1's uplinks not balanced after the plan: $s1 / $s2"
+
+# 2. link down
+"$ICE_FABRIC" link --fabric "$name" leaf1:spine2 down || ctl_fail "ice-fabric link down"
+[ -n "$(rcli HGET "ice:$name:links" leaf1:spine2)" ] || ctl_fail "ice-fabric link did not record the state"
+wait_for 5 grep -q '^reaction: link leaf1:spine2 down' "$ICE_TMP/ctl-A.out" ||
+	ctl_fail "no reaction to the link going down"
+grep '^reaction: link' "$ICE_TMP/ctl-A.out" | tail -1
+[ "$(rcli HGET "ice:$name:ctl:status" down_links_used)" = 0 ] || ctl_fail "the plan uses the down link"
+"$ICE_FABRIC" link --fabric "$name" leaf1:spine2 up || ctl_fail "ice-fabric link up"
+wait_for 5 grep -q '^reaction: link leaf1:spine2 up' "$ICE_TMP/ctl-A.out" ||
+	ctl_fail "no reaction to the link coming back"
+grep '^reaction: link leaf1:spine2 up' "$ICE_TMP/ctl-A.out" | tail -1
+
+# 3. an announced all-reduce h1 <-> h3
+for r in 0 1; do
+	now=$(date +%s%N)
+	h=$([ $r = 0 ] && echo h1 || echo h3)
+	rcli XADD "ice:$name:{$h}:events" '*' nic eth0 json \
+		"{\"kind\":\"coll_start\",\"lib\":\"test\",\"pid\":1,\"seq\":1,\"ts_ns\":$now,\"comm\":\"00000000000000aa\",\"rank\":$r,\"nranks\":2,\"op\":\"allreduce\",\"count\":16777216,\"bytes\":67108864,\"dtype\":7,\"redop\":0,\"root\":-1,\"peer\":-1,\"prev\":$((1 - r)),\"next\":$((1 - r))}" >/dev/null
+done
+wait_for 5 grep -q '^reaction: allreduce' "$ICE_TMP/ctl-A.out" || ctl_fail "no reaction to the announced all-reduce"
+grep '^reaction: allreduce' "$ICE_TMP/ctl-A.out" | tail -1
+rate=$(rcli GET "ice:$name:{h1}:plan" | python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["entries"][0]["start_mbps"])')
+[ "$rate" -gt 0 ] || ctl_fail "the announced flow got no start rate"
+echo "announced all-reduce: h1's QP starts at $rate Mbit/s"
+grep -c '^reaction' "$ICE_TMP/ctl-A.out" >/dev/null
+grep -q 'refused' "$ICE_TMP"/agent-*.log && ctl_fail "an agent refused a plan"
+perf_stop
+echo "PASS"

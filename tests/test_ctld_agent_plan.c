@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The agent's side of plans (host_agent/agent_plan.c), without Redis: a good
+ * plan is written into the control block by QPN; a bad signature, an old
+ * epoch, an expired plan, an out-of-range value or another host's plan is
+ * refused and the previous plan stays in the slots; a QP that connects
+ * later gets its entry; at the end of the lifetime every slot the plan set
+ * is back to the QP's defaults (flags 0).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agent.h"
+#include "agent_plan.h"
+#include "ctl.h"
+#include "ice_ctrl.h"
+
+#define NOW 1700000000000ull
+
+static char dir[] = "/tmp/ice-ctld-plan-XXXXXX";
+static char addr[32];
+static struct agent_cfg cfg;
+static struct ctl_key key, other_key;
+static struct ice_ctrl *ctrl;
+
+static void key_file(const char *name, const char *text, struct ctl_key *k, char *path)
+{
+	struct ice_cfg_err err;
+	int fd;
+
+	snprintf(path, 256, "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	assert_int_equal(ctl_key_load(path, k, &err), 0);
+}
+
+static int setup(void **state)
+{
+	char other[256];
+
+	assert_non_null(mkdtemp(dir));
+	agent_cfg_defaults(&cfg);
+	snprintf(cfg.host, sizeof(cfg.host), "h1");
+	key_file("plan.key", "0123456789abcdef0123456789abcdef", &key, cfg.plan_key);
+	key_file("other.key", "fedcba9876543210fedcba9876543210", &other_key, other);
+	snprintf(addr, sizeof(addr), "127.99.%d.%d", (int)(getpid() / 250 % 250),
+		 (int)(getpid() % 250 + 1));
+	ctrl = ice_ctrl_create(addr);
+	if (ctrl == NULL) {
+		fprintf(stderr, "skipped: cannot create a control block: %s\n", strerror(errno));
+		exit(77);
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+
+	ice_ctrl_close(ctrl);
+	ice_ctrl_unlink(addr);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static char *plan(const char *host, uint64_t epoch, uint64_t issued, uint16_t sport, uint32_t rate,
+		  const struct ctl_key *k)
+{
+	struct ctl_plan_entry e[2] = {
+		{.qpn = 0x100, .sport = sport, .start_mbps = rate, .target_mbps = rate, .path = 1},
+		{.qpn = 0x200, .sport = sport + 1, .path = 0}};
+	struct ctl_host_plan hp = {
+		.epoch = epoch, .lifetime_ms = 1000, .issued_ms = issued, .entries = e, .n = 2};
+	char *s;
+
+	snprintf(hp.host, sizeof(hp.host), "%s", host);
+	ice_dcqcn_params_default(&e[0].dcqcn);
+	ice_dcqcn_params_default(&e[1].dcqcn);
+	s = ctl_plan_sign(&hp, k);
+	assert_non_null(s);
+	return s;
+}
+
+static void slot_is(int slot, uint32_t flags, uint16_t sport, uint32_t rate, uint64_t epoch)
+{
+	struct ice_ctrl_qp q;
+
+	assert_true(ice_ctrl_get(ctrl, slot, &q));
+	assert_int_equal(q.flags, flags);
+	assert_int_equal(q.sport, sport);
+	assert_int_equal(q.rate_mbps, rate);
+	assert_int_equal(q.epoch, epoch);
+}
+
+static void refused(struct agent_plan *p, char *json, int want, const char *what)
+{
+	struct ice_cfg_err err;
+	uint64_t n = agent_plan_refused(p);
+
+	assert_int_equal(agent_plan_offer(p, json, NOW + 10, &err), want);
+	if (what != NULL && strstr(err.key, what) == NULL)
+		fail_msg("reason names '%s', not '%s' (%s)", err.key, what, err.msg);
+	assert_int_equal(agent_plan_refused(p), n + 1);
+	free(json);
+}
+
+static void test_apply_refuse_expire(void **state)
+{
+	struct ice_cfg_err err;
+	struct agent_plan *p = agent_plan_new(&cfg, ctrl, &err);
+	const uint32_t all = ICE_CTRL_SET_SPORT | ICE_CTRL_SET_DCQCN;
+	int s1 = ice_ctrl_claim(ctrl, 0x100), s2;
+	char *good, *bad;
+	size_t at;
+
+	assert_non_null(p);
+	assert_true(s1 >= 0);
+	good = plan("h1", 5, NOW, 50000, 40, &key);
+	assert_int_equal(agent_plan_offer(p, good, NOW + 10, &err), 0);
+	assert_int_equal(agent_plan_offer(p, good, NOW + 10, &err), 1); /* the same text */
+	free(good);
+	assert_int_equal(agent_plan_epoch(p), 5);
+	slot_is(s1, all | ICE_CTRL_SET_RATE, 50000, 40, 5);
+
+	/* refusals: the previous plan stays */
+	refused(p, plan("h1", 6, NOW, 51000, 40, &other_key), -EPERM, NULL); /* bad signature */
+	refused(p, plan("h1", 5, NOW, 51000, 40, &key), -ESTALE, "epoch");   /* not newer */
+	refused(p, plan("h1", 4, NOW, 51000, 40, &key), -ESTALE, "epoch");   /* older */
+	refused(p, plan("h1", 7, NOW - 5000, 51000, 40, &key), -ETIME, "lifetime");
+	refused(p, plan("h2", 8, NOW, 51000, 40, &key), -EXDEV, "host"); /* another host's */
+	bad = plan("h1", 9, NOW, 51000, 40, &key);
+	/* tamper: a source port outside 49152-65535, re-signed, must be refused on range */
+	{
+		struct ctl_plan_entry e = {.qpn = 0x100, .sport = 1000, .path = 0};
+		struct ctl_host_plan hp = {
+			.epoch = 9, .lifetime_ms = 1000, .issued_ms = NOW, .entries = &e, .n = 1};
+
+		snprintf(hp.host, sizeof(hp.host), "h1");
+		ice_dcqcn_params_default(&e.dcqcn);
+		free(bad);
+		bad = ctl_plan_sign(&hp, &key);
+		assert_non_null(bad);
+	}
+	refused(p, bad, -ERANGE, "sport");
+	/* a forged value under a good signature */
+	bad = plan("h1", 10, NOW, 52000, 40, &key);
+	at = (size_t)(strstr(bad, "\"sport\":52000") - bad);
+	memcpy(bad + at, "\"sport\":52001", 13);
+	refused(p, bad, -EPERM, NULL);
+	refused(p, strdup("{\"plan\":"), -EBADMSG, NULL);
+	assert_int_equal(agent_plan_epoch(p), 5);
+	slot_is(s1, all | ICE_CTRL_SET_RATE, 50000, 40, 5);
+
+	/* a QP that connects later gets its entry */
+	s2 = ice_ctrl_claim(ctrl, 0x200);
+	assert_true(s2 >= 0);
+	agent_plan_reconcile(p);
+	slot_is(s2, all, 50001, 0, 5);
+
+	/* a newer plan that leaves 0x200 out: its slot goes back to defaults */
+	{
+		struct ctl_plan_entry e = {.qpn = 0x100, .sport = 60000, .path = 1};
+		struct ctl_host_plan hp = {
+			.epoch = 11, .lifetime_ms = 1000, .issued_ms = NOW, .entries = &e, .n = 1};
+
+		snprintf(hp.host, sizeof(hp.host), "h1");
+		ice_dcqcn_params_default(&e.dcqcn);
+		good = ctl_plan_sign(&hp, &key);
+		assert_int_equal(agent_plan_offer(p, good, NOW + 20, &err), 0);
+		free(good);
+	}
+	slot_is(s1, all, 60000, 0, 11);
+	slot_is(s2, 0, 0, 0, 0);
+
+	/* the lifetime ends: every slot back to the defaults */
+	assert_false(agent_plan_expire(p, NOW + 999));
+	assert_true(agent_plan_expire(p, NOW + 1000));
+	assert_int_equal(agent_plan_epoch(p), 0);
+	slot_is(s1, 0, 0, 0, 0);
+	/* and an old plan is still refused afterwards */
+	refused(p, plan("h1", 11, NOW + 1000, 50000, 0, &key), -ESTALE, "epoch");
+	ice_ctrl_release(ctrl, s1);
+	ice_ctrl_release(ctrl, s2);
+	agent_plan_free(p);
+}
+
+static void test_key_refused(void **state)
+{
+	struct agent_cfg c = cfg;
+	struct ice_cfg_err err;
+	char path[256];
+
+	snprintf(c.plan_key, sizeof(c.plan_key), "%s/none.key", dir);
+	assert_null(agent_plan_new(&c, ctrl, &err));
+	snprintf(path, sizeof(path), "%s/loose.key", dir);
+	{
+		FILE *f = fopen(path, "w");
+
+		fputs("0123456789abcdef0123", f);
+		fclose(f);
+		chmod(path, 0644);
+	}
+	snprintf(c.plan_key, sizeof(c.plan_key), "%s", path);
+	assert_null(agent_plan_new(&c, ctrl, &err));
+	assert_int_equal(errno, EPERM);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_apply_refuse_expire),
+		cmocka_unit_test(test_key_refused),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
