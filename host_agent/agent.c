@@ -68,8 +68,10 @@ static int lock_take(struct agent *a)
 	char buf[32];
 	ssize_t n;
 
+	/* by address, not interface name: in the test bed every host namespace
+	 * has an eth0, and they share /run and bpffs */
 	snprintf(a->lock_path, sizeof(a->lock_path), "%s/agent-%s.lock", a->cfg.run_dir,
-		 a->cfg.nic);
+		 a->cfg.addr);
 	a->lock_fd = open(a->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (a->lock_fd < 0) {
 		int err = errno;

@@ -36,7 +36,7 @@ const struct ice_cfg_field agent_cfg_fields[] = {
 	F("metrics_port", ICE_CFG_U32, metrics_port, 0, 65535, 0,
 	  "HTTP port of /metrics (0 = off)"),
 	F("pin_dir", ICE_CFG_STRING, pin_dir, 0, 0, 0,
-	  "bpffs directory of the pins (default /sys/fs/bpf/ice-agent-<nic>)"),
+	  "bpffs directory of the pins (default /sys/fs/bpf/ice-agent-<addr>)"),
 	F("run_dir", ICE_CFG_STRING, run_dir, 0, 0, 0, "directory of the lock and event socket"),
 	F("redis_timeout", ICE_CFG_DURATION, redis_timeout, 1e6, 10e9, ICE_NSEC_PER_MSEC,
 	  "Redis connect/reply timeout (bare numbers in ms)"),
@@ -196,7 +196,7 @@ int agent_cfg_finish(struct agent_cfg *c, const char *path, struct ice_cfg_err *
 				"expected host:port (port 1-65535) or unix:/path, got '%s'",
 				c->redis);
 	if (c->pin_dir[0] == '\0')
-		snprintf(c->pin_dir, sizeof(c->pin_dir), "/sys/fs/bpf/ice-agent-%s", c->nic);
+		snprintf(c->pin_dir, sizeof(c->pin_dir), "/sys/fs/bpf/ice-agent-%s", c->addr);
 	if (c->run_dir[0] == '\0')
 		return cfg_fail(err, path, "run_dir", "expected a directory, got ''");
 	return 0;

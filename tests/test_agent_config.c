@@ -68,7 +68,7 @@ static void test_defaults(void **state)
 	assert_string_equal(c.addr, "127.0.0.1"); /* the NIC's first address */
 	assert_string_equal(c.redis, "127.0.0.1:6379");
 	assert_string_equal(c.fabric, "default");
-	assert_string_equal(c.pin_dir, "/sys/fs/bpf/ice-agent-lo");
+	assert_string_equal(c.pin_dir, "/sys/fs/bpf/ice-agent-127.0.0.1");
 	assert_string_equal(c.run_dir, "/run/ice");
 	assert_int_equal(c.interval, ICE_NSEC_PER_SEC);
 	assert_int_equal(c.stream_cap, 1000);
