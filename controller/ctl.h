@@ -142,6 +142,9 @@ struct ctl_plan_stats {
 	uint32_t moved;	   /* flows whose route differs from the input (REOPT) */
 	bool budget_hit;   /* the local search stopped on its time budget */
 	double greedy_s, search_s, total_s;
+	/* balanced colouring (alternating paths), run when every flow is movable */
+	double kempe_util;     /* its max utilisation before any local search; 0: not run */
+	uint64_t kempe_chains; /* alternating-path (Kempe chain) recolourings */
 };
 
 /* Choose flow->path for every flow. 0 or -errno (-EINVAL for a flow whose

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * ice-sim: flow-level simulator over topo/ and the controller's planner.
- * Generates a fat-tree (or leaf-spine), places training jobs (ring
+ * Generates a fat-tree (k <= 64, topo_gen_fat_tree) or leaf-spine, places training jobs (ring
  * all-reduce or all-to-all over their hosts, random or rack-aligned), and
  * compares plain ECMP (rdma-core default source ports through the switch
  * hash models) with ICE's planned paths: max link utilisation, the lower
@@ -39,54 +39,6 @@ static uint64_t rng(void)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
-}
-
-/* A fat-tree as YAML with explicit NIC addresses (10.16.0.0 up), for k
- * beyond the generator's address plan (253 leaves). Same names, tiers and
- * port order as topo_gen_fat_tree(); aggregation switches hash with crc32c
- * like the generator's (anti-polarisation). Caller frees the buffer. */
-static char *fat_tree_yaml(uint32_t k, double rate_g, size_t *len)
-{
-	uint32_t half = k / 2, hosts = k * half * half;
-	size_t cap = 256 + (size_t)hosts * 160 + (size_t)k * half * (half + half) * 48 +
-		     (size_t)k * k * 64;
-	char *b = malloc(cap);
-	size_t o = 0;
-
-	if (b == NULL)
-		return NULL;
-#define Y(...) (o += (size_t)snprintf(b + o, cap - o, __VA_ARGS__))
-	Y("name: ft\ndefaults: {link_rate: %.0fmbit}\nswitches:\n", rate_g * 1000);
-	for (uint32_t c = 0; c < half * half; c++)
-		Y("  - {name: c%u, tier: 3}\n", c + 1);
-	for (uint32_t q = 0; q < k; q++)
-		for (uint32_t a = 0; a < half; a++)
-			Y("  - {name: p%ua%u, tier: 2, pod: %u, hash: {algorithm: crc32c}}\n",
-			  q + 1, a + 1, q + 1);
-	for (uint32_t q = 0; q < k; q++)
-		for (uint32_t e = 0; e < half; e++)
-			Y("  - {name: p%ut%u, tier: 1, pod: %u}\n", q + 1, e + 1, q + 1);
-	Y("hosts:\n");
-	for (uint32_t h = 0; h < hosts; h++) {
-		uint32_t a = (16u << 16) + 2 * h + 1;
-
-		Y("  - {name: h%u, nics: [{name: eth0, addr: 10.%u.%u.%u/31}]}\n", h + 1,
-		  (a >> 16) & 0xff, (a >> 8) & 0xff, a & 0xff);
-	}
-	Y("links:\n");
-	for (uint32_t h = 0; h < hosts; h++)
-		Y("  - {a: h%u, b: p%ut%u}\n", h + 1, h / half / half + 1, (h / half) % half + 1);
-	for (uint32_t q = 0; q < k; q++)
-		for (uint32_t e = 0; e < half; e++)
-			for (uint32_t a = 0; a < half; a++)
-				Y("  - {a: p%ut%u, b: p%ua%u}\n", q + 1, e + 1, q + 1, a + 1);
-	for (uint32_t q = 0; q < k; q++)
-		for (uint32_t a = 0; a < half; a++)
-			for (uint32_t c = 0; c < half; c++)
-				Y("  - {a: p%ua%u, b: c%u}\n", q + 1, a + 1, a * half + c + 1);
-#undef Y
-	*len = o;
-	return b;
 }
 
 static void usage(void)
@@ -212,20 +164,9 @@ int main(int argc, char **argv)
 		go.hosts_per_leaf = hpl;
 		t = topo_gen_leaf_spine(&go);
 	} else {
+		/* k <= 64: past k = 22 the generator's wide address plan */
 		go.k = k;
-		/* the generator's address plan stops at 253 leaves (k = 22) */
-		t = k * k / 2 <= 253 ? topo_gen_fat_tree(&go) : NULL;
-		if (t == NULL && k * k / 2 > 253 && k % 2 == 0) {
-			struct ice_cfg_err err;
-			size_t len;
-			char *y = fat_tree_yaml(k, rate_g, &len), eb[512];
-
-			t = y != NULL ? topo_load_string("fat-tree.yaml", y, len, &err) : NULL;
-			if (t == NULL && y != NULL)
-				fprintf(stderr, "ice-sim: %s\n",
-					ice_cfg_err_str(&err, eb, sizeof(eb)));
-			free(y);
-		}
+		t = topo_gen_fat_tree(&go);
 	}
 	if (t == NULL) {
 		fprintf(stderr, "ice-sim: cannot generate the topology: %s\n", strerror(errno));
@@ -249,8 +190,10 @@ int main(int argc, char **argv)
 	ji = calloc(njobs, sizeof(*ji));
 	if (nics == NULL || bits == NULL || ideal == NULL || je == NULL || ji == NULL)
 		return 1;
-	for (uint32_t i = 0; i < nn; i++)
-		nics[i] = topo_nic(t, i)->id;
+	/* the NICs in id order (topo_nic() order), one pass */
+	for (uint32_t i = 0, n = 0; i < t->nports && n < nn; i++)
+		if (t->nodes[t->ports[i].node].kind == TOPO_HOST)
+			nics[n++] = i;
 	if (!rack)
 		for (uint32_t i = nn - 1; i > 0; i--) {
 			uint32_t j = (uint32_t)(rng() % (i + 1)), x = nics[i];
@@ -321,10 +264,14 @@ int main(int argc, char **argv)
 		       "s)\n",
 		       j, je[j].ideal_s / je[j].worst_s, ji[j].ideal_s / ji[j].worst_s,
 		       je[j].worst_s, ji[j].worst_s, ji[j].ideal_s);
-	printf("planner: %.3f s total (greedy %.3f s, local search %.3f s, %u moves%s); ECMP "
-	       "paths %.3f s; rates (2x water-filling) %.3f s\n",
+	printf("planner: %.3f s total (construction %.3f s, local search %.3f s, %u moves%s); "
+	       "ECMP paths %.3f s; rates (2x water-filling) %.3f s\n",
 	       st.total_s, st.greedy_s, st.search_s, st.moves,
 	       st.budget_hit ? ", stopped on its time budget" : "", t_ecmp, t_rate);
+	if (st.kempe_util > 0)
+		printf("balanced colouring: max utilisation %.3f before local search, %llu "
+		       "alternating-path recolourings\n",
+		       st.kempe_util, (unsigned long long)st.kempe_chains);
 	if (sports) {
 		t0 = now_s();
 		ret = ctl_plan_sports(p, &d);

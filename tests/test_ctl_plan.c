@@ -3,8 +3,10 @@
  * controller planner: hand-solvable path cases, the lower bound against an
  * exhaustive optimum, never worse than ECMP on random demands, routes and
  * source ports agree with topo (topo_paths, topo_predict, topo_port_map),
- * incremental mode, hysteresis, max-min fair rates.
+ * incremental mode, hysteresis, max-min fair rates; the balanced colouring
+ * (alternating paths) reaching the bound on permutations, rings, all-to-all.
  */
+#include <math.h>
 #include <arpa/inet.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -483,6 +485,184 @@ static void test_collective_demand(void **state)
 	topo_free(t);
 }
 
+/* ---- balanced colouring (Kempe chains) ---------------------------------------- */
+
+static uint64_t lcg(uint64_t *x)
+{
+	*x = *x * 6364136223846793005ull + 1442695040888963407ull;
+	return *x >> 33;
+}
+
+static void shuffle(uint32_t *v, uint32_t n, uint64_t *x)
+{
+	for (uint32_t i = n - 1; i > 0; i--) {
+		uint32_t j = (uint32_t)(lcg(x) % (i + 1)), y = v[i];
+
+		v[i] = v[j];
+		v[j] = y;
+	}
+}
+
+/* Plan d, check it is at its bound, and that planning again gives the same
+ * routes (determinism). Returns the colouring's recolourings. */
+static uint64_t plan_at_bound(struct ctl_planner *p, struct ctl_demand *d, double want_bound)
+{
+	struct ctl_plan_stats st;
+	int32_t *idx = malloc(sizeof(int32_t) * (d->n + 1));
+
+	assert_non_null(idx);
+	assert_int_equal(ctl_plan_paths(p, d, NULL, &st), 0);
+	assert_true(fabs(st.bound - want_bound) < 1e-6);
+	/* (split demands round to the bit/s: within 1e-6) */
+	assert_true(st.max_util >= st.bound - 1e-9);
+	assert_true(st.max_util - st.bound < 1e-6);
+	assert_true(fabs(ctl_max_util(p, d, 0) - st.max_util) < 1e-9);
+	for (size_t i = 0; i < d->n; i++)
+		idx[i] = d->flows[i].path.idx;
+	assert_int_equal(ctl_plan_paths(p, d, NULL, &st), 0);
+	for (size_t i = 0; i < d->n; i++)
+		assert_int_equal(d->flows[i].path.idx, idx[i]);
+	free(idx);
+	return st.kempe_chains;
+}
+
+/*
+ * Random permutations of line-rate flows on a 4-spine leaf-spine: each leaf
+ * sends and receives at most 4 off-leaf flows, so one flow per link is
+ * possible (König: the leaf-to-leaf multigraph is 4-edge-colourable) and the
+ * bound is 1. Moves and swaps alone stop at 2 on some of these: relieving a
+ * link needs a chain of recolourings.
+ */
+static void test_kempe_leaf_spine_permutation(void **state)
+{
+	struct topo *t = leaf_spine(4, 8, 4);
+	struct ctl_planner *p = ctl_planner_new(t);
+	uint32_t perm[32];
+	uint64_t x = 12345, chains = 0;
+
+	(void)state;
+	assert_non_null(p);
+	for (int rep = 0; rep < 40; rep++) {
+		struct ctl_demand d;
+
+		for (uint32_t i = 0; i < 32; i++)
+			perm[i] = i;
+		shuffle(perm, 32, &x);
+		ctl_demand_init(&d, CTL_UNIT_BPS);
+		for (uint32_t i = 0; i < 32; i++)
+			if (perm[i] != i)
+				add_flow(&d, t, i, perm[i], 200 * MBIT, 100 + i);
+		chains += plan_at_bound(p, &d, 1.0);
+		ctl_demand_fini(&d);
+	}
+	assert_true(chains > 0); /* the alternating paths did the work */
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
+/* A hand case: three leaves of two hosts, two spines, a permutation where
+ * every leaf sends two and receives two off-leaf flows (an odd cycle of
+ * leaves): the colouring puts the two flows of each leaf on different
+ * spines. */
+static void test_kempe_hand_case(void **state)
+{
+	struct topo *t = leaf_spine(2, 3, 2); /* h0 h1 | h2 h3 | h4 h5 */
+	struct ctl_planner *p = ctl_planner_new(t);
+	struct ctl_demand d;
+	/* every leaf sends two and receives two off-leaf flows */
+	static const uint32_t fl[][2] = {{0, 2}, {1, 4}, {2, 5}, {3, 0}, {4, 1}, {5, 3}};
+
+	(void)state;
+	ctl_demand_init(&d, CTL_UNIT_BPS);
+	for (uint32_t i = 0; i < 6; i++)
+		add_flow(&d, t, fl[i][0], fl[i][1], 200 * MBIT, 10 + i);
+	plan_at_bound(p, &d, 1.0);
+	/* one flow per up-link: the two flows out of each leaf on different spines */
+	for (uint32_t i = 0; i < 6; i += 2)
+		assert_int_not_equal(spine_of(t, &d.flows[i].path),
+				     spine_of(t, &d.flows[i + 1].path));
+	ctl_demand_fini(&d);
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
+/* Fat-tree k = 8: random-placement rings with 1 and 3 QPs per connection,
+ * and an all-to-all, planned to the bound (nested colouring: aggregation
+ * switch per ToR, then core per aggregation switch). */
+static void test_kempe_fat_tree_rings(void **state)
+{
+	struct topo *t = fat_tree(8);
+	struct ctl_planner *p = ctl_planner_new(t);
+	uint32_t nn = topo_nic_count(t), nics[128];
+	uint64_t x = 99;
+
+	(void)state;
+	assert_int_equal(nn, 128);
+	for (uint32_t i = 0; i < nn; i++)
+		nics[i] = topo_nic(t, i)->id;
+	for (int rep = 0; rep < 6; rep++) {
+		struct ctl_demand d;
+		uint32_t qps = rep % 2 ? 3 : 1;
+
+		shuffle(nics, nn, &x);
+		ctl_demand_init(&d, CTL_UNIT_BPS);
+		/* each rank sends at line rate: 2(n-1)/n * bytes = 200 Mbit/s */
+		assert_int_equal(ctl_demand_add_collective(&d, t, CTL_COLL_ALL_REDUCE,
+							   200 * MBIT * nn / (2 * (nn - 1)) + 1,
+							   nics, nn, qps, 1, 0, 0),
+				 0);
+		plan_at_bound(p, &d, ctl_bound(p, &d));
+		assert_true(ctl_bound(p, &d) <= 1.0 + 1e-6);
+		ctl_demand_fini(&d);
+	}
+	{
+		struct ctl_demand d;
+
+		shuffle(nics, nn, &x);
+		ctl_demand_init(&d, CTL_UNIT_BPS);
+		assert_int_equal(ctl_demand_add_collective(&d, t, CTL_COLL_ALL_TO_ALL,
+							   200 * MBIT * 32 / 31, nics, 32, 1, 2, 0,
+							   0),
+				 0);
+		plan_at_bound(p, &d, ctl_bound(p, &d));
+		ctl_demand_fini(&d);
+	}
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
+/* Unequal demands: the colouring is only a start there; the plan is still
+ * never below the bound and never worse than plain ECMP. */
+static void test_kempe_weighted_never_worse(void **state)
+{
+	struct topo *t = fat_tree(4);
+	struct ctl_planner *p = ctl_planner_new(t);
+	uint64_t x = 7;
+
+	(void)state;
+	for (int rep = 0; rep < 20; rep++) {
+		struct ctl_plan_stats st;
+		struct ctl_demand d;
+		double ecmp;
+
+		ctl_demand_init(&d, CTL_UNIT_BPS);
+		for (uint32_t i = 0; i < 24; i++) {
+			uint32_t s = (uint32_t)(lcg(&x) % 16), dn = (uint32_t)(lcg(&x) % 16);
+
+			if (s != dn)
+				add_flow(&d, t, s, dn, (1 + lcg(&x) % 8) * 25 * MBIT, i);
+		}
+		assert_int_equal(ctl_plan_ecmp(p, &d), 0);
+		ecmp = ctl_max_util(p, &d, 1);
+		assert_int_equal(ctl_plan_paths(p, &d, NULL, &st), 0);
+		assert_true(st.max_util <= ecmp + 1e-9);
+		assert_true(st.max_util >= st.bound - 1e-9);
+		ctl_demand_fini(&d);
+	}
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -496,6 +676,10 @@ int main(void)
 		cmocka_unit_test(test_hysteresis),
 		cmocka_unit_test(test_max_min_rates),
 		cmocka_unit_test(test_collective_demand),
+		cmocka_unit_test(test_kempe_leaf_spine_permutation),
+		cmocka_unit_test(test_kempe_hand_case),
+		cmocka_unit_test(test_kempe_fat_tree_rings),
+		cmocka_unit_test(test_kempe_weighted_never_worse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -482,6 +482,79 @@ static void test_names(void **state)
 	topo_free(NULL);
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Every port address and loopback of t unique; returns how many. */
+static uint32_t check_unique_addrs(const struct topo *t)
+{
+	uint32_t *a = malloc(sizeof(uint32_t) * (t->nports + t->nnodes)), n = 0;
+
+	assert_non_null(a);
+	for (uint32_t i = 0; i < t->nports; i++)
+		a[n++] = ntohl(t->ports[i].addr.s_addr);
+	for (uint32_t i = 0; i < t->nnodes; i++)
+		if (t->nodes[i].kind == TOPO_SWITCH)
+			a[n++] = ntohl(t->nodes[i].loopback.s_addr);
+	qsort(a, n, sizeof(uint32_t), cmp_u32);
+	for (uint32_t i = 1; i < n; i++)
+		assert_true(a[i] != a[i - 1]);
+	for (uint32_t i = 0; i < n; i++)
+		assert_true(a[i] != 0);
+	free(a);
+	return n;
+}
+
+/* Fat-trees past the small address plan (k > 22: more than 253 ToRs; k > 40:
+ * more than 32768 switch links) take the wide one; small ones keep theirs. */
+static void test_wide_address_plan(void **state)
+{
+	struct topo_gen_opts o;
+	struct topo *t;
+	char b[INET_ADDRSTRLEN];
+	uint32_t host0;
+
+	(void)state;
+	topo_gen_opts_default(&o);
+	o.k = 22; /* 242 ToRs, 5324 switch links: the small plan */
+	t = topo_gen_fat_tree(&o);
+	assert_non_null(t);
+	assert_string_equal(ip(t->ports[t->links[0].b].addr, b), "10.1.0.0");
+	assert_string_equal(ip(t->ports[t->links[0].a].addr, b), "10.1.0.1");
+	assert_string_equal(ip(t->ports[t->links[2662].a].addr, b), "10.254.0.0");
+	check_unique_addrs(t);
+	topo_free(t);
+
+	o.k = 48; /* 1152 ToRs, 27648 hosts, 55296 switch links */
+	t = topo_gen_fat_tree(&o);
+	assert_non_null(t);
+	assert_int_equal(topo_nic_count(t), 27648);
+	assert_int_equal(t->nlinks, 27648 + 2 * 48 * 24 * 24);
+	assert_int_equal(check_unique_addrs(t), 2 * t->nlinks + 5 * 48 * 48 / 4);
+	/* hosts: /31s from 10.0.0.0, a 64-address block (24 NICs) per ToR */
+	assert_string_equal(ip(t->ports[t->links[0].b].addr, b), "10.0.0.0");
+	assert_string_equal(ip(t->ports[t->links[0].a].addr, b), "10.0.0.1");
+	assert_string_equal(ip(t->ports[t->links[24].a].addr, b), "10.0.0.65");
+	assert_string_equal(ip(t->ports[t->links[27647].a].addr, b), "10.1.31.239");
+	assert_int_equal(t->ports[t->links[0].a].plen, 31);
+	/* switch links: /31s from 100.64.0.0/10 in link order */
+	assert_string_equal(ip(t->ports[t->links[27648].a].addr, b), "100.64.0.0");
+	assert_string_equal(ip(t->ports[t->links[27648].b].addr, b), "100.64.0.1");
+	assert_string_equal(ip(t->ports[t->links[t->nlinks - 1].b].addr, b), "100.65.175.255");
+	host0 = topo_nic(t, 0)->node;
+	assert_string_equal(t->nodes[host0].name, "h1");
+	assert_ptr_equal(topo_port_by_addr(t, t->ports[t->links[24].a].addr),
+			 &t->ports[t->links[24].a]);
+	topo_free(t);
+
+	o.k = 66; /* beyond the generator */
+	assert_null(topo_gen_fat_tree(&o));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -492,6 +565,7 @@ int main(void)
 		cmocka_unit_test(test_predict_follows_hash),
 		cmocka_unit_test(test_frr_config),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_wide_address_plan),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,7 @@
  * topo_port_map() agreeing with topo_predict() port by port.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -246,6 +247,63 @@ static void test_port_map_agrees(void **state)
 	topo_free(t);
 }
 
+/* topo_port_map16() on a pair with more than 255 paths (fat-tree k = 48
+ * across pods: 576): agrees with topo_predict() on sampled ports, every
+ * index below the count, the uint8 map equal below 0xff and 0xff above;
+ * and equal to the uint8 map on a small fabric. */
+static void test_port_map16(void **state)
+{
+	static uint16_t m16[TOPO_SPORT_COUNT];
+	static uint8_t m8[TOPO_SPORT_COUNT];
+	static struct topo_path paths[1024];
+	struct topo_gen_opts o;
+	struct topo_path p;
+	struct topo *t;
+	uint32_t src, dst, above = 0;
+	struct topo_5tuple tu = {.dport = htons(4791), .proto = 17};
+	int n;
+
+	(void)state;
+	topo_gen_opts_default(&o);
+	o.k = 48;
+	t = topo_gen_fat_tree(&o);
+	assert_non_null(t);
+	src = topo_nic(t, 5)->id;
+	dst = topo_nic(t, 27000)->id;
+	n = topo_paths(t, src, dst, paths, 1024);
+	assert_int_equal(n, 576);
+	assert_int_equal(topo_port_map16(t, src, dst, m16), 0);
+	assert_int_equal(topo_port_map(t, src, dst, m8), 0);
+	tu.saddr = t->ports[src].addr.s_addr;
+	tu.daddr = t->ports[dst].addr.s_addr;
+	for (uint32_t i = 0; i < TOPO_SPORT_COUNT; i++) {
+		assert_true(m16[i] < 576);
+		assert_int_equal(m8[i], m16[i] < 0xff ? m16[i] : 0xff);
+		above += m16[i] >= 0xff;
+		if (i % 61 != 0)
+			continue;
+		tu.sport = htons((uint16_t)(TOPO_SPORT_BASE + i));
+		assert_int_equal(topo_predict(t, src, dst, &tu, &p), 0);
+		assert_true(p.nhops == paths[m16[i]].nhops);
+		assert_memory_equal(p.egress, paths[m16[i]].egress, p.nhops * sizeof(p.egress[0]));
+	}
+	assert_true(above > 0);
+	assert_int_equal(topo_port_map16(t, src, src, m16), -EINVAL);
+	topo_free(t);
+
+	topo_gen_opts_default(&o);
+	o.k = 8;
+	t = topo_gen_fat_tree(&o);
+	assert_non_null(t);
+	src = topo_nic(t, 0)->id;
+	dst = topo_nic(t, 127)->id;
+	assert_int_equal(topo_port_map16(t, src, dst, m16), 0);
+	assert_int_equal(topo_port_map(t, src, dst, m8), 0);
+	for (uint32_t i = 0; i < TOPO_SPORT_COUNT; i++)
+		assert_int_equal(m16[i], m8[i]);
+	topo_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -255,6 +313,7 @@ int main(void)
 		cmocka_unit_test(test_toeplitz_key_derivation),
 		cmocka_unit_test(test_pick_distribution),
 		cmocka_unit_test(test_port_map_agrees),
+		cmocka_unit_test(test_port_map16),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

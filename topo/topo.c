@@ -249,9 +249,33 @@ static struct in_addr subnet_peer(struct in_addr a, uint8_t plen)
 	return r;
 }
 
+/*
+ * Address plans (README.md). Small fabrics keep the original plan: host
+ * /31s from 10.<leaf ordinal + 1>.0.0/16, switch-to-switch /31s from
+ * 10.254.0.0/16. A fabric beyond it (more than 253 switches with hosts or
+ * 32768 NICs on one, or more than 32768 switch-to-switch links) gets the
+ * wide plan for that kind of link instead: host /31s from 10.0.0.0 up, each
+ * switch with hosts a block of the next power of two >= 2 x its most NICs,
+ * in switch order, below 10.254.0.0; switch-to-switch /31s from
+ * 100.64.0.0/10 (2^21 links). 10.254/16 and 10.255/16 (loopbacks) are never
+ * used by the wide host plan.
+ */
+#define WIDE_HOST_BASE (10u << 24)
+#define WIDE_HOST_END  (10u << 24 | 254u << 16)
+#define WIDE_SS_BASE   (100u << 24 | 64u << 16)
+#define WIDE_SS_LINKS  (1u << 21)
+
+static struct in_addr ip4h(uint32_t a)
+{
+	struct in_addr x = {.s_addr = htonl(a)};
+
+	return x;
+}
+
 static int assign_addresses(struct topo *t, struct ice_cfg_err *err)
 {
-	uint32_t *leaf_ord = NULL, *leaf_cnt = NULL, nleaf = 0, nss = 0;
+	uint32_t *leaf_ord = NULL, *leaf_cnt = NULL, nleaf = 0, nss = 0, maxper = 0, block = 2;
+	bool wide_hosts, wide_ss;
 	int ret = -ENOMEM;
 
 	leaf_ord = calloc(t->nnodes, sizeof(*leaf_ord));
@@ -264,12 +288,24 @@ static int assign_addresses(struct topo *t, struct ice_cfg_err *err)
 	for (uint32_t i = 0; i < t->nlinks; i++) {
 		const struct topo_link *l = &t->links[i];
 
-		if (t->nodes[t->ports[l->a].node].kind == TOPO_HOST)
+		if (t->nodes[t->ports[l->a].node].kind == TOPO_HOST) {
 			leaf_ord[t->ports[l->b].node] = 0;
+			if (++leaf_cnt[t->ports[l->b].node] > maxper)
+				maxper = leaf_cnt[t->ports[l->b].node];
+		} else {
+			nss++;
+		}
 	}
-	for (uint32_t i = 0; i < t->nnodes; i++)
+	for (uint32_t i = 0; i < t->nnodes; i++) {
+		leaf_cnt[i] = 0;
 		if (leaf_ord[i] != UINT32_MAX)
 			leaf_ord[i] = nleaf++;
+	}
+	wide_hosts = nleaf > 253 || maxper > 32768;
+	wide_ss = nss > 32768;
+	while (block < 2 * (uint64_t)maxper)
+		block *= 2;
+	nss = 0;
 	ret = -ERANGE;
 	for (uint32_t i = 0; i < t->nlinks; i++) {
 		const struct topo_link *l = &t->links[i];
@@ -277,6 +313,7 @@ static int assign_addresses(struct topo *t, struct ice_cfg_err *err)
 
 		if (t->nodes[pa->node].kind == TOPO_HOST) {
 			uint32_t lo = leaf_ord[pb->node], m = leaf_cnt[pb->node]++;
+			uint64_t a = WIDE_HOST_BASE + (uint64_t)lo * block + 2 * (uint64_t)m;
 
 			if (pa->addr.s_addr != 0) {
 				if (pa->plen == 0)
@@ -287,29 +324,40 @@ static int assign_addresses(struct topo *t, struct ice_cfg_err *err)
 				}
 				continue;
 			}
-			if (lo + 1 > 253 || m >= 32768) {
+			if (wide_hosts && a + 1 >= WIDE_HOST_END) {
 				topo_errf(err, t, l->line, "links",
 					  "address plan exhausted: host NICs get /31s from "
-					  "10.<leaf>.0.0/16, at most 253 leaves and 32768 NICs "
-					  "per leaf; give the NICs addresses");
+					  "10.0.0.0-10.253.255.255 (a power-of-two block per "
+					  "leaf); give the NICs addresses");
 				goto out;
 			}
-			pb->addr = ip4(10, lo + 1, (2 * m) >> 8, (2 * m) & 0xff);
-			pa->addr = ip4(10, lo + 1, (2 * m) >> 8, ((2 * m) & 0xff) + 1);
+			if (wide_hosts) {
+				pb->addr = ip4h((uint32_t)a);
+				pa->addr = ip4h((uint32_t)a + 1);
+			} else {
+				pb->addr = ip4(10, lo + 1, (2 * m) >> 8, (2 * m) & 0xff);
+				pa->addr = ip4(10, lo + 1, (2 * m) >> 8, ((2 * m) & 0xff) + 1);
+			}
 			pa->plen = pb->plen = 31;
 		} else {
 			uint32_t j = nss++;
 
 			if (pa->addr.s_addr != 0 || pb->addr.s_addr != 0)
 				continue;
-			if (j >= 32768) {
+			if (j >= WIDE_SS_LINKS) {
 				topo_errf(err, t, l->line, "links",
-					  "address plan exhausted: at most 32768 switch-to-switch "
-					  "links (/31s from 10.254.0.0/16)");
+					  "address plan exhausted: at most %u switch-to-switch "
+					  "links (/31s from 100.64.0.0/10)",
+					  WIDE_SS_LINKS);
 				goto out;
 			}
-			pa->addr = ip4(10, 254, (2 * j) >> 8, (2 * j) & 0xff);
-			pb->addr = ip4(10, 254, (2 * j) >> 8, ((2 * j) & 0xff) + 1);
+			if (wide_ss) {
+				pa->addr = ip4h(WIDE_SS_BASE + 2 * j);
+				pb->addr = ip4h(WIDE_SS_BASE + 2 * j + 1);
+			} else {
+				pa->addr = ip4(10, 254, (2 * j) >> 8, (2 * j) & 0xff);
+				pb->addr = ip4(10, 254, (2 * j) >> 8, ((2 * j) & 0xff) + 1);
+			}
 			pa->plen = pb->plen = 31;
 		}
 	}
@@ -467,7 +515,14 @@ static bool name_ok(const char *s)
 	return true;
 }
 
-/* "switches[2]" / "hosts[0]" for node i. */
+/* "switches[2]" / "hosts[0]" for node n, the idx-th of its kind. */
+static void node_key_at(const struct topo_node *n, uint32_t idx, const char *field, char *buf,
+			size_t len)
+{
+	snprintf(buf, len, "%s[%u]%s%s", n->kind == TOPO_HOST ? "hosts" : "switches", idx,
+		 field != NULL ? "." : "", field != NULL ? field : "");
+}
+
 static void node_key(const struct topo *t, uint32_t id, const char *field, char *buf, size_t len)
 {
 	const struct topo_node *n = &t->nodes[id];
@@ -475,8 +530,42 @@ static void node_key(const struct topo *t, uint32_t id, const char *field, char 
 
 	for (uint32_t i = 0; i < id; i++)
 		idx += t->nodes[i].kind == n->kind;
-	snprintf(buf, len, "%s[%u]%s%s", n->kind == TOPO_HOST ? "hosts" : "switches", idx,
-		 field != NULL ? "." : "", field != NULL ? field : "");
+	node_key_at(n, idx, field, buf, len);
+}
+
+static int name_ref_cmp(const void *a, const void *b, void *arg)
+{
+	const struct topo *t = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	int c = strcmp(t->nodes[x].name, t->nodes[y].name);
+
+	if (c != 0)
+		return c;
+	return x < y ? -1 : x > y;
+}
+
+/* first[i]: the lowest node id with node i's name (i itself when unique
+ * so far); sorting keeps validation linear-logarithmic on 10^5 nodes. */
+static uint32_t *first_of_name(const struct topo *t)
+{
+	uint32_t *ord = malloc(sizeof(uint32_t) * (t->nnodes + 1));
+	uint32_t *first = malloc(sizeof(uint32_t) * (t->nnodes + 1));
+
+	if (ord == NULL || first == NULL) {
+		free(ord);
+		free(first);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < t->nnodes; i++)
+		ord[i] = i;
+	qsort_r(ord, t->nnodes, sizeof(uint32_t), name_ref_cmp, (void *)t);
+	for (uint32_t i = 0; i < t->nnodes; i++)
+		first[ord[i]] =
+			i > 0 && strcmp(t->nodes[ord[i - 1]].name, t->nodes[ord[i]].name) == 0
+				? first[ord[i - 1]]
+				: ord[i];
+	free(ord);
+	return first;
 }
 
 struct addr_ref {
@@ -589,20 +678,17 @@ out:
 	return ret;
 }
 
-int topo_validate(const struct topo *t, struct ice_cfg_err *err)
+static int validate_nodes(const struct topo *t, const uint32_t *first, struct ice_cfg_err *err)
 {
+	uint32_t nkind[2] = {0, 0};
 	char key[96];
 
-	if (!name_ok(t->name)) {
-		topo_errf(err, t, 0, "name",
-			  "fabric name '%s': expected letters, digits, '-' or '_'", t->name);
-		return -EINVAL;
-	}
 	for (uint32_t i = 0; i < t->nnodes; i++) {
 		const struct topo_node *n = &t->nodes[i];
 		size_t nslen = 3 + strlen(t->name) + 1 + strlen(n->name);
+		uint32_t kidx = nkind[n->kind == TOPO_HOST]++;
 
-		node_key(t, i, "name", key, sizeof(key));
+		node_key_at(n, kidx, "name", key, sizeof(key));
 		if (!name_ok(n->name)) {
 			topo_errf(err, t, n->line, key,
 				  "node name '%s': expected letters, digits, '-' or '_'", n->name);
@@ -615,23 +701,21 @@ int topo_validate(const struct topo *t, struct ice_cfg_err *err)
 				  t->name, n->name, nslen);
 			return -EINVAL;
 		}
-		for (uint32_t j = 0; j < i; j++) {
-			if (strcmp(t->nodes[j].name, n->name) != 0)
-				continue;
+		if (first[i] != i) {
 			topo_errf(err, t, n->line, key,
 				  "duplicate name '%s' (first defined at line %d); expected "
 				  "unique node names",
-				  n->name, t->nodes[j].line);
+				  n->name, t->nodes[first[i]].line);
 			return -EINVAL;
 		}
 		if (n->kind == TOPO_SWITCH && (n->tier < 1 || n->tier > TOPO_MAX_TIER)) {
-			node_key(t, i, "tier", key, sizeof(key));
+			node_key_at(n, kidx, "tier", key, sizeof(key));
 			topo_errf(err, t, n->line, key, "tier %u: expected 1, 2 or 3", n->tier);
 			return -EINVAL;
 		}
 		if (n->kind == TOPO_SWITCH &&
 		    (n->hash.alg >= TOPO_HASH_ALG_MAX || (n->hash.fields & ~TOPO_HF_5TUPLE) != 0)) {
-			node_key(t, i, "hash", key, sizeof(key));
+			node_key_at(n, kidx, "hash", key, sizeof(key));
 			topo_errf(err, t, n->line, key,
 				  "hash algorithm %u / fields 0x%x: expected a known algorithm "
 				  "and fields within 0x37",
@@ -667,6 +751,27 @@ int topo_validate(const struct topo *t, struct ice_cfg_err *err)
 			}
 		}
 	}
+	return 0;
+}
+
+int topo_validate(const struct topo *t, struct ice_cfg_err *err)
+{
+	uint32_t *first;
+	char key[96];
+	int ret;
+
+	if (!name_ok(t->name)) {
+		topo_errf(err, t, 0, "name",
+			  "fabric name '%s': expected letters, digits, '-' or '_'", t->name);
+		return -EINVAL;
+	}
+	first = first_of_name(t);
+	if (first == NULL)
+		return -ENOMEM;
+	ret = validate_nodes(t, first, err);
+	free(first);
+	if (ret < 0)
+		return ret;
 	for (uint32_t i = 0; i < t->nlinks; i++) {
 		const struct topo_link *l = &t->links[i];
 		const struct topo_node *a = &t->nodes[t->ports[l->a].node];

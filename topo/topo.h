@@ -181,6 +181,12 @@ int topo_predict(const struct topo *t, uint32_t src_port, uint32_t dst_port,
 #define TOPO_SPORT_COUNT 16384
 int topo_port_map(const struct topo *t, uint32_t src_port, uint32_t dst_port,
 		  uint8_t path_of[TOPO_SPORT_COUNT]);
+/* The same with 16-bit path indices, for pairs with 255 or more paths
+ * (fat-trees from k = 32 on have (k/2)^2 >= 256): TOPO_PATH16_NONE when the
+ * port takes no listed path (or one with index >= 0xffff). */
+#define TOPO_PATH16_NONE 0xffffu
+int topo_port_map16(const struct topo *t, uint32_t src_port, uint32_t dst_port,
+		    uint16_t path_of[TOPO_SPORT_COUNT]);
 
 /* ---- FRR ------------------------------------------------------------------------ */
 

@@ -304,8 +304,9 @@ static int64_t pm_build(struct pm *pm, uint32_t node, int depth)
 	return me;
 }
 
-int topo_port_map(const struct topo *t, uint32_t src_port, uint32_t dst_port,
-		  uint8_t path_of[TOPO_SPORT_COUNT])
+/* The map into path8 (indices >= 0xff as 0xff) or path16 (>= 0xffff as 0xffff). */
+static int port_map(const struct topo *t, uint32_t src_port, uint32_t dst_port, uint8_t *path8,
+		    uint16_t *path16)
 {
 	struct pm pm = {.t = t, .dst_port = dst_port};
 	uint32_t *dist = NULL;
@@ -347,7 +348,10 @@ int topo_port_map(const struct topo *t, uint32_t src_port, uint32_t dst_port,
 			idx += e->off[j];
 			c = e->child[j];
 		}
-		path_of[i] = idx < 0xff ? (uint8_t)idx : 0xff;
+		if (path16 != NULL)
+			path16[i] = idx < TOPO_PATH16_NONE ? (uint16_t)idx : TOPO_PATH16_NONE;
+		else
+			path8[i] = idx < 0xff ? (uint8_t)idx : 0xff;
 	}
 	ret = 0;
 out:
@@ -360,4 +364,16 @@ out:
 	free(pm.idx);
 	free(dist);
 	return ret;
+}
+
+int topo_port_map(const struct topo *t, uint32_t src_port, uint32_t dst_port,
+		  uint8_t path_of[TOPO_SPORT_COUNT])
+{
+	return port_map(t, src_port, dst_port, path_of, NULL);
+}
+
+int topo_port_map16(const struct topo *t, uint32_t src_port, uint32_t dst_port,
+		    uint16_t path_of[TOPO_SPORT_COUNT])
+{
+	return port_map(t, src_port, dst_port, NULL, path_of);
 }
