@@ -1084,7 +1084,7 @@ static void plan(struct ctld *d)
 		ret = ctl_plan_sports(d->pl, &dem);
 	if (ret == 0 && ctl_plan_ecmp(d->pl, &dem) == 0)
 		ecmp = ctl_max_util(d->pl, &dem, 1);
-	if (ret == 0)
+	if (ret == 0 && d->cfg.rates)
 		ret = ctl_plan_rates(d->pl, &dem, 0, d->cfg.headroom);
 	if (ret < 0) {
 		ice_err(SUB, "planning %zu flows failed: %s", dem.n, strerror(-ret));
@@ -1094,7 +1094,7 @@ static void plan(struct ctld *d)
 		struct ctl_flow *f = &dem.flows[k];
 		struct cqp *q = &d->qps[qix[k]];
 
-		if (!(f->flags & CTL_FLOW_ANNOUNCED))
+		if (!(f->flags & CTL_FLOW_ANNOUNCED) || !d->cfg.rates)
 			f->start_bps = f->target_bps = 0; /* measured: DCQCN from line rate */
 		q->planned = true;
 		q->route = f->path;

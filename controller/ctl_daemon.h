@@ -35,6 +35,7 @@ struct ctld_cfg {
 	uint64_t lifetime;	/* ns: plan lifetime (republished at a third of it) */
 	double hysteresis;	/* relative max-utilisation gain needed to move flows */
 	double headroom;	/* start rates at this fraction of the capacity */
+	bool rates;		/* plan start/target rates for announced flows */
 	uint64_t lease_ttl;	/* ns: leader lease */
 	uint64_t min_rate;	/* bit/s: QPs measured below are idle (not planned) */
 	uint64_t announce_ttl;	/* ns: an announced collective is forgotten after */

@@ -37,6 +37,8 @@ const struct ice_cfg_field ctld_cfg_fields[] = {
 	  "relative max-utilisation gain needed to move flows (0.05)"),
 	F("headroom", ICE_CFG_DOUBLE, headroom, 0.1, 1, 0,
 	  "start rates at this fraction of the capacity (0.9)"),
+	F("rates", ICE_CFG_BOOL, rates, 0, 0, 0,
+	  "proactive start/target rates for announced collectives (true; false = paths only)"),
 	F("lease_ttl", ICE_CFG_DURATION, lease_ttl, 100e6, 60e9, ICE_NSEC_PER_MSEC,
 	  "leader lease; a standby takes over after it (bare numbers in ms)"),
 	F("min_rate", ICE_CFG_RATE, min_rate, 0, 1e12, 0,
@@ -65,6 +67,7 @@ void ctld_cfg_defaults(struct ctld_cfg *c)
 	c->lifetime = 10 * ICE_NSEC_PER_SEC;
 	c->hysteresis = 0.05;
 	c->headroom = 0.9;
+	c->rates = true;
 	c->lease_ttl = 1000 * ICE_NSEC_PER_MSEC;
 	c->min_rate = 1000000;
 	c->announce_ttl = 10 * ICE_NSEC_PER_SEC;
