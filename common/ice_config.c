@@ -29,6 +29,7 @@
 
 #include <yaml.h>
 
+#include "ice_log.h"
 #include "ice_time.h"
 
 #define ICE_YAML_MAX_DEPTH 64	       /* nesting levels a config may use */
@@ -1134,4 +1135,165 @@ int ice_cfg_set_kv(const struct ice_cfg_field *fields, size_t nfields, void *obj
 	memcpy(key, kv, klen);
 	key[klen] = '\0';
 	return ice_cfg_set(fields, nfields, obj, key, eq + 1, err);
+}
+
+/* ---- files, flags and command lines ----------------------------------------- */
+
+int ice_cfg_load_file(const char *path, const struct ice_cfg_field *fields, size_t nfields,
+		      void *obj, struct ice_cfg_err *err)
+{
+	struct ice_yaml_doc *doc = ice_yaml_load_file(path, err);
+	int ret;
+
+	if (doc == NULL)
+		return -EINVAL;
+	ret = ice_cfg_bind(doc, ice_yaml_root(doc), NULL, fields, nfields, obj, ICE_CFG_STRICT,
+			   err);
+	ice_yaml_free(doc);
+	return ret;
+}
+
+/* The key of a flag: '-' stands for '_'. */
+static void flag_key(const char *flag, char *key, size_t len)
+{
+	snprintf(key, len, "%s", flag);
+	for (size_t i = 0; key[i] != '\0'; i++)
+		if (key[i] == '-')
+			key[i] = '_';
+}
+
+int ice_cfg_set_flag(const struct ice_cfg_field *fields, size_t nfields, void *obj,
+		     const char *flag, const char *value, struct ice_cfg_err *err)
+{
+	char key[64];
+
+	flag_key(flag, key, sizeof(key));
+	return ice_cfg_set(fields, nfields, obj, key, value, err);
+}
+
+int ice_cfg_fail(struct ice_cfg_err *err, const char *path, const char *key, const char *fmt, ...)
+{
+	struct ice_cfg_err scratch;
+	struct ice_yaml_doc *doc = NULL;
+	const struct ice_yaml_node *n = NULL;
+	va_list ap;
+
+	if (err == NULL)
+		return -EINVAL;
+	if (path != NULL) {
+		doc = ice_yaml_load_file(path, &scratch);
+		if (doc != NULL)
+			n = ice_yaml_get(ice_yaml_root(doc), key);
+	}
+	memset(err, 0, sizeof(*err));
+	if (n != NULL) {
+		snprintf(err->file, sizeof(err->file), "%s", path);
+		err->line = ice_yaml_line(n);
+		err->column = ice_yaml_column(n);
+	}
+	snprintf(err->key, sizeof(err->key), "%s", key);
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	ice_yaml_free(doc);
+	return -EINVAL;
+}
+
+bool ice_cfg_name_ok(const char *s)
+{
+	if (*s == '\0')
+		return false;
+	for (; *s != '\0'; s++)
+		if (!ice_cfg_name_char(*s))
+			return false;
+	return true;
+}
+
+void ice_cfg_usage(const struct ice_cfg_field *fields, size_t nfields, FILE *f)
+{
+	fprintf(f, "keys (YAML file or flags; '-' and '_' alike in flags):\n");
+	for (size_t i = 0; i < nfields; i++)
+		fprintf(f, "  --%-14s %s\n", fields[i].key, fields[i].help);
+}
+
+static int cli_error(const struct ice_cfg_cli *cli, const struct ice_cfg_err *err, const char *flag)
+{
+	char buf[768];
+
+	if (flag != NULL)
+		fprintf(stderr, "%s: flag --%s: %s\n", cli->tool, flag, err->msg);
+	else
+		fprintf(stderr, "%s: %s\n", cli->tool, ice_cfg_err_str(err, buf, sizeof(buf)));
+	return -EINVAL;
+}
+
+static bool cli_bool_flag(const struct ice_cfg_cli *cli, const char *flag)
+{
+	const struct ice_cfg_field *f;
+	char key[64];
+
+	flag_key(flag, key, sizeof(key));
+	f = field_find(cli->fields, cli->nfields, key);
+	return f != NULL && f->type == ICE_CFG_BOOL;
+}
+
+int ice_cfg_parse_args(const struct ice_cfg_cli *cli, int argc, char **argv)
+{
+	const char *config = NULL;
+	struct ice_cfg_err err;
+	int ret;
+
+	/* first the file, then the flags over it */
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+			config = argv[++i];
+		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			printf("%s\n", cli->synopsis);
+			ice_cfg_usage(cli->fields, cli->nfields, stdout);
+			printf("exit status: 0 ok, 1 run-time failure, 2 bad configuration\n");
+			return 1;
+		}
+	}
+	if (config != NULL &&
+	    ice_cfg_load_file(config, cli->fields, cli->nfields, cli->obj, &err) < 0)
+		return cli_error(cli, &err, NULL);
+	for (int i = 1; i < argc; i++) {
+		bool dashes = strncmp(argv[i], "--", 2) == 0;
+		const char *flag = dashes ? argv[i] + 2 : NULL;
+
+		if (strcmp(argv[i], "--config") == 0) {
+			i++;
+		} else if (cli->switch_flag != NULL && strcmp(argv[i], cli->switch_flag) == 0) {
+			*cli->switch_set = true;
+		} else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc) {
+			if (ice_log_setup(argv[++i]) < 0) {
+				fprintf(stderr,
+					"%s: flag --log: expected LEVEL[,debug=SUB+SUB], got "
+					"'%s'\n",
+					cli->tool, argv[i]);
+				return -EINVAL;
+			}
+		} else if (dashes && cli_bool_flag(cli, flag)) {
+			if (ice_cfg_set_flag(cli->fields, cli->nfields, cli->obj, flag, "true",
+					     &err) < 0)
+				return cli_error(cli, &err, flag);
+		} else if (dashes && i + 1 < argc) {
+			ret = ice_cfg_set_flag(cli->fields, cli->nfields, cli->obj, flag,
+					       argv[i + 1], &err);
+			if (ret == -ENOENT) {
+				fprintf(stderr, "%s: unknown flag '%s' (see --help)\n", cli->tool,
+					argv[i]);
+				return -EINVAL;
+			}
+			if (ret < 0)
+				return cli_error(cli, &err, flag);
+			i++;
+		} else {
+			fprintf(stderr, "%s: unexpected '%s' (see --help)\n", cli->tool, argv[i]);
+			return -EINVAL;
+		}
+	}
+	if (cli->finish(cli->obj, config, &err) < 0)
+		return cli_error(cli, &err, NULL);
+	return 0;
 }

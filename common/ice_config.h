@@ -13,8 +13,10 @@
 #ifndef ICE_CONFIG_H
 #define ICE_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct ice_cfg_err {
 	char file[256]; /* file name or "<string>"-style label; "" if none */
@@ -109,5 +111,52 @@ int ice_cfg_set(const struct ice_cfg_field *fields, size_t nfields, void *obj, c
 /* Parse "key=value" and call ice_cfg_set(). */
 int ice_cfg_set_kv(const struct ice_cfg_field *fields, size_t nfields, void *obj, const char *kv,
 		   struct ice_cfg_err *err);
+
+/* Load YAML file path and bind its root mapping onto obj (ICE_CFG_STRICT). */
+int ice_cfg_load_file(const char *path, const struct ice_cfg_field *fields, size_t nfields,
+		      void *obj, struct ice_cfg_err *err);
+
+/* ice_cfg_set() from a command-line flag name: '-' in it stands for '_'. */
+int ice_cfg_set_flag(const struct ice_cfg_field *fields, size_t nfields, void *obj,
+		     const char *flag, const char *value, struct ice_cfg_err *err);
+
+/* Fill err about key (msg printf-style), at key's line in YAML file path
+ * when the file sets it (path may be NULL: a flag or a default). err may
+ * be NULL. Returns -EINVAL. */
+int ice_cfg_fail(struct ice_cfg_err *err, const char *path, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Letters, digits, '.', '-', '_': safe inside a Redis key and a hash tag. */
+static inline bool ice_cfg_name_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '.' || ch == '-' || ch == '_';
+}
+
+/* A non-empty string of ice_cfg_name_char() characters. */
+bool ice_cfg_name_ok(const char *s);
+
+/* The keys' lines of a daemon's --help: "  --KEY  help" for each field. */
+void ice_cfg_usage(const struct ice_cfg_field *fields, size_t nfields, FILE *f);
+
+/* A daemon's command line: [--config FILE] [--log SPEC] [--KEY VALUE]...
+ * over one ice_cfg_field table. A flag naming an ICE_CFG_BOOL field takes
+ * no value (it sets true). */
+struct ice_cfg_cli {
+	const char *tool;     /* prefix of messages, e.g. "ice-agent" */
+	const char *synopsis; /* first line of --help: "usage: ..." */
+	const struct ice_cfg_field *fields;
+	size_t nfields;
+	void *obj; /* the bound struct, with its defaults set */
+	/* checks and completes obj; path is the --config file or NULL */
+	int (*finish)(void *obj, const char *path, struct ice_cfg_err *err);
+	const char *switch_flag; /* one more switch outside the table ("--once"), or NULL */
+	bool *switch_set;	 /* set true when switch_flag is given */
+};
+
+/* Load --config, then apply the flags over it in order (--log SPEC sets
+ * the log), then cli->finish(). Returns 0 to run, 1 after printing --help
+ * (exit 0), or -EINVAL after printing what is wrong (exit 2). */
+int ice_cfg_parse_args(const struct ice_cfg_cli *cli, int argc, char **argv);
 
 #endif /* ICE_CONFIG_H */

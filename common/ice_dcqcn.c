@@ -2,7 +2,6 @@
 #include "ice_dcqcn.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -66,22 +65,6 @@ const struct ice_cfg_field *ice_dcqcn_fields(size_t *n)
 	return dcqcn_fields;
 }
 
-static void dcqcn_err(struct ice_cfg_err *err, const char *key, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void dcqcn_err(struct ice_cfg_err *err, const char *key, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL)
-		return;
-	memset(err, 0, sizeof(*err));
-	snprintf(err->key, sizeof(err->key), "%s", key);
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-}
-
 int ice_dcqcn_params_check(const struct ice_dcqcn_params *p, struct ice_cfg_err *err)
 {
 	size_t i;
@@ -92,14 +75,16 @@ int ice_dcqcn_params_check(const struct ice_dcqcn_params *p, struct ice_cfg_err 
 
 		memcpy(&v, (const char *)p + f->offset, sizeof(v));
 		if ((double)v < f->min || (double)v > f->max) {
-			dcqcn_err(err, f->key, "expected an integer in [%.0f, %.0f], got %u",
-				  f->min, f->max, v);
+			ice_cfg_fail(err, NULL, f->key,
+				     "expected an integer in [%.0f, %.0f], got %u", f->min, f->max,
+				     v);
 			return -EINVAL;
 		}
 	}
 	if (p->rp_max_rate != 0 && p->rp_min_rate > p->rp_max_rate) {
-		dcqcn_err(err, "rp_min_rate", "expected at most rp_max_rate (%u Mbit/s), got %u",
-			  p->rp_max_rate, p->rp_min_rate);
+		ice_cfg_fail(err, NULL, "rp_min_rate",
+			     "expected at most rp_max_rate (%u Mbit/s), got %u", p->rp_max_rate,
+			     p->rp_min_rate);
 		return -EINVAL;
 	}
 	return 0;

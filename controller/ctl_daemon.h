@@ -56,7 +56,6 @@ int ctld_cfg_set_flag(struct ctld_cfg *c, const char *flag, const char *value,
 /* Check the whole (required keys, names safe in keys, timing relations) and
  * resolve defaults; path (may be NULL) only points errors at their line. */
 int ctld_cfg_finish(struct ctld_cfg *c, const char *path, struct ice_cfg_err *err);
-void ctld_cfg_usage(FILE *f);
 
 /* Two sets of host plans carry the same decisions (hosts, QPs, ports,
  * rates, DCQCN), whatever their epochs and times: no need to publish. */

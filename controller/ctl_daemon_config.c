@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* ctl_daemon_config: ice-controller's options, one table for YAML and flags. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,68 +76,13 @@ void ctld_cfg_defaults(struct ctld_cfg *c)
 
 int ctld_cfg_load_file(struct ctld_cfg *c, const char *path, struct ice_cfg_err *err)
 {
-	struct ice_yaml_doc *doc = ice_yaml_load_file(path, err);
-	int ret;
-
-	if (doc == NULL)
-		return -EINVAL;
-	ret = ice_cfg_bind(doc, ice_yaml_root(doc), NULL, ctld_cfg_fields, ctld_cfg_nfields, c,
-			   ICE_CFG_STRICT, err);
-	ice_yaml_free(doc);
-	return ret;
+	return ice_cfg_load_file(path, ctld_cfg_fields, ctld_cfg_nfields, c, err);
 }
 
 int ctld_cfg_set_flag(struct ctld_cfg *c, const char *flag, const char *value,
 		      struct ice_cfg_err *err)
 {
-	char key[64];
-
-	snprintf(key, sizeof(key), "%s", flag);
-	for (size_t i = 0; key[i] != '\0'; i++)
-		if (key[i] == '-')
-			key[i] = '_';
-	return ice_cfg_set(ctld_cfg_fields, ctld_cfg_nfields, c, key, value, err);
-}
-
-static int cfg_fail(struct ice_cfg_err *err, const char *path, const char *key, const char *fmt,
-		    ...) __attribute__((format(printf, 4, 5)));
-
-static int cfg_fail(struct ice_cfg_err *err, const char *path, const char *key, const char *fmt,
-		    ...)
-{
-	struct ice_cfg_err scratch;
-	struct ice_yaml_doc *doc = NULL;
-	const struct ice_yaml_node *n = NULL;
-	va_list ap;
-
-	if (path != NULL) {
-		doc = ice_yaml_load_file(path, &scratch);
-		if (doc != NULL)
-			n = ice_yaml_get(ice_yaml_root(doc), key);
-	}
-	memset(err, 0, sizeof(*err));
-	if (n != NULL) {
-		snprintf(err->file, sizeof(err->file), "%s", path);
-		err->line = ice_yaml_line(n);
-		err->column = ice_yaml_column(n);
-	}
-	snprintf(err->key, sizeof(err->key), "%s", key);
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	ice_yaml_free(doc);
-	return -EINVAL;
-}
-
-static bool key_safe(const char *s)
-{
-	if (*s == '\0')
-		return false;
-	for (; *s != '\0'; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '.' || *s == '-' || *s == '_'))
-			return false;
-	return true;
+	return ice_cfg_set_flag(ctld_cfg_fields, ctld_cfg_nfields, c, flag, value, err);
 }
 
 static bool redis_spec_ok(const char *s)
@@ -159,19 +103,20 @@ static bool redis_spec_ok(const char *s)
 int ctld_cfg_finish(struct ctld_cfg *c, const char *path, struct ice_cfg_err *err)
 {
 	if (c->topology[0] == '\0')
-		return cfg_fail(err, path, "topology",
-				"missing: expected the fabric's topology file (ice-topo gen)");
+		return ice_cfg_fail(err, path, "topology",
+				    "missing: expected the fabric's topology file (ice-topo gen)");
 	if (c->key[0] == '\0' && !c->dry_run)
-		return cfg_fail(err, path, "key",
-				"missing: expected the HMAC key file plans are signed with "
-				"(or dry_run)");
-	if (!key_safe(c->fabric))
-		return cfg_fail(err, path, "fabric",
-				"expected letters, digits, '.', '-' or '_', got '%s'", c->fabric);
+		return ice_cfg_fail(err, path, "key",
+				    "missing: expected the HMAC key file plans are signed with "
+				    "(or dry_run)");
+	if (!ice_cfg_name_ok(c->fabric))
+		return ice_cfg_fail(err, path, "fabric",
+				    "expected letters, digits, '.', '-' or '_', got '%s'",
+				    c->fabric);
 	if (!redis_spec_ok(c->redis))
-		return cfg_fail(err, path, "redis",
-				"expected host:port (port 1-65535) or unix:/path, got '%s'",
-				c->redis);
+		return ice_cfg_fail(err, path, "redis",
+				    "expected host:port (port 1-65535) or unix:/path, got '%s'",
+				    c->redis);
 	if (c->id[0] == '\0') {
 		char h[40];
 
@@ -179,35 +124,26 @@ int ctld_cfg_finish(struct ctld_cfg *c, const char *path, struct ice_cfg_err *er
 			snprintf(h, sizeof(h), "ctl");
 		h[sizeof(h) - 1] = '\0';
 		for (char *p = h; *p != '\0'; p++)
-			if (!key_safe((char[]){*p, '\0'}))
+			if (!ice_cfg_name_char(*p))
 				*p = '-';
 		snprintf(c->id, sizeof(c->id), "%s-%d", h, (int)getpid());
 	}
-	if (!key_safe(c->id))
-		return cfg_fail(err, path, "id",
-				"expected letters, digits, '.', '-' or '_', got '%s'", c->id);
+	if (!ice_cfg_name_ok(c->id))
+		return ice_cfg_fail(err, path, "id",
+				    "expected letters, digits, '.', '-' or '_', got '%s'", c->id);
 	if (c->lease_ttl < 3 * c->interval)
-		return cfg_fail(err, path, "lease_ttl",
-				"expected at least 3 intervals (%.0f ms) so the leader renews "
-				"in time, got %.0f ms",
-				3 * (double)c->interval / 1e6, (double)c->lease_ttl / 1e6);
+		return ice_cfg_fail(err, path, "lease_ttl",
+				    "expected at least 3 intervals (%.0f ms) so the leader renews "
+				    "in time, got %.0f ms",
+				    3 * (double)c->interval / 1e6, (double)c->lease_ttl / 1e6);
 	if (c->lifetime < 3 * c->interval || c->lifetime < 3 * c->qp_interval)
-		return cfg_fail(err, path, "lifetime",
-				"expected at least 3 intervals and 3 qp_intervals, got %.0f ms",
-				(double)c->lifetime / 1e6);
+		return ice_cfg_fail(err, path, "lifetime",
+				    "expected at least 3 intervals and 3 qp_intervals, got %.0f ms",
+				    (double)c->lifetime / 1e6);
 	if (c->reopt != 0 && c->reopt < c->qp_interval)
-		return cfg_fail(err, path, "reopt",
-				"expected 0 (never) or at least qp_interval (%.0f ms), got %.0f ms",
-				(double)c->qp_interval / 1e6, (double)c->reopt / 1e6);
+		return ice_cfg_fail(
+			err, path, "reopt",
+			"expected 0 (never) or at least qp_interval (%.0f ms), got %.0f ms",
+			(double)c->qp_interval / 1e6, (double)c->reopt / 1e6);
 	return 0;
-}
-
-void ctld_cfg_usage(FILE *f)
-{
-	fprintf(f, "usage: ice-controller [--config FILE] [--log SPEC] [--dry-run] [--once] "
-		   "[--KEY VALUE]...\n"
-		   "keys (YAML file or flags; '-' and '_' alike in flags):\n");
-	for (size_t i = 0; i < ctld_cfg_nfields; i++)
-		fprintf(f, "  --%-14s %s\n", ctld_cfg_fields[i].key, ctld_cfg_fields[i].help);
-	fprintf(f, "exit status: 0 ok, 1 run-time failure, 2 bad configuration\n");
 }

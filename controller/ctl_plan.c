@@ -15,7 +15,6 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,22 +29,6 @@
 #define PLAN_ENTRIES_MAX     65536u
 #define RATE_MAX_MBPS	     400000u
 
-static void set_err(struct ice_cfg_err *err, const char *key, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(struct ice_cfg_err *err, const char *key, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL)
-		return;
-	memset(err, 0, sizeof(*err));
-	snprintf(err->key, sizeof(err->key), "%s", key);
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-}
-
 /* ---- key ------------------------------------------------------------------------ */
 
 int ctl_key_load(const char *path, struct ctl_key *key, struct ice_cfg_err *err)
@@ -58,34 +41,34 @@ int ctl_key_load(const char *path, struct ctl_key *key, struct ice_cfg_err *err)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
-		set_err(err, "key", "cannot open key file %s: %s", path, strerror(-ret));
+		ice_cfg_fail(err, NULL, "key", "cannot open key file %s: %s", path, strerror(-ret));
 		return ret;
 	}
 	if (fstat(fd, &st) < 0) {
 		ret = -errno;
-		set_err(err, "key", "cannot stat key file %s: %s", path, strerror(-ret));
+		ice_cfg_fail(err, NULL, "key", "cannot stat key file %s: %s", path, strerror(-ret));
 		goto out;
 	}
 	if (st.st_mode & 077) {
-		set_err(err, "key",
-			"key file %s is accessible by group or others (mode %04o); expected "
-			"mode 0600 or 0400 (chmod 600 %s)",
-			path, (unsigned)(st.st_mode & 07777), path);
+		ice_cfg_fail(err, NULL, "key",
+			     "key file %s is accessible by group or others (mode %04o); expected "
+			     "mode 0600 or 0400 (chmod 600 %s)",
+			     path, (unsigned)(st.st_mode & 07777), path);
 		ret = -EPERM;
 		goto out;
 	}
 	n = read(fd, key->bytes, sizeof(key->bytes));
 	if (n < 0) {
 		ret = -errno;
-		set_err(err, "key", "cannot read key file %s: %s", path, strerror(-ret));
+		ice_cfg_fail(err, NULL, "key", "cannot read key file %s: %s", path, strerror(-ret));
 		goto out;
 	}
 	if ((size_t)n == sizeof(key->bytes)) {
 		char extra;
 
 		if (read(fd, &extra, 1) == 1) {
-			set_err(err, "key", "key file %s is longer than %d bytes", path,
-				CTL_KEY_MAX);
+			ice_cfg_fail(err, NULL, "key", "key file %s is longer than %d bytes", path,
+				     CTL_KEY_MAX);
 			ret = -EINVAL;
 			goto out;
 		}
@@ -93,8 +76,8 @@ int ctl_key_load(const char *path, struct ctl_key *key, struct ice_cfg_err *err)
 	if (n > 0 && key->bytes[n - 1] == '\n')
 		n--;
 	if ((size_t)n < CTL_KEY_MIN) {
-		set_err(err, "key", "key file %s holds %zd bytes; expected at least %d", path, n,
-			CTL_KEY_MIN);
+		ice_cfg_fail(err, NULL, "key", "key file %s holds %zd bytes; expected at least %d",
+			     path, n, CTL_KEY_MIN);
 		ret = -EINVAL;
 		goto out;
 	}
@@ -318,13 +301,14 @@ static int get_int(json_t *o, const char *name, const char *key, long long lo, l
 	json_t *j = json_object_get(o, name);
 
 	if (!json_is_integer(j)) {
-		set_err(err, key, "expected an integer, got %s",
-			j == NULL ? "nothing" : "another type");
+		ice_cfg_fail(err, NULL, key, "expected an integer, got %s",
+			     j == NULL ? "nothing" : "another type");
 		return -EBADMSG;
 	}
 	*v = json_integer_value(j);
 	if (*v < lo || *v > hi) {
-		set_err(err, key, "expected an integer in [%lld, %lld], got %lld", lo, hi, *v);
+		ice_cfg_fail(err, NULL, key, "expected an integer in [%lld, %lld], got %lld", lo,
+			     hi, *v);
 		return -ERANGE;
 	}
 	return 0;
@@ -350,7 +334,7 @@ static int parse_entry(json_t *j, uint32_t i, struct ctl_plan_entry *e, struct i
 
 	if (!json_is_object(j)) {
 		snprintf(key, sizeof(key), "entries[%u]", i);
-		set_err(err, key, "expected an object");
+		ice_cfg_fail(err, NULL, key, "expected an object");
 		return -EBADMSG;
 	}
 	ENTRY_INT("qpn", 0, 0xffffff, e->qpn);
@@ -361,14 +345,15 @@ static int parse_entry(json_t *j, uint32_t i, struct ctl_plan_entry *e, struct i
 #undef ENTRY_INT
 	if (e->target_mbps != 0 && e->start_mbps > e->target_mbps) {
 		snprintf(key, sizeof(key), "entries[%u].start_mbps", i);
-		set_err(err, key, "expected at most target_mbps (%u), got %u", e->target_mbps,
-			e->start_mbps);
+		ice_cfg_fail(err, NULL, key, "expected at most target_mbps (%u), got %u",
+			     e->target_mbps, e->start_mbps);
 		return -ERANGE;
 	}
 	dj = json_object_get(j, "dcqcn");
 	if (!json_is_object(dj) || json_object_size(dj) != nf) {
 		snprintf(key, sizeof(key), "entries[%u].dcqcn", i);
-		set_err(err, key, "expected an object with the %zu DCQCN parameters", nf);
+		ice_cfg_fail(err, NULL, key, "expected an object with the %zu DCQCN parameters",
+			     nf);
 		return -EBADMSG;
 	}
 	for (size_t k = 0; k < nf; k++) {
@@ -387,7 +372,7 @@ static int parse_entry(json_t *j, uint32_t i, struct ctl_plan_entry *e, struct i
 
 		snprintf(msg, sizeof(msg), "%s", err->msg);
 		snprintf(key, sizeof(key), "entries[%u].dcqcn.%s", i, err->key);
-		set_err(err, key, "%s", msg);
+		ice_cfg_fail(err, NULL, key, "%s", msg);
 		return -ERANGE;
 	}
 	return 0;
@@ -406,27 +391,27 @@ int ctl_plan_verify(const char *json, const struct ctl_key *key, uint64_t last_e
 	memset(out, 0, sizeof(*out));
 	env = json_loads(json, JSON_REJECT_DUPLICATES, &jerr);
 	if (env == NULL) {
-		set_err(err, "", "not JSON: line %d column %d: %s", jerr.line, jerr.column,
-			jerr.text);
+		ice_cfg_fail(err, NULL, "", "not JSON: line %d column %d: %s", jerr.line,
+			     jerr.column, jerr.text);
 		return -EBADMSG;
 	}
 	plan = json_object_get(env, "plan");
 	sig = json_object_get(env, "sig");
 	if (!json_is_object(plan) || !json_is_string(sig) || json_object_size(env) != 2) {
-		set_err(err, "", "expected {\"plan\": {...}, \"sig\": \"<hex>\"}");
+		ice_cfg_fail(err, NULL, "", "expected {\"plan\": {...}, \"sig\": \"<hex>\"}");
 		goto out;
 	}
 	/* authenticity first: nothing unauthenticated is interpreted */
 	canon = json_dumps(plan, JSON_CANON);
 	if (canon == NULL || key == NULL || key->len < CTL_KEY_MIN ||
 	    hmac_hex(key, canon, hex) < 0) {
-		set_err(err, "sig", "cannot compute the signature (no key?)");
+		ice_cfg_fail(err, NULL, "sig", "cannot compute the signature (no key?)");
 		ret = -EPERM;
 		goto out;
 	}
 	if (json_string_length(sig) != 64 || CRYPTO_memcmp(hex, json_string_value(sig), 64) != 0) {
-		set_err(err, "sig",
-			"signature does not match the plan (wrong key or altered plan)");
+		ice_cfg_fail(err, NULL, "sig",
+			     "signature does not match the plan (wrong key or altered plan)");
 		ret = -EPERM;
 		goto out;
 	}
@@ -435,8 +420,8 @@ int ctl_plan_verify(const char *json, const struct ctl_key *key, uint64_t last_e
 	host = json_object_get(plan, "host");
 	if (!json_is_string(host) || json_string_length(host) == 0 ||
 	    json_string_length(host) >= sizeof(hp.host)) {
-		set_err(err, "host", "expected a host name of 1 to %zu characters",
-			sizeof(hp.host) - 1);
+		ice_cfg_fail(err, NULL, "host", "expected a host name of 1 to %zu characters",
+			     sizeof(hp.host) - 1);
 		ret = -EBADMSG;
 		goto out;
 	}
@@ -452,8 +437,9 @@ int ctl_plan_verify(const char *json, const struct ctl_key *key, uint64_t last_e
 		goto out;
 	hp.issued_ms = (uint64_t)v;
 	if (hp.epoch <= last_epoch) {
-		set_err(err, "epoch", "epoch %llu is not newer than the applied epoch %llu",
-			(unsigned long long)hp.epoch, (unsigned long long)last_epoch);
+		ice_cfg_fail(err, NULL, "epoch",
+			     "epoch %llu is not newer than the applied epoch %llu",
+			     (unsigned long long)hp.epoch, (unsigned long long)last_epoch);
 		ret = -ESTALE;
 		goto out;
 	}
@@ -464,16 +450,17 @@ int ctl_plan_verify(const char *json, const struct ctl_key *key, uint64_t last_e
 		now_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 	}
 	if (hp.issued_ms + hp.lifetime_ms <= now_ms) {
-		set_err(err, "lifetime_ms",
-			"plan expired: issued at %llu ms + lifetime %u ms <= now %llu ms",
-			(unsigned long long)hp.issued_ms, hp.lifetime_ms,
-			(unsigned long long)now_ms);
+		ice_cfg_fail(err, NULL, "lifetime_ms",
+			     "plan expired: issued at %llu ms + lifetime %u ms <= now %llu ms",
+			     (unsigned long long)hp.issued_ms, hp.lifetime_ms,
+			     (unsigned long long)now_ms);
 		ret = -ETIME;
 		goto out;
 	}
 	entries = json_object_get(plan, "entries");
 	if (!json_is_array(entries) || json_array_size(entries) > PLAN_ENTRIES_MAX) {
-		set_err(err, "entries", "expected a list of at most %u entries", PLAN_ENTRIES_MAX);
+		ice_cfg_fail(err, NULL, "entries", "expected a list of at most %u entries",
+			     PLAN_ENTRIES_MAX);
 		ret = -EBADMSG;
 		goto out;
 	}

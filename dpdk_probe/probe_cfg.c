@@ -99,15 +99,7 @@ void probe_cfg_defaults(struct probe_cfg *c)
 
 int probe_cfg_load_file(struct probe_cfg *c, const char *path, struct ice_cfg_err *err)
 {
-	struct ice_yaml_doc *doc = ice_yaml_load_file(path, err);
-	int ret;
-
-	if (doc == NULL)
-		return -EINVAL;
-	ret = ice_cfg_bind(doc, ice_yaml_root(doc), NULL, probe_cfg_fields, probe_cfg_nfields, c,
-			   ICE_CFG_STRICT, err);
-	ice_yaml_free(doc);
-	return ret;
+	return ice_cfg_load_file(path, probe_cfg_fields, probe_cfg_nfields, c, err);
 }
 
 int probe_cfg_check(const struct probe_cfg *c, struct ice_cfg_err *err)

@@ -61,8 +61,6 @@ int agent_cfg_set_flag(struct agent_cfg *c, const char *flag, const char *value,
 /* Check and resolve defaults (addr from the NIC, host name, pin dir). The
  * file (may be NULL) is re-read only to point errors at their line. */
 int agent_cfg_finish(struct agent_cfg *c, const char *path, struct ice_cfg_err *err);
-/* Parse -h-style usage of all keys onto f. */
-void agent_cfg_usage(FILE *f);
 
 /* ------------------------------------------------------------- samples */
 

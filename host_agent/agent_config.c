@@ -5,7 +5,6 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,76 +60,13 @@ void agent_cfg_defaults(struct agent_cfg *c)
 
 int agent_cfg_load_file(struct agent_cfg *c, const char *path, struct ice_cfg_err *err)
 {
-	struct ice_yaml_doc *doc = ice_yaml_load_file(path, err);
-	int ret;
-
-	if (doc == NULL)
-		return -EINVAL;
-	ret = ice_cfg_bind(doc, ice_yaml_root(doc), NULL, agent_cfg_fields, agent_cfg_nfields, c,
-			   ICE_CFG_STRICT, err);
-	ice_yaml_free(doc);
-	return ret;
+	return ice_cfg_load_file(path, agent_cfg_fields, agent_cfg_nfields, c, err);
 }
 
 int agent_cfg_set_flag(struct agent_cfg *c, const char *flag, const char *value,
 		       struct ice_cfg_err *err)
 {
-	char key[64];
-	size_t i;
-
-	snprintf(key, sizeof(key), "%s", flag);
-	for (i = 0; key[i] != '\0'; i++)
-		if (key[i] == '-')
-			key[i] = '_';
-	return ice_cfg_set(agent_cfg_fields, agent_cfg_nfields, c, key, value, err);
-}
-
-/* An error about key: at its line in the file when it came from there. */
-static int cfg_fail(struct ice_cfg_err *err, const char *path, const char *key, const char *fmt,
-		    ...) __attribute__((format(printf, 4, 5)));
-
-static int cfg_fail(struct ice_cfg_err *err, const char *path, const char *key, const char *fmt,
-		    ...)
-{
-	struct ice_cfg_err scratch;
-	struct ice_yaml_doc *doc = NULL;
-	const struct ice_yaml_node *n = NULL;
-	va_list ap;
-
-	if (path != NULL) {
-		doc = ice_yaml_load_file(path, &scratch);
-		if (doc != NULL)
-			n = ice_yaml_get(ice_yaml_root(doc), key);
-	}
-	memset(err, 0, sizeof(*err));
-	if (n != NULL) {
-		snprintf(err->file, sizeof(err->file), "%s", path);
-		err->line = ice_yaml_line(n);
-		err->column = ice_yaml_column(n);
-	}
-	snprintf(err->key, sizeof(err->key), "%s", key);
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	ice_yaml_free(doc);
-	return -EINVAL;
-}
-
-/* Letters, digits, '.', '-', '_': safe inside a Redis key and a hash tag. */
-static bool key_char(char ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-	       ch == '.' || ch == '-' || ch == '_';
-}
-
-static bool key_safe(const char *s)
-{
-	if (*s == '\0')
-		return false;
-	for (; *s != '\0'; s++)
-		if (!key_char(*s))
-			return false;
-	return true;
+	return ice_cfg_set_flag(agent_cfg_fields, agent_cfg_nfields, c, flag, value, err);
 }
 
 static int nic_first_addr(const char *nic, char *buf, size_t len)
@@ -162,19 +98,20 @@ int agent_cfg_finish(struct agent_cfg *c, const char *path, struct ice_cfg_err *
 	int port;
 
 	if (c->nic[0] == '\0')
-		return cfg_fail(err, path, "nic",
-				"missing: expected the name of the network interface to watch");
+		return ice_cfg_fail(err, path, "nic",
+				    "missing: expected the name of the network interface to watch");
 	c->ifindex = (int)if_nametoindex(c->nic);
 	if (c->ifindex == 0)
-		return cfg_fail(err, path, "nic",
-				"expected an existing network interface, got '%s'", c->nic);
+		return ice_cfg_fail(err, path, "nic",
+				    "expected an existing network interface, got '%s'", c->nic);
 	if (c->addr[0] == '\0' && nic_first_addr(c->nic, c->addr, sizeof(c->addr)) < 0)
-		return cfg_fail(err, path, "nic",
-				"interface '%s' has no IPv4 address; set 'addr' to the address "
-				"its QPs use",
-				c->nic);
+		return ice_cfg_fail(err, path, "nic",
+				    "interface '%s' has no IPv4 address; set 'addr' to the address "
+				    "its QPs use",
+				    c->nic);
 	if (inet_pton(AF_INET, c->addr, &in) != 1)
-		return cfg_fail(err, path, "addr", "expected an IPv4 address, got '%s'", c->addr);
+		return ice_cfg_fail(err, path, "addr", "expected an IPv4 address, got '%s'",
+				    c->addr);
 	c->addr_be = in.s_addr;
 	if (c->host[0] == '\0') {
 		if (gethostname(c->host, sizeof(c->host)) < 0)
@@ -182,31 +119,23 @@ int agent_cfg_finish(struct agent_cfg *c, const char *path, struct ice_cfg_err *
 		c->host[sizeof(c->host) - 1] = '\0';
 		/* the short name; dots would still be fine, braces not */
 		for (char *p = c->host; *p != '\0'; p++)
-			if (!key_char(*p))
+			if (!ice_cfg_name_char(*p))
 				*p = '-';
 	}
-	if (!key_safe(c->host))
-		return cfg_fail(err, path, "host",
-				"expected letters, digits, '.', '-' or '_', got '%s'", c->host);
-	if (!key_safe(c->fabric))
-		return cfg_fail(err, path, "fabric",
-				"expected letters, digits, '.', '-' or '_', got '%s'", c->fabric);
+	if (!ice_cfg_name_ok(c->host))
+		return ice_cfg_fail(err, path, "host",
+				    "expected letters, digits, '.', '-' or '_', got '%s'", c->host);
+	if (!ice_cfg_name_ok(c->fabric))
+		return ice_cfg_fail(err, path, "fabric",
+				    "expected letters, digits, '.', '-' or '_', got '%s'",
+				    c->fabric);
 	if (agent_redis_parse(c->redis, rh, sizeof(rh), &port, &is_unix) < 0)
-		return cfg_fail(err, path, "redis",
-				"expected host:port (port 1-65535) or unix:/path, got '%s'",
-				c->redis);
+		return ice_cfg_fail(err, path, "redis",
+				    "expected host:port (port 1-65535) or unix:/path, got '%s'",
+				    c->redis);
 	if (c->pin_dir[0] == '\0')
 		snprintf(c->pin_dir, sizeof(c->pin_dir), "/sys/fs/bpf/ice-agent-%s", c->addr);
 	if (c->run_dir[0] == '\0')
-		return cfg_fail(err, path, "run_dir", "expected a directory, got ''");
+		return ice_cfg_fail(err, path, "run_dir", "expected a directory, got ''");
 	return 0;
-}
-
-void agent_cfg_usage(FILE *f)
-{
-	fprintf(f, "usage: ice-agent [--config FILE] [--once] [--log SPEC] [--KEY VALUE]...\n"
-		   "keys (YAML file or flags; '-' and '_' alike in flags):\n");
-	for (size_t i = 0; i < agent_cfg_nfields; i++)
-		fprintf(f, "  --%-14s %s\n", agent_cfg_fields[i].key, agent_cfg_fields[i].help);
-	fprintf(f, "exit status: 0 ok, 1 run-time failure, 2 bad configuration\n");
 }

@@ -32,7 +32,7 @@
 #include "ice_log.h"
 #include "ice_time.h"
 #include "tp.h"
-#include "tp_launch.h"
+#include "tp_opts.h"
 
 enum coll {
 	COLL_ALLREDUCE,
@@ -54,12 +54,8 @@ struct opts {
 	double stepfactor;
 	int iters, warmup, check;
 	int dtype, op, root;
-	int nranks, rank;
-	char bootstrap[64];
-	char addr[INET_ADDRSTRLEN];
-	char addr_base[INET_ADDRSTRLEN];
-	char *netns;
-	struct tp_comm_cfg cc;
+	int nranks;
+	struct tp_opts tp;
 };
 
 static void usage(FILE *f)
@@ -81,113 +77,34 @@ static void usage(FILE *f)
 		"  -o, --op OP            sum prod max min avg (default sum)\n"
 		"  -r, --root N           root of broadcast (default 0)\n"
 		"  -N, --nranks N         ranks; without --rank they are started here\n"
-		"      --rank R           run only rank R (needs --bootstrap and --addr)\n"
-		"      --bootstrap IP:PORT  rank 0's rendezvous address\n"
-		"      --addr IP          this rank's RoCEv2 address\n"
-		"      --addr-base IP     local ranks use IP, IP+1, ... (default 127.20.0.1)\n"
-		"      --netns A,B,...    start one rank in each network namespace\n"
-		"      --port N           RoCEv2 UDP port (default 4791)\n"
-		"  -q, --qps N            QPs per connection (default 1)\n"
 		"      --split 0|1        split messages over the QPs (1, default) or take QPs\n"
 		"                         in turn (0), like NCCL_IB_SPLIT_DATA_ON_QPS\n"
-		"      --mtu N            RoCE payload MTU: 1024, 4096, ... (default 4096)\n"
-		"      --slice SIZE       ring pipelining unit (default 1M)\n"
-		"      --line-rate RATE   NIC line rate for DCQCN, e.g. 200mbit (default none)\n"
-		"      --dcqcn KEY=VALUE  set a DCQCN parameter (mlx5 names); repeatable\n"
-		"      --no-dcqcn         no congestion control (send at line rate)\n"
-		"      --no-icrc-verify   do not check received ICRCs (like a NIC offload)\n"
-		"      --drop-ppm N       drop N per million received packets (loss tests)\n"
+		"      --slice SIZE       ring pipelining unit (default 1M)\n");
+	tp_opts_usage(f, "127.20.0.1");
+	fprintf(f,
 		"  -v, --verbose          more logging (ICE_LOG=debug,debug=qp+coll also works)\n"
 		"  -h, --help\n");
-}
-
-static int die_arg(const char *opt, const char *val, const char *expect)
-{
-	fprintf(stderr, "ice-bench: %s '%s': expected %s\n", opt, val, expect);
-	exit(2);
-}
-
-static long parse_long(const char *opt, const char *s, long min, long max)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || *end != '\0' || end == s || v < min || v > max) {
-		char buf[96];
-
-		snprintf(buf, sizeof(buf), "an integer in [%ld, %ld]", min, max);
-		die_arg(opt, s, buf);
-	}
-	return v;
-}
-
-static uint64_t parse_sz(const char *opt, const char *s)
-{
-	uint64_t v;
-
-	if (ice_parse_size(s, &v) < 0)
-		die_arg(opt, s, "a size like 8, 4K, 64M or 1G");
-	return v;
 }
 
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum {
-		O_RANK = 256,
-		O_BOOT,
-		O_ADDR,
-		O_ADDR_BASE,
-		O_NETNS,
-		O_PORT,
-		O_SPLIT,
-		O_MTU,
+		O_SPLIT = TP_OPT_END,
 		O_SLICE,
-		O_LINE,
-		O_DCQCN,
-		O_NODCQCN,
-		O_NOICRC,
-		O_DROP,
 	};
 	static const struct option lo[] = {
-		{"coll", 1, 0, 'C'},
-		{"minbytes", 1, 0, 'b'},
-		{"maxbytes", 1, 0, 'e'},
-		{"stepbytes", 1, 0, 'i'},
-		{"stepfactor", 1, 0, 'f'},
-		{"iters", 1, 0, 'n'},
-		{"warmup_iters", 1, 0, 'w'},
-		{"check", 1, 0, 'c'},
-		{"datatype", 1, 0, 'd'},
-		{"op", 1, 0, 'o'},
-		{"root", 1, 0, 'r'},
-		{"nranks", 1, 0, 'N'},
-		{"rank", 1, 0, O_RANK},
-		{"bootstrap", 1, 0, O_BOOT},
-		{"addr", 1, 0, O_ADDR},
-		{"addr-base", 1, 0, O_ADDR_BASE},
-		{"netns", 1, 0, O_NETNS},
-		{"port", 1, 0, O_PORT},
-		{"qps", 1, 0, 'q'},
-		{"split", 1, 0, O_SPLIT},
-		{"mtu", 1, 0, O_MTU},
-		{"slice", 1, 0, O_SLICE},
-		{"line-rate", 1, 0, O_LINE},
-		{"dcqcn", 1, 0, O_DCQCN},
-		{"no-dcqcn", 0, 0, O_NODCQCN},
-		{"no-icrc-verify", 0, 0, O_NOICRC},
-		{"drop-ppm", 1, 0, O_DROP},
-		{"verbose", 0, 0, 'v'},
-		{"help", 0, 0, 'h'},
-		{0, 0, 0, 0},
+		{"coll", 1, 0, 'C'},	     {"minbytes", 1, 0, 'b'},	{"maxbytes", 1, 0, 'e'},
+		{"stepbytes", 1, 0, 'i'},    {"stepfactor", 1, 0, 'f'}, {"iters", 1, 0, 'n'},
+		{"warmup_iters", 1, 0, 'w'}, {"check", 1, 0, 'c'},	{"datatype", 1, 0, 'd'},
+		{"op", 1, 0, 'o'},	     {"root", 1, 0, 'r'},	{"nranks", 1, 0, 'N'},
+		{"split", 1, 0, O_SPLIT},    {"slice", 1, 0, O_SLICE},	TP_OPTS_LONGOPTS,
+		{"verbose", 0, 0, 'v'},	     {"help", 0, 0, 'h'},	{0, 0, 0, 0},
 	};
-	size_t nf;
-	const struct ice_cfg_field *df = ice_dcqcn_fields(&nf);
+	struct tp_opts *t = &o->tp;
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	tp_comm_cfg_default(&o->cc);
+	tp_opts_init(t, "ice-bench", 4095, "127.20.0.1");
 	o->coll = COLL_ALLREDUCE;
 	o->minbytes = 8;
 	o->maxbytes = 64u << 20;
@@ -198,9 +115,10 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	o->dtype = TP_FLOAT32;
 	o->op = TP_SUM;
 	o->nranks = 2;
-	o->rank = -1;
-	snprintf(o->addr_base, sizeof(o->addr_base), "127.20.0.1");
-	while ((c = getopt_long(argc, argv, "C:b:e:i:f:n:w:c:d:o:r:N:q:vh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "C:b:e:i:f:n:w:c:d:o:r:N:vh" TP_OPTS_SHORTOPTS, lo,
+				NULL)) != -1) {
+		if (tp_opts_handle(t, c, optarg))
+			continue;
 		switch (c) {
 		case 'C': {
 			int i;
@@ -209,119 +127,66 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 				if (strcmp(optarg, coll_names[i]) == 0)
 					break;
 			if (i == COLL_MAX)
-				die_arg("--coll", optarg,
-					"allreduce, reducescatter, allgather, "
-					"broadcast, alltoall or sendrecv");
+				tp_opts_die(t, "--coll", optarg,
+					    "allreduce, reducescatter, allgather, "
+					    "broadcast, alltoall or sendrecv");
 			o->coll = (enum coll)i;
 			break;
 		}
 		case 'b':
-			o->minbytes = parse_sz("-b", optarg);
+			o->minbytes = tp_opts_size(t, "-b", optarg);
 			break;
 		case 'e':
-			o->maxbytes = parse_sz("-e", optarg);
+			o->maxbytes = tp_opts_size(t, "-e", optarg);
 			break;
 		case 'i':
-			o->stepbytes = parse_sz("-i", optarg);
+			o->stepbytes = tp_opts_size(t, "-i", optarg);
 			break;
 		case 'f': {
 			char *end;
 
 			o->stepfactor = strtod(optarg, &end);
 			if (*end != '\0' || !(o->stepfactor > 1.0))
-				die_arg("-f", optarg, "a number greater than 1");
+				tp_opts_die(t, "-f", optarg, "a number greater than 1");
 			break;
 		}
 		case 'n':
-			o->iters = (int)parse_long("-n", optarg, 1, 1000000);
+			o->iters = (int)tp_opts_long(t, "-n", optarg, 1, 1000000);
 			break;
 		case 'w':
-			o->warmup = (int)parse_long("-w", optarg, 0, 1000000);
+			o->warmup = (int)tp_opts_long(t, "-w", optarg, 0, 1000000);
 			break;
 		case 'c':
-			o->check = (int)parse_long("-c", optarg, 0, 1);
+			o->check = (int)tp_opts_long(t, "-c", optarg, 0, 1);
 			break;
 		case 'd':
 			o->dtype = tp_dtype_parse(optarg);
 			if (o->dtype < 0)
-				die_arg("-d", optarg,
-					"int8, uint8, int32, uint32, int64, uint64, "
-					"half, float, double or bfloat16");
+				tp_opts_die(t, "-d", optarg,
+					    "int8, uint8, int32, uint32, int64, uint64, "
+					    "half, float, double or bfloat16");
 			break;
 		case 'o':
 			o->op = tp_redop_parse(optarg);
 			if (o->op < 0)
-				die_arg("-o", optarg, "sum, prod, max, min or avg");
+				tp_opts_die(t, "-o", optarg, "sum, prod, max, min or avg");
 			break;
 		case 'r':
-			o->root = (int)parse_long("-r", optarg, 0, 4095);
+			o->root = (int)tp_opts_long(t, "-r", optarg, 0, 4095);
 			break;
 		case 'N':
-			o->nranks = (int)parse_long("-N", optarg, 1, 4095);
-			break;
-		case 'q':
-			o->cc.qps_per_conn = (uint32_t)parse_long("-q", optarg, 1, 64);
+			o->nranks = (int)tp_opts_long(t, "-N", optarg, 1, 4095);
 			break;
 		case 'v':
 			ice_log_setup("info,debug=comm+coll");
 			break;
-		case O_RANK:
-			o->rank = (int)parse_long("--rank", optarg, 0, 4095);
-			break;
-		case O_BOOT:
-			snprintf(o->bootstrap, sizeof(o->bootstrap), "%s", optarg);
-			break;
-		case O_ADDR:
-			snprintf(o->addr, sizeof(o->addr), "%s", optarg);
-			break;
-		case O_ADDR_BASE:
-			snprintf(o->addr_base, sizeof(o->addr_base), "%s", optarg);
-			break;
-		case O_NETNS:
-			o->netns = optarg;
-			break;
-		case O_PORT:
-			o->cc.eng.port = (uint16_t)parse_long("--port", optarg, 1, 65535);
-			break;
 		case O_SPLIT:
-			o->cc.spread = parse_long("--split", optarg, 0, 1) ? TP_SPREAD_SPLIT
-									   : TP_SPREAD_ROUND_ROBIN;
+			o->tp.cc.spread = tp_opts_long(t, "--split", optarg, 0, 1)
+						  ? TP_SPREAD_SPLIT
+						  : TP_SPREAD_ROUND_ROBIN;
 			break;
-		case O_MTU: {
-			long m = parse_long("--mtu", optarg, 256, 4096);
-
-			if (m & (m - 1))
-				die_arg("--mtu", optarg, "256, 512, 1024, 2048 or 4096");
-			o->cc.eng.mtu = (uint32_t)m;
-			break;
-		}
 		case O_SLICE:
-			o->cc.slice_bytes = parse_sz("--slice", optarg);
-			break;
-		case O_LINE:
-			if (ice_parse_rate(optarg, &o->cc.eng.line_rate_bps) < 0)
-				die_arg("--line-rate", optarg, "a rate like 200mbit or 10gbit");
-			break;
-		case O_DCQCN: {
-			struct ice_cfg_err ce;
-			char buf[512];
-
-			if (ice_cfg_set_kv(df, nf, &o->cc.eng.dcqcn, optarg, &ce) < 0) {
-				fprintf(stderr, "ice-bench: --dcqcn %s: %s\n", optarg,
-					ice_cfg_err_str(&ce, buf, sizeof(buf)));
-				exit(2);
-			}
-			break;
-		}
-		case O_NODCQCN:
-			o->cc.eng.dcqcn.enable = 0;
-			break;
-		case O_NOICRC:
-			o->cc.eng.icrc_verify = false;
-			break;
-		case O_DROP:
-			o->cc.eng.rx_drop_ppm =
-				(uint32_t)parse_long("--drop-ppm", optarg, 0, 500000);
+			o->tp.cc.slice_bytes = tp_opts_size(t, "--slice", optarg);
 			break;
 		case 'h':
 			usage(stdout);
@@ -340,7 +205,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			(unsigned long long)o->minbytes, (unsigned long long)o->maxbytes);
 		exit(2);
 	}
-	if (o->netns == NULL && o->root >= o->nranks) {
+	if (t->netns == NULL && o->root >= o->nranks) {
 		fprintf(stderr, "ice-bench: --root %d: expected 0..%d\n", o->root, o->nranks - 1);
 		exit(2);
 	}
@@ -635,10 +500,10 @@ static int run_rank(struct opts *o)
 	int nsizes = 0, ret = 0, n, r;
 	size_t wrong_total = 0;
 
-	c = tp_comm_init(&o->cc);
+	c = tp_comm_init(&o->tp.cc);
 	if (c == NULL) {
 		fprintf(stderr, "ice-bench: rank %d: cannot create the communicator: %s\n",
-			o->cc.rank, strerror(errno));
+			o->tp.cc.rank, strerror(errno));
 		return 1;
 	}
 	n = tp_comm_nranks(c);
@@ -665,7 +530,7 @@ static int run_rank(struct opts *o)
 		printf("# ice-bench %s: %d ranks, %u QP(s) per connection (%s), MTU %u, "
 		       "DCQCN %s, line rate %s, ICRC check %s\n",
 		       coll_names[o->coll], n, tp_comm_qps_per_conn(c),
-		       o->cc.spread == TP_SPREAD_SPLIT ? "split" : "round-robin", ec->mtu,
+		       o->tp.cc.spread == TP_SPREAD_SPLIT ? "split" : "round-robin", ec->mtu,
 		       ec->dcqcn.enable ? "on" : "off", ec->line_rate_bps ? "set" : "unlimited",
 		       ec->icrc_verify ? "on" : "off");
 		if (ec->line_rate_bps)
@@ -767,30 +632,5 @@ int main(int argc, char **argv)
 	ice_log_init_env();
 	parse_opts(argc, argv, &o);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (o.rank >= 0) {
-		if (o.bootstrap[0] == '\0' || o.addr[0] == '\0') {
-			fprintf(stderr,
-				"ice-bench: --rank needs --bootstrap IP:PORT and --addr IP\n");
-			return 2;
-		}
-		if (o.rank >= o.nranks) {
-			fprintf(stderr, "ice-bench: --rank %d: expected 0..%d\n", o.rank,
-				o.nranks - 1);
-			return 2;
-		}
-		snprintf(o.cc.bootstrap, sizeof(o.cc.bootstrap), "%s", o.bootstrap);
-		o.cc.rank = o.rank;
-		o.cc.nranks = o.nranks;
-		if (tp_launch_parse_addr("ice-bench", "--addr", o.addr, &o.cc.eng.addr) < 0)
-			return 2;
-		return run_rank(&o);
-	}
-	{
-		struct tp_launch l = {.tool = "ice-bench",
-				      .nranks = o.nranks,
-				      .netns = o.netns,
-				      .addr_base = o.addr_base};
-
-		return tp_launch_ranks(&l, &o.cc, rank_entry, &o);
-	}
+	return tp_opts_run(&o.tp, o.nranks, rank_entry, &o);
 }

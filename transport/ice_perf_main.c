@@ -39,7 +39,7 @@
 #include "ice_log.h"
 #include "ice_time.h"
 #include "tp.h"
-#include "tp_launch.h"
+#include "tp_opts.h"
 
 #define PERF_MAX_QPS 64
 #define PERF_IDLE_NS (20 * ICE_NSEC_PER_SEC) /* no progress this long: give up */
@@ -60,12 +60,7 @@ struct opts {
 	uint64_t iters, warmup_iters; /* iters != 0: count messages, not time */
 	uint32_t depth;		      /* messages outstanding per QP (0: from the window) */
 	bool json;
-	int rank;
-	char bootstrap[64];
-	char addr[INET_ADDRSTRLEN];
-	char addr_base[INET_ADDRSTRLEN];
-	char *netns;
-	struct tp_comm_cfg cc;
+	struct tp_opts tp;
 };
 
 /* What one side measured over its window. */
@@ -86,53 +81,20 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: ice-perf [options]\n"
 		   "  -s, --size SIZE        message size (default 64K)\n"
-		   "  -q, --qps N            QPs (default 1)\n"
 		   "      --op send|write    SEND (default) or RDMA WRITE\n"
 		   "  -D, --time SEC         timed phase in seconds (default 5)\n"
 		   "      --warmup SEC       untimed phase first (default 1)\n"
 		   "  -n, --iters N          count N messages instead of timing\n"
 		   "      --warmup-iters N   untimed messages first with --iters (default 64)\n"
 		   "  -t, --depth N          messages outstanding per QP (default: two windows)\n"
-		   "      --mtu N            RoCE payload MTU: 256 .. 4096 (default 4096)\n"
-		   "      --line-rate RATE   NIC line rate for DCQCN and the pacer, e.g. 200mbit\n"
-		   "      --dcqcn KEY=VALUE  set a DCQCN parameter (mlx5 names); repeatable\n"
-		   "      --no-dcqcn         no congestion control\n"
-		   "      --no-icrc-verify   do not check received ICRCs (like a NIC offload)\n"
 		   "      --json             one JSON object on stdout (human lines go to stderr)\n"
-		   "      --netns A,B        sender in namespace A, receiver in B\n"
-		   "      --addr-base IP     local ranks use IP and IP+1 (default 127.30.0.1)\n"
-		   "      --rank R           run only rank R (0 sends, 1 receives); needs\n"
-		   "      --bootstrap IP:PORT  rank 0's rendezvous address, and\n"
-		   "      --addr IP          this rank's RoCEv2 address\n"
-		   "      --port N           RoCEv2 UDP port (default 4791)\n"
-		   "  -v, --verbose          more logging\n"
+		   "  rank 0 sends, rank 1 receives; --netns takes SENDER,RECEIVER\n");
+	tp_opts_usage(f, "127.30.0.1");
+	fprintf(f, "  -v, --verbose          more logging\n"
 		   "  -h, --help\n");
 }
 
-static void die_arg(const char *opt, const char *val, const char *expect)
-{
-	fprintf(stderr, "ice-perf: %s '%s': expected %s\n", opt, val, expect);
-	exit(2);
-}
-
-static uint64_t parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
-{
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || *end != '\0' || end == s || s[0] == '-' || v < min || v > max) {
-		char buf[96];
-
-		snprintf(buf, sizeof(buf), "an integer in [%llu, %llu]", (unsigned long long)min,
-			 (unsigned long long)max);
-		die_arg(opt, s, buf);
-	}
-	return v;
-}
-
-static uint64_t parse_seconds(const char *opt, const char *s, double min)
+static uint64_t parse_seconds(const struct tp_opts *t, const char *opt, const char *s, double min)
 {
 	char *end;
 	double v;
@@ -143,7 +105,7 @@ static uint64_t parse_seconds(const char *opt, const char *s, double min)
 		char buf[96];
 
 		snprintf(buf, sizeof(buf), "seconds, a number in [%g, 86400]", min);
-		die_arg(opt, s, buf);
+		tp_opts_die(t, opt, s, buf);
 	}
 	return (uint64_t)(v * 1e9);
 }
@@ -151,70 +113,38 @@ static uint64_t parse_seconds(const char *opt, const char *s, double min)
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum {
-		O_OP = 256,
+		O_OP = TP_OPT_END,
 		O_WARMUP,
 		O_WARMUP_ITERS,
-		O_MTU,
-		O_LINE,
-		O_DCQCN,
-		O_NODCQCN,
-		O_NOICRC,
 		O_JSON,
-		O_NETNS,
-		O_ADDR_BASE,
-		O_RANK,
-		O_BOOT,
-		O_ADDR,
-		O_PORT,
 	};
 	static const struct option lo[] = {
-		{"size", 1, 0, 's'},
-		{"qps", 1, 0, 'q'},
-		{"op", 1, 0, O_OP},
-		{"time", 1, 0, 'D'},
-		{"warmup", 1, 0, O_WARMUP},
-		{"iters", 1, 0, 'n'},
-		{"warmup-iters", 1, 0, O_WARMUP_ITERS},
-		{"depth", 1, 0, 't'},
-		{"mtu", 1, 0, O_MTU},
-		{"line-rate", 1, 0, O_LINE},
-		{"dcqcn", 1, 0, O_DCQCN},
-		{"no-dcqcn", 0, 0, O_NODCQCN},
-		{"no-icrc-verify", 0, 0, O_NOICRC},
-		{"json", 0, 0, O_JSON},
-		{"netns", 1, 0, O_NETNS},
-		{"addr-base", 1, 0, O_ADDR_BASE},
-		{"rank", 1, 0, O_RANK},
-		{"bootstrap", 1, 0, O_BOOT},
-		{"addr", 1, 0, O_ADDR},
-		{"port", 1, 0, O_PORT},
-		{"verbose", 0, 0, 'v'},
-		{"help", 0, 0, 'h'},
-		{0, 0, 0, 0},
+		{"size", 1, 0, 's'},  {"op", 1, 0, O_OP},
+		{"time", 1, 0, 'D'},  {"warmup", 1, 0, O_WARMUP},
+		{"iters", 1, 0, 'n'}, {"warmup-iters", 1, 0, O_WARMUP_ITERS},
+		{"depth", 1, 0, 't'}, {"json", 0, 0, O_JSON},
+		TP_OPTS_LONGOPTS,     {"verbose", 0, 0, 'v'},
+		{"help", 0, 0, 'h'},  {0, 0, 0, 0},
 	};
-	size_t nf;
-	const struct ice_cfg_field *df = ice_dcqcn_fields(&nf);
+	struct tp_opts *t = &o->tp;
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	tp_comm_cfg_default(&o->cc);
+	tp_opts_init(t, "ice-perf", 1, "127.30.0.1");
 	o->op = PERF_SEND;
 	o->size = 64u << 10;
 	o->time_ns = 5 * ICE_NSEC_PER_SEC;
 	o->warmup_ns = 1 * ICE_NSEC_PER_SEC;
 	o->warmup_iters = 64;
-	o->rank = -1;
-	snprintf(o->addr_base, sizeof(o->addr_base), "127.30.0.1");
-	while ((c = getopt_long(argc, argv, "s:q:D:n:t:vh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:D:n:t:vh" TP_OPTS_SHORTOPTS, lo, NULL)) != -1) {
+		if (tp_opts_handle(t, c, optarg))
+			continue;
 		switch (c) {
 		case 's':
 			if (ice_parse_size(optarg, &o->size) < 0 || o->size < 1 ||
 			    o->size > (1u << 30))
-				die_arg("--size", optarg,
-					"a size from 1 to 1G, like 4096, 64K or 1M");
-			break;
-		case 'q':
-			o->cc.qps_per_conn = (uint32_t)parse_u64("--qps", optarg, 1, PERF_MAX_QPS);
+				tp_opts_die(t, "--size", optarg,
+					    "a size from 1 to 1G, like 4096, 64K or 1M");
 			break;
 		case O_OP:
 			if (strcmp(optarg, "send") == 0)
@@ -222,72 +152,26 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			else if (strcmp(optarg, "write") == 0)
 				o->op = PERF_WRITE;
 			else
-				die_arg("--op", optarg, "send or write");
+				tp_opts_die(t, "--op", optarg, "send or write");
 			break;
 		case 'D':
-			o->time_ns = parse_seconds("--time", optarg, 0.01);
+			o->time_ns = parse_seconds(t, "--time", optarg, 0.01);
 			break;
 		case O_WARMUP:
-			o->warmup_ns = parse_seconds("--warmup", optarg, 0);
+			o->warmup_ns = parse_seconds(t, "--warmup", optarg, 0);
 			break;
 		case 'n':
-			o->iters = parse_u64("--iters", optarg, 1, 1ull << 40);
+			o->iters = (uint64_t)tp_opts_long(t, "--iters", optarg, 1, 1L << 40);
 			break;
 		case O_WARMUP_ITERS:
-			o->warmup_iters = parse_u64("--warmup-iters", optarg, 0, 1ull << 40);
+			o->warmup_iters =
+				(uint64_t)tp_opts_long(t, "--warmup-iters", optarg, 0, 1L << 40);
 			break;
 		case 't':
-			o->depth = (uint32_t)parse_u64("--depth", optarg, 1, PERF_MAX_DEPTH);
-			break;
-		case O_MTU: {
-			uint64_t m = parse_u64("--mtu", optarg, 256, 4096);
-
-			if (m & (m - 1))
-				die_arg("--mtu", optarg, "256, 512, 1024, 2048 or 4096");
-			o->cc.eng.mtu = (uint32_t)m;
-			break;
-		}
-		case O_LINE:
-			if (ice_parse_rate(optarg, &o->cc.eng.line_rate_bps) < 0)
-				die_arg("--line-rate", optarg, "a rate like 200mbit or 10gbit");
-			break;
-		case O_DCQCN: {
-			struct ice_cfg_err ce;
-			char buf[512];
-
-			if (ice_cfg_set_kv(df, nf, &o->cc.eng.dcqcn, optarg, &ce) < 0) {
-				fprintf(stderr, "ice-perf: --dcqcn %s: %s\n", optarg,
-					ice_cfg_err_str(&ce, buf, sizeof(buf)));
-				exit(2);
-			}
-			break;
-		}
-		case O_NODCQCN:
-			o->cc.eng.dcqcn.enable = 0;
-			break;
-		case O_NOICRC:
-			o->cc.eng.icrc_verify = false;
+			o->depth = (uint32_t)tp_opts_long(t, "--depth", optarg, 1, PERF_MAX_DEPTH);
 			break;
 		case O_JSON:
 			o->json = true;
-			break;
-		case O_NETNS:
-			o->netns = optarg;
-			break;
-		case O_ADDR_BASE:
-			snprintf(o->addr_base, sizeof(o->addr_base), "%s", optarg);
-			break;
-		case O_RANK:
-			o->rank = (int)parse_u64("--rank", optarg, 0, 1);
-			break;
-		case O_BOOT:
-			snprintf(o->bootstrap, sizeof(o->bootstrap), "%s", optarg);
-			break;
-		case O_ADDR:
-			snprintf(o->addr, sizeof(o->addr), "%s", optarg);
-			break;
-		case O_PORT:
-			o->cc.eng.port = (uint16_t)parse_u64("--port", optarg, 1, 65535);
 			break;
 		case 'v':
 			ice_log_setup("info,debug=comm+qp");
@@ -304,23 +188,23 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "ice-perf: unexpected argument '%s'\n", argv[optind]);
 		exit(2);
 	}
-	if (o->netns != NULL && o->rank >= 0) {
+	if (t->netns != NULL && t->rank >= 0) {
 		fprintf(stderr, "ice-perf: --netns and --rank exclude each other\n");
 		exit(2);
 	}
-	if (o->size > (uint64_t)o->cc.eng.mtu << 22) {
+	if (o->size > (uint64_t)o->tp.cc.eng.mtu << 22) {
 		fprintf(stderr, "ice-perf: --size %llu: expected at most 2^22 packets of MTU %u\n",
-			(unsigned long long)o->size, o->cc.eng.mtu);
+			(unsigned long long)o->size, o->tp.cc.eng.mtu);
 		exit(2);
 	}
 	if (o->depth == 0) {
 		/* two windows of packets in flight per QP */
-		uint64_t pkts = (o->size + o->cc.eng.mtu - 1) / o->cc.eng.mtu;
-		uint64_t d = 2 * (uint64_t)o->cc.eng.window_pkts / pkts;
+		uint64_t pkts = (o->size + o->tp.cc.eng.mtu - 1) / o->tp.cc.eng.mtu;
+		uint64_t d = 2 * (uint64_t)o->tp.cc.eng.window_pkts / pkts;
 
 		o->depth = (uint32_t)(d < 4 ? 4 : d > PERF_MAX_DEPTH ? PERF_MAX_DEPTH : d);
 	}
-	o->cc.nranks = 2;
+	o->tp.cc.nranks = 2;
 }
 
 /* ---- measurement ------------------------------------------------------------ */
@@ -794,10 +678,10 @@ static int run_rank(struct opts *o)
 	double v[6];
 	int r, ret;
 
-	c = tp_comm_init(&o->cc);
+	c = tp_comm_init(&o->tp.cc);
 	if (c == NULL) {
 		fprintf(stderr, "ice-perf: rank %d: cannot create the communicator: %s\n",
-			o->cc.rank, strerror(errno));
+			o->tp.cc.rank, strerror(errno));
 		return 1;
 	}
 	r = tp_comm_rank(c);
@@ -881,34 +765,10 @@ int main(int argc, char **argv)
 	parse_opts(argc, argv, &o);
 	human = o.json ? stderr : stdout;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (o.rank >= 0) {
-		if (o.bootstrap[0] == '\0' || o.addr[0] == '\0') {
-			fprintf(stderr,
-				"ice-perf: --rank needs --bootstrap IP:PORT and --addr IP\n");
-			return 2;
-		}
-		snprintf(o.cc.bootstrap, sizeof(o.cc.bootstrap), "%s", o.bootstrap);
-		o.cc.rank = o.rank;
-		if (tp_launch_parse_addr("ice-perf", "--addr", o.addr, &o.cc.eng.addr) < 0)
-			return 2;
-		return run_rank(&o);
+	if (o.tp.netns != NULL && (strchr(o.tp.netns, ',') == NULL ||
+				   strchr(o.tp.netns, ',') != strrchr(o.tp.netns, ','))) {
+		fprintf(stderr, "ice-perf: --netns: expected two namespaces, SENDER,RECEIVER\n");
+		return 2;
 	}
-	{
-		if (o.netns != NULL && strchr(o.netns, ',') != strrchr(o.netns, ',')) {
-			fprintf(stderr,
-				"ice-perf: --netns: expected two namespaces, SENDER,RECEIVER\n");
-			return 2;
-		}
-		if (o.netns != NULL && strchr(o.netns, ',') == NULL) {
-			fprintf(stderr,
-				"ice-perf: --netns: expected two namespaces, SENDER,RECEIVER\n");
-			return 2;
-		}
-		struct tp_launch l = {.tool = "ice-perf",
-				      .nranks = 2,
-				      .netns = o.netns,
-				      .addr_base = o.addr_base};
-
-		return tp_launch_ranks(&l, &o.cc, rank_entry, &o);
-	}
+	return tp_opts_run(&o.tp, 2, rank_entry, &o);
 }
