@@ -1227,6 +1227,17 @@ static int cli_error(const struct ice_cfg_cli *cli, const struct ice_cfg_err *er
 	return -EINVAL;
 }
 
+static bool bool_word(const char *s)
+{
+	static const char *const words[] = {"true", "false", "yes", "no", "on",
+					    "off",  "1",     "0",   "y",  "n"};
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcasecmp(s, words[i]) == 0)
+			return true;
+	return false;
+}
+
 static bool cli_bool_flag(const struct ice_cfg_cli *cli, const char *flag)
 {
 	const struct ice_cfg_field *f;
@@ -1274,8 +1285,14 @@ int ice_cfg_parse_args(const struct ice_cfg_cli *cli, int argc, char **argv)
 				return -EINVAL;
 			}
 		} else if (dashes && cli_bool_flag(cli, flag)) {
-			if (ice_cfg_set_flag(cli->fields, cli->nfields, cli->obj, flag, "true",
-					     &err) < 0)
+			/* "--KEY" alone means true; "--KEY false" (a boolean word
+			 * next) sets that value */
+			const char *v = "true";
+
+			if (i + 1 < argc && bool_word(argv[i + 1]))
+				v = argv[++i];
+			if (ice_cfg_set_flag(cli->fields, cli->nfields, cli->obj, flag, v, &err) <
+			    0)
 				return cli_error(cli, &err, flag);
 		} else if (dashes && i + 1 < argc) {
 			ret = ice_cfg_set_flag(cli->fields, cli->nfields, cli->obj, flag,

@@ -602,6 +602,53 @@ static void test_errf_and_str(void **state)
 	ice_yaml_free(doc);
 }
 
+struct cli_obj {
+	bool on;
+	uint32_t n;
+};
+
+static int cli_finish(void *obj, const char *path, struct ice_cfg_err *err)
+{
+	(void)obj;
+	(void)path;
+	(void)err;
+	return 0;
+}
+
+/* Boolean keys on the command line: "--KEY" alone is true, "--KEY false"
+ * takes the word that follows; other keys take their value. */
+static void test_parse_args_bool(void **state)
+{
+	static const struct ice_cfg_field f[] = {
+		{.key = "on", .type = ICE_CFG_BOOL, .offset = offsetof(struct cli_obj, on)},
+		{.key = "n",
+		 .type = ICE_CFG_U32,
+		 .offset = offsetof(struct cli_obj, n),
+		 .min = 0,
+		 .max = 100},
+	};
+	struct cli_obj o = {.on = true};
+	struct ice_cfg_cli cli = {.tool = "t",
+				  .synopsis = "usage: t",
+				  .fields = f,
+				  .nfields = 2,
+				  .obj = &o,
+				  .finish = cli_finish};
+	char *a1[] = {"t", "--on", "false", "--n", "7", NULL};
+	char *a2[] = {"t", "--n", "3", "--on", NULL};
+	char *a3[] = {"t", "--on", "maybe", NULL};
+
+	(void)state;
+	assert_int_equal(ice_cfg_parse_args(&cli, 5, a1), 0);
+	assert_false(o.on);
+	assert_int_equal(o.n, 7);
+	assert_int_equal(ice_cfg_parse_args(&cli, 4, a2), 0);
+	assert_true(o.on);
+	assert_int_equal(o.n, 3);
+	/* a non-boolean word after a boolean key is a stray argument */
+	assert_int_equal(ice_cfg_parse_args(&cli, 3, a3), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -620,6 +667,7 @@ int main(void)
 		cmocka_unit_test(test_deep_nesting),
 		cmocka_unit_test(test_set_kv),
 		cmocka_unit_test(test_errf_and_str),
+		cmocka_unit_test(test_parse_args_bool),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
