@@ -107,12 +107,20 @@ spine_split() {
 	echo $((b1 - a1)) $((b2 - a2))
 }
 
-# qp_field HOST FIELD: FIELD of HOST's busiest QP record
+# qp_field HOST FIELD: FIELD of HOST's busiest live QP: the highest send
+# rate among the records of the latest interval (a QP of an ice-perf that
+# was stopped keeps its record, and its byte total, until the key expires)
 qp_field() {
-	local k best="" max=-1 r
+	local k best="" max=-1 last=0 ts r
+	local -A TS RATE
 	for k in $(rcli ZRANGE "ice:$name:{$1}:qps" 0 -1); do
-		r=$(rcli HGET "ice:$name:{$1}:qp:$k" tx_bytes)
-		[ "${r:-0}" -gt "$max" ] && max=$r best=$k
+		read -r ts r <<<"$(rcli HMGET "ice:$name:{$1}:qp:$k" ts_ms rate | tr '\n' ' ')"
+		r=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1] or "null"); print(int((d or {}).get("tx_bytes", 0)))' "$r")
+		TS[$k]=${ts:-0} RATE[$k]=$r
+		[ "${ts:-0}" -gt "$last" ] && last=$ts
+	done
+	for k in "${!TS[@]}"; do
+		[ "${TS[$k]}" -ge $((last - 600)) ] && [ "${RATE[$k]}" -gt "$max" ] && max=${RATE[$k]} best=$k
 	done
 	[ -n "$best" ] && rcli HGET "ice:$name:{$1}:qp:$best" "$2"
 }

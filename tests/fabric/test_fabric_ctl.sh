@@ -39,7 +39,10 @@ n1=$(qp_field h1 sport) n2=$(qp_field h2 sport)
 echo "source ports: h1 $sp1 -> $n1, h2 $sp2 -> $n2"
 [ "$n1" != "$sp1" ] || [ "$n2" != "$sp2" ] || ctl_fail "no QP changed its source port"
 for h in h1 h2; do
-	want=$(rcli GET "ice:$name:{$h}:plan" | python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["entries"][0]["sport"])')
+	qpn=$(qp_field $h qpn)
+	want=$(rcli GET "ice:$name:{$h}:plan" | python3 -c 'import json,sys
+e = [e for e in json.load(sys.stdin)["plan"]["entries"] if e["qpn"] == int(sys.argv[1])]
+print(e[0]["sport"] if e else "none")' "$qpn")
 	[ "$(qp_field $h sport)" = "$want" ] || ctl_fail "$h: QP sport $(qp_field $h sport), plan says $want"
 done
 read -r s1 s2 <<<"$(spine_split 1)"
@@ -69,7 +72,7 @@ for r in 0 1; do
 done
 wait_for 5 grep -q '^reaction: allreduce' "$ICE_TMP/ctl-A.out" || ctl_fail "no reaction to the announced all-reduce"
 grep '^reaction: allreduce' "$ICE_TMP/ctl-A.out" | tail -1
-rate=$(rcli GET "ice:$name:{h1}:plan" | python3 -c 'import json,sys; print(json.load(sys.stdin)["plan"]["entries"][0]["start_mbps"])')
+rate=$(rcli GET "ice:$name:{h1}:plan" | python3 -c 'import json,sys; print(max([e["start_mbps"] for e in json.load(sys.stdin)["plan"]["entries"]] or [0]))')
 [ "$rate" -gt 0 ] || ctl_fail "the announced flow got no start rate"
 echo "announced all-reduce: h1's QP starts at $rate Mbit/s"
 grep -c '^reaction' "$ICE_TMP/ctl-A.out" >/dev/null
