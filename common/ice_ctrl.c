@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -123,6 +124,23 @@ void ice_ctrl_release(struct ice_ctrl *c, int slot)
 		return;
 	__atomic_store_n(&c->qp[slot].qpn, 0, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&c->qp_version, 1, __ATOMIC_RELEASE);
+}
+
+bool ice_ctrl_reap(struct ice_ctrl *c, int slot, uint32_t qpn)
+{
+	uint32_t pid, want = qpn;
+
+	if (slot < 0 || slot >= ICE_CTRL_SLOTS || qpn == 0)
+		return false;
+	pid = __atomic_load_n(&c->qp[slot].owner_pid, __ATOMIC_ACQUIRE);
+	if (pid == 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+		return false;
+	/* a new owner that claimed the slot since has another QPN: CAS fails */
+	if (!__atomic_compare_exchange_n(&c->qp[slot].qpn, &want, 0, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_RELAXED))
+		return false;
+	__atomic_add_fetch(&c->qp_version, 1, __ATOMIC_RELEASE);
+	return true;
 }
 
 void ice_ctrl_set(struct ice_ctrl *c, int slot, uint32_t flags, uint16_t sport, uint32_t rate_mbps,

@@ -78,6 +78,9 @@ int ice_ctrl_unlink(const char *ipv4);
 /* Transport: claim a slot for qpn; the slot index, or -ENOSPC. */
 int ice_ctrl_claim(struct ice_ctrl *c, uint32_t qpn);
 void ice_ctrl_release(struct ice_ctrl *c, int slot);
+/* Agent: free slot if it still holds qpn and its owner process is gone (a
+ * transport killed before it released its slots); true when freed. */
+bool ice_ctrl_reap(struct ice_ctrl *c, int slot, uint32_t qpn);
 
 /* Agent: write a slot's control half (seq-locked), then bump ctl_version.
  * A write is the QP's whole plan: what flags leave out goes back to the

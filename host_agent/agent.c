@@ -208,6 +208,11 @@ static int ctrl_read(struct agent *a)
 
 		if (qpn == 0)
 			continue;
+		if (ice_ctrl_reap(a->ctrl, (int)i, qpn)) {
+			ice_info(AGENT_SUB, "QP %u: its process %u is gone; slot freed", qpn,
+				 q->owner_pid);
+			continue;
+		}
 		qi = &a->qps[a->nqps++];
 		*qi = (struct agent_qpinfo){
 			.qpn = qpn,

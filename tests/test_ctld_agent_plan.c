@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -218,11 +219,33 @@ static void test_key_refused(void **state)
 	assert_int_equal(errno, EPERM);
 }
 
+/* Slots of a transport killed before it released them are freed; live and
+ * re-claimed slots are not. */
+static void test_reap_dead_owner(void **state)
+{
+	int live = ice_ctrl_claim(ctrl, 0x300), dead = ice_ctrl_claim(ctrl, 0x400);
+	pid_t child = fork();
+
+	(void)state;
+	assert_true(live >= 0 && dead >= 0 && child >= 0);
+	if (child == 0)
+		_exit(0);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	ctrl->qp[dead].owner_pid = (uint32_t)child;
+	assert_false(ice_ctrl_reap(ctrl, live, 0x300)); /* owner alive */
+	assert_false(ice_ctrl_reap(ctrl, dead, 0x401)); /* another QP now */
+	assert_true(ice_ctrl_reap(ctrl, dead, 0x400));
+	assert_int_equal(ctrl->qp[dead].qpn, 0);
+	assert_false(ice_ctrl_reap(ctrl, dead, 0x400)); /* already free */
+	ice_ctrl_release(ctrl, live);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_apply_refuse_expire),
 		cmocka_unit_test(test_key_refused),
+		cmocka_unit_test(test_reap_dead_owner),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
