@@ -1,9 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
+/*
+ * tp_mem: the host backend and the backend registry (see tp_mem.h). The
+ * CUDA and HIP backends live in tp_mem_cuda.c / tp_mem_hip.c and register
+ * through tp_mem_cuda_ops() / tp_mem_hip_ops() when built.
+ */
 #include "tp_mem.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "tp_mem_dev.h"
+
+static int host_probe(char *why, size_t len)
+{
+	if (why != NULL && len > 0)
+		why[0] = '\0';
+	return 0;
+}
 
 static void *host_alloc(size_t len)
 {
@@ -29,21 +43,155 @@ static int host_copy(void *dst, const void *src, size_t len)
 	return 0;
 }
 
+static int host_copy_async(void *dst, const void *src, size_t len, enum tp_copy_dir dir)
+{
+	(void)dir;
+	return host_copy(dst, src, len);
+}
+
+static int host_copy_wait(void)
+{
+	return 0;
+}
+
+static int host_reduce(void *dst, const void *src, size_t count, enum tp_dtype t, enum tp_redop op)
+{
+	if (t >= TP_DTYPE_MAX || op >= TP_REDOP_MAX)
+		return -EINVAL;
+	tp_reduce(dst, src, count, t, op);
+	return 0;
+}
+
+static int host_scale_div(void *buf, size_t count, enum tp_dtype t, int n)
+{
+	if (t >= TP_DTYPE_MAX || n <= 0)
+		return -EINVAL;
+	tp_scale_div(buf, count, t, n);
+	return 0;
+}
+
+/*
+ * Host SGEMM. Operands are first packed so the inner loop always walks
+ * unit-stride rows: C[i][j..] += A[i][p] * B[p][j..], over blocks of
+ * SG_KB x SG_NB of B that stay in L1/L2. gcc vectorises the j loop.
+ */
+#define SG_KB 128
+#define SG_NB 256
+
+static float *pack_t(const float *x, int rows, int cols)
+{
+	float *t = malloc((size_t)rows * (size_t)cols * sizeof(*t));
+
+	if (t == NULL)
+		return NULL;
+	for (int r = 0; r < rows; r++)
+		for (int c = 0; c < cols; c++)
+			t[(size_t)c * (size_t)rows + (size_t)r] =
+				x[(size_t)r * (size_t)cols + (size_t)c];
+	return t;
+}
+
+void tp_host_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
+		   const float *b, float beta, float *c)
+{
+	/* op(A) is m x k: stored k x m when ta; op(B) is k x n: stored n x k when tb */
+	float *at = ta ? pack_t(a, k, m) : NULL, *bt = tb ? pack_t(b, n, k) : NULL;
+	const float *A = ta ? at : a, *B = tb ? bt : b;
+
+	if ((ta && at == NULL) || (tb && bt == NULL)) {
+		/* out of memory for packing: the plain (slow) triple loop */
+		for (int i = 0; i < m; i++)
+			for (int j = 0; j < n; j++) {
+				float s = 0;
+
+				for (int p = 0; p < k; p++)
+					s += (ta ? a[(size_t)p * m + i] : a[(size_t)i * k + p]) *
+					     (tb ? b[(size_t)j * k + p] : b[(size_t)p * n + j]);
+				c[(size_t)i * n + j] =
+					alpha * s + (beta != 0 ? beta * c[(size_t)i * n + j] : 0);
+			}
+		free(at);
+		free(bt);
+		return;
+	}
+	for (int i = 0; i < m; i++) {
+		float *restrict ci = c + (size_t)i * (size_t)n;
+
+		if (beta == 0)
+			memset(ci, 0, (size_t)n * sizeof(*ci));
+		else if (beta != 1)
+			for (int j = 0; j < n; j++)
+				ci[j] *= beta;
+	}
+	for (int p0 = 0; p0 < k; p0 += SG_KB) {
+		int p1 = p0 + SG_KB < k ? p0 + SG_KB : k;
+
+		for (int j0 = 0; j0 < n; j0 += SG_NB) {
+			int j1 = j0 + SG_NB < n ? j0 + SG_NB : n;
+
+			for (int i = 0; i < m; i++) {
+				float *restrict ci = c + (size_t)i * (size_t)n;
+				const float *ai = A + (size_t)i * (size_t)k;
+
+				for (int p = p0; p < p1; p++) {
+					const float *restrict bp = B + (size_t)p * (size_t)n;
+					float s = alpha * ai[p];
+
+					for (int j = j0; j < j1; j++)
+						ci[j] += s * bp[j];
+				}
+			}
+		}
+	}
+	free(at);
+	free(bt);
+}
+
+static int host_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
+		      const float *b, float beta, float *c)
+{
+	if (m < 0 || n < 0 || k < 0)
+		return -EINVAL;
+	tp_host_sgemm(ta, tb, m, n, k, alpha, a, b, beta, c);
+	return 0;
+}
+
 static const struct tp_mem_ops host_ops = {
 	.kind = TP_MEM_HOST,
 	.name = "host",
+	.probe = host_probe,
 	.alloc = host_alloc,
 	.free = host_free,
 	.to_host = host_copy,
 	.from_host = host_copy,
+	.host_alloc = host_alloc,
+	.host_free = host_free,
+	.copy_async = host_copy_async,
+	.copy_wait = host_copy_wait,
+	.reduce = host_reduce,
+	.scale_div = host_scale_div,
+	.sgemm = host_sgemm,
 };
 
 const struct tp_mem_ops *tp_mem_ops_get(enum tp_mem_kind kind)
 {
-	if (kind == TP_MEM_HOST)
+	const struct tp_mem_ops *o = NULL;
+
+	switch (kind) {
+	case TP_MEM_HOST:
 		return &host_ops;
-	errno = ENODEV;
-	return NULL;
+	case TP_MEM_CUDA:
+		o = tp_mem_cuda_ops();
+		break;
+	case TP_MEM_HIP:
+		o = tp_mem_hip_ops();
+		break;
+	default:
+		break;
+	}
+	if (o == NULL)
+		errno = ENODEV;
+	return o;
 }
 
 int tp_mem_kind_parse(const char *s)

@@ -1,14 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * tp_mem: where a collective's buffers live. Each memory kind (host now;
- * CUDA and HIP device memory come as further backends) is one ops table.
- * The transport moves bytes only through host memory; a device backend
- * stages through pinned host buffers with these copies.
+ * tp_mem: where a collective's buffers live. Each memory kind is one ops
+ * table: host memory (always), CUDA and HIP device memory (built when nvcc /
+ * hipcc are found; see transport/README.md). The transport moves bytes only
+ * through host memory; a device backend stages through pinned host buffers
+ * with these copies, and reduces on the device with its own kernels.
+ *
+ * Device backends use two streams: "compute" (reduce, sgemm) and "copy"
+ * (copy_async). Synchronous calls complete before they return. copy_async
+ * returns at once; copy_wait waits for every copy started so far. Buffers
+ * passed to copy_async must be pinned host memory from host_alloc (or
+ * device memory) and stay valid until copy_wait.
  */
 #ifndef TP_MEM_H
 #define TP_MEM_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+#include "tp_reduce.h"
 
 enum tp_mem_kind {
 	TP_MEM_HOST = 0,
@@ -17,20 +27,50 @@ enum tp_mem_kind {
 	TP_MEM_KIND_MAX,
 };
 
-struct tp_mem_ops {
-	enum tp_mem_kind kind;
-	const char *name;
-	/* Allocate len bytes (64-byte aligned for host); NULL + errno. */
-	void *(*alloc)(size_t len);
-	void (*free)(void *p); /* NULL-safe */
-	/* Copies between this kind and host memory; return 0 or -errno. */
-	int (*to_host)(void *host_dst, const void *src, size_t len);
-	int (*from_host)(void *dst, const void *host_src, size_t len);
+enum tp_copy_dir {
+	TP_COPY_TO_HOST = 0, /* device -> pinned host */
+	TP_COPY_FROM_HOST,   /* pinned host -> device */
 };
 
-/* The backend for a kind; NULL + errno ENODEV when not built in. */
+struct tp_mem_ops {
+	enum tp_mem_kind kind;
+	const char *name; /* "host", "cuda", "hip" */
+	/* 0 when a device of this kind is usable now (selects device 0 or
+	 * $ICE_DEVICE); else -ENODEV etc. with the reason in why. */
+	int (*probe)(char *why, size_t len);
+	/* Allocate len bytes of this kind's memory; NULL + errno. */
+	void *(*alloc)(size_t len);
+	void (*free)(void *p); /* NULL-safe */
+	/* Synchronous copies between this kind and host memory; 0 or -errno. */
+	int (*to_host)(void *host_dst, const void *src, size_t len);
+	int (*from_host)(void *dst, const void *host_src, size_t len);
+	/* Pinned (page-locked) host memory for staging; host: aligned malloc. */
+	void *(*host_alloc)(size_t len);
+	void (*host_free)(void *p); /* NULL-safe */
+	/* Asynchronous copy on the copy stream; see above. */
+	int (*copy_async)(void *dst, const void *src, size_t len, enum tp_copy_dir dir);
+	int (*copy_wait)(void);
+	/* dst[i] = dst[i] op src[i], both in this kind's memory, every dtype and
+	 * op of tp_reduce.h (TP_AVG reduces as a sum); complete on return. */
+	int (*reduce)(void *dst, const void *src, size_t count, enum tp_dtype t, enum tp_redop op);
+	/* buf[i] /= n (TP_AVG's final step). */
+	int (*scale_div)(void *buf, size_t count, enum tp_dtype t, int n);
+	/* Row-major fp32 C[m x n] = alpha * op(A) * op(B) + beta * C, where
+	 * op(X) = X or its transpose (ta / tb); A is m x k after op, B k x n.
+	 * All three in this kind's memory; complete on return. */
+	int (*sgemm)(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
+		     const float *b, float beta, float *c);
+};
+
+/* The backend for a kind; NULL + errno ENODEV when not built in. A backend
+ * that is built in may still find no device: call ops->probe(). */
 const struct tp_mem_ops *tp_mem_ops_get(enum tp_mem_kind kind);
 /* "host", "cuda", "hip"; -1 when unknown. */
 int tp_mem_kind_parse(const char *s);
+
+/* Host fp32 GEMM with the sgemm contract above (blocked, vectorised); the
+ * host backend's sgemm and the reference of the device tests. */
+void tp_host_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
+		   const float *b, float beta, float *c);
 
 #endif /* TP_MEM_H */

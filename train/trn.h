@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * trn: mixed-accelerator training — device profiles, model descriptions,
+ * the heterogeneity-aware planner and its step-time predictor. Used by
+ * ice-plan (planning only), ice-devprof (measures profiles) and ice-train
+ * (runs the plan over the transport).
+ *
+ * Units: seconds, bytes, FLOP; bandwidths in GB/s (1e9 B/s), compute in
+ * GFLOP/s (1e9 FLOP/s). Errors: 0 or -errno; file errors fill an
+ * ice_cfg_err naming file, line, key and what was expected.
+ */
+#ifndef TRN_H
+#define TRN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ice_config.h"
+
+#define TRN_MAX_DEVICES 64
+#define TRN_MAX_LAYERS	1024
+#define TRN_NAME_MAX	32
+
+/* ---- device profiles --------------------------------------------------- */
+
+/* What one device does. "kind" is the memory backend a rank on it uses:
+ * host, cuda, hip. An emulated device is host memory whose compute is
+ * padded to the stated speed (trn_emu_*): every report labels it. */
+struct trn_profile {
+	char name[TRN_NAME_MAX]; /* e.g. "h200", "cpu", "emu-fast" */
+	char kind[8];		 /* "host", "cuda", "hip" */
+	bool emulated;		 /* speeds are stated, compute is padded to them */
+	double gflops;		 /* fp32 matrix-multiply throughput */
+	double mem_gbps;	 /* device memory bandwidth (copy, read + write) */
+	double h2d_gbps;	 /* pinned host -> device copy */
+	double d2h_gbps;	 /* device -> pinned host copy */
+	double reduce_gbps;	 /* float sum reduce, bytes of dst per second */
+	char source[96];	 /* "measured by ice-devprof on HOST at DATE" / "stated" */
+};
+
+/* A profile file (YAML):
+ *   devices:
+ *     - name: emu-fast
+ *       kind: host
+ *       emulated: true
+ *       gflops: 6.0
+ *       mem_gbps: 10
+ *       h2d_gbps: 10
+ *       d2h_gbps: 10
+ *       reduce_gbps: 4
+ * Loads up to max profiles; returns how many, or -errno with err filled. */
+int trn_profiles_load(const char *path, struct trn_profile *out, int max, struct ice_cfg_err *err);
+/* Write profiles as such a file (ice-devprof); 0 or -errno. */
+int trn_profiles_save(const char *path, const struct trn_profile *p, int n);
+/* Index of the profile named name, or -1. */
+int trn_profile_find(const struct trn_profile *p, int n, const char *name);
+
+/* ---- model description --------------------------------------------------- */
+
+/* A stack of fully connected layers (what ice-train really computes): layer
+ * l maps in[l] -> out[l] features, fp32 weights in x out. Per sample:
+ * forward 2*in*out FLOP, backward 4*in*out FLOP (input and weight
+ * gradients), gradient in*out*4 bytes, activation out*4 bytes. */
+struct trn_model {
+	char name[TRN_NAME_MAX];
+	int nlayers;
+	int in[TRN_MAX_LAYERS];
+	int out[TRN_MAX_LAYERS];
+	int global_batch; /* samples per training step, over all data-parallel ranks */
+	int micro_batch;  /* samples per micro-batch (pipeline and DP unit) */
+	int bucket_kb;	  /* DP gradient all-reduce bucket size, KiB (default 4096) */
+};
+
+/* A model file (YAML):
+ *   model:
+ *     name: mlp-24
+ *     global_batch: 256
+ *     micro_batch: 8
+ *     bucket_kb: 4096
+ *     layers:
+ *       - {in: 1024, out: 1024, count: 24}
+ * Returns 0 or -errno with err filled. */
+int trn_model_load(const char *path, struct trn_model *m, struct ice_cfg_err *err);
+double trn_layer_fwd_flops(const struct trn_model *m, int l);	/* per sample */
+double trn_layer_bwd_flops(const struct trn_model *m, int l);	/* per sample */
+double trn_layer_param_bytes(const struct trn_model *m, int l); /* = gradient bytes */
+double trn_layer_act_bytes(const struct trn_model *m, int l);	/* per sample, output */
+double trn_model_param_bytes(const struct trn_model *m);
+
+/* ---- network model for the predictor ------------------------------------ */
+
+struct trn_net {
+	double busbw_gbps; /* all-reduce bus bandwidth (nccl-tests definition) */
+	double p2p_gbps;   /* point-to-point (pipeline send/recv) bandwidth */
+	double lat_s;	   /* per-message latency (alpha) */
+	double overlap;	   /* share of DP all-reduce hidden behind backward, 0..1 */
+};
+
+/* ---- data parallel --------------------------------------------------------- */
+
+struct trn_dp_plan {
+	int ndev;
+	int samples[TRN_MAX_DEVICES];	   /* per device per step; sum = global_batch,
+					    * multiples of micro_batch where possible */
+	double compute_s[TRN_MAX_DEVICES]; /* predicted fwd+bwd time per device */
+	double comm_s;			   /* predicted all-reduce time (not hidden) */
+	double step_s;			   /* predicted step time */
+};
+
+/* The split minimising the predicted step time (never worse than even). */
+int trn_plan_dp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
+		const struct trn_net *net, struct trn_dp_plan *out);
+/* The naive split: global_batch / ndev each (remainder to the first). */
+int trn_plan_dp_even(const struct trn_model *m, const struct trn_profile *dev, int ndev,
+		     const struct trn_net *net, struct trn_dp_plan *out);
+/* Fill compute_s, comm_s and step_s for the split in p->samples. */
+int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
+		   const struct trn_net *net, struct trn_dp_plan *p);
+
+/* ---- pipeline parallel (1F1B) -------------------------------------------- */
+
+struct trn_pp_plan {
+	int nstages;			 /* one stage per device, in device order */
+	int first[TRN_MAX_DEVICES];	 /* first layer of stage s */
+	int nlayers[TRN_MAX_DEVICES];	 /* layers of stage s (>= 1) */
+	int micro_batches;		 /* global_batch / micro_batch */
+	double stage_s[TRN_MAX_DEVICES]; /* fwd+bwd of one micro-batch on stage s,
+					  * including its activation sends */
+	double step_s;			 /* predicted 1F1B step time */
+};
+
+/* Contiguous layer split minimising the predicted step time. */
+int trn_plan_pp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
+		const struct trn_net *net, struct trn_pp_plan *out);
+/* The naive split: nlayers / ndev each. */
+int trn_plan_pp_even(const struct trn_model *m, const struct trn_profile *dev, int ndev,
+		     const struct trn_net *net, struct trn_pp_plan *out);
+/* Fill stage_s and step_s for the split in p->first / p->nlayers. */
+int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
+		   const struct trn_net *net, struct trn_pp_plan *p);
+
+/* ---- emulated devices ---------------------------------------------------- */
+
+/* Compute on an emulated device: call trn_emu_begin() before the real
+ * computation (done on the CPU) and trn_emu_end() after; end sleeps until
+ * flops / profile speed has passed since begin. If the CPU was slower than
+ * the stated speed the step overran: counted, and reported by ice-train
+ * (results then measure this CPU, not the profile). */
+struct trn_emu {
+	double gflops;
+	uint64_t t0_ns;
+	uint64_t overruns, calls;
+	double overrun_s; /* total time beyond the stated speed */
+};
+void trn_emu_begin(struct trn_emu *e);
+void trn_emu_end(struct trn_emu *e, double flops);
+
+#endif /* TRN_H */

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * tp_dev: collectives on buffers in any memory kind (tp_mem.h), for mixed
+ * communicators whose ranks sit on different device kinds (CPU, CUDA, HIP
+ * in one job). Every rank runs the same algorithm, so ranks of different
+ * kinds interoperate; each rank decides for itself, per step, where its data
+ * is staged and where its reductions run:
+ *   - TP_STAGE_HOST: the whole buffer is copied to pinned host memory once,
+ *     reduced there by the CPU, copied back at the end;
+ *   - TP_STAGE_DEVICE: received chunks are copied to the device and reduced
+ *     by the device's kernels; only chunks that travel are staged;
+ *   - TP_STAGE_AUTO: the cheaper of the two by the rank's bandwidths
+ *     (tp_dev_set_bw) for this message size.
+ * When every rank is host memory, calls go straight to tp_allreduce & co.
+ * Results: integer types bit-identical to an all-CPU reference; floating
+ * types identical on every rank (each element is reduced once, by the rank
+ * that owns its chunk, in ring order) and within the summation-order
+ * tolerance of the reference.
+ */
+#ifndef TP_DEV_H
+#define TP_DEV_H
+
+#include "tp.h"
+
+enum tp_stage {
+	TP_STAGE_AUTO = 0,
+	TP_STAGE_HOST,
+	TP_STAGE_DEVICE,
+};
+
+struct tp_dev_comm;
+
+/* Wrap a connected communicator; ops is this rank's memory kind. Collective
+ * (exchanges the ranks' kinds over the bootstrap). max_bytes: the largest
+ * buffer used (staging is allocated for it). NULL + errno. */
+struct tp_dev_comm *tp_dev_comm_new(struct tp_comm *c, const struct tp_mem_ops *ops,
+				    size_t max_bytes);
+void tp_dev_comm_free(struct tp_dev_comm *d); /* NULL-safe; not the tp_comm */
+struct tp_comm *tp_dev_comm_base(struct tp_dev_comm *d);
+const struct tp_mem_ops *tp_dev_comm_ops(const struct tp_dev_comm *d);
+/* Kind of every rank's memory (index = rank). */
+enum tp_mem_kind tp_dev_comm_kind(const struct tp_dev_comm *d, int rank);
+/* Bandwidths (GB/s) used by TP_STAGE_AUTO; defaults are conservative. */
+void tp_dev_set_bw(struct tp_dev_comm *d, double h2d_gbps, double d2h_gbps, double dev_reduce_gbps,
+		   double host_reduce_gbps);
+
+/* Collectives on this rank's memory kind (in place when send == recv). */
+int tp_dev_allreduce(struct tp_dev_comm *d, const void *sendbuf, void *recvbuf, size_t count,
+		     enum tp_dtype t, enum tp_redop op, enum tp_stage st);
+int tp_dev_allgather(struct tp_dev_comm *d, const void *sendbuf, void *recvbuf, size_t sendcount,
+		     enum tp_dtype t);
+int tp_dev_sendrecv(struct tp_dev_comm *d, const void *sendbuf, int sendpeer, void *recvbuf,
+		    int recvpeer, size_t count, enum tp_dtype t);
+/* What the last tp_dev_allreduce chose on this rank (never AUTO). */
+enum tp_stage tp_dev_last_stage(const struct tp_dev_comm *d);
+const char *tp_stage_name(enum tp_stage s);
+
+#endif /* TP_DEV_H */

@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Device backends that were not built (no nvcc / hipcc): tp_mem reports
+ * ENODEV for their kinds. Each function is compiled only when its backend
+ * is absent (meson passes ICE_HAVE_CUDA / ICE_HAVE_HIP). */
+#include "tp_mem_dev.h"
+
+#ifndef ICE_HAVE_CUDA
+const struct tp_mem_ops *tp_mem_cuda_ops(void)
+{
+	return NULL;
+}
+#endif
+
+#ifndef ICE_HAVE_HIP
+const struct tp_mem_ops *tp_mem_hip_ops(void)
+{
+	return NULL;
+}
+#endif
