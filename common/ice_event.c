@@ -100,17 +100,23 @@ int ice_event_send_many(struct ice_event_tx *tx, struct ice_event *evs, unsigned
 			memcpy(ev->lib, tx->lib, sizeof(ev->lib));
 	}
 	while (done < n) {
-		unsigned int k = n - done < ICE_EVENT_BATCH_MAX ? n - done : ICE_EVENT_BATCH_MAX;
+		unsigned int k = 0, left = n - done, at = done;
 		int r;
 
-		memset(msg, 0, sizeof(msg[0]) * k);
-		for (unsigned int i = 0; i < k; i++) {
-			iov[i].iov_base = &evs[done + i];
-			iov[i].iov_len = sizeof(evs[0]);
-			msg[i].msg_hdr.msg_name = &tx->to;
-			msg[i].msg_hdr.msg_namelen = sizeof(tx->to);
-			msg[i].msg_hdr.msg_iov = &iov[i];
-			msg[i].msg_hdr.msg_iovlen = 1;
+		/* up to ICE_EVENT_BATCH_MAX datagrams of up to ICE_EVENT_PER_DGRAM records */
+		memset(msg, 0, sizeof(msg));
+		while (left > 0 && k < ICE_EVENT_BATCH_MAX) {
+			unsigned int c = left < ICE_EVENT_PER_DGRAM ? left : ICE_EVENT_PER_DGRAM;
+
+			iov[k].iov_base = &evs[at];
+			iov[k].iov_len = c * sizeof(evs[0]);
+			msg[k].msg_hdr.msg_name = &tx->to;
+			msg[k].msg_hdr.msg_namelen = sizeof(tx->to);
+			msg[k].msg_hdr.msg_iov = &iov[k];
+			msg[k].msg_hdr.msg_iovlen = 1;
+			at += c;
+			left -= c;
+			k++;
 		}
 		r = sendmmsg(tx->fd, msg, k, MSG_DONTWAIT);
 		if (r <= 0) {
@@ -122,7 +128,8 @@ int ice_event_send_many(struct ice_event_tx *tx, struct ice_event *evs, unsigned
 			errno = err;
 			break;
 		}
-		done += (unsigned int)r;
+		for (int i = 0; i < r; i++)
+			done += (unsigned int)(iov[i].iov_len / sizeof(evs[0]));
 	}
 	return (int)done;
 }

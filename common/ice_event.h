@@ -14,6 +14,10 @@
 #define ICE_EVENT_MAGIC	   0x31564549u /* "IEV1" */
 #define ICE_EVENT_VERSION  1
 #define ICE_EVENT_SOCK_FMT "/run/ice/agent-%s.sock"
+/* A datagram carries 1 to ICE_EVENT_PER_DGRAM whole records, back to back:
+ * batching senders pack them, so a burst of calls costs few datagrams
+ * (Linux queues at most net.unix.max_dgram_qlen datagrams per socket). */
+#define ICE_EVENT_PER_DGRAM 32
 
 enum ice_ev_kind {
 	ICE_EV_COMM_INIT = 1, /* a communicator was created (rank of nranks) */
@@ -73,10 +77,10 @@ void ice_event_tx_close(struct ice_event_tx *tx); /* NULL-safe */
 /* Fill magic, version, pid, seq, ts_ns, lib, then send without blocking.
  * Returns 0 or -errno (the event is dropped; nothing else happens). */
 int ice_event_send(struct ice_event_tx *tx, struct ice_event *ev);
-/* Send n events as n datagrams in one system call (sendmmsg), without
- * blocking. Fills magic, version, pid, seq, and lib and ts_ns where they are empty (so
- * a batching caller keeps the call time). Returns the number sent (the rest
- * are dropped and counted) or -errno when none was. */
+/* Send n events packed ICE_EVENT_PER_DGRAM to a datagram, the datagrams in
+ * one system call (sendmmsg), without blocking. Fills magic, version, pid, seq, and lib and ts_ns
+ * where they are empty (so a batching caller keeps the call time). Returns the number sent (the
+ * rest are dropped and counted) or -errno when none was. */
 int ice_event_send_many(struct ice_event_tx *tx, struct ice_event *evs, unsigned int n);
 /* Events this sender dropped (no agent, socket full). */
 uint64_t ice_event_dropped(const struct ice_event_tx *tx);

@@ -99,6 +99,53 @@ static int lock_take(struct agent *a)
 
 /* ---- event socket */
 
+/* Linux queues at most net.unix.max_dgram_qlen datagrams on a unix socket
+ * (10 by default; per network namespace, read when the socket is made).
+ * Bursts of events need more. In a namespace of its own (the test bed's
+ * hosts) the agent raises it before making its socket; in the host's main
+ * namespace it leaves the system setting to the operator and says so. */
+#define EV_QLEN_MIN 512
+
+/* true also when it cannot tell (pid 1's namespace unreadable): then the
+ * system setting is not ours to change */
+static bool in_init_netns(void)
+{
+	char self[64], init[64];
+	ssize_t a = readlink("/proc/self/ns/net", self, sizeof(self) - 1);
+	ssize_t b = readlink("/proc/1/ns/net", init, sizeof(init) - 1);
+
+	if (a <= 0 || b <= 0)
+		return true;
+	self[a] = init[b] = '\0';
+	return strcmp(self, init) == 0;
+}
+
+static void raise_dgram_qlen(void)
+{
+	const char *p = "/proc/sys/net/unix/max_dgram_qlen";
+	FILE *f = fopen(p, "r+");
+	int q = 0;
+
+	if (f == NULL || fscanf(f, "%d", &q) != 1 || q >= EV_QLEN_MIN) {
+		if (f != NULL)
+			fclose(f);
+		return;
+	}
+	if (in_init_netns())
+		ice_info(AGENT_SUB,
+			 "net.unix.max_dgram_qlen is %d: bursts of more than %d events may be "
+			 "dropped; 'sysctl -w net.unix.max_dgram_qlen=%d' raises it",
+			 q, q * ICE_EVENT_PER_DGRAM, EV_QLEN_MIN);
+	else if (rewind(f), fprintf(f, "%d\n", EV_QLEN_MIN) < 0 || fflush(f) != 0)
+		ice_warn(AGENT_SUB, "net.unix.max_dgram_qlen is %d and cannot be raised (%s)", q,
+			 strerror(errno));
+	else
+		ice_info(AGENT_SUB,
+			 "net.unix.max_dgram_qlen raised from %d to %d in this namespace", q,
+			 EV_QLEN_MIN);
+	fclose(f);
+}
+
 static int sock_open(struct agent *a)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -111,6 +158,7 @@ static int sock_open(struct agent *a)
 		a->sock_path[0] = '\0';
 		return -ENAMETOOLONG;
 	}
+	raise_dgram_qlen();
 	a->sock_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (a->sock_fd < 0)
 		return -errno;
@@ -156,37 +204,49 @@ static void announce_qp(struct agent *a, const struct ice_event *ev)
 				    .pid = ev->pid};
 }
 
+static void ev_bad(struct agent *a, ssize_t n, enum agent_ev_verdict v)
+{
+	if (a->self.ev_bad++ < 10)
+		ice_warn(AGENT_SUB, "malformed event dropped (%zd bytes, %s); counting the rest", n,
+			 v == AGENT_EV_SIZE	 ? "wrong size"
+			 : v == AGENT_EV_MAGIC	 ? "wrong magic"
+			 : v == AGENT_EV_VERSION ? "unknown version"
+						 : "unknown kind");
+}
+
 static void sock_drain(struct agent *a)
 {
 	union {
-		struct ice_event ev;
-		char raw[1024];
+		struct ice_event ev[ICE_EVENT_PER_DGRAM];
+		char raw[ICE_EVENT_PER_DGRAM * sizeof(struct ice_event) + 1];
 	} u;
 
 	for (int i = 0; i < 4096; i++) {
 		ssize_t n = recv(a->sock_fd, &u, sizeof(u), MSG_DONTWAIT | MSG_TRUNC);
-		enum agent_ev_verdict v;
+		size_t nrec;
 
 		if (n < 0)
 			return;
-		v = agent_event_check(&u, (size_t)n);
-		if (v != AGENT_EV_OK) {
-			if (a->self.ev_bad++ < 10)
-				ice_warn(AGENT_SUB,
-					 "malformed event dropped (%zd bytes, %s); counting the "
-					 "rest",
-					 n,
-					 v == AGENT_EV_SIZE	 ? "wrong size"
-					 : v == AGENT_EV_MAGIC	 ? "wrong magic"
-					 : v == AGENT_EV_VERSION ? "unknown version"
-								 : "unknown kind");
+		/* a datagram is 1..ICE_EVENT_PER_DGRAM whole records */
+		if (n == 0 || (size_t)n > sizeof(u.ev) || (size_t)n % sizeof(u.ev[0]) != 0) {
+			ev_bad(a, n, AGENT_EV_SIZE);
 			continue;
 		}
-		a->self.ev_ok++;
-		if (u.ev.kind == ICE_EV_QP)
-			announce_qp(a, &u.ev);
-		if (agent_sample_add_event(&a->s[a->cur], &u.ev, EV_MAX_PER_INTERVAL) < 0)
-			a->self.ev_over++;
+		nrec = (size_t)n / sizeof(u.ev[0]);
+		for (size_t r = 0; r < nrec; r++) {
+			enum agent_ev_verdict v = agent_event_check(&u.ev[r], sizeof(u.ev[r]));
+
+			if (v != AGENT_EV_OK) {
+				ev_bad(a, n, v);
+				continue;
+			}
+			a->self.ev_ok++;
+			if (u.ev[r].kind == ICE_EV_QP)
+				announce_qp(a, &u.ev[r]);
+			if (agent_sample_add_event(&a->s[a->cur], &u.ev[r], EV_MAX_PER_INTERVAL) <
+			    0)
+				a->self.ev_over++;
+		}
 	}
 }
 

@@ -387,18 +387,24 @@ static volatile int reader_stop;
 
 static void *reader(void *arg)
 {
-	struct ice_event ev;
+	struct ice_event ev[ICE_EVENT_PER_DGRAM];
 
 	while (!reader_stop) {
-		ssize_t r = recv(sock_fd, &ev, sizeof(ev), 0);
+		/* a datagram: 1..ICE_EVENT_PER_DGRAM whole records */
+		ssize_t r = recv(sock_fd, ev, sizeof(ev), MSG_TRUNC);
 
 		if (r < 0)
 			continue; /* SO_RCVTIMEO */
 		pthread_mutex_lock(&got_lock);
-		if (r != sizeof(ev) || ev.magic != ICE_EVENT_MAGIC)
+		if (r == 0 || (size_t)r > sizeof(ev) || r % sizeof(ev[0]) != 0)
 			nbad++;
-		else if (ngot < MAX_EVENTS)
-			got[ngot++] = ev;
+		for (ssize_t i = 0; (size_t)r <= sizeof(ev) && i < r / (ssize_t)sizeof(ev[0]);
+		     i++) {
+			if (ev[i].magic != ICE_EVENT_MAGIC)
+				nbad++;
+			else if (ngot < MAX_EVENTS)
+				got[ngot++] = ev[i];
+		}
 		pthread_mutex_unlock(&got_lock);
 	}
 	return NULL;

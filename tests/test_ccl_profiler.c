@@ -105,10 +105,14 @@ static char sock_path[108];
 
 static int recv_all(struct ice_event *ev, int max)
 {
+	struct ice_event d[ICE_EVENT_PER_DGRAM];
 	int n = 0;
+	ssize_t r;
 
-	while (n < max && recv(sock_fd, &ev[n], sizeof(ev[n]), 0) == sizeof(ev[n]))
-		n++;
+	/* a datagram: 1..ICE_EVENT_PER_DGRAM whole records */
+	while (n < max && (r = recv(sock_fd, d, sizeof(d), 0)) > 0 && r % sizeof(d[0]) == 0)
+		for (ssize_t i = 0; i < r / (ssize_t)sizeof(d[0]) && n < max; i++)
+			ev[n++] = d[i];
 	return n;
 }
 

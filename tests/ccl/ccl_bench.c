@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ice_event.h"
+
 int ncclAllReduce(const void *s, void *r, size_t n, int t, int op, void *c, void *st);
 int ncclSend(const void *s, size_t n, int t, int peer, void *c, void *st);
 int ncclGroupStart(void);
@@ -60,11 +62,12 @@ static long received;
 
 static void *agent(void *arg)
 {
-	char buf[256];
+	struct ice_event buf[ICE_EVENT_PER_DGRAM];
+	ssize_t n;
 
 	while (!stop)
-		if (recv(agent_fd, buf, sizeof(buf), 0) > 0)
-			received++;
+		if ((n = recv(agent_fd, buf, sizeof(buf), 0)) > 0)
+			received += n / (ssize_t)sizeof(buf[0]); /* records packed per datagram */
 	return NULL;
 }
 
