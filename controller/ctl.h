@@ -162,6 +162,12 @@ int ctl_plan_ecmp(struct ctl_planner *p, struct ctl_demand *d);
 /* The route a given source port takes for the flow (hash-model walk). */
 int ctl_route_of_sport(struct ctl_planner *p, const struct ctl_flow *f, uint16_t sport,
 		       struct ctl_route *out);
+/* A route as the switches it crosses, "leaf1>spine1>leaf2" (how ice-probe
+ * names paths); and back: the flow's equal-cost route through the named
+ * switches (-ENOENT: none). Both 0 or -errno. */
+int ctl_route_name(const struct ctl_planner *p, const struct ctl_route *r, char *buf, size_t len);
+int ctl_route_by_name(struct ctl_planner *p, const struct ctl_flow *f, const char *hops,
+		      struct ctl_route *out);
 /* Set flow->sport to a port in 49152-65535 whose hash path is flow->path:
  * the current port when it already takes that path, else ports spread over
  * the flows of the same NIC pair. 0 or -errno (-ENOENT: no port takes it). */

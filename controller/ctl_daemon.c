@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "ctl_daemon.h"
+#include "ctl_pmap.h"
 #include "ice_log.h"
 #include "ice_time.h"
 
@@ -123,6 +124,13 @@ struct ctld {
 	uint64_t last_pub_ns, last_epoch;
 	uint64_t plans;
 	struct pending pend;
+
+	/* source ports from ice-probe's maps (sports: probe, or auto on kernel ECMP) */
+	bool probe;
+	struct ctl_pmap *pmaps;
+	uint32_t npmaps;
+	uint64_t next_pmap_ns;
+	uint32_t unsteered; /* flows of the last plan that could not be steered */
 };
 
 /* ---- pure helpers (unit-tested) */
@@ -448,6 +456,173 @@ static void read_links(struct ctld *d)
 		d->trig_ms = ts_max;
 		d->trig_seen_ms = ice_wall_ms();
 		snprintf(d->trig_what, sizeof(d->trig_what), "%s", what);
+	}
+}
+
+/* ---- view: ice-probe's port -> path maps */
+
+#define PMAP_REFRESH_NS (1000 * ICE_NSEC_PER_MSEC)
+
+static void pmaps_free(struct ctl_pmap *m, uint32_t n)
+{
+	for (uint32_t i = 0; m != NULL && i < n; i++)
+		ctl_pmap_fini(&m[i]);
+	free(m);
+}
+
+/* Every map of every probing host; on a Redis failure the old ones stay. */
+static void read_pmaps(struct ctld *d)
+{
+	redisReply *hs = rcmd(d, "SMEMBERS ice:%s:probe:hosts", d->cfg.fabric);
+	redisReply **pr = NULL, **mr = NULL;
+	struct ctl_pmap *nm = NULL;
+	size_t nh, npairs = 0, k = 0;
+	uint32_t nn = 0, bad = 0;
+
+	if (hs == NULL || hs->type != REDIS_REPLY_ARRAY)
+		goto out;
+	nh = hs->elements;
+	pr = calloc(nh + 1, sizeof(*pr));
+	if (pr == NULL)
+		goto out;
+	for (size_t i = 0; i < nh; i++)
+		redisAppendCommand(d->rc, "ZRANGE ice:%s:{%s}:probe:pairs 0 -1", d->cfg.fabric,
+				   hs->element[i]->str);
+	if (rpipe(d, nh, pr) < 0) {
+		free(pr);
+		pr = NULL;
+		goto out;
+	}
+	for (size_t i = 0; i < nh; i++)
+		for (size_t j = 0; pr[i]->type == REDIS_REPLY_ARRAY && j < pr[i]->elements; j++) {
+			redisAppendCommand(d->rc, "HGET ice:%s:{%s}:probe:map:%s json",
+					   d->cfg.fabric, hs->element[i]->str,
+					   pr[i]->element[j]->str);
+			npairs++;
+		}
+	mr = calloc(npairs + 1, sizeof(*mr));
+	nm = calloc(npairs + 1, sizeof(*nm));
+	if (mr == NULL || nm == NULL || rpipe(d, npairs, mr) < 0) {
+		free(mr);
+		mr = NULL;
+		goto out;
+	}
+	for (k = 0; k < npairs; k++) {
+		if (mr[k]->type != REDIS_REPLY_STRING)
+			continue; /* expired between the two reads */
+		if (ctl_pmap_parse(mr[k]->str, &nm[nn]) == 0)
+			nn++;
+		else
+			bad++;
+	}
+	if (bad > 0)
+		ice_warn(SUB, "%u probe map(s) unreadable, ignored", bad);
+	if (nn != d->npmaps)
+		ice_info(SUB, "probe maps: %u pair(s) from %zu prober(s)", nn, nh);
+	pmaps_free(d->pmaps, d->npmaps);
+	d->pmaps = nm;
+	d->npmaps = nn;
+	nm = NULL;
+out:
+	if (pr != NULL)
+		freev(pr, hs->elements);
+	free(pr);
+	if (mr != NULL)
+		freev(mr, npairs);
+	free(mr);
+	pmaps_free(nm, nn);
+	if (hs != NULL)
+		freeReplyObject(hs);
+}
+
+/* The newest map of the flow's NIC pair; NULL when none. */
+static const struct ctl_pmap *pmap_for(const struct ctld *d, const struct ctl_flow *f)
+{
+	struct in_addr s = d->topo->ports[f->src_port].addr, t = d->topo->ports[f->dst_port].addr;
+	const struct ctl_pmap *best = NULL;
+
+	for (uint32_t i = 0; i < d->npmaps; i++) {
+		const struct ctl_pmap *m = &d->pmaps[i];
+
+		if (m->src.s_addr == s.s_addr && m->dst.s_addr == t.s_addr &&
+		    (best == NULL || m->ts_ms > best->ts_ms))
+			best = m;
+	}
+	return best;
+}
+
+/* The route source port sport takes: the probe's map in probe mode (-ENOENT
+ * when the map never saw the port or there is no map), else the hash model. */
+static int route_of_sport(struct ctld *d, const struct ctl_flow *f, uint16_t sport,
+			  struct ctl_route *r)
+{
+	const struct ctl_pmap *m;
+	int k;
+
+	if (!d->probe)
+		return ctl_route_of_sport(d->pl, f, sport, r);
+	m = pmap_for(d, f);
+	k = m != NULL ? ctl_pmap_path_of(m, sport) : -1;
+	if (k < 0)
+		return -ENOENT;
+	return ctl_route_by_name(d->pl, f, m->paths[k].name, r);
+}
+
+/* Probe mode, after ctl_plan_sports: each flow gets a port the probe saw
+ * take its planned path (its own port when it is one of them, else the
+ * path's ports in turn). A flow with no map, or planned on a path the probe
+ * never saw, keeps its port and route: counted as unsteered. */
+static void probe_sports(struct ctld *d, struct ctl_demand *dem)
+{
+	uint32_t *turn = calloc((size_t)d->npmaps * 64 + 1, sizeof(*turn));
+	char name[128];
+
+	d->unsteered = 0;
+	for (size_t i = 0; i < dem->n; i++) {
+		struct ctl_flow *f = &dem->flows[i];
+		const struct ctl_pmap *m = pmap_for(d, f);
+		const struct ctl_pmap_path *p;
+		int k = -1;
+
+		if (m != NULL && ctl_route_name(d->pl, &f->path, name, sizeof(name)) == 0)
+			k = ctl_pmap_find(m, name);
+		if (k < 0) {
+			struct ctl_route r = {.idx = -1};
+
+			d->unsteered++;
+			if (f->cur_sport == 0)
+				continue; /* a new flow: the model's port is as good as any */
+			f->sport = f->cur_sport;
+			if (route_of_sport(d, f, f->cur_sport, &r) == 0)
+				f->path = r;
+			continue;
+		}
+		p = &m->paths[k];
+		f->sport = 0;
+		for (uint32_t j = 0; j < p->nports && f->sport == 0; j++)
+			if (p->ports[j] == f->cur_sport)
+				f->sport = f->cur_sport;
+		if (f->sport == 0) {
+			uint32_t *t = turn != NULL && k < 64
+					      ? &turn[(size_t)(m - d->pmaps) * 64 + k]
+					      : NULL;
+
+			f->sport = p->ports[(t != NULL ? (*t)++ : (uint32_t)i) % p->nports];
+		}
+	}
+	free(turn);
+}
+
+/* Probe mode: where plain ECMP puts each flow (its default port) by the
+ * maps, where they know the port. */
+static void probe_ecmp(struct ctld *d, struct ctl_demand *dem)
+{
+	for (size_t i = 0; i < dem->n; i++) {
+		struct ctl_flow *f = &dem->flows[i];
+		struct ctl_route r = {.idx = -1};
+
+		if (route_of_sport(d, f, ctl_sport_default(f->lqpn, f->rqpn), &r) == 0)
+			f->ecmp = r;
 	}
 }
 
@@ -1073,7 +1248,7 @@ static void plan(struct ctld *d)
 		if (q->planned && q->route.idx >= 0)
 			r = q->route;
 		else if (o.mode == CTL_PLAN_REOPT && q->sport_now != 0 &&
-			 ctl_route_of_sport(d->pl, f, q->sport_now, &r) < 0)
+			 route_of_sport(d, f, q->sport_now, &r) < 0)
 			r.idx = -1;
 		if (route_down(d, &r))
 			r.idx = -1;
@@ -1082,8 +1257,13 @@ static void plan(struct ctld *d)
 	ret = ctl_plan_paths(d->pl, &dem, &o, &st);
 	if (ret == 0)
 		ret = ctl_plan_sports(d->pl, &dem);
-	if (ret == 0 && ctl_plan_ecmp(d->pl, &dem) == 0)
+	if (ret == 0 && d->probe)
+		probe_sports(d, &dem);
+	if (ret == 0 && ctl_plan_ecmp(d->pl, &dem) == 0) {
+		if (d->probe)
+			probe_ecmp(d, &dem);
 		ecmp = ctl_max_util(d->pl, &dem, 1);
+	}
 	if (ret == 0 && d->cfg.rates)
 		ret = ctl_plan_rates(d->pl, &dem, 0, d->cfg.headroom);
 	if (ret < 0) {
@@ -1102,6 +1282,11 @@ static void plan(struct ctld *d)
 		down_used += route_down(d, &f->path);
 	}
 	planned_ms = ice_wall_ms();
+	if (d->probe && d->unsteered > 0)
+		ice_info(SUB,
+			 "%u of %zu flows not steered: no probe map of their NIC pair, or the "
+			 "map has no port on the planned path",
+			 d->unsteered, dem.n);
 	ice_info(SUB,
 		 "plan (%s%s%s%s%s): %zu flows (%u announced) on %u hosts, %s: max util %.3f "
 		 "(bound %.3f, ECMP %.3f), moved %u, %.1f ms%s",
@@ -1273,6 +1458,8 @@ struct ctld *ctld_new(const struct ctld_cfg *cfg)
 		ice_err(SUB, "key: %s", err.msg);
 		goto err;
 	}
+	d->probe = cfg->sports == CTLD_SPORTS_PROBE ||
+		   (cfg->sports == CTLD_SPORTS_AUTO && d->topo->ecmp == TOPO_ECMP_KERNEL);
 #define K(f, ...) snprintf(d->f, sizeof(d->f), __VA_ARGS__)
 	K(k_leader, "ice:%s:ctl:leader", cfg->fabric);
 	K(k_epoch, "ice:%s:ctl:epoch", cfg->fabric);
@@ -1284,10 +1471,12 @@ struct ctld *ctld_new(const struct ctld_cfg *cfg)
 #undef K
 	ice_info(SUB,
 		 "ice-controller %s: fabric %s, %s (%u links), every %.0f ms, QPs every %.0f ms, "
-		 "re-optimise every %.1f s, plans live %.1f s, lease %.0f ms%s",
+		 "re-optimise every %.1f s, plans live %.1f s, lease %.0f ms, source ports from "
+		 "%s%s",
 		 cfg->id, cfg->fabric, cfg->topology, d->topo->nlinks, cfg->interval / 1e6,
 		 cfg->qp_interval / 1e6, cfg->reopt / 1e9, cfg->lifetime / 1e9,
-		 cfg->lease_ttl / 1e6, cfg->dry_run ? ", dry run" : "");
+		 cfg->lease_ttl / 1e6, d->probe ? "ice-probe's maps" : "the hash models",
+		 cfg->dry_run ? ", dry run" : "");
 	return d;
 err:
 	ctld_free(d);
@@ -1312,6 +1501,10 @@ int ctld_run(struct ctld *d)
 			if (!d->cfg.dry_run)
 				lease_tick(d);
 			read_links(d);
+			if (d->probe && now >= d->next_pmap_ns) {
+				read_pmaps(d);
+				d->next_pmap_ns = now + PMAP_REFRESH_NS;
+			}
 			if (now >= d->next_qp_ns) {
 				read_qps(d);
 				d->next_qp_ns = now + d->cfg.qp_interval;
@@ -1371,6 +1564,7 @@ void ctld_free(struct ctld *d)
 	free(d->qps);
 	free(d->pend.hosts);
 	ctl_host_plans_free(d->last, d->nlast);
+	pmaps_free(d->pmaps, d->npmaps);
 	ctl_planner_free(d->pl);
 	ctl_policy_free(d->pol);
 	topo_free(d->topo);

@@ -43,6 +43,13 @@ struct ctld_cfg {
 	double search_budget;	/* s: local-search budget per plan; 0 = none */
 	bool dry_run;		/* compute and print plans, publish nothing */
 	bool once;		/* one plan, then exit */
+	int sports;		/* source ports from: CTLD_SPORTS_* */
+};
+
+enum {
+	CTLD_SPORTS_AUTO = 0, /* probe maps when the topology's ECMP is the kernel's */
+	CTLD_SPORTS_MODEL,    /* the topology's switch hash models */
+	CTLD_SPORTS_PROBE,    /* ice-probe's learned port -> path maps in Redis */
 };
 
 extern const struct ice_cfg_field ctld_cfg_fields[];

@@ -51,6 +51,13 @@ const struct ice_cfg_field ctld_cfg_fields[] = {
 	F("dry_run", ICE_CFG_BOOL, dry_run, 0, 0, 0,
 	  "compute and print plans as JSON, publish nothing"),
 	F("once", ICE_CFG_BOOL, once, 0, 0, 0, "plan once, then exit"),
+	{.key = "sports",
+	 .type = ICE_CFG_ENUM,
+	 .offset = offsetof(struct ctld_cfg, sports),
+	 .size = sizeof(int),
+	 .choices = (const char *const[]){"auto", "model", "probe", NULL},
+	 .help = "source ports from: model (switch hash models), probe (ice-probe's maps), "
+		 "auto (probe when the topology's ECMP is the kernel's)"},
 };
 
 const size_t ctld_cfg_nfields = sizeof(ctld_cfg_fields) / sizeof(ctld_cfg_fields[0]);

@@ -1891,6 +1891,75 @@ int ctl_route_of_sport(struct ctl_planner *p, const struct ctl_flow *f, uint16_t
 	return 0;
 }
 
+int ctl_route_name(const struct ctl_planner *p, const struct ctl_route *r, char *buf, size_t len)
+{
+	const struct topo *t = p->t;
+	size_t at = 0;
+
+	if (len == 0 || r->idx < 0 || r->nhops < 2)
+		return -EINVAL;
+	buf[0] = '\0';
+	for (uint32_t h = 1; h < r->nhops; h++) {
+		uint32_t l = r->dlink[h] / 2;
+		uint32_t eg = r->dlink[h] % 2 ? t->links[l].b : t->links[l].a;
+		int n = snprintf(buf + at, len - at, "%s%s", h > 1 ? ">" : "",
+				 t->nodes[t->ports[eg].node].name);
+
+		if (n < 0 || (size_t)n >= len - at)
+			return -ENAMETOOLONG;
+		at += (size_t)n;
+	}
+	return 0;
+}
+
+int ctl_route_by_name(struct ctl_planner *p, const struct ctl_flow *f, const char *hops,
+		      struct ctl_route *out)
+{
+	const struct topo *t = p->t;
+	char buf[256], *save = NULL, *tok;
+	uint32_t src, dn, h = 0, idx = 0;
+	struct dag *g;
+	int ret = flow_dag(p, f, &g, &src);
+
+	if (ret < 0)
+		return ret;
+	if (snprintf(buf, sizeof(buf), "%s", hops) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	tok = strtok_r(buf, ">", &save);
+	if (tok == NULL || strcmp(tok, t->nodes[g->nodes[src].node].name) != 0)
+		return -ENOENT;
+	out->dlink[h++] = dlink_of(t, f->src_port);
+	for (dn = src; h < MAXH;) {
+		const struct dag_node *n = &g->nodes[dn];
+		const struct dag_nh *nh = NULL;
+
+		tok = strtok_r(NULL, ">", &save);
+		if (n->n == 0) {
+			if (tok != NULL)
+				return -ENOENT; /* longer than any equal-cost route */
+			out->dlink[h++] = dlink_of(t, t->ports[f->dst_port].peer);
+			break;
+		}
+		for (uint32_t i = 0; tok != NULL && i < n->n; i++) {
+			const struct dag_nh *c = &g->nh[n->first + i];
+
+			if (c->child < TERM &&
+			    strcmp(t->nodes[g->nodes[c->child].node].name, tok) == 0) {
+				nh = c;
+				break;
+			}
+		}
+		if (nh == NULL)
+			return -ENOENT;
+		out->dlink[h++] = dlink_of(t, nh->eg);
+		idx += nh->off;
+		dn = nh->child;
+	}
+	out->nhops = h;
+	out->idx = (int32_t)idx;
+	return 0;
+}
+
 int ctl_plan_ecmp(struct ctl_planner *p, struct ctl_demand *d)
 {
 	for (size_t i = 0; i < d->n; i++) {

@@ -5,6 +5,7 @@
  * and a clean exit.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -101,23 +102,38 @@ static int lock_take(struct agent *a)
 
 /* Linux queues at most net.unix.max_dgram_qlen datagrams on a unix socket
  * (10 by default; per network namespace, read when the socket is made).
- * Bursts of events need more. In a namespace of its own (the test bed's
- * hosts) the agent raises it before making its socket; in the host's main
- * namespace it leaves the system setting to the operator and says so. */
+ * Bursts of events need more. In a named namespace of its own (the test
+ * bed's hosts) the agent raises it before making its socket; elsewhere it
+ * leaves the system setting to the operator and says so. */
 #define EV_QLEN_MIN 512
 
-/* true also when it cannot tell (pid 1's namespace unreadable): then the
- * system setting is not ours to change */
-static bool in_init_netns(void)
+/* Is our network namespace one that `ip netns add` made (a bind mount in
+ * /run/netns, like the test bed's hosts)? Only then is the setting ours. */
+static bool in_named_netns(void)
 {
-	char self[64], init[64];
+	char self[64], want[64];
 	ssize_t a = readlink("/proc/self/ns/net", self, sizeof(self) - 1);
-	ssize_t b = readlink("/proc/1/ns/net", init, sizeof(init) - 1);
+	DIR *dir;
+	struct dirent *de;
+	bool found = false;
 
-	if (a <= 0 || b <= 0)
-		return true;
-	self[a] = init[b] = '\0';
-	return strcmp(self, init) == 0;
+	if (a <= 0 || (dir = opendir("/run/netns")) == NULL)
+		return false;
+	self[a] = '\0';
+	while (!found && (de = readdir(dir)) != NULL) {
+		char path[300];
+		struct stat st;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/run/netns/%s", de->d_name);
+		if (stat(path, &st) == 0) {
+			snprintf(want, sizeof(want), "net:[%lu]", (unsigned long)st.st_ino);
+			found = strcmp(want, self) == 0;
+		}
+	}
+	closedir(dir);
+	return found;
 }
 
 static void raise_dgram_qlen(void)
@@ -131,7 +147,7 @@ static void raise_dgram_qlen(void)
 			fclose(f);
 		return;
 	}
-	if (in_init_netns())
+	if (!in_named_netns())
 		ice_info(AGENT_SUB,
 			 "net.unix.max_dgram_qlen is %d: bursts of more than %d events may be "
 			 "dropped; 'sysctl -w net.unix.max_dgram_qlen=%d' raises it",

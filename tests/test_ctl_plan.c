@@ -8,6 +8,7 @@
  */
 #include <math.h>
 #include <arpa/inet.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include <cmocka.h>
 
 #include "ctl.h"
+#include "ctl_pmap.h"
 
 #define MBIT 1000000ull
 
@@ -320,6 +322,78 @@ static void test_sports_take_the_path(void **state)
 	ctl_demand_fini(&d);
 	ctl_planner_free(p);
 	topo_free(t);
+}
+
+/* Route names ("leaf1>spine2>leaf3", ice-probe's) round-trip to the same
+ * route for every path of a fat-tree pair; unknown names are refused. */
+static void test_route_names(void **state)
+{
+	struct topo *t = fat_tree(4);
+	struct ctl_planner *p = ctl_planner_new(t);
+	struct ctl_demand d;
+	char name[128];
+	int seen = 0;
+	uint32_t mask = 0;
+
+	ctl_demand_init(&d, CTL_UNIT_BPS);
+	add_flow(&d, t, 0, 15, 50 * MBIT, 0x700);
+	for (uint32_t sp = TOPO_SPORT_BASE; sp < TOPO_SPORT_BASE + 512; sp++) {
+		struct ctl_route r, back;
+
+		assert_int_equal(ctl_route_of_sport(p, &d.flows[0], (uint16_t)sp, &r), 0);
+		assert_int_equal(ctl_route_name(p, &r, name, sizeof(name)), 0);
+		assert_int_equal(ctl_route_by_name(p, &d.flows[0], name, &back), 0);
+		assert_int_equal(back.idx, r.idx);
+		assert_int_equal(back.nhops, r.nhops);
+		assert_memory_equal(back.dlink, r.dlink, r.nhops * sizeof(r.dlink[0]));
+		if (r.idx < 32 && !(mask & (1u << r.idx))) {
+			mask |= 1u << r.idx;
+			seen++;
+		}
+	}
+	assert_int_equal(seen, 4); /* k=4: 4 core paths between pods */
+	{
+		struct ctl_route r;
+
+		assert_int_equal(ctl_route_by_name(p, &d.flows[0], "nowhere", &r), -ENOENT);
+		assert_int_equal(ctl_route_of_sport(p, &d.flows[0], TOPO_SPORT_BASE, &r), 0);
+		assert_int_equal(ctl_route_name(p, &r, name, sizeof(name)), 0);
+		strcat(name, ">extra");
+		assert_int_equal(ctl_route_by_name(p, &d.flows[0], name, &r), -ENOENT);
+	}
+	ctl_demand_fini(&d);
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
+/* ice-probe's map JSON: the fields the controller uses; bad maps refused. */
+static void test_pmap_parse(void **state)
+{
+	struct ctl_pmap m;
+
+	assert_int_equal(
+		ctl_pmap_parse(
+			"{\"src\":\"10.1.0.1\",\"dst\":\"10.2.0.1\",\"ts_ms\":5,"
+			"\"paths\":[{\"id\":0,\"path\":\"leaf1>spine1>leaf2\",\"ports\":[49152,"
+			"49160]},{\"id\":1,\"path\":\"leaf1>spine2>leaf2\",\"ports\":[49153]}]}",
+			&m),
+		0);
+	assert_int_equal(m.npaths, 2);
+	assert_int_equal(m.ts_ms, 5);
+	assert_int_equal(ctl_pmap_path_of(&m, 49160), 0);
+	assert_int_equal(ctl_pmap_path_of(&m, 49153), 1);
+	assert_int_equal(ctl_pmap_path_of(&m, 50000), -1);
+	assert_int_equal(ctl_pmap_find(&m, "leaf1>spine2>leaf2"), 1);
+	assert_int_equal(ctl_pmap_find(&m, "leaf1>spine3>leaf2"), -1);
+	ctl_pmap_fini(&m);
+	assert_int_equal(ctl_pmap_parse("not json", &m), -EINVAL);
+	assert_int_equal(ctl_pmap_parse("{\"src\":\"10.1.0.1\",\"dst\":\"x\",\"paths\":[]}", &m),
+			 -EINVAL);
+	assert_int_equal(ctl_pmap_parse("{\"src\":\"10.1.0.1\",\"dst\":\"10.2.0.1\",\"paths\":["
+					"{\"path\":\"a\",\"ports\":[70000]}]}",
+					&m),
+			 -EINVAL);
+	assert_int_equal(m.npaths, 0);
 }
 
 /* ---- incremental, hysteresis ---------------------------------------------------------- */
@@ -672,6 +746,8 @@ int main(void)
 		cmocka_unit_test(test_never_worse_than_ecmp),
 		cmocka_unit_test(test_routes_match_topo),
 		cmocka_unit_test(test_sports_take_the_path),
+		cmocka_unit_test(test_route_names),
+		cmocka_unit_test(test_pmap_parse),
 		cmocka_unit_test(test_incremental_keeps_old_flows),
 		cmocka_unit_test(test_hysteresis),
 		cmocka_unit_test(test_max_min_rates),

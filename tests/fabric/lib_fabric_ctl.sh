@@ -23,11 +23,12 @@ ctl_cleanup() {
 }
 trap ctl_cleanup EXIT
 
-# ctl_fabric_up PREFIX: fabric ice<PREFIX><sfx>, Redis, key, agents
+# ctl_fabric_up PREFIX [ECMP]: fabric ice<PREFIX><sfx> (ECMP: model, the
+# default, or kernel), Redis, key, agents
 ctl_fabric_up() {
 	name=$1$ICE_SFX
 	port=$((21000 + ICE_SFX))
-	file=$(ice_fab_gen "$name" --hosts-per-leaf 2 --rate 100mbit --mtu 9000 --ecmp model)
+	file=$(ice_fab_gen "$name" --hosts-per-leaf 2 --rate 100mbit --mtu 9000 --ecmp "${2:-model}")
 	local h i=0
 	for h in "${HOSTS[@]}"; do
 		IP[$h]=$(awk -v n="$h" '$0 ~ "name: " n "$" {f=1} f && /addr:/ {sub(/.*addr: /,""); sub(/\/.*/,""); print; exit}' "$file")
