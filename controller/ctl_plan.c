@@ -186,6 +186,11 @@ int ctl_host_plans_build(const struct topo *t, const struct ctl_demand *d,
 					   ->params;
 		else
 			ice_dcqcn_params_default(&e->dcqcn);
+		/* a planned rate: DCQCN may climb back to the flow's fair share at
+		 * full capacity, not past it into the queues of its links */
+		if (e->target_mbps != 0 &&
+		    (e->dcqcn.rp_max_rate == 0 || e->dcqcn.rp_max_rate > e->target_mbps))
+			e->dcqcn.rp_max_rate = e->target_mbps;
 	}
 	qsort(hps, nh, sizeof(*hps), cmp_host_name);
 	free(slot);

@@ -235,6 +235,10 @@ static void test_build_from_demand(void **state)
 
 		assert_int_equal(hps[h].n, 2);
 		assert_true(hps[h].entries[0].start_mbps > 0);
+		/* DCQCN climbs back to the fair share, not past it */
+		for (uint32_t i = 0; i < hps[h].n; i++)
+			assert_int_equal(hps[h].entries[i].dcqcn.rp_max_rate,
+					 hps[h].entries[i].target_mbps);
 		assert_int_equal(ctl_plan_verify(js, &k, 2, NOW, &out, &err), 0);
 		ctl_host_plan_fini(&out);
 		free(js);
