@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Controller failover and agent fallback on a 2x2 leaf-spine (2 hosts per
 # leaf), ice-perf h1 -> h3 and h2 -> h4 running throughout:
-#   1. controllers A and B share a lease (1 s); the leader is killed with
-#      SIGKILL: the standby publishes within 2 s; the publication log
+#   1. controllers A and B share a lease (1 s); the leader is frozen with
+#      SIGSTOP (a hung leader: the split-brain case): the standby publishes
+#      within 2 s; the old leader is thawed (SIGCONT) and must stand down
+#      (its publishing is fenced by the lease); the publication log
 #      (ice:<F>:ctl:log) has strictly increasing epochs and never a plan of
 #      the old leader after one of the new;
 #   2. the last controller is killed: the agents keep the plan for its
@@ -34,7 +36,7 @@ other=$([ "$leader" = A ] && echo B || echo A)
 grep -q '^epoch' "$ICE_TMP/ctl-$other.out" && ctl_fail "the standby $other published while $leader led"
 e0=$(rcli HGET "ice:$name:ctl:published" epoch)
 echo "leader $leader (epoch $e0), standby $other"
-{ kill -KILL "${CP[$leader]}"; wait "${CP[$leader]}"; } 2>/dev/null
+kill -STOP "${CP[$leader]}"
 t0=$(date +%s%N)
 wait_for 4 bash -c "[ \"\$(redis-cli -h $rhost -p $rport HGET 'ice:$name:ctl:published' id)\" = $other ]" ||
 	ctl_fail "the standby did not publish within 4 s"
@@ -44,7 +46,14 @@ e1=$(rcli HGET "ice:$name:ctl:published" epoch)
 echo "failover: $other published epoch $e1 $ms ms after $leader was killed"
 [ "$ms" -lt 2000 ] || ctl_fail "failover took $ms ms (goal < 2000)"
 [ "$e1" -gt "$e0" ] || ctl_fail "epoch went from $e0 to $e1"
-sleep 1
+n_old=$(grep -c '^epoch' "$ICE_TMP/ctl-$leader.out")
+kill -CONT "${CP[$leader]}"
+sleep 1.5
+[ "$(grep -c '^epoch' "$ICE_TMP/ctl-$leader.out")" = "$n_old" ] ||
+	ctl_fail "the thawed old leader $leader published again"
+[ "$(rcli GET "ice:$name:ctl:leader")" = "$other" ] || ctl_fail "the lease left $other"
+echo "the thawed old leader $leader stood down: $(grep -ci 'lease' "$ICE_TMP/ctl-$leader.log") lease messages, no plan"
+{ kill -KILL "${CP[$leader]}"; wait "${CP[$leader]}"; } 2>/dev/null
 rcli XRANGE "ice:$name:ctl:log" - + | python3 -c '
 import sys
 lines = [l.strip() for l in sys.stdin]
