@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * trn_emu: compute padded to the stated speed (duration within tolerance),
+ * and an overrun counted when the work takes longer than the speed allows.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "trn.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Sleeps overshoot under load, never undershoot: every run lasts at least
+ * the stated time, the best of five within scheduling slack of it. */
+static void test_padding(void **state)
+{
+	struct trn_emu e = {.gflops = 2.0};
+	double best = 1e9;
+
+	for (int i = 0; i < 5; i++) {
+		double t0 = now_s(), dt;
+
+		trn_emu_begin(&e);
+		trn_emu_end(&e, 40e6); /* 40 MFLOP at 2 GFLOP/s: 20 ms */
+		dt = now_s() - t0;
+		print_message("padded %.2f ms\n", dt * 1e3);
+		assert_true(dt >= 0.020);
+		assert_true(dt < 1.0);
+		best = dt < best ? dt : best;
+	}
+	assert_true(best < 0.020 + 0.010);
+	assert_int_equal(e.calls, 5);
+	assert_int_equal(e.overruns, 0);
+	assert_true(e.overrun_s == 0);
+}
+
+/* The time the real work took counts towards the stated time. */
+static void test_padding_after_work(void **state)
+{
+	struct trn_emu e = {.gflops = 2.0};
+	struct timespec nap = {.tv_nsec = 8 * 1000 * 1000};
+	double best = 1e9;
+
+	for (int i = 0; i < 5; i++) {
+		double t0 = now_s(), dt;
+
+		trn_emu_begin(&e);
+		nanosleep(&nap, NULL); /* 8 ms of "compute" */
+		trn_emu_end(&e, 40e6);
+		dt = now_s() - t0;
+		assert_true(dt >= 0.020);
+		best = dt < best ? dt : best;
+	}
+	print_message("best %.2f ms (20 ms stated, 8 ms of it real work)\n", best * 1e3);
+	assert_true(best < 0.020 + 0.010);
+	/* an 8 ms nap may overrun 20 ms on a loaded box; that is counted, not
+	 * padded */
+	assert_int_equal(e.calls, 5);
+}
+
+static void test_overrun(void **state)
+{
+	struct trn_emu e = {.gflops = 1.0};
+	struct timespec nap = {.tv_nsec = 30 * 1000 * 1000};
+	double t0, dt;
+
+	trn_emu_begin(&e);
+	nanosleep(&nap, NULL); /* "compute" for 30 ms ... */
+	t0 = now_s();
+	trn_emu_end(&e, 1e6); /* ... of what should take 1 ms */
+	dt = now_s() - t0;
+	assert_int_equal(e.calls, 1);
+	assert_int_equal(e.overruns, 1);
+	assert_true(e.overrun_s >= 0.029 - 0.001);
+	assert_true(e.overrun_s < 0.5);
+	assert_true(dt < 0.05); /* no sleep after an overrun */
+}
+
+static void test_no_speed(void **state)
+{
+	struct trn_emu e = {.gflops = 0};
+
+	trn_emu_begin(&e);
+	trn_emu_end(&e, 1e12);
+	assert_int_equal(e.calls, 1);
+	assert_int_equal(e.overruns, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_padding),
+		cmocka_unit_test(test_padding_after_work),
+		cmocka_unit_test(test_overrun),
+		cmocka_unit_test(test_no_speed),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

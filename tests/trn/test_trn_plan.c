@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * trn planner and predictor: the formulas on hand-computed cases, the DP
+ * and PP planners against brute force over every split of small random
+ * cases, and never worse than the even split.
+ */
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "trn.h"
+
+static struct trn_model m;
+
+static void model_square(int layers, int width, int gb, int mb)
+{
+	memset(&m, 0, sizeof(m));
+	snprintf(m.name, sizeof(m.name), "t");
+	m.nlayers = layers;
+	for (int l = 0; l < layers; l++)
+		m.in[l] = m.out[l] = width;
+	m.global_batch = gb;
+	m.micro_batch = mb;
+	m.bucket_kb = 4096;
+}
+
+static void devs(struct trn_profile *d, const double *gflops, int n)
+{
+	memset(d, 0, sizeof(*d) * (size_t)n);
+	for (int i = 0; i < n; i++) {
+		snprintf(d[i].name, sizeof(d[i].name), "d%d", i);
+		snprintf(d[i].kind, sizeof(d[i].kind), "host");
+		d[i].gflops = gflops[i];
+	}
+}
+
+static void assert_near(double a, double b)
+{
+	if (fabs(a - b) > 1e-12 + 1e-9 * fabs(b))
+		fail_msg("%.15g != %.15g", a, b);
+}
+
+/* ---- DP predictor ------------------------------------------------------------ */
+
+static void test_predict_dp(void **state)
+{
+	struct trn_profile d[2];
+	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 1, .lat_s = 1e-3, .overlap = 0.5};
+	struct trn_dp_plan p = {0};
+	double tb = 1048576 / 1e9 + 1e-3, tl = 854272 / 1e9 + 1e-3;
+
+	devs(d, (double[]){2, 1}, 2);
+	/* one 1000x1000 layer: 6e6 FLOP per sample, 4e6 B of gradients in
+	 * 1 MiB buckets: 3 full + 854272 B ready last */
+	model_square(1, 1000, 12, 1);
+	m.bucket_kb = 1024;
+	p.samples[0] = 8;
+	p.samples[1] = 4;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.compute_s[0], 8 * 6e6 / 2e9);
+	assert_near(p.compute_s[1], 4 * 6e6 / 1e9);
+	/* all-reduce 3 * tb + tl = 8 ms; backward of the slowest 16 ms, half
+	 * of it hides the rest: only the last bucket shows */
+	assert_near(p.comm_s, tl);
+	assert_near(p.step_s, 0.024 + tl);
+	/* less overlap: 8 ms - 0.1 * 16 ms */
+	net.overlap = 0.1;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.comm_s, 3 * tb + tl - 0.1 * 0.016);
+	assert_near(p.step_s, 0.024 + 0.0064);
+	/* four devices: 2 * 3/4 of the bytes per bucket */
+	{
+		struct trn_profile d4[4];
+		struct trn_dp_plan q = {.samples = {3, 3, 3, 3}};
+
+		devs(d4, (double[]){1, 1, 1, 1}, 4);
+		net.overlap = 0;
+		assert_int_equal(trn_predict_dp(&m, d4, 4, &net, &q), 0);
+		assert_near(q.comm_s, 1.5 * 4e6 / 1e9 + 4 * 1e-3);
+		assert_near(q.step_s, 3 * 6e6 / 1e9 + 1.5 * 4e6 / 1e9 + 4e-3);
+	}
+	/* one device: no all-reduce */
+	p.samples[0] = 12;
+	assert_int_equal(trn_predict_dp(&m, d, 1, &net, &p), 0);
+	assert_near(p.comm_s, 0);
+	assert_near(p.step_s, 12 * 6e6 / 2e9);
+	/* samples must add up to the global batch */
+	p.samples[0] = 5;
+	p.samples[1] = 5;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), -EINVAL);
+}
+
+/* ---- DP planner -------------------------------------------------------------- */
+
+static void test_plan_dp_hand(void **state)
+{
+	struct trn_profile d[3];
+	struct trn_net net = {.busbw_gbps = 10, .p2p_gbps = 10, .lat_s = 50e-6, .overlap = 0.8};
+	struct trn_dp_plan p, e;
+
+	/* speeds 2:1, 12 micro-batches -> 8 / 4 */
+	devs(d, (double[]){2, 1}, 2);
+	model_square(4, 256, 48, 4);
+	assert_int_equal(trn_plan_dp(&m, d, 2, &net, &p), 0);
+	assert_int_equal(p.samples[0], 32);
+	assert_int_equal(p.samples[1], 16);
+	assert_int_equal(trn_plan_dp_even(&m, d, 2, &net, &e), 0);
+	assert_int_equal(e.samples[0], 24);
+	assert_int_equal(e.samples[1], 24);
+	assert_true(p.step_s < e.step_s);
+	/* 3:2:1, 12 units -> 6 / 4 / 2 */
+	devs(d, (double[]){3, 2, 1}, 3);
+	model_square(4, 256, 12, 1);
+	assert_int_equal(trn_plan_dp(&m, d, 3, &net, &p), 0);
+	assert_int_equal(p.samples[0], 6);
+	assert_int_equal(p.samples[1], 4);
+	assert_int_equal(p.samples[2], 2);
+	/* even remainder goes to the first device */
+	model_square(4, 256, 14, 1);
+	assert_int_equal(trn_plan_dp_even(&m, d, 3, &net, &e), 0);
+	assert_int_equal(e.samples[0], 6);
+	assert_int_equal(e.samples[1], 4);
+	assert_int_equal(e.samples[2], 4);
+	/* fewer micro-batches than devices: the slow one idles (faster) */
+	devs(d, (double[]){4, 4, 1}, 3);
+	model_square(4, 256, 8, 4);
+	assert_int_equal(trn_plan_dp(&m, d, 3, &net, &p), 0);
+	assert_int_equal(p.samples[0], 4);
+	assert_int_equal(p.samples[1], 4);
+	assert_int_equal(p.samples[2], 0);
+	/* one micro-batch, two equal devices: the even split (cutting the
+	 * micro-batch) is faster and kept */
+	devs(d, (double[]){1, 1}, 2);
+	model_square(4, 256, 2, 2);
+	assert_int_equal(trn_plan_dp(&m, d, 2, &net, &p), 0);
+	assert_int_equal(p.samples[0], 1);
+	assert_int_equal(p.samples[1], 1);
+}
+
+static double frand(double lo, double hi)
+{
+	return lo + (hi - lo) * (double)rand() / RAND_MAX;
+}
+
+/* Every way to give units micro-batches to n devices; the best step. */
+static double dp_brute(struct trn_profile *d, int n, const struct trn_net *net, int dev, int left,
+		       struct trn_dp_plan *p)
+{
+	double best = DBL_MAX;
+
+	if (dev == n - 1) {
+		p->samples[dev] = left * m.micro_batch;
+		if (trn_predict_dp(&m, d, n, net, p) < 0)
+			fail_msg("predict failed");
+		return p->step_s;
+	}
+	for (int k = 0; k <= left; k++) {
+		double s;
+
+		p->samples[dev] = k * m.micro_batch;
+		s = dp_brute(d, n, net, dev + 1, left - k, p);
+		if (s < best)
+			best = s;
+	}
+	return best;
+}
+
+static void test_plan_dp_brute(void **state)
+{
+	srand(12345);
+	for (int iter = 0; iter < 400; iter++) {
+		int n = 1 + rand() % 4, units = 1 + rand() % 9, mb = 1 + rand() % 3;
+		struct trn_profile d[4];
+		double g[4];
+		struct trn_net net = {.busbw_gbps = frand(0.05, 20),
+				      .p2p_gbps = 1,
+				      .lat_s = frand(0, 1e-3),
+				      .overlap = frand(0, 1)};
+		struct trn_dp_plan p, e, scratch = {0};
+		double best;
+
+		for (int i = 0; i < n; i++)
+			g[i] = rand() % 3 == 0 ? 1.0 : frand(0.2, 5); /* ties too */
+		devs(d, g, n);
+		model_square(1 + rand() % 4, 64 + rand() % 512, units * mb, mb);
+		m.bucket_kb = 16 + rand() % 2048;
+		assert_int_equal(trn_plan_dp(&m, d, n, &net, &p), 0);
+		assert_int_equal(trn_plan_dp_even(&m, d, n, &net, &e), 0);
+		best = dp_brute(d, n, &net, 0, units, &scratch);
+		if (p.step_s > best * (1 + 1e-9) && p.step_s > e.step_s * (1 + 1e-9))
+			fail_msg("iter %d: planner %.9g, brute force %.9g", iter, p.step_s, best);
+		assert_true(p.step_s <= best * (1 + 1e-9));
+		assert_true(p.step_s <= e.step_s * (1 + 1e-12));
+		/* the plan's own figures are the predictor's */
+		scratch = p;
+		assert_int_equal(trn_predict_dp(&m, d, n, &net, &scratch), 0);
+		assert_near(scratch.step_s, p.step_s);
+	}
+}
+
+static void test_plan_dp_never_worse(void **state)
+{
+	srand(777);
+	for (int iter = 0; iter < 2000; iter++) {
+		int n = 1 + rand() % 16, mb = 1 + rand() % 8, units = 1 + rand() % 40;
+		struct trn_profile d[16];
+		double g[16];
+		struct trn_net net = {.busbw_gbps = frand(0.01, 50),
+				      .p2p_gbps = 1,
+				      .lat_s = frand(0, 1e-3),
+				      .overlap = frand(0, 1)};
+		struct trn_dp_plan p, e;
+
+		for (int i = 0; i < n; i++)
+			g[i] = frand(0.1, 100);
+		devs(d, g, n);
+		model_square(1 + rand() % 8, 16 + rand() % 1024, units * mb, mb);
+		assert_int_equal(trn_plan_dp(&m, d, n, &net, &p), 0);
+		assert_int_equal(trn_plan_dp_even(&m, d, n, &net, &e), 0);
+		assert_true(p.step_s <= e.step_s * (1 + 1e-12));
+		{
+			int sum = 0;
+
+			for (int i = 0; i < n; i++)
+				sum += p.samples[i];
+			assert_int_equal(sum, m.global_batch);
+		}
+	}
+}
+
+/* ---- PP predictor ------------------------------------------------------------ */
+
+static void test_predict_pp(void **state)
+{
+	struct trn_profile d[3];
+	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 1, .lat_s = 1e-6, .overlap = 0};
+	struct trn_pp_plan p = {0};
+	double send = 4.0 * 100 * 2 / 1e9 + 1e-6;
+
+	devs(d, (double[]){1, 1, 2}, 3);
+	/* 3 layers of 100x100: 6e4 FLOP per sample each; micro-batch 2, 4 of them */
+	model_square(3, 100, 8, 2);
+	p.first[0] = 0;
+	p.nlayers[0] = 2;
+	p.first[1] = 2;
+	p.nlayers[1] = 1;
+	assert_int_equal(trn_predict_pp(&m, d, 2, &net, &p), 0);
+	assert_int_equal(p.micro_batches, 4);
+	assert_near(p.stage_s[0], 2 * 2 * 6e4 / 1e9 + send);
+	assert_near(p.stage_s[1], 2 * 6e4 / 1e9 + send);
+	assert_near(p.step_s, p.stage_s[0] + p.stage_s[1] + 3 * p.stage_s[0]);
+	/* three stages: the middle one sends both ways */
+	for (int s = 0; s < 3; s++) {
+		p.first[s] = s;
+		p.nlayers[s] = 1;
+	}
+	assert_int_equal(trn_predict_pp(&m, d, 3, &net, &p), 0);
+	assert_near(p.stage_s[0], 1.2e-4 + send);
+	assert_near(p.stage_s[1], 1.2e-4 + 2 * send);
+	assert_near(p.stage_s[2], 0.6e-4 + send);
+	assert_near(p.step_s, 3.0e-4 + 4 * send + 3 * (1.2e-4 + 2 * send));
+	/* a split that does not cover the model, or an empty stage */
+	p.nlayers[2] = 0;
+	assert_int_equal(trn_predict_pp(&m, d, 3, &net, &p), -EINVAL);
+	p.nlayers[2] = 1;
+	p.first[2] = 1;
+	assert_int_equal(trn_predict_pp(&m, d, 3, &net, &p), -EINVAL);
+	/* more stages than layers */
+	model_square(2, 100, 8, 2);
+	assert_int_equal(trn_plan_pp(&m, d, 3, &net, &p), -EINVAL);
+	assert_int_equal(trn_plan_pp_even(&m, d, 3, &net, &p), -EINVAL);
+}
+
+/* ---- PP planner -------------------------------------------------------------- */
+
+static void test_plan_pp_hand(void **state)
+{
+	struct trn_profile d[2];
+	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 1000, .lat_s = 0, .overlap = 0};
+	struct trn_pp_plan p, e;
+
+	/* speeds 3:1, 8 equal layers: 6 / 2 */
+	devs(d, (double[]){3, 1}, 2);
+	model_square(8, 256, 64, 4);
+	assert_int_equal(trn_plan_pp(&m, d, 2, &net, &p), 0);
+	assert_int_equal(p.nlayers[0], 6);
+	assert_int_equal(p.nlayers[1], 2);
+	assert_int_equal(p.first[1], 6);
+	assert_int_equal(trn_plan_pp_even(&m, d, 2, &net, &e), 0);
+	assert_int_equal(e.nlayers[0], 4);
+	assert_int_equal(e.nlayers[1], 4);
+	assert_true(p.step_s < e.step_s);
+	/* even: the remainder one each to the first stages */
+	model_square(8, 256, 64, 4);
+	{
+		struct trn_profile d3[3];
+
+		devs(d3, (double[]){1, 1, 1}, 3);
+		assert_int_equal(trn_plan_pp_even(&m, d3, 3, &net, &e), 0);
+		assert_int_equal(e.nlayers[0], 3);
+		assert_int_equal(e.nlayers[1], 3);
+		assert_int_equal(e.nlayers[2], 2);
+	}
+}
+
+static void random_chain(int L)
+{
+	int w = 16 + rand() % 200;
+
+	memset(&m, 0, sizeof(m));
+	m.nlayers = L;
+	for (int l = 0; l < L; l++) {
+		m.in[l] = w;
+		w = 16 + rand() % 200;
+		m.out[l] = w;
+	}
+	m.bucket_kb = 4096;
+}
+
+/* Every contiguous split of L layers into S stages; the best step. */
+static double pp_brute(struct trn_profile *d, int S, const struct trn_net *net, int s, int first,
+		       struct trn_pp_plan *p)
+{
+	double best = DBL_MAX;
+
+	if (s == S - 1) {
+		p->first[s] = first;
+		p->nlayers[s] = m.nlayers - first;
+		if (trn_predict_pp(&m, d, S, net, p) < 0)
+			fail_msg("predict failed");
+		return p->step_s;
+	}
+	for (int n = 1; first + n <= m.nlayers - (S - 1 - s); n++) {
+		double v;
+
+		p->first[s] = first;
+		p->nlayers[s] = n;
+		v = pp_brute(d, S, net, s + 1, first + n, p);
+		if (v < best)
+			best = v;
+	}
+	return best;
+}
+
+static void test_plan_pp_brute(void **state)
+{
+	srand(4242);
+	for (int iter = 0; iter < 600; iter++) {
+		int L = 1 + rand() % 10, S = 1 + rand() % (L < 5 ? L : 5);
+		int mb = 1 + rand() % 8, M = 1 + rand() % 12;
+		struct trn_profile d[5];
+		double g[5];
+		struct trn_net net = {.busbw_gbps = 1,
+				      .p2p_gbps = frand(1e-4, 0.05), /* comm matters */
+				      .lat_s = frand(0, 1e-4),
+				      .overlap = 0};
+		struct trn_pp_plan p, e, scratch = {0};
+		double best;
+
+		for (int i = 0; i < S; i++)
+			g[i] = frand(0.01, 2);
+		devs(d, g, S);
+		random_chain(L);
+		m.micro_batch = mb;
+		m.global_batch = M * mb;
+		assert_int_equal(trn_plan_pp(&m, d, S, &net, &p), 0);
+		assert_int_equal(trn_plan_pp_even(&m, d, S, &net, &e), 0);
+		best = pp_brute(d, S, &net, 0, 0, &scratch);
+		if (p.step_s > best * (1 + 1e-9))
+			fail_msg("iter %d (L %d S %d M %d): planner %.12g, brute force %.12g", iter,
+				 L, S, M, p.step_s, best);
+		assert_true(p.step_s <= e.step_s * (1 + 1e-12));
+		assert_int_equal(p.micro_batches, M);
+		scratch = p;
+		assert_int_equal(trn_predict_pp(&m, d, S, &net, &scratch), 0);
+		assert_near(scratch.step_s, p.step_s);
+	}
+}
+
+static void test_plan_pp_large(void **state)
+{
+	struct trn_profile d[64];
+	double g[64];
+	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 10, .lat_s = 50e-6, .overlap = 0};
+	struct trn_pp_plan p, e;
+
+	/* the largest shapes finish, and beat even */
+	srand(99);
+	for (int i = 0; i < 16; i++)
+		g[i] = i % 2 == 0 ? 10 : 3;
+	devs(d, g, 16);
+	model_square(256, 512, 256, 4);
+	assert_int_equal(trn_plan_pp(&m, d, 16, &net, &p), 0);
+	assert_int_equal(trn_plan_pp_even(&m, d, 16, &net, &e), 0);
+	assert_true(p.step_s < e.step_s);
+	for (int i = 0; i < 8; i++)
+		print_message("stage %d: %d layers\n", i, p.nlayers[i]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_predict_dp),    cmocka_unit_test(test_plan_dp_hand),
+		cmocka_unit_test(test_plan_dp_brute), cmocka_unit_test(test_plan_dp_never_worse),
+		cmocka_unit_test(test_predict_pp),    cmocka_unit_test(test_plan_pp_hand),
+		cmocka_unit_test(test_plan_pp_brute), cmocka_unit_test(test_plan_pp_large),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

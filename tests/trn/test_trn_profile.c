@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * trn profiles: a good file, the example file, save + load round trip, and
+ * every refusal naming file, line, key and expectation. Fixtures here.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "trn.h"
+#include "trn_test_util.h"
+
+static void test_good(void **state)
+{
+	struct trn_profile p[4];
+	struct ice_cfg_err err;
+	char buf[768];
+	int n = trn_profiles_load(trn_fixture("prof_good.yaml"), p, 4, &err);
+
+	if (n < 0)
+		fail_msg("%s", ice_cfg_err_str(&err, buf, sizeof(buf)));
+	assert_int_equal(n, 2);
+	assert_string_equal(p[0].name, "gpu-a");
+	assert_string_equal(p[0].kind, "cuda");
+	assert_false(p[0].emulated);
+	assert_true(p[0].gflops == 50000);
+	assert_true(p[0].mem_gbps == 3000);
+	assert_true(p[0].h2d_gbps == 25);
+	assert_true(p[0].d2h_gbps == 26);
+	assert_true(p[0].reduce_gbps == 900);
+	assert_string_equal(p[0].source, "measured by ice-devprof on box at 2026-01-01T00:00:00Z");
+	assert_string_equal(p[1].name, "emu-slow");
+	assert_string_equal(p[1].kind, "host");
+	assert_true(p[1].emulated);
+	assert_true(p[1].gflops == 1.5);
+	assert_true(p[1].mem_gbps == 0); /* absent: unknown */
+	assert_string_equal(p[1].source, "stated");
+	assert_int_equal(trn_profile_find(p, n, "emu-slow"), 1);
+	assert_int_equal(trn_profile_find(p, n, "gpu-a"), 0);
+	assert_int_equal(trn_profile_find(p, n, "nope"), -1);
+	/* max is honoured */
+	assert_int_equal(trn_profiles_load(trn_fixture("prof_good.yaml"), p, 1, &err), -E2BIG);
+	assert_int_equal(err.line, 12);
+}
+
+static void test_example(void **state)
+{
+	struct trn_profile p[4];
+	struct ice_cfg_err err;
+	char buf[768];
+	int n = trn_profiles_load(trn_example("profiles/emu-2kind.yaml"), p, 4, &err);
+
+	if (n < 0)
+		fail_msg("%s", ice_cfg_err_str(&err, buf, sizeof(buf)));
+	assert_int_equal(n, 2);
+	assert_int_equal(trn_profile_find(p, n, "emu-fast"), 0);
+	assert_int_equal(trn_profile_find(p, n, "emu-slow"), 1);
+	assert_true(p[0].emulated && p[1].emulated);
+	assert_true(p[0].gflops > p[1].gflops);
+}
+
+static void test_round_trip(void **state)
+{
+	struct trn_profile p[2], q[2];
+	struct ice_cfg_err err;
+	char path[] = "/tmp/ice-trn-prof-XXXXXX";
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	close(fd);
+	memset(p, 0, sizeof(p));
+	snprintf(p[0].name, sizeof(p[0].name), "h200");
+	snprintf(p[0].kind, sizeof(p[0].kind), "cuda");
+	p[0].gflops = 51234.5;
+	p[0].mem_gbps = 4100.25;
+	p[0].h2d_gbps = 50.5;
+	p[0].d2h_gbps = 49.75;
+	p[0].reduce_gbps = 1800;
+	snprintf(p[0].source, sizeof(p[0].source), "measured by ice-devprof on \"x\" at 2026");
+	snprintf(p[1].name, sizeof(p[1].name), "emu");
+	snprintf(p[1].kind, sizeof(p[1].kind), "host");
+	p[1].emulated = true;
+	p[1].gflops = 2.5;
+	snprintf(p[1].source, sizeof(p[1].source), "stated");
+	assert_int_equal(trn_profiles_save(path, p, 2), 0);
+	assert_int_equal(trn_profiles_load(path, q, 2, &err), 2);
+	for (int i = 0; i < 2; i++) {
+		assert_string_equal(p[i].name, q[i].name);
+		assert_string_equal(p[i].kind, q[i].kind);
+		assert_string_equal(p[i].source, q[i].source);
+		assert_int_equal(p[i].emulated, q[i].emulated);
+		assert_true(p[i].gflops == q[i].gflops);
+		assert_true(p[i].mem_gbps == q[i].mem_gbps);
+		assert_true(p[i].h2d_gbps == q[i].h2d_gbps);
+		assert_true(p[i].d2h_gbps == q[i].d2h_gbps);
+		assert_true(p[i].reduce_gbps == q[i].reduce_gbps);
+	}
+	unlink(path);
+	assert_true(trn_profiles_save("/nonexistent-dir/x.yaml", p, 1) < 0);
+}
+
+struct bad_case {
+	const char *file;
+	int line;
+	const char *key;
+	const char *expect; /* a piece of the message */
+};
+
+static void test_errors(void **state)
+{
+	static const struct bad_case cases[] = {
+		{"prof_bad_unknown.yaml", 7, "devices[1].gflop", "unknown key"},
+		{"prof_bad_missing.yaml", 5, "devices[1].gflops", "missing required key"},
+		{"prof_bad_zero.yaml", 4, "devices[0].gflops", "> 0"},
+		{"prof_bad_negative.yaml", 6, "devices[0].reduce_gbps", "> 0"},
+		{"prof_bad_number.yaml", 4, "devices[0].gflops", "expected a number"},
+		{"prof_bad_kind.yaml", 3, "devices[0].kind", "host, cuda, hip"},
+		{"prof_bad_top.yaml", 5, "device", "expected 'devices'"},
+		{"prof_bad_dup.yaml", 5, "devices[1].name", "unique"},
+	};
+	struct trn_profile p[4];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct bad_case *c = &cases[i];
+		struct ice_cfg_err err;
+		char buf[768];
+		int ret;
+
+		memset(&err, 0, sizeof(err));
+		ret = trn_profiles_load(trn_fixture(c->file), p, 4, &err);
+		ice_cfg_err_str(&err, buf, sizeof(buf));
+		print_message("%s -> %s\n", c->file, buf);
+		assert_true(ret < 0);
+		assert_non_null(strstr(err.file, c->file));
+		assert_int_equal(err.line, c->line);
+		assert_string_equal(err.key, c->key);
+		assert_non_null(strstr(err.msg, c->expect));
+	}
+}
+
+static void test_missing_file(void **state)
+{
+	struct trn_profile p[1];
+	struct ice_cfg_err err;
+
+	assert_int_equal(trn_profiles_load(trn_fixture("no-such.yaml"), p, 1, &err), -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_good),	     cmocka_unit_test(test_example),
+		cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_missing_file),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ice-devprof: measure a device profile (train/trn.h) on one memory backend
+ * of transport/tp_mem.h, or write a stated (emulated) one.
+ *
+ *   ice-devprof [--kind host|cuda|hip] [--name NAME] [--seconds S]
+ *               [--m 8 --n 1024 --k 1024] [--mb 64] [-o FILE]
+ *   ice-devprof --emulate NAME --gflops X [--mem-gbps X] [--h2d-gbps X]
+ *               [--d2h-gbps X] [--reduce-gbps X] [-o FILE]
+ *
+ * sgemm: C[m x n] = A[m x k] B[k x n] (default: ice-train's layer shape at
+ * micro-batch 8). mem: a copy inside device memory (host: memcpy; device
+ * kinds: scale_div by 1, which reads and writes every byte, as tp_mem has no
+ * device-to-device copy), read + write bytes. h2d / d2h: copy_async +
+ * copy_wait between host_alloc'ed and device buffers. reduce: f32 sum, bytes
+ * of dst. Each figure is the best repetition within its share of --seconds.
+ * With -o the profile replaces the one of the same name in FILE (or is
+ * added); without, it goes to stdout. Exit: 0, 1 failure, 2 bad flags.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ice_log.h"
+#include "tp_mem.h"
+#include "trn.h"
+
+static const char *const kind_names[] = {"host", "cuda", "hip", NULL};
+
+struct devprof_cfg {
+	char name[TRN_NAME_MAX];
+	int kind;
+	double seconds;
+	int64_t m, n, k, mb;
+	char output[512];
+	char emulate[TRN_NAME_MAX];
+	double gflops, mem_gbps, h2d_gbps, d2h_gbps, reduce_gbps;
+};
+
+#define F(key_, t, f, ...)                                                                         \
+	{                                                                                          \
+		.key = key_, .type = t, .offset = offsetof(struct devprof_cfg, f), __VA_ARGS__     \
+	}
+
+static const struct ice_cfg_field devprof_fields[] = {
+	F("name", ICE_CFG_STRING, name, .size = TRN_NAME_MAX,
+	  .help = "profile name (default: the kind)"),
+	F("kind", ICE_CFG_ENUM, kind, .choices = kind_names,
+	  .help = "memory backend to measure: host, cuda, hip (default host)"),
+	F("seconds", ICE_CFG_DOUBLE, seconds, .min = 0.05, .max = 3600,
+	  .help = "measuring time in all (default 2)"),
+	F("m", ICE_CFG_INT, m, .min = 1, .max = 65536, .help = "sgemm rows of A and C (default 8)"),
+	F("n", ICE_CFG_INT, n, .min = 1, .max = 65536,
+	  .help = "sgemm columns of B and C (default 1024)"),
+	F("k", ICE_CFG_INT, k, .min = 1, .max = 65536, .help = "sgemm inner size (default 1024)"),
+	F("mb", ICE_CFG_INT, mb, .min = 1, .max = 16384,
+	  .help = "MiB per buffer of the bandwidth tests (default 64)"),
+	F("output", ICE_CFG_STRING, output, .size = 512,
+	  .help = "profile file to write or update (also -o; default stdout)"),
+	F("emulate", ICE_CFG_STRING, emulate, .size = TRN_NAME_MAX,
+	  .help = "write a stated emulated profile of this name, measure nothing"),
+	F("gflops", ICE_CFG_DOUBLE, gflops, .min = 1e-6, .max = 1e9,
+	  .help = "with --emulate: stated GFLOP/s (required)"),
+	F("mem_gbps", ICE_CFG_DOUBLE, mem_gbps, .min = 1e-6, .max = 1e9,
+	  .help = "with --emulate: stated memory GB/s"),
+	F("h2d_gbps", ICE_CFG_DOUBLE, h2d_gbps, .min = 1e-6, .max = 1e9,
+	  .help = "with --emulate: stated host-to-device GB/s"),
+	F("d2h_gbps", ICE_CFG_DOUBLE, d2h_gbps, .min = 1e-6, .max = 1e9,
+	  .help = "with --emulate: stated device-to-host GB/s"),
+	F("reduce_gbps", ICE_CFG_DOUBLE, reduce_gbps, .min = 1e-6, .max = 1e9,
+	  .help = "with --emulate: stated f32 reduce GB/s"),
+};
+#define NFIELDS (sizeof(devprof_fields) / sizeof(devprof_fields[0]))
+
+static int devprof_finish(void *obj, const char *path, struct ice_cfg_err *err)
+{
+	struct devprof_cfg *c = obj;
+
+	if (c->emulate[0] != '\0') {
+		if (!ice_cfg_name_ok(c->emulate))
+			return ice_cfg_fail(err, path, "emulate",
+					    "expected a name of letters, digits, '.', '-', '_', "
+					    "got '%s'",
+					    c->emulate);
+		if (!(c->gflops > 0))
+			return ice_cfg_fail(err, path, "gflops",
+					    "expected the stated GFLOP/s of emulated device '%s' "
+					    "(--gflops X, X > 0)",
+					    c->emulate);
+		return 0;
+	}
+	if (c->gflops > 0 || c->mem_gbps > 0 || c->h2d_gbps > 0 || c->d2h_gbps > 0 ||
+	    c->reduce_gbps > 0)
+		return ice_cfg_fail(err, path, "gflops",
+				    "stated speeds go with --emulate NAME; without it "
+				    "ice-devprof measures them");
+	if (c->name[0] == '\0')
+		snprintf(c->name, sizeof(c->name), "%s", kind_names[c->kind]);
+	if (!ice_cfg_name_ok(c->name))
+		return ice_cfg_fail(err, path, "name",
+				    "expected a name of letters, digits, '.', '-', '_', got '%s'",
+				    c->name);
+	return 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* One benchmark: run op until budget seconds pass (at least 3 times after a
+ * warm-up); the best repetition's rate of units per second. */
+struct bench {
+	const struct tp_mem_ops *ops;
+	void *a, *b, *c; /* device buffers */
+	void *h;	 /* pinned host buffer */
+	size_t len;
+	int m, n, k;
+};
+
+typedef int (*bench_fn)(struct bench *b);
+
+static int run_sgemm(struct bench *b)
+{
+	return b->ops->sgemm(false, false, b->m, b->n, b->k, 1.0f, b->a, b->b, 0.0f, b->c);
+}
+
+static int run_mem(struct bench *b)
+{
+	if (b->ops->kind == TP_MEM_HOST) {
+		memcpy(b->b, b->a, b->len);
+		return 0;
+	}
+	return b->ops->scale_div(b->a, b->len / sizeof(float), TP_FLOAT32, 1);
+}
+
+static int run_h2d(struct bench *b)
+{
+	int ret = b->ops->copy_async(b->a, b->h, b->len, TP_COPY_FROM_HOST);
+
+	return ret < 0 ? ret : b->ops->copy_wait();
+}
+
+static int run_d2h(struct bench *b)
+{
+	int ret = b->ops->copy_async(b->h, b->a, b->len, TP_COPY_TO_HOST);
+
+	return ret < 0 ? ret : b->ops->copy_wait();
+}
+
+static int run_reduce(struct bench *b)
+{
+	return b->ops->reduce(b->a, b->b, b->len / sizeof(float), TP_FLOAT32, TP_SUM);
+}
+
+static int measure(struct bench *b, bench_fn fn, double units, double budget, double *rate)
+{
+	double best = 0, t_end;
+	int reps = 0, ret = fn(b); /* warm-up */
+
+	if (ret < 0)
+		return ret;
+	t_end = now_s() + budget;
+	while (reps < 3 || now_s() < t_end) {
+		double t0 = now_s(), dt;
+
+		ret = fn(b);
+		if (ret < 0)
+			return ret;
+		dt = now_s() - t0;
+		if (dt > 0 && (best == 0 || dt < best))
+			best = dt;
+		reps++;
+	}
+	*rate = best > 0 ? units / best : 0;
+	return 0;
+}
+
+static int fill(const struct tp_mem_ops *ops, void *dst, size_t len)
+{
+	float *h = malloc(len);
+	int ret;
+
+	if (h == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < len / sizeof(float); i++)
+		h[i] = (float)((i * 7919u) % 1000u) * 1e-3f;
+	ret = ops->from_host(dst, h, len);
+	free(h);
+	return ret;
+}
+
+static int profile_device(const struct devprof_cfg *c, struct trn_profile *p)
+{
+	const struct tp_mem_ops *ops = tp_mem_ops_get((enum tp_mem_kind)c->kind);
+	struct bench b = {.ops = ops};
+	double share = c->seconds / 5, rate;
+	char why[256] = "", host[64] = "?", date[32];
+	time_t t = time(NULL);
+	struct tm tm;
+	int ret;
+
+	if (ops == NULL) {
+		ice_err(ICE_SUB_COMMON, "ice-devprof: the %s backend is not built in",
+			kind_names[c->kind]);
+		return -ENODEV;
+	}
+	ret = ops->probe(why, sizeof(why));
+	if (ret < 0) {
+		ice_err(ICE_SUB_COMMON, "ice-devprof: no %s device: %s", ops->name, why);
+		return ret;
+	}
+	memset(p, 0, sizeof(*p));
+	snprintf(p->name, sizeof(p->name), "%s", c->name);
+	snprintf(p->kind, sizeof(p->kind), "%s", ops->name);
+
+	/* sgemm at the requested shape */
+	b.m = (int)c->m;
+	b.n = (int)c->n;
+	b.k = (int)c->k;
+	b.a = ops->alloc((size_t)b.m * b.k * sizeof(float));
+	b.b = ops->alloc((size_t)b.k * b.n * sizeof(float));
+	b.c = ops->alloc((size_t)b.m * b.n * sizeof(float));
+	ret = -ENOMEM;
+	if (b.a == NULL || b.b == NULL || b.c == NULL)
+		goto out_gemm;
+	ret = fill(ops, b.a, (size_t)b.m * b.k * sizeof(float));
+	if (ret == 0)
+		ret = fill(ops, b.b, (size_t)b.k * b.n * sizeof(float));
+	if (ret == 0)
+		ret = measure(&b, run_sgemm, 2.0 * b.m * b.n * b.k, share, &rate);
+	if (ret == 0)
+		p->gflops = rate / 1e9;
+out_gemm:
+	ops->free(b.c);
+	ops->free(b.b);
+	ops->free(b.a);
+	b.a = b.b = b.c = NULL;
+	if (ret < 0) {
+		ice_err(ICE_SUB_COMMON, "ice-devprof: sgemm %dx%dx%d failed: %s", b.m, b.n, b.k,
+			strerror(-ret));
+		return ret;
+	}
+
+	/* bandwidths over two device buffers and one pinned host buffer */
+	b.len = (size_t)c->mb << 20;
+	b.a = ops->alloc(b.len);
+	b.b = ops->alloc(b.len);
+	b.h = ops->host_alloc(b.len);
+	ret = -ENOMEM;
+	if (b.a == NULL || b.b == NULL || b.h == NULL)
+		goto out_bw;
+	memset(b.h, 0, b.len);
+	ret = fill(ops, b.a, b.len);
+	if (ret == 0)
+		ret = fill(ops, b.b, b.len);
+	if (ret == 0)
+		ret = measure(&b, run_mem, 2.0 * b.len, share, &rate);
+	if (ret == 0) {
+		p->mem_gbps = rate / 1e9;
+		ret = measure(&b, run_h2d, (double)b.len, share, &rate);
+	}
+	if (ret == 0) {
+		p->h2d_gbps = rate / 1e9;
+		ret = measure(&b, run_d2h, (double)b.len, share, &rate);
+	}
+	if (ret == 0) {
+		p->d2h_gbps = rate / 1e9;
+		ret = measure(&b, run_reduce, (double)b.len, share, &rate);
+	}
+	if (ret == 0)
+		p->reduce_gbps = rate / 1e9;
+out_bw:
+	ops->host_free(b.h);
+	ops->free(b.b);
+	ops->free(b.a);
+	if (ret < 0) {
+		ice_err(ICE_SUB_COMMON, "ice-devprof: bandwidth tests (%lld MiB) failed: %s",
+			(long long)c->mb, strerror(-ret));
+		return ret;
+	}
+	gethostname(host, sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	gmtime_r(&t, &tm);
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(p->source, sizeof(p->source), "measured by ice-devprof on %.40s at %.20s", host,
+		 date);
+	return 0;
+}
+
+/* Replace or add p in path (created when absent); stdout without a path. */
+static int write_profile(const char *path, const struct trn_profile *p)
+{
+	static struct trn_profile all[TRN_MAX_DEVICES];
+	struct ice_cfg_err err;
+	char buf[768];
+	int n = 0, idx;
+
+	if (path[0] == '\0')
+		return trn_profiles_save("-", p, 1);
+	if (access(path, F_OK) == 0) {
+		n = trn_profiles_load(path, all, TRN_MAX_DEVICES, &err);
+		if (n < 0) {
+			ice_err(ICE_SUB_COMMON,
+				"ice-devprof: %s exists but is not a profile file, not "
+				"overwriting it: %s",
+				path, ice_cfg_err_str(&err, buf, sizeof(buf)));
+			return n;
+		}
+	}
+	idx = trn_profile_find(all, n, p->name);
+	if (idx < 0) {
+		if (n == TRN_MAX_DEVICES)
+			return -E2BIG;
+		idx = n++;
+	}
+	all[idx] = *p;
+	return trn_profiles_save(path, all, n);
+}
+
+int main(int argc, char **argv)
+{
+	static struct devprof_cfg cfg = {
+		.kind = TP_MEM_HOST, .seconds = 2, .m = 8, .n = 1024, .k = 1024, .mb = 64};
+	struct ice_cfg_cli cli = {
+		.tool = "ice-devprof",
+		.synopsis = "usage: ice-devprof [--kind host|cuda|hip] [--name NAME] [--seconds S] "
+			    "[--m M --n N --k K] [--mb MIB] [-o FILE]\n"
+			    "       ice-devprof --emulate NAME --gflops X [--mem-gbps X] "
+			    "[--h2d-gbps X] [--d2h-gbps X] [--reduce-gbps X] [-o FILE]",
+		.fields = devprof_fields,
+		.nfields = NFIELDS,
+		.obj = &cfg,
+		.finish = devprof_finish,
+	};
+	struct trn_profile p;
+	char *args[256];
+	int ret;
+
+	ice_log_set_level(ICE_LOG_INFO);
+	ice_log_init_env();
+	if (argc > 255) {
+		fprintf(stderr, "ice-devprof: too many arguments\n");
+		return 2;
+	}
+	/* -o FILE is --output FILE */
+	for (int i = 0; i < argc; i++)
+		args[i] = strcmp(argv[i], "-o") == 0 ? "--output" : argv[i];
+	args[argc] = NULL;
+	ret = ice_cfg_parse_args(&cli, argc, args);
+	if (ret != 0)
+		return ret > 0 ? 0 : 2;
+	if (cfg.emulate[0] != '\0') {
+		memset(&p, 0, sizeof(p));
+		snprintf(p.name, sizeof(p.name), "%s", cfg.emulate);
+		snprintf(p.kind, sizeof(p.kind), "host");
+		p.emulated = true;
+		p.gflops = cfg.gflops;
+		p.mem_gbps = cfg.mem_gbps;
+		p.h2d_gbps = cfg.h2d_gbps;
+		p.d2h_gbps = cfg.d2h_gbps;
+		p.reduce_gbps = cfg.reduce_gbps;
+		snprintf(p.source, sizeof(p.source), "stated");
+	} else {
+		ret = profile_device(&cfg, &p);
+		if (ret < 0)
+			return 1;
+		ice_info(ICE_SUB_COMMON,
+			 "%s (%s): sgemm %lldx%lldx%lld %.2f GFLOP/s, mem %.2f GB/s, h2d %.2f "
+			 "GB/s, d2h %.2f GB/s, reduce %.2f GB/s",
+			 p.name, p.kind, (long long)cfg.m, (long long)cfg.n, (long long)cfg.k,
+			 p.gflops, p.mem_gbps, p.h2d_gbps, p.d2h_gbps, p.reduce_gbps);
+	}
+	ret = write_profile(cfg.output, &p);
+	if (ret < 0) {
+		ice_err(ICE_SUB_COMMON, "ice-devprof: cannot write %s: %s",
+			cfg.output[0] != '\0' ? cfg.output : "stdout", strerror(-ret));
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ice-plan: the heterogeneity-aware planner's split next to the even split,
+ * with predicted compute, communication and step times (see README.md).
+ *
+ *   ice-plan --model M.yaml --profiles P.yaml --devices NAME,NAME*COUNT,...
+ *            [--scheme dp|pp|both] [--busbw GBPS] [--p2p GBPS] [--lat 50us]
+ *            [--overlap 0.8] [--json]
+ *
+ * Exit: 0 done, 1 run-time failure, 2 bad configuration.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "ice_log.h"
+#include "trn.h"
+
+enum { SCHEME_DP, SCHEME_PP, SCHEME_BOTH };
+static const char *const scheme_names[] = {"dp", "pp", "both", NULL};
+
+struct plan_cfg {
+	char model[512];
+	char profiles[512];
+	char devices[1024];
+	int scheme;
+	double busbw, p2p, overlap;
+	uint64_t lat_ns;
+	bool json;
+	/* filled by plan_finish() */
+	struct trn_model m;
+	struct trn_profile prof[TRN_MAX_DEVICES];
+	int nprof;
+	struct trn_profile dev[TRN_MAX_DEVICES];
+	int ndev;
+	struct trn_net net;
+};
+
+#define F(k, t, f, ...)                                                                            \
+	{                                                                                          \
+		.key = k, .type = t, .offset = offsetof(struct plan_cfg, f), __VA_ARGS__           \
+	}
+
+static const struct ice_cfg_field plan_fields[] = {
+	F("model", ICE_CFG_STRING, model, .size = 512, .help = "model file (YAML, train/trn.h)"),
+	F("profiles", ICE_CFG_STRING, profiles, .size = 512,
+	  .help = "device profile file (YAML, train/trn.h)"),
+	F("devices", ICE_CFG_STRING, devices, .size = 1024,
+	  .help = "devices in rank/stage order: NAME,NAME,... or NAME*COUNT"),
+	F("scheme", ICE_CFG_ENUM, scheme, .choices = scheme_names,
+	  .help = "dp, pp or both (default both)"),
+	F("busbw", ICE_CFG_DOUBLE, busbw, .min = 1e-6, .max = 1e6,
+	  .help = "all-reduce bus bandwidth, GB/s (default 10)"),
+	F("p2p", ICE_CFG_DOUBLE, p2p, .min = 1e-6, .max = 1e6,
+	  .help = "pipeline send/recv bandwidth, GB/s (default 10)"),
+	F("lat", ICE_CFG_DURATION, lat_ns, .unit = 1000, .min = 0, .max = 10e9,
+	  .help = "per-message latency (default 50us; bare numbers in us)"),
+	F("overlap", ICE_CFG_DOUBLE, overlap, .min = 0, .max = 1,
+	  .help = "share of the DP all-reduce hidden behind backward, 0..1 (default 0.8)"),
+	F("json", ICE_CFG_BOOL, json, .help = "print JSON instead of tables"),
+};
+#define NFIELDS (sizeof(plan_fields) / sizeof(plan_fields[0]))
+
+static void profile_names(const struct plan_cfg *c, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < c->nprof && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%s", i > 0 ? ", " : "",
+					c->prof[i].name);
+}
+
+static int parse_devices(struct plan_cfg *c, struct ice_cfg_err *err)
+{
+	char list[sizeof(c->devices)], names[512], *save = NULL, *tok;
+
+	snprintf(list, sizeof(list), "%s", c->devices);
+	profile_names(c, names, sizeof(names));
+	c->ndev = 0;
+	for (tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		char *star = strchr(tok, '*'), *end = NULL;
+		long count = 1;
+		int idx;
+
+		if (star != NULL) {
+			*star = '\0';
+			errno = 0;
+			count = strtol(star + 1, &end, 10);
+			if (errno != 0 || end == star + 1 || *end != '\0' || count < 1 ||
+			    count > TRN_MAX_DEVICES)
+				return ice_cfg_fail(err, NULL, "devices",
+						    "expected NAME*COUNT with COUNT in [1, %d], "
+						    "got '%s*%s' in '%s'",
+						    TRN_MAX_DEVICES, tok, star + 1, c->devices);
+		}
+		idx = trn_profile_find(c->prof, c->nprof, tok);
+		if (idx < 0)
+			return ice_cfg_fail(err, NULL, "devices",
+					    "expected profile names of %s (%s), got '%s' in '%s'",
+					    c->profiles, names, tok, c->devices);
+		if (c->ndev + count > TRN_MAX_DEVICES)
+			return ice_cfg_fail(err, NULL, "devices",
+					    "expected at most %d devices, got more in '%s'",
+					    TRN_MAX_DEVICES, c->devices);
+		for (long i = 0; i < count; i++)
+			c->dev[c->ndev++] = c->prof[idx];
+	}
+	if (c->ndev == 0)
+		return ice_cfg_fail(err, NULL, "devices",
+				    "expected NAME,NAME,... or NAME*COUNT (profiles: %s), got '%s'",
+				    names, c->devices);
+	return 0;
+}
+
+static int plan_finish(void *obj, const char *path, struct ice_cfg_err *err)
+{
+	struct plan_cfg *c = obj;
+	int n;
+
+	if (c->model[0] == '\0')
+		return ice_cfg_fail(err, path, "model", "expected a model file (--model M.yaml)");
+	if (c->profiles[0] == '\0')
+		return ice_cfg_fail(err, path, "profiles",
+				    "expected a profile file (--profiles P.yaml)");
+	if (c->devices[0] == '\0')
+		return ice_cfg_fail(err, path, "devices",
+				    "expected devices (--devices NAME,NAME*COUNT,...)");
+	n = trn_model_load(c->model, &c->m, err);
+	if (n == -ENOENT)
+		return ice_cfg_fail(err, path, "model", "cannot read '%s': %s", c->model,
+				    strerror(ENOENT));
+	if (n < 0)
+		return n;
+	n = trn_profiles_load(c->profiles, c->prof, TRN_MAX_DEVICES, err);
+	if (n == -ENOENT)
+		return ice_cfg_fail(err, path, "profiles", "cannot read '%s': %s", c->profiles,
+				    strerror(ENOENT));
+	if (n < 0)
+		return n;
+	c->nprof = n;
+	if (parse_devices(c, err) < 0)
+		return -EINVAL;
+	if (c->scheme == SCHEME_PP && c->ndev > c->m.nlayers)
+		return ice_cfg_fail(err, path, "devices",
+				    "expected at most %d devices for a pipeline of %d layers "
+				    "(one stage per device), got %d",
+				    c->m.nlayers, c->m.nlayers, c->ndev);
+	c->net.busbw_gbps = c->busbw;
+	c->net.p2p_gbps = c->p2p;
+	c->net.lat_s = (double)c->lat_ns * 1e-9;
+	c->net.overlap = c->overlap;
+	return 0;
+}
+
+/* ---- efficiency: the mixed job against each device group alone ------------- */
+
+struct group_thr {
+	char name[TRN_NAME_MAX];
+	int count;
+	double thr; /* samples/s alone; 0 when it cannot run alone */
+};
+
+/* Throughput of each profile's devices alone under the scheme; returns the
+ * number of groups. */
+static int groups_alone(const struct plan_cfg *c, bool pp, struct group_thr *g)
+{
+	int ng = 0;
+
+	for (int i = 0; i < c->ndev; i++) {
+		struct trn_profile sub[TRN_MAX_DEVICES];
+		int n = 0, k;
+
+		for (k = 0; k < ng; k++)
+			if (strcmp(g[k].name, c->dev[i].name) == 0)
+				break;
+		if (k < ng)
+			continue;
+		for (int j = 0; j < c->ndev; j++)
+			if (strcmp(c->dev[j].name, c->dev[i].name) == 0)
+				sub[n++] = c->dev[j];
+		snprintf(g[ng].name, sizeof(g[ng].name), "%s", c->dev[i].name);
+		g[ng].count = n;
+		g[ng].thr = 0;
+		if (pp) {
+			struct trn_pp_plan p;
+
+			if (trn_plan_pp(&c->m, sub, n, &c->net, &p) == 0)
+				g[ng].thr = c->m.global_batch / p.step_s;
+		} else {
+			struct trn_dp_plan p;
+
+			if (trn_plan_dp(&c->m, sub, n, &c->net, &p) == 0)
+				g[ng].thr = c->m.global_batch / p.step_s;
+		}
+		ng++;
+	}
+	return ng;
+}
+
+/* Sum of the groups' throughputs; 0 when one of them cannot run alone. */
+static double group_sum(const struct group_thr *g, int ng)
+{
+	double s = 0;
+
+	for (int k = 0; k < ng; k++) {
+		if (!(g[k].thr > 0))
+			return 0;
+		s += g[k].thr;
+	}
+	return s;
+}
+
+/* ---- text ------------------------------------------------------------------ */
+
+static const char *emu_mark(const struct trn_profile *p)
+{
+	return p->emulated ? "*" : "";
+}
+
+static void print_header(const struct plan_cfg *c)
+{
+	const struct trn_model *m = &c->m;
+	double fb = 0;
+	bool emu = false;
+
+	for (int l = 0; l < m->nlayers; l++)
+		fb += trn_layer_fwd_flops(m, l) + trn_layer_bwd_flops(m, l);
+	printf("model %s: %d layers, %.2f MB of parameters, %.1f MFLOP fwd+bwd per sample, "
+	       "global batch %d, micro-batch %d (%d micro-batches), bucket %d KiB\n",
+	       m->name, m->nlayers, trn_model_param_bytes(m) / 1e6, fb / 1e6, m->global_batch,
+	       m->micro_batch, m->global_batch / m->micro_batch, m->bucket_kb);
+	printf("network: all-reduce busbw %g GB/s, p2p %g GB/s, latency %g us, overlap %g\n",
+	       c->net.busbw_gbps, c->net.p2p_gbps, c->net.lat_s * 1e6, c->net.overlap);
+	printf("devices:\n");
+	for (int i = 0; i < c->ndev; i++) {
+		printf("  %2d %-14s %-4s %8.3g GFLOP/s  %s%s\n", i, c->dev[i].name, c->dev[i].kind,
+		       c->dev[i].gflops,
+		       c->dev[i].emulated ? "EMULATED (stated speed, compute padded); " : "",
+		       c->dev[i].source);
+		emu = emu || c->dev[i].emulated;
+	}
+	if (emu)
+		printf("  (* below: an emulated profile — figures are the stated speeds, "
+		       "not hardware)\n");
+}
+
+static void print_eff(const struct plan_cfg *c, bool pp, double thr_plan, double thr_even)
+{
+	struct group_thr g[TRN_MAX_DEVICES];
+	int ng = groups_alone(c, pp, g);
+	double sum = group_sum(g, ng);
+
+	printf("  each device group alone (%s):", pp ? "pp" : "dp");
+	for (int k = 0; k < ng; k++) {
+		if (g[k].thr > 0)
+			printf(" %s x%d %.2f samples/s;", g[k].name, g[k].count, g[k].thr);
+		else
+			printf(" %s x%d cannot run alone;", g[k].name, g[k].count);
+	}
+	printf("\n");
+	if (sum > 0)
+		printf("  mixed-training efficiency (throughput / sum of groups alone): "
+		       "planner %.1f%%, even %.1f%%\n",
+		       100 * thr_plan / sum, 100 * thr_even / sum);
+	else
+		printf("  mixed-training efficiency: n/a (a group cannot run alone)\n");
+}
+
+static void print_dp(const struct plan_cfg *c, const struct trn_dp_plan *p,
+		     const struct trn_dp_plan *e)
+{
+	double tp = c->m.global_batch / p->step_s, te = c->m.global_batch / e->step_s;
+
+	printf("\ndata parallel (gradient all-reduce of %.2f MB in %d KiB buckets)\n",
+	       trn_model_param_bytes(&c->m) / 1e6, c->m.bucket_kb);
+	printf("  %-3s %-15s | %-8s %-10s | %-8s %-10s\n", "dev", "profile", "planner", "", "even",
+	       "");
+	printf("  %-3s %-15s | %8s %10s | %8s %10s\n", "", "", "samples", "compute_s", "samples",
+	       "compute_s");
+	for (int i = 0; i < c->ndev; i++) {
+		char nm[40];
+
+		snprintf(nm, sizeof(nm), "%s%s", c->dev[i].name, emu_mark(&c->dev[i]));
+		printf("  %-3d %-15s | %8d %10.4f | %8d %10.4f\n", i, nm, p->samples[i],
+		       p->compute_s[i], e->samples[i], e->compute_s[i]);
+	}
+	printf("  %-19s | %19.4f | %19.4f\n", "comm_s (exposed)", p->comm_s, e->comm_s);
+	printf("  %-19s | %19.4f | %19.4f\n", "step_s", p->step_s, e->step_s);
+	printf("  %-19s | %19.2f | %19.2f\n", "samples/s", tp, te);
+	printf("  gain of the planner over even: %+.1f%% throughput\n", 100 * (tp / te - 1));
+	print_eff(c, false, tp, te);
+}
+
+/* Compute part of a stage's time per micro-batch (the rest is its sends). */
+static double stage_compute(const struct plan_cfg *c, const struct trn_pp_plan *p, int s)
+{
+	double f = 0;
+
+	for (int l = p->first[s]; l < p->first[s] + p->nlayers[s]; l++)
+		f += trn_layer_fwd_flops(&c->m, l) + trn_layer_bwd_flops(&c->m, l);
+	return f * c->m.micro_batch / (c->dev[s].gflops * 1e9);
+}
+
+static void print_pp(const struct plan_cfg *c, const struct trn_pp_plan *p,
+		     const struct trn_pp_plan *e)
+{
+	double tp = c->m.global_batch / p->step_s, te = c->m.global_batch / e->step_s;
+
+	printf("\npipeline parallel (1F1B, %d micro-batches of %d, one stage per device; "
+	       "times per micro-batch)\n",
+	       p->micro_batches, c->m.micro_batch);
+	printf("  %-3s %-15s | %-39s | %-39s\n", "stg", "profile", "planner", "even");
+	printf("  %-3s %-15s | %-7s %10s %9s %10s | %-7s %10s %9s %10s\n", "", "", "layers",
+	       "compute_s", "send_s", "stage_s", "layers", "compute_s", "send_s", "stage_s");
+	for (int s = 0; s < p->nstages; s++) {
+		double cp = stage_compute(c, p, s), ce = stage_compute(c, e, s);
+		char nm[40], lp[24], le[24];
+
+		snprintf(nm, sizeof(nm), "%s%s", c->dev[s].name, emu_mark(&c->dev[s]));
+		snprintf(lp, sizeof(lp), "%d-%d", p->first[s], p->first[s] + p->nlayers[s] - 1);
+		snprintf(le, sizeof(le), "%d-%d", e->first[s], e->first[s] + e->nlayers[s] - 1);
+		printf("  %-3d %-15s | %-7s %10.5f %9.6f %10.5f | %-7s %10.5f %9.6f %10.5f\n", s,
+		       nm, lp, cp, p->stage_s[s] - cp, p->stage_s[s], le, ce, e->stage_s[s] - ce,
+		       e->stage_s[s]);
+	}
+	printf("  %-19s | %39.4f | %39.4f\n", "step_s", p->step_s, e->step_s);
+	printf("  %-19s | %39.2f | %39.2f\n", "samples/s", tp, te);
+	printf("  gain of the planner over even: %+.1f%% throughput\n", 100 * (tp / te - 1));
+	print_eff(c, true, tp, te);
+}
+
+/* ---- JSON ------------------------------------------------------------------- */
+
+static json_t *json_dp(const struct plan_cfg *c, const struct trn_dp_plan *p)
+{
+	json_t *o = json_object(), *s = json_array(), *cs = json_array();
+
+	for (int i = 0; i < p->ndev; i++) {
+		json_array_append_new(s, json_integer(p->samples[i]));
+		json_array_append_new(cs, json_real(p->compute_s[i]));
+	}
+	json_object_set_new(o, "samples", s);
+	json_object_set_new(o, "compute_s", cs);
+	json_object_set_new(o, "comm_s", json_real(p->comm_s));
+	json_object_set_new(o, "step_s", json_real(p->step_s));
+	json_object_set_new(o, "samples_per_s", json_real(c->m.global_batch / p->step_s));
+	return o;
+}
+
+static json_t *json_pp(const struct plan_cfg *c, const struct trn_pp_plan *p)
+{
+	json_t *o = json_object(), *f = json_array(), *n = json_array(), *st = json_array();
+	json_t *cs = json_array();
+
+	for (int s = 0; s < p->nstages; s++) {
+		json_array_append_new(cs, json_real(stage_compute(c, p, s)));
+		json_array_append_new(f, json_integer(p->first[s]));
+		json_array_append_new(n, json_integer(p->nlayers[s]));
+		json_array_append_new(st, json_real(p->stage_s[s]));
+	}
+	json_object_set_new(o, "first", f);
+	json_object_set_new(o, "nlayers", n);
+	json_object_set_new(o, "compute_s", cs);
+	json_object_set_new(o, "stage_s", st);
+	json_object_set_new(o, "micro_batches", json_integer(p->micro_batches));
+	json_object_set_new(o, "step_s", json_real(p->step_s));
+	json_object_set_new(o, "samples_per_s", json_real(c->m.global_batch / p->step_s));
+	return o;
+}
+
+static json_t *json_scheme(const struct plan_cfg *c, bool pp, json_t *plan, json_t *even, double tp,
+			   double te)
+{
+	struct group_thr g[TRN_MAX_DEVICES];
+	int ng = groups_alone(c, pp, g);
+	double sum = group_sum(g, ng);
+	json_t *o = json_object(), *ga = json_array();
+
+	json_object_set_new(o, "planner", plan);
+	json_object_set_new(o, "even", even);
+	json_object_set_new(o, "gain", json_real(tp / te - 1));
+	for (int k = 0; k < ng; k++)
+		json_array_append_new(ga,
+				      json_pack("{s:s, s:i, s:f}", "profile", g[k].name, "count",
+						g[k].count, "samples_per_s", g[k].thr));
+	json_object_set_new(o, "groups_alone", ga);
+	if (sum > 0) {
+		json_object_set_new(o, "efficiency", json_real(tp / sum));
+		json_object_set_new(o, "efficiency_even", json_real(te / sum));
+	}
+	return o;
+}
+
+static int print_json(const struct plan_cfg *c, const struct trn_dp_plan *dp,
+		      const struct trn_dp_plan *dpe, const struct trn_pp_plan *pp,
+		      const struct trn_pp_plan *ppe)
+{
+	json_t *root = json_object(), *devs = json_array();
+	int ret;
+
+	json_object_set_new(root, "model",
+			    json_pack("{s:s, s:i, s:i, s:i, s:i, s:f}", "name", c->m.name, "layers",
+				      c->m.nlayers, "global_batch", c->m.global_batch,
+				      "micro_batch", c->m.micro_batch, "bucket_kb", c->m.bucket_kb,
+				      "param_bytes", trn_model_param_bytes(&c->m)));
+	for (int i = 0; i < c->ndev; i++)
+		json_array_append_new(
+			devs, json_pack("{s:s, s:s, s:b, s:f, s:s}", "profile", c->dev[i].name,
+					"kind", c->dev[i].kind, "emulated", c->dev[i].emulated,
+					"gflops", c->dev[i].gflops, "source", c->dev[i].source));
+	json_object_set_new(root, "devices", devs);
+	json_object_set_new(root, "net",
+			    json_pack("{s:f, s:f, s:f, s:f}", "busbw_gbps", c->net.busbw_gbps,
+				      "p2p_gbps", c->net.p2p_gbps, "lat_s", c->net.lat_s, "overlap",
+				      c->net.overlap));
+	if (dp != NULL)
+		json_object_set_new(root, "dp",
+				    json_scheme(c, false, json_dp(c, dp), json_dp(c, dpe),
+						c->m.global_batch / dp->step_s,
+						c->m.global_batch / dpe->step_s));
+	if (pp != NULL)
+		json_object_set_new(root, "pp",
+				    json_scheme(c, true, json_pp(c, pp), json_pp(c, ppe),
+						c->m.global_batch / pp->step_s,
+						c->m.global_batch / ppe->step_s));
+	ret = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+	printf("\n");
+	json_decref(root);
+	return ret < 0 ? -EIO : 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct plan_cfg cfg = {
+		.scheme = SCHEME_BOTH, .busbw = 10, .p2p = 10, .lat_ns = 50000, .overlap = 0.8};
+	struct ice_cfg_cli cli = {
+		.tool = "ice-plan",
+		.synopsis = "usage: ice-plan --model M.yaml --profiles P.yaml --devices "
+			    "NAME,NAME*COUNT,... [--scheme dp|pp|both] [--busbw GBPS] [--p2p GBPS] "
+			    "[--lat 50us] [--overlap 0.8] [--json]",
+		.fields = plan_fields,
+		.nfields = NFIELDS,
+		.obj = &cfg,
+		.finish = plan_finish,
+	};
+	struct trn_dp_plan dp, dpe;
+	struct trn_pp_plan pp, ppe;
+	bool do_dp, do_pp;
+	int ret;
+
+	ice_log_set_level(ICE_LOG_WARN);
+	ice_log_init_env();
+	ret = ice_cfg_parse_args(&cli, argc, argv);
+	if (ret != 0)
+		return ret > 0 ? 0 : 2;
+	do_dp = cfg.scheme != SCHEME_PP;
+	do_pp = cfg.scheme != SCHEME_DP;
+	if (do_pp && cfg.ndev > cfg.m.nlayers) {
+		fprintf(stderr,
+			"ice-plan: no pipeline plan: %d devices but %d layers (one stage per "
+			"device)\n",
+			cfg.ndev, cfg.m.nlayers);
+		do_pp = false;
+	}
+	if (do_dp) {
+		ret = trn_plan_dp(&cfg.m, cfg.dev, cfg.ndev, &cfg.net, &dp);
+		if (ret == 0)
+			ret = trn_plan_dp_even(&cfg.m, cfg.dev, cfg.ndev, &cfg.net, &dpe);
+		if (ret < 0) {
+			ice_err(ICE_SUB_COMMON, "ice-plan: data-parallel plan failed: %s",
+				strerror(-ret));
+			return 1;
+		}
+	}
+	if (do_pp) {
+		ret = trn_plan_pp(&cfg.m, cfg.dev, cfg.ndev, &cfg.net, &pp);
+		if (ret == 0)
+			ret = trn_plan_pp_even(&cfg.m, cfg.dev, cfg.ndev, &cfg.net, &ppe);
+		if (ret < 0) {
+			ice_err(ICE_SUB_COMMON, "ice-plan: pipeline plan failed: %s",
+				strerror(-ret));
+			return 1;
+		}
+	}
+	if (cfg.json)
+		return print_json(&cfg, do_dp ? &dp : NULL, do_dp ? &dpe : NULL, do_pp ? &pp : NULL,
+				  do_pp ? &ppe : NULL) < 0;
+	print_header(&cfg);
+	if (do_dp)
+		print_dp(&cfg, &dp, &dpe);
+	if (do_pp)
+		print_pp(&cfg, &pp, &ppe);
+	return 0;
+}
