@@ -305,8 +305,14 @@ static const char LUA_RENEW[] = "if redis.call('GET', KEYS[1]) == ARGV[1] then "
 static const char LUA_RELEASE[] =
 	"if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) "
 	"else return 0 end";
-static const char LUA_EPOCH[] = "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end "
-				"return redis.call('INCR', KEYS[2])";
+/* The next epoch, above ARGV[2] (the highest this controller and the agents
+ * know: a restarted Redis has forgotten the counter, the agents have not). */
+static const char LUA_EPOCH[] =
+	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end "
+	"local e = redis.call('INCR', KEYS[2]) "
+	"local floor = tonumber(ARGV[2]) "
+	"if e <= floor then e = floor + 1 redis.call('SET', KEYS[2], e) end "
+	"return e";
 static const char LUA_PUBLISH[] =
 	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end "
 	"local last = tonumber(redis.call('HGET', KEYS[2], 'epoch') or '0') "
@@ -1084,6 +1090,33 @@ static void dry_print(struct ctld *d, struct ctl_host_plan *hps, uint32_t nh,
 	json_decref(o);
 }
 
+/* The highest epoch known: ours, and what the agents accepted last. */
+static uint64_t epoch_floor(struct ctld *d)
+{
+	redisReply **r = calloc(d->nhosts + 1, sizeof(*r));
+	uint64_t floor = d->last_epoch;
+
+	if (r == NULL)
+		return floor;
+	for (uint32_t i = 0; i < d->nhosts; i++)
+		redisAppendCommand(d->rc, "HMGET ice:%s:{%s}:plan:applied epoch last_epoch",
+				   d->cfg.fabric, d->hosts[i].name);
+	if (rpipe(d, d->nhosts, r) == 0) {
+		for (uint32_t i = 0; i < d->nhosts; i++)
+			for (size_t j = 0; r[i]->type == REDIS_REPLY_ARRAY && j < r[i]->elements;
+			     j++) {
+				const char *v = r[i]->element[j]->str;
+				uint64_t e = v != NULL ? strtoull(v, NULL, 10) : 0;
+
+				if (e > floor)
+					floor = e;
+			}
+		freev(r, d->nhosts);
+	}
+	free(r);
+	return floor;
+}
+
 static int publish(struct ctld *d, struct ctl_host_plan *hps, uint32_t nh, uint64_t *epoch_out)
 {
 	const char **argv = calloc(2 * (size_t)nh + 16, sizeof(char *));
@@ -1095,7 +1128,8 @@ static int publish(struct ctld *d, struct ctl_host_plan *hps, uint32_t nh, uint6
 
 	if (argv == NULL || own == NULL)
 		goto out;
-	r = rcmd(d, "EVAL %s 2 %s %s %s", LUA_EPOCH, d->k_leader, d->k_epoch, d->cfg.id);
+	snprintf(ep, sizeof(ep), "%" PRIu64, epoch_floor(d));
+	r = rcmd(d, "EVAL %s 2 %s %s %s %s", LUA_EPOCH, d->k_leader, d->k_epoch, d->cfg.id, ep);
 	if (r == NULL)
 		goto out;
 	if (r->type != REDIS_REPLY_INTEGER || r->integer <= 0) {

@@ -298,7 +298,7 @@ static void conn_up(struct agent_plan *p, uint64_t now_ns)
 	freeReplyObject(r);
 	p->backoff_s = BACKOFF_MIN_S;
 	p->fetch = true; /* whatever is there now */
-	p->wb_due = p->wb_due || p->have;
+	p->wb_due = p->wb_due || p->have || p->last_epoch > 0;
 	ice_info(AGENT_SUB, "plans: subscribed to %s", p->pkey);
 }
 
@@ -318,10 +318,11 @@ static void fetch(struct agent_plan *p, uint64_t now_ns)
 
 static void write_back(struct agent_plan *p, uint64_t now_ns)
 {
-	char e[24], ts[24], n[16], ab[16], rs[24], now[24];
+	char e[24], ts[24], n[16], ab[16], rs[24], now[24], le[24];
 	unsigned ncmd = 0;
 
 	snprintf(now, sizeof(now), "%" PRIu64, ice_wall_ms());
+	snprintf(le, sizeof(le), "%" PRIu64, p->last_epoch);
 	if (p->wb_due && p->have) {
 		snprintf(e, sizeof(e), "%" PRIu64, p->cur.epoch);
 		snprintf(ts, sizeof(ts), "%" PRIu64, p->applied_ms);
@@ -329,8 +330,13 @@ static void write_back(struct agent_plan *p, uint64_t now_ns)
 		snprintf(ab, sizeof(ab), "%u", p->absent);
 		redisAppendCommand(p->cmd,
 				   "HSET %s epoch %s ts_ms %s qps %s absent %s state applied "
-				   "updated_ms %s",
-				   p->akey, e, ts, n, ab, now);
+				   "updated_ms %s last_epoch %s",
+				   p->akey, e, ts, n, ab, now, le);
+		ncmd++;
+	} else if (p->wb_due && p->last_epoch > 0) {
+		/* after a reconnect without a plan in force (a restarted Redis):
+		 * the controller numbers its next plans above this */
+		redisAppendCommand(p->cmd, "HSET %s last_epoch %s", p->akey, le);
 		ncmd++;
 	}
 	if (p->expired_due) {

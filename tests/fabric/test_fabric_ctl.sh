@@ -8,15 +8,19 @@
 #   2. leaf1:spine2 goes down (ice-fabric link records it in Redis): a new
 #      plan uses no down link; the reaction time is printed;
 #   3. an all-reduce between h1 and h3 is announced (COLL_START in the
-#      hosts' event streams): a plan with start rates; reaction time printed.
+#      hosts' event streams): a plan with start rates; reaction time printed;
+#   4. Redis dies (traffic keeps flowing) and restarts empty: the agents
+#      register again, the controller's next plans carry epochs above the
+#      ones the agents accepted (the counter in Redis started from 0), and
+#      the agents apply them.
 . "$(dirname "$0")/lib_fabric.sh"
 . "$(dirname "$0")/lib_fabric_ctl.sh"
 ctl_fabric_up ct
 
 # 1. a collision first
 for ((try = 1; try <= 8; try++)); do
-	perf h1 h3 40
-	perf h2 h4 40
+	perf h1 h3 90
+	perf h2 h4 90
 	sleep 1.5
 	read -r s1 s2 <<<"$(spine_split 1)"
 	tot=$((s1 + s2))
@@ -76,6 +80,21 @@ rate=$(rcli GET "ice:$name:{h1}:plan" | python3 -c 'import json,sys; print(max([
 [ "$rate" -gt 0 ] || ctl_fail "the announced flow got no start rate"
 echo "announced all-reduce: h1's QP starts at $rate Mbit/s"
 grep -c '^reaction' "$ICE_TMP/ctl-A.out" >/dev/null
-grep -q 'refused' "$ICE_TMP"/agent-*.log && ctl_fail "an agent refused a plan"
+grep -q 'plan refused' "$ICE_TMP"/agent-*.log && ctl_fail "an agent refused a plan"
+
+# 4. Redis restarts without its data
+e_before=$(rcli HGET "ice:$name:{h1}:plan:applied" epoch)
+rcli SHUTDOWN NOSAVE >/dev/null 2>&1
+sleep 1.5
+read -r s1 s2 <<<"$(spine_split 1)"
+echo "Redis down: leaf1 -> spine1 / spine2: $s1 / $s2 bytes in 1 s"
+[ $((s1 + s2)) -gt 3000000 ] || ctl_fail "traffic stopped while Redis was down"
+redis-server --port "$rport" --bind "$rhost" --protected-mode no --daemonize yes \
+	--pidfile "/run/ice/$name/redis.pid" --dir "/run/ice/$name" --save '' --appendonly no >/dev/null ||
+	ctl_fail "cannot restart redis-server"
+wait_for 20 bash -c "e=\$(redis-cli -h $rhost -p $rport HGET 'ice:$name:{h1}:plan:applied' epoch); [ -n \"\$e\" ] && [ \"\$e\" -gt $e_before ]" ||
+	ctl_fail "no plan above epoch $e_before applied on h1 within 20 s of the Redis restart"
+echo "Redis restarted empty: h1 applied epoch $(rcli HGET "ice:$name:{h1}:plan:applied" epoch) (was $e_before before the restart)"
+grep -q 'plan refused' "$ICE_TMP"/agent-*.log && ctl_fail "an agent refused a plan"
 perf_stop
 echo "PASS"

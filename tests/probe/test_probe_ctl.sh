@@ -68,6 +68,6 @@ tot=$((s1 + s2))
 echo "ICE (probe maps): leaf1 -> spine1 / spine2: $s1 / $s2 bytes in 1 s"
 [ $((s1 * 10)) -ge $((tot * 3)) ] && [ $((s2 * 10)) -ge $((tot * 3)) ] ||
 	ctl_fail "leaf1's uplinks not balanced after the plan: $s1 / $s2"
-grep -q 'refused' "$ICE_TMP"/agent-*.log && ctl_fail "an agent refused a plan"
+grep -q 'plan refused' "$ICE_TMP"/agent-*.log && ctl_fail "an agent refused a plan"
 perf_stop
 echo "PASS"
