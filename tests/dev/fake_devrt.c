@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * fake_devrt: the CPU test double of a device runtime plugin; see
+ * fake_devrt.h. Kernels are the host library's (tp_reduce, tp_scale_div,
+ * tp_host_sgemm), so the double checks the backends' host logic, not the
+ * device kernels (those are compiled by nvcc / hipcc and run on GPUs).
+ */
+#include "fake_devrt.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tp_devrt.h"
+#include "tp_mem.h"
+#include "tp_reduce.h"
+
+struct fake_alloc {
+	void *p;
+	size_t len;
+	int pinned;
+	struct fake_alloc *next;
+};
+
+enum fop_kind { FOP_COPY, FOP_REDUCE, FOP_DIV, FOP_SGEMM };
+
+struct fop {
+	enum fop_kind kind;
+	void *dst;
+	const void *src;
+	size_t len; /* bytes (copy) or count */
+	int dtype, op, n;
+	int ta, tb, m, k;
+	float alpha, beta;
+	const float *b;
+};
+
+struct fstream {
+	struct fop *q;
+	size_t nq, cap, done; /* queued so far, executed so far */
+};
+
+struct fevent {
+	struct fstream *s;
+	size_t seq;
+};
+
+static struct fake_devrt_ctl ctl;
+static struct fake_alloc *allocs;
+
+struct fake_devrt_ctl *fake_devrt_ctl(void)
+{
+	return &ctl;
+}
+
+static struct fake_alloc *lookup(const void *p, size_t len, int pinned)
+{
+	for (struct fake_alloc *a = allocs; a != NULL; a = a->next)
+		if ((uintptr_t)p >= (uintptr_t)a->p &&
+		    (uintptr_t)p + len <= (uintptr_t)a->p + a->len && a->pinned == pinned)
+			return a;
+	return NULL;
+}
+
+static int is_dev(const void *p, size_t len)
+{
+	return lookup(p, len ? len : 1, 0) != NULL;
+}
+
+static void run_op(struct fop *o)
+{
+	switch (o->kind) {
+	case FOP_COPY:
+		memcpy(o->dst, o->src, o->len);
+		break;
+	case FOP_REDUCE:
+		tp_reduce(o->dst, o->src, o->len, (enum tp_dtype)o->dtype, (enum tp_redop)o->op);
+		break;
+	case FOP_DIV:
+		tp_scale_div(o->dst, o->len, (enum tp_dtype)o->dtype, o->n);
+		break;
+	case FOP_SGEMM:
+		tp_host_sgemm(o->ta, o->tb, o->m, o->n, o->k, o->alpha, o->src, o->b, o->beta,
+			      o->dst);
+		break;
+	}
+	ctl.executed++;
+}
+
+static void drain(struct fstream *s, size_t upto)
+{
+	while (s->done < upto && s->done < s->nq)
+		run_op(&s->q[s->done++]);
+}
+
+static int enqueue(struct fstream *s, const struct fop *o)
+{
+	if (s == NULL)
+		return FAKE_EINVAL;
+	if (s->nq == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		struct fop *q = realloc(s->q, cap * sizeof(*q));
+
+		if (q == NULL)
+			return FAKE_ENOMEM;
+		s->q = q;
+		s->cap = cap;
+	}
+	s->q[s->nq++] = *o;
+	ctl.queued++;
+	return 0;
+}
+
+static int f_classify(int native)
+{
+	switch (native) {
+	case FAKE_SUCCESS:
+		return TP_DEVRT_OK;
+	case FAKE_EINVAL:
+		return TP_DEVRT_EINVAL;
+	case FAKE_ENOMEM:
+		return TP_DEVRT_ENOMEM;
+	case FAKE_ENODRV:
+		return TP_DEVRT_ENODRV;
+	case FAKE_ENODEV:
+		return TP_DEVRT_ENODEV;
+	case FAKE_ELAUNCH:
+		return TP_DEVRT_ELAUNCH;
+	default:
+		return TP_DEVRT_EOTHER;
+	}
+}
+
+static const char *f_error_string(int native)
+{
+	switch (native) {
+	case FAKE_SUCCESS:
+		return "no error";
+	case FAKE_EINVAL:
+		return "fake: invalid argument";
+	case FAKE_ENOMEM:
+		return "fake: out of memory";
+	case FAKE_ENODRV:
+		return "fake: driver too old";
+	case FAKE_ENODEV:
+		return "fake: no device";
+	case FAKE_ELAUNCH:
+		return "fake: unspecified launch failure";
+	default:
+		return "fake: unknown error";
+	}
+}
+
+static int f_runtime_version(int *v)
+{
+	*v = 13000;
+	return 0;
+}
+
+static int f_device_count(int *n)
+{
+	*n = ctl.ndev;
+	return ctl.ndev > 0 ? 0 : FAKE_ENODEV;
+}
+
+static int f_set_device(int dev)
+{
+	return dev >= 0 && dev < ctl.ndev ? 0 : FAKE_EINVAL;
+}
+
+static int f_device_name(int dev, char *buf, size_t len)
+{
+	snprintf(buf, len, "fake device %d", dev);
+	return 0;
+}
+
+static int f_alloc(void **p, size_t len, int pinned)
+{
+	struct fake_alloc *a;
+
+	if (ctl.fail_malloc > 0) {
+		ctl.fail_malloc--;
+		return FAKE_ENOMEM;
+	}
+	a = calloc(1, sizeof(*a));
+	if (a == NULL || posix_memalign(&a->p, 256, len ? len : 1) != 0) {
+		free(a);
+		return FAKE_ENOMEM;
+	}
+	/* fresh device memory holds garbage, not zeros */
+	memset(a->p, 0xa5, len);
+	a->len = len;
+	a->pinned = pinned;
+	a->next = allocs;
+	allocs = a;
+	*p = a->p;
+	ctl.live++;
+	return 0;
+}
+
+static int f_free_kind(void *p, int pinned)
+{
+	for (struct fake_alloc **pp = &allocs; *pp != NULL; pp = &(*pp)->next) {
+		struct fake_alloc *a = *pp;
+
+		if (a->p == p && a->pinned == pinned) {
+			*pp = a->next;
+			free(a->p);
+			free(a);
+			ctl.live--;
+			return 0;
+		}
+	}
+	return FAKE_EINVAL;
+}
+
+static int f_malloc(void **p, size_t len)
+{
+	ctl.mallocs++;
+	return f_alloc(p, len, 0);
+}
+
+static int f_free(void *p)
+{
+	ctl.frees++;
+	return f_free_kind(p, 0);
+}
+
+static int f_host_malloc(void **p, size_t len)
+{
+	ctl.host_mallocs++;
+	return f_alloc(p, len, 1);
+}
+
+static int f_host_free(void *p)
+{
+	ctl.host_frees++;
+	return f_free_kind(p, 1);
+}
+
+static int f_stream_create(void **s)
+{
+	*s = calloc(1, sizeof(struct fstream));
+	return *s != NULL ? 0 : FAKE_ENOMEM;
+}
+
+static int f_stream_destroy(void *s)
+{
+	struct fstream *st = s;
+
+	drain(st, st->nq);
+	free(st->q);
+	free(st);
+	return 0;
+}
+
+static int f_stream_sync(void *s)
+{
+	struct fstream *st = s;
+
+	ctl.stream_syncs++;
+	drain(st, st->nq);
+	return 0;
+}
+
+static int f_event_create(void **e)
+{
+	*e = calloc(1, sizeof(struct fevent));
+	return *e != NULL ? 0 : FAKE_ENOMEM;
+}
+
+static int f_event_destroy(void *e)
+{
+	free(e);
+	return 0;
+}
+
+static int f_event_record(void *e, void *s)
+{
+	struct fevent *ev = e;
+
+	ev->s = s;
+	ev->seq = ev->s->nq;
+	return 0;
+}
+
+static int f_event_sync(void *e)
+{
+	struct fevent *ev = e;
+
+	ctl.event_syncs++;
+	if (ev->s != NULL)
+		drain(ev->s, ev->seq);
+	return 0;
+}
+
+/* Conservative: the waited-for work is done now, before anything later is
+ * queued on s. */
+static int f_stream_wait_event(void *s, void *e)
+{
+	struct fevent *ev = e;
+
+	(void)s;
+	ctl.stream_waits++;
+	if (ev->s != NULL)
+		drain(ev->s, ev->seq);
+	return 0;
+}
+
+static int f_memcpy_async(void *dst, const void *src, size_t len, int dir, void *s)
+{
+	struct fop o = {.kind = FOP_COPY, .dst = dst, .src = src, .len = len};
+
+	ctl.copies++;
+	if ((dir == TP_DEVRT_D2H && (!is_dev(src, len) || is_dev(dst, len))) ||
+	    (dir == TP_DEVRT_H2D && (!is_dev(dst, len) || is_dev(src, len))) ||
+	    (dir == TP_DEVRT_D2D && (!is_dev(dst, len) || !is_dev(src, len))))
+		return FAKE_EINVAL;
+	return enqueue(s, &o);
+}
+
+static int launch_fails(void)
+{
+	if (ctl.fail_launch > 0) {
+		ctl.fail_launch--;
+		return 1;
+	}
+	return 0;
+}
+
+static int f_reduce(void *dst, const void *src, size_t count, int dtype, int op, void *s)
+{
+	size_t len = count * tp_dtype_size((enum tp_dtype)dtype);
+	struct fop o = {
+		.kind = FOP_REDUCE, .dst = dst, .src = src, .len = count, .dtype = dtype, .op = op};
+
+	ctl.reduces++;
+	if (dtype < 0 || dtype >= TP_DTYPE_MAX || op < 0 || op >= TP_REDOP_MAX ||
+	    !is_dev(dst, len) || !is_dev(src, len))
+		return FAKE_EINVAL;
+	if (launch_fails())
+		return FAKE_ELAUNCH;
+	return enqueue(s, &o);
+}
+
+static int f_scale_div(void *buf, size_t count, int dtype, int n, void *s)
+{
+	struct fop o = {.kind = FOP_DIV, .dst = buf, .len = count, .dtype = dtype, .n = n};
+
+	ctl.scale_divs++;
+	if (dtype < 0 || dtype >= TP_DTYPE_MAX || n <= 0 ||
+	    !is_dev(buf, count * tp_dtype_size((enum tp_dtype)dtype)))
+		return FAKE_EINVAL;
+	if (launch_fails())
+		return FAKE_ELAUNCH;
+	return enqueue(s, &o);
+}
+
+static int f_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, const float *b,
+		   float beta, float *c, void *s)
+{
+	struct fop o = {.kind = FOP_SGEMM,
+			.dst = c,
+			.src = a,
+			.b = b,
+			.ta = ta,
+			.tb = tb,
+			.m = m,
+			.n = n,
+			.k = k,
+			.alpha = alpha,
+			.beta = beta};
+
+	ctl.sgemms++;
+	if (!is_dev(a, (size_t)m * k * 4) || !is_dev(b, (size_t)k * n * 4) ||
+	    !is_dev(c, (size_t)m * n * 4))
+		return FAKE_EINVAL;
+	if (launch_fails())
+		return FAKE_ELAUNCH;
+	return enqueue(s, &o);
+}
+
+static const struct tp_devrt fake = {
+	.abi = TP_DEVRT_ABI,
+	.name = "fake",
+	.classify = f_classify,
+	.error_string = f_error_string,
+	.runtime_version = f_runtime_version,
+	.device_count = f_device_count,
+	.set_device = f_set_device,
+	.device_name = f_device_name,
+	.malloc = f_malloc,
+	.free = f_free,
+	.host_malloc = f_host_malloc,
+	.host_free = f_host_free,
+	.stream_create = f_stream_create,
+	.stream_destroy = f_stream_destroy,
+	.stream_sync = f_stream_sync,
+	.event_create = f_event_create,
+	.event_destroy = f_event_destroy,
+	.event_record = f_event_record,
+	.event_sync = f_event_sync,
+	.stream_wait_event = f_stream_wait_event,
+	.memcpy_async = f_memcpy_async,
+	.reduce = f_reduce,
+	.scale_div = f_scale_div,
+	.sgemm = f_sgemm,
+};
+
+const struct tp_devrt *tp_devrt_get(unsigned abi);
+
+#ifdef FAKE_NEEDS_RT
+int ice_stub_rt_version(void); /* from the runtime that is not there */
+#endif
+
+const struct tp_devrt *tp_devrt_get(unsigned abi)
+{
+	const char *nd = getenv("FAKE_DEVRT_NDEV");
+
+	ctl.ndev = nd != NULL ? atoi(nd) : 1;
+#ifdef FAKE_NEEDS_RT
+	if (ice_stub_rt_version() != 1)
+		return NULL;
+#endif
+	return abi == TP_DEVRT_ABI ? &fake : NULL;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fake_devrt: a test double of a device runtime plugin (tp_devrt.h) that
+ * runs on the CPU, loaded by the CUDA / HIP backends in place of
+ * libice-cuda.so / libice-hip.so through $ICE_CUDA_LIB / $ICE_HIP_LIB.
+ *
+ * "Device" memory and pinned memory are separate heap allocations, tracked,
+ * so the double rejects (like a real runtime) a device copy or kernel on a
+ * pointer it did not hand out. Streams are queues: copies and kernels run
+ * only when the stream is synchronised, an event is waited for, or another
+ * stream is made to wait on an event, so missing synchronisation shows up
+ * as missing data. Native error codes are CUDA's numbers.
+ */
+#ifndef FAKE_DEVRT_H
+#define FAKE_DEVRT_H
+
+#include <stddef.h>
+
+enum {
+	FAKE_SUCCESS = 0,
+	FAKE_EINVAL = 1,
+	FAKE_ENOMEM = 2,
+	FAKE_ENODRV = 35,
+	FAKE_ENODEV = 100,
+	FAKE_ELAUNCH = 719,
+};
+
+struct fake_devrt_ctl {
+	int ndev;	 /* devices reported ($FAKE_DEVRT_NDEV, default 1) */
+	int fail_malloc; /* the next N device / pinned allocations fail */
+	int fail_launch; /* the next N kernel launches fail */
+	long mallocs, frees, host_mallocs, host_frees;
+	long copies, reduces, scale_divs, sgemms;
+	long queued, executed; /* operations put on streams / run */
+	long stream_syncs, event_syncs, stream_waits;
+	long live; /* allocations not freed */
+};
+
+/* The double's state (shared by every backend that loaded it). */
+struct fake_devrt_ctl *fake_devrt_ctl(void);
+
+#endif /* FAKE_DEVRT_H */

@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The CUDA / HIP memory backends' host logic (transport/dev_kernels/
+ * tp_mem_gpu.c) against fake_devrt, a CPU test double of the runtime plugin
+ * (no GPU here): loading and probe errors, allocation tracking, pinned
+ * staging, stream / event sequencing of async copies, error mapping, and
+ * every reduce / scale_div / sgemm call. argv[1]: "cuda" or "hip"; the
+ * meson test points $ICE_CUDA_LIB / $ICE_HIP_LIB at the double, and
+ * $FAKE_NEEDS_RT_LIB at a copy of it that needs a runtime library that is
+ * not there.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fake_devrt.h"
+#include "ice_log.h"
+#include "tp_mem.h"
+
+static enum tp_mem_kind kind = TP_MEM_CUDA;
+static const char *lib_env = "ICE_CUDA_LIB", *vendor = "CUDA", *runtime = "libcudart";
+
+static const struct tp_mem_ops *ops(void)
+{
+	const struct tp_mem_ops *o = tp_mem_ops_get(kind);
+
+	assert_non_null(o);
+	return o;
+}
+
+/* Run probe() in a child after changing the environment (the backend
+ * loads once per process); the child checks ret and the reason. */
+static void probe_in_child(const char *env, const char *val, int want, const char *why_has)
+{
+	pid_t pid = fork();
+	int status;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char why[256];
+		int ret;
+
+		setenv(env, val, 1);
+		ret = ops()->probe(why, sizeof(why));
+		if (ret != want || strstr(why, why_has) == NULL) {
+			fprintf(stderr, "%s=%s: probe %d (want %d): \"%s\" (want \"%s\")\n", env,
+				val, ret, want, why, why_has);
+			_exit(1);
+		}
+		/* unusable: every call says so, nothing crashes */
+		errno = 0;
+		if (ops()->alloc(64) != NULL || errno != -want || ops()->copy_wait() != want)
+			_exit(2);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void test_probe_plugin_missing(void **s)
+{
+	(void)s;
+	probe_in_child(lib_env, "/nonexistent/libice-dev.so", -ENODEV, "cannot be loaded");
+}
+
+static void test_probe_runtime_missing(void **s)
+{
+	const char *p = getenv("FAKE_NEEDS_RT_LIB");
+	char want[64];
+
+	(void)s;
+	if (p == NULL || kind != TP_MEM_CUDA)
+		skip();
+	snprintf(want, sizeof(want), "%s not found", runtime);
+	probe_in_child(lib_env, p, -ENODEV, want);
+}
+
+static void test_probe_no_device(void **s)
+{
+	char want[64];
+
+	(void)s;
+	snprintf(want, sizeof(want), "no %s device", vendor);
+	probe_in_child("FAKE_DEVRT_NDEV", "0", -ENODEV, want);
+}
+
+static void test_probe_bad_device_index(void **s)
+{
+	(void)s;
+	probe_in_child("ICE_DEVICE", "3", -EINVAL, "ICE_DEVICE=3");
+}
+
+static void test_probe_ok(void **s)
+{
+	char why[256];
+
+	(void)s;
+	assert_int_equal(ops()->probe(why, sizeof(why)), 0);
+	assert_non_null(strstr(why, "fake device 0"));
+	assert_int_equal(ops()->kind, kind);
+}
+
+static void test_alloc_tracking(void **s)
+{
+	struct fake_devrt_ctl *c = fake_devrt_ctl();
+	long live = c->live, frees = c->frees;
+	void *d = ops()->alloc(1000), *h = ops()->host_alloc(1000), *foreign = malloc(16);
+
+	(void)s;
+	assert_non_null(d);
+	assert_non_null(h);
+	assert_int_equal(c->live, live + 2);
+	ops()->free(NULL);
+	ops()->host_free(NULL);
+	ops()->free(foreign); /* not ours: refused, not passed on */
+	ops()->host_free(d);  /* device memory freed as pinned: refused */
+	assert_int_equal(c->frees, frees);
+	ops()->free(d);
+	ops()->host_free(h);
+	assert_int_equal(c->live, live);
+	free(foreign);
+}
+
+static void test_sync_copies(void **s)
+{
+	uint8_t in[777], out[777];
+	void *d = ops()->alloc(sizeof(in));
+
+	(void)s;
+	for (size_t i = 0; i < sizeof(in); i++)
+		in[i] = (uint8_t)(i * 31);
+	assert_int_equal(ops()->from_host(d, in, sizeof(in)), 0);
+	assert_int_equal(ops()->to_host(out, d, sizeof(out)), 0);
+	assert_memory_equal(in, out, sizeof(in));
+	assert_int_equal(ops()->to_host(out, d, 0), 0);
+	/* past the end of the allocation: refused before the runtime sees it */
+	assert_int_equal(ops()->to_host(out, (uint8_t *)d + 1, sizeof(out)), -EINVAL);
+	ops()->free(d);
+}
+
+static void test_async_copies_wait(void **s)
+{
+	struct fake_devrt_ctl *c = fake_devrt_ctl();
+	size_t len = 4096;
+	uint8_t *h = ops()->host_alloc(len), *h2 = ops()->host_alloc(len), *d = ops()->alloc(len);
+	uint8_t *pageable = malloc(len);
+
+	(void)s;
+	memset(h, 7, len);
+	memset(h2, 0, len);
+	assert_int_equal(ops()->copy_async(d, h, len, TP_COPY_FROM_HOST), 0);
+	/* queued on the copy stream, not run yet (the double is lazy) */
+	assert_int_equal(d[0], 0xa5);
+	assert_int_equal(ops()->copy_async(h2, d, len, TP_COPY_TO_HOST), 0);
+	assert_int_equal(ops()->copy_wait(), 0);
+	assert_int_equal(d[len - 1], 7);
+	assert_int_equal(h2[len - 1], 7);
+	assert_int_equal(ops()->copy_wait(), 0); /* nothing pending */
+	/* the host side of an async copy must be pinned memory from host_alloc */
+	long copies = c->copies;
+
+	assert_int_equal(ops()->copy_async(d, pageable, len, TP_COPY_FROM_HOST), -EINVAL);
+	assert_int_equal(ops()->copy_async(h + 1, d, len, TP_COPY_TO_HOST), -EINVAL);
+	assert_int_equal(c->copies, copies);
+	ops()->free(d);
+	ops()->host_free(h);
+	ops()->host_free(h2);
+	free(pageable);
+}
+
+/* A reduce of a buffer an async copy is still filling runs after the copy
+ * (the compute stream waits for the copy event), even without copy_wait. */
+static void test_reduce_ordered_after_copy(void **s)
+{
+	struct fake_devrt_ctl *c = fake_devrt_ctl();
+	int32_t *h = ops()->host_alloc(64 * 4), out[64];
+	int32_t *a = ops()->alloc(64 * 4), *b = ops()->alloc(64 * 4);
+	long waits = c->stream_waits;
+
+	(void)s;
+	for (int i = 0; i < 64; i++)
+		h[i] = i;
+	assert_int_equal(ops()->from_host(a, h, 64 * 4), 0);
+	assert_int_equal(ops()->copy_async(b, h, 64 * 4, TP_COPY_FROM_HOST), 0);
+	assert_int_equal(ops()->reduce(a, b, 64, TP_INT32, TP_SUM), 0);
+	assert_int_equal(c->stream_waits, waits + 1);
+	assert_int_equal(ops()->to_host(out, a, sizeof(out)), 0);
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(out[i], 2 * i);
+	assert_int_equal(ops()->copy_wait(), 0);
+	ops()->free(a);
+	ops()->free(b);
+	ops()->host_free(h);
+}
+
+static void fill_random(void *buf, size_t n, enum tp_dtype t, unsigned seed)
+{
+	srand(seed);
+	for (size_t i = 0; i < n; i++)
+		tp_elem_set(buf, i, t, (double)(rand() % 200 - 100) / (t >= TP_FLOAT16 ? 8.0 : 1));
+	if (t == TP_FLOAT32 && n > 3)
+		((float *)buf)[3] = NAN;
+}
+
+static void test_reduce_every_dtype_op(void **s)
+{
+	struct fake_devrt_ctl *c = fake_devrt_ctl();
+	size_t n = 1001, len = n * 8;
+	uint8_t x[8008], y[8008], want[8008], got[8008];
+	void *da = ops()->alloc(len), *db = ops()->alloc(len);
+
+	(void)s;
+	for (int t = 0; t < TP_DTYPE_MAX; t++) {
+		size_t bytes = n * tp_dtype_size((enum tp_dtype)t);
+
+		for (int op = 0; op < TP_REDOP_MAX; op++) {
+			long reduces = c->reduces;
+
+			fill_random(x, n, (enum tp_dtype)t, 1 + t);
+			fill_random(y, n, (enum tp_dtype)t, 100 + op);
+			assert_int_equal(ops()->from_host(da, x, bytes), 0);
+			assert_int_equal(ops()->from_host(db, y, bytes), 0);
+			assert_int_equal(
+				ops()->reduce(da, db, n, (enum tp_dtype)t, (enum tp_redop)op), 0);
+			assert_int_equal(c->reduces, reduces + 1);
+			assert_int_equal(ops()->to_host(got, da, bytes), 0);
+			memcpy(want, x, bytes);
+			tp_reduce(want, y, n, (enum tp_dtype)t, (enum tp_redop)op);
+			assert_memory_equal(want, got, bytes);
+		}
+		assert_int_equal(ops()->scale_div(da, n, (enum tp_dtype)t, 3), 0);
+		tp_scale_div(want, n, (enum tp_dtype)t, 3);
+		assert_int_equal(ops()->to_host(got, da, bytes), 0);
+		assert_memory_equal(want, got, bytes);
+	}
+	assert_int_equal(ops()->reduce(da, db, 0, TP_FLOAT32, TP_SUM), 0);
+	assert_int_equal(ops()->reduce(da, db, 4, TP_DTYPE_MAX, TP_SUM), -EINVAL);
+	assert_int_equal(ops()->reduce(da, db, 4, TP_FLOAT32, TP_REDOP_MAX), -EINVAL);
+	assert_int_equal(ops()->scale_div(da, 4, TP_FLOAT32, 0), -EINVAL);
+	/* the second operand runs past its allocation */
+	assert_int_equal(ops()->reduce(da, (uint8_t *)db + 8, n, TP_FLOAT64, TP_SUM), -EINVAL);
+	ops()->free(da);
+	ops()->free(db);
+}
+
+static void test_sgemm(void **s)
+{
+	enum { M = 37, N = 29, K = 45 };
+	float a[M * K], b[K * N], c0[M * N], want[M * N], got[M * N];
+	float *da = ops()->alloc(sizeof(a)), *db = ops()->alloc(sizeof(b));
+	float *dc = ops()->alloc(sizeof(c0));
+
+	(void)s;
+	for (int i = 0; i < M * K; i++)
+		a[i] = (float)((i * 7) % 11) - 5;
+	for (int i = 0; i < K * N; i++)
+		b[i] = (float)((i * 5) % 13) - 6;
+	for (int i = 0; i < M * N; i++)
+		c0[i] = (float)(i % 3);
+	assert_int_equal(ops()->from_host(da, a, sizeof(a)), 0);
+	assert_int_equal(ops()->from_host(db, b, sizeof(b)), 0);
+	for (int tt = 0; tt < 4; tt++) {
+		bool ta = tt & 1, tb = tt & 2;
+
+		assert_int_equal(ops()->from_host(dc, c0, sizeof(c0)), 0);
+		memcpy(want, c0, sizeof(c0));
+		assert_int_equal(ops()->sgemm(ta, tb, M, N, K, 0.5f, da, db, 2.0f, dc), 0);
+		tp_host_sgemm(ta, tb, M, N, K, 0.5f, a, b, 2.0f, want);
+		assert_int_equal(ops()->to_host(got, dc, sizeof(got)), 0);
+		assert_memory_equal(want, got, sizeof(got));
+	}
+	assert_int_equal(ops()->sgemm(false, false, -1, N, K, 1, da, db, 0, dc), -EINVAL);
+	assert_int_equal(ops()->sgemm(false, false, M + 1, N, K, 1, da, db, 0, dc), -EINVAL);
+	ops()->free(da);
+	ops()->free(db);
+	ops()->free(dc);
+}
+
+static void test_error_mapping(void **s)
+{
+	struct fake_devrt_ctl *c = fake_devrt_ctl();
+	void *d = ops()->alloc(64);
+
+	(void)s;
+	c->fail_malloc = 1;
+	errno = 0;
+	assert_null(ops()->alloc(64));
+	assert_int_equal(errno, ENOMEM);
+	c->fail_malloc = 1;
+	assert_null(ops()->host_alloc(64));
+	assert_int_equal(errno, ENOMEM);
+	c->fail_launch = 1;
+	assert_int_equal(ops()->reduce(d, d, 16, TP_FLOAT32, TP_SUM), -EIO);
+	c->fail_launch = 1;
+	assert_int_equal(ops()->scale_div(d, 16, TP_FLOAT32, 2), -EIO);
+	/* a pointer the runtime does not know: its own error, mapped */
+	int32_t stack[4] = {0};
+
+	assert_int_equal(ops()->reduce(stack, d, 4, TP_INT32, TP_SUM), -EINVAL);
+	assert_int_equal(ops()->reduce(d, d, 16, TP_FLOAT32, TP_SUM), 0);
+	ops()->free(d);
+}
+
+static void quiet(int level, uint32_t sub, const char *line, void *arg)
+{
+	(void)level;
+	(void)sub;
+	(void)line;
+	(void)arg;
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		/* first: the probe failures fork before this process loads the plugin */
+		cmocka_unit_test(test_probe_plugin_missing),
+		cmocka_unit_test(test_probe_runtime_missing),
+		cmocka_unit_test(test_probe_no_device),
+		cmocka_unit_test(test_probe_bad_device_index),
+		cmocka_unit_test(test_probe_ok),
+		cmocka_unit_test(test_alloc_tracking),
+		cmocka_unit_test(test_sync_copies),
+		cmocka_unit_test(test_async_copies_wait),
+		cmocka_unit_test(test_reduce_ordered_after_copy),
+		cmocka_unit_test(test_reduce_every_dtype_op),
+		cmocka_unit_test(test_sgemm),
+		cmocka_unit_test(test_error_mapping),
+	};
+
+	if (argc > 1 && strcmp(argv[1], "hip") == 0) {
+		kind = TP_MEM_HIP;
+		lib_env = "ICE_HIP_LIB";
+		vendor = "HIP";
+		runtime = "libamdhip64";
+	}
+	if (tp_mem_ops_get(kind) == NULL) {
+		printf("%s backend not built (no %s): skipped\n", argc > 1 ? argv[1] : "cuda",
+		       kind == TP_MEM_HIP ? "hipcc" : "nvcc");
+		return 77;
+	}
+	/* the error paths log on purpose: keep them out of the output */
+	if (getenv("TEST_VERBOSE") == NULL)
+		ice_log_set_sink(quiet, NULL);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * tp_devrt: the C ABI between the device backends' host logic
+ * (tp_mem_gpu.c, linked into every ICE binary) and a device runtime plugin
+ * (libice-cuda.so built by nvcc, libice-hip.so built by hipcc), loaded with
+ * dlopen at run time so binaries start on machines without a GPU or
+ * without the vendor runtime. The plugin is a thin layer: each entry is
+ * one runtime call or one kernel launch on a stream; sequencing, tracking
+ * and error mapping live on the host side.
+ *
+ * Every entry returns 0 or the runtime's native error code (cudaError_t,
+ * hipError_t as int); classify() maps a native code to enum tp_devrt_err
+ * and error_string() names it. Streams and events are opaque handles.
+ * Test doubles (tests/dev/fake_devrt.c) implement the same table on the CPU.
+ */
+#ifndef TP_DEVRT_H
+#define TP_DEVRT_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TP_DEVRT_ABI   1
+#define TP_DEVRT_ENTRY "tp_devrt_get" /* const struct tp_devrt *tp_devrt_get(unsigned abi) */
+
+enum tp_devrt_err {
+	TP_DEVRT_OK = 0,
+	TP_DEVRT_ENOMEM,  /* out of device or pinned memory */
+	TP_DEVRT_EINVAL,  /* bad argument, bad pointer */
+	TP_DEVRT_ENODEV,  /* no device, or the device index does not exist */
+	TP_DEVRT_ENODRV,  /* no driver, or the driver is older than the runtime */
+	TP_DEVRT_ELAUNCH, /* kernel launch failed or faulted */
+	TP_DEVRT_EUNSUPP, /* dtype / op the plugin does not know */
+	TP_DEVRT_EOTHER,
+};
+
+enum tp_devrt_copy {
+	TP_DEVRT_D2H = 0,
+	TP_DEVRT_H2D,
+	TP_DEVRT_D2D,
+};
+
+struct tp_devrt {
+	unsigned abi;	  /* TP_DEVRT_ABI */
+	const char *name; /* "cuda", "hip" */
+	int (*classify)(int native);
+	const char *(*error_string)(int native);
+	int (*runtime_version)(int *v);
+	int (*device_count)(int *n);
+	int (*set_device)(int dev);
+	int (*device_name)(int dev, char *buf, size_t len);
+	int (*malloc)(void **p, size_t len);
+	int (*free)(void *p);
+	int (*host_malloc)(void **p, size_t len); /* pinned */
+	int (*host_free)(void *p);
+	int (*stream_create)(void **s);
+	int (*stream_destroy)(void *s);
+	int (*stream_sync)(void *s);
+	int (*event_create)(void **e); /* timing disabled */
+	int (*event_destroy)(void *e);
+	int (*event_record)(void *e, void *s);
+	int (*event_sync)(void *e);
+	int (*stream_wait_event)(void *s, void *e);
+	int (*memcpy_async)(void *dst, const void *src, size_t len, int dir, void *s);
+	/* Kernel launches on stream s (asynchronous); dtype / op are the
+	 * values of enum tp_dtype / enum tp_redop. */
+	int (*reduce)(void *dst, const void *src, size_t count, int dtype, int op, void *s);
+	int (*scale_div)(void *buf, size_t count, int dtype, int n, void *s);
+	int (*sgemm)(int ta, int tb, int m, int n, int k, float alpha, const float *a,
+		     const float *b, float beta, float *c, void *s);
+};
+
+typedef const struct tp_devrt *(*tp_devrt_get_fn)(unsigned abi);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TP_DEVRT_H */

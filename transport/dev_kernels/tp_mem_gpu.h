@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * tp_mem_gpu: the host half of the CUDA and HIP memory backends (internal
+ * to transport/). One struct tp_gpu per vendor holds where its runtime
+ * plugin (tp_devrt.h) is found and, once loaded, the plugin, the selected
+ * device, the compute and copy streams, and the table of allocations.
+ * tp_mem_cuda.c / tp_mem_hip.c stamp out their tp_mem_ops with
+ * TP_GPU_DEFINE_OPS.
+ *
+ * Loading is lazy (first probe or allocation) and happens once per process:
+ * $ICE_<VENDOR>_LIB when set, else the build directory's plugin, else the
+ * installed one, else the loader's search path. Failure is not fatal: the
+ * backend then reports the reason through probe() and -ENODEV / ENODEV.
+ *
+ * Threading: loading and the allocation table are locked; the streams and
+ * copies_pending belong to the one thread that drives copies and kernels,
+ * like a tp_engine (tp.h).
+ */
+#ifndef TP_MEM_GPU_H
+#define TP_MEM_GPU_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "tp_devrt.h"
+#include "tp_mem.h"
+
+struct tp_gpu_alloc {
+	void *p;
+	size_t len;
+	bool pinned; /* pinned host memory (host_alloc), else device memory */
+};
+
+struct tp_gpu {
+	/* set by the vendor file */
+	enum tp_mem_kind kind;
+	const char *name;	  /* "cuda" */
+	const char *vendor;	  /* "CUDA", for messages */
+	const char *runtime;	  /* "libcudart", for messages */
+	const char *env;	  /* "ICE_CUDA_LIB" */
+	const char *lib;	  /* "libice-cuda.so" */
+	const char *build_path;	  /* the plugin in the build tree, or NULL */
+	const char *install_path; /* the installed plugin, or NULL */
+	/* state, under lock */
+	pthread_mutex_t lock;
+	bool loaded;
+	int load_err; /* 0 or -errno, after loading */
+	char why[256];
+	void *dl;
+	const struct tp_devrt *rt;
+	int dev;
+	void *compute, *copy; /* streams */
+	void *copy_done;      /* event recorded after the last copy_async */
+	unsigned copies_pending;
+	struct tp_gpu_alloc *allocs;
+	size_t nallocs, cap_allocs;
+	size_t dev_bytes, pinned_bytes;
+};
+
+int tp_gpu_probe(struct tp_gpu *g, char *why, size_t len);
+void *tp_gpu_alloc(struct tp_gpu *g, size_t len, bool pinned);
+void tp_gpu_free(struct tp_gpu *g, void *p, bool pinned);
+int tp_gpu_copy(struct tp_gpu *g, void *dst, const void *src, size_t len, enum tp_copy_dir dir);
+int tp_gpu_copy_async(struct tp_gpu *g, void *dst, const void *src, size_t len,
+		      enum tp_copy_dir dir);
+int tp_gpu_copy_wait(struct tp_gpu *g);
+int tp_gpu_reduce(struct tp_gpu *g, void *dst, const void *src, size_t count, enum tp_dtype t,
+		  enum tp_redop op);
+int tp_gpu_scale_div(struct tp_gpu *g, void *buf, size_t count, enum tp_dtype t, int n);
+int tp_gpu_sgemm(struct tp_gpu *g, bool ta, bool tb, int m, int n, int k, float alpha,
+		 const float *a, const float *b, float beta, float *c);
+
+/* The ops table of one vendor: static wrappers that bind G; K its kind. */
+#define TP_GPU_DEFINE_OPS(pfx, G, K)                                                               \
+	static int pfx##_probe(char *why, size_t len)                                              \
+	{                                                                                          \
+		return tp_gpu_probe(G, why, len);                                                  \
+	}                                                                                          \
+	static void *pfx##_alloc(size_t len)                                                       \
+	{                                                                                          \
+		return tp_gpu_alloc(G, len, false);                                                \
+	}                                                                                          \
+	static void pfx##_free(void *p)                                                            \
+	{                                                                                          \
+		tp_gpu_free(G, p, false);                                                          \
+	}                                                                                          \
+	static int pfx##_to_host(void *dst, const void *src, size_t len)                           \
+	{                                                                                          \
+		return tp_gpu_copy(G, dst, src, len, TP_COPY_TO_HOST);                             \
+	}                                                                                          \
+	static int pfx##_from_host(void *dst, const void *src, size_t len)                         \
+	{                                                                                          \
+		return tp_gpu_copy(G, dst, src, len, TP_COPY_FROM_HOST);                           \
+	}                                                                                          \
+	static void *pfx##_host_alloc(size_t len)                                                  \
+	{                                                                                          \
+		return tp_gpu_alloc(G, len, true);                                                 \
+	}                                                                                          \
+	static void pfx##_host_free(void *p)                                                       \
+	{                                                                                          \
+		tp_gpu_free(G, p, true);                                                           \
+	}                                                                                          \
+	static int pfx##_copy_async(void *dst, const void *src, size_t len, enum tp_copy_dir dir)  \
+	{                                                                                          \
+		return tp_gpu_copy_async(G, dst, src, len, dir);                                   \
+	}                                                                                          \
+	static int pfx##_copy_wait(void)                                                           \
+	{                                                                                          \
+		return tp_gpu_copy_wait(G);                                                        \
+	}                                                                                          \
+	static int pfx##_reduce(void *dst, const void *src, size_t count, enum tp_dtype t,         \
+				enum tp_redop op)                                                  \
+	{                                                                                          \
+		return tp_gpu_reduce(G, dst, src, count, t, op);                                   \
+	}                                                                                          \
+	static int pfx##_scale_div(void *buf, size_t count, enum tp_dtype t, int n)                \
+	{                                                                                          \
+		return tp_gpu_scale_div(G, buf, count, t, n);                                      \
+	}                                                                                          \
+	static int pfx##_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, \
+			       const float *b, float beta, float *c)                               \
+	{                                                                                          \
+		return tp_gpu_sgemm(G, ta, tb, m, n, k, alpha, a, b, beta, c);                     \
+	}                                                                                          \
+	static const struct tp_mem_ops pfx##_ops = {                                               \
+		.kind = (K),                                                                       \
+		.name = #pfx,                                                                      \
+		.probe = pfx##_probe,                                                              \
+		.alloc = pfx##_alloc,                                                              \
+		.free = pfx##_free,                                                                \
+		.to_host = pfx##_to_host,                                                          \
+		.from_host = pfx##_from_host,                                                      \
+		.host_alloc = pfx##_host_alloc,                                                    \
+		.host_free = pfx##_host_free,                                                      \
+		.copy_async = pfx##_copy_async,                                                    \
+		.copy_wait = pfx##_copy_wait,                                                      \
+		.reduce = pfx##_reduce,                                                            \
+		.scale_div = pfx##_scale_div,                                                      \
+		.sgemm = pfx##_sgemm,                                                              \
+	}
+
+#endif /* TP_MEM_GPU_H */
