@@ -144,12 +144,17 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
 
 /* Compute on an emulated device: call trn_emu_begin() before the real
  * computation (done on the CPU) and trn_emu_end() after; end sleeps until
- * flops / profile speed has passed since begin. If the CPU was slower than
+ * flops / profile speed has passed since begin. A call that begins right
+ * after the previous one's stated end (within 1 ms: the sleep woke late)
+ * starts at that end, so back-to-back calls add up to the stated time
+ * instead of to it plus one wake-up delay each. If the CPU was slower than
  * the stated speed the step overran: counted, and reported by ice-train
  * (results then measure this CPU, not the profile). */
 struct trn_emu {
 	double gflops;
-	uint64_t t0_ns;
+	uint64_t t0_ns;	  /* start of this call's stated time */
+	uint64_t real_ns; /* when this call really began */
+	uint64_t due_ns;  /* end of the previous call's stated time */
 	uint64_t overruns, calls;
 	double overrun_s; /* total time beyond the stated speed */
 };

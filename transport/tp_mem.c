@@ -91,13 +91,49 @@ static float *pack_t(const float *x, int rows, int cols)
 	return t;
 }
 
+/* op(B) = B^T with A not transposed: C[i][j] = A[i][.] . B[j][.], dot
+ * products of two unit-stride rows, 8 partial sums so it vectorises without
+ * reassociation flags (the order is fixed: results are deterministic). */
+static void sgemm_nt(int m, int n, int k, float alpha, const float *a, const float *b, float beta,
+		     float *c)
+{
+	for (int i = 0; i < m; i++) {
+		const float *restrict ai = a + (size_t)i * (size_t)k;
+
+		for (int j = 0; j < n; j++) {
+			const float *restrict bj = b + (size_t)j * (size_t)k;
+			float acc[8] = {0}, s = 0;
+			int p = 0;
+
+			for (; p + 8 <= k; p += 8)
+				for (int u = 0; u < 8; u++)
+					acc[u] += ai[p + u] * bj[p + u];
+			for (; p < k; p++)
+				s += ai[p] * bj[p];
+			s += ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+			     ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+			c[(size_t)i * n + j] =
+				alpha * s + (beta != 0 ? beta * c[(size_t)i * n + j] : 0);
+		}
+	}
+}
+
 void tp_host_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
 		   const float *b, float beta, float *c)
 {
 	/* op(A) is m x k: stored k x m when ta; op(B) is k x n: stored n x k when tb */
-	float *at = ta ? pack_t(a, k, m) : NULL, *bt = tb ? pack_t(b, n, k) : NULL;
-	const float *A = ta ? at : a, *B = tb ? bt : b;
+	float *at, *bt;
 
+	if (!ta && tb) {
+		sgemm_nt(m, n, k, alpha, a, b, beta, c);
+		return;
+	}
+	at = ta ? pack_t(a, k, m) : NULL;
+	bt = tb ? pack_t(b, n, k) : NULL;
+	const float *A, *B;
+
+	A = ta ? at : a;
+	B = tb ? bt : b;
 	if ((ta && at == NULL) || (tb && bt == NULL)) {
 		/* out of memory for packing: the plain (slow) triple loop */
 		for (int i = 0; i < m; i++)

@@ -1,0 +1,72 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# ice-train end to end on the example files (two emulated device kinds,
+# train/profiles/emu-2kind.yaml; the 24-layer MLP, train/models/mlp.yaml):
+#   - data parallel, planned split: all ranks end with identical weights,
+#     the predictor's step and its error are printed;
+#   - pipeline parallel with --efficiency: every activation and gradient
+#     arrived intact, the efficiency table (plan and even) is printed;
+#   - --json gives one valid JSON object with the figures.
+# Figures are printed, never asserted (benchmarks print). Exits 77 when
+# something it needs is absent. Ranks use 127.21.0.x (loopback).
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+TRAIN=${ICE_TRAIN:-$ROOT/build/train/run/ice-train}
+EX=${ICE_TRAIN_EXAMPLES:-$ROOT/train}
+PROF=$EX/profiles/emu-2kind.yaml
+MODEL=$EX/models/mlp.yaml
+for f in "$TRAIN" "$PROF" "$MODEL"; do
+	[ -e "$f" ] || { echo "test_ice_train: skipped: $f is absent" >&2; exit 77; }
+done
+command -v python3 >/dev/null || { echo "test_ice_train: skipped: needs python3" >&2; exit 77; }
+TMP=$(mktemp -d /tmp/ice-train-test.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+COMMON=(--model "$MODEL" --profiles "$PROF" --devices emu-fast,emu-slow)
+
+echo "## dp, planned split"
+timeout 120 "$TRAIN" "${COMMON[@]}" --scheme dp --split plan --steps 2 --warmup 1 \
+	>"$TMP/dp" 2>&1
+rc=$?
+cat "$TMP/dp"
+[ "$rc" -eq 0 ] || fail "ice-train dp exited $rc"
+grep -q 'weights identical on all 2 ranks: yes' "$TMP/dp" || fail "dp: no weights-identical line"
+grep -Eq 'predicted step [0-9.]+ s, measured [0-9.]+ s: error [-+][0-9.]+%' "$TMP/dp" ||
+	fail "dp: no prediction line"
+grep -q '(emulated)' "$TMP/dp" || fail "dp: emulated devices not labelled"
+grep -Eq 'CPU: [0-9.]+ cores busy' "$TMP/dp" || fail "dp: no CPU line"
+
+echo "## pp, --efficiency"
+timeout 180 "$TRAIN" "${COMMON[@]}" --scheme pp --steps 1 --warmup 0 --efficiency \
+	>"$TMP/pp" 2>&1
+rc=$?
+cat "$TMP/pp"
+[ "$rc" -eq 0 ] || fail "ice-train pp --efficiency exited $rc"
+[ "$(grep -c 'pipeline messages intact (checksums sent = received): yes' "$TMP/pp")" -eq 4 ] ||
+	fail "pp: expected 4 jobs with intact pipeline messages"
+grep -Eq 'efficiency = .*plan [0-9.]+%, even [0-9.]+%' "$TMP/pp" || fail "pp: no efficiency line"
+for job in 'alone emu-fast' 'alone emu-slow'; do
+	grep -q "^   $job " "$TMP/pp" || fail "pp: no '$job' row in the table"
+done
+grep -Eq '^   mixed .* plan +[0-9.]+ +[0-9.]+ +[0-9.]+ +[-+][0-9.]+' "$TMP/pp" ||
+	fail "pp: no mixed/plan row with prediction and error"
+grep -Eq '^   mixed .* even +[0-9.]+ +[0-9.]+ +[0-9.]+ +[-+][0-9.]+' "$TMP/pp" ||
+	fail "pp: no mixed/even row with prediction and error"
+
+echo "## dp --json"
+timeout 120 "$TRAIN" "${COMMON[@]}" --scheme dp --split even --steps 1 --warmup 0 --json \
+	>"$TMP/json" 2>"$TMP/json.err"
+rc=$?
+cat "$TMP/json"
+[ "$rc" -eq 0 ] || { cat "$TMP/json.err"; fail "ice-train --json exited $rc"; }
+python3 - "$TMP/json" <<'PY' || fail "--json: not the expected JSON object"
+import json, sys
+o = json.load(open(sys.argv[1]))
+j = o["jobs"][0]
+assert j["ok"] and j["weights_identical"], j
+for k in ("step_median_s", "samples_per_s", "predicted_step_s", "error_pct", "cpu_cores_busy"):
+    assert isinstance(j[k], float), k
+assert all(r["emulated"] for r in j["ranks"]), j["ranks"]
+PY
+echo "PASS"

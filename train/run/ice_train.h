@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ice-train internals: one job (a set of devices, a scheme, a split) is run
+ * by tp_launch_ranks(), one process per device. The ranks write their
+ * figures into a struct itr_result the launcher mapped shared before the
+ * fork; the launcher prints the reports (text or JSON) from it.
+ */
+#ifndef ICE_TRAIN_H
+#define ICE_TRAIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tp_opts.h"
+#include "trn.h"
+
+#define ITR_MAX_STEPS 4096
+
+enum itr_scheme {
+	ITR_DP = 0,
+	ITR_PP,
+};
+
+enum itr_split {
+	ITR_SPLIT_PLAN = 0,
+	ITR_SPLIT_EVEN,
+};
+
+/* What every rank of one job needs (copied into each rank by the fork). */
+struct itr_job {
+	char label[64]; /* "alone emu-fast", "mixed" */
+	enum itr_scheme scheme;
+	enum itr_split split;
+	int ndev;
+	struct trn_profile dev[TRN_MAX_DEVICES]; /* rank r runs on dev[r] */
+	struct trn_model model;
+	int steps, warmup;
+	double lr;
+	double overlap; /* trn_net.overlap given to the planner */
+	uint32_t seed;
+	bool quiet;
+};
+
+/* Per-rank figures, written by the rank itself. */
+struct itr_rank_result {
+	bool done;
+	int samples;	    /* DP: samples per step */
+	int first, nlayers; /* PP: layers of this stage */
+	double compute_s;   /* per timed step: matmuls (and emulation padding) */
+	double exposed_s;   /* per timed step: waiting for communication */
+	double update_s;    /* per timed step: optimizer and copies */
+	double cpu_s;	    /* CPU time of the process over the timed steps */
+	double wall_s;	    /* wall time of the timed steps */
+	uint64_t emu_calls, emu_overruns;
+	double emu_overrun_s;		   /* over the timed steps */
+	double weight_sum;		   /* sum of all weights at the end (for display) */
+	uint64_t weight_hash;		   /* FNV-1a of the weights' bytes */
+	double loss;			   /* last step, this rank's share */
+	uint64_t pp_sent_fwd, pp_recv_fwd; /* PP: sum of the messages' FNV-1a */
+	uint64_t pp_sent_bwd, pp_recv_bwd;
+	char stage_name[16]; /* memory path of the all-reduce (tp_stage_name) */
+	uint64_t step_end_ns[ITR_MAX_STEPS];
+};
+
+struct itr_result {
+	bool ok;
+	struct trn_net net;    /* calibrated */
+	struct trn_dp_plan dp; /* the split used, with predictions */
+	struct trn_pp_plan pp;
+	bool weights_identical; /* DP: checked over the bootstrap */
+	struct itr_rank_result rank[TRN_MAX_DEVICES];
+};
+
+/* Run one rank of job (the function given to tp_launch_ranks through
+ * itr_rank_main). cc: the communicator config with rank, address and
+ * bootstrap set. res: shared with the launcher. Returns the exit status. */
+struct itr_rank_arg {
+	const struct itr_job *job;
+	struct tp_comm_cfg *cc;
+	struct itr_result *res;
+};
+int itr_rank_main(void *arg);
+
+#endif /* ICE_TRAIN_H */

@@ -1,0 +1,772 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ice-train: a synthetic training loop with real compute and real
+ * communication across ranks on different devices (profiles).
+ *
+ *   ice-train --model train/models/mlp.yaml --profiles train/profiles/emu-2kind.yaml \
+ *             --devices emu-fast,emu-slow --scheme dp --split plan --steps 5 --warmup 1
+ *
+ * One local rank per device (like ice-bench). Each job calibrates the
+ * predictor's network model on its own communicator, plans the split
+ * (trn_plan_dp / trn_plan_pp or the even split), trains, and compares the
+ * measured step time with the prediction. --efficiency runs every device
+ * group alone, then the mixed job with the planner's and the even split,
+ * and reports the mixed-training efficiency.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ice_config.h"
+#include "ice_log.h"
+#include "ice_train.h"
+#include "tp_launch.h"
+#include "tp_mem.h"
+#include "tp_opts.h"
+
+#define ITR_MAX_JOBS (TRN_MAX_DEVICES + 2)
+
+struct opts {
+	const char *model_path, *profiles_path, *devices;
+	enum itr_scheme scheme;
+	enum itr_split split;
+	int steps, warmup;
+	double lr, overlap; /* overlap < 0: from the schedule */
+	uint32_t seed;
+	bool efficiency, json;
+	struct tp_opts tp;
+};
+
+/* One finished job, as the launcher saw it. */
+struct job_out {
+	struct itr_job job;
+	struct itr_result *res; /* shared mapping */
+	int status;		/* tp_launch_ranks() */
+	double step_med, step_mean, tput, pred, err_pct, cores;
+	bool emu_overrun;
+	bool data_ok; /* DP: weights identical; PP: every message arrived intact */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ice-train --model M.yaml --profiles P.yaml --devices NAME[*N],... "
+		   "[options]\n"
+		   "  --model FILE           model description (trn_model_load)\n"
+		   "  --profiles FILE        device profiles (trn_profiles_load)\n"
+		   "  --devices LIST         one rank per device: NAME,NAME*COUNT,...\n"
+		   "  --scheme dp|pp         data or pipeline parallelism (default dp)\n"
+		   "  --split plan|even      the planner's split or the even one (default plan)\n"
+		   "  --steps N              timed steps (default 5)\n"
+		   "  --warmup N             untimed steps first (default 1)\n"
+		   "  --lr X                 SGD learning rate (default 0.001)\n"
+		   "  --seed N               weights and data seed (default 1)\n"
+		   "  --overlap X            share of backward the predictor may hide the DP\n"
+		   "                         all-reduce behind (default: the last micro-batch's)\n"
+		   "  --efficiency           run each device group alone, then the mixed job with\n"
+		   "                         the planned and the even split; print the efficiency\n"
+		   "  --json                 print one JSON object instead of text\n");
+	tp_opts_usage(f, "127.21.0.1");
+	fprintf(f, "  -v, --verbose          more logging\n"
+		   "  -h, --help\n");
+}
+
+static void parse_opts(int argc, char **argv, struct opts *o)
+{
+	enum {
+		O_MODEL = TP_OPT_END,
+		O_PROFILES,
+		O_DEVICES,
+		O_SCHEME,
+		O_SPLIT,
+		O_STEPS,
+		O_WARMUP,
+		O_LR,
+		O_SEED,
+		O_OVERLAP,
+		O_EFF,
+		O_JSON,
+	};
+	static const struct option lo[] = {
+		{"model", 1, 0, O_MODEL},
+		{"profiles", 1, 0, O_PROFILES},
+		{"devices", 1, 0, O_DEVICES},
+		{"scheme", 1, 0, O_SCHEME},
+		{"split", 1, 0, O_SPLIT},
+		{"steps", 1, 0, O_STEPS},
+		{"warmup", 1, 0, O_WARMUP},
+		{"lr", 1, 0, O_LR},
+		{"seed", 1, 0, O_SEED},
+		{"overlap", 1, 0, O_OVERLAP},
+		{"efficiency", 0, 0, O_EFF},
+		{"json", 0, 0, O_JSON},
+		TP_OPTS_LONGOPTS,
+		{"verbose", 0, 0, 'v'},
+		{"help", 0, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	struct tp_opts *t = &o->tp;
+	char *end;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	tp_opts_init(t, "ice-train", TRN_MAX_DEVICES - 1, "127.21.0.1");
+	o->steps = 5;
+	o->warmup = 1;
+	o->lr = 1e-3;
+	o->overlap = -1;
+	o->seed = 1;
+	while ((c = getopt_long(argc, argv, "vh" TP_OPTS_SHORTOPTS, lo, NULL)) != -1) {
+		if (tp_opts_handle(t, c, optarg))
+			continue;
+		switch (c) {
+		case O_MODEL:
+			o->model_path = optarg;
+			break;
+		case O_PROFILES:
+			o->profiles_path = optarg;
+			break;
+		case O_DEVICES:
+			o->devices = optarg;
+			break;
+		case O_SCHEME:
+			if (strcmp(optarg, "dp") == 0)
+				o->scheme = ITR_DP;
+			else if (strcmp(optarg, "pp") == 0)
+				o->scheme = ITR_PP;
+			else
+				tp_opts_die(t, "--scheme", optarg, "dp or pp");
+			break;
+		case O_SPLIT:
+			if (strcmp(optarg, "plan") == 0)
+				o->split = ITR_SPLIT_PLAN;
+			else if (strcmp(optarg, "even") == 0)
+				o->split = ITR_SPLIT_EVEN;
+			else
+				tp_opts_die(t, "--split", optarg, "plan or even");
+			break;
+		case O_STEPS:
+			o->steps = (int)tp_opts_long(t, "--steps", optarg, 1, ITR_MAX_STEPS / 2);
+			break;
+		case O_WARMUP:
+			o->warmup = (int)tp_opts_long(t, "--warmup", optarg, 0, ITR_MAX_STEPS / 2);
+			break;
+		case O_LR:
+			o->lr = strtod(optarg, &end);
+			if (*end != '\0' || end == optarg || !(o->lr >= 0) || !isfinite(o->lr))
+				tp_opts_die(t, "--lr", optarg, "a number >= 0");
+			break;
+		case O_SEED:
+			o->seed = (uint32_t)tp_opts_long(t, "--seed", optarg, 0, 0x7fffffff);
+			break;
+		case O_OVERLAP:
+			o->overlap = strtod(optarg, &end);
+			if (*end != '\0' || end == optarg || !(o->overlap >= 0 && o->overlap <= 1))
+				tp_opts_die(t, "--overlap", optarg, "a number in [0, 1]");
+			break;
+		case O_EFF:
+			o->efficiency = true;
+			break;
+		case O_JSON:
+			o->json = true;
+			break;
+		case 'v':
+			ice_log_setup("info,debug=comm+coll");
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "ice-train: unexpected argument '%s'\n", argv[optind]);
+		exit(2);
+	}
+	if (o->model_path == NULL || o->profiles_path == NULL || o->devices == NULL) {
+		fprintf(stderr, "ice-train: --model, --profiles and --devices are required\n");
+		usage(stderr);
+		exit(2);
+	}
+	if (t->rank >= 0) {
+		fprintf(stderr, "ice-train: --rank: ice-train starts its ranks itself (local "
+				"addresses or --netns)\n");
+		exit(2);
+	}
+}
+
+/* "a,b*2,c" -> profile indices; exits 2 with a message on errors. */
+static int parse_devices(const char *list, const struct trn_profile *p, int np, int *idx)
+{
+	char buf[1024], *save = NULL;
+	int n = 0;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		char *star = strchr(tok, '*');
+		long count = 1;
+		int i;
+
+		if (star != NULL) {
+			char *end;
+
+			*star = '\0';
+			count = strtol(star + 1, &end, 10);
+			if (*end != '\0' || count < 1 || count > TRN_MAX_DEVICES) {
+				fprintf(stderr,
+					"ice-train: --devices '%s': count '%s' of %s: expected "
+					"1..%d\n",
+					list, star + 1, tok, TRN_MAX_DEVICES);
+				exit(2);
+			}
+		}
+		i = trn_profile_find(p, np, tok);
+		if (i < 0) {
+			fprintf(stderr,
+				"ice-train: --devices '%s': no profile named '%s'; known:", list,
+				tok);
+			for (int j = 0; j < np; j++)
+				fprintf(stderr, " %s", p[j].name);
+			fprintf(stderr, "\n");
+			exit(2);
+		}
+		for (long c = 0; c < count; c++) {
+			if (n == TRN_MAX_DEVICES) {
+				fprintf(stderr, "ice-train: --devices '%s': at most %d devices\n",
+					list, TRN_MAX_DEVICES);
+				exit(2);
+			}
+			idx[n++] = i;
+		}
+	}
+	if (n == 0) {
+		fprintf(stderr, "ice-train: --devices '%s': expected NAME[*COUNT],...\n", list);
+		exit(2);
+	}
+	return n;
+}
+
+static int check_model(const char *path, const struct trn_model *m, enum itr_scheme scheme,
+		       int ndev)
+{
+	for (int l = 1; l < m->nlayers; l++) {
+		if (m->in[l] != m->out[l - 1]) {
+			fprintf(stderr,
+				"ice-train: %s: layer %d has in %d but layer %d has out %d: "
+				"expected a chain (in of a layer = out of the one before)\n",
+				path, l, m->in[l], l - 1, m->out[l - 1]);
+			return -EINVAL;
+		}
+	}
+	if (m->micro_batch < 1 || m->global_batch < m->micro_batch) {
+		fprintf(stderr,
+			"ice-train: %s: micro_batch %d, global_batch %d: expected "
+			"1 <= micro_batch <= global_batch\n",
+			path, m->micro_batch, m->global_batch);
+		return -EINVAL;
+	}
+	if (scheme == ITR_PP && m->global_batch % m->micro_batch != 0) {
+		fprintf(stderr,
+			"ice-train: %s: pipeline parallelism needs global_batch (%d) to "
+			"be a multiple of micro_batch (%d)\n",
+			path, m->global_batch, m->micro_batch);
+		return -EINVAL;
+	}
+	if (scheme == ITR_PP && ndev > m->nlayers) {
+		fprintf(stderr,
+			"ice-train: pp: %d devices but %s has %d layers: expected at most "
+			"one stage per layer\n",
+			ndev, path, m->nlayers);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Step times from every rank's step ends: step k ends when its last rank
+ * is done. */
+static void step_stats(struct job_out *jo)
+{
+	const struct itr_job *j = &jo->job;
+	double d[ITR_MAX_STEPS], sum = 0, cpu = 0, wall = 0;
+	int n = 0;
+
+	for (int k = j->warmup; k < j->warmup + j->steps; k++) {
+		uint64_t a = 0, b = 0;
+
+		for (int r = 0; r < j->ndev; r++) {
+			uint64_t e0 = jo->res->rank[r].step_end_ns[k];
+			uint64_t e1 = jo->res->rank[r].step_end_ns[k + 1];
+
+			a = e0 > a ? e0 : a;
+			b = e1 > b ? e1 : b;
+		}
+		d[n] = (double)(b - a) * 1e-9;
+		sum += d[n++];
+	}
+	qsort(d, (size_t)n, sizeof(d[0]), cmp_double);
+	jo->step_mean = sum / n;
+	jo->step_med = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
+	jo->tput = j->model.global_batch / jo->step_mean;
+	jo->pred = j->scheme == ITR_DP ? jo->res->dp.step_s : jo->res->pp.step_s;
+	jo->err_pct = (jo->pred - jo->step_med) / jo->step_med * 100;
+	for (int r = 0; r < j->ndev; r++) {
+		cpu += jo->res->rank[r].cpu_s;
+		wall = jo->res->rank[r].wall_s > wall ? jo->res->rank[r].wall_s : wall;
+		const struct itr_rank_result *rr = &jo->res->rank[r];
+
+		/* a few late wake-ups are noise; a twentieth of the compute time
+		 * spent beyond the stated speed means this CPU set the pace */
+		if (rr->emu_overrun_s / j->steps > 0.05 * rr->compute_s)
+			jo->emu_overrun = true;
+	}
+	jo->cores = wall > 0 ? cpu / wall : 0;
+	if (j->scheme == ITR_DP) {
+		jo->data_ok = jo->res->weights_identical;
+	} else {
+		jo->data_ok = true;
+		for (int s = 0; s + 1 < j->ndev; s++) {
+			const struct itr_rank_result *a = &jo->res->rank[s],
+						     *b = &jo->res->rank[s + 1];
+
+			if (a->pp_sent_fwd != b->pp_recv_fwd || b->pp_sent_bwd != a->pp_recv_bwd)
+				jo->data_ok = false;
+		}
+	}
+}
+
+/* "emu-fast*2 (emulated),h200" style list of a job's devices. */
+static void dev_list(const struct itr_job *j, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < j->ndev;) {
+		int c = 1;
+		char count[16] = "";
+
+		while (i + c < j->ndev && strcmp(j->dev[i + c].name, j->dev[i].name) == 0)
+			c++;
+		if (c > 1)
+			snprintf(count, sizeof(count), "*%d", c);
+		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%s%s%s",
+					i ? "," : "", j->dev[i].name, count,
+					j->dev[i].emulated ? " (emulated)" : "");
+		i += c;
+	}
+}
+
+static const char *split_name(enum itr_split s)
+{
+	return s == ITR_SPLIT_PLAN ? "plan" : "even";
+}
+
+/* DP: the last step's loss summed over the ranks (each has its samples). */
+static double dp_loss(const struct job_out *jo)
+{
+	double l = 0;
+
+	for (int r = 0; r < jo->job.ndev; r++)
+		l += jo->res->rank[r].loss;
+	return l;
+}
+
+static void print_job(const struct job_out *jo)
+{
+	const struct itr_job *j = &jo->job;
+	const struct itr_result *res = jo->res;
+	const struct trn_net *net = &res->net;
+	char devs[512];
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	dev_list(j, devs, sizeof(devs));
+	printf("\n== %s: %s, %s split, %d rank(s): %s\n", j->label,
+	       j->scheme == ITR_DP ? "dp" : "pp", split_name(j->split), j->ndev, devs);
+	if (jo->status != 0 || !res->ok) {
+		printf("   FAILED (exit status %d); see the messages above\n", jo->status);
+		return;
+	}
+	if (j->ndev > 1)
+		printf("   network (calibrated on this job's communicator): all-reduce busbw %.3f "
+		       "GB/s, p2p %.3f GB/s, latency %.1f us; overlap %.3f\n",
+		       net->busbw_gbps, net->p2p_gbps, net->lat_s * 1e6, net->overlap);
+	printf("   %-4s %-22s %-5s %8s %10s %10s %10s %16s\n", "rank", "device", "kind",
+	       j->scheme == ITR_DP ? "samples" : "layers", "compute s", "exp.comm s", "update s",
+	       "emu late calls/s");
+	for (int r = 0; r < j->ndev; r++) {
+		const struct itr_rank_result *rr = &res->rank[r];
+		char what[32], name[48];
+
+		if (j->scheme == ITR_DP)
+			snprintf(what, sizeof(what), "%d", rr->samples);
+		else
+			snprintf(what, sizeof(what), "%d-%d", rr->first,
+				 rr->first + rr->nlayers - 1);
+		snprintf(name, sizeof(name), "%s%s", j->dev[r].name,
+			 j->dev[r].emulated ? " (emulated)" : "");
+		printf("   %-4d %-22s %-5s %8s %10.4f %10.4f %10.4f %9.1f%% %5.3f\n", r, name,
+		       j->dev[r].emulated ? "host" : j->dev[r].kind, what, rr->compute_s,
+		       rr->exposed_s, rr->update_s,
+		       rr->emu_calls ? 100.0 * rr->emu_overruns / rr->emu_calls : 0.0,
+		       rr->emu_overrun_s / j->steps);
+	}
+	printf("   per step: compute = matmuls incl. emulation padding; exp.comm = compute "
+	       "thread waiting for the communication thread; emu late = share of calls and "
+	       "seconds beyond the stated speed\n");
+	printf("   step: median %.4f s, mean %.4f s over %d steps (after %d warm-up); "
+	       "throughput %.2f samples/s\n",
+	       jo->step_med, jo->step_mean, j->steps, j->warmup, jo->tput);
+	printf("   predicted step %.4f s, measured %.4f s: error %+.1f%%\n", jo->pred, jo->step_med,
+	       jo->err_pct);
+	printf("   CPU: %.2f cores busy on average (all ranks, both threads; host has %ld)\n",
+	       jo->cores, ncpu);
+	if (jo->emu_overrun)
+		printf("   WARNING: emulated compute overran its stated speed by more than 5%% "
+		       "(emu late): these results are CPU-bound and measure this host, not the "
+		       "profiles\n");
+	if (j->scheme == ITR_DP)
+		printf("   weights identical on all %d ranks: %s (fnv1a %016llx, sum %.6g, "
+		       "loss %.6g)\n",
+		       j->ndev, res->weights_identical ? "yes" : "NO",
+		       (unsigned long long)res->rank[0].weight_hash, res->rank[0].weight_sum,
+		       dp_loss(jo));
+	else
+		printf("   pipeline messages intact (checksums sent = received): %s; loss %.6g\n",
+		       jo->data_ok ? "yes" : "NO", res->rank[j->ndev - 1].loss);
+}
+
+static json_t *job_json(const struct job_out *jo)
+{
+	const struct itr_job *j = &jo->job;
+	const struct itr_result *res = jo->res;
+	json_t *o = json_object(), *ranks = json_array();
+	char devs[512];
+
+	dev_list(j, devs, sizeof(devs));
+	json_object_set_new(o, "job", json_string(j->label));
+	json_object_set_new(o, "devices", json_string(devs));
+	json_object_set_new(o, "scheme", json_string(j->scheme == ITR_DP ? "dp" : "pp"));
+	json_object_set_new(o, "split", json_string(split_name(j->split)));
+	json_object_set_new(o, "ok", json_boolean(jo->status == 0 && res->ok));
+	if (jo->status != 0 || !res->ok) {
+		json_decref(ranks);
+		return o;
+	}
+	json_object_set_new(o, "step_median_s", json_real(jo->step_med));
+	json_object_set_new(o, "step_mean_s", json_real(jo->step_mean));
+	json_object_set_new(o, "samples_per_s", json_real(jo->tput));
+	json_object_set_new(o, "predicted_step_s", json_real(jo->pred));
+	json_object_set_new(o, "error_pct", json_real(jo->err_pct));
+	json_object_set_new(o, "cpu_cores_busy", json_real(jo->cores));
+	json_object_set_new(o, "emulation_overran", json_boolean(jo->emu_overrun));
+	json_object_set_new(o, "steps", json_integer(j->steps));
+	json_object_set_new(o, "warmup", json_integer(j->warmup));
+	json_object_set_new(o, "net",
+			    json_pack("{s:f,s:f,s:f,s:f}", "busbw_gbps", res->net.busbw_gbps,
+				      "p2p_gbps", res->net.p2p_gbps, "lat_s", res->net.lat_s,
+				      "overlap", res->net.overlap));
+	if (j->scheme == ITR_DP) {
+		json_object_set_new(o, "weights_identical", json_boolean(res->weights_identical));
+		json_object_set_new(o, "predicted_comm_s", json_real(res->dp.comm_s));
+	} else {
+		json_object_set_new(o, "pipeline_data_ok", json_boolean(jo->data_ok));
+		json_object_set_new(o, "micro_batches", json_integer(res->pp.micro_batches));
+	}
+	for (int r = 0; r < j->ndev; r++) {
+		const struct itr_rank_result *rr = &res->rank[r];
+		json_t *x = json_object();
+
+		json_object_set_new(x, "rank", json_integer(r));
+		json_object_set_new(x, "device", json_string(j->dev[r].name));
+		json_object_set_new(x, "kind", json_string(j->dev[r].kind));
+		json_object_set_new(x, "emulated", json_boolean(j->dev[r].emulated));
+		if (j->scheme == ITR_DP) {
+			json_object_set_new(x, "samples", json_integer(rr->samples));
+			json_object_set_new(x, "predicted_compute_s",
+					    json_real(res->dp.compute_s[r]));
+		} else {
+			json_object_set_new(x, "first_layer", json_integer(rr->first));
+			json_object_set_new(x, "layers", json_integer(rr->nlayers));
+			json_object_set_new(x, "predicted_stage_s", json_real(res->pp.stage_s[r]));
+		}
+		json_object_set_new(x, "compute_s", json_real(rr->compute_s));
+		json_object_set_new(x, "exposed_comm_s", json_real(rr->exposed_s));
+		json_object_set_new(x, "update_s", json_real(rr->update_s));
+		json_object_set_new(x, "cpu_s", json_real(rr->cpu_s));
+		json_object_set_new(x, "wall_s", json_real(rr->wall_s));
+		json_object_set_new(x, "emu_calls", json_integer((json_int_t)rr->emu_calls));
+		json_object_set_new(x, "emu_overruns", json_integer((json_int_t)rr->emu_overruns));
+		json_object_set_new(x, "emu_overrun_s", json_real(rr->emu_overrun_s));
+		json_object_set_new(x, "loss", json_real(rr->loss));
+		if (rr->stage_name[0] != '\0')
+			json_object_set_new(x, "allreduce_staging", json_string(rr->stage_name));
+		json_array_append_new(ranks, x);
+	}
+	json_object_set_new(o, "ranks", ranks);
+	return o;
+}
+
+static void print_json(const struct job_out *jobs, int njobs, const struct trn_model *m,
+		       enum itr_scheme scheme, double alone, const double *eff)
+{
+	json_t *root = json_object(), *arr = json_array();
+
+	for (int i = 0; i < njobs; i++)
+		json_array_append_new(arr, job_json(&jobs[i]));
+	json_object_set_new(root, "tool", json_string("ice-train"));
+	json_object_set_new(root, "model", json_string(m->name));
+	json_object_set_new(root, "global_batch", json_integer(m->global_batch));
+	json_object_set_new(root, "micro_batch", json_integer(m->micro_batch));
+	json_object_set_new(root, "scheme", json_string(scheme == ITR_DP ? "dp" : "pp"));
+	json_object_set_new(root, "host_cpus", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
+	json_object_set_new(root, "jobs", arr);
+	if (eff != NULL) {
+		/* mixed samples/s over the sum of the groups' alone */
+		json_object_set_new(root, "alone_samples_per_s", json_real(alone));
+		json_object_set_new(root, "efficiency_plan",
+				    isnan(eff[0]) ? json_null() : json_real(eff[0]));
+		json_object_set_new(root, "efficiency_even",
+				    isnan(eff[1]) ? json_null() : json_real(eff[1]));
+	}
+	json_dumpf(root, stdout, JSON_INDENT(2));
+	printf("\n");
+	json_decref(root);
+}
+
+static int run_job(struct opts *o, struct job_out *jo)
+{
+	struct itr_rank_arg arg;
+	struct tp_comm_cfg cc = o->tp.cc;
+	struct tp_launch l = {
+		.tool = "ice-train", .nranks = jo->job.ndev, .addr_base = o->tp.addr_base};
+	char *ns = NULL;
+
+	jo->res = mmap(NULL, sizeof(*jo->res), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		       -1, 0);
+	if (jo->res == MAP_FAILED) {
+		jo->res = NULL;
+		fprintf(stderr, "ice-train: cannot map %zu bytes for results: %s\n",
+			sizeof(struct itr_result), strerror(errno));
+		return -ENOMEM;
+	}
+	memset(jo->res, 0, sizeof(*jo->res));
+	if (o->tp.netns != NULL) {
+		ns = strdup(o->tp.netns); /* tp_launch_ranks() cuts it up */
+		if (ns == NULL)
+			return -ENOMEM;
+		l.netns = ns;
+	}
+	arg.job = &jo->job;
+	arg.cc = &cc;
+	arg.res = jo->res;
+	if (!o->json)
+		fprintf(stderr, "ice-train: running %s (%s, %s split, %d ranks)...\n",
+			jo->job.label, jo->job.scheme == ITR_DP ? "dp" : "pp",
+			split_name(jo->job.split), jo->job.ndev);
+	jo->status = tp_launch_ranks(&l, &cc, itr_rank_main, &arg);
+	free(ns);
+	jo->res->ok = jo->status == 0;
+	for (int r = 0; r < jo->job.ndev; r++)
+		if (!jo->res->rank[r].done)
+			jo->res->ok = false;
+	if (jo->res->ok)
+		step_stats(jo);
+	return 0;
+}
+
+static void job_init(struct itr_job *j, const struct opts *o, const struct trn_model *m,
+		     const char *label, enum itr_split split)
+{
+	memset(j, 0, sizeof(*j));
+	snprintf(j->label, sizeof(j->label), "%s", label);
+	j->scheme = o->scheme;
+	j->split = split;
+	j->model = *m;
+	j->steps = o->steps;
+	j->warmup = o->warmup;
+	j->lr = o->lr;
+	j->seed = o->seed;
+}
+
+/* The all-reduce can only hide behind the last micro-batch's backward
+ * (gradients are complete only then): that share of the backward, for an
+ * even split, unless --overlap says otherwise. */
+static void job_overlap(struct itr_job *j, const struct opts *o)
+{
+	double per = (double)j->model.global_batch / j->ndev;
+
+	j->overlap = o->overlap;
+	if (j->overlap < 0)
+		j->overlap = per > j->model.micro_batch ? j->model.micro_batch / per : 1.0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct trn_profile prof[TRN_MAX_DEVICES];
+	static struct job_out jobs[ITR_MAX_JOBS];
+	struct trn_model model;
+	struct ice_cfg_err ce;
+	char ebuf[512];
+	int idx[TRN_MAX_DEVICES], np, ndev, njobs = 0, rc = 0, ngroups = 0;
+	int group_of[TRN_MAX_DEVICES];
+	struct opts o;
+
+	ice_log_init_env();
+	parse_opts(argc, argv, &o);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	np = trn_profiles_load(o.profiles_path, prof, TRN_MAX_DEVICES, &ce);
+	if (np < 0) {
+		fprintf(stderr, "ice-train: %s\n", ice_cfg_err_str(&ce, ebuf, sizeof(ebuf)));
+		return 2;
+	}
+	if (trn_model_load(o.model_path, &model, &ce) < 0) {
+		fprintf(stderr, "ice-train: %s\n", ice_cfg_err_str(&ce, ebuf, sizeof(ebuf)));
+		return 2;
+	}
+	ndev = parse_devices(o.devices, prof, np, idx);
+	if (check_model(o.model_path, &model, o.scheme, ndev) < 0)
+		return 2;
+	if (o.warmup + o.steps + 1 > ITR_MAX_STEPS) {
+		fprintf(stderr, "ice-train: --warmup + --steps: expected at most %d\n",
+			ITR_MAX_STEPS - 1);
+		return 2;
+	}
+	/* only whether the backend is built in: probing (initialising a GPU
+	 * runtime) before the fork would break the ranks */
+	for (int i = 0; i < ndev; i++) {
+		const struct trn_profile *p = &prof[idx[i]];
+		int kind = p->emulated ? TP_MEM_HOST : tp_mem_kind_parse(p->kind);
+
+		if (kind < 0 || tp_mem_ops_get((enum tp_mem_kind)kind) == NULL) {
+			fprintf(stderr,
+				"ice-train: device '%s' (%s:%s) needs %s memory, which this build "
+				"lacks (see transport/README.md)\n",
+				p->name, o.profiles_path, p->name, p->kind);
+			return 2;
+		}
+	}
+	if (o.tp.netns != NULL) {
+		int nns = 1;
+
+		for (const char *c = o.tp.netns; *c != '\0'; c++)
+			nns += *c == ',';
+		if (nns != ndev) {
+			fprintf(stderr,
+				"ice-train: --netns '%s': %d namespaces for %d devices: "
+				"expected one namespace per device\n",
+				o.tp.netns, nns, ndev);
+			return 2;
+		}
+	}
+	if (o.tp.netns != NULL && o.efficiency) {
+		fprintf(stderr, "ice-train: --efficiency runs groups of ranks locally; it does "
+				"not take --netns\n");
+		return 2;
+	}
+	/* device groups by profile name, in order of first appearance */
+	for (int i = 0; i < ndev; i++) {
+		group_of[i] = -1;
+		for (int k = 0; k < i; k++)
+			if (idx[k] == idx[i])
+				group_of[i] = group_of[k];
+		if (group_of[i] < 0)
+			group_of[i] = ngroups++;
+	}
+	if (o.efficiency) {
+		for (int g = 0; g < ngroups; g++) {
+			struct itr_job *j = &jobs[njobs].job;
+			char label[64];
+
+			for (int i = 0; i < ndev; i++)
+				if (group_of[i] == g) {
+					snprintf(label, sizeof(label), "alone %s",
+						 prof[idx[i]].name);
+					break;
+				}
+			job_init(j, &o, &model, label, ITR_SPLIT_PLAN);
+			for (int i = 0; i < ndev; i++)
+				if (group_of[i] == g)
+					j->dev[j->ndev++] = prof[idx[i]];
+			if (o.scheme == ITR_PP && j->ndev > model.nlayers)
+				j->ndev = model.nlayers;
+			job_overlap(j, &o);
+			njobs++;
+		}
+	}
+	for (int s = 0; s < 2; s++) {
+		enum itr_split sp = s == 0 ? ITR_SPLIT_PLAN : ITR_SPLIT_EVEN;
+		struct itr_job *j = &jobs[njobs].job;
+
+		if (!o.efficiency && sp != o.split)
+			continue;
+		job_init(j, &o, &model, "mixed", sp);
+		for (int i = 0; i < ndev; i++)
+			j->dev[j->ndev++] = prof[idx[i]];
+		job_overlap(j, &o);
+		njobs++;
+	}
+	for (int i = 0; i < njobs; i++) {
+		if (run_job(&o, &jobs[i]) < 0)
+			return 1;
+		if (!jobs[i].res->ok || !jobs[i].data_ok)
+			rc = 1;
+		if (!o.json)
+			print_job(&jobs[i]);
+	}
+	if (o.efficiency) {
+		double alone = 0, eff[2] = {NAN, NAN};
+		bool all_ok = true;
+
+		for (int i = 0; i < ngroups; i++) {
+			all_ok &= jobs[i].res->ok;
+			alone += jobs[i].tput;
+		}
+		for (int s = 0; s < 2; s++)
+			if (all_ok && jobs[ngroups + s].res->ok)
+				eff[s] = jobs[ngroups + s].tput / alone;
+		if (!o.json) {
+			printf("\n== mixed-training efficiency (%s, model %s, global batch %d)\n",
+			       o.scheme == ITR_DP ? "dp" : "pp", model.name, model.global_batch);
+			printf("   %-16s %-44s %-5s %9s %10s %11s %8s\n", "job", "devices", "split",
+			       "step s", "samples/s", "predicted s", "error %");
+			for (int i = 0; i < njobs; i++) {
+				char devs[512];
+
+				dev_list(&jobs[i].job, devs, sizeof(devs));
+				if (!jobs[i].res->ok) {
+					printf("   %-16s %-44s %-5s %9s\n", jobs[i].job.label, devs,
+					       split_name(jobs[i].job.split), "FAILED");
+					continue;
+				}
+				printf("   %-16s %-44s %-5s %9.4f %10.2f %11.4f %+8.1f\n",
+				       jobs[i].job.label, devs, split_name(jobs[i].job.split),
+				       jobs[i].step_med, jobs[i].tput, jobs[i].pred,
+				       jobs[i].err_pct);
+			}
+			printf("   efficiency = mixed samples/s / sum of groups alone (%.2f "
+			       "samples/s): plan %.1f%%, even %.1f%%\n",
+			       alone, eff[0] * 100, eff[1] * 100);
+		}
+		if (o.json)
+			print_json(jobs, njobs, &model, o.scheme, alone, eff);
+	} else if (o.json) {
+		print_json(jobs, njobs, &model, o.scheme, NAN, NULL);
+	}
+	for (int i = 0; i < njobs; i++)
+		if (jobs[i].res != NULL)
+			munmap(jobs[i].res, sizeof(*jobs[i].res));
+	return rc;
+}

@@ -1,0 +1,1177 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * One rank of an ice-train job: real fp32 matrix multiplies on the rank's
+ * memory kind (tp_mem_ops->sgemm), real traffic over the transport.
+ *
+ * Two threads per rank. The compute thread runs forward, backward and the
+ * optimizer. The communication thread owns the communicator while training
+ * runs (every tp_* call comes from it, as tp.h requires): it takes
+ * operations (all-reduce, send, receive) from a FIFO queue and, when the
+ * queue is empty, keeps driving the engine so that peers' SENDs are
+ * acknowledged while this rank computes. Before and after training the
+ * compute thread uses the communicator itself (calibration, checks): the
+ * thread's creation and join hand it over.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "ice_log.h"
+#include "ice_time.h"
+#include "ice_train.h"
+#include "tp.h"
+#include "tp_dev.h"
+#include "tp_mem.h"
+
+#define ITR_IDLE_WAIT_NS (200 * ICE_NSEC_PER_USEC)
+
+/* ---- communication thread ------------------------------------------------ */
+
+enum cop_kind {
+	COP_ALLREDUCE,
+	COP_SEND,
+	COP_RECV,
+};
+
+/* One queued operation; the poster owns it and waits for done. */
+struct cop {
+	enum cop_kind kind;
+	float *buf;
+	size_t count;
+	int peer;
+	int ret;
+	bool done;
+	bool posted; /* posted and not yet waited for */
+	struct cop *next;
+};
+
+struct cthread {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv_done;
+	struct cop *head, *tail;
+	bool quit;
+	int err; /* first failure; later operations fail with it */
+	struct tp_dev_comm *d;
+	struct tp_engine *e;
+};
+
+static int cop_run(struct cthread *t, struct cop *op)
+{
+	switch (op->kind) {
+	case COP_ALLREDUCE:
+		return tp_dev_allreduce(t->d, op->buf, op->buf, op->count, TP_FLOAT32, TP_SUM,
+					TP_STAGE_AUTO);
+	case COP_SEND:
+		return tp_dev_sendrecv(t->d, op->buf, op->peer, NULL, -1, op->count, TP_FLOAT32);
+	case COP_RECV:
+		return tp_dev_sendrecv(t->d, NULL, -1, op->buf, op->peer, op->count, TP_FLOAT32);
+	}
+	return -EINVAL;
+}
+
+static void *cthread_main(void *arg)
+{
+	struct cthread *t = arg;
+	int ret;
+
+	pthread_mutex_lock(&t->mu);
+	for (;;) {
+		struct cop *op = t->head;
+
+		if (op == NULL) {
+			if (t->quit)
+				break;
+			/* nothing queued: keep acknowledging the peers */
+			pthread_mutex_unlock(&t->mu);
+			ret = tp_engine_progress(t->e, ITR_IDLE_WAIT_NS);
+			pthread_mutex_lock(&t->mu);
+			if (ret < 0 && t->err == 0)
+				t->err = ret;
+			continue;
+		}
+		t->head = op->next;
+		if (t->head == NULL)
+			t->tail = NULL;
+		ret = t->err;
+		pthread_mutex_unlock(&t->mu);
+		if (ret == 0)
+			ret = cop_run(t, op);
+		pthread_mutex_lock(&t->mu);
+		if (ret < 0 && t->err == 0)
+			t->err = ret;
+		op->ret = ret;
+		op->done = true;
+		pthread_cond_broadcast(&t->cv_done);
+	}
+	pthread_mutex_unlock(&t->mu);
+	return NULL;
+}
+
+static int cthread_start(struct cthread *t, struct tp_dev_comm *d)
+{
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	t->d = d;
+	t->e = tp_comm_engine(tp_dev_comm_base(d));
+	pthread_mutex_init(&t->mu, NULL);
+	pthread_cond_init(&t->cv_done, NULL);
+	ret = pthread_create(&t->th, NULL, cthread_main, t);
+	if (ret != 0) {
+		pthread_cond_destroy(&t->cv_done);
+		pthread_mutex_destroy(&t->mu);
+		return -ret;
+	}
+	return 0;
+}
+
+/* Wait for the queue to drain and the thread to end; returns its error. */
+static int cthread_stop(struct cthread *t)
+{
+	pthread_mutex_lock(&t->mu);
+	t->quit = true;
+	pthread_mutex_unlock(&t->mu);
+	pthread_join(t->th, NULL);
+	pthread_cond_destroy(&t->cv_done);
+	pthread_mutex_destroy(&t->mu);
+	return t->err;
+}
+
+static void cop_post(struct cthread *t, struct cop *op, enum cop_kind kind, float *buf,
+		     size_t count, int peer)
+{
+	op->kind = kind;
+	op->buf = buf;
+	op->count = count;
+	op->peer = peer;
+	op->ret = 0;
+	op->done = false;
+	op->posted = true;
+	op->next = NULL;
+	pthread_mutex_lock(&t->mu);
+	if (t->tail != NULL)
+		t->tail->next = op;
+	else
+		t->head = op;
+	t->tail = op;
+	pthread_mutex_unlock(&t->mu);
+}
+
+static int cop_wait(struct cthread *t, struct cop *op)
+{
+	int ret;
+
+	if (!op->posted)
+		return 0;
+	pthread_mutex_lock(&t->mu);
+	while (!op->done)
+		pthread_cond_wait(&t->cv_done, &t->mu);
+	ret = op->ret;
+	pthread_mutex_unlock(&t->mu);
+	op->posted = false;
+	return ret;
+}
+
+/* ---- rank state ---------------------------------------------------------- */
+
+struct bucket {
+	int close_at; /* local layer whose gradient completes the bucket */
+	size_t off, count;
+	struct cop op;
+};
+
+struct rank {
+	const struct itr_job *job;
+	const struct trn_model *m;
+	struct itr_result *res;
+	struct itr_rank_result *me;
+	int r, n;
+	const struct trn_profile *prof;
+	const struct tp_mem_ops *ops;
+	bool host; /* host memory: the weights are their own master copy */
+	struct trn_emu emu;
+	struct tp_comm *c;
+	struct tp_dev_comm *d;
+	struct cthread ct;
+
+	int l0, nl; /* global layers [l0, l0 + nl) */
+	int mb;	    /* rows per micro-batch */
+	float **w;  /* weights of local layer j, in the rank's memory */
+	float **wm; /* host master copy (== w on host memory) */
+	float **wt; /* W transposed (out x in), refreshed by every update: the input
+		     * gradient dY W^T is then a plain product (no per-call repacking) */
+	float *grad;
+	float *gh; /* host copy of grad for the update (NULL on host memory) */
+	size_t *goff;
+	size_t nparam;
+	struct bucket *bk;
+	int nbk;
+
+	int nslots;
+	float ***act;	   /* act[slot][j]: input of local layer j (j >= 1), output at nl */
+	const float **xin; /* per slot: input of local layer 0 */
+	float **dytop;	   /* per slot: gradient received from the next stage */
+	float **gsend;	   /* per slot: input gradient sent to the previous stage */
+	float *tmp[2];
+	struct cop *op_fwd, *op_bwd; /* per slot: sends in flight */
+	float *x, *negt;	     /* input rows, negated target rows */
+	float *hscratch;	     /* host memory for reading device buffers */
+	size_t hscratch_len;
+
+	struct trn_dp_plan dp; /* the split used (the same on every rank) */
+	double t_compute, t_exposed, t_update;
+	double loss;
+	uint64_t h_sent_fwd, h_recv_fwd, h_sent_bwd, h_recv_bwd;
+};
+
+static double now_s(void)
+{
+	return (double)ice_now_ns() * 1e-9;
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
+	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+#define FNV_INIT 0xcbf29ce484222325ull
+
+/* xorshift64*: deterministic data from (seed, stream). */
+static uint64_t rng_next(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545f4914f6cdd1dull;
+}
+
+static void rng_fill(float *v, size_t n, uint32_t seed, uint64_t stream, float scale)
+{
+	uint64_t s =
+		((uint64_t)seed << 32) ^ (stream * 0x9e3779b97f4a7c15ull) ^ 0x5851f42d4c957f2dull;
+
+	if (s == 0)
+		s = 1;
+	for (int i = 0; i < 4; i++)
+		rng_next(&s);
+	for (size_t i = 0; i < n; i++) {
+		double u = (double)(rng_next(&s) >> 11) * (1.0 / 9007199254740992.0);
+
+		v[i] = (float)((2.0 * u - 1.0) * scale);
+	}
+}
+
+/* Host memory for a device buffer's bytes: the buffer itself on host
+ * memory, else a copy in hscratch. */
+static const float *host_view(struct rank *k, const float *buf, size_t count)
+{
+	if (k->host)
+		return buf;
+	if (count > k->hscratch_len || k->ops->to_host(k->hscratch, buf, count * 4) < 0)
+		return NULL;
+	return k->hscratch;
+}
+
+static uint64_t buf_hash(struct rank *k, const float *buf, size_t count)
+{
+	const float *h = host_view(k, buf, count);
+
+	return h != NULL ? fnv1a(FNV_INIT, h, count * 4) : 0;
+}
+
+/* ---- compute --------------------------------------------------------------- */
+
+/* C[m x n] = op(A) op(B) + beta C on the rank's device, timed; on an
+ * emulated device padded to the profile's speed. */
+static int matmul(struct rank *k, bool ta, bool tb, int m, int n, int kk, const float *a,
+		  const float *b, float beta, float *c)
+{
+	double t0 = now_s();
+	int ret;
+
+	if (k->prof->emulated)
+		trn_emu_begin(&k->emu);
+	ret = k->ops->sgemm(ta, tb, m, n, kk, 1.0f, a, b, beta, c);
+	if (k->prof->emulated)
+		trn_emu_end(&k->emu, 2.0 * m * n * kk);
+	k->t_compute += now_s() - t0;
+	if (ret < 0)
+		ice_err(ICE_SUB_BENCH, "rank %d: sgemm %dx%dx%d failed: %s", k->r, m, n, kk,
+			strerror(-ret));
+	return ret;
+}
+
+static int lin(const struct rank *k, int j)
+{
+	return k->m->in[k->l0 + j];
+}
+
+static int lout(const struct rank *k, int j)
+{
+	return k->m->out[k->l0 + j];
+}
+
+static int forward(struct rank *k, int slot, const float *in, int rows)
+{
+	k->xin[slot] = in;
+	for (int j = 0; j < k->nl; j++) {
+		const float *x = j == 0 ? in : k->act[slot][j];
+		int ret = matmul(k, false, false, rows, lout(k, j), lin(k, j), x, k->w[j], 0.0f,
+				 k->act[slot][j + 1]);
+
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* The top of the model: dY = Y - target in place of Y, and the loss. */
+static int loss_grad(struct rank *k, int slot, const float *negt, int rows)
+{
+	float *y = k->act[slot][k->nl];
+	size_t cnt = (size_t)rows * (size_t)lout(k, k->nl - 1);
+	double t0 = now_s(), l = 0;
+	const float *h;
+	int ret;
+
+	ret = k->ops->reduce(y, negt, cnt, TP_FLOAT32, TP_SUM);
+	if (ret < 0)
+		return ret;
+	h = host_view(k, y, cnt);
+	if (h == NULL)
+		return -EIO;
+	for (size_t i = 0; i < cnt; i++)
+		l += 0.5 * (double)h[i] * (double)h[i];
+	k->loss += l;
+	k->t_compute += now_s() - t0;
+	return 0;
+}
+
+/* Backward of one micro-batch from gradient g (rows x out of the last local
+ * layer). dx: where the input gradient of local layer 0 goes (NULL: a
+ * scratch buffer). beta: 0 for the first micro-batch of a step, else 1.
+ * post: hand the gradient buckets to the communication thread as they
+ * complete (DP, last micro-batch). */
+static int backward(struct rank *k, int slot, const float *g, int rows, float *dx, float beta,
+		    bool post)
+{
+	int b = 0, t = 0;
+
+	for (int j = k->nl - 1; j >= 0; j--) {
+		const float *x = j == 0 ? k->xin[slot] : k->act[slot][j];
+		float *dst = (j == 0 && dx != NULL) ? dx : k->tmp[t];
+		int ret;
+
+		ret = matmul(k, true, false, lin(k, j), lout(k, j), rows, x, g, beta,
+			     k->grad + k->goff[j]);
+		if (ret < 0)
+			return ret;
+		while (post && b < k->nbk && k->bk[b].close_at == j) {
+			cop_post(&k->ct, &k->bk[b].op, COP_ALLREDUCE, k->grad + k->bk[b].off,
+				 k->bk[b].count, -1);
+			b++;
+		}
+		ret = matmul(k, false, false, rows, lin(k, j), lout(k, j), g, k->wt[j], 0.0f, dst);
+		if (ret < 0)
+			return ret;
+		g = dst;
+		t ^= 1;
+	}
+	return 0;
+}
+
+/* wt[j] = w[j] transposed, from the host master copy. */
+static int refresh_wt(struct rank *k, int j)
+{
+	int in = lin(k, j), out = lout(k, j);
+	float *dst = k->host ? k->wt[j] : k->hscratch;
+	const float *src = k->wm[j];
+
+	for (int i0 = 0; i0 < in; i0 += 32)
+		for (int o0 = 0; o0 < out; o0 += 32)
+			for (int i = i0; i < i0 + 32 && i < in; i++)
+				for (int o = o0; o < o0 + 32 && o < out; o++)
+					dst[(size_t)o * in + i] = src[(size_t)i * out + o];
+	if (k->host)
+		return 0;
+	return k->ops->from_host(k->wt[j], dst, (size_t)in * (size_t)out * 4);
+}
+
+/* w -= lr * g / global_batch, on the host master copy (the same code on
+ * every rank, so replicas stay bit-identical), then back to the device. */
+static int sgd_update(struct rank *k)
+{
+	float scale = (float)(k->job->lr / k->m->global_batch);
+	const float *g = k->grad;
+	double t0 = now_s();
+	int ret;
+
+	if (!k->host) {
+		ret = k->ops->to_host(k->gh, k->grad, k->nparam * 4);
+		if (ret < 0)
+			return ret;
+		g = k->gh;
+	}
+	for (int j = 0; j < k->nl; j++) {
+		size_t cnt = (size_t)lin(k, j) * (size_t)lout(k, j);
+		const float *gj = g + k->goff[j];
+		float *wj = k->wm[j];
+
+		for (size_t i = 0; i < cnt; i++)
+			wj[i] -= scale * gj[i];
+		if (!k->host) {
+			ret = k->ops->from_host(k->w[j], wj, cnt * 4);
+			if (ret < 0)
+				return ret;
+		}
+		ret = refresh_wt(k, j);
+		if (ret < 0)
+			return ret;
+	}
+	k->t_update += now_s() - t0;
+	return 0;
+}
+
+static int wait_op(struct rank *k, struct cop *op)
+{
+	double t0;
+	int ret;
+
+	if (!op->posted)
+		return 0;
+	t0 = now_s();
+	ret = cop_wait(&k->ct, op);
+	k->t_exposed += now_s() - t0;
+	return ret;
+}
+
+/* ---- setup ------------------------------------------------------------------ */
+
+static void *dev_alloc(struct rank *k, size_t bytes)
+{
+	void *p = k->ops->alloc(bytes ? bytes : 4);
+
+	if (p == NULL)
+		ice_err(ICE_SUB_BENCH, "rank %d: cannot allocate %zu bytes of %s memory", k->r,
+			bytes, k->ops->name);
+	return p;
+}
+
+/* Copy host rows into a new device buffer. */
+static float *dev_from(struct rank *k, const float *h, size_t count)
+{
+	float *p = dev_alloc(k, count * 4);
+
+	if (p == NULL)
+		return NULL;
+	if (k->host) {
+		memcpy(p, h, count * 4);
+		return p;
+	}
+	if (k->ops->from_host(p, h, count * 4) < 0) {
+		k->ops->free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static int max_feat(const struct trn_model *m)
+{
+	int f = 1;
+
+	for (int l = 0; l < m->nlayers; l++) {
+		f = m->in[l] > f ? m->in[l] : f;
+		f = m->out[l] > f ? m->out[l] : f;
+	}
+	return f;
+}
+
+/* Weights of layers [l0, l0+nl) from the seed (the same on every rank),
+ * gradient buffer in reverse layer order, DP buckets. */
+static int setup_params(struct rank *k)
+{
+	const struct trn_model *m = k->m;
+	size_t bucket = (size_t)(m->bucket_kb > 0 ? m->bucket_kb : 4096) * 1024;
+	size_t off = 0, start = 0;
+
+	k->w = calloc((size_t)k->nl, sizeof(*k->w));
+	k->wm = calloc((size_t)k->nl, sizeof(*k->wm));
+	k->wt = calloc((size_t)k->nl, sizeof(*k->wt));
+	k->goff = calloc((size_t)k->nl, sizeof(*k->goff));
+	k->bk = calloc((size_t)k->nl, sizeof(*k->bk));
+	if (k->w == NULL || k->wm == NULL || k->wt == NULL || k->goff == NULL || k->bk == NULL)
+		return -ENOMEM;
+	for (int j = k->nl - 1; j >= 0; j--) {
+		size_t cnt = (size_t)lin(k, j) * (size_t)lout(k, j);
+
+		k->goff[j] = off;
+		off += cnt;
+		if ((off - start) * 4 >= bucket || j == 0) {
+			k->bk[k->nbk].close_at = j;
+			k->bk[k->nbk].off = start;
+			k->bk[k->nbk].count = off - start;
+			k->nbk++;
+			start = off;
+		}
+	}
+	k->nparam = off;
+	k->hscratch_len = (size_t)max_feat(m) * (size_t)k->mb;
+	if (k->hscratch_len < k->nparam)
+		k->hscratch_len = k->nparam;
+	k->hscratch = malloc(k->hscratch_len * 4);
+	if (k->hscratch == NULL)
+		return -ENOMEM;
+	for (int j = 0; j < k->nl; j++) {
+		size_t cnt = (size_t)lin(k, j) * (size_t)lout(k, j);
+		float *h = malloc(cnt * 4);
+
+		if (h == NULL)
+			return -ENOMEM;
+		rng_fill(h, cnt, k->job->seed, 1000 + (uint64_t)(k->l0 + j),
+			 (float)sqrt(3.0 / lin(k, j)));
+		if (k->host) {
+			k->w[j] = dev_alloc(k, cnt * 4);
+			if (k->w[j] == NULL) {
+				free(h);
+				return -ENOMEM;
+			}
+			memcpy(k->w[j], h, cnt * 4);
+			k->wm[j] = k->w[j];
+			free(h);
+		} else {
+			k->wm[j] = h;
+			k->w[j] = dev_from(k, h, cnt);
+			if (k->w[j] == NULL)
+				return -ENOMEM;
+		}
+		k->wt[j] = dev_alloc(k, cnt * 4);
+		if (k->wt[j] == NULL || refresh_wt(k, j) < 0)
+			return -ENOMEM;
+	}
+	k->grad = dev_alloc(k, k->nparam * 4);
+	if (k->grad == NULL)
+		return -ENOMEM;
+	if (!k->host) {
+		k->gh = malloc(k->nparam * 4);
+		if (k->gh == NULL)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Activation slots, the backward chain, input and target rows
+ * [row0, row0 + nrows) of the global batch (x on the first stage, targets
+ * on the last). */
+static int setup_acts(struct rank *k, int row0, int nrows, bool first, bool last)
+{
+	const struct trn_model *m = k->m;
+	size_t fmax = (size_t)max_feat(m) * (size_t)k->mb;
+	size_t cnt;
+	float *h;
+
+	k->act = calloc((size_t)k->nslots, sizeof(*k->act));
+	k->xin = calloc((size_t)k->nslots, sizeof(*k->xin));
+	k->dytop = calloc((size_t)k->nslots, sizeof(*k->dytop));
+	k->gsend = calloc((size_t)k->nslots, sizeof(*k->gsend));
+	k->op_fwd = calloc((size_t)k->nslots, sizeof(*k->op_fwd));
+	k->op_bwd = calloc((size_t)k->nslots, sizeof(*k->op_bwd));
+	if (k->act == NULL || k->xin == NULL || k->dytop == NULL || k->gsend == NULL ||
+	    k->op_fwd == NULL || k->op_bwd == NULL)
+		return -ENOMEM;
+	for (int s = 0; s < k->nslots; s++) {
+		k->act[s] = calloc((size_t)k->nl + 1, sizeof(**k->act));
+		if (k->act[s] == NULL)
+			return -ENOMEM;
+		for (int j = 0; j <= k->nl; j++) {
+			int f = j < k->nl ? lin(k, j) : lout(k, k->nl - 1);
+
+			k->act[s][j] = dev_alloc(k, (size_t)f * (size_t)k->mb * 4);
+			if (k->act[s][j] == NULL)
+				return -ENOMEM;
+		}
+		k->dytop[s] = dev_alloc(k, (size_t)lout(k, k->nl - 1) * (size_t)k->mb * 4);
+		k->gsend[s] = dev_alloc(k, (size_t)lin(k, 0) * (size_t)k->mb * 4);
+		if (k->dytop[s] == NULL || k->gsend[s] == NULL)
+			return -ENOMEM;
+	}
+	k->tmp[0] = dev_alloc(k, fmax * 4);
+	k->tmp[1] = dev_alloc(k, fmax * 4);
+	if (k->tmp[0] == NULL || k->tmp[1] == NULL)
+		return -ENOMEM;
+	cnt = (size_t)(nrows > 0 ? nrows : 1) * (size_t)max_feat(m);
+	h = malloc(cnt * 4);
+	if (h == NULL)
+		return -ENOMEM;
+	if (first) {
+		int f = m->in[0];
+
+		for (int i = 0; i < nrows; i++)
+			rng_fill(h + (size_t)i * f, (size_t)f, k->job->seed, 1u << 30 | (row0 + i),
+				 1.0f);
+		k->x = dev_from(k, h, (size_t)(nrows > 0 ? nrows : 1) * f);
+	}
+	if (last) {
+		int f = m->out[m->nlayers - 1];
+
+		for (int i = 0; i < nrows; i++)
+			rng_fill(h + (size_t)i * f, (size_t)f, k->job->seed, 1u << 29 | (row0 + i),
+				 1.0f);
+		k->negt = dev_from(k, h, (size_t)(nrows > 0 ? nrows : 1) * f);
+	}
+	free(h);
+	if ((first && k->x == NULL) || (last && k->negt == NULL))
+		return -ENOMEM;
+	return 0;
+}
+
+static void free_rank(struct rank *k)
+{
+	const struct tp_mem_ops *o = k->ops;
+
+	if (o == NULL)
+		return;
+	for (int j = 0; k->w != NULL && j < k->nl; j++) {
+		o->free(k->w[j]);
+		if (k->wt != NULL)
+			o->free(k->wt[j]);
+		if (!k->host && k->wm != NULL)
+			free(k->wm[j]);
+	}
+	for (int s = 0; k->act != NULL && s < k->nslots; s++) {
+		for (int j = 0; k->act[s] != NULL && j <= k->nl; j++)
+			o->free(k->act[s][j]);
+		free(k->act[s]);
+		o->free(k->dytop[s]);
+		o->free(k->gsend[s]);
+	}
+	o->free(k->tmp[0]);
+	o->free(k->tmp[1]);
+	o->free(k->grad);
+	o->free(k->x);
+	o->free(k->negt);
+	free(k->gh);
+	free(k->hscratch);
+	free(k->w);
+	free(k->wm);
+	free(k->wt);
+	free(k->goff);
+	free(k->bk);
+	free(k->act);
+	free(k->xin);
+	free(k->dytop);
+	free(k->gsend);
+	free(k->op_fwd);
+	free(k->op_bwd);
+}
+
+/* ---- network calibration ------------------------------------------------- */
+
+static int time_op(struct tp_dev_comm *d, int what, float *buf, size_t count, int iters,
+		   double *out)
+{
+	struct tp_comm *c = tp_dev_comm_base(d);
+	int n = tp_comm_nranks(c), r = tp_comm_rank(c);
+	double t0 = 0;
+	int ret;
+
+	ret = tp_comm_barrier(c);
+	for (int i = -2; ret == 0 && i < iters; i++) {
+		if (i == 0)
+			t0 = now_s();
+		if (what == 0)
+			ret = tp_dev_allreduce(d, buf, buf, count, TP_FLOAT32, TP_SUM,
+					       TP_STAGE_AUTO);
+		else
+			ret = tp_dev_sendrecv(d, buf, (r + 1) % n, buf + count, (r + n - 1) % n,
+					      count, TP_FLOAT32);
+	}
+	if (ret < 0)
+		return ret;
+	*out = (now_s() - t0) / iters;
+	return tp_comm_oob_max(c, out);
+}
+
+/* Measure the all-reduce bus bandwidth on one bucket, the point-to-point
+ * bandwidth on one activation and the latency on one float, on this job's
+ * communicator; every rank ends with the same figures (the slowest). */
+static int calibrate(struct rank *k, size_t bucket_count, size_t act_count, struct trn_net *net)
+{
+	size_t cnt = bucket_count > 2 * act_count ? bucket_count : 2 * act_count;
+	double t_ar, t_lat, t_p2p;
+	float *buf;
+	float *h;
+	int ret;
+
+	net->overlap = k->job->overlap;
+	if (k->n == 1) {
+		/* nothing to talk to: communication costs nothing */
+		net->busbw_gbps = 1e6;
+		net->p2p_gbps = 1e6;
+		net->lat_s = 0;
+		return 0;
+	}
+	h = calloc(cnt, 4);
+	buf = dev_alloc(k, cnt * 4);
+	if (h == NULL || buf == NULL) {
+		free(h);
+		k->ops->free(buf);
+		return -ENOMEM;
+	}
+	ret = k->host ? 0 : k->ops->from_host(buf, h, cnt * 4);
+	if (k->host)
+		memset(buf, 0, cnt * 4);
+	if (ret == 0)
+		ret = time_op(k->d, 0, buf, bucket_count, 5, &t_ar);
+	if (ret == 0)
+		ret = time_op(k->d, 1, buf, 1, 20, &t_lat);
+	if (ret == 0)
+		ret = time_op(k->d, 1, buf, act_count, 5, &t_p2p);
+	free(h);
+	k->ops->free(buf);
+	if (ret < 0)
+		return ret;
+	net->busbw_gbps = (double)bucket_count * 4 / t_ar * 2.0 * (k->n - 1) / k->n / 1e9;
+	net->lat_s = t_lat;
+	net->p2p_gbps = (double)act_count * 4 / (t_p2p > t_lat ? t_p2p - t_lat : t_p2p) / 1e9;
+	return 0;
+}
+
+/* ---- training steps --------------------------------------------------- */
+
+static int dp_step(struct rank *k, int nrows)
+{
+	int nmb = (nrows + k->mb - 1) / k->mb;
+	int ret = 0;
+
+	for (int i = 0; i < nmb && ret == 0; i++) {
+		int row = i * k->mb;
+		int rows = nrows - row < k->mb ? nrows - row : k->mb;
+
+		ret = forward(k, 0, k->x + (size_t)row * k->m->in[0], rows);
+		if (ret == 0)
+			ret = loss_grad(k, 0, k->negt + (size_t)row * lout(k, k->nl - 1), rows);
+		if (ret == 0)
+			ret = backward(k, 0, k->act[0][k->nl], rows, NULL, i == 0 ? 0.0f : 1.0f,
+				       i == nmb - 1);
+	}
+	if (ret == 0 && nmb == 0) {
+		/* no samples here: contribute zeros */
+		memset(k->hscratch, 0, k->hscratch_len * 4);
+		if (k->host)
+			memset(k->grad, 0, k->nparam * 4);
+		else
+			ret = k->ops->from_host(k->grad, k->hscratch, k->nparam * 4);
+		for (int b = 0; ret == 0 && b < k->nbk; b++)
+			cop_post(&k->ct, &k->bk[b].op, COP_ALLREDUCE, k->grad + k->bk[b].off,
+				 k->bk[b].count, -1);
+	}
+	for (int b = 0; b < k->nbk; b++) {
+		int r = wait_op(k, &k->bk[b].op);
+
+		if (ret == 0)
+			ret = r;
+	}
+	if (ret == 0)
+		ret = sgd_update(k);
+	return ret;
+}
+
+/* 1F1B (PipeDream-flush / Megatron) on stage s of S with m micro-batches:
+ * min(S - s - 1, m) warm-up forwards, then one forward and one backward in
+ * turn, then the remaining backwards. Receives block (the data is needed);
+ * sends are queued and waited for only before their buffer is reused. */
+static int pp_fwd(struct rank *k, int i)
+{
+	int s = k->r, S = k->n, slot = i % k->nslots, ret;
+	size_t in_cnt = (size_t)k->mb * lin(k, 0);
+	size_t out_cnt = (size_t)k->mb * lout(k, k->nl - 1);
+	const float *in;
+
+	ret = wait_op(k, &k->op_fwd[slot]);
+	if (ret < 0)
+		return ret;
+	if (s > 0) {
+		struct cop rop;
+
+		cop_post(&k->ct, &rop, COP_RECV, k->act[slot][0], in_cnt, s - 1);
+		ret = wait_op(k, &rop);
+		if (ret < 0)
+			return ret;
+		k->h_recv_fwd += buf_hash(k, k->act[slot][0], in_cnt);
+		in = k->act[slot][0];
+	} else {
+		in = k->x + (size_t)i * in_cnt;
+	}
+	ret = forward(k, slot, in, k->mb);
+	if (ret < 0)
+		return ret;
+	if (s == S - 1)
+		return loss_grad(k, slot, k->negt + (size_t)i * out_cnt, k->mb);
+	k->h_sent_fwd += buf_hash(k, k->act[slot][k->nl], out_cnt);
+	cop_post(&k->ct, &k->op_fwd[slot], COP_SEND, k->act[slot][k->nl], out_cnt, s + 1);
+	return 0;
+}
+
+static int pp_bwd(struct rank *k, int i)
+{
+	int s = k->r, S = k->n, slot = i % k->nslots, ret;
+	size_t in_cnt = (size_t)k->mb * lin(k, 0);
+	size_t out_cnt = (size_t)k->mb * lout(k, k->nl - 1);
+	const float *g = k->act[slot][k->nl];
+
+	if (s < S - 1) {
+		struct cop rop;
+
+		cop_post(&k->ct, &rop, COP_RECV, k->dytop[slot], out_cnt, s + 1);
+		ret = wait_op(k, &rop);
+		if (ret < 0)
+			return ret;
+		k->h_recv_bwd += buf_hash(k, k->dytop[slot], out_cnt);
+		g = k->dytop[slot];
+	}
+	ret = wait_op(k, &k->op_bwd[slot]);
+	if (ret < 0)
+		return ret;
+	ret = backward(k, slot, g, k->mb, s > 0 ? k->gsend[slot] : NULL, i == 0 ? 0.0f : 1.0f,
+		       false);
+	if (ret < 0 || s == 0)
+		return ret;
+	k->h_sent_bwd += buf_hash(k, k->gsend[slot], in_cnt);
+	cop_post(&k->ct, &k->op_bwd[slot], COP_SEND, k->gsend[slot], in_cnt, s - 1);
+	return 0;
+}
+
+static int pp_step(struct rank *k, int m)
+{
+	int warm = k->n - k->r - 1 < m ? k->n - k->r - 1 : m;
+	int ret = 0;
+
+	for (int i = 0; i < warm && ret == 0; i++)
+		ret = pp_fwd(k, i);
+	for (int i = 0; i < m - warm && ret == 0; i++) {
+		ret = pp_fwd(k, warm + i);
+		if (ret == 0)
+			ret = pp_bwd(k, i);
+	}
+	for (int i = m - warm; i < m && ret == 0; i++)
+		ret = pp_bwd(k, i);
+	for (int s = 0; s < k->nslots; s++) {
+		int r1 = wait_op(k, &k->op_fwd[s]), r2 = wait_op(k, &k->op_bwd[s]);
+
+		if (ret == 0)
+			ret = r1 < 0 ? r1 : r2;
+	}
+	if (ret == 0)
+		ret = sgd_update(k);
+	return ret;
+}
+
+/* ---- the rank ------------------------------------------------------------- */
+
+static int plan_job(struct rank *k, const struct trn_net *net)
+{
+	const struct itr_job *j = k->job;
+	struct itr_result *res = k->res;
+	int ret;
+
+	if (j->scheme == ITR_DP) {
+		struct trn_dp_plan p;
+
+		memset(&p, 0, sizeof(p));
+		ret = j->split == ITR_SPLIT_PLAN ? trn_plan_dp(k->m, j->dev, j->ndev, net, &p)
+						 : trn_plan_dp_even(k->m, j->dev, j->ndev, net, &p);
+		if (ret == 0)
+			ret = trn_predict_dp(k->m, j->dev, j->ndev, net, &p);
+		if (ret == 0 && k->r == 0)
+			res->dp = p;
+		k->dp = p;
+		if (ret == 0) {
+			k->l0 = 0;
+			k->nl = k->m->nlayers;
+			k->me->samples = p.samples[k->r];
+			k->me->first = 0;
+			k->me->nlayers = k->nl;
+		}
+	} else {
+		struct trn_pp_plan p;
+
+		memset(&p, 0, sizeof(p));
+		ret = j->split == ITR_SPLIT_PLAN ? trn_plan_pp(k->m, j->dev, j->ndev, net, &p)
+						 : trn_plan_pp_even(k->m, j->dev, j->ndev, net, &p);
+		if (ret == 0)
+			ret = trn_predict_pp(k->m, j->dev, j->ndev, net, &p);
+		if (ret == 0 && k->r == 0)
+			res->pp = p;
+		if (ret == 0) {
+			k->l0 = p.first[k->r];
+			k->nl = p.nlayers[k->r];
+			k->me->first = k->l0;
+			k->me->nlayers = k->nl;
+			k->me->samples = k->m->global_batch;
+			if (k->nl < 1 || k->l0 < 0 || k->l0 + k->nl > k->m->nlayers)
+				ret = -EINVAL;
+		}
+	}
+	if (ret < 0)
+		ice_err(ICE_SUB_BENCH, "rank %d: planning %s (%s split) failed: %s", k->r,
+			j->scheme == ITR_DP ? "dp" : "pp",
+			j->split == ITR_SPLIT_PLAN ? "plan" : "even", strerror(-ret));
+	return ret;
+}
+
+/* FNV-1a and sum of this rank's weights, as the device holds them. */
+static int weights_digest(struct rank *k)
+{
+	uint64_t h = FNV_INIT;
+	double sum = 0;
+
+	for (int j = 0; j < k->nl; j++) {
+		size_t cnt = (size_t)lin(k, j) * (size_t)lout(k, j);
+		const float *v = host_view(k, k->w[j], cnt);
+
+		if (v == NULL)
+			return -EIO;
+		h = fnv1a(h, v, cnt * 4);
+		for (size_t i = 0; i < cnt; i++)
+			sum += v[i];
+	}
+	k->me->weight_hash = h;
+	k->me->weight_sum = sum;
+	return 0;
+}
+
+/* DP: are the weights the same on every rank? The hashes are compared over
+ * the bootstrap connections (max == min of each 32-bit half). */
+static int check_weights(struct rank *k, bool *same)
+{
+	uint64_t h = k->me->weight_hash;
+	double v[4];
+	int ret = 0;
+
+	v[0] = (double)(h >> 32);
+	v[1] = -(double)(h >> 32);
+	v[2] = (double)(h & 0xffffffffu);
+	v[3] = -(double)(h & 0xffffffffu);
+	for (int i = 0; i < 4 && ret == 0; i++)
+		ret = tp_comm_oob_max(k->c, &v[i]);
+	if (ret < 0)
+		return ret;
+	*same = v[0] == -v[1] && v[2] == -v[3];
+	return 0;
+}
+
+/* After training, on this thread again: the correctness checks. */
+static int finish(struct rank *k)
+{
+	int ret = weights_digest(k);
+
+	if (ret < 0)
+		return ret;
+	if (k->job->scheme == ITR_DP) {
+		bool same = false;
+
+		snprintf(k->me->stage_name, sizeof(k->me->stage_name), "%s",
+			 tp_stage_name(tp_dev_last_stage(k->d)));
+		ret = check_weights(k, &same);
+		if (ret == 0 && k->r == 0)
+			k->res->weights_identical = same;
+	} else {
+		k->me->pp_sent_fwd = k->h_sent_fwd;
+		k->me->pp_recv_fwd = k->h_recv_fwd;
+		k->me->pp_sent_bwd = k->h_sent_bwd;
+		k->me->pp_recv_bwd = k->h_recv_bwd;
+	}
+	if (ret == 0)
+		ret = tp_comm_barrier(k->c);
+	return ret;
+}
+
+static int train(struct rank *k)
+{
+	const struct itr_job *j = k->job;
+	int total = j->warmup + j->steps, m = k->m->global_batch / k->m->micro_batch;
+	struct trn_emu emu0;
+	double cpu0 = 0, wall0 = 0;
+	int ret;
+
+	k->me->step_end_ns[0] = ice_now_ns();
+	emu0 = k->emu;
+	for (int step = 0; step < total; step++) {
+		if (step == j->warmup) {
+			k->t_compute = k->t_exposed = k->t_update = 0;
+			emu0 = k->emu;
+			cpu0 = cpu_seconds();
+			wall0 = now_s();
+		}
+		k->loss = 0;
+		ret = j->scheme == ITR_DP ? dp_step(k, k->me->samples) : pp_step(k, m);
+		if (ret < 0) {
+			ice_err(ICE_SUB_BENCH, "rank %d: step %d failed: %s", k->r, step,
+				strerror(-ret));
+			return ret;
+		}
+		k->me->step_end_ns[step + 1] = ice_now_ns();
+	}
+	k->me->wall_s = now_s() - wall0;
+	k->me->cpu_s = cpu_seconds() - cpu0;
+	k->me->compute_s = k->t_compute / j->steps;
+	k->me->exposed_s = k->t_exposed / j->steps;
+	k->me->update_s = k->t_update / j->steps;
+	k->me->emu_calls = k->emu.calls - emu0.calls;
+	k->me->emu_overruns = k->emu.overruns - emu0.overruns;
+	k->me->emu_overrun_s = k->emu.overrun_s - emu0.overrun_s;
+	k->me->loss = k->loss;
+	return 0;
+}
+
+static int run_rank(struct rank *k, struct tp_comm_cfg *cc)
+{
+	const struct itr_job *j = k->job;
+	const struct trn_model *m = k->m;
+	size_t act_count = (size_t)m->micro_batch * (size_t)max_feat(m);
+	size_t maxb, bucket_count;
+	struct trn_net net;
+	char why[256] = "";
+	int kind, ret, r2;
+
+	kind = j->dev[k->r].emulated ? TP_MEM_HOST : tp_mem_kind_parse(j->dev[k->r].kind);
+	k->ops = kind < 0 ? NULL : tp_mem_ops_get((enum tp_mem_kind)kind);
+	if (k->ops == NULL) {
+		fprintf(stderr, "ice-train: rank %d: device '%s' needs %s memory: not built in\n",
+			k->r, k->prof->name, k->prof->kind);
+		return 2;
+	}
+	ret = k->ops->probe(why, sizeof(why));
+	if (ret < 0) {
+		fprintf(stderr, "ice-train: rank %d: device '%s' (%s) is not usable: %s\n", k->r,
+			k->prof->name, k->ops->name, why[0] ? why : strerror(-ret));
+		return 2;
+	}
+	k->host = k->ops->kind == TP_MEM_HOST;
+	k->emu.gflops = k->prof->gflops;
+	k->mb = m->micro_batch;
+
+	/* room for several activations that arrive before their receive */
+	maxb = act_count * 4 * (size_t)(k->n + 2) + (1u << 20);
+	if (cc->eng.unexp_bytes < maxb)
+		cc->eng.unexp_bytes = (uint32_t)(maxb < (256u << 20) ? maxb : (256u << 20));
+	/* the communication thread drives the engine between operations, but on
+	 * a loaded host it can be descheduled for a while: tolerate about a
+	 * second of silence from a peer before declaring it gone */
+	if (cc->eng.retry_cnt < 64)
+		cc->eng.retry_cnt = 64;
+	k->c = tp_comm_init(cc);
+	if (k->c == NULL) {
+		fprintf(stderr, "ice-train: rank %d: cannot create the communicator: %s\n", k->r,
+			strerror(errno));
+		return 1;
+	}
+	/* largest message: a bucket (up to the whole model) or two activations */
+	bucket_count = (size_t)(m->bucket_kb > 0 ? m->bucket_kb : 4096) * 256;
+	maxb = (size_t)(trn_model_param_bytes(m) + 0.5);
+	if (maxb < 2 * act_count * 4)
+		maxb = 2 * act_count * 4;
+	if ((size_t)trn_model_param_bytes(m) / 4 < bucket_count)
+		bucket_count = (size_t)trn_model_param_bytes(m) / 4;
+	k->d = tp_dev_comm_new(k->c, k->ops, maxb);
+	if (k->d == NULL) {
+		fprintf(stderr, "ice-train: rank %d: cannot set up %s collectives: %s\n", k->r,
+			k->ops->name, strerror(errno));
+		ret = -errno;
+		goto out;
+	}
+	ret = calibrate(k, bucket_count, act_count, &net);
+	if (ret < 0) {
+		fprintf(stderr, "ice-train: rank %d: network calibration failed: %s\n", k->r,
+			strerror(-ret));
+		goto out;
+	}
+	if (k->r == 0)
+		k->res->net = net;
+	ret = plan_job(k, &net);
+	if (ret < 0)
+		goto out;
+	if (j->scheme == ITR_DP) {
+		int row0 = 0;
+
+		/* every rank computed the same plan: rows before ours */
+		for (int r = 0; r < k->r; r++)
+			row0 += k->dp.samples[r];
+		k->nslots = 1;
+		ret = setup_params(k);
+		if (ret == 0)
+			ret = setup_acts(k, row0, k->me->samples, true, true);
+	} else {
+		int warm = k->n - k->r - 1;
+		int mbs = m->global_batch / m->micro_batch;
+
+		k->nslots = (warm < mbs ? warm : mbs) + 1;
+		ret = setup_params(k);
+		if (ret == 0)
+			ret = setup_acts(k, 0, m->global_batch, k->r == 0, k->r == k->n - 1);
+	}
+	if (ret < 0) {
+		fprintf(stderr, "ice-train: rank %d: cannot set up the model: %s\n", k->r,
+			strerror(-ret));
+		goto out;
+	}
+	ret = tp_comm_barrier(k->c);
+	if (ret < 0)
+		goto out;
+	/* the communicator belongs to the communication thread from here... */
+	ret = cthread_start(&k->ct, k->d);
+	if (ret < 0)
+		goto out;
+	ret = train(k);
+	r2 = cthread_stop(&k->ct);
+	if (ret == 0 && r2 < 0) {
+		ice_err(ICE_SUB_BENCH, "rank %d: communication failed: %s", k->r, strerror(-r2));
+		ret = r2;
+	}
+	/* ... and back to this thread */
+	if (ret == 0)
+		ret = finish(k);
+	if (ret == 0)
+		k->me->done = true;
+out:
+	free_rank(k);
+	tp_dev_comm_free(k->d);
+	tp_comm_free(k->c);
+	return ret < 0 ? 1 : 0;
+}
+
+int itr_rank_main(void *arg)
+{
+	struct itr_rank_arg *a = arg;
+	struct rank k;
+
+	memset(&k, 0, sizeof(k));
+	k.job = a->job;
+	k.m = &a->job->model;
+	k.res = a->res;
+	k.r = a->cc->rank;
+	k.n = a->cc->nranks;
+	k.me = &a->res->rank[k.r];
+	k.prof = &a->job->dev[k.r];
+	return run_rank(&k, a->cc);
+}
