@@ -203,8 +203,6 @@ struct rank {
 	int mb;	    /* rows per micro-batch */
 	float **w;  /* weights of local layer j, in the rank's memory */
 	float **wm; /* host master copy (== w on host memory) */
-	float **wt; /* W transposed (out x in), refreshed by every update: the input
-		     * gradient dY W^T is then a plain product (no per-call repacking) */
 	float *grad;
 	float *gh; /* host copy of grad for the update (NULL on host memory) */
 	size_t *goff;
@@ -391,30 +389,13 @@ static int backward(struct rank *k, int slot, const float *g, int rows, float *d
 				 k->bk[b].count, -1);
 			b++;
 		}
-		ret = matmul(k, false, false, rows, lin(k, j), lout(k, j), g, k->wt[j], 0.0f, dst);
+		ret = matmul(k, false, true, rows, lin(k, j), lout(k, j), g, k->w[j], 0.0f, dst);
 		if (ret < 0)
 			return ret;
 		g = dst;
 		t ^= 1;
 	}
 	return 0;
-}
-
-/* wt[j] = w[j] transposed, from the host master copy. */
-static int refresh_wt(struct rank *k, int j)
-{
-	int in = lin(k, j), out = lout(k, j);
-	float *dst = k->host ? k->wt[j] : k->hscratch;
-	const float *src = k->wm[j];
-
-	for (int i0 = 0; i0 < in; i0 += 32)
-		for (int o0 = 0; o0 < out; o0 += 32)
-			for (int i = i0; i < i0 + 32 && i < in; i++)
-				for (int o = o0; o < o0 + 32 && o < out; o++)
-					dst[(size_t)o * in + i] = src[(size_t)i * out + o];
-	if (k->host)
-		return 0;
-	return k->ops->from_host(k->wt[j], dst, (size_t)in * (size_t)out * 4);
 }
 
 /* w -= lr * g / global_batch, on the host master copy (the same code on
@@ -444,9 +425,6 @@ static int sgd_update(struct rank *k)
 			if (ret < 0)
 				return ret;
 		}
-		ret = refresh_wt(k, j);
-		if (ret < 0)
-			return ret;
 	}
 	k->t_update += now_s() - t0;
 	return 0;
@@ -516,10 +494,9 @@ static int setup_params(struct rank *k)
 
 	k->w = calloc((size_t)k->nl, sizeof(*k->w));
 	k->wm = calloc((size_t)k->nl, sizeof(*k->wm));
-	k->wt = calloc((size_t)k->nl, sizeof(*k->wt));
 	k->goff = calloc((size_t)k->nl, sizeof(*k->goff));
 	k->bk = calloc((size_t)k->nl, sizeof(*k->bk));
-	if (k->w == NULL || k->wm == NULL || k->wt == NULL || k->goff == NULL || k->bk == NULL)
+	if (k->w == NULL || k->wm == NULL || k->goff == NULL || k->bk == NULL)
 		return -ENOMEM;
 	for (int j = k->nl - 1; j >= 0; j--) {
 		size_t cnt = (size_t)lin(k, j) * (size_t)lout(k, j);
@@ -564,9 +541,6 @@ static int setup_params(struct rank *k)
 			if (k->w[j] == NULL)
 				return -ENOMEM;
 		}
-		k->wt[j] = dev_alloc(k, cnt * 4);
-		if (k->wt[j] == NULL || refresh_wt(k, j) < 0)
-			return -ENOMEM;
 	}
 	k->grad = dev_alloc(k, k->nparam * 4);
 	if (k->grad == NULL)
@@ -652,8 +626,6 @@ static void free_rank(struct rank *k)
 		return;
 	for (int j = 0; k->w != NULL && j < k->nl; j++) {
 		o->free(k->w[j]);
-		if (k->wt != NULL)
-			o->free(k->wt[j]);
 		if (!k->host && k->wm != NULL)
 			free(k->wm[j]);
 	}
@@ -673,7 +645,6 @@ static void free_rank(struct rank *k)
 	free(k->hscratch);
 	free(k->w);
 	free(k->wm);
-	free(k->wt);
 	free(k->goff);
 	free(k->bk);
 	free(k->act);
