@@ -45,7 +45,6 @@ struct tp_engine_cfg {
 	uint32_t sock_buf;	  /* socket send/receive buffer, bytes */
 	uint32_t unexp_bytes;	  /* per QP: SEND data kept while no receive is posted;
 				   * beyond it the requester gets RNR NAKs */
-	uint64_t busy_poll_ns;	  /* spin this long for packets before sleeping */
 	uint32_t rx_drop_ppm;	  /* tests: drop this share (per million) of received packets */
 	uint32_t rx_drop_seed;	  /* tests: seed for the drop decisions */
 	uint32_t rx_dup_ppm;	  /* tests: process this share of packets twice */
