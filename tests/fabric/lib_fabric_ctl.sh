@@ -108,6 +108,26 @@ spine_split() {
 	echo $((b1 - a1)) $((b2 - a2))
 }
 
+# collide SECONDS: ice-perf h1 -> h3 and h2 -> h4 for SECONDS, restarted
+# (new QPs, new ports) until ECMP puts both on one spine; sets s1 s2 (bytes
+# leaf1 sent to each spine in 1 s), sp1 sp2 (the QPs' source ports)
+collide() {
+	local try tot
+	for ((try = 1; try <= 8; try++)); do
+		perf h1 h3 "$1"
+		perf h2 h4 "$1"
+		sleep 1.5
+		read -r s1 s2 <<<"$(spine_split 1)"
+		tot=$((s1 + s2))
+		[ "$tot" -gt 1000000 ] || ctl_fail "no traffic from leaf1 ($s1 $s2 bytes)"
+		if [ $((s1 * 10)) -lt "$tot" ] || [ $((s2 * 10)) -lt "$tot" ]; then break; fi
+		echo "try $try: ECMP already balanced ($s1 / $s2 bytes); new QPs"
+		perf_stop
+	done
+	[ "$try" -le 8 ] || ice_skip "ECMP never collided in 8 tries"
+	sp1=$(qp_field h1 sport) sp2=$(qp_field h2 sport)
+}
+
 # qp_field HOST FIELD: FIELD of HOST's busiest live QP: the highest send
 # rate among the records of the latest interval (a QP of an ice-perf that
 # was stopped keeps its record, and its byte total, until the key expires)

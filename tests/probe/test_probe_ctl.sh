@@ -33,20 +33,8 @@ spine_of() { # SRC DST SPORT
 # path of a port in a map file
 path_of() { jq -r --arg p "$2" '.port_map[$p] // "none"' "$ICE_TMP/map-$1.json"; }
 
-for ((try = 1; try <= 8; try++)); do
-	perf h1 h3 40
-	perf h2 h4 40
-	sleep 1.5
-	read -r s1 s2 <<<"$(spine_split 1)"
-	tot=$((s1 + s2))
-	[ "$tot" -gt 1000000 ] || ctl_fail "no traffic from leaf1 ($s1 $s2 bytes)"
-	if [ $((s1 * 10)) -lt "$tot" ] || [ $((s2 * 10)) -lt "$tot" ]; then break; fi
-	echo "try $try: ECMP already balanced ($s1 / $s2 bytes); new QPs"
-	perf_stop
-done
-[ "$try" -le 8 ] || ice_skip "ECMP never collided in 8 tries"
+collide 90
 echo "kernel ECMP: leaf1 -> spine1 / spine2: $s1 / $s2 bytes in 1 s (collision)"
-sp1=$(qp_field h1 sport) sp2=$(qp_field h2 sport)
 
 ctl_start A --reopt 2s --lifetime 5s --interval 20ms
 wait_for 5 grep -q '^epoch ' "$ICE_TMP/ctl-A.out" || ctl_fail "no plan published in 5 s"
