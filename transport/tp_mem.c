@@ -75,8 +75,16 @@ static int host_scale_div(void *buf, size_t count, enum tp_dtype t, int n)
  * unit-stride rows: C[i][j..] += A[i][p] * B[p][j..], over blocks of
  * SG_KB x SG_NB of B that stay in L1/L2. gcc vectorises the j loop.
  */
-#define SG_KB 128
-#define SG_NB 256
+/* The SGEMM loops are compiled for AVX-512 and AVX2+FMA as well, picked at
+ * load time by the CPU (gcc function multi-versioning); portable builds. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SG_CLONES __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#else
+#define SG_CLONES
+#endif
+#define SG_KB  128
+#define SG_NB  256
+#define SG_FEW 16 /* rows of C, or inner dimension, below which one pass wins */
 
 static float *pack_t(const float *x, int rows, int cols)
 {
@@ -94,8 +102,8 @@ static float *pack_t(const float *x, int rows, int cols)
 /* op(B) = B^T with A not transposed: C[i][j] = A[i][.] . B[j][.], dot
  * products of two unit-stride rows, 8 partial sums so it vectorises without
  * reassociation flags (the order is fixed: results are deterministic). */
-static void sgemm_nt(int m, int n, int k, float alpha, const float *a, const float *b, float beta,
-		     float *c)
+SG_CLONES static void sgemm_nt(int m, int n, int k, float alpha, const float *a, const float *b,
+			       float beta, float *c)
 {
 	for (int i = 0; i < m; i++) {
 		const float *restrict ai = a + (size_t)i * (size_t)k;
@@ -118,8 +126,8 @@ static void sgemm_nt(int m, int n, int k, float alpha, const float *a, const flo
 	}
 }
 
-void tp_host_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
-		   const float *b, float beta, float *c)
+SG_CLONES static void sgemm_any(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
+				const float *b, float beta, float *c)
 {
 	/* op(A) is m x k: stored k x m when ta; op(B) is k x n: stored n x k when tb */
 	float *at, *bt;
@@ -159,6 +167,39 @@ void tp_host_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const flo
 			for (int j = 0; j < n; j++)
 				ci[j] *= beta;
 	}
+	if (m <= SG_FEW || k <= SG_FEW) {
+		/* Few rows of C (a micro-batch's forward), or a short inner
+		 * dimension (a weight gradient): one pass over B (resp. C), the
+		 * other operand stays in L1. Blocking would re-read B from memory. */
+		if (m <= SG_FEW) {
+			for (int p = 0; p < k; p++) {
+				const float *restrict bp = B + (size_t)p * (size_t)n;
+
+				for (int i = 0; i < m; i++) {
+					float *restrict ci = c + (size_t)i * (size_t)n;
+					float sc = alpha * A[(size_t)i * (size_t)k + p];
+
+					for (int j = 0; j < n; j++)
+						ci[j] += sc * bp[j];
+				}
+			}
+		} else {
+			for (int i = 0; i < m; i++) {
+				float *restrict ci = c + (size_t)i * (size_t)n;
+
+				for (int p = 0; p < k; p++) {
+					const float *restrict bp = B + (size_t)p * (size_t)n;
+					float sc = alpha * A[(size_t)i * (size_t)k + p];
+
+					for (int j = 0; j < n; j++)
+						ci[j] += sc * bp[j];
+				}
+			}
+		}
+		free(at);
+		free(bt);
+		return;
+	}
 	for (int p0 = 0; p0 < k; p0 += SG_KB) {
 		int p1 = p0 + SG_KB < k ? p0 + SG_KB : k;
 
@@ -181,6 +222,12 @@ void tp_host_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const flo
 	}
 	free(at);
 	free(bt);
+}
+
+void tp_host_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
+		   const float *b, float beta, float *c)
+{
+	sgemm_any(ta, tb, m, n, k, alpha, a, b, beta, c);
 }
 
 static int host_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
