@@ -33,7 +33,9 @@
  * Host ranks of a mixed communicator run the same ring (TP_STAGE_HOST);
  * communicators of host ranks only go straight to tp_allreduce & co.
  * All-gather is the same ring on hbuf; send/recv is staged in pieces of
- * TP_DEV_SR_CHUNK bytes (the same on every rank, so pieces pair up).
+ * TP_DEV_SR_CHUNK bytes (the same on every rank, so pieces pair up), in
+ * hsend / hrecv, which hold min(max_bytes, TP_DEV_SR_CHUNK) or more: a
+ * message over max_bytes is refused (-EMSGSIZE) like the collectives'.
  *
  * A failure in the middle of a collective leaves the communicator unusable
  * (peers wait for messages that will not come), as with tp_allreduce.
@@ -475,6 +477,15 @@ int tp_dev_sendrecv(struct tp_dev_comm *d, const void *sendbuf, int sendpeer, vo
 		return -EINVAL;
 	if (d->all_host)
 		return tp_sendrecv(d->c, sendbuf, sendpeer, recvbuf, recvpeer, count, t);
+	/* the staging (hsend / hrecv pieces, hbuf) is sized for max_bytes: a
+	 * larger message would run past it */
+	if (count > d->max_bytes / size) {
+		ice_err(ICE_SUB_COLL,
+			"rank %d: send/recv of %zu %s exceeds the communicator's "
+			"max_bytes %zu",
+			d->rank, count, tp_dtype_name(t), d->max_bytes);
+		return -EMSGSIZE;
+	}
 	o = d->ops;
 	if (sendpeer == d->rank || recvpeer == d->rank) {
 		/* to itself (a ring of one): a local copy, staged through hbuf */

@@ -16,6 +16,16 @@
  * types identical on every rank (each element is reduced once, by the rank
  * that owns its chunk, in ring order) and within the summation-order
  * tolerance of the reference.
+ *
+ * Device buffers passed in must be complete: the application's streams
+ * that wrote sendbuf (and recvbuf, in place) synchronised before the call,
+ * since the backend's streams are non-blocking and do not wait for them
+ * (tp_mem.h). On return, recvbuf is complete. A tp_dev_comm, like its
+ * tp_comm, is used by one thread at a time; that thread may differ from the
+ * one that allocated the buffers or created the communicator (the device
+ * backend selects its device on each calling thread). Messages over
+ * max_bytes (tp_dev_comm_new) fail with -EMSGSIZE on communicators with
+ * staging (any device rank).
  */
 #ifndef TP_DEV_H
 #define TP_DEV_H

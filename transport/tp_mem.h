@@ -6,11 +6,34 @@
  * through host memory; a device backend stages through pinned host buffers
  * with these copies, and reduces on the device with its own kernels.
  *
- * Device backends use two streams: "compute" (reduce, sgemm) and "copy"
- * (copy_async). Synchronous calls complete before they return. copy_async
- * returns at once; copy_wait waits for every copy started so far. Buffers
- * passed to copy_async must be pinned host memory from host_alloc (or
- * device memory) and stay valid until copy_wait.
+ * Device backends use two streams per host thread: "compute" (to_host,
+ * from_host, reduce, scale_div, sgemm) and "copy" (copy_async).
+ * Synchronous calls complete before they return. copy_async returns at
+ * once; copy_wait waits for every copy the calling thread started so far.
+ * Buffers passed to copy_async must be pinned host memory from host_alloc
+ * (or device memory) and stay valid until copy_wait.
+ *
+ * Threads: every call may be made from any thread, and from several
+ * threads at once. A thread's first call selects the backend's device on
+ * that thread (device 0 or $ICE_DEVICE; the vendor runtimes keep the
+ * current device per thread) and creates the thread's own compute / copy
+ * streams, released when the thread exits; an application that switches
+ * such a thread to another device itself must switch it back before the
+ * next call here. alloc / free / host_alloc / host_free and probe are
+ * locked and may race freely. Pending copies belong to the thread that
+ * started them: only its copy_wait waits for them, and only its own later
+ * calls are ordered after them, so a buffer that thread A fills with
+ * copy_async is ready for thread B only after A's copy_wait (and B must
+ * not free what A's copies still use). Concurrent calls on the same
+ * buffers are the caller's to order, as with memcpy.
+ *
+ * Inputs must be complete: our streams are non-blocking (they do not wait
+ * for the application's legacy default stream or any other), so device
+ * memory a call reads must have been fully written before the call, i.e.
+ * the application's own stream or kernel producing it synchronised
+ * (cudaStreamSynchronize / hipStreamSynchronize or an event), or the
+ * producing call of this API returned (and, for copy_async, copy_wait).
+ * Outputs are complete when a synchronous call returns.
  */
 #ifndef TP_MEM_H
 #define TP_MEM_H

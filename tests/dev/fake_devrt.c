@@ -7,6 +7,7 @@
  */
 #include "fake_devrt.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@ struct fake_alloc {
 	void *p;
 	size_t len;
 	int pinned;
+	int dev; /* device memory: the device current when it was allocated */
 	struct fake_alloc *next;
 };
 
@@ -37,6 +39,7 @@ struct fop {
 };
 
 struct fstream {
+	int dev; /* the device current when it was created */
 	struct fop *q;
 	size_t nq, cap, done; /* queued so far, executed so far */
 };
@@ -48,6 +51,19 @@ struct fevent {
 
 static struct fake_devrt_ctl ctl;
 static struct fake_alloc *allocs;
+static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread int cur_dev; /* this thread's current device, 0 at start */
+
+static void fake_unlock(int *unused)
+{
+	(void)unused;
+	pthread_mutex_unlock(&fake_lock);
+}
+
+/* at the top of every entry: the lock, held until the function returns */
+#define ENTER                                                                                      \
+	pthread_mutex_lock(&fake_lock);                                                            \
+	int fake_guard_ __attribute__((cleanup(fake_unlock), unused)) = 0
 
 struct fake_devrt_ctl *fake_devrt_ctl(void)
 {
@@ -66,6 +82,24 @@ static struct fake_alloc *lookup(const void *p, size_t len, int pinned)
 static int is_dev(const void *p, size_t len)
 {
 	return lookup(p, len ? len : 1, 0) != NULL;
+}
+
+/* device memory of the calling thread's current device */
+static int is_dev_here(const void *p, size_t len)
+{
+	struct fake_alloc *a = lookup(p, len ? len : 1, 0);
+
+	return a != NULL && a->dev == cur_dev;
+}
+
+/* work queued on s from this thread: s must be of its current device */
+static int wrong_device(const struct fstream *s)
+{
+	if (s != NULL && s->dev != cur_dev) {
+		ctl.wrong_device++;
+		return 1;
+	}
+	return 0;
 }
 
 static void run_op(struct fop *o)
@@ -127,6 +161,10 @@ static int f_classify(int native)
 		return TP_DEVRT_ENODEV;
 	case FAKE_ELAUNCH:
 		return TP_DEVRT_ELAUNCH;
+	case FAKE_ENOIMAGE:
+		return TP_DEVRT_ENOIMAGE;
+	case FAKE_EHANDLE:
+		return TP_DEVRT_EINVAL;
 	default:
 		return TP_DEVRT_EOTHER;
 	}
@@ -147,6 +185,10 @@ static const char *f_error_string(int native)
 		return "fake: no device";
 	case FAKE_ELAUNCH:
 		return "fake: unspecified launch failure";
+	case FAKE_ENOIMAGE:
+		return "fake: no kernel image is available for execution on the device";
+	case FAKE_EHANDLE:
+		return "fake: invalid resource handle";
 	default:
 		return "fake: unknown error";
 	}
@@ -154,24 +196,38 @@ static const char *f_error_string(int native)
 
 static int f_runtime_version(int *v)
 {
+	ENTER;
 	*v = 13000;
 	return 0;
 }
 
 static int f_device_count(int *n)
 {
+	ENTER;
 	*n = ctl.ndev;
 	return ctl.ndev > 0 ? 0 : FAKE_ENODEV;
 }
 
 static int f_set_device(int dev)
 {
-	return dev >= 0 && dev < ctl.ndev ? 0 : FAKE_EINVAL;
+	ENTER;
+	if (dev < 0 || dev >= ctl.ndev)
+		return FAKE_EINVAL;
+	cur_dev = dev;
+	return 0;
 }
 
 static int f_device_name(int dev, char *buf, size_t len)
 {
+	ENTER;
 	snprintf(buf, len, "fake device %d", dev);
+	return 0;
+}
+
+static int f_device_arch(int dev, char *buf, size_t len)
+{
+	ENTER;
+	snprintf(buf, len, "fake_%d", 75 + dev);
 	return 0;
 }
 
@@ -192,6 +248,7 @@ static int f_alloc(void **p, size_t len, int pinned)
 	memset(a->p, 0xa5, len);
 	a->len = len;
 	a->pinned = pinned;
+	a->dev = cur_dev;
 	a->next = allocs;
 	allocs = a;
 	*p = a->p;
@@ -217,46 +274,60 @@ static int f_free_kind(void *p, int pinned)
 
 static int f_malloc(void **p, size_t len)
 {
+	ENTER;
 	ctl.mallocs++;
 	return f_alloc(p, len, 0);
 }
 
 static int f_free(void *p)
 {
+	ENTER;
 	ctl.frees++;
 	return f_free_kind(p, 0);
 }
 
 static int f_host_malloc(void **p, size_t len)
 {
+	ENTER;
 	ctl.host_mallocs++;
 	return f_alloc(p, len, 1);
 }
 
 static int f_host_free(void *p)
 {
+	ENTER;
 	ctl.host_frees++;
 	return f_free_kind(p, 1);
 }
 
 static int f_stream_create(void **s)
 {
-	*s = calloc(1, sizeof(struct fstream));
-	return *s != NULL ? 0 : FAKE_ENOMEM;
+	ENTER;
+	struct fstream *st = calloc(1, sizeof(*st));
+
+	*s = st;
+	if (st == NULL)
+		return FAKE_ENOMEM;
+	st->dev = cur_dev;
+	ctl.streams_created++;
+	return 0;
 }
 
 static int f_stream_destroy(void *s)
 {
+	ENTER;
 	struct fstream *st = s;
 
 	drain(st, st->nq);
 	free(st->q);
 	free(st);
+	ctl.streams_destroyed++;
 	return 0;
 }
 
 static int f_stream_sync(void *s)
 {
+	ENTER;
 	struct fstream *st = s;
 
 	ctl.stream_syncs++;
@@ -266,20 +337,29 @@ static int f_stream_sync(void *s)
 
 static int f_event_create(void **e)
 {
+	ENTER;
 	*e = calloc(1, sizeof(struct fevent));
 	return *e != NULL ? 0 : FAKE_ENOMEM;
 }
 
 static int f_event_destroy(void *e)
 {
+	ENTER;
 	free(e);
 	return 0;
 }
 
 static int f_event_record(void *e, void *s)
 {
+	ENTER;
 	struct fevent *ev = e;
 
+	if (ctl.fail_event_record > 0) {
+		ctl.fail_event_record--;
+		return FAKE_EINVAL;
+	}
+	if (wrong_device(s))
+		return FAKE_EHANDLE;
 	ev->s = s;
 	ev->seq = ev->s->nq;
 	return 0;
@@ -287,6 +367,7 @@ static int f_event_record(void *e, void *s)
 
 static int f_event_sync(void *e)
 {
+	ENTER;
 	struct fevent *ev = e;
 
 	ctl.event_syncs++;
@@ -299,6 +380,7 @@ static int f_event_sync(void *e)
  * queued on s. */
 static int f_stream_wait_event(void *s, void *e)
 {
+	ENTER;
 	struct fevent *ev = e;
 
 	(void)s;
@@ -310,9 +392,12 @@ static int f_stream_wait_event(void *s, void *e)
 
 static int f_memcpy_async(void *dst, const void *src, size_t len, int dir, void *s)
 {
+	ENTER;
 	struct fop o = {.kind = FOP_COPY, .dst = dst, .src = src, .len = len};
 
 	ctl.copies++;
+	if (wrong_device(s))
+		return FAKE_EHANDLE;
 	if ((dir == TP_DEVRT_D2H && (!is_dev(src, len) || is_dev(dst, len))) ||
 	    (dir == TP_DEVRT_H2D && (!is_dev(dst, len) || is_dev(src, len))) ||
 	    (dir == TP_DEVRT_D2D && (!is_dev(dst, len) || !is_dev(src, len))))
@@ -324,13 +409,15 @@ static int launch_fails(void)
 {
 	if (ctl.fail_launch > 0) {
 		ctl.fail_launch--;
-		return 1;
+		return ctl.launch_err != 0 ? ctl.launch_err : FAKE_ELAUNCH;
 	}
 	return 0;
 }
 
 static int f_reduce(void *dst, const void *src, size_t count, int dtype, int op, void *s)
 {
+	ENTER;
+	int err;
 	size_t len = count * tp_dtype_size((enum tp_dtype)dtype);
 	struct fop o = {
 		.kind = FOP_REDUCE, .dst = dst, .src = src, .len = count, .dtype = dtype, .op = op};
@@ -339,27 +426,39 @@ static int f_reduce(void *dst, const void *src, size_t count, int dtype, int op,
 	if (dtype < 0 || dtype >= TP_DTYPE_MAX || op < 0 || op >= TP_REDOP_MAX ||
 	    !is_dev(dst, len) || !is_dev(src, len))
 		return FAKE_EINVAL;
-	if (launch_fails())
-		return FAKE_ELAUNCH;
+	if (wrong_device(s))
+		return FAKE_EHANDLE;
+	if (!is_dev_here(dst, len) || !is_dev_here(src, len))
+		return FAKE_ELAUNCH; /* another GPU's memory: the kernel faults */
+	if ((err = launch_fails()) != 0)
+		return err;
 	return enqueue(s, &o);
 }
 
 static int f_scale_div(void *buf, size_t count, int dtype, int n, void *s)
 {
+	ENTER;
+	int err;
 	struct fop o = {.kind = FOP_DIV, .dst = buf, .len = count, .dtype = dtype, .n = n};
 
 	ctl.scale_divs++;
 	if (dtype < 0 || dtype >= TP_DTYPE_MAX || n <= 0 ||
 	    !is_dev(buf, count * tp_dtype_size((enum tp_dtype)dtype)))
 		return FAKE_EINVAL;
-	if (launch_fails())
+	if (wrong_device(s))
+		return FAKE_EHANDLE;
+	if (!is_dev_here(buf, count * tp_dtype_size((enum tp_dtype)dtype)))
 		return FAKE_ELAUNCH;
+	if ((err = launch_fails()) != 0)
+		return err;
 	return enqueue(s, &o);
 }
 
 static int f_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, const float *b,
 		   float beta, float *c, void *s)
 {
+	ENTER;
+	int err;
 	struct fop o = {.kind = FOP_SGEMM,
 			.dst = c,
 			.src = a,
@@ -376,8 +475,13 @@ static int f_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float
 	if (!is_dev(a, (size_t)m * k * 4) || !is_dev(b, (size_t)k * n * 4) ||
 	    !is_dev(c, (size_t)m * n * 4))
 		return FAKE_EINVAL;
-	if (launch_fails())
+	if (wrong_device(s))
+		return FAKE_EHANDLE;
+	if (!is_dev_here(a, (size_t)m * k * 4) || !is_dev_here(b, (size_t)k * n * 4) ||
+	    !is_dev_here(c, (size_t)m * n * 4))
 		return FAKE_ELAUNCH;
+	if ((err = launch_fails()) != 0)
+		return err;
 	return enqueue(s, &o);
 }
 
@@ -406,6 +510,8 @@ static const struct tp_devrt fake = {
 	.reduce = f_reduce,
 	.scale_div = f_scale_div,
 	.sgemm = f_sgemm,
+	.device_arch = f_device_arch,
+	.built_for = "fake_80, fake_90",
 };
 
 const struct tp_devrt *tp_devrt_get(unsigned abi);

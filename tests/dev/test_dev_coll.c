@@ -11,7 +11,8 @@
  * Every dtype and op, counts not divisible by the ranks, in place and not,
  * every stage policy: integers bit-identical to an all-CPU reference
  * computed here, floats within tolerance of it and identical on all ranks;
- * all-gather and send/recv (pieces larger than the staging unit, in place).
+ * all-gather and send/recv (pieces larger than the staging unit, in place,
+ * and messages over max_bytes refused with -EMSGSIZE).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -384,6 +385,35 @@ out:
 	return err;
 }
 
+/* A communicator with staging for 4 KiB: send/recv up to that works, one
+ * element more is refused on every rank (it would run past the pinned
+ * pieces, which are min(max_bytes, 1 MiB) long) instead of overflowing. */
+static int small_staging(struct tp_comm *c, const struct tp_mem_ops *o, const struct run *run,
+			 uint8_t *sb, uint8_t *rb, uint8_t *hin, uint8_t *hout, uint8_t *ref)
+{
+	enum { SMALL = 4096 };
+	int n = tp_comm_nranks(c), r = tp_comm_rank(c), err = 0, ret;
+	struct tp_dev_comm *d = tp_dev_comm_new(c, o, SMALL);
+	size_t cnt = SMALL / 4;
+
+	FAILIF(d == NULL, "tp_dev_comm_new(%d): %s", SMALL, strerror(errno));
+	fill(hin, cnt, TP_INT32, TP_SUM, r + 3);
+	fill(ref, cnt, TP_INT32, TP_SUM, (r - 1 + n) % n + 3);
+	ret = o->from_host(sb, hin, SMALL);
+	FAILIF(ret != 0, "from_host %d", ret);
+	ret = tp_dev_sendrecv(d, sb, (r + 1) % n, rb, (r - 1 + n) % n, cnt, TP_INT32);
+	FAILIF(ret != 0, "send/recv of max_bytes: %d", ret);
+	ret = o->to_host(hout, rb, SMALL);
+	FAILIF(ret != 0 || memcmp(hout, ref, SMALL) != 0, "send/recv of max_bytes: wrong result");
+	ret = tp_dev_sendrecv(d, sb, (r + 1) % n, rb, (r - 1 + n) % n, 2 * cnt, TP_INT32);
+	FAILIF(ret != -EMSGSIZE, "send/recv over max_bytes: %d, expected -EMSGSIZE", ret);
+	ret = tp_dev_sendrecv(d, sb, (r + 1) % n, NULL, -1, cnt + 1, TP_INT32);
+	FAILIF(ret != -EMSGSIZE, "send over max_bytes: %d, expected -EMSGSIZE", ret);
+out:
+	tp_dev_comm_free(d);
+	return err;
+}
+
 static int rank_main(struct tp_comm *c, const struct run *run)
 {
 	int n = tp_comm_nranks(c), r = tp_comm_rank(c), err = 0, ret;
@@ -407,6 +437,9 @@ static int rank_main(struct tp_comm *c, const struct run *run)
 		err = gather_and_sendrecv(d, run, sb, rb, hin, hout, ref);
 	if (err == 0)
 		err = auto_choice(d, run, sb, rb, hin);
+	/* all-host communicators have no staging to overflow */
+	if (err == 0 && strcspn(run->kinds, "FC") < strlen(run->kinds))
+		err = small_staging(c, o, run, sb, rb, hin, hout, ref);
 	if (err == 0) {
 		/* floats: the same bits on every rank */
 		hv = h;

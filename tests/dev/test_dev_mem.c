@@ -4,13 +4,15 @@
  * tp_mem_gpu.c) against fake_devrt, a CPU test double of the runtime plugin
  * (no GPU here): loading and probe errors, allocation tracking, pinned
  * staging, stream / event sequencing of async copies, error mapping, and
- * every reduce / scale_div / sgemm call. argv[1]: "cuda" or "hip"; the
+ * every reduce / scale_div / sgemm call, the probe's test kernel, and the
+ * threading contract (device selected and streams made per thread). argv[1]: "cuda" or "hip"; the
  * meson test points $ICE_CUDA_LIB / $ICE_HIP_LIB at the double, and
  * $FAKE_NEEDS_RT_LIB at a copy of it that needs a runtime library that is
  * not there.
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -40,7 +42,8 @@ static const struct tp_mem_ops *ops(void)
 
 /* Run probe() in a child after changing the environment (the backend
  * loads once per process); the child checks ret and the reason. */
-static void probe_in_child(const char *env, const char *val, int want, const char *why_has)
+static void probe_in_child_setup(const char *env, const char *val, int want, const char *why_has,
+				 void (*setup)(void))
 {
 	pid_t pid = fork();
 	int status;
@@ -51,6 +54,8 @@ static void probe_in_child(const char *env, const char *val, int want, const cha
 		int ret;
 
 		setenv(env, val, 1);
+		if (setup != NULL)
+			setup();
 		ret = ops()->probe(why, sizeof(why));
 		if (ret != want || strstr(why, why_has) == NULL) {
 			fprintf(stderr, "%s=%s: probe %d (want %d): \"%s\" (want \"%s\")\n", env,
@@ -66,6 +71,11 @@ static void probe_in_child(const char *env, const char *val, int want, const cha
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void probe_in_child(const char *env, const char *val, int want, const char *why_has)
+{
+	probe_in_child_setup(env, val, want, why_has, NULL);
 }
 
 static void test_probe_plugin_missing(void **s)
@@ -101,13 +111,172 @@ static void test_probe_bad_device_index(void **s)
 	probe_in_child("ICE_DEVICE", "3", -EINVAL, "ICE_DEVICE=3");
 }
 
+/* A GPU the plugin has no kernel binary for: the probe's test kernel fails
+ * to launch, and probe says so (not the first collective). */
+static void no_image_setup(void)
+{
+	fake_devrt_ctl()->fail_launch = 1;
+	fake_devrt_ctl()->launch_err = FAKE_ENOIMAGE;
+}
+
+static void test_probe_no_kernel_image(void **s)
+{
+	(void)s;
+	probe_in_child_setup("ICE_DEVICE", "0", -ENODEV,
+			     "no kernel image for this GPU (fake_75, fake device 0); built for "
+			     "fake_80, fake_90",
+			     no_image_setup);
+}
+
+/* Any other failure of the test kernel is reported too. */
+static void launch_fail_setup(void)
+{
+	fake_devrt_ctl()->fail_launch = 1;
+	fake_devrt_ctl()->launch_err = 0;
+}
+
+static void test_probe_kernel_fails(void **s)
+{
+	(void)s;
+	probe_in_child_setup("ICE_DEVICE", "0", -EIO,
+			     "test kernel failed: fake: unspecified launch", launch_fail_setup);
+}
+
+/* ---- threads ---- */
+
+struct thread_job {
+	int id, iters;
+	int32_t *shared; /* NULL, or device memory another thread allocated */
+	int err;	 /* 0, or the step that failed */
+};
+
+/* One thread's work: allocations, sync copies, async copies feeding
+ * reduces (ordered by the thread's own copy event), scale_div, frees. */
+static void *thread_work(void *arg)
+{
+	struct thread_job *j = arg;
+	enum { N = 512 };
+	int32_t *h = ops()->host_alloc(N * 4), *a = ops()->alloc(N * 4), *b = ops()->alloc(N * 4);
+	int32_t out[N];
+
+	if (h == NULL || a == NULL || b == NULL) {
+		j->err = 1;
+		goto out;
+	}
+	for (int it = 0; it < j->iters && j->err == 0; it++) {
+		for (int i = 0; i < N; i++)
+			h[i] = j->id * 1000 + it + i;
+		if (ops()->from_host(a, h, N * 4) != 0)
+			j->err = 2;
+		else if (ops()->copy_async(b, h, N * 4, TP_COPY_FROM_HOST) != 0)
+			j->err = 3;
+		else if (ops()->reduce(a, b, N, TP_INT32, TP_SUM) != 0)
+			j->err = 4;
+		else if (ops()->scale_div(a, N, TP_INT32, 2) != 0)
+			j->err = 5;
+		else if (ops()->copy_wait() != 0)
+			j->err = 6;
+		else if (ops()->to_host(out, a, sizeof(out)) != 0)
+			j->err = 7;
+		for (int i = 0; i < N && j->err == 0; i++)
+			if (out[i] != j->id * 1000 + it + i)
+				j->err = 8;
+		/* memory of the thread that loaded the backend, with this one's */
+		if (j->shared == NULL || j->err != 0)
+			continue;
+		if (ops()->from_host(j->shared, h, N * 4) != 0)
+			j->err = 9;
+		else if (ops()->reduce(j->shared, a, N, TP_INT32, TP_SUM) != 0)
+			j->err = 10;
+		else if (ops()->to_host(out, j->shared, sizeof(out)) != 0)
+			j->err = 11;
+		for (int i = 0; i < N && j->err == 0; i++)
+			if (out[i] != h[i] + j->id * 1000 + it + i)
+				j->err = 12;
+	}
+out:
+	ops()->free(a);
+	ops()->free(b);
+	ops()->host_free(h);
+	return NULL;
+}
+
+/* CUDA keeps the current device per host thread and starts every new
+ * thread on device 0. With ICE_DEVICE=1, a second thread (ice-train's
+ * communication thread) must select device 1 itself before it allocates,
+ * copies or launches: the double refuses work queued from a thread whose
+ * current device is not the stream's / the memory's. */
+static void test_second_thread_selects_device(void **s)
+{
+	pid_t pid;
+	int status;
+
+	(void)s;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct thread_job j = {.id = 1, .iters = 3};
+		pthread_t th;
+		char why[256];
+
+		setenv("FAKE_DEVRT_NDEV", "2", 1);
+		setenv("ICE_DEVICE", "1", 1);
+		if (ops()->probe(why, sizeof(why)) != 0 || strstr(why, "device 1 of 2") == NULL) {
+			fprintf(stderr, "probe: %s\n", why);
+			_exit(1);
+		}
+		/* allocated here, reduced there (as ice-train's buffers are) */
+		j.shared = ops()->alloc(4096);
+		if (j.shared == NULL)
+			_exit(5);
+		if (pthread_create(&th, NULL, thread_work, &j) != 0)
+			_exit(2);
+		pthread_join(th, NULL);
+		if (j.err != 0 || fake_devrt_ctl()->wrong_device != 0) {
+			fprintf(stderr, "second thread: step %d failed, %ld calls on device 0\n",
+				j.err, fake_devrt_ctl()->wrong_device);
+			_exit(3);
+		}
+		/* and the loading thread still works */
+		j.id = 2;
+		thread_work(&j);
+		_exit(j.err != 0 ? 4 : 0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* Each thread gets its own pair of streams (made on its first call, gone
+ * when it exits), so threads never share a stream or a pending-copy count;
+ * two threads running copies and kernels at once both get their results. */
+static void test_threads_own_streams(void **s)
+{
+	struct fake_devrt_ctl *c = fake_devrt_ctl();
+	struct thread_job j[2] = {{.id = 1, .iters = 200}, {.id = 2, .iters = 200}};
+	pthread_t th[2];
+	long made = c->streams_created, gone = c->streams_destroyed;
+
+	(void)s;
+	assert_int_equal(ops()->probe(NULL, 0), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, thread_work, &j[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(j[0].err, 0);
+	assert_int_equal(j[1].err, 0);
+	assert_int_equal(c->streams_created, made + 4);
+	assert_int_equal(c->streams_destroyed, gone + 4);
+	assert_int_equal(c->wrong_device, 0);
+}
+
 static void test_probe_ok(void **s)
 {
 	char why[256];
 
 	(void)s;
 	assert_int_equal(ops()->probe(why, sizeof(why)), 0);
-	assert_non_null(strstr(why, "fake device 0"));
+	assert_non_null(strstr(why, "fake device 0 (fake_75)"));
 	assert_int_equal(ops()->kind, kind);
 }
 
@@ -146,6 +315,17 @@ static void test_sync_copies(void **s)
 	assert_int_equal(ops()->to_host(out, d, 0), 0);
 	/* past the end of the allocation: refused before the runtime sees it */
 	assert_int_equal(ops()->to_host(out, (uint8_t *)d + 1, sizeof(out)), -EINVAL);
+	/* the host side, when it is pinned memory from host_alloc, must fit too */
+	uint8_t *h = ops()->host_alloc(100);
+
+	assert_non_null(h);
+	assert_int_equal(ops()->to_host(h, d, 101), -EINVAL);
+	assert_int_equal(ops()->from_host(d, h + 50, 51), -EINVAL);
+	assert_int_equal(ops()->to_host(h + 50, d, 50), 0);
+	assert_memory_equal(h + 50, in, 50);
+	/* a device pointer is not a host buffer */
+	assert_int_equal(ops()->to_host(d, d, 16), -EINVAL);
+	ops()->host_free(h);
 	ops()->free(d);
 }
 
@@ -177,6 +357,40 @@ static void test_async_copies_wait(void **s)
 	ops()->host_free(h);
 	ops()->host_free(h2);
 	free(pageable);
+}
+
+/* A copy whose event could not be recorded is still in flight: copy_wait
+ * waits for it, and a reduce reading its destination runs after it. */
+static void test_copy_pending_after_event_failure(void **s)
+{
+	struct fake_devrt_ctl *c = fake_devrt_ctl();
+	int32_t *h = ops()->host_alloc(64 * 4), out[64];
+	int32_t *a = ops()->alloc(64 * 4), *b = ops()->alloc(64 * 4);
+
+	(void)s;
+	for (int i = 0; i < 64; i++)
+		h[i] = 3 * i;
+	c->fail_event_record = 1;
+	assert_int_not_equal(ops()->copy_async(b, h, 64 * 4, TP_COPY_FROM_HOST), 0);
+	assert_int_equal(b[0] + 0, (int32_t)0xa5a5a5a5); /* queued, not run (lazy double) */
+	assert_int_equal(ops()->copy_wait(), 0);
+	assert_int_equal(b[63], 3 * 63);
+
+	/* the same, then a reduce without copy_wait: ordered after the copy */
+	assert_int_equal(ops()->from_host(a, h, 64 * 4), 0);
+	memset(out, 0, sizeof(out));
+	for (int i = 0; i < 64; i++)
+		h[i] = i;
+	c->fail_event_record = 1;
+	assert_int_not_equal(ops()->copy_async(b, h, 64 * 4, TP_COPY_FROM_HOST), 0);
+	assert_int_equal(ops()->reduce(a, b, 64, TP_INT32, TP_SUM), 0);
+	assert_int_equal(ops()->to_host(out, a, sizeof(out)), 0);
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(out[i], 4 * i);
+	assert_int_equal(ops()->copy_wait(), 0);
+	ops()->free(a);
+	ops()->free(b);
+	ops()->host_free(h);
 }
 
 /* A reduce of a buffer an async copy is still filling runs after the copy
@@ -239,10 +453,17 @@ static void test_reduce_every_dtype_op(void **s)
 			tp_reduce(want, y, n, (enum tp_dtype)t, (enum tp_redop)op);
 			assert_memory_equal(want, got, bytes);
 		}
-		assert_int_equal(ops()->scale_div(da, n, (enum tp_dtype)t, 3), 0);
-		tp_scale_div(want, n, (enum tp_dtype)t, 3);
-		assert_int_equal(ops()->to_host(got, da, bytes), 0);
-		assert_memory_equal(want, got, bytes);
+		/* AVG's division by the rank count, also past int8 / uint8 */
+		static const int divs[] = {3, 200, 256, 1000};
+
+		for (size_t k = 0; k < sizeof(divs) / sizeof(divs[0]); k++) {
+			fill_random(want, n, (enum tp_dtype)t, 7 + (unsigned)k);
+			assert_int_equal(ops()->from_host(da, want, bytes), 0);
+			assert_int_equal(ops()->scale_div(da, n, (enum tp_dtype)t, divs[k]), 0);
+			tp_scale_div(want, n, (enum tp_dtype)t, divs[k]);
+			assert_int_equal(ops()->to_host(got, da, bytes), 0);
+			assert_memory_equal(want, got, bytes);
+		}
 	}
 	assert_int_equal(ops()->reduce(da, db, 0, TP_FLOAT32, TP_SUM), 0);
 	assert_int_equal(ops()->reduce(da, db, 4, TP_DTYPE_MAX, TP_SUM), -EINVAL);
@@ -297,6 +518,8 @@ static void test_error_mapping(void **s)
 	errno = 0;
 	assert_null(ops()->alloc(64));
 	assert_int_equal(errno, ENOMEM);
+	/* a failed allocation leaves nothing behind: the next kernel works */
+	assert_int_equal(ops()->reduce(d, d, 16, TP_FLOAT32, TP_SUM), 0);
 	c->fail_malloc = 1;
 	assert_null(ops()->host_alloc(64));
 	assert_int_equal(errno, ENOMEM);
@@ -328,11 +551,16 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_probe_runtime_missing),
 		cmocka_unit_test(test_probe_no_device),
 		cmocka_unit_test(test_probe_bad_device_index),
+		cmocka_unit_test(test_probe_no_kernel_image),
+		cmocka_unit_test(test_probe_kernel_fails),
+		cmocka_unit_test(test_second_thread_selects_device),
 		cmocka_unit_test(test_probe_ok),
+		cmocka_unit_test(test_threads_own_streams),
 		cmocka_unit_test(test_alloc_tracking),
 		cmocka_unit_test(test_sync_copies),
 		cmocka_unit_test(test_async_copies_wait),
 		cmocka_unit_test(test_reduce_ordered_after_copy),
+		cmocka_unit_test(test_copy_pending_after_event_failure),
 		cmocka_unit_test(test_reduce_every_dtype_op),
 		cmocka_unit_test(test_sgemm),
 		cmocka_unit_test(test_error_mapping),

@@ -2,13 +2,16 @@
 /*
  * The real device plugins (libice-cuda.so, libice-hip.so) on a real GPU:
  * every reduce dtype / op and scale_div bit for bit against the host
- * library (tp_reduce.c), sgemm against tp_host_sgemm, async copies. Exits
+ * library (tp_reduce.c; NaN / signed-zero cases of max / min, AVG's
+ * division by up to 1000 ranks), sgemm against tp_host_sgemm (one taller
+ * than 65535 row tiles), async copies, a second host thread. Exits
  * 77 with probe()'s reason where the backend is not built or finds no
  * usable device (as on CI machines: this checks, there, that a binary
  * built with the backend starts and explains itself without a GPU).
  * argv[1]: "cuda" or "hip".
  */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,7 +27,15 @@
 
 static const struct tp_mem_ops *o;
 
-static void fill(void *buf, size_t n, enum tp_dtype t, unsigned seed)
+static bool is_float(enum tp_dtype t)
+{
+	return t == TP_FLOAT16 || t == TP_FLOAT32 || t == TP_FLOAT64 || t == TP_BFLOAT16;
+}
+
+/* Random values; for float dtypes x (the reduce's dst) and y (its src)
+ * differ where max / min have special cases: 3: x NaN, y a number; 4: x a
+ * number, y NaN; 5: x +0, y -0; 6: x -0, y +0; 7: x +inf, y -inf. */
+static void fill(void *buf, size_t n, enum tp_dtype t, unsigned seed, bool y)
 {
 	srand(seed);
 	for (size_t i = 0; i < n; i++) {
@@ -34,11 +45,27 @@ static void fill(void *buf, size_t n, enum tp_dtype t, unsigned seed)
 			v = v / 64.0 * pow(2.0, rand() % 40 - 20);
 		tp_elem_set(buf, i, t, v);
 	}
-	if (t == TP_FLOAT32 && n > 10) {
-		((float *)buf)[3] = NAN;
-		((float *)buf)[5] = -0.0f;
-		((float *)buf)[7] = INFINITY;
+	if (is_float(t) && n > 10) {
+		tp_elem_set(buf, 3, t, y ? 1.5 : NAN);
+		tp_elem_set(buf, 4, t, y ? NAN : 1.5);
+		tp_elem_set(buf, 5, t, y ? -0.0 : 0.0);
+		tp_elem_set(buf, 6, t, y ? 0.0 : -0.0);
+		tp_elem_set(buf, 7, t, y ? -INFINITY : INFINITY);
 	}
+}
+
+/* Element i equal: bit for bit, except that the NaN an arithmetic operator
+ * returns is the GPU's canonical one (PTX / GCN do not keep payloads); max
+ * and min select an operand, so their NaNs are compared bit for bit. */
+static bool same(const uint8_t *got, const uint8_t *want, size_t i, enum tp_dtype t,
+		 enum tp_redop op)
+{
+	size_t sz = tp_dtype_size(t);
+
+	if (memcmp(got + i * sz, want + i * sz, sz) == 0)
+		return true;
+	return is_float(t) && op != TP_MAX && op != TP_MIN && isnan(tp_elem_get(got, i, t)) &&
+	       isnan(tp_elem_get(want, i, t));
 }
 
 static void test_reduce_bitexact(void **s)
@@ -54,8 +81,8 @@ static void test_reduce_bitexact(void **s)
 		size_t bytes = n * tp_dtype_size((enum tp_dtype)t);
 
 		for (int op = 0; op < TP_REDOP_MAX; op++) {
-			fill(x, n, (enum tp_dtype)t, 1 + t * 7 + op);
-			fill(y, n, (enum tp_dtype)t, 1000 + t * 7 + op);
+			fill(x, n, (enum tp_dtype)t, 1 + t * 7 + op, false);
+			fill(y, n, (enum tp_dtype)t, 1000 + t * 7 + op, true);
 			assert_int_equal(o->from_host(da, x, bytes), 0);
 			assert_int_equal(o->from_host(db, y, bytes), 0);
 			assert_int_equal(o->reduce(da, db, n, (enum tp_dtype)t, (enum tp_redop)op),
@@ -63,30 +90,44 @@ static void test_reduce_bitexact(void **s)
 			assert_int_equal(o->to_host(got, da, bytes), 0);
 			memcpy(want, x, bytes);
 			tp_reduce(want, y, n, (enum tp_dtype)t, (enum tp_redop)op);
-			if (memcmp(want, got, bytes) != 0) {
-				for (size_t i = 0; i < n; i++)
-					if (memcmp(want + i * bytes / n, got + i * bytes / n,
-						   bytes / n) != 0) {
-						print_error("%s %s: element %zu: %g, host %g\n",
-							    tp_dtype_name((enum tp_dtype)t),
-							    tp_redop_name((enum tp_redop)op), i,
-							    tp_elem_get(got, i, (enum tp_dtype)t),
-							    tp_elem_get(want, i, (enum tp_dtype)t));
-						break;
-					}
-				fail();
-			}
+			for (size_t i = 0; i < n; i++)
+				if (!same(got, want, i, (enum tp_dtype)t, (enum tp_redop)op)) {
+					print_error("%s %s: element %zu: %g, host %g\n",
+						    tp_dtype_name((enum tp_dtype)t),
+						    tp_redop_name((enum tp_redop)op), i,
+						    tp_elem_get(got, i, (enum tp_dtype)t),
+						    tp_elem_get(want, i, (enum tp_dtype)t));
+					fail();
+				}
 			/* dst == src */
 			assert_int_equal(o->reduce(da, da, n, (enum tp_dtype)t, (enum tp_redop)op),
 					 0);
 			assert_int_equal(o->to_host(got, da, bytes), 0);
 			tp_reduce(want, want, n, (enum tp_dtype)t, (enum tp_redop)op);
-			assert_memory_equal(want, got, bytes);
+			for (size_t i = 0; i < n; i++)
+				if (!same(got, want, i, (enum tp_dtype)t, (enum tp_redop)op)) {
+					print_error("%s %s, dst == src: element %zu differs\n",
+						    tp_dtype_name((enum tp_dtype)t),
+						    tp_redop_name((enum tp_redop)op), i);
+					fail();
+				}
 		}
-		assert_int_equal(o->scale_div(da, n, (enum tp_dtype)t, 7), 0);
-		assert_int_equal(o->to_host(got, da, bytes), 0);
-		tp_scale_div(want, n, (enum tp_dtype)t, 7);
-		assert_memory_equal(want, got, bytes);
+		/* AVG's division by the rank count, past int8 (128) and uint8 (256) */
+		static const int divs[] = {7, 200, 256, 1000};
+
+		for (size_t k = 0; k < sizeof(divs) / sizeof(divs[0]); k++) {
+			fill(want, n, (enum tp_dtype)t, 77 + (unsigned)k, false);
+			assert_int_equal(o->from_host(da, want, bytes), 0);
+			assert_int_equal(o->scale_div(da, n, (enum tp_dtype)t, divs[k]), 0);
+			assert_int_equal(o->to_host(got, da, bytes), 0);
+			tp_scale_div(want, n, (enum tp_dtype)t, divs[k]);
+			for (size_t i = 0; i < n; i++)
+				if (!same(got, want, i, (enum tp_dtype)t, TP_AVG)) {
+					print_error("scale_div %s by %d: element %zu differs\n",
+						    tp_dtype_name((enum tp_dtype)t), divs[k], i);
+					fail();
+				}
+		}
 	}
 	o->free(da);
 	o->free(db);
@@ -98,7 +139,9 @@ static void test_reduce_bitexact(void **s)
 
 static void test_sgemm(void **s)
 {
-	static const int dims[][3] = {{1, 1, 1}, {64, 64, 16}, {127, 65, 300}, {300, 257, 33}};
+	/* the last: more than 65535 row tiles (grid.y's limit) */
+	static const int dims[][3] = {
+		{1, 1, 1}, {64, 64, 16}, {127, 65, 300}, {300, 257, 33}, {65536 * 64 + 3, 2, 3}};
 
 	(void)s;
 	for (size_t di = 0; di < sizeof(dims) / sizeof(dims[0]); di++) {
@@ -163,12 +206,66 @@ static void test_async_copies(void **s)
 	o->host_free(h2);
 }
 
+struct thread_arg {
+	float *a, *b; /* device, allocated by the main thread */
+	size_t n;
+	int ret;
+};
+
+static void *second_thread(void *p)
+{
+	struct thread_arg *ta = p;
+	float *h = o->host_alloc(ta->n * 4), *d = o->alloc(ta->n * 4);
+
+	ta->ret = -1;
+	if (h == NULL || d == NULL)
+		goto out;
+	for (size_t i = 0; i < ta->n; i++)
+		h[i] = (float)i;
+	if ((ta->ret = o->copy_async(d, h, ta->n * 4, TP_COPY_FROM_HOST)) != 0 ||
+	    (ta->ret = o->reduce(ta->a, d, ta->n, TP_FLOAT32, TP_SUM)) != 0 ||
+	    (ta->ret = o->reduce(ta->a, ta->b, ta->n, TP_FLOAT32, TP_SUM)) != 0 ||
+	    (ta->ret = o->copy_wait()) != 0)
+		goto out;
+out:
+	o->free(d);
+	o->host_free(h);
+	return NULL;
+}
+
+/* Calls from a second host thread (ice-train's communication thread) on
+ * buffers of the first: the backend selects its device on that thread. */
+static void test_second_thread(void **s)
+{
+	size_t n = 1 << 20;
+	float *h = malloc(n * 4), *a = o->alloc(n * 4), *b = o->alloc(n * 4);
+	struct thread_arg ta = {.a = a, .b = b, .n = n};
+	pthread_t th;
+
+	(void)s;
+	for (size_t i = 0; i < n; i++)
+		h[i] = 1;
+	assert_int_equal(o->from_host(a, h, n * 4), 0);
+	assert_int_equal(o->from_host(b, h, n * 4), 0);
+	assert_int_equal(pthread_create(&th, NULL, second_thread, &ta), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(ta.ret, 0);
+	assert_int_equal(o->to_host(h, a, n * 4), 0);
+	for (size_t i = 0; i < n; i++)
+		if (h[i] != (float)i + 2)
+			fail_msg("element %zu: %g, want %g", i, h[i], (float)i + 2);
+	o->free(a);
+	o->free(b);
+	free(h);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reduce_bitexact),
 		cmocka_unit_test(test_sgemm),
 		cmocka_unit_test(test_async_copies),
+		cmocka_unit_test(test_second_thread),
 	};
 	const char *name = argc > 1 ? argv[1] : "cuda";
 	enum tp_mem_kind kind = strcmp(name, "hip") == 0 ? TP_MEM_HIP : TP_MEM_CUDA;

@@ -122,9 +122,13 @@ template <typename T, typename U> struct el_int {
 	{
 		return x < y ? x : y;
 	}
+	/* n > 0 in a wide type, like tp_scale_div: (C)n would wrap for int8
+	 * at n >= 128 and give 0 for uint8 at n = 256 */
 	static __device__ __forceinline__ C div(C x, int n)
 	{
-		return (C)(x / (C)n);
+		if ((C)-1 > (C)0 && sizeof(C) == 8) /* uint64: may not fit a long long */
+			return (C)((unsigned long long)x / (unsigned long long)n);
+		return (C)((long long)x / (long long)n);
 	}
 };
 
@@ -249,9 +253,11 @@ static inline unsigned elt_blocks(size_t n)
  * per thread (rows ty + 16 r, columns tx + 16 c, so shared-memory reads of a
  * warp hit distinct banks), K in steps of 16 through shared memory. op(A)
  * and op(B) are read through the transposition flags while loading the
- * tiles, always along the contiguous direction of the stored matrix. ---- */
+ * tiles, always along the contiguous direction of the stored matrix.
+ * Row tiles are blockIdx.x; column tiles start at blockIdx.y and step by
+ * gridDim.y (grid.y is limited to 65535, so wide C loops). ---- */
 
-enum { SG_BM = 64, SG_BN = 64, SG_BK = 16, SG_TX = 16, SG_TY = 16 };
+enum { SG_BM = 64, SG_BN = 64, SG_BK = 16, SG_TX = 16, SG_TY = 16, SG_MAX_GRID_Y = 65535 };
 
 __global__ void __launch_bounds__(SG_TX *SG_TY)
 	k_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *__restrict__ a,
@@ -260,78 +266,85 @@ __global__ void __launch_bounds__(SG_TX *SG_TY)
 	__shared__ float as[SG_BK][SG_BM + 1]; /* as[p][i] = op(A)[bm + i][k0 + p] */
 	__shared__ float bs[SG_BK][SG_BN + 1]; /* bs[p][j] = op(B)[k0 + p][bn + j] */
 	const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * SG_TX + tx;
-	const int bm = blockIdx.y * SG_BM, bn = blockIdx.x * SG_BN;
-	float acc[4][4] = {{0}};
+	const int bm = (int)blockIdx.x * SG_BM, mr = m - bm; /* rows left: bm + i < m */
 
-	for (int k0 = 0; k0 < k; k0 += SG_BK) {
-		for (int l = 0; l < (SG_BM * SG_BK) / (SG_TX * SG_TY); l++) {
-			int idx = tid + l * SG_TX * SG_TY, i, p;
-			float v = 0.0f;
+	for (long long bn0 = (long long)blockIdx.y * SG_BN; bn0 < n;
+	     bn0 += (long long)gridDim.y * SG_BN) {
+		const int bn = (int)bn0, nr = n - bn; /* columns left */
+		float acc[4][4] = {{0}};
 
-			if (ta) { /* A stored k x m: contiguous along i */
-				i = idx % SG_BM;
-				p = idx / SG_BM;
-				if (bm + i < m && k0 + p < k)
-					v = a[(size_t)(k0 + p) * m + (bm + i)];
-			} else { /* A stored m x k: contiguous along p */
-				p = idx % SG_BK;
-				i = idx / SG_BK;
-				if (bm + i < m && k0 + p < k)
-					v = a[(size_t)(bm + i) * k + (k0 + p)];
+		for (long long k0l = 0; k0l < k; k0l += SG_BK) {
+			const int k0 = (int)k0l, kr = k - k0; /* k0 + p < k */
+
+			for (int l = 0; l < (SG_BM * SG_BK) / (SG_TX * SG_TY); l++) {
+				int idx = tid + l * SG_TX * SG_TY, i, p;
+				float v = 0.0f;
+
+				if (ta) { /* A stored k x m: contiguous along i */
+					i = idx % SG_BM;
+					p = idx / SG_BM;
+					if (i < mr && p < kr)
+						v = a[(size_t)(k0 + p) * m + (size_t)(bm + i)];
+				} else { /* A stored m x k: contiguous along p */
+					p = idx % SG_BK;
+					i = idx / SG_BK;
+					if (i < mr && p < kr)
+						v = a[(size_t)(bm + i) * k + (size_t)(k0 + p)];
+				}
+				as[p][i] = v;
 			}
-			as[p][i] = v;
-		}
-		for (int l = 0; l < (SG_BN * SG_BK) / (SG_TX * SG_TY); l++) {
-			int idx = tid + l * SG_TX * SG_TY, j, p;
-			float v = 0.0f;
+			for (int l = 0; l < (SG_BN * SG_BK) / (SG_TX * SG_TY); l++) {
+				int idx = tid + l * SG_TX * SG_TY, j, p;
+				float v = 0.0f;
 
-			if (tb) { /* B stored n x k: contiguous along p */
-				p = idx % SG_BK;
-				j = idx / SG_BK;
-				if (bn + j < n && k0 + p < k)
-					v = b[(size_t)(bn + j) * k + (k0 + p)];
-			} else { /* B stored k x n: contiguous along j */
-				j = idx % SG_BN;
-				p = idx / SG_BN;
-				if (bn + j < n && k0 + p < k)
-					v = b[(size_t)(k0 + p) * n + (bn + j)];
+				if (tb) { /* B stored n x k: contiguous along p */
+					p = idx % SG_BK;
+					j = idx / SG_BK;
+					if (j < nr && p < kr)
+						v = b[(size_t)(bn + j) * k + (size_t)(k0 + p)];
+				} else { /* B stored k x n: contiguous along j */
+					j = idx % SG_BN;
+					p = idx / SG_BN;
+					if (j < nr && p < kr)
+						v = b[(size_t)(k0 + p) * n + (size_t)(bn + j)];
+				}
+				bs[p][j] = v;
 			}
-			bs[p][j] = v;
-		}
-		__syncthreads();
+			__syncthreads();
 #pragma unroll
-		for (int p = 0; p < SG_BK; p++) {
-			float ar[4], br[4];
+			for (int p = 0; p < SG_BK; p++) {
+				float ar[4], br[4];
 
 #pragma unroll
-			for (int r = 0; r < 4; r++)
-				ar[r] = as[p][ty + SG_TY * r];
-#pragma unroll
-			for (int q = 0; q < 4; q++)
-				br[q] = bs[p][tx + SG_TX * q];
-#pragma unroll
-			for (int r = 0; r < 4; r++)
+				for (int r = 0; r < 4; r++)
+					ar[r] = as[p][ty + SG_TY * r];
 #pragma unroll
 				for (int q = 0; q < 4; q++)
-					acc[r][q] += ar[r] * br[q];
+					br[q] = bs[p][tx + SG_TX * q];
+#pragma unroll
+				for (int r = 0; r < 4; r++)
+#pragma unroll
+					for (int q = 0; q < 4; q++)
+						acc[r][q] += ar[r] * br[q];
+			}
+			__syncthreads();
 		}
-		__syncthreads();
-	}
 #pragma unroll
-	for (int r = 0; r < 4; r++) {
-		int i = bm + ty + SG_TY * r;
+		for (int r = 0; r < 4; r++) {
+			int i = ty + SG_TY * r;
 
-		if (i >= m)
-			continue;
+			if (i >= mr)
+				continue;
 #pragma unroll
-		for (int q = 0; q < 4; q++) {
-			int j = bn + tx + SG_TX * q;
+			for (int q = 0; q < 4; q++) {
+				int j = tx + SG_TX * q;
 
-			if (j < n) {
-				float *cij = c + (size_t)i * n + j;
+				if (j < nr) {
+					float *cij = c + (size_t)(bm + i) * n + (size_t)(bn + j);
 
-				/* beta == 0: C is not read (may hold NaN), like the host */
-				*cij = alpha * acc[r][q] + (beta != 0.0f ? beta * *cij : 0.0f);
+					/* beta == 0: C is not read (may hold NaN), like the host */
+					*cij = alpha * acc[r][q] + (beta != 0.0f ? beta * *cij : 0.0f);
+				}
 			}
 		}
 	}

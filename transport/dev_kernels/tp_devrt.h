@@ -11,6 +11,13 @@
  * Every entry returns 0 or the runtime's native error code (cudaError_t,
  * hipError_t as int); classify() maps a native code to enum tp_devrt_err
  * and error_string() names it. Streams and events are opaque handles.
+ *
+ * Threads: like the vendor runtimes, the current device is a property of
+ * the calling host thread (set_device), and streams, events and device
+ * memory belong to the device that was current when they were created; the
+ * host side calls set_device on every thread before anything else. A kernel
+ * entry clears the thread's pending runtime error before it launches, so
+ * its return value is the launch's own status, not an earlier call's.
  * Test doubles (tests/dev/fake_devrt.c) implement the same table on the CPU.
  */
 #ifndef TP_DEVRT_H
@@ -22,17 +29,18 @@
 extern "C" {
 #endif
 
-#define TP_DEVRT_ABI   1
+#define TP_DEVRT_ABI   2
 #define TP_DEVRT_ENTRY "tp_devrt_get" /* const struct tp_devrt *tp_devrt_get(unsigned abi) */
 
 enum tp_devrt_err {
 	TP_DEVRT_OK = 0,
-	TP_DEVRT_ENOMEM,  /* out of device or pinned memory */
-	TP_DEVRT_EINVAL,  /* bad argument, bad pointer */
-	TP_DEVRT_ENODEV,  /* no device, or the device index does not exist */
-	TP_DEVRT_ENODRV,  /* no driver, or the driver is older than the runtime */
-	TP_DEVRT_ELAUNCH, /* kernel launch failed or faulted */
-	TP_DEVRT_EUNSUPP, /* dtype / op the plugin does not know */
+	TP_DEVRT_ENOMEM,   /* out of device or pinned memory */
+	TP_DEVRT_EINVAL,   /* bad argument, bad pointer */
+	TP_DEVRT_ENODEV,   /* no device, or the device index does not exist */
+	TP_DEVRT_ENODRV,   /* no driver, or the driver is older than the runtime */
+	TP_DEVRT_ELAUNCH,  /* kernel launch failed or faulted */
+	TP_DEVRT_EUNSUPP,  /* dtype / op the plugin does not know */
+	TP_DEVRT_ENOIMAGE, /* no kernel binary / PTX in the plugin for this GPU */
 	TP_DEVRT_EOTHER,
 };
 
@@ -70,6 +78,11 @@ struct tp_devrt {
 	int (*scale_div)(void *buf, size_t count, int dtype, int n, void *s);
 	int (*sgemm)(int ta, int tb, int m, int n, int k, float alpha, const float *a,
 		     const float *b, float beta, float *c, void *s);
+	/* ABI 2: the device's architecture ("sm_75", "gfx90a") and the
+	 * architectures the plugin's kernels were built for ("sm_80, sm_90,
+	 * compute_90 PTX"), for the probe's message. */
+	int (*device_arch)(int dev, char *buf, size_t len);
+	const char *built_for;
 };
 
 typedef const struct tp_devrt *(*tp_devrt_get_fn)(unsigned abi);

@@ -4,6 +4,7 @@
  * nvcc and loaded by tp_mem_gpu.c with dlopen. Links libcudart (shared).
  */
 #include <cuda_runtime.h>
+#include <stdio.h>
 
 #include "tp_dev_kernels.cuh"
 
@@ -36,16 +37,23 @@ static int devrt_classify(int native)
 	case cudaErrorCallRequiresNewerDriver:
 	case cudaErrorSystemDriverMismatch:
 		return TP_DEVRT_ENODRV;
+	case cudaErrorNoKernelImageForDevice:
+	case cudaErrorInvalidDeviceFunction:
+		return TP_DEVRT_ENOIMAGE;
 	case cudaErrorLaunchFailure:
 	case cudaErrorIllegalAddress:
 	case cudaErrorLaunchOutOfResources:
-	case cudaErrorNoKernelImageForDevice:
-	case cudaErrorInvalidDeviceFunction:
 	case cudaErrorInvalidConfiguration:
 		return TP_DEVRT_ELAUNCH;
 	default:
 		return TP_DEVRT_EOTHER;
 	}
+}
+
+/* "sm_75" */
+static void devrt_arch_name(const cudaDeviceProp &prop, char *buf, size_t len)
+{
+	snprintf(buf, len, "sm_%d%d", prop.major, prop.minor);
 }
 
 #include "tp_devrt_impl.inc"

@@ -5,6 +5,8 @@
  * the CUDA plugin (tp_dev_kernels.cuh, tp_devrt_impl.inc).
  */
 #include <hip/hip_runtime.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "tp_dev_kernels.cuh"
 
@@ -34,16 +36,24 @@ static int devrt_classify(int native)
 	case hipErrorInsufficientDriver:
 	case hipErrorNotInitialized:
 		return TP_DEVRT_ENODRV;
+	case hipErrorNoBinaryForGpu:
+	case hipErrorInvalidDeviceFunction:
+	case hipErrorInvalidImage:
+		return TP_DEVRT_ENOIMAGE;
 	case hipErrorLaunchFailure:
 	case hipErrorIllegalAddress:
 	case hipErrorLaunchOutOfResources:
-	case hipErrorNoBinaryForGpu:
-	case hipErrorInvalidDeviceFunction:
 	case hipErrorInvalidConfiguration:
 		return TP_DEVRT_ELAUNCH;
 	default:
 		return TP_DEVRT_EOTHER;
 	}
+}
+
+/* "gfx90a" (gcnArchName also carries the target features: ":sramecc+:xnack-") */
+static void devrt_arch_name(const hipDeviceProp_t &prop, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.*s", (int)strcspn(prop.gcnArchName, ":"), prop.gcnArchName);
 }
 
 #include "tp_devrt_impl.inc"

@@ -2,14 +2,25 @@
 /*
  * tp_mem_gpu: the host half of the device memory backends (tp_mem_gpu.h).
  *
- * Streams: every synchronous operation (to_host, from_host, reduce,
- * scale_div, sgemm) runs on the compute stream and waits for it before
- * returning. copy_async runs on the copy stream and records the copy_done
+ * Threads and streams: the current device is per host thread in the vendor
+ * runtimes, so each thread's first call selects $ICE_DEVICE on it and
+ * creates that thread's compute and copy streams and copy event (struct
+ * tp_gpu_thread behind a pthread key; freed at thread exit). Every
+ * synchronous operation (to_host, from_host, reduce, scale_div, sgemm) runs
+ * on the calling thread's compute stream and waits for it before
+ * returning. copy_async runs on its copy stream and records the copy_done
  * event after each copy; while copies are pending, work on the compute
- * stream is first made to wait for that event, so a reduce that reads a
- * buffer a copy is still filling is ordered after the copy on the device
- * even when the caller did not call copy_wait first. copy_wait synchronises
- * the copy stream.
+ * stream is first made to wait for that event (or, when recording it
+ * failed, for the copy stream), so a reduce that reads a buffer a copy is
+ * still filling is ordered after the copy on the device even when the
+ * caller did not call copy_wait first. A copy counts as pending from the
+ * moment it is queued; copy_wait always synchronises the thread's copy
+ * stream.
+ *
+ * Probe: after selecting the device, loading runs a one-element kernel and
+ * waits for it, so a GPU the plugin has no kernel binary for is reported
+ * then ("no kernel image for this GPU (sm_75); built for ...") instead of
+ * at the first collective.
  *
  * Tracking: every allocation made here is kept with its size. A pointer
  * inside a known allocation must fit in it (-EINVAL otherwise, instead of a
@@ -51,6 +62,7 @@ static int gpu_err(struct tp_gpu *g, int native, const char *what)
 		break;
 	case TP_DEVRT_ENODEV:
 	case TP_DEVRT_ENODRV:
+	case TP_DEVRT_ENOIMAGE:
 		ret = -ENODEV;
 		break;
 	case TP_DEVRT_EUNSUPP:
@@ -130,9 +142,74 @@ static int gpu_open_plugin(struct tp_gpu *g)
 	return 0;
 }
 
+/* ---- per-thread state ---- */
+
+static void gpu_thread_destroy(struct tp_gpu_thread *t)
+{
+	const struct tp_devrt *rt = t->g->rt;
+
+	if (t->copy_done != NULL)
+		rt->event_destroy(t->copy_done);
+	if (t->copy != NULL)
+		rt->stream_destroy(t->copy);
+	if (t->compute != NULL)
+		rt->stream_destroy(t->compute);
+	free(t);
+}
+
+/* pthread key destructor: the thread exits */
+static void gpu_thread_free(void *p)
+{
+	gpu_thread_destroy(p);
+}
+
+/* This thread's state, made on its first call: select the device on this
+ * thread, then create its streams and event; 0 or -errno. */
+static int gpu_thread_new(struct tp_gpu *g, struct tp_gpu_thread **tp)
+{
+	struct tp_gpu_thread *t = calloc(1, sizeof(*t));
+	int ret;
+
+	if (t == NULL)
+		return -ENOMEM;
+	t->g = g;
+	t->copy_event_ok = true;
+	ret = gpu_err(g, g->rt->set_device(g->dev), "set device");
+	if (ret == 0)
+		ret = gpu_err(g, g->rt->stream_create(&t->compute), "stream create");
+	if (ret == 0)
+		ret = gpu_err(g, g->rt->stream_create(&t->copy), "stream create");
+	if (ret == 0)
+		ret = gpu_err(g, g->rt->event_create(&t->copy_done), "event create");
+	if (ret == 0 && pthread_setspecific(g->tkey, t) != 0)
+		ret = -ENOMEM;
+	if (ret != 0) {
+		gpu_thread_destroy(t);
+		return ret;
+	}
+	*tp = t;
+	return 0;
+}
+
+/* A one-element kernel on the stream, waited for; 0 or a native error. */
+static int gpu_probe_kernel(struct tp_gpu *g, struct tp_gpu_thread *t)
+{
+	void *p = NULL;
+	int ret = g->rt->malloc(&p, 1);
+
+	if (ret == 0) {
+		ret = g->rt->scale_div(p, 1, (int)TP_UINT8, 1, t->compute);
+		if (ret == 0)
+			ret = g->rt->stream_sync(t->compute);
+		g->rt->free(p);
+	}
+	return ret;
+}
+
 static int gpu_open_device(struct tp_gpu *g)
 {
 	const char *sel = getenv("ICE_DEVICE");
+	struct tp_gpu_thread *t;
 	char name[128] = "?";
 	int n = 0, ret, cls;
 
@@ -164,18 +241,30 @@ static int gpu_open_device(struct tp_gpu *g)
 	if (ret != 0)
 		return gpu_fail(g, gpu_err(g, ret, "set device"), "%s device %d: %s", g->vendor,
 				g->dev, g->rt->error_string(ret));
-	if (g->rt->stream_create(&g->compute) != 0 || g->rt->stream_create(&g->copy) != 0 ||
-	    g->rt->event_create(&g->copy_done) != 0) {
-		if (g->copy != NULL)
-			g->rt->stream_destroy(g->copy);
-		if (g->compute != NULL)
-			g->rt->stream_destroy(g->compute);
-		g->copy = g->compute = NULL;
-		return gpu_fail(g, -EIO, "%s device %d: cannot create streams / events", g->vendor,
-				g->dev);
-	}
 	g->rt->device_name(g->dev, name, sizeof(name));
-	snprintf(g->why, sizeof(g->why), "%s device %d of %d: %s", g->vendor, g->dev, n, name);
+	snprintf(g->arch, sizeof(g->arch), "?");
+	g->rt->device_arch(g->dev, g->arch, sizeof(g->arch));
+	if (pthread_key_create(&g->tkey, gpu_thread_free) != 0)
+		return gpu_fail(g, -ENOMEM, "%s: no thread-specific key left", g->name);
+	ret = gpu_thread_new(g, &t);
+	if (ret != 0)
+		return gpu_fail(g, ret, "%s device %d: cannot create streams / events", g->vendor,
+				g->dev);
+	ret = gpu_probe_kernel(g, t);
+	if (ret != 0) {
+		pthread_setspecific(g->tkey, NULL);
+		gpu_thread_destroy(t);
+		cls = g->rt->classify(ret);
+		if (cls == TP_DEVRT_ENOIMAGE)
+			return gpu_fail(g, -ENODEV,
+					"no kernel image for this GPU (%s, %s); built for %s",
+					g->arch, name, g->rt->built_for);
+		return gpu_fail(g, gpu_err(g, ret, "test kernel"),
+				"%s device %d (%s, %s): test kernel failed: %s", g->vendor, g->dev,
+				name, g->arch, g->rt->error_string(ret));
+	}
+	snprintf(g->why, sizeof(g->why), "%s device %d of %d: %s (%s)", g->vendor, g->dev, n, name,
+		 g->arch);
 	ice_info(ICE_SUB_COLL, "%s backend: %s", g->name, g->why);
 	return 0;
 }
@@ -245,10 +334,25 @@ static int check_range(struct tp_gpu *g, const void *p, size_t len, bool pinned,
 	return ret;
 }
 
+/* The backend is loaded and this thread set up (device selected on it,
+ * its streams made): 0 or -errno. */
+static int gpu_enter(struct tp_gpu *g, struct tp_gpu_thread **tp)
+{
+	int ret = gpu_ready(g);
+
+	if (ret != 0)
+		return ret;
+	*tp = pthread_getspecific(g->tkey);
+	if (*tp != NULL)
+		return 0;
+	return gpu_thread_new(g, tp);
+}
+
 void *tp_gpu_alloc(struct tp_gpu *g, size_t len, bool pinned)
 {
+	struct tp_gpu_thread *t;
 	void *p = NULL;
-	int ret = gpu_ready(g);
+	int ret = gpu_enter(g, &t);
 
 	if (ret != 0) {
 		errno = -ret;
@@ -287,11 +391,15 @@ void *tp_gpu_alloc(struct tp_gpu *g, size_t len, bool pinned)
 
 void tp_gpu_free(struct tp_gpu *g, void *p, bool pinned)
 {
+	struct tp_gpu_thread *t;
 	struct tp_gpu_alloc *a;
 	int ret;
 
 	if (p == NULL)
 		return;
+	/* select the device on this thread; a failure here (no streams) does
+	 * not keep the memory from being freed */
+	(void)gpu_enter(g, &t);
 	pthread_mutex_lock(&g->lock);
 	a = find_alloc(g, p);
 	if (a == NULL || a->p != p || a->pinned != pinned) {
@@ -315,27 +423,40 @@ void tp_gpu_free(struct tp_gpu *g, void *p, bool pinned)
 
 /* ---- copies and kernels ---- */
 
-/* Order the compute stream after in-flight copies. */
-static int compute_after_copies(struct tp_gpu *g)
+/* Order this thread's compute stream after its in-flight copies. */
+static int compute_after_copies(struct tp_gpu *g, struct tp_gpu_thread *t)
 {
-	if (g->copies_pending == 0)
+	int ret;
+
+	if (t->copies_pending == 0)
 		return 0;
-	return gpu_err(g, g->rt->stream_wait_event(g->compute, g->copy_done), "stream wait");
+	if (t->copy_event_ok)
+		return gpu_err(g, g->rt->stream_wait_event(t->compute, t->copy_done),
+			       "stream wait");
+	/* the event does not follow the last copy: wait for the copy stream */
+	ret = gpu_err(g, g->rt->stream_sync(t->copy), "copy stream sync");
+	if (ret == 0) {
+		t->copies_pending = 0;
+		t->copy_event_ok = true;
+	}
+	return ret;
 }
 
-static int compute_sync(struct tp_gpu *g, int launch_ret, const char *what)
+static int compute_sync(struct tp_gpu *g, struct tp_gpu_thread *t, int launch_ret, const char *what)
 {
 	int ret = gpu_err(g, launch_ret, what);
 
 	if (ret == 0)
-		ret = gpu_err(g, g->rt->stream_sync(g->compute), what);
+		ret = gpu_err(g, g->rt->stream_sync(t->compute), what);
 	return ret;
 }
 
 int tp_gpu_copy(struct tp_gpu *g, void *dst, const void *src, size_t len, enum tp_copy_dir dir)
 {
-	int ret = gpu_ready(g);
+	struct tp_gpu_thread *t;
+	int ret = gpu_enter(g, &t);
 	const void *dev = dir == TP_COPY_TO_HOST ? src : dst;
+	const void *host = dir == TP_COPY_TO_HOST ? dst : src;
 
 	if (ret != 0)
 		return ret;
@@ -344,14 +465,18 @@ int tp_gpu_copy(struct tp_gpu *g, void *dst, const void *src, size_t len, enum t
 	if (dir != TP_COPY_TO_HOST && dir != TP_COPY_FROM_HOST)
 		return -EINVAL;
 	ret = check_range(g, dev, len, false, false, "copy");
+	/* pageable host memory is not tracked; pinned memory from host_alloc
+	 * is, and a copy must stay inside it */
 	if (ret == 0)
-		ret = compute_after_copies(g);
+		ret = check_range(g, host, len, true, false, "copy (host side)");
+	if (ret == 0)
+		ret = compute_after_copies(g, t);
 	if (ret == 0)
 		ret = compute_sync(
-			g,
+			g, t,
 			g->rt->memcpy_async(dst, src, len,
 					    dir == TP_COPY_TO_HOST ? TP_DEVRT_D2H : TP_DEVRT_H2D,
-					    g->compute),
+					    t->compute),
 			"copy");
 	return ret;
 }
@@ -361,7 +486,8 @@ int tp_gpu_copy_async(struct tp_gpu *g, void *dst, const void *src, size_t len,
 {
 	const void *dev = dir == TP_COPY_TO_HOST ? src : dst;
 	const void *host = dir == TP_COPY_TO_HOST ? dst : src;
-	int ret = gpu_ready(g);
+	struct tp_gpu_thread *t;
+	int ret = gpu_enter(g, &t);
 
 	if (ret != 0)
 		return ret;
@@ -377,30 +503,38 @@ int tp_gpu_copy_async(struct tp_gpu *g, void *dst, const void *src, size_t len,
 			g,
 			g->rt->memcpy_async(dst, src, len,
 					    dir == TP_COPY_TO_HOST ? TP_DEVRT_D2H : TP_DEVRT_H2D,
-					    g->copy),
+					    t->copy),
 			"copy_async");
+	if (ret != 0)
+		return ret;
+	/* queued: pending from now on, whatever happens to the event */
+	t->copies_pending++;
+	t->copy_event_ok = false;
+	ret = gpu_err(g, g->rt->event_record(t->copy_done, t->copy), "event record");
 	if (ret == 0)
-		ret = gpu_err(g, g->rt->event_record(g->copy_done, g->copy), "event record");
-	if (ret == 0)
-		g->copies_pending++;
+		t->copy_event_ok = true;
 	return ret;
 }
 
 int tp_gpu_copy_wait(struct tp_gpu *g)
 {
-	int ret = gpu_ready(g);
+	struct tp_gpu_thread *t;
+	int ret = gpu_enter(g, &t);
 
-	if (ret != 0 || g->copies_pending == 0)
+	if (ret != 0)
 		return ret;
-	ret = gpu_err(g, g->rt->stream_sync(g->copy), "copy_wait");
-	g->copies_pending = 0;
+	/* always: a copy whose bookkeeping failed half-way is still waited for */
+	ret = gpu_err(g, g->rt->stream_sync(t->copy), "copy_wait");
+	t->copies_pending = 0;
+	t->copy_event_ok = true;
 	return ret;
 }
 
 int tp_gpu_reduce(struct tp_gpu *g, void *dst, const void *src, size_t count, enum tp_dtype t,
 		  enum tp_redop op)
 {
-	int ret = gpu_ready(g);
+	struct tp_gpu_thread *th;
+	int ret = gpu_enter(g, &th);
 	size_t len;
 
 	if (ret != 0)
@@ -414,16 +548,18 @@ int tp_gpu_reduce(struct tp_gpu *g, void *dst, const void *src, size_t count, en
 	if (ret == 0)
 		ret = check_range(g, src, len, false, false, "reduce src");
 	if (ret == 0)
-		ret = compute_after_copies(g);
+		ret = compute_after_copies(g, th);
 	if (ret == 0)
-		ret = compute_sync(g, g->rt->reduce(dst, src, count, (int)t, (int)op, g->compute),
+		ret = compute_sync(g, th,
+				   g->rt->reduce(dst, src, count, (int)t, (int)op, th->compute),
 				   "reduce");
 	return ret;
 }
 
 int tp_gpu_scale_div(struct tp_gpu *g, void *buf, size_t count, enum tp_dtype t, int n)
 {
-	int ret = gpu_ready(g);
+	struct tp_gpu_thread *th;
+	int ret = gpu_enter(g, &th);
 
 	if (ret != 0)
 		return ret;
@@ -433,9 +569,9 @@ int tp_gpu_scale_div(struct tp_gpu *g, void *buf, size_t count, enum tp_dtype t,
 		return 0;
 	ret = check_range(g, buf, count * tp_dtype_size(t), false, false, "scale_div");
 	if (ret == 0)
-		ret = compute_after_copies(g);
+		ret = compute_after_copies(g, th);
 	if (ret == 0)
-		ret = compute_sync(g, g->rt->scale_div(buf, count, (int)t, n, g->compute),
+		ret = compute_sync(g, th, g->rt->scale_div(buf, count, (int)t, n, th->compute),
 				   "scale_div");
 	return ret;
 }
@@ -443,7 +579,8 @@ int tp_gpu_scale_div(struct tp_gpu *g, void *buf, size_t count, enum tp_dtype t,
 int tp_gpu_sgemm(struct tp_gpu *g, bool ta, bool tb, int m, int n, int k, float alpha,
 		 const float *a, const float *b, float beta, float *c)
 {
-	int ret = gpu_ready(g);
+	struct tp_gpu_thread *t;
+	int ret = gpu_enter(g, &t);
 
 	if (ret != 0)
 		return ret;
@@ -462,10 +599,10 @@ int tp_gpu_sgemm(struct tp_gpu *g, bool ta, bool tb, int m, int n, int k, float 
 		ret = check_range(g, c, (size_t)m * (size_t)n * sizeof(float), false, false,
 				  "sgemm C");
 	if (ret == 0)
-		ret = compute_after_copies(g);
+		ret = compute_after_copies(g, t);
 	if (ret == 0)
-		ret = compute_sync(g,
-				   g->rt->sgemm(ta, tb, m, n, k, alpha, a, b, beta, c, g->compute),
+		ret = compute_sync(g, t,
+				   g->rt->sgemm(ta, tb, m, n, k, alpha, a, b, beta, c, t->compute),
 				   "sgemm");
 	return ret;
 }

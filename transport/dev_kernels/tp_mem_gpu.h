@@ -12,9 +12,13 @@
  * installed one, else the loader's search path. Failure is not fatal: the
  * backend then reports the reason through probe() and -ENODEV / ENODEV.
  *
- * Threading: loading and the allocation table are locked; the streams and
- * copies_pending belong to the one thread that drives copies and kernels,
- * like a tp_engine (tp.h).
+ * Threading (the contract is in tp_mem.h): loading and the allocation table
+ * are under lock; everything that queues work is per host thread. A thread's
+ * first call selects the device on it (the vendor runtimes keep the current
+ * device per thread, and a second thread starts on device 0) and creates
+ * its own compute stream, copy stream and copy event (struct
+ * tp_gpu_thread, reached through a pthread key, destroyed when the thread
+ * exits), so two threads never share a stream or a pending-copy count.
  */
 #ifndef TP_MEM_GPU_H
 #define TP_MEM_GPU_H
@@ -50,12 +54,21 @@ struct tp_gpu {
 	void *dl;
 	const struct tp_devrt *rt;
 	int dev;
-	void *compute, *copy; /* streams */
-	void *copy_done;      /* event recorded after the last copy_async */
-	unsigned copies_pending;
+	char arch[32];	    /* "sm_90", for messages */
+	pthread_key_t tkey; /* this thread's struct tp_gpu_thread */
 	struct tp_gpu_alloc *allocs;
 	size_t nallocs, cap_allocs;
 	size_t dev_bytes, pinned_bytes;
+};
+
+/* One host thread's device state: its own streams, and the copies it
+ * queued on its copy stream that no copy_wait has waited for yet. */
+struct tp_gpu_thread {
+	struct tp_gpu *g;
+	void *compute, *copy; /* streams */
+	void *copy_done;      /* event recorded after the last copy_async */
+	unsigned copies_pending;
+	bool copy_event_ok; /* copy_done follows every pending copy */
 };
 
 int tp_gpu_probe(struct tp_gpu *g, char *why, size_t len);
