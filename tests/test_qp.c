@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -506,10 +507,46 @@ static void test_pacing_holds_rate(void **state)
 	pair_close(&p);
 }
 
+/* tp_engine_wake() from another thread ends a long wait at once. */
+static void *waker(void *arg)
+{
+	struct timespec d = {.tv_nsec = 50 * 1000 * 1000};
+
+	nanosleep(&d, NULL);
+	tp_engine_wake(arg);
+	return NULL;
+}
+
+static void test_engine_wake(void **state)
+{
+	struct tp_engine_cfg cfg;
+	struct tp_engine *e;
+	pthread_t th;
+	uint64_t t0, dt;
+
+	tp_engine_cfg_default(&cfg);
+	addr(&cfg.addr, 3);
+	cfg.port = 0;
+	e = tp_engine_new(&cfg);
+	assert_non_null(e);
+	assert_int_equal(pthread_create(&th, NULL, waker, e), 0);
+	t0 = ice_now_ns();
+	assert_int_equal(tp_engine_progress(e, 5 * ICE_NSEC_PER_SEC), 0);
+	dt = ice_now_ns() - t0;
+	pthread_join(th, NULL);
+	assert_true(dt >= 40 * ICE_NSEC_PER_MSEC && dt < 2 * ICE_NSEC_PER_SEC);
+	/* the wake-up was consumed: the next wait lasts its time */
+	t0 = ice_now_ns();
+	assert_int_equal(tp_engine_progress(e, 30 * ICE_NSEC_PER_MSEC), 0);
+	assert_true(ice_now_ns() - t0 >= 25 * ICE_NSEC_PER_MSEC);
+	tp_engine_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_send_sizes),
+		cmocka_unit_test(test_engine_wake),
 		cmocka_unit_test(test_psn_wrap),
 		cmocka_unit_test(test_loss_data_and_acks),
 		cmocka_unit_test(test_duplication_and_reordering),

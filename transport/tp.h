@@ -5,7 +5,7 @@
  * port the controller can change at run time, and collectives on top.
  *
  * Threading: an engine and everything made from it (QPs, communicators) are
- * used from one thread. tp_engine_progress() does all I/O: it receives,
+ * used from one thread (tp_engine_wake() excepted). tp_engine_progress() does all I/O: it receives,
  * acknowledges, retransmits, paces and sends; collectives call it while they
  * wait. Nothing happens on the wire between calls.
  *
@@ -79,6 +79,10 @@ uint16_t tp_engine_port(const struct tp_engine *e);
  * negative errno on a fatal socket error.
  */
 int tp_engine_progress(struct tp_engine *e, uint64_t max_wait_ns);
+/* Make a tp_engine_progress() waiting in another thread return now (the
+ * one call that may come from any thread): a thread that hands work to the
+ * engine's thread calls it after queueing. */
+void tp_engine_wake(struct tp_engine *e);
 
 enum tp_wc_opcode {
 	TP_WC_SEND,

@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "ice_log.h"
@@ -182,6 +183,12 @@ struct tp_engine *tp_engine_new(const struct tp_engine_cfg *cfg)
 		err = e->rx_fd;
 		goto err_free;
 	}
+	e->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (e->wake_fd < 0) {
+		err = -errno;
+		close(e->rx_fd);
+		goto err_free;
+	}
 	for (int i = 0; i < TP_RX_BATCH; i++) {
 		e->rx_iov[i].iov_base = e->rx_bufs + (size_t)i * e->rx_buf_len;
 		e->rx_iov[i].iov_len = e->rx_buf_len;
@@ -219,6 +226,7 @@ void tp_engine_free(struct tp_engine *e)
 	ice_ctrl_close(e->ctrl);
 	ice_event_tx_close(e->events);
 	close(e->rx_fd);
+	close(e->wake_fd);
 	free(e->tx_bounce);
 	free(e->rx_bufs);
 	free(e->cq);
@@ -438,7 +446,7 @@ static int rx_drain(struct tp_engine *e)
 int tp_engine_progress(struct tp_engine *e, uint64_t max_wait_ns)
 {
 	uint64_t now, wake = UINT64_MAX;
-	struct pollfd pfd;
+	struct pollfd pfd[2];
 	struct timespec ts;
 	int rx, tx = 0;
 
@@ -461,13 +469,28 @@ int tp_engine_progress(struct tp_engine *e, uint64_t max_wait_ns)
 	}
 	if (max_wait_ns == 0)
 		return 0;
-	pfd.fd = e->rx_fd;
-	pfd.events = POLLIN;
+	pfd[0] = (struct pollfd){.fd = e->rx_fd, .events = POLLIN};
+	pfd[1] = (struct pollfd){.fd = e->wake_fd, .events = POLLIN};
 	ts.tv_sec = (time_t)(max_wait_ns / ICE_NSEC_PER_SEC);
 	ts.tv_nsec = (long)(max_wait_ns % ICE_NSEC_PER_SEC);
-	if (ppoll(&pfd, 1, &ts, NULL) > 0)
-		return rx_drain(e);
-	return 0;
+	if (ppoll(pfd, 2, &ts, NULL) <= 0)
+		return 0;
+	if (pfd[1].revents & POLLIN) {
+		uint64_t v;
+
+		if (read(e->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			return -errno;
+	}
+	return (pfd[0].revents & POLLIN) ? rx_drain(e) : 0;
+}
+
+void tp_engine_wake(struct tp_engine *e)
+{
+	uint64_t one = 1;
+
+	/* a full counter (EAGAIN) already wakes the engine */
+	if (write(e->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		ice_warn(ICE_SUB_ENGINE, "cannot wake the engine: %s", strerror(errno));
 }
 
 /* ---- the host agent's control block ------------------------------------------ */

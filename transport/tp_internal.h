@@ -132,6 +132,7 @@ struct tp_qp {
 struct tp_engine {
 	struct tp_engine_cfg cfg;
 	int rx_fd;
+	int wake_fd; /* eventfd: tp_engine_wake() ends a wait in progress */
 	uint16_t port;
 	uint32_t qpn_base;
 	struct tp_qp *qps[TP_MAX_QPS];

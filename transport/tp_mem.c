@@ -75,10 +75,10 @@ static int host_scale_div(void *buf, size_t count, enum tp_dtype t, int n)
  * unit-stride rows: C[i][j..] += A[i][p] * B[p][j..], over blocks of
  * SG_KB x SG_NB of B that stay in L1/L2. gcc vectorises the j loop.
  */
-/* The SGEMM loops are compiled for AVX-512 and AVX2+FMA as well, picked at
+/* The SGEMM loops are compiled for x86-64-v4 (AVX-512) and v3 (AVX2+FMA) as well, picked at
  * load time by the CPU (gcc function multi-versioning); portable builds. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SG_CLONES __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#define SG_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define SG_CLONES
 #endif

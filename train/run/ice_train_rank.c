@@ -136,6 +136,7 @@ static int cthread_stop(struct cthread *t)
 	pthread_mutex_lock(&t->mu);
 	t->quit = true;
 	pthread_mutex_unlock(&t->mu);
+	tp_engine_wake(t->e);
 	pthread_join(t->th, NULL);
 	pthread_cond_destroy(&t->cv_done);
 	pthread_mutex_destroy(&t->mu);
@@ -160,6 +161,7 @@ static void cop_post(struct cthread *t, struct cop *op, enum cop_kind kind, floa
 		t->head = op;
 	t->tail = op;
 	pthread_mutex_unlock(&t->mu);
+	tp_engine_wake(t->e); /* the communication thread may be waiting for packets */
 }
 
 static int cop_wait(struct cthread *t, struct cop *op)
