@@ -34,6 +34,7 @@
 #define LINK_DOWN_BPS	     1000 /* capacity the planner sees for a down link */
 #define APPLY_WAIT_MS	     3000 /* give up waiting for every host's write-back */
 #define QP_STALE_MIN_MS	     3000
+#define PEAK_DECAY	     0.95 /* per QP view refresh: half-life ~14 refreshes */
 #define ARGV_MAX	     4096
 #define CTLD_DUMMY_KEY_BYTES 32
 
@@ -52,6 +53,7 @@ struct cqp {
 	uint32_t lip, qpn, rqpn;
 	uint16_t sport_now;
 	double rate_bps;
+	double peak_bps; /* decaying maximum of rate_bps: the flow's demand */
 	bool active;
 	/* planned state, carried across view refreshes */
 	bool planned;
@@ -918,11 +920,18 @@ static void read_qps(struct ctld *d)
 			if (d->qps[j].lip == q->lip && d->qps[j].qpn == q->qpn &&
 			    d->qps[j].dst == q->dst)
 				o = &d->qps[j];
+		/* A flow's demand is what it reached lately, not what it gets now:
+		 * a flow slowed by congestion (or by its own plan) would otherwise
+		 * look small, be packed onto a busy path, and slow down further. */
+		q->peak_bps = q->rate_bps;
 		if (o != NULL) {
 			q->planned = o->planned;
 			q->sport = o->sport;
 			q->route = o->route;
+			if (o->peak_bps * PEAK_DECAY > q->peak_bps)
+				q->peak_bps = o->peak_bps * PEAK_DECAY;
 		}
+		q->active = q->peak_bps >= (double)d->cfg.min_rate;
 		if (q->active && !q->planned)
 			changed = true;
 	}
@@ -1259,7 +1268,7 @@ static void plan(struct ctld *d)
 		f.host = q->host;
 		f.lqpn = q->qpn;
 		f.rqpn = q->rqpn;
-		f.demand = (uint64_t)(q->ann_flags ? q->ann_bps : q->rate_bps);
+		f.demand = (uint64_t)(q->ann_flags ? q->ann_bps : q->peak_bps);
 		if (f.demand == 0)
 			f.demand = 1;
 		f.cur_sport = q->planned ? q->sport : q->sport_now;

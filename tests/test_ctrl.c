@@ -105,6 +105,21 @@ static void test_control_block(void **state)
 	assert_int_equal(q->applied_epoch, 42);
 	assert_int_equal(q->applied_seq, q->seq);
 
+	/* the same plan republished (a new epoch, same rate) leaves the rate
+	 * DCQCN has moved to since; a new planned rate is applied */
+	tp_qp_set_rate(qa, 40e6); /* stands for a DCQCN cut */
+	ice_ctrl_set(ctl, slot, ICE_CTRL_SET_SPORT | ICE_CTRL_SET_RATE | ICE_CTRL_SET_DCQCN, 60123,
+		     100, &p, 42);
+	pump(a, b, 2);
+	assert_true(tp_qp_rate(qa) > 39e6 && tp_qp_rate(qa) < 41e6);
+	ice_ctrl_set(ctl, slot, ICE_CTRL_SET_SPORT | ICE_CTRL_SET_RATE | ICE_CTRL_SET_DCQCN, 60123,
+		     80, &p, 42);
+	pump(a, b, 2);
+	assert_true(tp_qp_rate(qa) > 79e6 && tp_qp_rate(qa) < 81e6);
+	ice_ctrl_set(ctl, slot, ICE_CTRL_SET_SPORT | ICE_CTRL_SET_RATE | ICE_CTRL_SET_DCQCN, 60123,
+		     100, &p, 42);
+	pump(a, b, 2);
+
 	/* out-of-range parameters are refused; the QP keeps the old ones (a
 	 * control write is the QP's whole plan: what it leaves out reverts) */
 	p.rp_gd = 99;

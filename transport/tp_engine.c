@@ -534,10 +534,15 @@ static void ctrl_apply(struct tp_qp *qp)
 		qp->dcqcn.rp_max_rate = (uint32_t)(qp->e->cfg.line_rate_bps / 1000000);
 	if (tp_qp_dcqcn_changed(qp) < 0)
 		qp->dcqcn = old; /* refused and logged; keep the old ones */
-	if ((c.flags & ICE_CTRL_SET_RATE) != 0)
-		tp_qp_set_rate(qp, (double)c.rate_mbps * 1e6);
-	else if (qp->planned_rate)
+	/* A planned rate is where the QP starts, then DCQCN moves it: a plan
+	 * republished with the same rate (a new epoch) must not reset it. */
+	if ((c.flags & ICE_CTRL_SET_RATE) != 0) {
+		if (!qp->planned_rate || c.rate_mbps != qp->planned_mbps)
+			tp_qp_set_rate(qp, (double)c.rate_mbps * 1e6);
+		qp->planned_mbps = c.rate_mbps;
+	} else if (qp->planned_rate) {
 		tp_qp_set_rate(qp, 0); /* line rate, DCQCN from there */
+	}
 	qp->planned_rate = (c.flags & ICE_CTRL_SET_RATE) != 0;
 	sport = (c.flags & ICE_CTRL_SET_SPORT) != 0 && c.sport != 0 ? c.sport : qp->sport_default;
 	if (tp_qp_set_sport(qp, sport) < 0)

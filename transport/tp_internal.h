@@ -71,6 +71,7 @@ struct tp_qp {
 	uint16_t sport;
 	uint16_t sport_default; /* the port chosen at connect (Linux's formula or given) */
 	bool planned_rate;	/* the rate comes from a plan */
+	uint32_t planned_mbps;	/* ... that rate: applied when it changes, not per epoch */
 	int tx_fd;
 	struct tp_icrc_addr icrc_tx;
 
