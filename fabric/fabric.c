@@ -20,6 +20,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -1109,6 +1110,34 @@ static int rm_tree(const char *path)
 	return run(argv, NULL, NULL, NULL, 0);
 }
 
+/* ice-agent leaves its lock file (/run/ice/agent-<addr>.lock) on purpose:
+ * unlinking it would race a successor. The fabric's agents are gone with
+ * its namespaces, so their lock files go too -- only those nobody holds. */
+static void agent_locks_remove(const char *name)
+{
+	struct ice_cfg_err err;
+	char path[512];
+	struct topo *t;
+
+	state_path(name, "topo.yaml", path, sizeof(path));
+	if (access(path, R_OK) < 0 || (t = topo_load(path, &err)) == NULL)
+		return;
+	for (uint32_t i = 0; i < topo_nic_count(t); i++) {
+		char a[INET_ADDRSTRLEN];
+		int fd;
+
+		inet_ntop(AF_INET, &topo_nic(t, i)->addr, a, sizeof(a));
+		snprintf(path, sizeof(path), FAB_STATE_DIR "/agent-%s.lock", a);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			unlink(path);
+		close(fd);
+	}
+	topo_free(t);
+}
+
 int fab_down(const char *name)
 {
 	char path[512], prefix[64], br[32];
@@ -1150,6 +1179,7 @@ int fab_down(const char *name)
 	}
 	pidset_stop(ps);
 	free(ps);
+	agent_locks_remove(name);
 	/* management links in the root namespace */
 	mgmt_bridge(name, br, sizeof(br));
 	ifs = if_nameindex();
