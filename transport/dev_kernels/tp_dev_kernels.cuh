@@ -257,7 +257,32 @@ static inline unsigned elt_blocks(size_t n)
  * Row tiles are blockIdx.x; column tiles start at blockIdx.y and step by
  * gridDim.y (grid.y is limited to 65535, so wide C loops). ---- */
 
-enum { SG_BM = 64, SG_BN = 64, SG_BK = 16, SG_TX = 16, SG_TY = 16, SG_MAX_GRID_Y = 65535 };
+enum { SG_BM = 64, SG_BN = SG_BM /* one tile loader for both */, SG_BK = 16, SG_TX = 16, SG_TY = 16, SG_MAX_GRID_Y = 65535 };
+
+/* One SG_BK x 64 tile t[p][x] = X[x0 + x][k0 + p] of an operand X with
+ * nx rows of k (zero outside), read along the stored matrix's contiguous
+ * direction: X stored nx x k when rows, else k x nx (X transposed). */
+__device__ static void sg_load_tile(float (*t)[SG_BM + 1], const float *__restrict__ src,
+				    bool rows, int nx, int k, int x0, int xr, int k0, int kr, int tid)
+{
+	for (int l = 0; l < (SG_BM * SG_BK) / (SG_TX * SG_TY); l++) {
+		int idx = tid + l * SG_TX * SG_TY, x, p;
+		float v = 0.0f;
+
+		if (rows) {
+			p = idx % SG_BK;
+			x = idx / SG_BK;
+			if (x < xr && p < kr)
+				v = src[(size_t)(x0 + x) * k + (size_t)(k0 + p)];
+		} else {
+			x = idx % SG_BM;
+			p = idx / SG_BM;
+			if (x < xr && p < kr)
+				v = src[(size_t)(k0 + p) * nx + (size_t)(x0 + x)];
+		}
+		t[p][x] = v;
+	}
+}
 
 __global__ void __launch_bounds__(SG_TX *SG_TY)
 	k_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *__restrict__ a,
@@ -276,40 +301,9 @@ __global__ void __launch_bounds__(SG_TX *SG_TY)
 		for (long long k0l = 0; k0l < k; k0l += SG_BK) {
 			const int k0 = (int)k0l, kr = k - k0; /* k0 + p < k */
 
-			for (int l = 0; l < (SG_BM * SG_BK) / (SG_TX * SG_TY); l++) {
-				int idx = tid + l * SG_TX * SG_TY, i, p;
-				float v = 0.0f;
-
-				if (ta) { /* A stored k x m: contiguous along i */
-					i = idx % SG_BM;
-					p = idx / SG_BM;
-					if (i < mr && p < kr)
-						v = a[(size_t)(k0 + p) * m + (size_t)(bm + i)];
-				} else { /* A stored m x k: contiguous along p */
-					p = idx % SG_BK;
-					i = idx / SG_BK;
-					if (i < mr && p < kr)
-						v = a[(size_t)(bm + i) * k + (size_t)(k0 + p)];
-				}
-				as[p][i] = v;
-			}
-			for (int l = 0; l < (SG_BN * SG_BK) / (SG_TX * SG_TY); l++) {
-				int idx = tid + l * SG_TX * SG_TY, j, p;
-				float v = 0.0f;
-
-				if (tb) { /* B stored n x k: contiguous along p */
-					p = idx % SG_BK;
-					j = idx / SG_BK;
-					if (j < nr && p < kr)
-						v = b[(size_t)(bn + j) * k + (size_t)(k0 + p)];
-				} else { /* B stored k x n: contiguous along j */
-					j = idx % SG_BN;
-					p = idx / SG_BN;
-					if (j < nr && p < kr)
-						v = b[(size_t)(k0 + p) * n + (size_t)(bn + j)];
-				}
-				bs[p][j] = v;
-			}
+			/* op(A) rows are A's rows unless ta; op(B) columns are B's rows when tb */
+			sg_load_tile(as, a, !ta, m, k, bm, mr, k0, kr, tid);
+			sg_load_tile(bs, b, tb, n, k, bn, nr, k0, kr, tid);
 			__syncthreads();
 #pragma unroll
 			for (int p = 0; p < SG_BK; p++) {
