@@ -478,13 +478,34 @@ static void pmaps_free(struct ctl_pmap *m, uint32_t n)
 	free(m);
 }
 
-/* Every map of every probing host; on a Redis failure the old ones stay. */
+/* Known map of pair "src>dst" learned at ts_ms (the pairs set's score), or -1. */
+static int pmap_known(const struct ctld *d, const char *pair, uint64_t ts_ms)
+{
+	char buf[64], *gt;
+	struct in_addr s, t;
+
+	if (snprintf(buf, sizeof(buf), "%s", pair) >= (int)sizeof(buf) ||
+	    (gt = strchr(buf, '>')) == NULL)
+		return -1;
+	*gt = '\0';
+	if (inet_pton(AF_INET, buf, &s) != 1 || inet_pton(AF_INET, gt + 1, &t) != 1)
+		return -1;
+	for (uint32_t i = 0; i < d->npmaps; i++)
+		if (d->pmaps[i].paths != NULL && d->pmaps[i].src.s_addr == s.s_addr &&
+		    d->pmaps[i].dst.s_addr == t.s_addr && d->pmaps[i].ts_ms == ts_ms)
+			return (int)i;
+	return -1;
+}
+
+/* Every map of every probing host; maps whose learning time did not change
+ * are kept, only new ones are fetched. On a Redis failure the old ones stay. */
 static void read_pmaps(struct ctld *d)
 {
 	redisReply *hs = rcmd(d, "SMEMBERS ice:%s:probe:hosts", d->cfg.fabric);
 	redisReply **pr = NULL, **mr = NULL;
 	struct ctl_pmap *nm = NULL;
-	size_t nh, npairs = 0, k = 0;
+	int *keep = NULL;
+	size_t nh, npairs = 0, nget = 0;
 	uint32_t nn = 0, bad = 0;
 
 	if (hs == NULL || hs->type != REDIS_REPLY_ARRAY)
@@ -494,34 +515,53 @@ static void read_pmaps(struct ctld *d)
 	if (pr == NULL)
 		goto out;
 	for (size_t i = 0; i < nh; i++)
-		redisAppendCommand(d->rc, "ZRANGE ice:%s:{%s}:probe:pairs 0 -1", d->cfg.fabric,
-				   hs->element[i]->str);
+		redisAppendCommand(d->rc, "ZRANGE ice:%s:{%s}:probe:pairs 0 -1 WITHSCORES",
+				   d->cfg.fabric, hs->element[i]->str);
 	if (rpipe(d, nh, pr) < 0) {
 		free(pr);
 		pr = NULL;
 		goto out;
 	}
 	for (size_t i = 0; i < nh; i++)
-		for (size_t j = 0; pr[i]->type == REDIS_REPLY_ARRAY && j < pr[i]->elements; j++) {
-			redisAppendCommand(d->rc, "HGET ice:%s:{%s}:probe:map:%s json",
-					   d->cfg.fabric, hs->element[i]->str,
-					   pr[i]->element[j]->str);
-			npairs++;
-		}
-	mr = calloc(npairs + 1, sizeof(*mr));
+		if (pr[i]->type == REDIS_REPLY_ARRAY)
+			npairs += pr[i]->elements / 2;
+	keep = calloc(npairs + 1, sizeof(*keep));
 	nm = calloc(npairs + 1, sizeof(*nm));
-	if (mr == NULL || nm == NULL || rpipe(d, npairs, mr) < 0) {
+	if (keep == NULL || nm == NULL)
+		goto out;
+	npairs = 0;
+	for (size_t i = 0; i < nh; i++)
+		for (size_t j = 0; pr[i]->type == REDIS_REPLY_ARRAY && j + 1 < pr[i]->elements;
+		     j += 2, npairs++) {
+			const char *pair = pr[i]->element[j]->str;
+			const char *sc = pr[i]->element[j + 1]->str;
+
+			keep[npairs] = pmap_known(d, pair, sc ? strtoull(sc, NULL, 10) : 0);
+			if (keep[npairs] >= 0)
+				continue;
+			redisAppendCommand(d->rc, "HGET ice:%s:{%s}:probe:map:%s json",
+					   d->cfg.fabric, hs->element[i]->str, pair);
+			nget++;
+		}
+	mr = calloc(nget + 1, sizeof(*mr));
+	if (mr == NULL || rpipe(d, nget, mr) < 0) {
 		free(mr);
 		mr = NULL;
 		goto out;
 	}
-	for (k = 0; k < npairs; k++) {
-		if (mr[k]->type != REDIS_REPLY_STRING)
-			continue; /* expired between the two reads */
-		if (ctl_pmap_parse(mr[k]->str, &nm[nn]) == 0)
-			nn++;
-		else
-			bad++;
+	for (size_t k = 0, g = 0; k < npairs; k++) {
+		if (keep[k] >= 0) { /* unchanged: move it over */
+			nm[nn++] = d->pmaps[keep[k]];
+			memset(&d->pmaps[keep[k]], 0, sizeof(d->pmaps[0]));
+			continue;
+		}
+		if (mr[g]->type == REDIS_REPLY_STRING) { /* else expired between the reads */
+			if (ctl_pmap_parse(mr[g]->str, &nm[nn]) == 0)
+				nn++;
+			else
+				bad++;
+		}
+		g++;
 	}
 	if (bad > 0)
 		ice_warn(SUB, "%u probe map(s) unreadable, ignored", bad);
@@ -536,8 +576,9 @@ out:
 		freev(pr, hs->elements);
 	free(pr);
 	if (mr != NULL)
-		freev(mr, npairs);
+		freev(mr, nget);
 	free(mr);
+	free(keep);
 	pmaps_free(nm, nn);
 	if (hs != NULL)
 		freeReplyObject(hs);
