@@ -50,17 +50,31 @@ static void test_padding(void **state)
 }
 
 /* Many short back-to-back calls (a training step's matmuls) add up to the
- * stated time: each late wake-up is carried into the next call, not added. */
+ * stated time: each late wake-up is carried into the next call, not added.
+ * The carry itself is checked exactly; the total is timing, so best of five
+ * (CI runs this beside the fabric suites on two cores: a preempted wake-up
+ * later than the 1 ms carry is not carried, on purpose). */
 static void test_back_to_back(void **state)
 {
 	struct trn_emu e = {.gflops = 2.0};
 	double best = 1e9;
+	int carried = 0;
 
-	for (int r = 0; r < 3; r++) {
+	for (int r = 0; r < 5; r++) {
 		double t0 = now_s(), dt;
 
 		for (int i = 0; i < 200; i++) {
+			uint64_t due = e.due_ns;
+			struct timespec ts;
+
 			trn_emu_begin(&e);
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			if (i > 0 && e.t0_ns == due)
+				carried++;
+			else if (i > 0) /* not carried only if begun more than 1 ms late */
+				assert_true((uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec -
+						    due >=
+					    1000000ull);
 			trn_emu_end(&e, 1e6); /* 0.5 ms each: 100 ms stated */
 		}
 		dt = now_s() - t0;
@@ -69,7 +83,8 @@ static void test_back_to_back(void **state)
 		best = dt < best ? dt : best;
 		nanosleep(&(struct timespec){.tv_nsec = 3 * 1000 * 1000}, NULL);
 	}
-	assert_true(best < 0.100 * 1.03); /* without the carry: +10-40 % here */
+	assert_true(carried > 0);
+	assert_true(best < 0.100 * 1.06); /* without the carry: +10-40 % here */
 	assert_int_equal(e.overruns, 0);
 }
 
