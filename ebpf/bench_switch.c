@@ -147,7 +147,7 @@ int main(int argc, char **argv)
 
 	/* Ingress (ECMP). */
 	for (int i = 0; i < 4; i++)
-		m[i] = (struct ice_ecmp_member){PORT, inet_addr("10.0.0.2") + htonl(i)};
+		m[i] = (struct ice_ecmp_member){PORT, inet_addr("10.0.0.2") + htonl(i), 0};
 	ice_sw_ecmp_set(sw, (struct in_addr){inet_addr("10.3.0.0")}, 16, m, 4);
 	ice_sw_ecmp_set(sw, (struct in_addr){inet_addr("10.1.0.0")}, 16, m, 1);
 	for (int alg = 0; alg < TOPO_HASH_ALG_MAX; alg++) {

@@ -201,16 +201,44 @@ static __always_inline __u32 sw_hash_of_key(const struct topo_hash_cfg *c,
 	}
 }
 
-/* topo_hash_pick(c, t, n), with the hash itself in the global function above. */
-static __always_inline __u32 sw_pick(const struct topo_hash_cfg *c, const struct topo_5tuple *t,
-				     __u32 n)
+/* topo_hash(c, t), with the hash itself in the global function above. */
+static __always_inline __u32 sw_hash(const struct topo_hash_cfg *c, const struct topo_5tuple *t)
 {
 	struct ice_hash_key k;
 
-	if (n <= 1)
-		return 0;
 	topo_hash_key(c, t, k.b);
-	return sw_hash_of_key(c, &k) % n;
+	return sw_hash_of_key(c, &k);
+}
+
+/* The member for hash h: topo_hash_pick()'s h % n, or, when that member's
+ * link is down, live member number h % live (see struct ice_ecmp_group).
+ * ICE_SW_MAX_MEMBERS when every member is down. */
+static __always_inline __u32 sw_member(const struct ice_ecmp_group *g, __u32 h)
+{
+	__u32 n = g->n, idx, live = 0, k;
+
+	if (n > ICE_SW_MAX_MEMBERS)
+		n = ICE_SW_MAX_MEMBERS;
+	idx = n > 1 ? h % n : 0;
+	/* the verifier loses the bound after the modulo; keep the mask the
+	 * compiler would prove redundant */
+	asm volatile("" : "+r"(idx));
+	idx &= ICE_SW_MAX_MEMBERS - 1;
+	if (!(g->m[idx].flags & ICE_MEMBER_F_DOWN))
+		return idx;
+	for (__u32 i = 0; i < ICE_SW_MAX_MEMBERS; i++)
+		if (i < n && !(g->m[i].flags & ICE_MEMBER_F_DOWN))
+			live++;
+	if (live == 0)
+		return ICE_SW_MAX_MEMBERS;
+	k = h % live;
+	for (__u32 i = 0; i < ICE_SW_MAX_MEMBERS; i++) {
+		if (i >= n || (g->m[i].flags & ICE_MEMBER_F_DOWN))
+			continue;
+		if (k-- == 0)
+			return i;
+	}
+	return ICE_SW_MAX_MEMBERS;
 }
 
 enum { V_PASS, V_MARK, V_DROP };
@@ -307,7 +335,7 @@ int ice_sw_ingress(struct __sk_buff *skb)
 	struct ice_lpm4_key key;
 	struct ice_ecmp_group *grp;
 	struct iphdr *iph;
-	__u32 *gidp, gid, idx = 0, slot, oif, zero = 0;
+	__u32 *gidp, gid, idx, hash = 0, slot, oif, zero = 0;
 	__u16 old_ttl, new_ttl;
 	__u64 *hits;
 	long ret;
@@ -344,7 +372,8 @@ int ice_sw_ingress(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	}
 
-	/* Fragments and other protocols have no ports: member 0, as for n == 1. */
+	/* Fragments and other protocols have no ports: hash 0 (member 0 while
+	 * it is up), as for n == 1. */
 	if (grp->n > 1 && (iph->protocol == IPPROTO_UDP || iph->protocol == IPPROTO_TCP) &&
 	    !(iph->frag_off & bpf_htons(IP_MF | IP_OFFSET))) {
 		__u16 *ports = (void *)iph + iph->ihl * 4;
@@ -363,8 +392,17 @@ int ice_sw_ingress(struct __sk_buff *skb)
 		t.proto = iph->protocol;
 		t.sport = ports[0];
 		t.dport = ports[1];
-		idx = sw_pick(hc, &t, grp->n);
+		hash = sw_hash(hc, &t);
 	}
+	idx = sw_member(grp, hash);
+	if (idx >= ICE_SW_MAX_MEMBERS) {
+		/* every member down: the kernel's routes decide (and drop) */
+		sw_stat_inc(ICE_SW_ST_ALL_DOWN);
+		return TC_ACT_OK;
+	}
+	if (idx != (grp->n > 1 ? hash % grp->n : 0))
+		sw_stat_inc(ICE_SW_ST_FAILOVER);
+	asm volatile("" : "+r"(idx));
 	idx &= ICE_SW_MAX_MEMBERS - 1;
 	nh.ipv4_nh = grp->m[idx].nh;
 	oif = grp->m[idx].ifindex;

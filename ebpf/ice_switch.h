@@ -85,7 +85,11 @@ struct ice_lpm4_key {
 struct ice_ecmp_member {
 	__u32 ifindex; /* egress port */
 	__u32 nh;      /* IPv4 next hop, network byte order */
+	__u32 flags;   /* ICE_MEMBER_F_* */
 };
+
+/* struct ice_ecmp_member.flags */
+#define ICE_MEMBER_F_DOWN (1u << 0) /* the port's link is down (ice_sw_link_set) */
 
 /* struct ice_ecmp_group.flags */
 #define ICE_GRP_F_USED (1u << 0)
@@ -94,6 +98,10 @@ struct ice_ecmp_member {
  * An ECMP group: n members in the order the switch hashes over them
  * (member = topo_hash_pick(cfg, 5-tuple, n)). n == 0 marks a prefix as
  * local to the switch: its packets go up the switch's own stack.
+ *
+ * Fast failover, resilient: a flow whose member is down moves to live
+ * member number (hash % live) in member order; flows on live members stay
+ * where they are. With no live member the packet goes to the kernel.
  */
 struct ice_ecmp_group {
 	__u32 n;
@@ -111,6 +119,8 @@ enum ice_sw_stat {
 	ICE_SW_ST_PASS_MISS,	/* no prefix matched: left to the kernel */
 	ICE_SW_ST_PASS_OTHER,	/* not IPv4 unicast to this port */
 	ICE_SW_ST_REDIRECT_ERR, /* bpf_redirect_neigh refused */
+	ICE_SW_ST_FAILOVER,	/* hashed onto a down member, moved to a live one */
+	ICE_SW_ST_ALL_DOWN,	/* every member down: left to the kernel */
 	ICE_SW_ST_MAX,
 };
 

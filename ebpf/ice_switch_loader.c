@@ -522,6 +522,48 @@ err_lpm:
 	return err;
 }
 
+int ice_sw_ecmp_down(const char *pin_dir, struct in_addr prefix, int plen, uint32_t down)
+{
+	int lpm_fd, grp_fd, changed = 0, err;
+	struct ice_ecmp_group g;
+	__u32 gid;
+
+	err = sw_check_prefix(prefix, plen);
+	if (err)
+		return err;
+	lpm_fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_ECMP_LPM);
+	if (lpm_fd < 0)
+		return lpm_fd;
+	grp_fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_ECMP_GRP);
+	if (grp_fd < 0) {
+		close(lpm_fd);
+		return grp_fd;
+	}
+	gid = sw_group_of(lpm_fd, grp_fd, sw_mask(prefix.s_addr, plen), plen);
+	if (gid == 0 || bpf_map_lookup_elem(grp_fd, &gid, &g) != 0) {
+		changed = -ENOENT;
+		goto out;
+	}
+	for (__u32 i = 0; i < g.n && i < ICE_SW_MAX_MEMBERS; i++) {
+		__u32 want = (down >> i) & 1 ? g.m[i].flags | ICE_MEMBER_F_DOWN
+					     : g.m[i].flags & ~ICE_MEMBER_F_DOWN;
+
+		changed += g.m[i].flags != want;
+		g.m[i].flags = want;
+	}
+	/* only flag words change: a packet racing the update sees each member
+	 * either way, both valid */
+	if (changed > 0 && bpf_map_update_elem(grp_fd, &gid, &g, BPF_EXIST) != 0) {
+		changed = -errno;
+		ice_err(SW_SUB, "ECMP group of %s/%d: cannot set member states: %s",
+			inet_ntoa(prefix), plen, strerror(errno));
+	}
+out:
+	close(grp_fd);
+	close(lpm_fd);
+	return changed;
+}
+
 int ice_sw_stats(const char *pin_dir, uint64_t out[ICE_SW_ST_MAX])
 {
 	int fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_STATS), err = 0;

@@ -17,6 +17,7 @@
 #define ICE_SWITCH_LOADER_H
 
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ice_switch.h"
@@ -89,6 +90,13 @@ int ice_sw_counters(const char *pin_dir, int ifindex, struct ice_port_stats *out
  */
 int ice_sw_ecmp_hits(const char *pin_dir, struct in_addr prefix, int plen,
 		     uint64_t hits[ICE_SW_MAX_MEMBERS]);
+/*
+ * Take the members of prefix/plen's group with bit i of down set out of use
+ * (and put the others back): the ingress program moves their flows to the
+ * live members (fast failover, see struct ice_ecmp_group). Returns how many
+ * members changed state, or -errno (-ENOENT: no such group or switch).
+ */
+int ice_sw_ecmp_down(const char *pin_dir, struct in_addr prefix, int plen, uint32_t down);
 /* Switch-wide ingress counters, indexed by enum ice_sw_stat. */
 int ice_sw_stats(const char *pin_dir, uint64_t out[ICE_SW_ST_MAX]);
 /* Unpin the maps under pin_dir and remove the directory if empty. */

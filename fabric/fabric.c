@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -320,7 +321,9 @@ static const struct topo_port *host_src_port(const struct topo *t, const struct 
 }
 
 /* Static routes of node n into b: hosts route each NIC via the right
- * local NIC, switches have an ECMP route per host NIC. */
+ * local NIC, switches have an ECMP route per host NIC. `replace`, so that
+ * they can be put back after a link comes up again (the kernel deletes an
+ * IPv4 route whose only next hop went down). */
 static void static_routes(const struct topo *t, const struct topo_node *n, struct buf *b)
 {
 	uint32_t nh[64];
@@ -336,9 +339,9 @@ static void static_routes(const struct topo *t, const struct topo_node *n, struc
 
 			if (s == NULL)
 				continue;
-			bprintf(b, "route add %s/32 via %s dev %s src %s\n", addr_str(d->addr, a1),
-				addr_str(t->ports[s->peer].addr, a2), s->ifname,
-				addr_str(s->addr, a3));
+			bprintf(b, "route replace %s/32 via %s dev %s src %s\n",
+				addr_str(d->addr, a1), addr_str(t->ports[s->peer].addr, a2),
+				s->ifname, addr_str(s->addr, a3));
 			continue;
 		}
 		int k = topo_nexthops(t, n->id, d->id, nh, 64);
@@ -347,7 +350,7 @@ static void static_routes(const struct topo *t, const struct topo_node *n, struc
 			continue;
 		if (k == 1 && t->ports[nh[0]].peer == d->id)
 			continue; /* directly attached: the link's own prefix */
-		bprintf(b, "route add %s/32", addr_str(d->addr, a1));
+		bprintf(b, "route replace %s/32", addr_str(d->addr, a1));
 		for (int j = 0; j < k; j++) {
 			const struct topo_port *e = &t->ports[nh[j]];
 
@@ -416,8 +419,9 @@ static int setup_switch_bpf(void *arg)
 			for (int j = 0; j < k; j++) {
 				const struct topo_port *e = &t->ports[nh[j]];
 
-				m[j].ifindex = if_nametoindex(e->ifname);
-				m[j].nh = t->ports[e->peer].addr.s_addr;
+				m[j] = (struct ice_ecmp_member){
+					.ifindex = if_nametoindex(e->ifname),
+					.nh = t->ports[e->peer].addr.s_addr};
 			}
 			ret = ice_sw_ecmp_set(sw, d->addr, 32, m, k);
 		}
@@ -1533,6 +1537,91 @@ static void link_record(const char *name, const char *link, bool up)
 	close(fd);
 }
 
+/* ---- link state: failover in the BPF switches ------------------------------------------ */
+
+struct failover_arg {
+	const struct topo *t;
+	const struct topo_node *n;
+	const bool *down;
+	int changed;
+};
+
+static int port_is_up(void *arg)
+{
+	const char *ifname = arg;
+	struct ifreq ifr = {0};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), up;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	up = ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 ? !!(ifr.ifr_flags & IFF_UP) : -errno;
+	close(fd);
+	return up;
+}
+
+/* One switch: every ECMP group's members as the converged routes use them. */
+static int failover_switch(void *arg)
+{
+	struct failover_arg *a = arg;
+	char pin[512];
+
+	pin_path(a->t->name, a->n->name, pin, sizeof(pin));
+	for (uint32_t i = 0; i < topo_nic_count(a->t); i++) {
+		const struct topo_port *d = topo_nic(a->t, i);
+		uint32_t mask;
+		int k = topo_nexthops_down(a->t, a->n->id, d->id, a->down, &mask), ret;
+
+		if (k < 2)
+			continue; /* no group there (see setup_switch_bpf) */
+		ret = ice_sw_ecmp_down(pin, d->addr, 32, mask);
+		if (ret < 0)
+			return ret;
+		a->changed += ret;
+	}
+	return 0;
+}
+
+/* After a link change, the model switches do what their routing would do
+ * once converged: members whose link is down, or whose next switch lost its
+ * shortest path to the destination, are out of use; the flows on them move
+ * to the group's live members (resilient: the others stay). Kernel ECMP
+ * (ignore_routes_with_linkdown) needs nothing. */
+static int fab_failover(const struct topo *t)
+{
+	bool *down = calloc(t->nlinks + 1, sizeof(bool));
+	char ns[64];
+	int ret = 0;
+
+	if (down == NULL)
+		return -ENOMEM;
+	if (t->ecmp != TOPO_ECMP_MODEL)
+		goto out;
+	for (uint32_t l = 0; l < t->nlinks; l++) {
+		const struct topo_port *p = &t->ports[t->links[l].a];
+
+		fab_ns_name(t, &t->nodes[p->node], ns, sizeof(ns));
+		down[l] = in_netns(ns, port_is_up, (void *)p->ifname) == 0;
+	}
+	for (uint32_t i = 0; i < t->nnodes && ret == 0; i++) {
+		struct failover_arg fa = {.t = t, .n = &t->nodes[i], .down = down};
+
+		if (t->nodes[i].kind != TOPO_SWITCH)
+			continue;
+		fab_ns_name(t, &t->nodes[i], ns, sizeof(ns));
+		ret = in_netns(ns, failover_switch, &fa);
+		if (ret < 0)
+			ice_err(ICE_SUB_COMMON, "switch %s: ECMP failover: %s", t->nodes[i].name,
+				strerror(-ret));
+		else if (fa.changed > 0)
+			ice_info(ICE_SUB_COMMON, "switch %s: %d ECMP members changed state",
+				 t->nodes[i].name, fa.changed);
+	}
+out:
+	free(down);
+	return ret;
+}
+
 int fab_link(const char *name, const char *dev, bool up)
 {
 	struct topo *t = fab_topo(name);
@@ -1570,6 +1659,23 @@ int fab_link(const char *name, const char *dev, bool up)
 		snprintf(cmd, sizeof(cmd), "link set %s %s\n", p->ifname, up ? "up" : "down");
 		ret = batch("ip", ns, cmd);
 	}
+	/* static routes through the link that the kernel deleted when it went
+	 * down come back with it (FRR's zebra does that itself) */
+	for (int end = 0; end < 2 && ret == 0 && up; end++) {
+		const struct topo_node *n =
+			&t->nodes[t->ports[end ? t->links[link].b : t->links[link].a].node];
+		struct buf rb = {0};
+
+		if (t->routing != TOPO_ROUTING_STATIC && n->kind != TOPO_HOST)
+			continue;
+		fab_ns_name(t, n, ns, sizeof(ns));
+		static_routes(t, n, &rb);
+		if (rb.p != NULL)
+			ret = batch("ip", ns, rb.p);
+		bfree(&rb);
+	}
+	if (ret == 0)
+		ret = fab_failover(t);
 	if (ret == 0) {
 		char lname[64];
 

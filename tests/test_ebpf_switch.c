@@ -455,12 +455,12 @@ static int member_taken(const char *prefix, int plen, const uint64_t before[], u
 
 static void ecmp_setup_routes(void)
 {
-	struct ice_ecmp_member two[2] = {{if_a, ip4("10.0.0.2").s_addr},
-					 {if_c, ip4("10.0.1.2").s_addr}};
-	struct ice_ecmp_member four[4] = {{if_a, ip4("10.0.0.2").s_addr},
-					  {if_c, ip4("10.0.1.2").s_addr},
-					  {if_a, ip4("10.0.0.3").s_addr},
-					  {if_c, ip4("10.0.1.3").s_addr}};
+	struct ice_ecmp_member two[2] = {{if_a, ip4("10.0.0.2").s_addr, 0},
+					 {if_c, ip4("10.0.1.2").s_addr, 0}};
+	struct ice_ecmp_member four[4] = {{if_a, ip4("10.0.0.2").s_addr, 0},
+					  {if_c, ip4("10.0.1.2").s_addr, 0},
+					  {if_a, ip4("10.0.0.3").s_addr, 0},
+					  {if_c, ip4("10.0.1.3").s_addr, 0}};
 
 	assert_int_equal(ice_sw_ecmp_set(sw, ip4("10.2.0.0"), 16, two, 2), 0);
 	assert_int_equal(ice_sw_ecmp_set(sw, ip4("10.3.0.0"), 16, four, 4), 0);
@@ -553,6 +553,83 @@ static void test_ecmp_fields(void **state)
 	}
 }
 
+/* Fast failover: with port C's members down, a flow hashed onto one moves to
+ * live member hash % live, every other flow stays; all down goes to the
+ * kernel; up again restores the plain hash. */
+static void test_ecmp_failover(void **state)
+{
+	struct topo_hash_cfg hc = {.alg = TOPO_HASH_CRC32, .seed = 99, .fields = TOPO_HF_5TUPLE};
+	static const int live[2] = {0, 2}; /* 10.3/16's members on port A */
+	uint8_t pkt[2048], out[2048];
+	uint64_t st0[ICE_SW_ST_MAX], st1[ICE_SW_ST_MAX];
+	int moved = 0, stayed = 0;
+
+	ecmp_setup_routes();
+	assert_int_equal(ice_sw_hash_set(sw, &hc), 0);
+	/* 10.3/16's members on port C (1 and 3) out of use */
+	assert_int_equal(ice_sw_ecmp_down(pin_dir, ip4("10.3.0.0"), 16, 0xa), 2);
+	assert_int_equal(ice_sw_ecmp_down(pin_dir, ip4("10.3.0.0"), 16, 0xa), 0); /* already */
+	for (int i = 0; i < 64; i++) {
+		struct pkt_spec ps = {.dst = "10.3.1.1", .sport = 49152 + 131 * i, .dport = 4791};
+		uint64_t before[ICE_SW_MAX_MEMBERS], after[ICE_SW_MAX_MEMBERS];
+		size_t len = pkt_build(pkt, sizeof(pkt), &ps);
+		struct iphdr *ip = (void *)(pkt + ETH_HLEN);
+		struct topo_5tuple t = {.saddr = ip->saddr,
+					.daddr = ip->daddr,
+					.sport = htons(ps.sport),
+					.dport = htons(ps.dport),
+					.proto = ip->protocol};
+		uint32_t h = topo_hash(&hc, &t);
+		int plain = (int)(h % 4), want = plain % 2 == 0 ? plain : live[h % 2];
+
+		assert_int_equal(ice_sw_ecmp_hits(pin_dir, ip4("10.3.0.0"), 16, before), 4);
+		assert_int_equal(ice_sw_stats(pin_dir, st0), 0);
+		assert_int_equal(run_prog(ice_sw_ingress_fd(sw), if_a, pkt, len, out, sizeof(out)),
+				 TC_ACT_REDIRECT);
+		assert_int_equal(ice_sw_stats(pin_dir, st1), 0);
+		assert_int_equal(member_taken("10.3.0.0", 16, before, after), want);
+		assert_int_equal(st1[ICE_SW_ST_FAILOVER] - st0[ICE_SW_ST_FAILOVER], want != plain);
+		moved += want != plain;
+		stayed += want == plain;
+	}
+	print_message("port C down: %d of 64 flows moved to port A, %d stayed\n", moved, stayed);
+	assert_true(moved > 0 && stayed > 0);
+
+	/* every member down: the kernel decides */
+	{
+		struct pkt_spec ps = {.dst = "10.3.1.1", .sport = 50000, .dport = 4791};
+		size_t len = pkt_build(pkt, sizeof(pkt), &ps);
+
+		assert_int_equal(ice_sw_ecmp_down(pin_dir, ip4("10.3.0.0"), 16, 0xf), 2);
+		assert_int_equal(ice_sw_stats(pin_dir, st0), 0);
+		assert_int_equal(run_prog(ice_sw_ingress_fd(sw), if_a, pkt, len, out, sizeof(out)),
+				 TC_ACT_OK);
+		assert_int_equal(ice_sw_stats(pin_dir, st1), 0);
+		assert_int_equal(st1[ICE_SW_ST_ALL_DOWN], st0[ICE_SW_ST_ALL_DOWN] + 1);
+	}
+	assert_int_equal(ice_sw_ecmp_down(pin_dir, ip4("10.3.0.0"), 16, 0), 4);
+	for (int i = 0; i < 16; i++) {
+		struct pkt_spec ps = {.dst = "10.3.1.1", .sport = 49152 + 131 * i, .dport = 4791};
+		uint64_t before[ICE_SW_MAX_MEMBERS], after[ICE_SW_MAX_MEMBERS];
+		size_t len = pkt_build(pkt, sizeof(pkt), &ps);
+		struct iphdr *ip = (void *)(pkt + ETH_HLEN);
+		struct topo_5tuple t = {.saddr = ip->saddr,
+					.daddr = ip->daddr,
+					.sport = htons(ps.sport),
+					.dport = htons(ps.dport),
+					.proto = ip->protocol};
+
+		ice_sw_ecmp_hits(pin_dir, ip4("10.3.0.0"), 16, before);
+		assert_int_equal(run_prog(ice_sw_ingress_fd(sw), if_a, pkt, len, out, sizeof(out)),
+				 TC_ACT_REDIRECT);
+		assert_int_equal(member_taken("10.3.0.0", 16, before, after),
+				 (int)topo_hash_pick(&hc, &t, 4));
+	}
+	assert_int_equal(ice_sw_ecmp_down(pin_dir, ip4("10.9.0.0"), 16, 1), -ENOENT);
+	assert_int_equal(ice_sw_ecmp_down("/sys/fs/bpf/ice-no-such-switch", ip4("10.3.0.0"), 16, 1),
+			 -ENOENT);
+}
+
 struct ingress_fixture {
 	const char *desc;
 	struct pkt_spec pkt;
@@ -631,7 +708,7 @@ static void test_ingress_fixtures(void **state)
 /* A replaced group takes effect; a deleted prefix falls back to the kernel. */
 static void test_ecmp_replace_delete(void **state)
 {
-	struct ice_ecmp_member one = {if_c, ip4("10.0.1.9").s_addr};
+	struct ice_ecmp_member one = {if_c, ip4("10.0.1.9").s_addr, 0};
 	struct pkt_spec ps = {.dst = "10.2.0.7", .sport = 4000, .dport = 4791};
 	uint8_t pkt[2048], out[2048];
 	uint64_t hits[ICE_SW_MAX_MEMBERS], st0[ICE_SW_ST_MAX], st1[ICE_SW_ST_MAX];
@@ -735,6 +812,7 @@ int main(void)
 		cmocka_unit_test(test_egress_drain_real_clock),
 		cmocka_unit_test(test_ecmp_matches_topo),
 		cmocka_unit_test(test_ecmp_fields),
+		cmocka_unit_test(test_ecmp_failover),
 		cmocka_unit_test(test_ingress_fixtures),
 		cmocka_unit_test(test_ecmp_replace_delete),
 		cmocka_unit_test(test_attached),

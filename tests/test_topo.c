@@ -396,6 +396,63 @@ static void test_paths(void **state)
 	topo_free(t);
 }
 
+/* Next hops still in use once routing converged around a down link. */
+static uint32_t peer_of(const struct topo *t, uint32_t port)
+{
+	return t->ports[t->ports[port].peer].node;
+}
+
+static void test_nexthops_down(void **state)
+{
+	struct topo_gen_opts o;
+	struct topo *t;
+	const struct topo_node *leaf1, *leaf2, *spine1, *spine2;
+	uint32_t h1, h5, nh[8], mask = 99;
+	bool *down;
+
+	(void)state;
+	topo_gen_opts_default(&o);
+	t = topo_gen_leaf_spine(&o);
+	leaf1 = topo_node_by_name(t, "leaf1");
+	leaf2 = topo_node_by_name(t, "leaf2");
+	spine1 = topo_node_by_name(t, "spine1");
+	spine2 = topo_node_by_name(t, "spine2");
+	h1 = topo_node_by_name(t, "h1")->ports[0];
+	h5 = topo_node_by_name(t, "h5")->ports[0];
+	down = calloc(t->nlinks, sizeof(bool));
+	assert_non_null(down);
+
+	/* all up: nothing out of use */
+	assert_int_equal(topo_nexthops_down(t, leaf1->id, h5, down, &mask), 2);
+	assert_int_equal(mask, 0);
+	for (uint32_t l = 0; l < t->nlinks; l++) {
+		uint32_t a = t->ports[t->links[l].a].node, b = t->ports[t->links[l].b].node;
+
+		down[l] =
+			(a == leaf1->id && b == spine2->id) || (a == spine2->id && b == leaf1->id);
+	}
+	/* leaf1 -> h5: the member over the down link */
+	assert_int_equal(topo_nexthops(t, leaf1->id, h5, nh, 8), 2);
+	assert_int_equal(topo_nexthops_down(t, leaf1->id, h5, down, &mask), 2);
+	assert_int_equal(mask, peer_of(t, nh[0]) == spine2->id ? 1u : 2u);
+	/* leaf2 -> h1: its link to spine2 is up, but spine2 lost leaf1 */
+	assert_int_equal(topo_nexthops(t, leaf2->id, h1, nh, 8), 2);
+	assert_int_equal(topo_nexthops_down(t, leaf2->id, h1, down, &mask), 2);
+	assert_int_equal(mask, peer_of(t, nh[0]) == spine2->id ? 1u : 2u);
+	/* leaf2 -> h5 (its own host) and spine1 -> h1: untouched */
+	assert_int_equal(topo_nexthops_down(t, leaf2->id, h5, down, &mask), 1);
+	assert_int_equal(mask, 0);
+	assert_int_equal(topo_nexthops_down(t, spine1->id, h1, down, &mask), 1);
+	assert_int_equal(mask, 0);
+	/* spine2 -> h1: its only way is down */
+	assert_int_equal(topo_nexthops_down(t, spine2->id, h1, down, &mask), 1);
+	assert_int_equal(mask, 1);
+	assert_int_equal(topo_nexthops_down(t, topo_node_by_name(t, "h1")->id, h5, down, &mask),
+			 -22); /* -EINVAL: a host */
+	free(down);
+	topo_free(t);
+}
+
 static void test_predict_follows_hash(void **state)
 {
 	struct topo_gen_opts o;
@@ -562,6 +619,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_generators),
 		cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_nexthops_down),
 		cmocka_unit_test(test_predict_follows_hash),
 		cmocka_unit_test(test_frr_config),
 		cmocka_unit_test(test_names),

@@ -11,6 +11,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +19,9 @@
 
 #define ROCE_DPORT 4791
 
-void topo_route_dist(const struct topo *t, uint32_t dst_sw, uint32_t *dist, uint32_t *queue)
+/* topo_route_dist(), not crossing the links marked in down (NULL: none). */
+static void route_dist(const struct topo *t, uint32_t dst_sw, const bool *down, uint32_t *dist,
+		       uint32_t *queue)
 {
 	uint32_t head = 0, tail = 0;
 
@@ -34,12 +37,18 @@ void topo_route_dist(const struct topo *t, uint32_t dst_sw, uint32_t *dist, uint
 		for (uint32_t i = 0; i < n->nports; i++) {
 			uint32_t peer = topo_port_peer_node(t, n->ports[i]);
 
-			if (t->nodes[peer].kind != TOPO_SWITCH || dist[peer] != UINT32_MAX)
+			if (t->nodes[peer].kind != TOPO_SWITCH || dist[peer] != UINT32_MAX ||
+			    (down != NULL && down[t->ports[n->ports[i]].link]))
 				continue;
 			dist[peer] = dist[n->id] + 1;
 			queue[tail++] = peer;
 		}
 	}
+}
+
+void topo_route_dist(const struct topo *t, uint32_t dst_sw, uint32_t *dist, uint32_t *queue)
+{
+	route_dist(t, dst_sw, NULL, dist, queue);
 }
 
 int topo_route_nexthops(const struct topo *t, const uint32_t *dist, uint32_t node,
@@ -95,6 +104,37 @@ int topo_nexthops(const struct topo *t, uint32_t node, uint32_t dst_port, uint32
 		return -ENOMEM;
 	n = topo_route_nexthops(t, dist, node, dst_port, out, max);
 	free(dist);
+	return n;
+}
+
+int topo_nexthops_down(const struct topo *t, uint32_t node, uint32_t dst_port, const bool *down,
+		       uint32_t *mask)
+{
+	uint32_t *dist, *live, nh[32];
+	int n;
+
+	if (node >= t->nnodes || t->nodes[node].kind != TOPO_SWITCH || !is_nic(t, dst_port))
+		return -EINVAL;
+	dist = dist_to(t, dst_port);
+	live = malloc(sizeof(*live) * 2 * (t->nnodes + 1));
+	if (dist == NULL || live == NULL) {
+		free(dist);
+		free(live);
+		return -ENOMEM;
+	}
+	route_dist(t, topo_port_peer_node(t, dst_port), down, live, live + t->nnodes + 1);
+	n = topo_route_nexthops(t, dist, node, dst_port, nh, 32);
+	*mask = 0;
+	for (int j = 0; j < n && j < 32; j++) {
+		const struct topo_port *e = &t->ports[nh[j]];
+		uint32_t peer = topo_port_peer_node(t, nh[j]);
+
+		if (down[e->link] || (node != topo_port_peer_node(t, dst_port) &&
+				      (live[peer] == UINT32_MAX || live[peer] + 1 != dist[node])))
+			*mask |= 1u << j;
+	}
+	free(dist);
+	free(live);
 	return n;
 }
 
