@@ -99,13 +99,16 @@ b = {p["to"]: p["bytes"] for p in d["ports"] if p["switch"] == "leaf1" and p["to
 print(b.get("spine1", 0), b.get("spine2", 0))'
 }
 
-# spine_split SECONDS: "D1 D2", bytes per spine from leaf1 over the window
+# spine_split SECONDS: "D1 D2", bytes per second per spine from leaf1 over
+# a window of about SECONDS (plus one stats call, which is timed too)
 spine_split() {
-	local a1 a2 b1 b2
+	local a1 a2 b1 b2 t0 t1
+	t0=$(date +%s%N)
 	read -r a1 a2 <<<"$(spine_bytes)"
 	sleep "$1"
+	t1=$(date +%s%N)
 	read -r b1 b2 <<<"$(spine_bytes)"
-	echo $((b1 - a1)) $((b2 - a2))
+	echo $(((b1 - a1) * 1000000000 / (t1 - t0))) $(((b2 - a2) * 1000000000 / (t1 - t0)))
 }
 
 # collide SECONDS: ice-perf h1 -> h3 and h2 -> h4 for SECONDS, restarted

@@ -20,7 +20,7 @@ ctl_fabric_up ct
 
 # 1. a collision first
 collide 90
-echo "ECMP: leaf1 -> spine1 / spine2: $s1 / $s2 bytes in 1 s (collision)"
+echo "ECMP: leaf1 -> spine1 / spine2: $s1 / $s2 bytes/s (collision)"
 
 ctl_start A --reopt 2s --lifetime 5s --interval 20ms
 wait_for 5 grep -q '^epoch ' "$ICE_TMP/ctl-A.out" || ctl_fail "no plan published in 5 s"
@@ -40,7 +40,7 @@ print(e[0]["sport"] if e else "none")' "$qpn")
 done
 read -r s1 s2 <<<"$(spine_split 1)"
 tot=$((s1 + s2))
-echo "ICE: leaf1 -> spine1 / spine2: $s1 / $s2 bytes in 1 s"
+echo "ICE: leaf1 -> spine1 / spine2: $s1 / $s2 bytes/s"
 [ $((s1 * 10)) -ge $((tot * 3)) ] && [ $((s2 * 10)) -ge $((tot * 3)) ] ||
 	ctl_fail "leaf1's uplinks not balanced after the plan: $s1 / $s2"
 
@@ -53,7 +53,7 @@ grep '^reaction: link' "$ICE_TMP/ctl-A.out" | tail -1
 [ "$(rcli HGET "ice:$name:ctl:status" down_links_used)" = 0 ] || ctl_fail "the plan uses the down link"
 # every flow, planned or not (the ACKs), keeps going: leaf1 fails over
 read -r s1 s2 <<<"$(spine_split 1)"
-echo "leaf1:spine2 down: leaf1 -> spine1 / spine2: $s1 / $s2 bytes in 1 s"
+echo "leaf1:spine2 down: leaf1 -> spine1 / spine2: $s1 / $s2 bytes/s"
 [ "$s1" -gt 1000000 ] || ctl_fail "traffic stopped while leaf1:spine2 was down"
 "$ICE_FABRIC" link --fabric "$name" leaf1:spine2 up || ctl_fail "ice-fabric link up"
 wait_for 5 grep -q '^reaction: link leaf1:spine2 up' "$ICE_TMP/ctl-A.out" ||
@@ -80,7 +80,7 @@ e_before=$(rcli HGET "ice:$name:{h1}:plan:applied" epoch)
 rcli SHUTDOWN NOSAVE >/dev/null 2>&1
 sleep 1.5
 read -r s1 s2 <<<"$(spine_split 1)"
-echo "Redis down: leaf1 -> spine1 / spine2: $s1 / $s2 bytes in 1 s"
+echo "Redis down: leaf1 -> spine1 / spine2: $s1 / $s2 bytes/s"
 [ $((s1 + s2)) -gt 1000000 ] || ctl_fail "traffic stopped while Redis was down"
 redis-server --port "$rport" --bind "$rhost" --protected-mode no --daemonize yes \
 	--pidfile "/run/ice/$name/redis.pid" --dir "/run/ice/$name" --save '' --appendonly no >/dev/null ||

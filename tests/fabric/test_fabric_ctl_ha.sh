@@ -89,7 +89,7 @@ echo "source ports: h1 $p1 -> $n1 (default $def1), h2 $p2 -> $n2 (default $def2)
 [ "$n1" = "$def1" ] && [ "$n2" = "$def2" ] || ctl_fail "QPs not back on their default ports"
 [ "$(rcli HGET "ice:$name:{h1}:plan:applied" state)" = expired ] || ctl_fail "h1 did not write back 'expired'"
 read -r s1 s2 <<<"$(spine_split 1)"
-echo "after the fallback: leaf1 -> spine1 / spine2: $s1 / $s2 bytes in 1 s"
+echo "after the fallback: leaf1 -> spine1 / spine2: $s1 / $s2 bytes/s"
 [ $((s1 + s2)) -gt 3000000 ] || ctl_fail "traffic stopped after the fallback"
 for p in "${PERF_PIDS[@]}"; do kill -0 "$p" || ctl_fail "an ice-perf died"; done
 perf_stop

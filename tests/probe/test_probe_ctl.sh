@@ -34,7 +34,7 @@ spine_of() { # SRC DST SPORT
 path_of() { jq -r --arg p "$2" '.port_map[$p] // "none"' "$ICE_TMP/map-$1.json"; }
 
 collide 90
-echo "kernel ECMP: leaf1 -> spine1 / spine2: $s1 / $s2 bytes in 1 s (collision)"
+echo "kernel ECMP: leaf1 -> spine1 / spine2: $s1 / $s2 bytes/s (collision)"
 
 ctl_start A --reopt 2s --lifetime 5s --interval 20ms
 wait_for 5 grep -q '^epoch ' "$ICE_TMP/ctl-A.out" || ctl_fail "no plan published in 5 s"
@@ -53,7 +53,7 @@ echo "source ports: h1 $sp1 -> $n1 ($p1; kernel: $k1), h2 $sp2 -> $n2 ($p2; kern
 [ "$k1" != "$k2" ] || ctl_fail "the kernel sends both planned ports via $k1"
 read -r s1 s2 <<<"$(spine_split 1)"
 tot=$((s1 + s2))
-echo "ICE (probe maps): leaf1 -> spine1 / spine2: $s1 / $s2 bytes in 1 s"
+echo "ICE (probe maps): leaf1 -> spine1 / spine2: $s1 / $s2 bytes/s"
 [ $((s1 * 10)) -ge $((tot * 3)) ] && [ $((s2 * 10)) -ge $((tot * 3)) ] ||
 	ctl_fail "leaf1's uplinks not balanced after the plan: $s1 / $s2"
 grep -q 'plan refused' "$ICE_TMP"/agent-*.log && ctl_fail "an agent refused a plan"
