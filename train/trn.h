@@ -127,16 +127,39 @@ struct trn_pp_plan {
 	int micro_batches;		 /* global_batch / micro_batch */
 	double stage_s[TRN_MAX_DEVICES]; /* fwd+bwd of one micro-batch on stage s,
 					  * including its activation sends */
-	double step_s;			 /* predicted 1F1B step time */
+	double hop_s[TRN_MAX_DEVICES];	 /* one activation message from stage s to
+					  * s + 1 (its gradient comes back alike) */
+	double est_s;			 /* what the planner minimises: sum_s stage_s
+					  * + (m - 1) max_s compute of stage s */
+	double step_s;			 /* predicted step: the schedule below,
+					  * simulated with these times */
 };
 
-/* Contiguous layer split minimising the predicted step time. */
+/* The schedule ice-train runs and trn_predict_pp() models: 1F1B where stage
+ * s of S first runs trn_pp_warmup(s, S, m) forwards, then one forward and
+ * one backward in turn, then the remaining backwards. That is S - s
+ * forwards on every stage but the last (which has none): one micro-batch
+ * more in flight per stage than the minimal S - s - 1, so that each
+ * activation and gradient hand-off has a stage time of slack instead of
+ * none (with the minimum, two stages of equal time wait for each other's
+ * messages on every micro-batch). Bounded by m. */
+int trn_pp_warmup(int s, int S, int m);
+
+/* A contiguous layer split: the one minimising est_s exactly, unless
+ * another split the search visits, or the even split, predicts a shorter
+ * step (step_s). */
 int trn_plan_pp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		const struct trn_net *net, struct trn_pp_plan *out);
 /* The naive split: nlayers / ndev each. */
 int trn_plan_pp_even(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		     const struct trn_net *net, struct trn_pp_plan *out);
-/* Fill stage_s and step_s for the split in p->first / p->nlayers. */
+/* Fill stage_s, hop_s, est_s and step_s for the split in p->first /
+ * p->nlayers. step_s simulates the schedule (trn_pp_warmup) micro-batch by
+ * micro-batch: a forward starts when its stage is free and the activation
+ * has arrived (hop_s after the previous stage's forward), a backward when
+ * its stage is free and the gradient has arrived; the step ends with the
+ * first stage's last backward. Messages overlap compute (ice-train's
+ * communication thread); only the waits they cause count. */
 int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		   const struct trn_net *net, struct trn_pp_plan *p);
 
@@ -144,17 +167,22 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
 
 /* Compute on an emulated device: call trn_emu_begin() before the real
  * computation (done on the CPU) and trn_emu_end() after; end sleeps until
- * flops / profile speed has passed since begin. A call that begins right
- * after the previous one's stated end (within 1 ms: the sleep woke late)
- * starts at that end, so back-to-back calls add up to the stated time
- * instead of to it plus one wake-up delay each. If the CPU was slower than
- * the stated speed the step overran: counted, and reported by ice-train
- * (results then measure this CPU, not the profile). */
+ * flops / profile speed has passed since begin. How late that sleep woke
+ * (under 1 ms) is carried into a call that begins within 1 ms of the
+ * return, which starts its stated time that much earlier: back-to-back
+ * calls add up to the stated time instead of to it plus one wake-up delay
+ * each, while the time between the return and the next begin (a wait for
+ * data) stays device idle time. If the CPU was slower than the stated speed the step
+ * overran: counted, and reported by ice-train (results then measure this
+ * CPU, not the profile). Sleeps follow the calling thread's timer slack
+ * (prctl PR_SET_TIMERSLACK; ice-train sets 1 us). */
 struct trn_emu {
 	double gflops;
 	uint64_t t0_ns;	  /* start of this call's stated time */
 	uint64_t real_ns; /* when this call really began */
 	uint64_t due_ns;  /* end of the previous call's stated time */
+	uint64_t woke_ns; /* when the previous call returned */
+	uint64_t late_ns; /* how late the previous call's sleep woke (carried) */
 	uint64_t overruns, calls;
 	double overrun_s; /* total time beyond the stated speed */
 };

@@ -172,17 +172,108 @@ static double p2p_time(const struct trn_model *m, int width, const struct trn_ne
 	return 4.0 * width * m->micro_batch / (net->p2p_gbps * 1e9) + net->lat_s;
 }
 
-/* Stage s of S on layers [a, b) with flops = fwd+bwd FLOP per sample. */
+/* Compute of one micro-batch on stage s, flops = fwd+bwd FLOP per sample. */
+static double stage_compute(const struct trn_model *m, const struct trn_profile *dev, int s,
+			    double flops)
+{
+	return flops * m->micro_batch / (dev[s].gflops * 1e9);
+}
+
+/* Stage s of S on layers [a, b): its compute and its sends. */
 static double stage_time(const struct trn_model *m, const struct trn_profile *dev, int s, int S,
 			 int a, int b, double flops, const struct trn_net *net)
 {
-	double t = flops * m->micro_batch / (dev[s].gflops * 1e9);
+	double t = stage_compute(m, dev, s, flops);
 
 	if (s < S - 1)
 		t += p2p_time(m, m->out[b - 1], net); /* activations forward */
 	if (s > 0)
 		t += p2p_time(m, m->in[a], net); /* their gradient backward */
 	return t;
+}
+
+int trn_pp_warmup(int s, int S, int m)
+{
+	int w = s < S - 1 ? S - s : 0;
+
+	return w < m ? w : m;
+}
+
+/* Operation k (0 .. 2M-1) of a stage with w warm-up forwards: a forward
+ * (*fwd) or a backward of micro-batch *i. */
+static void pp_op(int k, int w, int M, bool *fwd, int *i)
+{
+	int j = k - w;
+
+	if (k < w) {
+		*fwd = true;
+		*i = k;
+	} else if (j < 2 * (M - w)) {
+		*fwd = j % 2 == 0;
+		*i = *fwd ? w + j / 2 : j / 2;
+	} else {
+		*fwd = false;
+		*i = M - w + (j - 2 * (M - w));
+	}
+}
+
+/*
+ * The schedule of trn_pp_warmup(), operation by operation: each stage runs
+ * its operations in order, each as soon as the stage is free and its input
+ * has arrived. f, b: forward and backward time of one micro-batch on each
+ * stage; h[s]: a message from stage s to s + 1 (or back). Returns when the
+ * last stage is done (the first stage's last backward), or a negative
+ * errno. Every stage's backward i follows its own forward i in its order,
+ * and 1F1B never deadlocks; the check is for safety.
+ */
+static double pp_simulate(const double *f, const double *b, const double *h, int S, int M)
+{
+	size_t n = (size_t)S * (size_t)M;
+	double *fend = malloc(2 * n * sizeof(*fend)), *bend, at[TRN_MAX_DEVICES] = {0}, step = 0;
+	int pos[TRN_MAX_DEVICES] = {0};
+	long left = 2L * S * M;
+
+	if (fend == NULL)
+		return -ENOMEM;
+	bend = fend + n;
+	for (size_t x = 0; x < 2 * n; x++)
+		fend[x] = -1;
+	while (left > 0) {
+		long before = left;
+
+		for (int s = 0; s < S; s++) {
+			int w = trn_pp_warmup(s, S, M);
+
+			while (pos[s] < 2 * M) {
+				double ready = 0;
+				bool fwd;
+				int i;
+
+				pp_op(pos[s], w, M, &fwd, &i);
+				if (fwd && s > 0) {
+					if (fend[(size_t)(s - 1) * M + i] < 0)
+						break;
+					ready = fend[(size_t)(s - 1) * M + i] + h[s - 1];
+				} else if (!fwd && s < S - 1) {
+					if (bend[(size_t)(s + 1) * M + i] < 0)
+						break;
+					ready = bend[(size_t)(s + 1) * M + i] + h[s];
+				}
+				at[s] = fmax(at[s], ready) + (fwd ? f[s] : b[s]);
+				(fwd ? fend : bend)[(size_t)s * M + i] = at[s];
+				pos[s]++;
+				left--;
+			}
+		}
+		if (left == before) {
+			free(fend);
+			return -EDEADLK;
+		}
+	}
+	for (int s = 0; s < S; s++)
+		step = fmax(step, at[s]);
+	free(fend);
+	return step;
 }
 
 static int check_pp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
@@ -200,7 +291,7 @@ static int check_pp(const struct trn_model *m, const struct trn_profile *dev, in
 int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		   const struct trn_net *net, struct trn_pp_plan *p)
 {
-	double sum = 0, mx = 0;
+	double sum = 0, mx = 0, f[TRN_MAX_DEVICES], b[TRN_MAX_DEVICES], step;
 	int ret = check_pp(m, dev, ndev, net);
 
 	if (ret < 0 || p == NULL)
@@ -210,21 +301,30 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
 	if (p->micro_batches < 1)
 		return -EINVAL;
 	for (int s = 0; s < ndev; s++) {
-		int a = p->first[s], b = a + p->nlayers[s];
-		double f = 0;
+		int a = p->first[s], e = a + p->nlayers[s];
+		double ff = 0, fb = 0;
 
 		if (p->nlayers[s] < 1 || a != (s == 0 ? 0 : p->first[s - 1] + p->nlayers[s - 1]) ||
-		    b > m->nlayers)
+		    e > m->nlayers)
 			return -EINVAL;
-		for (int l = a; l < b; l++)
-			f += trn_layer_fwd_flops(m, l) + trn_layer_bwd_flops(m, l);
-		p->stage_s[s] = stage_time(m, dev, s, ndev, a, b, f, net);
+		for (int l = a; l < e; l++) {
+			ff += trn_layer_fwd_flops(m, l);
+			fb += trn_layer_bwd_flops(m, l);
+		}
+		f[s] = stage_compute(m, dev, s, ff);
+		b[s] = stage_compute(m, dev, s, fb);
+		p->stage_s[s] = stage_time(m, dev, s, ndev, a, e, ff + fb, net);
+		p->hop_s[s] = s < ndev - 1 ? p2p_time(m, m->out[e - 1], net) : 0;
 		sum += p->stage_s[s];
-		mx = fmax(mx, p->stage_s[s]);
+		mx = fmax(mx, f[s] + b[s]);
 	}
 	if (p->first[ndev - 1] + p->nlayers[ndev - 1] != m->nlayers)
 		return -EINVAL;
-	p->step_s = sum + (p->micro_batches - 1) * mx;
+	p->est_s = sum + (p->micro_batches - 1) * mx;
+	step = pp_simulate(f, b, p->hop_s, ndev, p->micro_batches);
+	if (step < 0)
+		return (int)step;
+	p->step_s = step;
 	return 0;
 }
 
@@ -244,7 +344,8 @@ int trn_plan_pp_even(const struct trn_model *m, const struct trn_profile *dev, i
 	return trn_predict_pp(m, dev, ndev, net, out);
 }
 
-/* The split search: stage s on [a, b) costs T(s, a, b) from prefix sums. */
+/* The split search: stage s on [a, b) computes C(s, a, b) per micro-batch
+ * and takes T(s, a, b) with its sends, from prefix sums. */
 struct pp_search {
 	const struct trn_model *m;
 	const struct trn_profile *dev;
@@ -260,11 +361,17 @@ static double pp_T(const struct pp_search *ps, int s, int a, int b)
 	return stage_time(ps->m, ps->dev, s, ps->S, a, b, ps->pf[b] - ps->pf[a], ps->net);
 }
 
+static double pp_C(const struct pp_search *ps, int s, int a, int b)
+{
+	return stage_compute(ps->m, ps->dev, s, ps->pf[b] - ps->pf[a]);
+}
+
 #define DP(ps, s, b)   ((ps)->dp[(size_t)(s) * ((ps)->L + 1) + (b)])
 #define FROM(ps, s, b) ((ps)->from[(size_t)(s) * ((ps)->L + 1) + (b)])
 
-/* minmax: smallest bottleneck; else the smallest sum of stage times with
- * every stage at most bound. Returns the optimum (DBL_MAX: none). */
+/* minmax: smallest bottleneck (largest compute C); else the smallest sum of
+ * stage times T with every stage's C at most bound. Returns the optimum
+ * (DBL_MAX: none). */
 static double pp_dp(struct pp_search *ps, bool minmax, double bound)
 {
 	int S = ps->S, L = ps->L;
@@ -284,12 +391,12 @@ static double pp_dp(struct pp_search *ps, bool minmax, double bound)
 
 				if (prev == DBL_MAX)
 					continue;
-				t = pp_T(ps, s, a, b);
 				if (minmax) {
-					v = fmax(prev, t);
+					v = fmax(prev, pp_C(ps, s, a, b));
 				} else {
-					if (t > bound)
+					if (pp_C(ps, s, a, b) > bound)
 						continue;
+					t = pp_T(ps, s, a, b);
 					v = prev + t;
 				}
 				if (v < best) {
@@ -325,24 +432,41 @@ static int cmp_double(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+/* Predict the split the search holds and keep it in *best when it predicts
+ * a shorter step. */
+static int pp_consider(const struct pp_search *ps, struct trn_pp_plan *best)
+{
+	struct trn_pp_plan p;
+	int ret;
+
+	pp_take(ps, &p);
+	ret = trn_predict_pp(ps->m, ps->dev, ps->S, ps->net, &p);
+	if (ret == 0 && (best->nstages == 0 || p.step_s < best->step_s))
+		*best = p;
+	return ret;
+}
+
 /*
- * Exact: step = sum + (M - 1) * max. For a bound B, the least sum with all
- * stages <= B is a DP; the optimum's bottleneck is one of the stage times
- * T(s, a, b), so trying each candidate B (ascending, from the smallest
- * feasible bottleneck) finds it. A candidate B cannot beat the best found
- * once minsum(no bound) + (M - 1) * B >= best, which ends the search.
+ * Exact for est = sum_s T_s + (M - 1) * max_s C_s. For a bound B, the least
+ * sum with all C_s <= B is a DP; the optimum's bottleneck is one of the
+ * stage computes C(s, a, b), so trying each candidate B (ascending, from
+ * the smallest feasible bottleneck) finds it. A candidate B cannot beat the
+ * best found once minsum(no bound) + (M - 1) * B >= best, which ends the
+ * search. Every split tried is also predicted (the schedule simulation);
+ * the one predicting the shortest step wins, the est optimum among them.
  */
 int trn_plan_pp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		const struct trn_net *net, struct trn_pp_plan *out)
 {
 	struct pp_search ps = {.m = m, .dev = dev, .net = net, .S = ndev};
-	struct trn_pp_plan cand, even;
+	struct trn_pp_plan even;
 	double *cands = NULL, bmin, smin, best = DBL_MAX, hi;
 	size_t ncand = 0, cap = 0;
 	int M, ret = check_pp(m, dev, ndev, net);
 
 	if (ret < 0 || out == NULL)
 		return -EINVAL;
+	memset(out, 0, sizeof(*out));
 	ps.L = m->nlayers;
 	M = m->global_batch / m->micro_batch;
 	if (M < 1)
@@ -358,20 +482,20 @@ int trn_plan_pp(const struct trn_model *m, const struct trn_profile *dev, int nd
 		ps.pf[l + 1] = ps.pf[l] + trn_layer_fwd_flops(m, l) + trn_layer_bwd_flops(m, l);
 
 	smin = pp_dp(&ps, false, DBL_MAX);
-	if (M == 1) {
-		pp_take(&ps, out);
-		ret = trn_predict_pp(m, dev, ndev, net, out);
+	ret = pp_consider(&ps, out);
+	if (ret < 0 || M == 1)
 		goto even;
-	}
 	bmin = pp_dp(&ps, true, 0);
 	/* candidates in [bmin, hi]; hi shrinks as better splits are found */
 	best = pp_dp(&ps, false, bmin) + (M - 1) * bmin;
-	pp_take(&ps, out);
+	ret = pp_consider(&ps, out);
+	if (ret < 0)
+		goto out;
 	hi = bmin + (best - smin) / (M - 1);
 	for (int s = 0; s < ps.S; s++) {
 		for (int a = s; a < ps.L - (ps.S - 1 - s); a++) {
 			for (int b = a + 1; b <= ps.L - (ps.S - 1 - s); b++) {
-				double t = pp_T(&ps, s, a, b);
+				double t = pp_C(&ps, s, a, b);
 
 				if (t <= bmin || t > hi)
 					continue;
@@ -403,18 +527,17 @@ int trn_plan_pp(const struct trn_model *m, const struct trn_profile *dev, int nd
 		if (sum == DBL_MAX)
 			continue;
 		f = sum + (M - 1) * cands[i];
-		if (f < best) {
+		if (f < best)
 			best = f;
-			pp_take(&ps, out);
-		}
+		ret = pp_consider(&ps, out);
+		if (ret < 0)
+			goto out;
 	}
-	ret = trn_predict_pp(m, dev, ndev, net, out);
 even:
 	if (ret < 0)
 		goto out;
-	cand = *out;
 	ret = trn_plan_pp_even(m, dev, ndev, net, &even);
-	if (ret == 0 && even.step_s < cand.step_s)
+	if (ret == 0 && even.step_s < out->step_s)
 		*out = even;
 out:
 	free(cands);

@@ -6,7 +6,8 @@
 #   - data parallel, planned split: all ranks end with identical weights,
 #     the predictor's step and its error are printed;
 #   - pipeline parallel with --efficiency: every activation and gradient
-#     arrived intact, the efficiency table (plan and even) is printed;
+#     arrived intact, the efficiency table (plan and even) and the per-stage
+#     waits are printed, --trace writes every rank's events;
 #   - --json gives one valid JSON object with the figures.
 # Figures are printed, never asserted (benchmarks print). Exits 77 when
 # something it needs is absent. Ranks use 127.21.0.x (loopback).
@@ -39,7 +40,7 @@ grep -Eq 'CPU: [0-9.]+ cores busy' "$TMP/dp" || fail "dp: no CPU line"
 
 echo "## pp, --efficiency"
 timeout 180 "$TRAIN" "${COMMON[@]}" --scheme pp --steps 1 --warmup 0 --efficiency \
-	>"$TMP/pp" 2>&1
+	--trace "$TMP/trace.csv" >"$TMP/pp" 2>&1
 rc=$?
 cat "$TMP/pp"
 [ "$rc" -eq 0 ] || fail "ice-train pp --efficiency exited $rc"
@@ -53,6 +54,21 @@ grep -Eq '^   mixed .* plan +[0-9.]+ +[0-9.]+ +[0-9.]+ +[-+][0-9.]+' "$TMP/pp" |
 	fail "pp: no mixed/plan row with prediction and error"
 grep -Eq '^   mixed .* even +[0-9.]+ +[0-9.]+ +[0-9.]+ +[-+][0-9.]+' "$TMP/pp" ||
 	fail "pp: no mixed/even row with prediction and error"
+grep -Eq 'stage 1 waits per step: activations [0-9.]+ s, gradients [0-9.]+ s' "$TMP/pp" ||
+	fail "pp: no per-stage wait breakdown"
+# --trace: 35 forwards and 35 backwards per rank and job; every receive done
+# after it was queued and taken
+python3 - "$TMP/trace.csv" <<'PY' || fail "pp --trace: not the expected events"
+import csv, sys, collections
+n = collections.Counter()
+for r in csv.DictReader(open(sys.argv[1])):
+    n[(r["job"], r["split"], r["rank"], r["event"])] += 1
+    if r["event"].startswith("recv"):
+        t = [int(r[k]) for k in ("t0_ns", "t1_ns", "t2_ns", "t3_ns")]
+        assert t == sorted(t), r
+assert n[("mixed", "plan", "1", "fwd")] == 35 and n[("mixed", "plan", "0", "bwd")] == 35, n
+assert n[("mixed", "even", "1", "recv_act")] == 35, n
+PY
 
 echo "## dp --json"
 timeout 120 "$TRAIN" "${COMMON[@]}" --scheme dp --split even --steps 1 --warmup 0 --json \

@@ -39,6 +39,7 @@ struct itr_job {
 	double overlap; /* trn_net.overlap given to the planner */
 	uint32_t seed;
 	bool quiet;
+	char trace[256]; /* --trace: events appended to this file ("" = none) */
 };
 
 /* Per-rank figures, written by the rank itself. */
@@ -49,6 +50,10 @@ struct itr_rank_result {
 	double compute_s;   /* per timed step: matmuls (and emulation padding) */
 	double exposed_s;   /* per timed step: waiting for communication */
 	double update_s;    /* per timed step: optimizer and copies */
+	double wait_act_s;  /* PP, per timed step: waiting for activations (in exposed_s) */
+	double wait_grad_s; /* PP: waiting for gradients from the next stage */
+	double wait_send_s; /* PP: waiting for an earlier send before reusing its buffer */
+	double handoff_s;   /* inside those waits: between the threads, not on the wire */
 	double cpu_s;	    /* CPU time of the process over the timed steps */
 	double wall_s;	    /* wall time of the timed steps */
 	uint64_t emu_calls, emu_overruns;

@@ -33,7 +33,7 @@
 #define ITR_MAX_JOBS (TRN_MAX_DEVICES + 2)
 
 struct opts {
-	const char *model_path, *profiles_path, *devices;
+	const char *model_path, *profiles_path, *devices, *trace;
 	enum itr_scheme scheme;
 	enum itr_split split;
 	int steps, warmup;
@@ -70,7 +70,9 @@ static void usage(FILE *f)
 		   "                         all-reduce behind (default: the last micro-batch's)\n"
 		   "  --efficiency           run each device group alone, then the mixed job with\n"
 		   "                         the planned and the even split; print the efficiency\n"
-		   "  --json                 print one JSON object instead of text\n");
+		   "  --json                 print one JSON object instead of text\n"
+		   "  --trace FILE           write every rank's compute spans and communication\n"
+		   "                         operations (CSV, ns) to FILE\n");
 	tp_opts_usage(f, "127.21.0.1");
 	fprintf(f, "  -v, --verbose          more logging\n"
 		   "  -h, --help\n");
@@ -91,6 +93,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		O_OVERLAP,
 		O_EFF,
 		O_JSON,
+		O_TRACE,
 	};
 	static const struct option lo[] = {
 		{"model", 1, 0, O_MODEL},
@@ -105,6 +108,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		{"overlap", 1, 0, O_OVERLAP},
 		{"efficiency", 0, 0, O_EFF},
 		{"json", 0, 0, O_JSON},
+		{"trace", 1, 0, O_TRACE},
 		TP_OPTS_LONGOPTS,
 		{"verbose", 0, 0, 'v'},
 		{"help", 0, 0, 'h'},
@@ -174,6 +178,9 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_JSON:
 			o->json = true;
+			break;
+		case O_TRACE:
+			o->trace = optarg;
 			break;
 		case 'v':
 			ice_log_setup("info,debug=comm+coll");
@@ -426,6 +433,21 @@ static void print_job(const struct job_out *jo)
 	printf("   per step: compute = matmuls incl. emulation padding; exp.comm = compute "
 	       "thread waiting for the communication thread; emu late = share of calls and "
 	       "seconds beyond the stated speed\n");
+	if (j->scheme == ITR_PP && j->ndev > 1) {
+		for (int r = 0; r < j->ndev; r++) {
+			const struct itr_rank_result *rr = &res->rank[r];
+
+			printf("   stage %d waits per step: activations %.4f s, gradients %.4f s, "
+			       "send buffers %.4f s; thread hand-offs within them %.4f s\n",
+			       r, rr->wait_act_s, rr->wait_grad_s, rr->wait_send_s, rr->handoff_s);
+		}
+		printf("   predicted: stage compute+sends");
+		for (int r = 0; r < j->ndev; r++)
+			printf(" %.5f", res->pp.stage_s[r]);
+		printf(" s per micro-batch; %d micro-batches; schedule %.4f s (closed form "
+		       "%.4f s)\n",
+		       res->pp.micro_batches, res->pp.step_s, res->pp.est_s);
+	}
 	printf("   step: median %.4f s, mean %.4f s over %d steps (after %d warm-up); "
 	       "throughput %.2f samples/s\n",
 	       jo->step_med, jo->step_mean, j->steps, j->warmup, jo->tput);
@@ -501,6 +523,10 @@ static json_t *job_json(const struct job_out *jo)
 			json_object_set_new(x, "first_layer", json_integer(rr->first));
 			json_object_set_new(x, "layers", json_integer(rr->nlayers));
 			json_object_set_new(x, "predicted_stage_s", json_real(res->pp.stage_s[r]));
+			json_object_set_new(x, "wait_act_s", json_real(rr->wait_act_s));
+			json_object_set_new(x, "wait_grad_s", json_real(rr->wait_grad_s));
+			json_object_set_new(x, "wait_send_s", json_real(rr->wait_send_s));
+			json_object_set_new(x, "handoff_s", json_real(rr->handoff_s));
 		}
 		json_object_set_new(x, "compute_s", json_real(rr->compute_s));
 		json_object_set_new(x, "exposed_comm_s", json_real(rr->exposed_s));
@@ -623,6 +649,8 @@ static void job_init(struct itr_job *j, const struct opts *o, const struct trn_m
 	j->warmup = o->warmup;
 	j->lr = o->lr;
 	j->seed = o->seed;
+	if (o->trace != NULL)
+		snprintf(j->trace, sizeof(j->trace), "%s", o->trace);
 }
 
 /* The all-reduce can only hide behind the last micro-batch's backward
@@ -699,6 +727,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ice-train: --efficiency runs groups of ranks locally; it does "
 				"not take --netns\n");
 		return 2;
+	}
+	if (o.trace != NULL) {
+		FILE *f = strlen(o.trace) < sizeof(jobs[0].job.trace) ? fopen(o.trace, "w") : NULL;
+
+		if (f == NULL) {
+			fprintf(stderr, "ice-train: --trace %s: %s\n", o.trace,
+				strlen(o.trace) < sizeof(jobs[0].job.trace) ? strerror(errno)
+									    : "path too long");
+			return 2;
+		}
+		fprintf(f, "job,split,rank,step,mb,event,t0_ns,t1_ns,t2_ns,t3_ns\n");
+		fclose(f);
 	}
 	/* device groups by profile name, in order of first appearance */
 	for (int i = 0; i < ndev; i++) {

@@ -13,12 +13,16 @@
  * thread's creation and join hand it over.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "ice_log.h"
 #include "ice_time.h"
@@ -27,7 +31,10 @@
 #include "tp_dev.h"
 #include "tp_mem.h"
 
-#define ITR_IDLE_WAIT_NS (200 * ICE_NSEC_PER_USEC)
+/* The idle communication thread waits in the engine this long at most; a
+ * packet, a transport timer or a queued operation (tp_engine_wake) ends
+ * the wait earlier, so this only bounds how often an idle thread wakes. */
+#define ITR_IDLE_WAIT_NS (5 * ICE_NSEC_PER_MSEC)
 
 /* ---- communication thread ------------------------------------------------ */
 
@@ -44,8 +51,10 @@ struct cop {
 	size_t count;
 	int peer;
 	int ret;
+	int tag; /* the micro-batch, for the trace */
 	bool done;
-	bool posted; /* posted and not yet waited for */
+	bool posted;			 /* posted and not yet waited for */
+	uint64_t t_post, t_start, t_end; /* queued, taken by the thread, finished */
 	struct cop *next;
 };
 
@@ -99,8 +108,10 @@ static void *cthread_main(void *arg)
 			t->tail = NULL;
 		ret = t->err;
 		pthread_mutex_unlock(&t->mu);
+		op->t_start = ice_now_ns();
 		if (ret == 0)
 			ret = cop_run(t, op);
+		op->t_end = ice_now_ns();
 		pthread_mutex_lock(&t->mu);
 		if (ret < 0 && t->err == 0)
 			t->err = ret;
@@ -154,6 +165,8 @@ static void cop_post(struct cthread *t, struct cop *op, enum cop_kind kind, floa
 	op->done = false;
 	op->posted = true;
 	op->next = NULL;
+	op->t_post = ice_now_ns();
+	op->t_start = op->t_end = 0;
 	pthread_mutex_lock(&t->mu);
 	if (t->tail != NULL)
 		t->tail->next = op;
@@ -180,6 +193,27 @@ static int cop_wait(struct cthread *t, struct cop *op)
 }
 
 /* ---- rank state ---------------------------------------------------------- */
+
+/* One --trace event: a compute span (t0..t1) or an operation (queued t0,
+ * taken by the communication thread t1, done t2, compute thread back t3). */
+enum itr_ev_kind {
+	EV_FWD,
+	EV_BWD,
+	EV_RECV_ACT,
+	EV_RECV_GRAD,
+	EV_SEND_ACT,
+	EV_SEND_GRAD,
+	EV_ALLREDUCE,
+};
+
+static const char *const ev_name[] = {"fwd",	  "bwd",       "recv_act", "recv_grad",
+				      "send_act", "send_grad", "allreduce"};
+
+struct itr_ev {
+	enum itr_ev_kind kind;
+	int step, mb;
+	uint64_t t[4];
+};
 
 struct bucket {
 	int close_at; /* local layer whose gradient completes the bucket */
@@ -225,6 +259,10 @@ struct rank {
 
 	struct trn_dp_plan dp; /* the split used (the same on every rank) */
 	double t_compute, t_exposed, t_update;
+	double t_wait_act, t_wait_grad, t_wait_send; /* PP: parts of t_exposed */
+	double t_handoff;			     /* PP: thread hand-offs inside the waits */
+	struct itr_ev *ev;			     /* --trace: events of this rank */
+	int nev, evcap, step;
 	double loss;
 	uint64_t h_sent_fwd, h_recv_fwd, h_sent_bwd, h_recv_bwd;
 };
@@ -387,6 +425,7 @@ static int backward(struct rank *k, int slot, const float *g, int rows, float *d
 		if (ret < 0)
 			return ret;
 		while (post && b < k->nbk && k->bk[b].close_at == j) {
+			k->bk[b].op.tag = b;
 			cop_post(&k->ct, &k->bk[b].op, COP_ALLREDUCE, k->grad + k->bk[b].off,
 				 k->bk[b].count, -1);
 			b++;
@@ -432,16 +471,60 @@ static int sgd_update(struct rank *k)
 	return 0;
 }
 
-static int wait_op(struct rank *k, struct cop *op)
+static void trace_add(struct rank *k, enum itr_ev_kind kind, int mb, uint64_t t0, uint64_t t1,
+		      uint64_t t2, uint64_t t3)
 {
-	double t0;
+	struct itr_ev *e;
+
+	if (k->job->trace[0] == '\0')
+		return;
+	if (k->nev == k->evcap) {
+		int cap = k->evcap ? 2 * k->evcap : 4096;
+		struct itr_ev *n = realloc(k->ev, (size_t)cap * sizeof(*n));
+
+		if (n == NULL)
+			return; /* the trace ends here; training goes on */
+		k->ev = n;
+		k->evcap = cap;
+	}
+	e = &k->ev[k->nev++];
+	e->kind = kind;
+	e->step = k->step;
+	e->mb = mb;
+	e->t[0] = t0;
+	e->t[1] = t1;
+	e->t[2] = t2;
+	e->t[3] = t3;
+}
+
+/* Wait for op (of kind, for the trace and the figures). The hand-off is
+ * the part of the wait spent between the threads rather than on the wire:
+ * queued -> taken by the communication thread, done -> this thread back. */
+static int wait_op(struct rank *k, struct cop *op, enum itr_ev_kind kind)
+{
+	uint64_t t0, t1, h = 0;
+	double w;
 	int ret;
 
 	if (!op->posted)
 		return 0;
-	t0 = now_s();
+	t0 = ice_now_ns();
 	ret = cop_wait(&k->ct, op);
-	k->t_exposed += now_s() - t0;
+	t1 = ice_now_ns();
+	w = (double)(t1 - t0) * 1e-9;
+	k->t_exposed += w;
+	if (kind == EV_RECV_ACT)
+		k->t_wait_act += w;
+	else if (kind == EV_RECV_GRAD)
+		k->t_wait_grad += w;
+	else if (kind == EV_SEND_ACT || kind == EV_SEND_GRAD)
+		k->t_wait_send += w;
+	if (op->t_start > t0)
+		h += op->t_start - (op->t_post > t0 ? op->t_post : t0);
+	if (op->t_end > t0)
+		h += t1 - op->t_end;
+	k->t_handoff += (double)h * 1e-9;
+	trace_add(k, kind, op->tag, op->t_post, op->t_start, op->t_end, t1);
 	return ret;
 }
 
@@ -655,6 +738,7 @@ static void free_rank(struct rank *k)
 	free(k->gsend);
 	free(k->op_fwd);
 	free(k->op_bwd);
+	free(k->ev);
 }
 
 /* ---- network calibration ------------------------------------------------- */
@@ -759,7 +843,7 @@ static int dp_step(struct rank *k, int nrows)
 				 k->bk[b].count, -1);
 	}
 	for (int b = 0; b < k->nbk; b++) {
-		int r = wait_op(k, &k->bk[b].op);
+		int r = wait_op(k, &k->bk[b].op, EV_ALLREDUCE);
 
 		if (ret == 0)
 			ret = r;
@@ -770,24 +854,28 @@ static int dp_step(struct rank *k, int nrows)
 }
 
 /* 1F1B (PipeDream-flush / Megatron) on stage s of S with m micro-batches:
- * min(S - s - 1, m) warm-up forwards, then one forward and one backward in
- * turn, then the remaining backwards. Receives block (the data is needed);
- * sends are queued and waited for only before their buffer is reused. */
+ * trn_pp_warmup() forwards (one more than the minimum S - s - 1 on all but
+ * the last stage, so messages have slack), then one forward and one
+ * backward in turn, then the remaining backwards. Receives block (the data
+ * is needed); sends are queued and waited for only before their buffer is
+ * reused. */
 static int pp_fwd(struct rank *k, int i)
 {
 	int s = k->r, S = k->n, slot = i % k->nslots, ret;
 	size_t in_cnt = (size_t)k->mb * lin(k, 0);
 	size_t out_cnt = (size_t)k->mb * lout(k, k->nl - 1);
 	const float *in;
+	uint64_t t0;
 
-	ret = wait_op(k, &k->op_fwd[slot]);
+	ret = wait_op(k, &k->op_fwd[slot], EV_SEND_ACT);
 	if (ret < 0)
 		return ret;
 	if (s > 0) {
 		struct cop rop;
 
+		rop.tag = i;
 		cop_post(&k->ct, &rop, COP_RECV, k->act[slot][0], in_cnt, s - 1);
-		ret = wait_op(k, &rop);
+		ret = wait_op(k, &rop, EV_RECV_ACT);
 		if (ret < 0)
 			return ret;
 		k->h_recv_fwd += buf_hash(k, k->act[slot][0], in_cnt);
@@ -795,12 +883,15 @@ static int pp_fwd(struct rank *k, int i)
 	} else {
 		in = k->x + (size_t)i * in_cnt;
 	}
+	t0 = ice_now_ns();
 	ret = forward(k, slot, in, k->mb);
-	if (ret < 0)
+	if (ret == 0 && s == S - 1)
+		ret = loss_grad(k, slot, k->negt + (size_t)i * out_cnt, k->mb);
+	trace_add(k, EV_FWD, i, t0, ice_now_ns(), 0, 0);
+	if (ret < 0 || s == S - 1)
 		return ret;
-	if (s == S - 1)
-		return loss_grad(k, slot, k->negt + (size_t)i * out_cnt, k->mb);
 	k->h_sent_fwd += buf_hash(k, k->act[slot][k->nl], out_cnt);
+	k->op_fwd[slot].tag = i;
 	cop_post(&k->ct, &k->op_fwd[slot], COP_SEND, k->act[slot][k->nl], out_cnt, s + 1);
 	return 0;
 }
@@ -811,32 +902,37 @@ static int pp_bwd(struct rank *k, int i)
 	size_t in_cnt = (size_t)k->mb * lin(k, 0);
 	size_t out_cnt = (size_t)k->mb * lout(k, k->nl - 1);
 	const float *g = k->act[slot][k->nl];
+	uint64_t t0;
 
 	if (s < S - 1) {
 		struct cop rop;
 
+		rop.tag = i;
 		cop_post(&k->ct, &rop, COP_RECV, k->dytop[slot], out_cnt, s + 1);
-		ret = wait_op(k, &rop);
+		ret = wait_op(k, &rop, EV_RECV_GRAD);
 		if (ret < 0)
 			return ret;
 		k->h_recv_bwd += buf_hash(k, k->dytop[slot], out_cnt);
 		g = k->dytop[slot];
 	}
-	ret = wait_op(k, &k->op_bwd[slot]);
+	ret = wait_op(k, &k->op_bwd[slot], EV_SEND_GRAD);
 	if (ret < 0)
 		return ret;
+	t0 = ice_now_ns();
 	ret = backward(k, slot, g, k->mb, s > 0 ? k->gsend[slot] : NULL, i == 0 ? 0.0f : 1.0f,
 		       false);
+	trace_add(k, EV_BWD, i, t0, ice_now_ns(), 0, 0);
 	if (ret < 0 || s == 0)
 		return ret;
 	k->h_sent_bwd += buf_hash(k, k->gsend[slot], in_cnt);
+	k->op_bwd[slot].tag = i;
 	cop_post(&k->ct, &k->op_bwd[slot], COP_SEND, k->gsend[slot], in_cnt, s - 1);
 	return 0;
 }
 
 static int pp_step(struct rank *k, int m)
 {
-	int warm = k->n - k->r - 1 < m ? k->n - k->r - 1 : m;
+	int warm = trn_pp_warmup(k->r, k->n, m);
 	int ret = 0;
 
 	for (int i = 0; i < warm && ret == 0; i++)
@@ -849,7 +945,8 @@ static int pp_step(struct rank *k, int m)
 	for (int i = m - warm; i < m && ret == 0; i++)
 		ret = pp_bwd(k, i);
 	for (int s = 0; s < k->nslots; s++) {
-		int r1 = wait_op(k, &k->op_fwd[s]), r2 = wait_op(k, &k->op_bwd[s]);
+		int r1 = wait_op(k, &k->op_fwd[s], EV_SEND_ACT);
+		int r2 = wait_op(k, &k->op_bwd[s], EV_SEND_GRAD);
 
 		if (ret == 0)
 			ret = r1 < 0 ? r1 : r2;
@@ -860,6 +957,41 @@ static int pp_step(struct rank *k, int m)
 }
 
 /* ---- the rank ------------------------------------------------------------- */
+
+/* --trace: this rank's events as CSV lines appended to the job's file (under
+ * an exclusive lock, so the ranks' lines do not mix). Times in ns of
+ * CLOCK_MONOTONIC, the same clock in every rank. */
+static void trace_dump(struct rank *k)
+{
+	FILE *f;
+	int fd;
+
+	if (k->job->trace[0] == '\0' || k->nev == 0)
+		return;
+	fd = open(k->job->trace, O_WRONLY | O_APPEND | O_CREAT, 0644);
+	if (fd < 0) {
+		ice_warn(ICE_SUB_BENCH, "rank %d: --trace %s: %s", k->r, k->job->trace,
+			 strerror(errno));
+		return;
+	}
+	flock(fd, LOCK_EX);
+	f = fdopen(fd, "a");
+	if (f == NULL) {
+		close(fd);
+		return;
+	}
+	for (int i = 0; i < k->nev; i++) {
+		const struct itr_ev *e = &k->ev[i];
+
+		fprintf(f, "%s,%s,%d,%d,%d,%s,%llu,%llu,%llu,%llu\n", k->job->label,
+			k->job->split == ITR_SPLIT_PLAN ? "plan" : "even", k->r, e->step, e->mb,
+			ev_name[e->kind], (unsigned long long)e->t[0], (unsigned long long)e->t[1],
+			(unsigned long long)e->t[2], (unsigned long long)e->t[3]);
+	}
+	fflush(f);
+	flock(fd, LOCK_UN);
+	fclose(f);
+}
 
 static int plan_job(struct rank *k, const struct trn_net *net)
 {
@@ -990,8 +1122,10 @@ static int train(struct rank *k)
 	k->me->step_end_ns[0] = ice_now_ns();
 	emu0 = k->emu;
 	for (int step = 0; step < total; step++) {
+		k->step = step;
 		if (step == j->warmup) {
 			k->t_compute = k->t_exposed = k->t_update = 0;
+			k->t_wait_act = k->t_wait_grad = k->t_wait_send = k->t_handoff = 0;
 			emu0 = k->emu;
 			cpu0 = cpu_seconds();
 			wall0 = now_s();
@@ -1010,6 +1144,10 @@ static int train(struct rank *k)
 	k->me->compute_s = k->t_compute / j->steps;
 	k->me->exposed_s = k->t_exposed / j->steps;
 	k->me->update_s = k->t_update / j->steps;
+	k->me->wait_act_s = k->t_wait_act / j->steps;
+	k->me->wait_grad_s = k->t_wait_grad / j->steps;
+	k->me->wait_send_s = k->t_wait_send / j->steps;
+	k->me->handoff_s = k->t_handoff / j->steps;
 	k->me->emu_calls = k->emu.calls - emu0.calls;
 	k->me->emu_overruns = k->emu.overruns - emu0.overruns;
 	k->me->emu_overrun_s = k->emu.overrun_s - emu0.overrun_s;
@@ -1042,6 +1180,10 @@ static int run_rank(struct rank *k, struct tp_comm_cfg *cc)
 	}
 	k->host = k->ops->kind == TP_MEM_HOST;
 	k->emu.gflops = k->prof->gflops;
+	/* emulated compute ends in a timed sleep and the threads hand work on
+	 * through timed waits: wake them on time (the default slack is 50 us,
+	 * inherited by the communication thread) */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	k->mb = m->micro_batch;
 
 	/* room for several activations that arrive before their receive */
@@ -1095,10 +1237,9 @@ static int run_rank(struct rank *k, struct tp_comm_cfg *cc)
 		if (ret == 0)
 			ret = setup_acts(k, row0, k->me->samples, true, true);
 	} else {
-		int warm = k->n - k->r - 1;
 		int mbs = m->global_batch / m->micro_batch;
 
-		k->nslots = (warm < mbs ? warm : mbs) + 1;
+		k->nslots = trn_pp_warmup(k->r, k->n, mbs) + 1;
 		ret = setup_params(k);
 		if (ret == 0)
 			ret = setup_acts(k, 0, m->global_batch, k->r == 0, k->r == k->n - 1);
@@ -1122,6 +1263,7 @@ static int run_rank(struct rank *k, struct tp_comm_cfg *cc)
 		ret = r2;
 	}
 	/* ... and back to this thread */
+	trace_dump(k);
 	if (ret == 0)
 		ret = finish(k);
 	if (ret == 0)
