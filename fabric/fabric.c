@@ -321,10 +321,12 @@ static const struct topo_port *host_src_port(const struct topo *t, const struct 
 }
 
 /* Static routes of node n into b: hosts route each NIC via the right
- * local NIC, switches have an ECMP route per host NIC. `replace`, so that
- * they can be put back after a link comes up again (the kernel deletes an
- * IPv4 route whose only next hop went down). */
-static void static_routes(const struct topo *t, const struct topo_node *n, struct buf *b)
+ * local NIC, switches have an ECMP route per host NIC, without the next hops
+ * that down (NULL: none) takes out of use, as converged routing would
+ * (topo_nexthops_down). `replace`, so that a link change can rewrite them
+ * (the kernel also deletes an IPv4 route whose only next hop went down). */
+static void static_routes(const struct topo *t, const struct topo_node *n, const bool *down,
+			  struct buf *b)
 {
 	uint32_t nh[64];
 	char a1[INET_ADDRSTRLEN], a2[INET_ADDRSTRLEN], a3[INET_ADDRSTRLEN];
@@ -337,7 +339,7 @@ static void static_routes(const struct topo *t, const struct topo_node *n, struc
 		if (n->kind == TOPO_HOST) {
 			const struct topo_port *s = host_src_port(t, n, d->id);
 
-			if (s == NULL)
+			if (s == NULL || (down != NULL && down[s->link]))
 				continue;
 			bprintf(b, "route replace %s/32 via %s dev %s src %s\n",
 				addr_str(d->addr, a1), addr_str(t->ports[s->peer].addr, a2),
@@ -345,15 +347,22 @@ static void static_routes(const struct topo *t, const struct topo_node *n, struc
 			continue;
 		}
 		int k = topo_nexthops(t, n->id, d->id, nh, 64);
+		uint32_t out = 0;
 
 		if (k <= 0)
 			continue;
 		if (k == 1 && t->ports[nh[0]].peer == d->id)
 			continue; /* directly attached: the link's own prefix */
+		if (down != NULL && topo_nexthops_down(t, n->id, d->id, down, &out) < 0)
+			out = 0;
+		if (k <= 32 && out == (k == 32 ? UINT32_MAX : (1u << k) - 1))
+			continue; /* no way left: the kernel dropped or will drop it */
 		bprintf(b, "route replace %s/32", addr_str(d->addr, a1));
 		for (int j = 0; j < k; j++) {
 			const struct topo_port *e = &t->ports[nh[j]];
 
+			if (j < 32 && (out >> j) & 1)
+				continue;
 			bprintf(b, " nexthop via %s dev %s", addr_str(t->ports[e->peer].addr, a2),
 				e->ifname);
 		}
@@ -970,7 +979,7 @@ int fab_up(const struct topo *t, const struct fab_opts *o)
 			hosts++;
 		}
 		if (routing == TOPO_ROUTING_STATIC || n->kind == TOPO_HOST)
-			static_routes(t, n, &b);
+			static_routes(t, n, NULL, &b);
 		ret = batch("ip", ns, b.p);
 		bfree(&b);
 		for (uint32_t j = 0; j < n->nports; j++) {
@@ -1582,11 +1591,13 @@ static int failover_switch(void *arg)
 	return 0;
 }
 
-/* After a link change, the model switches do what their routing would do
- * once converged: members whose link is down, or whose next switch lost its
- * shortest path to the destination, are out of use; the flows on them move
- * to the group's live members (resilient: the others stay). Kernel ECMP
- * (ignore_routes_with_linkdown) needs nothing. */
+/* After a link change, the fabric does what its routing would do once
+ * converged: next hops whose link is down, or whose next switch lost its
+ * shortest path to the destination, are out of use. Static routes are
+ * rewritten without them (and put back, the kernel having deleted those
+ * whose only next hop went down); the model switches' flows on such members
+ * move to the group's live members (resilient: the others stay). FRR
+ * converges by itself: only the hosts' routes are put back. */
 static int fab_failover(const struct topo *t)
 {
 	bool *down = calloc(t->nlinks + 1, sizeof(bool));
@@ -1595,8 +1606,6 @@ static int fab_failover(const struct topo *t)
 
 	if (down == NULL)
 		return -ENOMEM;
-	if (t->ecmp != TOPO_ECMP_MODEL)
-		goto out;
 	for (uint32_t l = 0; l < t->nlinks; l++) {
 		const struct topo_port *p = &t->ports[t->links[l].a];
 
@@ -1604,6 +1613,17 @@ static int fab_failover(const struct topo *t)
 		down[l] = in_netns(ns, port_is_up, (void *)p->ifname) == 0;
 	}
 	for (uint32_t i = 0; i < t->nnodes && ret == 0; i++) {
+		const struct topo_node *n = &t->nodes[i];
+		struct buf rb = {0};
+
+		if (t->routing != TOPO_ROUTING_STATIC && n->kind != TOPO_HOST)
+			continue;
+		fab_ns_name(t, n, ns, sizeof(ns));
+		static_routes(t, n, down, &rb);
+		ret = batch("ip", ns, rb.p);
+		bfree(&rb);
+	}
+	for (uint32_t i = 0; i < t->nnodes && ret == 0 && t->ecmp == TOPO_ECMP_MODEL; i++) {
 		struct failover_arg fa = {.t = t, .n = &t->nodes[i], .down = down};
 
 		if (t->nodes[i].kind != TOPO_SWITCH)
@@ -1617,7 +1637,6 @@ static int fab_failover(const struct topo *t)
 			ice_info(ICE_SUB_COMMON, "switch %s: %d ECMP members changed state",
 				 t->nodes[i].name, fa.changed);
 	}
-out:
 	free(down);
 	return ret;
 }
@@ -1658,21 +1677,6 @@ int fab_link(const char *name, const char *dev, bool up)
 		fab_ns_name(t, &t->nodes[p->node], ns, sizeof(ns));
 		snprintf(cmd, sizeof(cmd), "link set %s %s\n", p->ifname, up ? "up" : "down");
 		ret = batch("ip", ns, cmd);
-	}
-	/* static routes through the link that the kernel deleted when it went
-	 * down come back with it (FRR's zebra does that itself) */
-	for (int end = 0; end < 2 && ret == 0 && up; end++) {
-		const struct topo_node *n =
-			&t->nodes[t->ports[end ? t->links[link].b : t->links[link].a].node];
-		struct buf rb = {0};
-
-		if (t->routing != TOPO_ROUTING_STATIC && n->kind != TOPO_HOST)
-			continue;
-		fab_ns_name(t, n, ns, sizeof(ns));
-		static_routes(t, n, &rb);
-		if (rb.p != NULL)
-			ret = batch("ip", ns, rb.p);
-		bfree(&rb);
 	}
 	if (ret == 0)
 		ret = fab_failover(t);

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # All-pairs reachability (ping between every two hosts) on the default
 # topology (2 spines, 2 leaves, 8 hosts), with ECMP by the kernel and by
-# the BPF hash model; prints the `ice-fabric up` times.
+# the BPF hash model; prints the `ice-fabric up` times. Then leaf1:spine2
+# goes down and up again: routes converge around it and come back.
 . "$(dirname "$0")/lib_fabric.sh"
 ice_need_tool ping
 
@@ -39,6 +40,20 @@ for mode in kernel model; do
 	ice_fab_up "$file" || ice_fail "ice-fabric up ($mode) failed"
 	echo "ice-fabric up, static routing, ECMP $mode: $((($(date +%s%N) - t0) / 1000000)) ms (target < 10 s)"
 	hosts_of "$file" | grep -q . || ice_fail "no hosts parsed from $file"
+	all_pairs "$name" "$file"
+	# a link down: routing converges around it (leaf2 stops sending h1's
+	# traffic to spine2, which lost leaf1), every pair still reachable;
+	# back up: both spines again
+	h1=$(hosts_of "$file" | awk '$1 == "h1" {print $2}')
+	nh() { ip -n "ice$name-leaf2" route show "$h1/32" | grep -c "dev spine"; }
+	[ "$(nh)" = 2 ] || ice_fail "$name: leaf2 has not 2 next hops to h1: $(ip -n "ice$name-leaf2" route show "$h1/32")"
+	"$ICE_FABRIC" link --fabric "$name" leaf1:spine2 down || ice_fail "link down failed"
+	[ "$(nh)" = 1 ] || ice_fail "$name: leaf2 still routes h1 over spine2 after leaf1:spine2 went down"
+	all_pairs "$name" "$file"
+	"$ICE_FABRIC" link --fabric "$name" leaf1:spine2 up || ice_fail "link up failed"
+	[ "$(nh)" = 2 ] || ice_fail "$name: leaf2's route to h1 not back to 2 next hops"
+	ip -n "ice$name-spine2" route show "$h1/32" | grep -q "dev leaf1" ||
+		ice_fail "$name: spine2's route to h1 did not come back with the link"
 	all_pairs "$name" "$file"
 	"$ICE_FABRIC" down "$name" || ice_fail "ice-fabric down $name failed"
 done
