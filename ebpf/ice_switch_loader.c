@@ -475,75 +475,64 @@ static int sw_percpu_sum(int fd, __u32 key, uint64_t *sum)
 	return err;
 }
 
-int ice_sw_ecmp_hits(const char *pin_dir, struct in_addr prefix, int plen,
-		     uint64_t hits[ICE_SW_MAX_MEMBERS])
+/* The pinned group of prefix/plen: *g and *gid; returns the group map's fd
+ * (the caller closes it) or -errno (-ENOENT: no such group). */
+static int sw_pinned_group(const char *pin_dir, struct in_addr prefix, int plen, __u32 *gid,
+			   struct ice_ecmp_group *g)
 {
-	int lpm_fd, grp_fd, hits_fd, err = 0;
-	struct ice_ecmp_group g;
-	__u32 gid;
+	int lpm_fd, grp_fd, err = sw_check_prefix(prefix, plen);
 
-	err = sw_check_prefix(prefix, plen);
 	if (err)
 		return err;
 	lpm_fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_ECMP_LPM);
 	if (lpm_fd < 0)
 		return lpm_fd;
 	grp_fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_ECMP_GRP);
-	if (grp_fd < 0) {
-		err = grp_fd;
-		goto err_lpm;
-	}
-	hits_fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_ECMP_HITS);
-	if (hits_fd < 0) {
-		err = hits_fd;
-		goto err_grp;
-	}
-	gid = sw_group_of(lpm_fd, grp_fd, sw_mask(prefix.s_addr, plen), plen);
-	if (gid == 0 || bpf_map_lookup_elem(grp_fd, &gid, &g) != 0) {
-		err = -ENOENT;
-		goto err_hits;
-	}
-	for (__u32 i = 0; i < ICE_SW_MAX_MEMBERS; i++) {
-		hits[i] = 0;
-		if (i < g.n) {
-			err = sw_percpu_sum(hits_fd, gid * ICE_SW_MAX_MEMBERS + i, &hits[i]);
-			if (err)
-				goto err_hits;
+	if (grp_fd >= 0) {
+		*gid = sw_group_of(lpm_fd, grp_fd, sw_mask(prefix.s_addr, plen), plen);
+		if (*gid == 0 || bpf_map_lookup_elem(grp_fd, gid, g) != 0) {
+			close(grp_fd);
+			grp_fd = -ENOENT;
 		}
 	}
-	err = g.n;
-
-err_hits:
-	close(hits_fd);
-err_grp:
-	close(grp_fd);
-err_lpm:
 	close(lpm_fd);
-	return err;
+	return grp_fd;
+}
+
+int ice_sw_ecmp_hits(const char *pin_dir, struct in_addr prefix, int plen,
+		     uint64_t hits[ICE_SW_MAX_MEMBERS])
+{
+	struct ice_ecmp_group g;
+	int grp_fd, hits_fd, err = 0;
+	__u32 gid;
+
+	grp_fd = sw_pinned_group(pin_dir, prefix, plen, &gid, &g);
+	if (grp_fd < 0)
+		return grp_fd;
+	hits_fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_ECMP_HITS);
+	if (hits_fd < 0) {
+		close(grp_fd);
+		return hits_fd;
+	}
+	for (__u32 i = 0; i < ICE_SW_MAX_MEMBERS && err == 0; i++) {
+		hits[i] = 0;
+		if (i < g.n)
+			err = sw_percpu_sum(hits_fd, gid * ICE_SW_MAX_MEMBERS + i, &hits[i]);
+	}
+	close(hits_fd);
+	close(grp_fd);
+	return err ? err : (int)g.n;
 }
 
 int ice_sw_ecmp_down(const char *pin_dir, struct in_addr prefix, int plen, uint32_t down)
 {
-	int lpm_fd, grp_fd, changed = 0, err;
 	struct ice_ecmp_group g;
+	int grp_fd, changed = 0;
 	__u32 gid;
 
-	err = sw_check_prefix(prefix, plen);
-	if (err)
-		return err;
-	lpm_fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_ECMP_LPM);
-	if (lpm_fd < 0)
-		return lpm_fd;
-	grp_fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_ECMP_GRP);
-	if (grp_fd < 0) {
-		close(lpm_fd);
+	grp_fd = sw_pinned_group(pin_dir, prefix, plen, &gid, &g);
+	if (grp_fd < 0)
 		return grp_fd;
-	}
-	gid = sw_group_of(lpm_fd, grp_fd, sw_mask(prefix.s_addr, plen), plen);
-	if (gid == 0 || bpf_map_lookup_elem(grp_fd, &gid, &g) != 0) {
-		changed = -ENOENT;
-		goto out;
-	}
 	for (__u32 i = 0; i < g.n && i < ICE_SW_MAX_MEMBERS; i++) {
 		__u32 want = (down >> i) & 1 ? g.m[i].flags | ICE_MEMBER_F_DOWN
 					     : g.m[i].flags & ~ICE_MEMBER_F_DOWN;
@@ -558,9 +547,7 @@ int ice_sw_ecmp_down(const char *pin_dir, struct in_addr prefix, int plen, uint3
 		ice_err(SW_SUB, "ECMP group of %s/%d: cannot set member states: %s",
 			inet_ntoa(prefix), plen, strerror(errno));
 	}
-out:
 	close(grp_fd);
-	close(lpm_fd);
 	return changed;
 }
 

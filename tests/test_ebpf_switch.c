@@ -468,6 +468,18 @@ static void ecmp_setup_routes(void)
 	assert_int_equal(ice_sw_ecmp_set(sw, ip4("10.2.9.9"), 32, NULL, 0), 0); /* local */
 }
 
+/* The 5-tuple of a packet built by pkt_build(), as topo's hash takes it. */
+static struct topo_5tuple pkt_tuple(const uint8_t *pkt, const struct pkt_spec *ps)
+{
+	const struct iphdr *ip = (const void *)(pkt + ETH_HLEN);
+
+	return (struct topo_5tuple){.saddr = ip->saddr,
+				    .daddr = ip->daddr,
+				    .sport = htons(ps->sport),
+				    .dport = htons(ps->dport),
+				    .proto = ip->protocol};
+}
+
 /* 64 source ports under every hash model: the program picks what topo predicts. */
 static void test_ecmp_matches_topo(void **state)
 {
@@ -495,12 +507,7 @@ static void test_ecmp_matches_topo(void **state)
 									  : IPPROTO_UDP};
 				uint64_t before[ICE_SW_MAX_MEMBERS], after[ICE_SW_MAX_MEMBERS];
 				size_t len = pkt_build(pkt, sizeof(pkt), &ps);
-				struct iphdr *ip = (void *)(pkt + ETH_HLEN);
-				struct topo_5tuple t = {.saddr = ip->saddr,
-							.daddr = ip->daddr,
-							.sport = htons(ps.sport),
-							.dport = htons(ps.dport),
-							.proto = ip->protocol};
+				struct topo_5tuple t = pkt_tuple(pkt, &ps);
 				int want = topo_hash_pick(&hc, &t, groups[g].n), got, v;
 
 				assert_int_equal(ice_sw_ecmp_hits(pin_dir, ip4(groups[g].prefix),
@@ -553,6 +560,23 @@ static void test_ecmp_fields(void **state)
 	}
 }
 
+/* One UDP packet to 10.3.1.1 from sport through the ingress program: the
+ * member of 10.3/16 it took; *h its hash under hc. */
+static int failover_send(const struct topo_hash_cfg *hc, uint16_t sport, uint32_t *h)
+{
+	struct pkt_spec ps = {.dst = "10.3.1.1", .sport = sport, .dport = 4791};
+	uint64_t before[ICE_SW_MAX_MEMBERS], after[ICE_SW_MAX_MEMBERS];
+	uint8_t pkt[2048], out[2048];
+	size_t len = pkt_build(pkt, sizeof(pkt), &ps);
+	struct topo_5tuple t = pkt_tuple(pkt, &ps);
+
+	*h = topo_hash(hc, &t);
+	assert_int_equal(ice_sw_ecmp_hits(pin_dir, ip4("10.3.0.0"), 16, before), 4);
+	assert_int_equal(run_prog(ice_sw_ingress_fd(sw), if_a, pkt, len, out, sizeof(out)),
+			 TC_ACT_REDIRECT);
+	return member_taken("10.3.0.0", 16, before, after);
+}
+
 /* Fast failover: with port C's members down, a flow hashed onto one moves to
  * live member hash % live, every other flow stays; all down goes to the
  * kernel; up again restores the plain hash. */
@@ -560,9 +584,9 @@ static void test_ecmp_failover(void **state)
 {
 	struct topo_hash_cfg hc = {.alg = TOPO_HASH_CRC32, .seed = 99, .fields = TOPO_HF_5TUPLE};
 	static const int live[2] = {0, 2}; /* 10.3/16's members on port A */
-	uint8_t pkt[2048], out[2048];
 	uint64_t st0[ICE_SW_ST_MAX], st1[ICE_SW_ST_MAX];
 	int moved = 0, stayed = 0;
+	uint32_t h;
 
 	ecmp_setup_routes();
 	assert_int_equal(ice_sw_hash_set(sw, &hc), 0);
@@ -570,24 +594,14 @@ static void test_ecmp_failover(void **state)
 	assert_int_equal(ice_sw_ecmp_down(pin_dir, ip4("10.3.0.0"), 16, 0xa), 2);
 	assert_int_equal(ice_sw_ecmp_down(pin_dir, ip4("10.3.0.0"), 16, 0xa), 0); /* already */
 	for (int i = 0; i < 64; i++) {
-		struct pkt_spec ps = {.dst = "10.3.1.1", .sport = 49152 + 131 * i, .dport = 4791};
-		uint64_t before[ICE_SW_MAX_MEMBERS], after[ICE_SW_MAX_MEMBERS];
-		size_t len = pkt_build(pkt, sizeof(pkt), &ps);
-		struct iphdr *ip = (void *)(pkt + ETH_HLEN);
-		struct topo_5tuple t = {.saddr = ip->saddr,
-					.daddr = ip->daddr,
-					.sport = htons(ps.sport),
-					.dport = htons(ps.dport),
-					.proto = ip->protocol};
-		uint32_t h = topo_hash(&hc, &t);
-		int plain = (int)(h % 4), want = plain % 2 == 0 ? plain : live[h % 2];
+		int got, plain, want;
 
-		assert_int_equal(ice_sw_ecmp_hits(pin_dir, ip4("10.3.0.0"), 16, before), 4);
 		assert_int_equal(ice_sw_stats(pin_dir, st0), 0);
-		assert_int_equal(run_prog(ice_sw_ingress_fd(sw), if_a, pkt, len, out, sizeof(out)),
-				 TC_ACT_REDIRECT);
+		got = failover_send(&hc, (uint16_t)(49152 + 131 * i), &h);
 		assert_int_equal(ice_sw_stats(pin_dir, st1), 0);
-		assert_int_equal(member_taken("10.3.0.0", 16, before, after), want);
+		plain = (int)(h % 4);
+		want = plain % 2 == 0 ? plain : live[h % 2];
+		assert_int_equal(got, want);
 		assert_int_equal(st1[ICE_SW_ST_FAILOVER] - st0[ICE_SW_ST_FAILOVER], want != plain);
 		moved += want != plain;
 		stayed += want == plain;
@@ -598,6 +612,7 @@ static void test_ecmp_failover(void **state)
 	/* every member down: the kernel decides */
 	{
 		struct pkt_spec ps = {.dst = "10.3.1.1", .sport = 50000, .dport = 4791};
+		uint8_t pkt[2048], out[2048];
 		size_t len = pkt_build(pkt, sizeof(pkt), &ps);
 
 		assert_int_equal(ice_sw_ecmp_down(pin_dir, ip4("10.3.0.0"), 16, 0xf), 2);
@@ -609,21 +624,9 @@ static void test_ecmp_failover(void **state)
 	}
 	assert_int_equal(ice_sw_ecmp_down(pin_dir, ip4("10.3.0.0"), 16, 0), 4);
 	for (int i = 0; i < 16; i++) {
-		struct pkt_spec ps = {.dst = "10.3.1.1", .sport = 49152 + 131 * i, .dport = 4791};
-		uint64_t before[ICE_SW_MAX_MEMBERS], after[ICE_SW_MAX_MEMBERS];
-		size_t len = pkt_build(pkt, sizeof(pkt), &ps);
-		struct iphdr *ip = (void *)(pkt + ETH_HLEN);
-		struct topo_5tuple t = {.saddr = ip->saddr,
-					.daddr = ip->daddr,
-					.sport = htons(ps.sport),
-					.dport = htons(ps.dport),
-					.proto = ip->protocol};
+		int got = failover_send(&hc, (uint16_t)(49152 + 131 * i), &h);
 
-		ice_sw_ecmp_hits(pin_dir, ip4("10.3.0.0"), 16, before);
-		assert_int_equal(run_prog(ice_sw_ingress_fd(sw), if_a, pkt, len, out, sizeof(out)),
-				 TC_ACT_REDIRECT);
-		assert_int_equal(member_taken("10.3.0.0", 16, before, after),
-				 (int)topo_hash_pick(&hc, &t, 4));
+		assert_int_equal(got, (int)(h % 4));
 	}
 	assert_int_equal(ice_sw_ecmp_down(pin_dir, ip4("10.9.0.0"), 16, 1), -ENOENT);
 	assert_int_equal(ice_sw_ecmp_down("/sys/fs/bpf/ice-no-such-switch", ip4("10.3.0.0"), 16, 1),
