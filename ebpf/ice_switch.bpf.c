@@ -314,6 +314,11 @@ int ice_sw_egress(struct __sk_buff *skb)
 		}
 	}
 	st->c.depth = q;
+	if (st->peak_gen != cfg->peak_gen) {
+		/* a new peak window (ice_sw_peak_reset) */
+		st->peak_gen = cfg->peak_gen;
+		st->c.peak_depth = q;
+	}
 	if (q > st->c.peak_depth)
 		st->c.peak_depth = q;
 	bpf_spin_unlock(&st->lock);

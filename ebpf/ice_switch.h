@@ -53,6 +53,8 @@ struct ice_port_cfg {
 	__u32 pmax;	/* RED: mark probability at kmax, per million */
 	__u32 loss_ppm; /* injected random loss, per million */
 	__u32 flags;	/* ICE_PORT_F_* */
+	__u32 peak_gen; /* bumped by ice_sw_peak_reset(): peak_depth starts again */
+	__u32 pad;
 };
 
 /* Per-port counters; bytes and packets count what was let through. */
@@ -64,13 +66,13 @@ struct ice_port_counters {
 	__u64 wred_drops;     /* non-ECT packets dropped in the RED band */
 	__u64 injected_drops; /* loss_ppm */
 	__u64 depth;	      /* modelled queue depth after the last packet (bytes) */
-	__u64 peak_depth;     /* highest depth seen */
+	__u64 peak_depth;     /* highest depth seen (since the last ice_sw_peak_reset) */
 };
 
 /* Per-port state, written under the lock by the egress program. */
 struct ice_port_state {
 	struct bpf_spin_lock lock;
-	__u32 pad;
+	__u32 peak_gen;	 /* the ice_port_cfg.peak_gen that peak_depth belongs to */
 	__u64 last_ns;	 /* time the queue was last drained to */
 	__u64 drain_rem; /* drained byte-ns not yet worth a whole byte */
 	struct ice_port_counters c;

@@ -437,6 +437,8 @@ int ice_sw_counters(const char *pin_dir, int ifindex, struct ice_port_stats *out
 
 		out->depth_now = drained >= st.c.depth ? 0 : st.c.depth - (__u64)drained;
 	}
+	if (st.peak_gen != cfg.peak_gen)
+		out->c.peak_depth = out->depth_now; /* no packet since ice_sw_peak_reset */
 	close(cfg_fd);
 	close(st_fd);
 	return 0;
@@ -450,6 +452,30 @@ err_cfg:
 	close(cfg_fd);
 err_st:
 	close(st_fd);
+	return err;
+}
+
+int ice_sw_peak_reset(const char *pin_dir, int ifindex)
+{
+	int fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_PORT_CFG), err = 0;
+	struct ice_port_cfg cfg;
+	__u32 key = ifindex;
+
+	if (fd < 0)
+		return fd;
+	/* the egress program only reads the profile: one writer at a time
+	 * (ice-fabric, the loader) is all this read-modify-write needs */
+	if (bpf_map_lookup_elem(fd, &key, &cfg) != 0) {
+		err = -errno;
+	} else {
+		cfg.peak_gen++;
+		if (bpf_map_update_elem(fd, &key, &cfg, BPF_EXIST) != 0)
+			err = -errno;
+	}
+	if (err && err != -ENOENT)
+		ice_err(SW_SUB, "%s: ifindex %d: starting a new peak window failed: %s", pin_dir,
+			ifindex, strerror(-err));
+	close(fd);
 	return err;
 }
 

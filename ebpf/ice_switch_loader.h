@@ -84,6 +84,9 @@ int ice_sw_hash_set(struct ice_sw *sw, const struct topo_hash_cfg *cfg);
  */
 /* A port's counters. -ENOENT when the port is not attached. */
 int ice_sw_counters(const char *pin_dir, int ifindex, struct ice_port_stats *out);
+/* Start a new peak window on a port: c.peak_depth counts from now on (the
+ * egress program restarts it at the next packet). -ENOENT: no such port. */
+int ice_sw_peak_reset(const char *pin_dir, int ifindex);
 /*
  * Packets sent through each member of the group routing prefix/plen:
  * hits[0..n-1], n the group's size; returns n or a negative errno.

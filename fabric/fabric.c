@@ -1385,7 +1385,7 @@ struct stats_arg {
 	const struct topo_node *n;
 	json_t *ports;
 	FILE *out;
-	bool json;
+	bool json, new_peak;
 };
 
 static int switch_stats(void *arg)
@@ -1402,6 +1402,8 @@ static int switch_stats(void *arg)
 
 		if (ifindex == 0 || ice_sw_counters(pin, ifindex, &st) < 0)
 			continue;
+		if (a->new_peak)
+			ice_sw_peak_reset(pin, ifindex); /* after the read: this window is shown */
 		if (a->json) {
 			json_array_append_new(
 				a->ports,
@@ -1429,7 +1431,7 @@ static int switch_stats(void *arg)
 	return 0;
 }
 
-int fab_stats(const char *name, bool json, FILE *out)
+int fab_stats(const char *name, bool json, bool new_peak, FILE *out)
 {
 	struct topo *t = fab_topo(name);
 	json_t *ports = json ? json_array() : NULL;
@@ -1442,8 +1444,12 @@ int fab_stats(const char *name, bool json, FILE *out)
 			"port", "to", "bytes", "packets", "ce", "drops", "injected", "depth",
 			"peak");
 	for (uint32_t i = 0; i < t->nnodes; i++) {
-		struct stats_arg sa = {
-			.t = t, .n = &t->nodes[i], .ports = ports, .out = out, .json = json};
+		struct stats_arg sa = {.t = t,
+				       .n = &t->nodes[i],
+				       .ports = ports,
+				       .out = out,
+				       .json = json,
+				       .new_peak = new_peak};
 
 		if (t->nodes[i].kind != TOPO_SWITCH)
 			continue;

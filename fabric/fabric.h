@@ -36,7 +36,7 @@ int fab_up(const struct topo *t, const struct fab_opts *o);
 /* Remove everything fab_up() made for fabric `name` (also half-made). */
 int fab_down(const char *name);
 int fab_status(const char *name, FILE *out);
-int fab_stats(const char *name, bool json, FILE *out);
+int fab_stats(const char *name, bool json, bool new_peak, FILE *out);
 /* Run argv in the namespace of node `node` (does not return on success). */
 int fab_exec(const char *name, const char *node, char **argv);
 /* Take a link down or up: dev is "nodeA:nodeB" (the link between them) or

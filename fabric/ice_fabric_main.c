@@ -5,7 +5,7 @@
  *   ice-fabric up TOPO.yaml [--routing static|frr] [--no-bpf] [--redis PORT]
  *   ice-fabric down [NAME]
  *   ice-fabric status [NAME]
- *   ice-fabric stats [NAME] [--json]
+ *   ice-fabric stats [NAME] [--json] [--new-peak]
  *   ice-fabric exec [--fabric NAME] NODE -- CMD [ARGS...]
  *   ice-fabric link [--fabric NAME] NODE:NODE|NODE:IFNAME up|down
  *   ice-fabric list
@@ -26,7 +26,7 @@ static void usage(FILE *f)
 		   "  ice-fabric up TOPO.yaml [--routing static|frr] [--no-bpf] [--redis PORT]\n"
 		   "  ice-fabric down [NAME]\n"
 		   "  ice-fabric status [NAME]\n"
-		   "  ice-fabric stats [NAME] [--json]\n"
+		   "  ice-fabric stats [NAME] [--json] [--new-peak]\n"
 		   "  ice-fabric exec [--fabric NAME] NODE -- CMD [ARGS...]\n"
 		   "  ice-fabric link [--fabric NAME] NODE:NODE|NODE:IFNAME up|down\n"
 		   "  ice-fabric list\n"
@@ -153,16 +153,18 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "status") == 0)
 		return fab_status(pick(argc > 0 ? argv[0] : NULL), stdout) < 0 ? 1 : 0;
 	if (strcmp(cmd, "stats") == 0) {
-		bool json = false;
+		bool json = false, new_peak = false;
 		const char *n = NULL;
 
 		for (int i = 0; i < argc; i++) {
 			if (strcmp(argv[i], "--json") == 0)
 				json = true;
+			else if (strcmp(argv[i], "--new-peak") == 0)
+				new_peak = true;
 			else
 				n = argv[i];
 		}
-		return fab_stats(pick(n), json, stdout) < 0 ? 1 : 0;
+		return fab_stats(pick(n), json, new_peak, stdout) < 0 ? 1 : 0;
 	}
 	if (strcmp(cmd, "list") == 0) {
 		fab_list(stdout);

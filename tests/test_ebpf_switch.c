@@ -367,6 +367,38 @@ static void test_egress_red_ramp(void **state)
 	assert_in_range(marked, 650, 950);
 }
 
+/* A peak window: after ice_sw_peak_reset the peak is the depth from then on,
+ * not the earlier burst; counters are untouched. */
+static void test_egress_peak_reset(void **state)
+{
+	struct ice_port_cfg cfg = {.rate_bps = 8000000, .buffer = 1000000}; /* 1 byte/us */
+	struct pkt_spec ps = {.payload = 958};				    /* 1000 B */
+	uint8_t pkt[2048], out[2048];
+	size_t len = pkt_build(pkt, sizeof(pkt), &ps);
+	struct ice_port_stats st;
+
+	assert_int_equal(ice_sw_port_config(sw, if_a, &cfg), 0);
+	assert_int_equal(ice_sw_port_reset(sw, if_a, 0, T0), 0);
+	ice_sw_test_clock(sw, T0);
+	for (int i = 0; i < 20; i++) /* a burst: 20 kB queued at once */
+		run_prog(ice_sw_egress_fd(sw), if_a, pkt, len, out, sizeof(out));
+	assert_int_equal(ice_sw_counters(pin_dir, if_a, &st), 0);
+	assert_int_equal(st.c.peak_depth, 20 * len);
+	assert_int_equal(ice_sw_peak_reset(pin_dir, if_a), 0);
+	/* before the next packet: the peak of the new window is what is left */
+	assert_int_equal(ice_sw_counters(pin_dir, if_a, &st), 0);
+	assert_true(st.c.peak_depth <= 20 * len);
+	assert_int_equal(st.c.packets, 20);
+	/* 15 ms later the queue has drained 15000 B: one packet finds ~5 kB */
+	ice_sw_test_clock(sw, T0 + 15 * 1000 * 1000);
+	run_prog(ice_sw_egress_fd(sw), if_a, pkt, len, out, sizeof(out));
+	ice_sw_test_clock(sw, 0);
+	assert_int_equal(ice_sw_counters(pin_dir, if_a, &st), 0);
+	assert_int_equal(st.c.peak_depth, 20 * len - 15000 + len);
+	assert_int_equal(st.c.packets, 21);
+	assert_int_equal(ice_sw_peak_reset(pin_dir, 999999), -ENOENT);
+}
+
 /* loss_ppm = 1e6 drops every packet; 0.25 drops about a quarter. */
 static void test_egress_loss(void **state)
 {
@@ -811,6 +843,7 @@ int main(void)
 	static const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_egress_fixtures),
 		cmocka_unit_test(test_egress_red_ramp),
+		cmocka_unit_test(test_egress_peak_reset),
 		cmocka_unit_test(test_egress_loss),
 		cmocka_unit_test(test_egress_drain_real_clock),
 		cmocka_unit_test(test_ecmp_matches_topo),

@@ -26,6 +26,12 @@ if not e.get("collision"):
 be, bi = e["rows"][-1]["busbw"], i["rows"][-1]["busbw"]
 print(f"ECMP (collision, {max(e['uplink_flows'].values())} flows on one uplink): {be:.4f} GB/s; "
       f"ICE: {bi:.4f} GB/s = {bi / be:.2f}x")
+w = i.get("window")
+if w is None:
+    print("test_fabric_demo.sh: FAIL: no plans-in-force window in ICE's run", file=sys.stderr)
+    sys.exit(1)
+print(f"ICE, plans in force (from {w['from_s']} s): peak queue {w['peak_queue_bytes']} B at "
+      f"{w['peak_queue_port']}, CE {w['ce_marked']}, CNPs {w['cnp_tx']}, drops {w['drops']}")
 if not bi > be:
     print("test_fabric_demo.sh: FAIL: ICE's busbw does not beat plain ECMP's", file=sys.stderr)
     sys.exit(1)
