@@ -915,7 +915,9 @@ static void read_qps(struct ctld *d)
 				continue; /* an unjoined BPF flow: no QP to steer */
 			snprintf(key, sizeof(key), "ice:%s:{%s}:qp:%s", d->cfg.fabric,
 				 d->hosts[i].name, rep[i]->element[j]->str);
-			redisAppendCommand(d->rc, "HMGET %s local remote qpn rqpn sport rate", key);
+			redisAppendCommand(
+				d->rc, "HMGET %s local remote qpn rqpn sport rate ts_ms closed_ms",
+				key);
 			nhm++;
 		}
 	hr = calloc(nhm + 1, sizeof(*hr));
@@ -928,9 +930,16 @@ static void read_qps(struct ctld *d)
 		const struct topo_port *sp, *dp;
 		struct cqp *q;
 
-		if (r->type != REDIS_REPLY_ARRAY || r->elements != 6 ||
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != 8 ||
 		    r->element[0]->str == NULL || r->element[1]->str == NULL ||
 		    r->element[2]->str == NULL)
+			continue;
+		/* the agent saw it go (destroyed, or its process died) after its
+		 * last sample: no demand any more (a QPN reused later publishes a
+		 * newer ts_ms) */
+		if (r->element[7]->str != NULL &&
+		    strtoull(r->element[7]->str, NULL, 10) >=
+			    (r->element[6]->str ? strtoull(r->element[6]->str, NULL, 10) : 0))
 			continue;
 		if (inet_pton(AF_INET, r->element[0]->str, &la) != 1 ||
 		    inet_pton(AF_INET, r->element[1]->str, &ra) != 1)

@@ -377,10 +377,10 @@ static int take_sample(struct agent *a)
 
 static void publish(struct agent *a)
 {
-	const struct agent_sample *s = &a->s[a->cur];
+	const struct agent_sample *s = &a->s[a->cur], *prev = a->have_prev ? &a->s[!a->cur] : NULL;
 	struct agent_buf b = {0};
 
-	if (agent_redis_render(&a->cfg, s, &b) < 0) {
+	if (agent_redis_render(&a->cfg, s, prev, &b) < 0) {
 		ice_warn(AGENT_SUB, "sample %llu: out of memory rendering it; dropped",
 			 (unsigned long long)s->seq);
 		free(b.p);

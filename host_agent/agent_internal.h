@@ -50,7 +50,7 @@ void agent_redis_init(struct agent_redis *r, const struct agent_cfg *cfg, bool b
 void agent_redis_fini(struct agent_redis *r);
 /* Render one interval's commands (streams, hashes, liveness). */
 int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s,
-		       struct agent_buf *out);
+		       const struct agent_sample *prev, struct agent_buf *out);
 /* Connect when due, then send queued intervals in order (bounded time).
  * Never blocks longer than the configured timeouts. */
 void agent_redis_tick(struct agent_redis *r, struct agent_queue *q, uint64_t now_ns);

@@ -174,7 +174,7 @@ static void hset_json(struct agent_buf *b, const char *key, json_t *o)
 }
 
 int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s,
-		       struct agent_buf *out)
+		       const struct agent_sample *prev, struct agent_buf *out)
 {
 	char key[384], key2[384], id[48], cap[24], ttl[24], ts[24], qttl[24], old[24];
 	uint64_t interval_ms = cfg->interval / ICE_NSEC_PER_MSEC;
@@ -227,6 +227,23 @@ int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s
 		agent_buf_cmd(out, "PEXPIRE", key2, qttl, NULL);
 		hkey(key, sizeof(key), cfg, "qps");
 		agent_buf_cmd(out, "ZADD", key, ts, name, NULL);
+	}
+	/* QPs of the last sample that are gone (destroyed, or their process
+	 * died): closed_ms, so that the controller drops them at once instead
+	 * of planning around their last rates until the index entry is stale;
+	 * the record keeps its last counters. Both lists are sorted by id. */
+	for (size_t i = 0, j = 0; prev != NULL && i < prev->nqp; i++) {
+		const struct agent_qp *q = &prev->qp[i];
+		char name[64];
+		int c = 1;
+
+		while (j < s->nqp && (c = agent_qp_id_cmp(&s->qp[j].id, &q->id)) < 0)
+			j++;
+		if (c == 0 || q->id.kind != AGENT_QP)
+			continue;
+		agent_qp_name(q, name, sizeof(name));
+		hkey(key, sizeof(key), cfg, "qp:%s", name);
+		agent_buf_cmd(out, "HSET", key, "closed_ms", ts, NULL);
 	}
 	hkey(key, sizeof(key), cfg, "qps");
 	agent_buf_cmd(out, "ZREMRANGEBYSCORE", key, "-inf", old, NULL);

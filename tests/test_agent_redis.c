@@ -507,6 +507,28 @@ static void test_agent_redis(void **state)
 	assert_string_equal(s, addr);
 	free(s);
 
+	/* a QP that goes away is marked closed (the controller drops it at
+	 * once), with the counters of its last sample kept */
+	{
+		int s2 = ice_ctrl_claim(ctrl, 18);
+		long ts, closed;
+
+		assert_true(s2 >= 0);
+		ctrl->qp[s2].rqpn = 34;
+		inet_pton(AF_INET, addr, &ctrl->qp[s2].local_ip);
+		inet_pton(AF_INET, "127.77.0.3", &ctrl->qp[s2].remote_ip);
+		ctrl->qp[s2].tx_bytes = 4242;
+		traffic_for(600 * ICE_NSEC_PER_MSEC);
+		snprintf(qk, sizeof(qk), "qp:%s:18", addr);
+		assert_int_equal(rcli_long("HEXISTS", key("%s", qk), "closed_ms"), 0);
+		ice_ctrl_release(ctrl, s2);
+		traffic_for(600 * ICE_NSEC_PER_MSEC);
+		ts = rcli_long("HGET", key("%s", qk), "ts_ms");
+		closed = rcli_long("HGET", key("%s", qk), "closed_ms");
+		assert_true(ts > 0 && closed >= ts);
+		assert_int_equal(rcli_long("HGET", key("%s", qk), "tx_bytes"), 4242);
+	}
+
 	/* per-QP stream and hash */
 	snprintf(qk, sizeof(qk), "qp:%s:17", addr);
 	assert_true(rcli_long("XLEN", key("%s:ts", qk), NULL) >= 5);
