@@ -938,7 +938,7 @@ static void read_qps(struct ctld *d)
 		 * last sample: no demand any more (a QPN reused later publishes a
 		 * newer ts_ms) */
 		if (r->element[7]->str != NULL &&
-		    strtoull(r->element[7]->str, NULL, 10) >=
+		    strtoull(r->element[7]->str, NULL, 10) >
 			    (r->element[6]->str ? strtoull(r->element[6]->str, NULL, 10) : 0))
 			continue;
 		if (inet_pton(AF_INET, r->element[0]->str, &la) != 1 ||

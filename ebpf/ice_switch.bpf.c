@@ -101,6 +101,16 @@ struct {
 	__type(value, __u64);
 } ice_sw_stats SEC(".maps");
 
+/* The switch's peak-window generation (one entry): ice_sw_peak_reset()
+ * bumps it, every port's peak_depth starts again at its next packet. An
+ * array, so the update is in place (a hash element would be swapped). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} ice_sw_peak SEC(".maps");
+
 static __always_inline void sw_stat_inc(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&ice_sw_stats, &idx);
@@ -249,7 +259,7 @@ int ice_sw_egress(struct __sk_buff *skb)
 	__u32 ifindex = skb->ifindex;
 	struct ice_port_state *st;
 	struct ice_port_cfg *cfg;
-	__u32 len = skb->len, rnd = 0;
+	__u32 len = skb->len, rnd = 0, zero = 0, gen, *genp;
 	int ecn, lost = 0, verdict = V_PASS;
 	__u64 now, q;
 
@@ -269,6 +279,8 @@ int ice_sw_egress(struct __sk_buff *skb)
 		lost = 1;
 	if (cfg->kmax)
 		rnd = bpf_get_prandom_u32();
+	genp = bpf_map_lookup_elem(&ice_sw_peak, &zero);
+	gen = genp ? *genp : 0;
 
 	bpf_spin_lock(&st->lock);
 	q = st->c.depth;
@@ -281,9 +293,14 @@ int ice_sw_egress(struct __sk_buff *skb)
 		st->drain_rem = bytes % NSEC_PER_SEC;
 		bytes /= NSEC_PER_SEC;
 		if (bytes >= q) {
+			/* drained to empty after q / rate: a triangle */
+			if (cfg->rate_bps >> 3)
+				st->c.depth_area +=
+					q * (q * NSEC_PER_SEC / (cfg->rate_bps >> 3)) / 2;
 			q = 0;
 			st->drain_rem = 0;
 		} else {
+			st->c.depth_area += (2 * q - bytes) * dt / 2; /* a trapezoid */
 			q -= bytes;
 		}
 	}
@@ -314,9 +331,9 @@ int ice_sw_egress(struct __sk_buff *skb)
 		}
 	}
 	st->c.depth = q;
-	if (st->peak_gen != cfg->peak_gen) {
+	if (st->peak_gen != gen) {
 		/* a new peak window (ice_sw_peak_reset) */
-		st->peak_gen = cfg->peak_gen;
+		st->peak_gen = gen;
 		st->c.peak_depth = q;
 	}
 	if (q > st->c.peak_depth)

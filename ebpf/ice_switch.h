@@ -13,6 +13,7 @@
  *   ice_ecmp_hits   percpu array group id * 16 + member -> packets
  *   ice_sw_hash     array 0 -> struct topo_hash_cfg          (user writes)
  *   ice_sw_stats    percpu array enum ice_sw_stat -> packets
+ *   ice_sw_peak     array 0 -> peak window generation        (user writes)
  */
 #ifndef ICE_SWITCH_H
 #define ICE_SWITCH_H
@@ -36,6 +37,7 @@
 #define ICE_SW_MAP_ECMP_HITS  "ice_ecmp_hits"
 #define ICE_SW_MAP_HASH	      "ice_sw_hash"
 #define ICE_SW_MAP_STATS      "ice_sw_stats"
+#define ICE_SW_MAP_PEAK	      "ice_sw_peak"
 
 /* struct ice_port_cfg.flags */
 #define ICE_PORT_F_WRED_DROP (1u << 0) /* non-ECT packets in the RED band are dropped */
@@ -53,8 +55,6 @@ struct ice_port_cfg {
 	__u32 pmax;	/* RED: mark probability at kmax, per million */
 	__u32 loss_ppm; /* injected random loss, per million */
 	__u32 flags;	/* ICE_PORT_F_* */
-	__u32 peak_gen; /* bumped by ice_sw_peak_reset(): peak_depth starts again */
-	__u32 pad;
 };
 
 /* Per-port counters; bytes and packets count what was let through. */
@@ -67,12 +67,14 @@ struct ice_port_counters {
 	__u64 injected_drops; /* loss_ppm */
 	__u64 depth;	      /* modelled queue depth after the last packet (bytes) */
 	__u64 peak_depth;     /* highest depth seen (since the last ice_sw_peak_reset) */
+	__u64 depth_area;     /* depth integrated over time, byte x ns: its change over an
+				 interval / the interval's ns = the mean depth */
 };
 
 /* Per-port state, written under the lock by the egress program. */
 struct ice_port_state {
 	struct bpf_spin_lock lock;
-	__u32 peak_gen;	 /* the ice_port_cfg.peak_gen that peak_depth belongs to */
+	__u32 peak_gen;	 /* the ice_sw_peak generation peak_depth belongs to */
 	__u64 last_ns;	 /* time the queue was last drained to */
 	__u64 drain_rem; /* drained byte-ns not yet worth a whole byte */
 	struct ice_port_counters c;
@@ -91,7 +93,7 @@ struct ice_ecmp_member {
 };
 
 /* struct ice_ecmp_member.flags */
-#define ICE_MEMBER_F_DOWN (1u << 0) /* the port's link is down (ice_sw_link_set) */
+#define ICE_MEMBER_F_DOWN (1u << 0) /* out of use: link down, or the next switch lost the way */
 
 /* struct ice_ecmp_group.flags */
 #define ICE_GRP_F_USED (1u << 0)

@@ -32,7 +32,7 @@ struct ice_sw {
 
 static const char *const sw_pinned_maps[] = {
 	ICE_SW_MAP_PORT_CFG,  ICE_SW_MAP_PORT_STATE, ICE_SW_MAP_ECMP_LPM, ICE_SW_MAP_ECMP_GRP,
-	ICE_SW_MAP_ECMP_HITS, ICE_SW_MAP_HASH,	     ICE_SW_MAP_STATS,
+	ICE_SW_MAP_ECMP_HITS, ICE_SW_MAP_HASH,	     ICE_SW_MAP_STATS,	  ICE_SW_MAP_PEAK,
 };
 
 struct ice_sw *ice_sw_open(const char *pin_dir, unsigned int flags)
@@ -429,16 +429,35 @@ int ice_sw_counters(const char *pin_dir, int ifindex, struct ice_port_stats *out
 	out->c = st.c;
 	out->depth_now = st.c.depth;
 	now = sw_now_ns();
-	if (cfg.rate_bps && now > st.last_ns) {
+	if ((cfg.rate_bps >> 3) != 0 && now > st.last_ns) {
 		__u64 dt = now - st.last_ns;
 		/* dt in us * bytes per us, in 128 bits to be safe at any rate. */
 		unsigned __int128 drained =
 			(unsigned __int128)dt * (cfg.rate_bps >> 3) / 1000000000u;
 
-		out->depth_now = drained >= st.c.depth ? 0 : st.c.depth - (__u64)drained;
+		__u64 q = st.c.depth;
+
+		out->depth_now = drained >= q ? 0 : q - (__u64)drained;
+		/* the area of the drain since the last packet, as the program
+		 * would add it at the next one */
+		if (drained >= q)
+			out->c.depth_area += (__u64)((unsigned __int128)q * q * 1000000000u /
+						     (cfg.rate_bps >> 3) / 2);
+		else
+			out->c.depth_area +=
+				(__u64)((unsigned __int128)(2 * q - (__u64)drained) * dt / 2);
 	}
-	if (st.peak_gen != cfg.peak_gen)
-		out->c.peak_depth = out->depth_now; /* no packet since ice_sw_peak_reset */
+	{
+		int gfd = sw_pinned_fd(pin_dir, ICE_SW_MAP_PEAK);
+		__u32 zero = 0, gen = 0;
+
+		if (gfd >= 0) {
+			bpf_map_lookup_elem(gfd, &zero, &gen);
+			close(gfd);
+		}
+		if (st.peak_gen != gen) /* no packet since ice_sw_peak_reset */
+			out->c.peak_depth = out->depth_now;
+	}
 	close(cfg_fd);
 	close(st_fd);
 	return 0;
@@ -455,26 +474,25 @@ err_st:
 	return err;
 }
 
-int ice_sw_peak_reset(const char *pin_dir, int ifindex)
+int ice_sw_peak_reset(const char *pin_dir)
 {
-	int fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_PORT_CFG), err = 0;
-	struct ice_port_cfg cfg;
-	__u32 key = ifindex;
+	int fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_PEAK), err = 0;
+	__u32 zero = 0, gen = 0;
 
 	if (fd < 0)
 		return fd;
-	/* the egress program only reads the profile: one writer at a time
-	 * (ice-fabric, the loader) is all this read-modify-write needs */
-	if (bpf_map_lookup_elem(fd, &key, &cfg) != 0) {
+	/* one writer at a time is all this read-modify-write needs (two
+	 * racing still both move the generation) */
+	if (bpf_map_lookup_elem(fd, &zero, &gen) != 0) {
 		err = -errno;
 	} else {
-		cfg.peak_gen++;
-		if (bpf_map_update_elem(fd, &key, &cfg, BPF_EXIST) != 0)
+		gen++;
+		if (bpf_map_update_elem(fd, &zero, &gen, BPF_EXIST) != 0)
 			err = -errno;
 	}
-	if (err && err != -ENOENT)
-		ice_err(SW_SUB, "%s: ifindex %d: starting a new peak window failed: %s", pin_dir,
-			ifindex, strerror(-err));
+	if (err)
+		ice_err(SW_SUB, "%s: starting a new peak window failed: %s", pin_dir,
+			strerror(-err));
 	close(fd);
 	return err;
 }
@@ -629,12 +647,14 @@ void ice_sw_test_clock(struct ice_sw *sw, uint64_t now_ns)
 int ice_sw_port_reset(struct ice_sw *sw, int ifindex, uint64_t depth, uint64_t last_ns)
 {
 	struct ice_port_state st = {0};
-	__u32 key = ifindex;
+	__u32 key = ifindex, zero = 0;
 	int err;
 
 	st.last_ns = last_ns;
 	st.c.depth = depth;
 	st.c.peak_depth = depth;
+	/* in the current peak window */
+	bpf_map_lookup_elem(bpf_map__fd(sw->skel->maps.ice_sw_peak), &zero, &st.peak_gen);
 	err = bpf_map_update_elem(bpf_map__fd(sw->skel->maps.ice_port_state), &key, &st,
 				  BPF_F_LOCK);
 	if (err)

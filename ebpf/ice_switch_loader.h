@@ -84,9 +84,10 @@ int ice_sw_hash_set(struct ice_sw *sw, const struct topo_hash_cfg *cfg);
  */
 /* A port's counters. -ENOENT when the port is not attached. */
 int ice_sw_counters(const char *pin_dir, int ifindex, struct ice_port_stats *out);
-/* Start a new peak window on a port: c.peak_depth counts from now on (the
- * egress program restarts it at the next packet). -ENOENT: no such port. */
-int ice_sw_peak_reset(const char *pin_dir, int ifindex);
+/* Start a new peak window on every port of the switch: c.peak_depth counts
+ * from now on (each port's restarts at its next packet; until then it reads
+ * as the current depth). -ENOENT: no switch pinned there. */
+int ice_sw_peak_reset(const char *pin_dir);
 /*
  * Packets sent through each member of the group routing prefix/plen:
  * hits[0..n-1], n the group's size; returns n or a negative errno.

@@ -351,12 +351,18 @@ static void static_routes(const struct topo *t, const struct topo_node *n, const
 
 		if (k <= 0)
 			continue;
+		if (k > 64)
+			k = 64; /* a multipath route of the first 64 */
 		if (k == 1 && t->ports[nh[0]].peer == d->id)
 			continue; /* directly attached: the link's own prefix */
 		if (down != NULL && topo_nexthops_down(t, n->id, d->id, down, &out) < 0)
 			out = 0;
-		if (k <= 32 && out == (k == 32 ? UINT32_MAX : (1u << k) - 1))
-			continue; /* no way left: the kernel dropped or will drop it */
+		if (k <= 32 && out == (k == 32 ? UINT32_MAX : (1u << k) - 1)) {
+			/* no way left: say so (ICMP unreachable) rather than keep a
+			 * route into a switch that lost the destination */
+			bprintf(b, "route replace unreachable %s/32\n", addr_str(d->addr, a1));
+			continue;
+		}
 		bprintf(b, "route replace %s/32", addr_str(d->addr, a1));
 		for (int j = 0; j < k; j++) {
 			const struct topo_port *e = &t->ports[nh[j]];
@@ -425,6 +431,14 @@ static int setup_switch_bpf(void *arg)
 
 			if (k < 2)
 				continue; /* one way only: the kernel's route does it */
+			if (k > ICE_SW_MAX_MEMBERS) {
+				ice_err(ICE_SUB_COMMON,
+					"switch %s: %d equal-cost next hops to %s: the BPF model "
+					"takes at most %d (use ecmp: kernel)",
+					n->name, k, d->ifname, ICE_SW_MAX_MEMBERS);
+				ret = -E2BIG;
+				break;
+			}
 			for (int j = 0; j < k; j++) {
 				const struct topo_port *e = &t->ports[nh[j]];
 
@@ -1402,12 +1416,10 @@ static int switch_stats(void *arg)
 
 		if (ifindex == 0 || ice_sw_counters(pin, ifindex, &st) < 0)
 			continue;
-		if (a->new_peak)
-			ice_sw_peak_reset(pin, ifindex); /* after the read: this window is shown */
 		if (a->json) {
 			json_array_append_new(
 				a->ports,
-				json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+				json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 					  "switch", a->n->name, "port", p->ifname, "to", peer->name,
 					  "bytes", (json_int_t)st.c.bytes, "packets",
 					  (json_int_t)st.c.packets, "ce_marked",
@@ -1415,7 +1427,8 @@ static int switch_stats(void *arg)
 					  (json_int_t)(st.c.drops + st.c.wred_drops),
 					  "injected_drops", (json_int_t)st.c.injected_drops,
 					  "depth", (json_int_t)st.depth_now, "peak_depth",
-					  (json_int_t)st.c.peak_depth));
+					  (json_int_t)st.c.peak_depth, "depth_area_bns",
+					  (json_int_t)st.c.depth_area));
 		} else {
 			fprintf(a->out,
 				"  %-8s %-6s -> %-8s %12llu %10llu %9llu %8llu %8llu %9llu %9llu\n",
@@ -1428,6 +1441,8 @@ static int switch_stats(void *arg)
 				(unsigned long long)st.c.peak_depth);
 		}
 	}
+	if (a->new_peak) /* after the reads: the window that ends is the one shown */
+		ice_sw_peak_reset(pin);
 	return 0;
 }
 
@@ -1582,6 +1597,8 @@ static int failover_switch(void *arg)
 	char pin[512];
 
 	pin_path(a->t->name, a->n->name, pin, sizeof(pin));
+	if (access(pin, F_OK) != 0)
+		return 0; /* no BPF switch here (`up --no-bpf`) */
 	for (uint32_t i = 0; i < topo_nic_count(a->t); i++) {
 		const struct topo_port *d = topo_nic(a->t, i);
 		uint32_t mask;
@@ -1618,30 +1635,38 @@ static int fab_failover(const struct topo *t)
 		fab_ns_name(t, &t->nodes[p->node], ns, sizeof(ns));
 		down[l] = in_netns(ns, port_is_up, (void *)p->ifname) == 0;
 	}
-	for (uint32_t i = 0; i < t->nnodes && ret == 0; i++) {
+	/* the model switches first: they carry the traffic, and take no time */
+	for (uint32_t i = 0; i < t->nnodes && t->ecmp == TOPO_ECMP_MODEL; i++) {
+		struct failover_arg fa = {.t = t, .n = &t->nodes[i], .down = down};
+		int r;
+
+		if (t->nodes[i].kind != TOPO_SWITCH)
+			continue;
+		fab_ns_name(t, &t->nodes[i], ns, sizeof(ns));
+		r = in_netns(ns, failover_switch, &fa);
+		if (r < 0)
+			ice_err(ICE_SUB_COMMON, "switch %s: ECMP failover: %s", t->nodes[i].name,
+				strerror(-r));
+		else if (fa.changed > 0)
+			ice_info(ICE_SUB_COMMON, "switch %s: %d ECMP members changed state",
+				 t->nodes[i].name, fa.changed);
+		if (r < 0 && ret == 0)
+			ret = r;
+	}
+	/* every node, whatever one of them said: the first error is returned */
+	for (uint32_t i = 0; i < t->nnodes; i++) {
 		const struct topo_node *n = &t->nodes[i];
 		struct buf rb = {0};
+		int r;
 
 		if (t->routing != TOPO_ROUTING_STATIC && n->kind != TOPO_HOST)
 			continue;
 		fab_ns_name(t, n, ns, sizeof(ns));
 		static_routes(t, n, down, &rb);
-		ret = batch("ip", ns, rb.p);
+		r = batch("ip", ns, rb.p);
 		bfree(&rb);
-	}
-	for (uint32_t i = 0; i < t->nnodes && ret == 0 && t->ecmp == TOPO_ECMP_MODEL; i++) {
-		struct failover_arg fa = {.t = t, .n = &t->nodes[i], .down = down};
-
-		if (t->nodes[i].kind != TOPO_SWITCH)
-			continue;
-		fab_ns_name(t, &t->nodes[i], ns, sizeof(ns));
-		ret = in_netns(ns, failover_switch, &fa);
-		if (ret < 0)
-			ice_err(ICE_SUB_COMMON, "switch %s: ECMP failover: %s", t->nodes[i].name,
-				strerror(-ret));
-		else if (fa.changed > 0)
-			ice_info(ICE_SUB_COMMON, "switch %s: %d ECMP members changed state",
-				 t->nodes[i].name, fa.changed);
+		if (r < 0 && ret == 0)
+			ret = r;
 	}
 	free(down);
 	return ret;
@@ -1650,8 +1675,8 @@ static int fab_failover(const struct topo *t)
 int fab_link(const char *name, const char *dev, bool up)
 {
 	struct topo *t = fab_topo(name);
-	char a[64], *b, ns[64], cmd[128];
-	int link = -1, ret = 0;
+	char a[64], *b, ns[64], cmd[512];
+	int link = -1, ret = 0, lock;
 
 	if (t == NULL)
 		return -ENOENT;
@@ -1677,6 +1702,12 @@ int fab_link(const char *name, const char *dev, bool up)
 		topo_free(t);
 		return -ENOENT;
 	}
+	/* one link change at a time: each converges from the link states it
+	 * sees, and a later one must not be overwritten by an earlier one */
+	state_path(t->name, "link.lock", cmd, sizeof(cmd));
+	lock = open(cmd, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lock >= 0)
+		flock(lock, LOCK_EX);
 	for (int end = 0; end < 2 && ret == 0; end++) {
 		const struct topo_port *p = &t->ports[end ? t->links[link].b : t->links[link].a];
 
@@ -1684,13 +1715,15 @@ int fab_link(const char *name, const char *dev, bool up)
 		snprintf(cmd, sizeof(cmd), "link set %s %s\n", p->ifname, up ? "up" : "down");
 		ret = batch("ip", ns, cmd);
 	}
-	if (ret == 0)
-		ret = fab_failover(t);
 	if (ret == 0) {
 		char lname[64];
 
+		/* the link changed: converge and say so, whatever converging says */
+		ret = fab_failover(t);
 		link_record(t->name, topo_link_name(t, (uint32_t)link, lname, sizeof(lname)), up);
 	}
+	if (lock >= 0)
+		close(lock); /* and the lock with it */
 	topo_free(t);
 	return ret;
 }

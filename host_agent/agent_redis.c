@@ -173,6 +173,17 @@ static void hset_json(struct agent_buf *b, const char *key, json_t *o)
 		free(own[i]);
 }
 
+static bool sample_has_name(const struct agent_sample *s, const char *name)
+{
+	char n[64];
+
+	for (size_t i = 0; i < s->nqp; i++)
+		if (s->qp[i].id.kind == AGENT_QP &&
+		    strcmp(agent_qp_name(&s->qp[i], n, sizeof(n)), name) == 0)
+			return true;
+	return false;
+}
+
 int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s,
 		       const struct agent_sample *prev, struct agent_buf *out)
 {
@@ -242,8 +253,11 @@ int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s
 		if (c == 0 || q->id.kind != AGENT_QP)
 			continue;
 		agent_qp_name(q, name, sizeof(name));
+		if (sample_has_name(s, name))
+			continue; /* the same key, another peer: still live */
 		hkey(key, sizeof(key), cfg, "qp:%s", name);
 		agent_buf_cmd(out, "HSET", key, "closed_ms", ts, NULL);
+		agent_buf_cmd(out, "PEXPIRE", key, qttl, NULL); /* a record made anew expires too */
 	}
 	hkey(key, sizeof(key), cfg, "qps");
 	agent_buf_cmd(out, "ZREMRANGEBYSCORE", key, "-inf", old, NULL);
