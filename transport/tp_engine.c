@@ -459,14 +459,12 @@ int tp_engine_progress(struct tp_engine *e, uint64_t max_wait_ns)
 	for (uint32_t i = 0; i < e->nqps; i++)
 		if (e->qps[i] != NULL && e->qps[i]->state == TP_QPS_RTS)
 			tx += tp_qp_tx(e->qps[i], now, &wake);
-	/* a completion queued since the last call (a receive that matched a
-	 * message that had arrived) is work for the caller: do not sleep on the
-	 * socket; once, so a caller that leaves the queue alone does not spin */
-	if (e->cq_tail != e->cq_noted) {
-		e->cq_noted = e->cq_tail;
-		return rx + tx;
-	}
-	if (rx + tx > 0 || max_wait_ns == 0)
+	/* a queued completion (a receive that matched a message that had
+	 * arrived) is work for the caller: do not sleep on the socket. A caller
+	 * that leaves completions queued therefore polls instead of sleeping;
+	 * returning early only once per new completion measured ~1 point worse
+	 * in ice-train's data-parallel efficiency (95.2-96.7 % vs 97.3-97.7 %) */
+	if (rx + tx > 0 || max_wait_ns == 0 || e->cq_head != e->cq_tail)
 		return rx + tx;
 	if (wake != UINT64_MAX) {
 		uint64_t until = wake > now ? wake - now : 0;

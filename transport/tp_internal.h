@@ -142,7 +142,6 @@ struct tp_engine {
 
 	struct tp_wc *cq; /* ring, grows when full */
 	uint32_t cq_cap, cq_head, cq_tail;
-	uint32_t cq_noted; /* cq_tail when progress last returned early for it */
 
 	struct tp_qp *ack_list;
 	uint64_t rng;
