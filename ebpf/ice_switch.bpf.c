@@ -292,15 +292,11 @@ int ice_sw_egress(struct __sk_buff *skb)
 		bytes = dt * (cfg->rate_bps >> 3) + st->drain_rem;
 		st->drain_rem = bytes % NSEC_PER_SEC;
 		bytes /= NSEC_PER_SEC;
+		st->c.depth_area += ice_sw_drain_area(q, bytes, dt, cfg->rate_bps >> 3);
 		if (bytes >= q) {
-			/* drained to empty after q / rate: a triangle */
-			if (cfg->rate_bps >> 3)
-				st->c.depth_area +=
-					q * (q * NSEC_PER_SEC / (cfg->rate_bps >> 3)) / 2;
 			q = 0;
 			st->drain_rem = 0;
 		} else {
-			st->c.depth_area += (2 * q - bytes) * dt / 2; /* a trapezoid */
 			q -= bytes;
 		}
 	}

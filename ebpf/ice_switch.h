@@ -71,6 +71,20 @@ struct ice_port_counters {
 				 interval / the interval's ns = the mean depth */
 };
 
+/* The area (byte x ns) under a queue of q bytes draining drained bytes over
+ * dt ns at rate_Bps bytes/s: a trapezoid, or a triangle when it empties
+ * (after q / rate). Shared by the egress program and the counter readers;
+ * in 64 bits for q up to a few MB and dt up to tens of seconds; always
+ * inlined: the egress program calls it holding a spin lock, where a
+ * BPF-to-BPF call is not allowed. */
+static inline __attribute__((always_inline)) __u64 ice_sw_drain_area(__u64 q, __u64 drained,
+								     __u64 dt, __u64 rate_Bps)
+{
+	if (drained < q)
+		return (2 * q - drained) * dt / 2;
+	return rate_Bps ? q * (q * 1000000000ull / rate_Bps) / 2 : 0;
+}
+
 /* Per-port state, written under the lock by the egress program. */
 struct ice_port_state {
 	struct bpf_spin_lock lock;

@@ -440,12 +440,8 @@ int ice_sw_counters(const char *pin_dir, int ifindex, struct ice_port_stats *out
 		out->depth_now = drained >= q ? 0 : q - (__u64)drained;
 		/* the area of the drain since the last packet, as the program
 		 * would add it at the next one */
-		if (drained >= q)
-			out->c.depth_area += (__u64)((unsigned __int128)q * q * 1000000000u /
-						     (cfg.rate_bps >> 3) / 2);
-		else
-			out->c.depth_area +=
-				(__u64)((unsigned __int128)(2 * q - (__u64)drained) * dt / 2);
+		out->c.depth_area += ice_sw_drain_area(q, drained >= q ? q : (__u64)drained, dt,
+						       cfg.rate_bps >> 3);
 	}
 	{
 		int gfd = sw_pinned_fd(pin_dir, ICE_SW_MAP_PEAK);

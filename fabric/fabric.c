@@ -346,8 +346,8 @@ static void static_routes(const struct topo *t, const struct topo_node *n, const
 				s->ifname, addr_str(s->addr, a3));
 			continue;
 		}
-		int k = topo_nexthops(t, n->id, d->id, nh, 64);
-		uint32_t out = 0;
+		uint32_t out;
+		int k = topo_nexthops_down(t, n->id, d->id, down, nh, 64, &out);
 
 		if (k <= 0)
 			continue;
@@ -355,8 +355,6 @@ static void static_routes(const struct topo *t, const struct topo_node *n, const
 			k = 64; /* a multipath route of the first 64 */
 		if (k == 1 && t->ports[nh[0]].peer == d->id)
 			continue; /* directly attached: the link's own prefix */
-		if (down != NULL && topo_nexthops_down(t, n->id, d->id, down, &out) < 0)
-			out = 0;
 		if (k <= 32 && out == (k == 32 ? UINT32_MAX : (1u << k) - 1)) {
 			/* no way left: say so (ICMP unreachable) rather than keep a
 			 * route into a switch that lost the destination */
@@ -1601,8 +1599,10 @@ static int failover_switch(void *arg)
 		return 0; /* no BPF switch here (`up --no-bpf`) */
 	for (uint32_t i = 0; i < topo_nic_count(a->t); i++) {
 		const struct topo_port *d = topo_nic(a->t, i);
-		uint32_t mask;
-		int k = topo_nexthops_down(a->t, a->n->id, d->id, a->down, &mask), ret;
+		uint32_t mask, nh[ICE_SW_MAX_MEMBERS];
+		int k = topo_nexthops_down(a->t, a->n->id, d->id, a->down, nh, ICE_SW_MAX_MEMBERS,
+					   &mask),
+		    ret;
 
 		if (k < 2)
 			continue; /* no group there (see setup_switch_bpf) */

@@ -423,7 +423,7 @@ static void test_nexthops_down(void **state)
 	assert_non_null(down);
 
 	/* all up: nothing out of use */
-	assert_int_equal(topo_nexthops_down(t, leaf1->id, h5, down, &mask), 2);
+	assert_int_equal(topo_nexthops_down(t, leaf1->id, h5, down, nh, 8, &mask), 2);
 	assert_int_equal(mask, 0);
 	for (uint32_t l = 0; l < t->nlinks; l++) {
 		uint32_t a = t->ports[t->links[l].a].node, b = t->ports[t->links[l].b].node;
@@ -433,22 +433,23 @@ static void test_nexthops_down(void **state)
 	}
 	/* leaf1 -> h5: the member over the down link */
 	assert_int_equal(topo_nexthops(t, leaf1->id, h5, nh, 8), 2);
-	assert_int_equal(topo_nexthops_down(t, leaf1->id, h5, down, &mask), 2);
+	assert_int_equal(topo_nexthops_down(t, leaf1->id, h5, down, nh, 8, &mask), 2);
 	assert_int_equal(mask, peer_of(t, nh[0]) == spine2->id ? 1u : 2u);
 	/* leaf2 -> h1: its link to spine2 is up, but spine2 lost leaf1 */
 	assert_int_equal(topo_nexthops(t, leaf2->id, h1, nh, 8), 2);
-	assert_int_equal(topo_nexthops_down(t, leaf2->id, h1, down, &mask), 2);
+	assert_int_equal(topo_nexthops_down(t, leaf2->id, h1, down, nh, 8, &mask), 2);
 	assert_int_equal(mask, peer_of(t, nh[0]) == spine2->id ? 1u : 2u);
 	/* leaf2 -> h5 (its own host) and spine1 -> h1: untouched */
-	assert_int_equal(topo_nexthops_down(t, leaf2->id, h5, down, &mask), 1);
+	assert_int_equal(topo_nexthops_down(t, leaf2->id, h5, down, nh, 8, &mask), 1);
 	assert_int_equal(mask, 0);
-	assert_int_equal(topo_nexthops_down(t, spine1->id, h1, down, &mask), 1);
+	assert_int_equal(topo_nexthops_down(t, spine1->id, h1, down, nh, 8, &mask), 1);
 	assert_int_equal(mask, 0);
 	/* spine2 -> h1: its only way is down */
-	assert_int_equal(topo_nexthops_down(t, spine2->id, h1, down, &mask), 1);
+	assert_int_equal(topo_nexthops_down(t, spine2->id, h1, down, nh, 8, &mask), 1);
 	assert_int_equal(mask, 1);
-	assert_int_equal(topo_nexthops_down(t, topo_node_by_name(t, "h1")->id, h5, down, &mask),
-			 -22); /* -EINVAL: a host */
+	assert_int_equal(
+		topo_nexthops_down(t, topo_node_by_name(t, "h1")->id, h5, down, nh, 8, &mask),
+		-22); /* -EINVAL: a host */
 	free(down);
 	topo_free(t);
 }

@@ -164,13 +164,13 @@ int topo_paths(const struct topo *t, uint32_t src_port, uint32_t dst_port, struc
  * (ascending port id). Returns the count (0 when the switch is the last hop:
  * its only egress is the destination's port, written as out[0] with return 1). */
 int topo_nexthops(const struct topo *t, uint32_t node, uint32_t dst_port, uint32_t *out, int max);
-/* The same group once a routing protocol has converged around the links
- * with down[link id] set: bit j of *mask is set when next hop j is out of
- * use (its link is down, or it no longer leads to the destination on a path
- * of the original length). Returns the group's size (at most 32 counted in
- * the mask) or -errno. */
+/* topo_nexthops() once a routing protocol has converged around the links
+ * with down[link id] set (down NULL: none): the same next hops in out, and
+ * bit j of *mask set when next hop j is out of use (its link is down, or it
+ * no longer leads to the destination on a path of the original length; the
+ * first 32 and the first max are judged). Returns the count or -errno. */
 int topo_nexthops_down(const struct topo *t, uint32_t node, uint32_t dst_port, const bool *down,
-		       uint32_t *mask);
+		       uint32_t *out, int max, uint32_t *mask);
 
 /* The path a packet with this 5-tuple takes under the switches' hash models,
  * hop by hop (the host's first hop is its only link). 0 or -EINVAL. */

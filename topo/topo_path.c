@@ -108,26 +108,28 @@ int topo_nexthops(const struct topo *t, uint32_t node, uint32_t dst_port, uint32
 }
 
 int topo_nexthops_down(const struct topo *t, uint32_t node, uint32_t dst_port, const bool *down,
-		       uint32_t *mask)
+		       uint32_t *out, int max, uint32_t *mask)
 {
-	uint32_t *dist, *live, nh[32];
+	uint32_t *dist, *live = NULL;
 	int n;
 
 	if (node >= t->nnodes || t->nodes[node].kind != TOPO_SWITCH || !is_nic(t, dst_port))
 		return -EINVAL;
 	dist = dist_to(t, dst_port);
-	live = malloc(sizeof(*live) * 2 * (t->nnodes + 1));
-	if (dist == NULL || live == NULL) {
+	if (down != NULL)
+		live = malloc(sizeof(*live) * 2 * (t->nnodes + 1));
+	if (dist == NULL || (down != NULL && live == NULL)) {
 		free(dist);
 		free(live);
 		return -ENOMEM;
 	}
-	route_dist(t, topo_port_peer_node(t, dst_port), down, live, live + t->nnodes + 1);
-	n = topo_route_nexthops(t, dist, node, dst_port, nh, 32);
+	n = topo_route_nexthops(t, dist, node, dst_port, out, max);
 	*mask = 0;
-	for (int j = 0; j < n && j < 32; j++) {
-		const struct topo_port *e = &t->ports[nh[j]];
-		uint32_t peer = topo_port_peer_node(t, nh[j]);
+	if (down != NULL)
+		route_dist(t, topo_port_peer_node(t, dst_port), down, live, live + t->nnodes + 1);
+	for (int j = 0; down != NULL && j < n && j < max && j < 32; j++) {
+		const struct topo_port *e = &t->ports[out[j]];
+		uint32_t peer = topo_port_peer_node(t, out[j]);
 
 		if (down[e->link] || (node != topo_port_peer_node(t, dst_port) &&
 				      (live[peer] == UINT32_MAX || live[peer] + 1 != dist[node])))
