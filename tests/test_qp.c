@@ -514,6 +514,39 @@ static void test_pacing_holds_rate(void **state)
 	pair_close(&p);
 }
 
+/* A QP paced far below the rate at which ack_every packets fit in one
+ * retransmission timeout still hears from its peer in time: no timeout, no
+ * resend (before, every 32-packet stretch at 20 Mbit/s, 53 ms, ran past the
+ * 2 ms RTO and went back). */
+static void test_paced_no_spurious_timeout(void **state)
+{
+	struct tp_engine_cfg c;
+	struct pair p;
+	size_t len = 256u << 10;
+	uint8_t *tx = malloc(len), *rx = malloc(len);
+	struct tp_wc wc[1];
+
+	(void)state;
+	cfg_base(&c);
+	c.line_rate_bps = 20000000ull; /* 20 Mbit/s: a 4 KiB packet every 1.7 ms */
+	pair_open(&p, &c, 1, 1);
+	fill_pattern(tx, len, 5);
+	assert_int_equal(tp_qp_post_recv(p.qb, rx, len, 1), 0);
+	assert_int_equal(tp_qp_post_send(p.qa, tx, len, 1), 0);
+	assert_int_equal(run_until(&p, p.b, wc, 1, 5 * ICE_NSEC_PER_SEC), 1);
+	assert_int_equal(wc[0].status, 0);
+	assert_memory_equal(rx, tx, len);
+	assert_int_equal(run_until(&p, p.a, wc, 1, 5 * ICE_NSEC_PER_SEC), 1);
+	print_message("timeouts %llu, resent %llu\n",
+		      (unsigned long long)tp_qp_stats(p.qa)->timeouts,
+		      (unsigned long long)tp_qp_stats(p.qa)->retx_pkts);
+	assert_int_equal(tp_qp_stats(p.qa)->timeouts, 0);
+	assert_int_equal(tp_qp_stats(p.qa)->retx_pkts, 0);
+	free(tx);
+	free(rx);
+	pair_close(&p);
+}
+
 /* tp_engine_wake() from another thread ends a long wait at once. */
 static void *waker(void *arg)
 {
@@ -565,6 +598,7 @@ int main(void)
 		cmocka_unit_test(test_bad_packets_counted),
 		cmocka_unit_test(test_ce_mark_cuts_rate),
 		cmocka_unit_test(test_pacing_holds_rate),
+		cmocka_unit_test(test_paced_no_spurious_timeout),
 	};
 
 	ice_log_set_level(ICE_LOG_ERR);

@@ -85,7 +85,8 @@ struct tp_qp {
 	uint32_t max_psn;  /* one past the highest PSN ever transmitted */
 	uint32_t una_psn;  /* oldest unacknowledged PSN */
 	uint32_t last_ackreq_psn;
-	uint64_t progress_ns; /* last ACK progress (or start of waiting) */
+	uint64_t last_ackreq_ns; /* when the last ACK request went out */
+	uint64_t progress_ns;	 /* last ACK progress (or start of waiting) */
 	uint64_t rnr_until_ns;
 	uint32_t retries;
 	uint32_t rnr_count;
