@@ -27,6 +27,16 @@
 
 #define EV_MAX_PER_INTERVAL 16384
 #define ANNOUNCED_MAX	    4096
+/* A collective the host has not run lately is news for the controller: the
+ * interval ends early (at most every EARLY_GAP) instead of at its end. */
+#define RECENT_COLLS 64
+#define RECENT_NS    (10 * ICE_NSEC_PER_SEC)
+#define EARLY_GAP_NS (5 * ICE_NSEC_PER_MSEC)
+
+struct recent_coll {
+	uint64_t comm, bytes, seen_ns;
+	uint32_t op;
+};
 
 struct agent {
 	struct agent_cfg cfg;
@@ -56,7 +66,9 @@ struct agent {
 	size_t nflows, flowcap;
 	uint64_t new_flows;
 
-	uint64_t seq, last_ts_ms, next_ns;
+	uint64_t seq, last_ts_ms, next_ns, sample_ns;
+	struct recent_coll recent[RECENT_COLLS];
+	bool early; /* news: end the interval at sample_ns + EARLY_GAP_NS */
 	double cpu_prev_s;
 	uint64_t cpu_prev_ns;
 	struct agent_self self;
@@ -230,6 +242,35 @@ static void ev_bad(struct agent *a, ssize_t n, enum agent_ev_verdict v)
 						 : "unknown kind");
 }
 
+/* A new communicator, QP, or a collective (communicator, op, size) this
+ * host has not started in the last RECENT_NS: what the controller plans by. */
+static bool is_news(struct agent *a, const struct ice_event *ev)
+{
+	uint64_t now = ice_now_ns();
+	struct recent_coll *oldest = &a->recent[0];
+
+	if (ev->kind == ICE_EV_COMM_INIT || ev->kind == ICE_EV_QP)
+		return true;
+	if (ev->kind != ICE_EV_COLL_START)
+		return false;
+	for (int i = 0; i < RECENT_COLLS; i++) {
+		struct recent_coll *c = &a->recent[i];
+
+		if (c->seen_ns != 0 && c->comm == ev->comm_id && c->op == ev->op &&
+		    c->bytes == ev->bytes) {
+			bool news = now - c->seen_ns > RECENT_NS;
+
+			c->seen_ns = now;
+			return news;
+		}
+		if (c->seen_ns < oldest->seen_ns)
+			oldest = c;
+	}
+	*oldest = (struct recent_coll){
+		.comm = ev->comm_id, .bytes = ev->bytes, .seen_ns = now, .op = ev->op};
+	return true;
+}
+
 static void sock_drain(struct agent *a)
 {
 	union {
@@ -259,6 +300,8 @@ static void sock_drain(struct agent *a)
 			a->self.ev_ok++;
 			if (u.ev[r].kind == ICE_EV_QP)
 				announce_qp(a, &u.ev[r]);
+			if (is_news(a, &u.ev[r]))
+				a->early = true;
 			if (agent_sample_add_event(&a->s[a->cur], &u.ev[r], EV_MAX_PER_INTERVAL) <
 			    0)
 				a->self.ev_over++;
@@ -507,6 +550,8 @@ static int poll_timeout_ms(struct agent *a, uint64_t now)
 			until = now + 10 * ICE_NSEC_PER_MSEC;
 		else if (!a->redis.up && a->redis.next_try_ns < until)
 			until = a->redis.next_try_ns;
+		if (a->early && a->sample_ns + EARLY_GAP_NS < until)
+			until = a->sample_ns + EARLY_GAP_NS;
 	}
 	if (until <= now)
 		return 0;
@@ -523,7 +568,11 @@ int agent_run(struct agent *a)
 		int n = 0, np;
 		uint64_t now = ice_now_ns();
 
+		if (a->early && !a->o.once && now >= a->sample_ns + EARLY_GAP_NS)
+			a->next_ns = now; /* news: this interval ends now */
 		if (now >= a->next_ns) {
+			a->early = false;
+			a->sample_ns = now;
 			ret = take_sample(a);
 			if (ret < 0) {
 				ice_err(AGENT_SUB, "sampling failed: %s", strerror(-ret));
