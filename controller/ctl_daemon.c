@@ -4,11 +4,12 @@
  * connection; every command has the configured reply timeout.
  *
  * Each interval: renew (or try to take) the leader lease, read link state
- * and new events, every qp_interval the QPs; plan when the view changed
- * (new/idle QPs: incremental; a link, a collective, a takeover or the
- * periodic re-optimisation: global with hysteresis); publish when the plans
- * differ from the last ones or a third of their lifetime has passed; read
- * back which epoch each host applied and print the reaction time.
+ * and new events, every qp_interval the QPs (at once after a QP event);
+ * plan when the view changed (new/idle QPs: incremental; a link, a
+ * collective, a takeover or the periodic re-optimisation: global with
+ * hysteresis); publish when the plans differ from the last ones or a third
+ * of their lifetime has passed; read back which epoch each host applied and
+ * print the reaction time.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -120,6 +121,7 @@ struct ctld {
 	uint64_t trig_ms, trig_seen_ms;
 	char trig_what[96];
 	uint64_t next_qp_ns, next_reopt_ns;
+	bool qps_due; /* a QP event came: read the QPs now, not at next_qp_ns */
 
 	struct ctl_host_plan *last;
 	uint32_t nlast;
@@ -722,6 +724,10 @@ static void coll_event(struct ctld *d, const struct chost *h, const char *nic, j
 	uint32_t port = UINT32_MAX;
 	struct ccoll *c = NULL;
 
+	if (kind != NULL && strcmp(kind, "qp") == 0) {
+		d->qps_due = true; /* a new QP: its source port before its traffic */
+		return;
+	}
 	if (kind == NULL || strcmp(kind, "coll_start") != 0 || comm == NULL || op < 0 ||
 	    nranks < 2 || nranks > 65536 || rank < 0 || rank >= nranks)
 		return;
@@ -743,8 +749,17 @@ static void coll_event(struct ctld *d, const struct chost *h, const char *nic, j
 		memset(c, 0, sizeof(*c));
 		snprintf(c->comm, sizeof(c->comm), "%s", comm);
 	}
-	if (c->nic == NULL || c->op != (enum ctl_coll_op)op || c->nranks != (uint32_t)nranks ||
+	if (c->nic != NULL && c->op == (enum ctl_coll_op)op && c->nranks == (uint32_t)nranks &&
 	    bucket(c->bytes) != bucket(bytes)) {
+		/* the same pattern at another size: its flows and their shares
+		 * stay in force (dropping them until every rank had called the
+		 * new size left the QPs at line rate meanwhile); the policy's
+		 * size rules may pick another profile: plan again */
+		c->bytes = bytes;
+		if (c->active)
+			d->trig |= TRIG_COLL;
+	} else if (c->nic == NULL || c->op != (enum ctl_coll_op)op ||
+		   c->nranks != (uint32_t)nranks) {
 		bool was = c->active;
 
 		free(c->nic);
@@ -1607,6 +1622,12 @@ int ctld_run(struct ctld *d)
 				}
 			}
 			read_events(d);
+			if (d->qps_due) {
+				/* the agent wrote the QP's record with its event */
+				d->qps_due = false;
+				read_qps(d);
+				d->next_qp_ns = now + d->cfg.qp_interval;
+			}
 			expire_colls(d);
 			if (d->cfg.reopt != 0 && now >= d->next_reopt_ns) {
 				d->trig |= TRIG_REOPT;
