@@ -4,8 +4,8 @@
  * with predicted compute, communication and step times (see README.md).
  *
  *   ice-plan --model M.yaml --profiles P.yaml --devices NAME,NAME*COUNT,...
- *            [--scheme dp|pp|both] [--busbw GBPS] [--p2p GBPS] [--lat 50us]
- *            [--overlap 0.8] [--json]
+ *            [--scheme dp|pp|both] [--pp-schedule zb|1f1b] [--busbw GBPS] [--p2p GBPS]
+ *            [--lat 50us] [--overlap 0.8] [--json]
  *
  * Exit: 0 done, 1 run-time failure, 2 bad configuration.
  */
@@ -23,12 +23,15 @@
 
 enum { SCHEME_DP, SCHEME_PP, SCHEME_BOTH };
 static const char *const scheme_names[] = {"dp", "pp", "both", NULL};
+/* in the order of enum trn_pp_sched */
+static const char *const pp_sched_names[] = {"zb", "1f1b", NULL};
 
 struct plan_cfg {
 	char model[512];
 	char profiles[512];
 	char devices[1024];
 	int scheme;
+	int pp_sched; /* enum trn_pp_sched */
 	double busbw, p2p, overlap;
 	uint64_t lat_ns;
 	bool json;
@@ -54,6 +57,8 @@ static const struct ice_cfg_field plan_fields[] = {
 	  .help = "devices in rank/stage order: NAME,NAME,... or NAME*COUNT"),
 	F("scheme", ICE_CFG_ENUM, scheme, .choices = scheme_names,
 	  .help = "dp, pp or both (default both)"),
+	F("pp_schedule", ICE_CFG_ENUM, pp_sched, .choices = pp_sched_names,
+	  .help = "pipeline schedule: zb (zero bubble, default) or 1f1b"),
 	F("busbw", ICE_CFG_DOUBLE, busbw, .min = 1e-6, .max = 1e6,
 	  .help = "all-reduce bus bandwidth, GB/s (default 10)"),
 	F("p2p", ICE_CFG_DOUBLE, p2p, .min = 1e-6, .max = 1e6,
@@ -190,7 +195,7 @@ static int groups_alone(const struct plan_cfg *c, bool pp, struct group_thr *g)
 		if (pp) {
 			struct trn_pp_plan p;
 
-			if (trn_plan_pp(&c->m, sub, n, &c->net, &p) == 0)
+			if (trn_plan_pp(&c->m, sub, n, &c->net, c->pp_sched, &p) == 0)
 				g[ng].thr = c->m.global_batch / p.step_s;
 		} else {
 			struct trn_dp_plan p;
@@ -312,9 +317,9 @@ static void print_pp(const struct plan_cfg *c, const struct trn_pp_plan *p,
 {
 	double tp = c->m.global_batch / p->step_s, te = c->m.global_batch / e->step_s;
 
-	printf("\npipeline parallel (1F1B, %d micro-batches of %d, one stage per device; "
+	printf("\npipeline parallel (%s, %d micro-batches of %d, one stage per device; "
 	       "times per micro-batch)\n",
-	       p->micro_batches, c->m.micro_batch);
+	       p->sched == TRN_PP_ZB ? "zero bubble" : "1F1B", p->micro_batches, c->m.micro_batch);
 	printf("  %-3s %-15s | %-39s | %-39s\n", "stg", "profile", "planner", "even");
 	printf("  %-3s %-15s | %-7s %10s %9s %10s | %-7s %10s %9s %10s\n", "", "", "layers",
 	       "compute_s", "send_s", "stage_s", "layers", "compute_s", "send_s", "stage_s");
@@ -369,6 +374,7 @@ static json_t *json_pp(const struct plan_cfg *c, const struct trn_pp_plan *p)
 	json_object_set_new(o, "compute_s", cs);
 	json_object_set_new(o, "stage_s", st);
 	json_object_set_new(o, "micro_batches", json_integer(p->micro_batches));
+	json_object_set_new(o, "schedule", json_string(trn_pp_sched_name(p->sched)));
 	json_object_set_new(o, "step_s", json_real(p->step_s));
 	json_object_set_new(o, "samples_per_s", json_real(c->m.global_batch / p->step_s));
 	return o;
@@ -442,7 +448,8 @@ int main(int argc, char **argv)
 	struct ice_cfg_cli cli = {
 		.tool = "ice-plan",
 		.synopsis = "usage: ice-plan --model M.yaml --profiles P.yaml --devices "
-			    "NAME,NAME*COUNT,... [--scheme dp|pp|both] [--busbw GBPS] [--p2p GBPS] "
+			    "NAME,NAME*COUNT,... [--scheme dp|pp|both] [--pp-schedule zb|1f1b] "
+			    "[--busbw GBPS] [--p2p GBPS] "
 			    "[--lat 50us] [--overlap 0.8] [--json]",
 		.fields = plan_fields,
 		.nfields = NFIELDS,
@@ -479,9 +486,10 @@ int main(int argc, char **argv)
 		}
 	}
 	if (do_pp) {
-		ret = trn_plan_pp(&cfg.m, cfg.dev, cfg.ndev, &cfg.net, &pp);
+		ret = trn_plan_pp(&cfg.m, cfg.dev, cfg.ndev, &cfg.net, cfg.pp_sched, &pp);
 		if (ret == 0)
-			ret = trn_plan_pp_even(&cfg.m, cfg.dev, cfg.ndev, &cfg.net, &ppe);
+			ret = trn_plan_pp_even(&cfg.m, cfg.dev, cfg.ndev, &cfg.net, cfg.pp_sched,
+					       &ppe);
 		if (ret < 0) {
 			ice_err(ICE_SUB_COMMON, "ice-plan: pipeline plan failed: %s",
 				strerror(-ret));

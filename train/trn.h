@@ -118,15 +118,42 @@ int trn_plan_dp_even(const struct trn_model *m, const struct trn_profile *dev, i
 int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		   const struct trn_net *net, struct trn_dp_plan *p);
 
-/* ---- pipeline parallel (1F1B) -------------------------------------------- */
+/* ---- pipeline parallel ------------------------------------------------------ */
+
+/* The schedule a pipeline runs (trn_pp_order). */
+enum trn_pp_sched {
+	TRN_PP_ZB = 0, /* zero bubble: backward split into B and W (the default) */
+	TRN_PP_1F1B,   /* 1F1B with one more warm-up forward than the minimum */
+};
+
+/* One operation of a stage: the forward (F) of micro-batch mb; its backward
+ * (B): in 1F1B the whole backward, in ZB only the input gradient
+ * dX = dY W^T of every layer of the stage; its weight gradient (W, ZB
+ * only): dW += X^T dY of every layer, which needs X and dY kept from F and
+ * B but nothing from another stage, so it can wait to fill a bubble. */
+enum trn_pp_op_kind {
+	TRN_PP_F = 0,
+	TRN_PP_B,
+	TRN_PP_W,
+};
+
+struct trn_pp_op {
+	int kind; /* enum trn_pp_op_kind */
+	int mb;	  /* micro-batch, 0 .. micro_batches - 1 */
+};
 
 struct trn_pp_plan {
+	enum trn_pp_sched sched;	 /* input of trn_predict_pp(); the plan
+					  * functions set it */
 	int nstages;			 /* one stage per device, in device order */
 	int first[TRN_MAX_DEVICES];	 /* first layer of stage s */
 	int nlayers[TRN_MAX_DEVICES];	 /* layers of stage s (>= 1) */
 	int micro_batches;		 /* global_batch / micro_batch */
 	double stage_s[TRN_MAX_DEVICES]; /* fwd+bwd of one micro-batch on stage s,
 					  * including its activation sends */
+	double fwd_s[TRN_MAX_DEVICES];	 /* F of one micro-batch on stage s */
+	double bwd_s[TRN_MAX_DEVICES];	 /* B (input gradient: half the backward) */
+	double wgt_s[TRN_MAX_DEVICES];	 /* W (weight gradient: the other half) */
 	double hop_s[TRN_MAX_DEVICES];	 /* one activation message from stage s to
 					  * s + 1 (its gradient comes back alike) */
 	double est_s;			 /* what the planner minimises: sum_s stage_s
@@ -135,31 +162,64 @@ struct trn_pp_plan {
 					  * simulated with these times */
 };
 
-/* The schedule ice-train runs and trn_predict_pp() models: 1F1B where stage
- * s of S first runs trn_pp_warmup(s, S, m) forwards, then one forward and
- * one backward in turn, then the remaining backwards. That is S - s
- * forwards on every stage but the last (which has none): one micro-batch
- * more in flight per stage than the minimal S - s - 1, so that each
- * activation and gradient hand-off has a stage time of slack instead of
- * none (with the minimum, two stages of equal time wait for each other's
+/* 1F1B: stage s of S first runs trn_pp_warmup(s, S, m) forwards, then one
+ * forward and one backward in turn, then the remaining backwards. That is
+ * S - s forwards on every stage but the last (which has none): one
+ * micro-batch more in flight per stage than the minimal S - s - 1, so that
+ * each activation and gradient hand-off has a stage time of slack instead
+ * of none (with the minimum, two stages of equal time wait for each other's
  * messages on every micro-batch). Bounded by m. */
 int trn_pp_warmup(int s, int S, int m);
 
-/* A contiguous layer split: the one minimising est_s exactly, unless
- * another split the search visits, or the even split, predicts a shorter
- * step (step_s). */
+/* ZB: at most this many micro-batches in flight on stage s of S (forward
+ * done, W not yet): 2 (S - s) + 2, bounded by m. The memory of the
+ * activations and output gradients W still needs. */
+int trn_pp_zb_inflight(int s, int S, int m);
+
+/*
+ * The operations stage s runs in one step of plan p's schedule (p->sched),
+ * in order; the same in every step. 1F1B: 2 m operations (F and B), as
+ * above. ZB: 3 m, built by simulating the pipeline with p's times
+ * (fwd_s, bwd_s, wgt_s, hop_s) over two steps and keeping the second
+ * (steady) one: a stage that is free runs the next B if its gradient is
+ * there, else the next F if its activation is there and fewer than
+ * trn_pp_zb_inflight() micro-batches are in flight, else the oldest W
+ * still owed, else waits. Bs go first so that gradients go back up the
+ * pipeline at once; Ws fill what would be bubbles: the first stage's waits
+ * for the last gradients at the end of a step, and the later stages' waits
+ * for the next step's first activations, which the earlier stages send
+ * only after their own last W and optimizer step. Every stage finishes its
+ * Ws within the step (before its optimizer step), so the step stays
+ * synchronous and nothing is left to flush. F and B run in micro-batch
+ * order on every stage (messages between two stages keep their order); Ws
+ * too. Returns the number of operations written to ops (at most max), or
+ * -EINVAL / -ENOMEM / -ENOSPC. Deterministic: every rank of a job gets the
+ * same schedule from the same plan.
+ */
+int trn_pp_order(const struct trn_pp_plan *p, int s, struct trn_pp_op *ops, int max);
+
+const char *trn_pp_sched_name(enum trn_pp_sched s); /* "zb", "1f1b" */
+int trn_pp_sched_parse(const char *name);	    /* the enum, or -EINVAL */
+
+/* A contiguous layer split for schedule sched: the one minimising est_s
+ * exactly, unless another split the search visits, or the even split,
+ * predicts a shorter step (step_s). */
 int trn_plan_pp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
-		const struct trn_net *net, struct trn_pp_plan *out);
+		const struct trn_net *net, enum trn_pp_sched sched, struct trn_pp_plan *out);
 /* The naive split: nlayers / ndev each. */
 int trn_plan_pp_even(const struct trn_model *m, const struct trn_profile *dev, int ndev,
-		     const struct trn_net *net, struct trn_pp_plan *out);
-/* Fill stage_s, hop_s, est_s and step_s for the split in p->first /
- * p->nlayers. step_s simulates the schedule (trn_pp_warmup) micro-batch by
- * micro-batch: a forward starts when its stage is free and the activation
- * has arrived (hop_s after the previous stage's forward), a backward when
- * its stage is free and the gradient has arrived; the step ends with the
- * first stage's last backward. Messages overlap compute (ice-train's
- * communication thread); only the waits they cause count. */
+		     const struct trn_net *net, enum trn_pp_sched sched, struct trn_pp_plan *out);
+/* Fill the times, est_s and step_s for the split in p->first / p->nlayers
+ * and the schedule p->sched. step_s simulates the schedule operation by
+ * operation: a forward starts when its stage is free and the activation has
+ * arrived (hop_s after the previous stage's forward), a backward when its
+ * stage is free and the gradient has arrived, a W when its stage is free.
+ * Messages overlap compute (ice-train's communication thread); only the
+ * waits they cause count. 1F1B: one step, ending with the first stage's
+ * last backward. ZB: the steady step (the fourth of four simulated back to
+ * back, each stage starting the next step when it has finished its last W
+ * of this one), as the steps after warm-up in ice-train; the optimizer step
+ * is not modelled in either. */
 int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		   const struct trn_net *net, struct trn_pp_plan *p);
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * trn_plan: the step-time predictor and the heterogeneity-aware planner for
- * data parallelism (micro-batches per device) and 1F1B pipelines (a
- * contiguous layer split, one stage per device). Formulas in README.md.
+ * data parallelism (micro-batches per device) and pipelines (a contiguous
+ * layer split, one stage per device; 1F1B or zero-bubble schedule, built and
+ * simulated operation by operation). Formulas in README.md.
  */
 #include <errno.h>
 #include <float.h>
@@ -199,70 +200,233 @@ int trn_pp_warmup(int s, int S, int m)
 	return w < m ? w : m;
 }
 
-/* Operation k (0 .. 2M-1) of a stage with w warm-up forwards: a forward
- * (*fwd) or a backward of micro-batch *i. */
-static void pp_op(int k, int w, int M, bool *fwd, int *i)
+int trn_pp_zb_inflight(int s, int S, int m)
 {
+	int n = 2 * (S - s) + 2;
+
+	return n < m ? n : m;
+}
+
+const char *trn_pp_sched_name(enum trn_pp_sched s)
+{
+	return s == TRN_PP_1F1B ? "1f1b" : "zb";
+}
+
+int trn_pp_sched_parse(const char *name)
+{
+	if (name != NULL && strcmp(name, "zb") == 0)
+		return TRN_PP_ZB;
+	if (name != NULL && strcmp(name, "1f1b") == 0)
+		return TRN_PP_1F1B;
+	return -EINVAL;
+}
+
+/* Operation k (0 .. 2M-1) of a 1F1B stage with w warm-up forwards. */
+static struct trn_pp_op pp_op_1f1b(int k, int w, int M)
+{
+	struct trn_pp_op op;
 	int j = k - w;
 
 	if (k < w) {
-		*fwd = true;
-		*i = k;
+		op.kind = TRN_PP_F;
+		op.mb = k;
 	} else if (j < 2 * (M - w)) {
-		*fwd = j % 2 == 0;
-		*i = *fwd ? w + j / 2 : j / 2;
+		op.kind = j % 2 == 0 ? TRN_PP_F : TRN_PP_B;
+		op.mb = op.kind == TRN_PP_F ? w + j / 2 : j / 2;
 	} else {
-		*fwd = false;
-		*i = M - w + (j - 2 * (M - w));
+		op.kind = TRN_PP_B;
+		op.mb = M - w + (j - 2 * (M - w));
 	}
+	return op;
 }
 
-/*
- * The schedule of trn_pp_warmup(), operation by operation: each stage runs
- * its operations in order, each as soon as the stage is free and its input
- * has arrived. f, b: forward and backward time of one micro-batch on each
- * stage; h[s]: a message from stage s to s + 1 (or back). Returns when the
- * last stage is done (the first stage's last backward), or a negative
- * errno. Every stage's backward i follows its own forward i in its order,
- * and 1F1B never deadlocks; the check is for safety.
- */
-static double pp_simulate(const double *f, const double *b, const double *h, int S, int M)
+/* Times of one stage's operations and of the messages it sends. */
+struct pp_times {
+	int S, M;
+	const double *f, *b, *w, *h; /* per stage; b: B, w: W */
+	bool zb;		     /* 1F1B: a B is the whole backward, b + w */
+};
+
+static double pp_dur(const struct pp_times *pt, int s, int kind)
 {
-	size_t n = (size_t)S * (size_t)M;
-	double *fend = malloc(2 * n * sizeof(*fend)), *bend, at[TRN_MAX_DEVICES] = {0}, step = 0;
-	int pos[TRN_MAX_DEVICES] = {0};
-	long left = 2L * S * M;
+	if (kind == TRN_PP_F)
+		return pt->f[s];
+	if (kind == TRN_PP_W)
+		return pt->w[s];
+	return pt->zb ? pt->b[s] : pt->b[s] + pt->w[s];
+}
+
+#define PP_ZB_BUILD_STEPS 2
+
+/*
+ * The greedy ZB schedule (trn_pp_order), every stage's operations of one
+ * step into ops[s * 3M ...]. Simulated in time order: the stage with the
+ * earliest free time decides next; anything another stage has not yet
+ * simulated ends after that time, so "not arrived" is exact. A stage whose
+ * next input is not yet known and which owes no W waits (blocked) until a
+ * neighbour has simulated another operation.
+ */
+static int pp_zb_build(const struct pp_times *pt, struct trn_pp_op *ops)
+{
+	int S = pt->S, M = pt->M;
+	size_t n = (size_t)S * (size_t)M, stride = 3 * (size_t)M;
+	double *fend = malloc(2 * PP_ZB_BUILD_STEPS * n * sizeof(*fend)), *bend;
+	double t[TRN_MAX_DEVICES] = {0};
+	int nf[TRN_MAX_DEVICES] = {0}, nb[TRN_MAX_DEVICES] = {0}, nw[TRN_MAX_DEVICES] = {0};
+	int step[TRN_MAX_DEVICES] = {0}, nops[TRN_MAX_DEVICES] = {0};
+	bool blocked[TRN_MAX_DEVICES] = {false};
 
 	if (fend == NULL)
 		return -ENOMEM;
-	bend = fend + n;
-	for (size_t x = 0; x < 2 * n; x++)
+	bend = fend + PP_ZB_BUILD_STEPS * n;
+	for (size_t x = 0; x < 2 * PP_ZB_BUILD_STEPS * n; x++)
 		fend[x] = -1;
+	for (;;) {
+		double now, fa = DBL_MAX, ba = DBL_MAX, *fe, *be;
+		bool can_f, can_b;
+		int s = -1, kind = -1, left = 0;
+
+		for (int x = 0; x < S; x++) {
+			if (step[x] == PP_ZB_BUILD_STEPS)
+				continue;
+			left++;
+			if (!blocked[x] && (s < 0 || t[x] < t[s]))
+				s = x;
+		}
+		if (left == 0)
+			break;
+		if (s < 0) {
+			free(fend);
+			return -EDEADLK;
+		}
+		now = t[s];
+		fe = fend + (size_t)step[s] * n;
+		be = bend + (size_t)step[s] * n;
+		can_f = nf[s] < M && nf[s] - nw[s] < trn_pp_zb_inflight(s, S, M);
+		can_b = nb[s] < nf[s];
+		if (can_f && s == 0)
+			fa = now;
+		else if (can_f && fe[(size_t)(s - 1) * M + nf[s]] >= 0)
+			fa = fe[(size_t)(s - 1) * M + nf[s]] + pt->h[s - 1];
+		if (can_b && s == S - 1)
+			ba = now;
+		else if (can_b && be[(size_t)(s + 1) * M + nb[s]] >= 0)
+			ba = be[(size_t)(s + 1) * M + nb[s]] + pt->h[s];
+		if (ba <= now)
+			kind = TRN_PP_B;
+		else if (fa <= now)
+			kind = TRN_PP_F;
+		else if (nw[s] < nb[s])
+			kind = TRN_PP_W;
+		if (kind < 0) {
+			if (nw[s] == M) {
+				/* the step is done: the next one starts */
+				step[s]++;
+				nf[s] = nb[s] = nw[s] = 0;
+				if (step[s] < PP_ZB_BUILD_STEPS)
+					nops[s] = 0;
+			} else if (fmin(fa, ba) < DBL_MAX) {
+				t[s] = fmin(fa, ba);
+			} else {
+				blocked[s] = true;
+			}
+			continue;
+		}
+		ops[(size_t)s * stride + nops[s]].kind = kind;
+		t[s] = now + pp_dur(pt, s, kind);
+		if (kind == TRN_PP_F) {
+			ops[(size_t)s * stride + nops[s]].mb = nf[s];
+			fe[(size_t)s * M + nf[s]++] = t[s];
+		} else if (kind == TRN_PP_B) {
+			ops[(size_t)s * stride + nops[s]].mb = nb[s];
+			be[(size_t)s * M + nb[s]++] = t[s];
+		} else {
+			ops[(size_t)s * stride + nops[s]].mb = nw[s]++;
+		}
+		nops[s]++;
+		if (s > 0)
+			blocked[s - 1] = false;
+		if (s < S - 1)
+			blocked[s + 1] = false;
+	}
+	free(fend);
+	return 0;
+}
+
+/* Every stage's operations of one step: ops[s * 3M + k], nops[s] each. */
+static int pp_orders(const struct pp_times *pt, struct trn_pp_op *ops, int *nops)
+{
+	size_t stride = 3 * (size_t)pt->M;
+
+	for (int s = 0; s < pt->S; s++)
+		nops[s] = pt->zb ? 3 * pt->M : 2 * pt->M;
+	if (pt->zb)
+		return pp_zb_build(pt, ops);
+	for (int s = 0; s < pt->S; s++) {
+		int w = trn_pp_warmup(s, pt->S, pt->M);
+
+		for (int k = 0; k < 2 * pt->M; k++)
+			ops[(size_t)s * stride + k] = pp_op_1f1b(k, w, pt->M);
+	}
+	return 0;
+}
+
+/*
+ * Run the schedule ops (nops[s] operations of stage s, repeated in each of
+ * steps steps) with the times of pt: each stage runs its operations in
+ * order, each as soon as the stage is free and its input has arrived. A
+ * step ends when its last stage is done. Returns the last step's time
+ * (from the end of the step before, or from 0), or a negative errno.
+ */
+static double pp_run(const struct pp_times *pt, const struct trn_pp_op *ops, const int *nops,
+		     int steps)
+{
+	int S = pt->S, M = pt->M;
+	size_t n = (size_t)S * (size_t)M, stride = 3 * (size_t)M;
+	double *fend = malloc((2 * (size_t)steps * n + (size_t)steps) * sizeof(*fend)), *bend;
+	double at[TRN_MAX_DEVICES] = {0}, *stepend, t;
+	long pos[TRN_MAX_DEVICES] = {0}, left = 0;
+
+	if (fend == NULL)
+		return -ENOMEM;
+	bend = fend + (size_t)steps * n;
+	stepend = bend + (size_t)steps * n;
+	for (size_t x = 0; x < 2 * (size_t)steps * n; x++)
+		fend[x] = -1;
+	for (int x = 0; x < steps; x++)
+		stepend[x] = 0;
+	for (int s = 0; s < S; s++)
+		left += (long)steps * nops[s];
 	while (left > 0) {
 		long before = left;
 
 		for (int s = 0; s < S; s++) {
-			int w = trn_pp_warmup(s, S, M);
-
-			while (pos[s] < 2 * M) {
+			while (pos[s] < (long)steps * nops[s]) {
+				const struct trn_pp_op *op =
+					&ops[(size_t)s * stride + pos[s] % nops[s]];
+				size_t st = (size_t)(pos[s] / nops[s]) * n;
 				double ready = 0;
-				bool fwd;
-				int i;
 
-				pp_op(pos[s], w, M, &fwd, &i);
-				if (fwd && s > 0) {
-					if (fend[(size_t)(s - 1) * M + i] < 0)
+				if (op->kind == TRN_PP_F && s > 0) {
+					if (fend[st + (size_t)(s - 1) * M + op->mb] < 0)
 						break;
-					ready = fend[(size_t)(s - 1) * M + i] + h[s - 1];
-				} else if (!fwd && s < S - 1) {
-					if (bend[(size_t)(s + 1) * M + i] < 0)
+					ready = fend[st + (size_t)(s - 1) * M + op->mb] +
+						pt->h[s - 1];
+				} else if (op->kind == TRN_PP_B && s < S - 1) {
+					if (bend[st + (size_t)(s + 1) * M + op->mb] < 0)
 						break;
-					ready = bend[(size_t)(s + 1) * M + i] + h[s];
+					ready = bend[st + (size_t)(s + 1) * M + op->mb] + pt->h[s];
 				}
-				at[s] = fmax(at[s], ready) + (fwd ? f[s] : b[s]);
-				(fwd ? fend : bend)[(size_t)s * M + i] = at[s];
+				at[s] = fmax(at[s], ready) + pp_dur(pt, s, op->kind);
+				if (op->kind == TRN_PP_F)
+					fend[st + (size_t)s * M + op->mb] = at[s];
+				else if (op->kind == TRN_PP_B)
+					bend[st + (size_t)s * M + op->mb] = at[s];
 				pos[s]++;
 				left--;
+				if (pos[s] % nops[s] == 0)
+					stepend[pos[s] / nops[s] - 1] =
+						fmax(stepend[pos[s] / nops[s] - 1], at[s]);
 			}
 		}
 		if (left == before) {
@@ -270,10 +434,9 @@ static double pp_simulate(const double *f, const double *b, const double *h, int
 			return -EDEADLK;
 		}
 	}
-	for (int s = 0; s < S; s++)
-		step = fmax(step, at[s]);
+	t = stepend[steps - 1] - (steps > 1 ? stepend[steps - 2] : 0);
 	free(fend);
-	return step;
+	return t;
 }
 
 static int check_pp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
@@ -288,13 +451,72 @@ static int check_pp(const struct trn_model *m, const struct trn_profile *dev, in
 	return 0;
 }
 
+/* Every stage's F, B and W times and hops of plan p (filled). */
+static void pp_times_of(const struct trn_pp_plan *p, struct pp_times *pt)
+{
+	pt->S = p->nstages;
+	pt->M = p->micro_batches;
+	pt->f = p->fwd_s;
+	pt->b = p->bwd_s;
+	pt->w = p->wgt_s;
+	pt->h = p->hop_s;
+	pt->zb = p->sched == TRN_PP_ZB;
+}
+
+#define PP_ZB_RUN_STEPS 4
+
+/* Simulate p's schedule: its predicted step (see trn_predict_pp). */
+static double pp_step_time(const struct trn_pp_plan *p)
+{
+	struct pp_times pt;
+	struct trn_pp_op *ops;
+	int nops[TRN_MAX_DEVICES];
+	double step;
+	int ret;
+
+	pp_times_of(p, &pt);
+	ops = malloc((size_t)pt.S * 3 * (size_t)pt.M * sizeof(*ops));
+	if (ops == NULL)
+		return -ENOMEM;
+	ret = pp_orders(&pt, ops, nops);
+	step = ret < 0 ? ret : pp_run(&pt, ops, nops, pt.zb ? PP_ZB_RUN_STEPS : 1);
+	free(ops);
+	return step;
+}
+
+int trn_pp_order(const struct trn_pp_plan *p, int s, struct trn_pp_op *ops, int max)
+{
+	struct pp_times pt;
+	struct trn_pp_op *all;
+	int nops[TRN_MAX_DEVICES], ret;
+
+	if (p == NULL || ops == NULL || p->nstages < 1 || p->nstages > TRN_MAX_DEVICES || s < 0 ||
+	    s >= p->nstages || p->micro_batches < 1)
+		return -EINVAL;
+	pp_times_of(p, &pt);
+	all = malloc((size_t)pt.S * 3 * (size_t)pt.M * sizeof(*all));
+	if (all == NULL)
+		return -ENOMEM;
+	ret = pp_orders(&pt, all, nops);
+	if (ret == 0 && nops[s] > max)
+		ret = -ENOSPC;
+	if (ret == 0) {
+		memcpy(ops, all + (size_t)s * 3 * pt.M, (size_t)nops[s] * sizeof(*ops));
+		ret = nops[s];
+	}
+	free(all);
+	return ret;
+}
+
 int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		   const struct trn_net *net, struct trn_pp_plan *p)
 {
-	double sum = 0, mx = 0, f[TRN_MAX_DEVICES], b[TRN_MAX_DEVICES], step;
+	double sum = 0, mx = 0, step;
 	int ret = check_pp(m, dev, ndev, net);
 
 	if (ret < 0 || p == NULL)
+		return -EINVAL;
+	if (p->sched != TRN_PP_ZB && p->sched != TRN_PP_1F1B)
 		return -EINVAL;
 	p->nstages = ndev;
 	p->micro_batches = m->global_batch / m->micro_batch;
@@ -311,17 +533,20 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
 			ff += trn_layer_fwd_flops(m, l);
 			fb += trn_layer_bwd_flops(m, l);
 		}
-		f[s] = stage_compute(m, dev, s, ff);
-		b[s] = stage_compute(m, dev, s, fb);
+		/* the backward is two matrix multiplies of the forward's size
+		 * per layer: dX = dY W^T (B) and dW = X^T dY (W) */
+		p->fwd_s[s] = stage_compute(m, dev, s, ff);
+		p->bwd_s[s] = stage_compute(m, dev, s, fb / 2);
+		p->wgt_s[s] = stage_compute(m, dev, s, fb / 2);
 		p->stage_s[s] = stage_time(m, dev, s, ndev, a, e, ff + fb, net);
 		p->hop_s[s] = s < ndev - 1 ? p2p_time(m, m->out[e - 1], net) : 0;
 		sum += p->stage_s[s];
-		mx = fmax(mx, f[s] + b[s]);
+		mx = fmax(mx, p->fwd_s[s] + p->bwd_s[s] + p->wgt_s[s]);
 	}
 	if (p->first[ndev - 1] + p->nlayers[ndev - 1] != m->nlayers)
 		return -EINVAL;
 	p->est_s = sum + (p->micro_batches - 1) * mx;
-	step = pp_simulate(f, b, p->hop_s, ndev, p->micro_batches);
+	step = pp_step_time(p);
 	if (step < 0)
 		return (int)step;
 	p->step_s = step;
@@ -329,13 +554,14 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
 }
 
 int trn_plan_pp_even(const struct trn_model *m, const struct trn_profile *dev, int ndev,
-		     const struct trn_net *net, struct trn_pp_plan *out)
+		     const struct trn_net *net, enum trn_pp_sched sched, struct trn_pp_plan *out)
 {
 	int ret = check_pp(m, dev, ndev, net), first = 0;
 
 	if (ret < 0 || out == NULL)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
+	out->sched = sched;
 	for (int s = 0; s < ndev; s++) {
 		out->first[s] = first;
 		out->nlayers[s] = m->nlayers / ndev + (s < m->nlayers % ndev);
@@ -350,6 +576,7 @@ struct pp_search {
 	const struct trn_model *m;
 	const struct trn_profile *dev;
 	const struct trn_net *net;
+	enum trn_pp_sched sched;
 	int S, L;
 	double *pf; /* pf[l]: fwd+bwd FLOP of layers [0, l), per sample */
 	double *dp; /* (S + 1) x (L + 1) */
@@ -440,6 +667,7 @@ static int pp_consider(const struct pp_search *ps, struct trn_pp_plan *best)
 	int ret;
 
 	pp_take(ps, &p);
+	p.sched = ps->sched;
 	ret = trn_predict_pp(ps->m, ps->dev, ps->S, ps->net, &p);
 	if (ret == 0 && (best->nstages == 0 || p.step_s < best->step_s))
 		*best = p;
@@ -456,9 +684,9 @@ static int pp_consider(const struct pp_search *ps, struct trn_pp_plan *best)
  * the one predicting the shortest step wins, the est optimum among them.
  */
 int trn_plan_pp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
-		const struct trn_net *net, struct trn_pp_plan *out)
+		const struct trn_net *net, enum trn_pp_sched sched, struct trn_pp_plan *out)
 {
-	struct pp_search ps = {.m = m, .dev = dev, .net = net, .S = ndev};
+	struct pp_search ps = {.m = m, .dev = dev, .net = net, .sched = sched, .S = ndev};
 	struct trn_pp_plan even;
 	double *cands = NULL, bmin, smin, best = DBL_MAX, hi;
 	size_t ncand = 0, cap = 0;
@@ -536,7 +764,7 @@ int trn_plan_pp(const struct trn_model *m, const struct trn_profile *dev, int nd
 even:
 	if (ret < 0)
 		goto out;
-	ret = trn_plan_pp_even(m, dev, ndev, net, &even);
+	ret = trn_plan_pp_even(m, dev, ndev, net, sched, &even);
 	if (ret == 0 && even.step_s < out->step_s)
 		*out = even;
 out:

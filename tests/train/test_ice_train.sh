@@ -5,9 +5,12 @@
 # train/profiles/emu-2kind.yaml; the 24-layer MLP, train/models/mlp.yaml):
 #   - data parallel, planned split: all ranks end with identical weights,
 #     the predictor's step and its error are printed;
-#   - pipeline parallel with --efficiency: every activation and gradient
-#     arrived intact, the efficiency table (plan and even) and the per-stage
-#     waits are printed, --trace writes every rank's events;
+#   - pipeline parallel with --efficiency (zero-bubble schedule, the
+#     default): every activation and gradient arrived intact, the efficiency
+#     table (plan and even) and the per-stage waits are printed, --trace
+#     writes every rank's events (F, B and W of every micro-batch);
+#   - pipeline parallel, zero bubble against 1F1B on the same split: the
+#     same weights at the end, bit for bit;
 #   - --json gives one valid JSON object with the figures.
 # Figures are printed, never asserted (benchmarks print). Exits 77 when
 # something it needs is absent. Ranks use 127.21.0.x (loopback).
@@ -68,7 +71,24 @@ for r in csv.DictReader(open(sys.argv[1])):
         assert t == sorted(t), r
 assert n[("mixed", "plan", "1", "fwd")] == 35 and n[("mixed", "plan", "0", "bwd")] == 35, n
 assert n[("mixed", "even", "1", "recv_act")] == 35, n
+assert n[("mixed", "plan", "0", "wgt")] == 35 and n[("mixed", "plan", "1", "wgt")] == 35, n
 PY
+
+echo "## pp, zero bubble against 1f1b"
+for sc in zb 1f1b; do
+	timeout 120 "$TRAIN" "${COMMON[@]}" --scheme pp --pp-schedule $sc --steps 2 --warmup 0 \
+		>"$TMP/pp-$sc" 2>&1
+	rc=$?
+	cat "$TMP/pp-$sc"
+	[ "$rc" -eq 0 ] || fail "ice-train pp --pp-schedule $sc exited $rc"
+	grep -q "== mixed: pp $sc, plan split" "$TMP/pp-$sc" || fail "pp $sc: no job header"
+	grep -q 'pipeline messages intact (checksums sent = received): yes' "$TMP/pp-$sc" ||
+		fail "pp $sc: messages not intact"
+done
+w_zb=$(grep 'weights (fnv1a per stage)' "$TMP/pp-zb")
+w_1f1b=$(grep 'weights (fnv1a per stage)' "$TMP/pp-1f1b")
+[ -n "$w_zb" ] && [ "$w_zb" = "$w_1f1b" ] ||
+	fail "pp: zero bubble and 1f1b end with different weights ('$w_zb' / '$w_1f1b')"
 
 echo "## dp --json"
 timeout 120 "$TRAIN" "${COMMON[@]}" --scheme dp --split even --steps 1 --warmup 0 --json \

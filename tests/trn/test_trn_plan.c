@@ -243,7 +243,7 @@ static void test_predict_pp(void **state)
 {
 	struct trn_profile d[3];
 	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 1, .lat_s = 1e-6, .overlap = 0};
-	struct trn_pp_plan p = {0};
+	struct trn_pp_plan p = {.sched = TRN_PP_1F1B};
 	double send = 4.0 * 100 * 2 / 1e9 + 1e-6;
 
 	devs(d, (double[]){1, 1, 2}, 3);
@@ -285,8 +285,8 @@ static void test_predict_pp(void **state)
 	assert_int_equal(trn_predict_pp(&m, d, 3, &net, &p), -EINVAL);
 	/* more stages than layers */
 	model_square(2, 100, 8, 2);
-	assert_int_equal(trn_plan_pp(&m, d, 3, &net, &p), -EINVAL);
-	assert_int_equal(trn_plan_pp_even(&m, d, 3, &net, &p), -EINVAL);
+	assert_int_equal(trn_plan_pp(&m, d, 3, &net, TRN_PP_1F1B, &p), -EINVAL);
+	assert_int_equal(trn_plan_pp_even(&m, d, 3, &net, TRN_PP_1F1B, &p), -EINVAL);
 }
 
 /* The schedule: warm-up depths, and steps worked out by hand. */
@@ -294,7 +294,7 @@ static void test_predict_pp_schedule(void **state)
 {
 	struct trn_profile d[2];
 	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 1, .lat_s = 0, .overlap = 0};
-	struct trn_pp_plan p = {0};
+	struct trn_pp_plan p = {.sched = TRN_PP_1F1B};
 	double u = 2e-5; /* forward of one 100x100 layer, one sample, 1 GFLOP/s */
 
 	/* one more forward in flight than the minimum, but the last stage */
@@ -329,6 +329,119 @@ static void test_predict_pp_schedule(void **state)
 	assert_true(p.step_s > p.est_s);
 }
 
+static void random_chain(int L);
+
+/* Two stages of equal times f = B = W = u (the backward 2u), no message
+ * time, M micro-batches. 1F1B: (M + 1) 3u, a stage idles 3u a step.
+ * Zero bubble, by hand for M = 4 (stage 0 may hold 4 micro-batches, stage 1
+ * all 4): stage 0 runs F0..F3 [0, 4u]; stage 1 runs F0 B0 at [u, 3u], F1
+ * B1 [3u, 5u], F2 B2 [5u, 7u], F3 B3 [7u, 9u], then W0..W3 [9u, 13u];
+ * stage 0 runs B0 [4u, 5u] (its gradient came at 3u), W0 [5u, 6u], B1
+ * [6u, 7u] (5u), W1, B2 [8u, 9u] (7u), W2, B3 [10u, 11u] (9u), W3: done
+ * at 12u and starts the next step at once. Stage 1 finishes its Ws at 13u
+ * and its next F0 may start at 13u (F0 on stage 0 ends at 13u): the
+ * next step runs the same, shifted by 12u. Steady step: 12u = 3 M u, no
+ * bubble at all (1F1B: 15u). */
+static void test_predict_pp_zb(void **state)
+{
+	struct trn_profile d[2];
+	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 1e9, .lat_s = 0, .overlap = 0};
+	struct trn_pp_plan p = {.sched = TRN_PP_ZB}, q = {.sched = TRN_PP_1F1B};
+	struct trn_pp_op ops[3 * 64];
+	double u = 2 * 100 * 100 / 1e9; /* one 100x100 layer, one sample, 1 GFLOP/s */
+	static const char *const want[2] = {"F0 F1 F2 F3 B0 W0 B1 W1 B2 W2 B3 W3",
+					    "F0 B0 F1 B1 F2 B2 F3 B3 W0 W1 W2 W3"};
+
+	assert_int_equal(trn_pp_zb_inflight(0, 2, 35), 6);
+	assert_int_equal(trn_pp_zb_inflight(1, 2, 35), 4);
+	assert_int_equal(trn_pp_zb_inflight(0, 2, 4), 4);
+	assert_int_equal(trn_pp_sched_parse("zb"), TRN_PP_ZB);
+	assert_int_equal(trn_pp_sched_parse("1f1b"), TRN_PP_1F1B);
+	assert_int_equal(trn_pp_sched_parse("gpipe"), -EINVAL);
+	devs(d, (double[]){1, 1}, 2);
+	model_square(2, 100, 4, 1); /* 4 micro-batches of 1 */
+	p.first[1] = q.first[1] = 1;
+	p.nlayers[0] = p.nlayers[1] = q.nlayers[0] = q.nlayers[1] = 1;
+	assert_int_equal(trn_predict_pp(&m, d, 2, &net, &p), 0);
+	assert_int_equal(trn_predict_pp(&m, d, 2, &net, &q), 0);
+	assert_near(p.fwd_s[0], u);
+	assert_near(p.bwd_s[1], u);
+	assert_near(p.wgt_s[1], u);
+	assert_near(p.hop_s[0], 0);
+	assert_near(q.step_s, 5 * 3 * u);
+	assert_near(p.step_s, 4 * 3 * u);
+	for (int s = 0; s < 2; s++) {
+		char buf[256] = "";
+		size_t off = 0;
+		int n = trn_pp_order(&p, s, ops, 3 * 64);
+
+		assert_int_equal(n, 12);
+		for (int c = 0; c < n; c++)
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%c%d",
+						c ? " " : "", "FBW"[ops[c].kind], ops[c].mb);
+		assert_string_equal(buf, want[s]);
+	}
+	assert_int_equal(trn_pp_order(&p, 0, ops, 11), -ENOSPC);
+	assert_int_equal(trn_pp_order(&p, 2, ops, 3 * 64), -EINVAL);
+	/* 35 micro-batches: 1F1B idles 3u a step, zero bubble not at all */
+	model_square(2, 100, 35, 1);
+	assert_int_equal(trn_predict_pp(&m, d, 2, &net, &p), 0);
+	assert_int_equal(trn_predict_pp(&m, d, 2, &net, &q), 0);
+	assert_near(q.step_s, 36 * 3 * u);
+	assert_near(p.step_s, 35 * 3 * u);
+}
+
+/* Every ZB schedule is complete and keeps its promises: F, B and W each in
+ * micro-batch order, B after F and W after B of the same micro-batch, at
+ * most trn_pp_zb_inflight() micro-batches between F and W; and its
+ * steady step is at least the busiest stage's work and at most 1F1B's. */
+static void test_pp_zb_orders(void **state)
+{
+	static struct trn_pp_op ops[3 * 40];
+
+	srand(77);
+	for (int iter = 0; iter < 300; iter++) {
+		int L = 1 + rand() % 10, S = 1 + rand() % (L < 6 ? L : 6);
+		int M = 1 + rand() % 40;
+		struct trn_profile d[6];
+		double g[6], busy = 0;
+		struct trn_net net = {.busbw_gbps = 1,
+				      .p2p_gbps = frand(1e-3, 0.5),
+				      .lat_s = frand(0, 1e-4),
+				      .overlap = 0};
+		struct trn_pp_plan p = {.sched = TRN_PP_ZB}, q;
+
+		for (int i = 0; i < S; i++)
+			g[i] = frand(0.05, 2);
+		devs(d, g, S);
+		random_chain(L);
+		m.micro_batch = 1 + rand() % 4;
+		m.global_batch = M * m.micro_batch;
+		assert_int_equal(trn_plan_pp_even(&m, d, S, &net, TRN_PP_1F1B, &q), 0);
+		memcpy(p.first, q.first, sizeof(p.first));
+		memcpy(p.nlayers, q.nlayers, sizeof(p.nlayers));
+		assert_int_equal(trn_predict_pp(&m, d, S, &net, &p), 0);
+		for (int s = 0; s < S; s++) {
+			int next[3] = {0, 0, 0}, n = trn_pp_order(&p, s, ops, 3 * 40);
+
+			assert_int_equal(n, 3 * M);
+			for (int c = 0; c < n; c++) {
+				int k = ops[c].kind;
+
+				assert_int_equal(ops[c].mb, next[k]);
+				next[k]++;
+				assert_true(next[TRN_PP_B] <= next[TRN_PP_F]);
+				assert_true(next[TRN_PP_W] <= next[TRN_PP_B]);
+				assert_true(next[TRN_PP_F] - next[TRN_PP_W] <=
+					    trn_pp_zb_inflight(s, S, M));
+			}
+			busy = fmax(busy, M * (p.fwd_s[s] + p.bwd_s[s] + p.wgt_s[s]));
+		}
+		assert_true(p.step_s >= busy * (1 - 1e-12));
+		assert_true(p.step_s <= q.step_s * (1 + 1e-12));
+	}
+}
+
 /* ---- PP planner -------------------------------------------------------------- */
 
 static void test_plan_pp_hand(void **state)
@@ -340,11 +453,11 @@ static void test_plan_pp_hand(void **state)
 	/* speeds 3:1, 8 equal layers: 6 / 2 */
 	devs(d, (double[]){3, 1}, 2);
 	model_square(8, 256, 64, 4);
-	assert_int_equal(trn_plan_pp(&m, d, 2, &net, &p), 0);
+	assert_int_equal(trn_plan_pp(&m, d, 2, &net, TRN_PP_1F1B, &p), 0);
 	assert_int_equal(p.nlayers[0], 6);
 	assert_int_equal(p.nlayers[1], 2);
 	assert_int_equal(p.first[1], 6);
-	assert_int_equal(trn_plan_pp_even(&m, d, 2, &net, &e), 0);
+	assert_int_equal(trn_plan_pp_even(&m, d, 2, &net, TRN_PP_1F1B, &e), 0);
 	assert_int_equal(e.nlayers[0], 4);
 	assert_int_equal(e.nlayers[1], 4);
 	assert_true(p.step_s < e.step_s);
@@ -354,7 +467,7 @@ static void test_plan_pp_hand(void **state)
 		struct trn_profile d3[3];
 
 		devs(d3, (double[]){1, 1, 1}, 3);
-		assert_int_equal(trn_plan_pp_even(&m, d3, 3, &net, &e), 0);
+		assert_int_equal(trn_plan_pp_even(&m, d3, 3, &net, TRN_PP_1F1B, &e), 0);
 		assert_int_equal(e.nlayers[0], 3);
 		assert_int_equal(e.nlayers[1], 3);
 		assert_int_equal(e.nlayers[2], 2);
@@ -410,7 +523,7 @@ static void pp_brute(struct trn_profile *d, int S, const struct trn_net *net, in
 /* The planner finds the least est_s exactly (its split or a better
  * predicted one), is never worse than even, and comes close to the best
  * predicted step of all splits. */
-static void test_plan_pp_brute(void **state)
+static void plan_pp_brute(enum trn_pp_sched sched)
 {
 	double worst = 0;
 	int optimal = 0;
@@ -425,7 +538,7 @@ static void test_plan_pp_brute(void **state)
 				      .p2p_gbps = frand(1e-4, 0.05), /* comm matters */
 				      .lat_s = frand(0, 1e-4),
 				      .overlap = 0};
-		struct trn_pp_plan p, e, scratch = {0};
+		struct trn_pp_plan p, e, scratch = {.sched = sched};
 		struct pp_best b = {DBL_MAX, 0, DBL_MAX};
 
 		for (int i = 0; i < S; i++)
@@ -434,8 +547,9 @@ static void test_plan_pp_brute(void **state)
 		random_chain(L);
 		m.micro_batch = mb;
 		m.global_batch = M * mb;
-		assert_int_equal(trn_plan_pp(&m, d, S, &net, &p), 0);
-		assert_int_equal(trn_plan_pp_even(&m, d, S, &net, &e), 0);
+		assert_int_equal(trn_plan_pp(&m, d, S, &net, sched, &p), 0);
+		assert_int_equal(trn_plan_pp_even(&m, d, S, &net, sched, &e), 0);
+		assert_int_equal(p.sched, sched);
 		pp_brute(d, S, &net, 0, 0, &scratch, &b);
 		if (p.step_s > b.est_step * (1 + 1e-9))
 			fail_msg("iter %d (L %d S %d M %d): planner %.12g, split of least est "
@@ -450,9 +564,15 @@ static void test_plan_pp_brute(void **state)
 		assert_int_equal(trn_predict_pp(&m, d, S, &net, &scratch), 0);
 		assert_near(scratch.step_s, p.step_s);
 	}
-	print_message("planner at the best predicted split in %d of 600 cases; worst %.2f%% "
-		      "above it\n",
-		      optimal, 100 * worst);
+	print_message("%s: planner at the best predicted split in %d of 600 cases; worst "
+		      "%.2f%% above it\n",
+		      trn_pp_sched_name(sched), optimal, 100 * worst);
+}
+
+static void test_plan_pp_brute(void **state)
+{
+	plan_pp_brute(TRN_PP_1F1B);
+	plan_pp_brute(TRN_PP_ZB);
 }
 
 static void test_plan_pp_large(void **state)
@@ -468,9 +588,17 @@ static void test_plan_pp_large(void **state)
 		g[i] = i % 2 == 0 ? 10 : 3;
 	devs(d, g, 16);
 	model_square(256, 512, 256, 4);
-	assert_int_equal(trn_plan_pp(&m, d, 16, &net, &p), 0);
-	assert_int_equal(trn_plan_pp_even(&m, d, 16, &net, &e), 0);
+	assert_int_equal(trn_plan_pp(&m, d, 16, &net, TRN_PP_1F1B, &p), 0);
+	assert_int_equal(trn_plan_pp_even(&m, d, 16, &net, TRN_PP_1F1B, &e), 0);
 	assert_true(p.step_s < e.step_s);
+	{
+		struct trn_pp_plan z, ze;
+
+		assert_int_equal(trn_plan_pp(&m, d, 16, &net, TRN_PP_ZB, &z), 0);
+		assert_int_equal(trn_plan_pp_even(&m, d, 16, &net, TRN_PP_ZB, &ze), 0);
+		assert_true(z.step_s < ze.step_s);
+		assert_true(z.step_s < p.step_s);
+	}
 	for (int i = 0; i < 8; i++)
 		print_message("stage %d: %d layers\n", i, p.nlayers[i]);
 }
@@ -481,6 +609,7 @@ int main(void)
 		cmocka_unit_test(test_predict_dp),    cmocka_unit_test(test_plan_dp_hand),
 		cmocka_unit_test(test_plan_dp_brute), cmocka_unit_test(test_plan_dp_never_worse),
 		cmocka_unit_test(test_predict_pp),    cmocka_unit_test(test_predict_pp_schedule),
+		cmocka_unit_test(test_predict_pp_zb), cmocka_unit_test(test_pp_zb_orders),
 		cmocka_unit_test(test_plan_pp_hand),  cmocka_unit_test(test_plan_pp_brute),
 		cmocka_unit_test(test_plan_pp_large),
 	};

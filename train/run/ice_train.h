@@ -31,6 +31,7 @@ struct itr_job {
 	char label[64]; /* "alone emu-fast", "mixed" */
 	enum itr_scheme scheme;
 	enum itr_split split;
+	enum trn_pp_sched sched; /* pp: the pipeline schedule */
 	int ndev;
 	struct trn_profile dev[TRN_MAX_DEVICES]; /* rank r runs on dev[r] */
 	struct trn_model model;

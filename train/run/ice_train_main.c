@@ -36,6 +36,7 @@ struct opts {
 	const char *model_path, *profiles_path, *devices, *trace;
 	enum itr_scheme scheme;
 	enum itr_split split;
+	enum trn_pp_sched sched;
 	int steps, warmup;
 	double lr, overlap; /* overlap < 0: from the schedule */
 	uint32_t seed;
@@ -62,6 +63,7 @@ static void usage(FILE *f)
 		   "  --devices LIST         one rank per device: NAME,NAME*COUNT,...\n"
 		   "  --scheme dp|pp         data or pipeline parallelism (default dp)\n"
 		   "  --split plan|even      the planner's split or the even one (default plan)\n"
+		   "  --pp-schedule zb|1f1b  pipeline schedule: zero bubble (default) or 1F1B\n"
 		   "  --steps N              timed steps (default 5)\n"
 		   "  --warmup N             untimed steps first (default 1)\n"
 		   "  --lr X                 SGD learning rate (default 0.001)\n"
@@ -94,6 +96,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		O_EFF,
 		O_JSON,
 		O_TRACE,
+		O_PP_SCHED,
 	};
 	static const struct option lo[] = {
 		{"model", 1, 0, O_MODEL},
@@ -109,6 +112,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		{"efficiency", 0, 0, O_EFF},
 		{"json", 0, 0, O_JSON},
 		{"trace", 1, 0, O_TRACE},
+		{"pp-schedule", 1, 0, O_PP_SCHED},
 		TP_OPTS_LONGOPTS,
 		{"verbose", 0, 0, 'v'},
 		{"help", 0, 0, 'h'},
@@ -182,6 +186,14 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		case O_TRACE:
 			o->trace = optarg;
 			break;
+		case O_PP_SCHED: {
+			int sc = trn_pp_sched_parse(optarg);
+
+			if (sc < 0)
+				tp_opts_die(t, "--pp-schedule", optarg, "zb or 1f1b");
+			o->sched = (enum trn_pp_sched)sc;
+			break;
+		}
 		case 'v':
 			ice_log_setup("info,debug=comm+coll");
 			break;
@@ -400,8 +412,10 @@ static void print_job(const struct job_out *jo)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
 	dev_list(j, devs, sizeof(devs));
-	printf("\n== %s: %s, %s split, %d rank(s): %s\n", j->label,
-	       j->scheme == ITR_DP ? "dp" : "pp", split_name(j->split), j->ndev, devs);
+	printf("\n== %s: %s%s%s, %s split, %d rank(s): %s\n", j->label,
+	       j->scheme == ITR_DP ? "dp" : "pp", j->scheme == ITR_PP ? " " : "",
+	       j->scheme == ITR_PP ? trn_pp_sched_name(j->sched) : "", split_name(j->split),
+	       j->ndev, devs);
 	if (jo->status != 0 || !res->ok) {
 		printf("   FAILED (exit status %d); see the messages above\n", jo->status);
 		return;
@@ -465,9 +479,16 @@ static void print_job(const struct job_out *jo)
 		       j->ndev, res->weights_identical ? "yes" : "NO",
 		       (unsigned long long)res->rank[0].weight_hash, res->rank[0].weight_sum,
 		       dp_loss(jo));
-	else
+	else {
 		printf("   pipeline messages intact (checksums sent = received): %s; loss %.6g\n",
 		       jo->data_ok ? "yes" : "NO", res->rank[j->ndev - 1].loss);
+		/* the same split and data give the same weights under either
+		 * schedule (gradients are summed in the same order) */
+		printf("   weights (fnv1a per stage):");
+		for (int r = 0; r < j->ndev; r++)
+			printf(" %016llx", (unsigned long long)res->rank[r].weight_hash);
+		printf("\n");
+	}
 }
 
 static json_t *job_json(const struct job_out *jo)
@@ -506,6 +527,7 @@ static json_t *job_json(const struct job_out *jo)
 	} else {
 		json_object_set_new(o, "pipeline_data_ok", json_boolean(jo->data_ok));
 		json_object_set_new(o, "micro_batches", json_integer(res->pp.micro_batches));
+		json_object_set_new(o, "pp_schedule", json_string(trn_pp_sched_name(j->sched)));
 	}
 	for (int r = 0; r < j->ndev; r++) {
 		const struct itr_rank_result *rr = &res->rank[r];
@@ -624,7 +646,10 @@ static int run_job(struct opts *o, struct job_out *jo)
 	arg.res = jo->res;
 	if (!o->json)
 		fprintf(stderr, "ice-train: running %s (%s, %s split, %d ranks)...\n",
-			jo->job.label, jo->job.scheme == ITR_DP ? "dp" : "pp",
+			jo->job.label,
+			jo->job.scheme == ITR_DP     ? "dp"
+			: jo->job.sched == TRN_PP_ZB ? "pp zb"
+						     : "pp 1f1b",
 			split_name(jo->job.split), jo->job.ndev);
 	jo->status = tp_launch_ranks(&l, &cc, itr_rank_main, &arg);
 	free(ns);
@@ -644,6 +669,7 @@ static void job_init(struct itr_job *j, const struct opts *o, const struct trn_m
 	snprintf(j->label, sizeof(j->label), "%s", label);
 	j->scheme = o->scheme;
 	j->split = split;
+	j->sched = o->sched;
 	j->model = *m;
 	j->steps = o->steps;
 	j->warmup = o->warmup;
@@ -802,8 +828,11 @@ int main(int argc, char **argv)
 			if (all_ok && jobs[ngroups + s].res->ok)
 				eff[s] = jobs[ngroups + s].tput / alone;
 		if (!o.json) {
-			printf("\n== mixed-training efficiency (%s, model %s, global batch %d)\n",
-			       o.scheme == ITR_DP ? "dp" : "pp", model.name, model.global_batch);
+			printf("\n== mixed-training efficiency (%s%s%s, model %s, global batch "
+			       "%d)\n",
+			       o.scheme == ITR_DP ? "dp" : "pp", o.scheme == ITR_PP ? " " : "",
+			       o.scheme == ITR_PP ? trn_pp_sched_name(o.sched) : "", model.name,
+			       model.global_batch);
 			printf("   %-16s %-44s %-5s %9s %10s %11s %8s\n", "job", "devices", "split",
 			       "step s", "samples/s", "predicted s", "error %");
 			for (int i = 0; i < njobs; i++) {

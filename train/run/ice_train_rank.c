@@ -51,7 +51,11 @@ struct cop {
 	size_t count;
 	int peer;
 	int ret;
-	int tag; /* the micro-batch, for the trace */
+	int tag;	/* the micro-batch, for the trace */
+	bool hash;	/* the communication thread hashes buf (host memory): a
+			 * send's before it goes, a receive's once it is in */
+	uint64_t hval;	/* FNV-1a of buf's bytes, as sent or received */
+	uint64_t *hsum; /* the compute thread adds hval here when it waits */
 	bool done;
 	bool posted;			 /* posted and not yet waited for */
 	uint64_t t_post, t_start, t_end; /* queued, taken by the thread, finished */
@@ -68,6 +72,9 @@ struct cthread {
 	struct tp_dev_comm *d;
 	struct tp_engine *e;
 };
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t len);
+#define FNV_INIT 0xcbf29ce484222325ull
 
 static int cop_run(struct cthread *t, struct cop *op)
 {
@@ -109,8 +116,12 @@ static void *cthread_main(void *arg)
 		ret = t->err;
 		pthread_mutex_unlock(&t->mu);
 		op->t_start = ice_now_ns();
+		if (ret == 0 && op->hash && op->kind == COP_SEND)
+			op->hval = fnv1a(FNV_INIT, op->buf, op->count * 4);
 		if (ret == 0)
 			ret = cop_run(t, op);
+		if (ret == 0 && op->hash && op->kind == COP_RECV)
+			op->hval = fnv1a(FNV_INIT, op->buf, op->count * 4);
 		op->t_end = ice_now_ns();
 		pthread_mutex_lock(&t->mu);
 		if (ret < 0 && t->err == 0)
@@ -204,10 +215,11 @@ enum itr_ev_kind {
 	EV_SEND_ACT,
 	EV_SEND_GRAD,
 	EV_ALLREDUCE,
+	EV_WGT,
 };
 
-static const char *const ev_name[] = {"fwd",	  "bwd",       "recv_act", "recv_grad",
-				      "send_act", "send_grad", "allreduce"};
+static const char *const ev_name[] = {"fwd",	  "bwd",       "recv_act",  "recv_grad",
+				      "send_act", "send_grad", "allreduce", "wgt"};
 
 struct itr_ev {
 	enum itr_ev_kind kind;
@@ -247,14 +259,22 @@ struct rank {
 	int nbk;
 
 	int nslots;
-	float ***act;	   /* act[slot][j]: input of local layer j (j >= 1), output at nl */
-	const float **xin; /* per slot: input of local layer 0 */
-	float **dytop;	   /* per slot: gradient received from the next stage */
-	float **gsend;	   /* per slot: input gradient sent to the previous stage */
+	float ***act;	    /* act[slot][j]: input of local layer j (j >= 1), output at nl */
+	const float **xin;  /* per slot: input of local layer 0 */
+	float **dytop;	    /* per slot: gradient received from the next stage */
+	float **gsend;	    /* per slot: input gradient sent to the previous stage */
+	float ***dy;	    /* ZB: dy[slot][j], gradient at the output of local layer
+			     * j < nl - 1, kept from B for W */
+	const float **dtop; /* ZB, per slot: the gradient at the output of the
+			     * last local layer (dytop or, last stage, act) */
 	float *tmp[2];
-	struct cop *op_fwd, *op_bwd; /* per slot: sends in flight */
-	float *x, *negt;	     /* input rows, negated target rows */
-	float *hscratch;	     /* host memory for reading device buffers */
+	struct cop *op_fwd, *op_bwd;	/* per slot: sends in flight */
+	struct cop *op_ract, *op_rgrad; /* per slot: receives (queued ahead) */
+	struct trn_pp_plan pp;		/* PP: the split and schedule used */
+	struct trn_pp_op *pp_ops;	/* PP: this stage's operations of a step */
+	int pp_nops;
+	float *x, *negt; /* input rows, negated target rows */
+	float *hscratch; /* host memory for reading device buffers */
 	size_t hscratch_len;
 
 	struct trn_dp_plan dp; /* the split used (the same on every rank) */
@@ -291,8 +311,6 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t len)
 	}
 	return h;
 }
-
-#define FNV_INIT 0xcbf29ce484222325ull
 
 /* xorshift64*: deterministic data from (seed, stream). */
 static uint64_t rng_next(uint64_t *s)
@@ -439,6 +457,42 @@ static int backward(struct rank *k, int slot, const float *g, int rows, float *d
 	return 0;
 }
 
+/* ZB's B of one micro-batch: only the input gradients dX = dY W^T, from
+ * the top gradient g down through every local layer; each layer's output
+ * gradient is kept (dy, dtop) for the W. dx: where the input gradient of
+ * local layer 0 goes (NULL: a scratch buffer). */
+static int backward_input(struct rank *k, int slot, const float *g, int rows, float *dx)
+{
+	k->dtop[slot] = g;
+	for (int j = k->nl - 1; j >= 0; j--) {
+		float *dst = j > 0 ? k->dy[slot][j - 1] : (dx != NULL ? dx : k->tmp[0]);
+		int ret =
+			matmul(k, false, true, rows, lin(k, j), lout(k, j), g, k->w[j], 0.0f, dst);
+
+		if (ret < 0)
+			return ret;
+		g = dst;
+	}
+	return 0;
+}
+
+/* ZB's W of one micro-batch: dW += X^T dY of every local layer, from the
+ * inputs kept by F and the output gradients kept by B. beta: 0 for the
+ * first micro-batch of a step, else 1. */
+static int backward_weights(struct rank *k, int slot, int rows, float beta)
+{
+	for (int j = k->nl - 1; j >= 0; j--) {
+		const float *x = j == 0 ? k->xin[slot] : k->act[slot][j];
+		const float *g = j == k->nl - 1 ? k->dtop[slot] : k->dy[slot][j];
+		int ret = matmul(k, true, false, lin(k, j), lout(k, j), rows, x, g, beta,
+				 k->grad + k->goff[j]);
+
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
 /* w -= lr * g / global_batch, on the host master copy (the same code on
  * every rank, so replicas stay bit-identical), then back to the device. */
 static int sgd_update(struct rank *k)
@@ -511,6 +565,14 @@ static int wait_op(struct rank *k, struct cop *op, enum itr_ev_kind kind)
 	t0 = ice_now_ns();
 	ret = cop_wait(&k->ct, op);
 	t1 = ice_now_ns();
+	if (op->hsum != NULL) {
+		/* device memory: the receive is hashed here (a send was at
+		 * its post) */
+		if (!op->hash && op->kind == COP_RECV)
+			op->hval = buf_hash(k, op->buf, op->count);
+		*op->hsum += op->hval;
+		op->hsum = NULL;
+	}
 	w = (double)(t1 - t0) * 1e-9;
 	k->t_exposed += w;
 	if (kind == EV_RECV_ACT)
@@ -654,8 +716,13 @@ static int setup_acts(struct rank *k, int row0, int nrows, bool first, bool last
 	k->gsend = calloc((size_t)k->nslots, sizeof(*k->gsend));
 	k->op_fwd = calloc((size_t)k->nslots, sizeof(*k->op_fwd));
 	k->op_bwd = calloc((size_t)k->nslots, sizeof(*k->op_bwd));
+	k->op_ract = calloc((size_t)k->nslots, sizeof(*k->op_ract));
+	k->op_rgrad = calloc((size_t)k->nslots, sizeof(*k->op_rgrad));
+	k->dy = calloc((size_t)k->nslots, sizeof(*k->dy));
+	k->dtop = calloc((size_t)k->nslots, sizeof(*k->dtop));
 	if (k->act == NULL || k->xin == NULL || k->dytop == NULL || k->gsend == NULL ||
-	    k->op_fwd == NULL || k->op_bwd == NULL)
+	    k->op_fwd == NULL || k->op_bwd == NULL || k->op_ract == NULL || k->op_rgrad == NULL ||
+	    k->dy == NULL || k->dtop == NULL)
 		return -ENOMEM;
 	for (int s = 0; s < k->nslots; s++) {
 		k->act[s] = calloc((size_t)k->nl + 1, sizeof(**k->act));
@@ -672,6 +739,16 @@ static int setup_acts(struct rank *k, int row0, int nrows, bool first, bool last
 		k->gsend[s] = dev_alloc(k, (size_t)lin(k, 0) * (size_t)k->mb * 4);
 		if (k->dytop[s] == NULL || k->gsend[s] == NULL)
 			return -ENOMEM;
+		if (k->job->scheme != ITR_PP || k->job->sched != TRN_PP_ZB || k->nl < 2)
+			continue;
+		k->dy[s] = calloc((size_t)k->nl - 1, sizeof(**k->dy));
+		if (k->dy[s] == NULL)
+			return -ENOMEM;
+		for (int j = 0; j < k->nl - 1; j++) {
+			k->dy[s][j] = dev_alloc(k, (size_t)lout(k, j) * (size_t)k->mb * 4);
+			if (k->dy[s][j] == NULL)
+				return -ENOMEM;
+		}
 	}
 	k->tmp[0] = dev_alloc(k, fmax * 4);
 	k->tmp[1] = dev_alloc(k, fmax * 4);
@@ -720,6 +797,10 @@ static void free_rank(struct rank *k)
 		free(k->act[s]);
 		o->free(k->dytop[s]);
 		o->free(k->gsend[s]);
+		for (int j = 0; k->dy != NULL && k->dy[s] != NULL && j < k->nl - 1; j++)
+			o->free(k->dy[s][j]);
+		if (k->dy != NULL)
+			free(k->dy[s]);
 	}
 	o->free(k->tmp[0]);
 	o->free(k->tmp[1]);
@@ -738,6 +819,11 @@ static void free_rank(struct rank *k)
 	free(k->gsend);
 	free(k->op_fwd);
 	free(k->op_bwd);
+	free(k->op_ract);
+	free(k->op_rgrad);
+	free(k->dy);
+	free(k->dtop);
+	free(k->pp_ops);
 	free(k->ev);
 }
 
@@ -853,15 +939,73 @@ static int dp_step(struct rank *k, int nrows)
 	return ret;
 }
 
-/* 1F1B (PipeDream-flush / Megatron) on stage s of S with m micro-batches:
- * trn_pp_warmup() forwards (one more than the minimum S - s - 1 on all but
- * the last stage, so messages have slack), then one forward and one
- * backward in turn, then the remaining backwards. Receives block (the data
- * is needed); sends are queued and waited for only before their buffer is
- * reused. */
+/*
+ * Pipeline: stage s of S runs its operations of a step in the order of
+ * trn_pp_order() (1F1B or zero bubble), then its optimizer step. Slots
+ * hold a micro-batch from its F to its last use (B in 1F1B, W in ZB),
+ * numbered over the whole run so that the slots of two steps follow on.
+ * Receives block (the data is needed) but are queued one operation early
+ * when the operation before sends nothing: the communication thread takes
+ * and finishes them while this one computes, and the FIFO order of the
+ * queue stays the order of the program. Sends are queued and waited for
+ * only before their buffer is reused. Message checksums are computed by
+ * the communication thread on host memory (off the compute path).
+ */
+static int pp_slot(const struct rank *k, int step, int i)
+{
+	return (int)(((long)step * k->pp.micro_batches + i) % k->nslots);
+}
+
+static bool pp_sends(const struct rank *k, const struct trn_pp_op *op)
+{
+	return (op->kind == TRN_PP_F && k->r < k->n - 1) || (op->kind == TRN_PP_B && k->r > 0);
+}
+
+static void post_send(struct rank *k, struct cop *op, float *buf, size_t count, int peer, int tag,
+		      uint64_t *hsum)
+{
+	op->hash = k->host;
+	if (!k->host)
+		op->hval = buf_hash(k, buf, count);
+	op->hsum = hsum;
+	op->tag = tag;
+	cop_post(&k->ct, op, COP_SEND, buf, count, peer);
+}
+
+/* Queue the receive operation op (of step step) needs, unless it is queued. */
+static void pp_post_recv(struct rank *k, int step, const struct trn_pp_op *op)
+{
+	int s = k->r, slot = pp_slot(k, step, op->mb);
+	struct cop *r;
+	float *buf;
+	size_t cnt;
+	int peer;
+
+	if (op->kind == TRN_PP_F && s > 0) {
+		r = &k->op_ract[slot];
+		buf = k->act[slot][0];
+		cnt = (size_t)k->mb * lin(k, 0);
+		peer = s - 1;
+		r->hsum = &k->h_recv_fwd;
+	} else if (op->kind == TRN_PP_B && s < k->n - 1) {
+		r = &k->op_rgrad[slot];
+		buf = k->dytop[slot];
+		cnt = (size_t)k->mb * lout(k, k->nl - 1);
+		peer = s + 1;
+		r->hsum = &k->h_recv_bwd;
+	} else {
+		return;
+	}
+	if (r->posted)
+		return;
+	r->hash = k->host;
+	r->tag = op->mb;
+	cop_post(&k->ct, r, COP_RECV, buf, cnt, peer);
+}
+
 static int pp_fwd(struct rank *k, int i)
 {
-	int s = k->r, S = k->n, slot = i % k->nslots, ret;
+	int s = k->r, S = k->n, slot = pp_slot(k, k->step, i), ret;
 	size_t in_cnt = (size_t)k->mb * lin(k, 0);
 	size_t out_cnt = (size_t)k->mb * lout(k, k->nl - 1);
 	const float *in;
@@ -871,14 +1015,9 @@ static int pp_fwd(struct rank *k, int i)
 	if (ret < 0)
 		return ret;
 	if (s > 0) {
-		struct cop rop;
-
-		rop.tag = i;
-		cop_post(&k->ct, &rop, COP_RECV, k->act[slot][0], in_cnt, s - 1);
-		ret = wait_op(k, &rop, EV_RECV_ACT);
+		ret = wait_op(k, &k->op_ract[slot], EV_RECV_ACT);
 		if (ret < 0)
 			return ret;
-		k->h_recv_fwd += buf_hash(k, k->act[slot][0], in_cnt);
 		in = k->act[slot][0];
 	} else {
 		in = k->x + (size_t)i * in_cnt;
@@ -890,60 +1029,72 @@ static int pp_fwd(struct rank *k, int i)
 	trace_add(k, EV_FWD, i, t0, ice_now_ns(), 0, 0);
 	if (ret < 0 || s == S - 1)
 		return ret;
-	k->h_sent_fwd += buf_hash(k, k->act[slot][k->nl], out_cnt);
-	k->op_fwd[slot].tag = i;
-	cop_post(&k->ct, &k->op_fwd[slot], COP_SEND, k->act[slot][k->nl], out_cnt, s + 1);
+	post_send(k, &k->op_fwd[slot], k->act[slot][k->nl], out_cnt, s + 1, i, &k->h_sent_fwd);
 	return 0;
 }
 
+/* B: in ZB the input gradients only, in 1F1B the whole backward. */
 static int pp_bwd(struct rank *k, int i)
 {
-	int s = k->r, S = k->n, slot = i % k->nslots, ret;
+	int s = k->r, S = k->n, slot = pp_slot(k, k->step, i), ret;
 	size_t in_cnt = (size_t)k->mb * lin(k, 0);
-	size_t out_cnt = (size_t)k->mb * lout(k, k->nl - 1);
 	const float *g = k->act[slot][k->nl];
+	float *dx = s > 0 ? k->gsend[slot] : NULL;
 	uint64_t t0;
 
 	if (s < S - 1) {
-		struct cop rop;
-
-		rop.tag = i;
-		cop_post(&k->ct, &rop, COP_RECV, k->dytop[slot], out_cnt, s + 1);
-		ret = wait_op(k, &rop, EV_RECV_GRAD);
+		ret = wait_op(k, &k->op_rgrad[slot], EV_RECV_GRAD);
 		if (ret < 0)
 			return ret;
-		k->h_recv_bwd += buf_hash(k, k->dytop[slot], out_cnt);
 		g = k->dytop[slot];
 	}
 	ret = wait_op(k, &k->op_bwd[slot], EV_SEND_GRAD);
 	if (ret < 0)
 		return ret;
 	t0 = ice_now_ns();
-	ret = backward(k, slot, g, k->mb, s > 0 ? k->gsend[slot] : NULL, i == 0 ? 0.0f : 1.0f,
-		       false);
+	if (k->pp.sched == TRN_PP_ZB)
+		ret = backward_input(k, slot, g, k->mb, dx);
+	else
+		ret = backward(k, slot, g, k->mb, dx, i == 0 ? 0.0f : 1.0f, false);
 	trace_add(k, EV_BWD, i, t0, ice_now_ns(), 0, 0);
 	if (ret < 0 || s == 0)
 		return ret;
-	k->h_sent_bwd += buf_hash(k, k->gsend[slot], in_cnt);
-	k->op_bwd[slot].tag = i;
-	cop_post(&k->ct, &k->op_bwd[slot], COP_SEND, k->gsend[slot], in_cnt, s - 1);
+	post_send(k, &k->op_bwd[slot], k->gsend[slot], in_cnt, s - 1, i, &k->h_sent_bwd);
 	return 0;
 }
 
-static int pp_step(struct rank *k, int m)
+/* W (ZB): the weight gradients of micro-batch i, in micro-batch order. */
+static int pp_wgt(struct rank *k, int i)
 {
-	int warm = trn_pp_warmup(k->r, k->n, m);
+	uint64_t t0 = ice_now_ns();
+	int ret = backward_weights(k, pp_slot(k, k->step, i), k->mb, i == 0 ? 0.0f : 1.0f);
+
+	trace_add(k, EV_WGT, i, t0, ice_now_ns(), 0, 0);
+	return ret;
+}
+
+/* One step; more: another follows (its first receive may be queued). */
+static int pp_step(struct rank *k, bool more)
+{
 	int ret = 0;
 
-	for (int i = 0; i < warm && ret == 0; i++)
-		ret = pp_fwd(k, i);
-	for (int i = 0; i < m - warm && ret == 0; i++) {
-		ret = pp_fwd(k, warm + i);
-		if (ret == 0)
-			ret = pp_bwd(k, i);
+	for (int c = 0; c < k->pp_nops && ret == 0; c++) {
+		const struct trn_pp_op *op = &k->pp_ops[c];
+
+		pp_post_recv(k, k->step, op);
+		if (!pp_sends(k, op)) {
+			if (c + 1 < k->pp_nops)
+				pp_post_recv(k, k->step, &k->pp_ops[c + 1]);
+			else if (more)
+				pp_post_recv(k, k->step + 1, &k->pp_ops[0]);
+		}
+		if (op->kind == TRN_PP_F)
+			ret = pp_fwd(k, op->mb);
+		else if (op->kind == TRN_PP_B)
+			ret = pp_bwd(k, op->mb);
+		else
+			ret = pp_wgt(k, op->mb);
 	}
-	for (int i = m - warm; i < m && ret == 0; i++)
-		ret = pp_bwd(k, i);
 	for (int s = 0; s < k->nslots; s++) {
 		int r1 = wait_op(k, &k->op_fwd[s], EV_SEND_ACT);
 		int r2 = wait_op(k, &k->op_bwd[s], EV_SEND_GRAD);
@@ -954,6 +1105,22 @@ static int pp_step(struct rank *k, int m)
 	if (ret == 0)
 		ret = sgd_update(k);
 	return ret;
+}
+
+/* Slots a stage needs for its operations: the most micro-batches between
+ * their F and their last use at once, plus one for a receive queued early. */
+static int pp_slots(const struct trn_pp_op *ops, int n, enum trn_pp_sched sched)
+{
+	int live = 0, most = 0;
+
+	for (int c = 0; c < n; c++) {
+		if (ops[c].kind == TRN_PP_F)
+			live++;
+		else if (ops[c].kind == (sched == TRN_PP_ZB ? TRN_PP_W : TRN_PP_B))
+			live--;
+		most = live > most ? live : most;
+	}
+	return most + 1;
 }
 
 /* ---- the rank ------------------------------------------------------------- */
@@ -1021,12 +1188,14 @@ static int plan_job(struct rank *k, const struct trn_net *net)
 		struct trn_pp_plan p;
 
 		memset(&p, 0, sizeof(p));
-		ret = j->split == ITR_SPLIT_PLAN ? trn_plan_pp(k->m, j->dev, j->ndev, net, &p)
-						 : trn_plan_pp_even(k->m, j->dev, j->ndev, net, &p);
+		ret = j->split == ITR_SPLIT_PLAN
+			      ? trn_plan_pp(k->m, j->dev, j->ndev, net, j->sched, &p)
+			      : trn_plan_pp_even(k->m, j->dev, j->ndev, net, j->sched, &p);
 		if (ret == 0)
 			ret = trn_predict_pp(k->m, j->dev, j->ndev, net, &p);
 		if (ret == 0 && k->r == 0)
 			res->pp = p;
+		k->pp = p;
 		if (ret == 0) {
 			k->l0 = p.first[k->r];
 			k->nl = p.nlayers[k->r];
@@ -1114,7 +1283,7 @@ static int finish(struct rank *k)
 static int train(struct rank *k)
 {
 	const struct itr_job *j = k->job;
-	int total = j->warmup + j->steps, m = k->m->global_batch / k->m->micro_batch;
+	int total = j->warmup + j->steps;
 	struct trn_emu emu0;
 	double cpu0 = 0, wall0 = 0;
 	int ret;
@@ -1131,7 +1300,8 @@ static int train(struct rank *k)
 			wall0 = now_s();
 		}
 		k->loss = 0;
-		ret = j->scheme == ITR_DP ? dp_step(k, k->me->samples) : pp_step(k, m);
+		ret = j->scheme == ITR_DP ? dp_step(k, k->me->samples)
+					  : pp_step(k, step + 1 < total);
 		if (ret < 0) {
 			ice_err(ICE_SUB_BENCH, "rank %d: step %d failed: %s", k->r, step,
 				strerror(-ret));
@@ -1239,8 +1409,13 @@ static int run_rank(struct rank *k, struct tp_comm_cfg *cc)
 	} else {
 		int mbs = m->global_batch / m->micro_batch;
 
-		k->nslots = trn_pp_warmup(k->r, k->n, mbs) + 1;
-		ret = setup_params(k);
+		k->pp_ops = calloc(3 * (size_t)mbs, sizeof(*k->pp_ops));
+		ret = k->pp_ops == NULL ? -ENOMEM : trn_pp_order(&k->pp, k->r, k->pp_ops, 3 * mbs);
+		if (ret >= 0) {
+			k->pp_nops = ret;
+			k->nslots = pp_slots(k->pp_ops, k->pp_nops, k->pp.sched);
+			ret = setup_params(k);
+		}
 		if (ret == 0)
 			ret = setup_acts(k, 0, m->global_batch, k->r == 0, k->r == k->n - 1);
 	}
