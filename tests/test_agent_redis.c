@@ -857,11 +857,20 @@ static void test_agent_bpf(void **state)
 	netns_down();
 }
 
+/* A failed test leaves its agent running: stop it before the next test
+ * starts its own (the group teardown only knows the last one). */
+static int stop_agent(void **state)
+{
+	(void)state;
+	stop_pid(&agent_pid, SIGKILL);
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_agent_redis),
-		cmocka_unit_test(test_agent_bpf),
+		cmocka_unit_test_teardown(test_agent_redis, stop_agent),
+		cmocka_unit_test_teardown(test_agent_bpf, stop_agent),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
