@@ -28,13 +28,18 @@ TMP=$(mktemp -d /tmp/ice-train-test.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 COMMON=(--model "$MODEL" --profiles "$PROF" --devices emu-fast,emu-slow)
+# train OUT SECONDS ARGS...: run ice-train into $TMP/OUT, show it, fail on error
+train() {
+	local out=$1 secs=$2 rc
+	shift 2
+	timeout "$secs" "$TRAIN" "${COMMON[@]}" "$@" >"$TMP/$out" 2>&1
+	rc=$?
+	cat "$TMP/$out"
+	[ "$rc" -eq 0 ] || fail "ice-train $* exited $rc"
+}
 
 echo "## dp, planned split"
-timeout 120 "$TRAIN" "${COMMON[@]}" --scheme dp --split plan --steps 2 --warmup 1 \
-	>"$TMP/dp" 2>&1
-rc=$?
-cat "$TMP/dp"
-[ "$rc" -eq 0 ] || fail "ice-train dp exited $rc"
+train dp 120 --scheme dp --split plan --steps 2 --warmup 1
 grep -q 'weights identical on all 2 ranks: yes' "$TMP/dp" || fail "dp: no weights-identical line"
 grep -Eq 'predicted step [0-9.]+ s, measured [0-9.]+ s: error [-+][0-9.]+%' "$TMP/dp" ||
 	fail "dp: no prediction line"
@@ -42,11 +47,7 @@ grep -q '(emulated)' "$TMP/dp" || fail "dp: emulated devices not labelled"
 grep -Eq 'CPU: [0-9.]+ cores busy' "$TMP/dp" || fail "dp: no CPU line"
 
 echo "## pp, --efficiency"
-timeout 180 "$TRAIN" "${COMMON[@]}" --scheme pp --steps 1 --warmup 0 --efficiency \
-	--trace "$TMP/trace.csv" >"$TMP/pp" 2>&1
-rc=$?
-cat "$TMP/pp"
-[ "$rc" -eq 0 ] || fail "ice-train pp --efficiency exited $rc"
+train pp 180 --scheme pp --steps 1 --warmup 0 --efficiency --trace "$TMP/trace.csv"
 [ "$(grep -c 'pipeline messages intact (checksums sent = received): yes' "$TMP/pp")" -eq 4 ] ||
 	fail "pp: expected 4 jobs with intact pipeline messages"
 grep -Eq 'efficiency = .*plan [0-9.]+%, even [0-9.]+%' "$TMP/pp" || fail "pp: no efficiency line"
@@ -76,11 +77,7 @@ PY
 
 echo "## pp, zero bubble against 1f1b"
 for sc in zb 1f1b; do
-	timeout 120 "$TRAIN" "${COMMON[@]}" --scheme pp --pp-schedule $sc --steps 2 --warmup 0 \
-		>"$TMP/pp-$sc" 2>&1
-	rc=$?
-	cat "$TMP/pp-$sc"
-	[ "$rc" -eq 0 ] || fail "ice-train pp --pp-schedule $sc exited $rc"
+	train "pp-$sc" 120 --scheme pp --pp-schedule $sc --steps 2 --warmup 0
 	grep -q "== mixed: pp $sc, plan split" "$TMP/pp-$sc" || fail "pp $sc: no job header"
 	grep -q 'pipeline messages intact (checksums sent = received): yes' "$TMP/pp-$sc" ||
 		fail "pp $sc: messages not intact"
