@@ -34,7 +34,7 @@
 #define EARLY_GAP_NS (5 * ICE_NSEC_PER_MSEC)
 
 struct recent_coll {
-	uint64_t comm, bytes, seen_ns;
+	uint64_t comm, size, seen_ns; /* size: log2 bucket of the bytes */
 	uint32_t op;
 };
 
@@ -242,11 +242,12 @@ static void ev_bad(struct agent *a, ssize_t n, enum agent_ev_verdict v)
 						 : "unknown kind");
 }
 
-/* A new communicator, QP, or a collective (communicator, op, size) this
- * host has not started in the last RECENT_NS: what the controller plans by. */
+/* A new communicator, QP, or a collective (communicator, op, size to a
+ * power of two, as the controller buckets it) this host has not started in
+ * the last RECENT_NS: what the controller plans by. */
 static bool is_news(struct agent *a, const struct ice_event *ev)
 {
-	uint64_t now = ice_now_ns();
+	uint64_t now = ice_now_ns(), size = ev->bytes == 0 ? 0 : 64 - __builtin_clzll(ev->bytes);
 	struct recent_coll *oldest = &a->recent[0];
 
 	if (ev->kind == ICE_EV_COMM_INIT || ev->kind == ICE_EV_QP)
@@ -257,7 +258,7 @@ static bool is_news(struct agent *a, const struct ice_event *ev)
 		struct recent_coll *c = &a->recent[i];
 
 		if (c->seen_ns != 0 && c->comm == ev->comm_id && c->op == ev->op &&
-		    c->bytes == ev->bytes) {
+		    c->size == size) {
 			bool news = now - c->seen_ns > RECENT_NS;
 
 			c->seen_ns = now;
@@ -267,7 +268,7 @@ static bool is_news(struct agent *a, const struct ice_event *ev)
 			oldest = c;
 	}
 	*oldest = (struct recent_coll){
-		.comm = ev->comm_id, .bytes = ev->bytes, .seen_ns = now, .op = ev->op};
+		.comm = ev->comm_id, .size = size, .seen_ns = now, .op = ev->op};
 	return true;
 }
 

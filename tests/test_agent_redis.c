@@ -588,16 +588,16 @@ static void test_agent_redis(void **state)
 	assert_non_null(strstr(s, "\"lib\":\"ice-test\""));
 	free(s);
 
-	/* a collective the host has not run lately ends the interval early
-	 * (5 ms after the last sample), so the controller sees it within
-	 * milliseconds instead of up to an interval (200 ms) later; the early
-	 * sample starts a new interval, so without that each of the later
-	 * tries would wait ~200 ms */
+	/* a collective the host has not run lately (here: at another
+	 * power-of-two size) ends the interval early, 5 ms after the last
+	 * sample, so the controller sees it within milliseconds instead of up
+	 * to an interval (200 ms) later; the early sample starts a new
+	 * interval, so without that each of the later tries would wait ~200 ms */
 	for (int k = 0; k < 4; k++) {
 		long n0 = rcli_long("XLEN", key("events"), NULL), n1 = n0;
 		uint64_t t0 = ice_now_ns(), dt;
 
-		send_coll(ICE_EV_COLL_START, ICE_OP_ALLTOALL, (uint64_t)(k + 2) << 20);
+		send_coll(ICE_EV_COLL_START, ICE_OP_ALLTOALL, (uint64_t)1 << (21 + k));
 		while (n1 == n0 && ice_now_ns() - t0 < ICE_NSEC_PER_SEC) {
 			ice_sleep_ns(2 * ICE_NSEC_PER_MSEC);
 			n1 = rcli_long("XLEN", key("events"), NULL);
