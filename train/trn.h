@@ -106,6 +106,8 @@ struct trn_dp_plan {
 	double compute_s[TRN_MAX_DEVICES]; /* predicted fwd+bwd time per device */
 	double comm_s;			   /* predicted all-reduce time (not hidden) */
 	double step_s;			   /* predicted step time */
+	int tail[TRN_MAX_DEVICES];	   /* last micro-batches whose backward runs
+					    * layer by layer (trn_dp_tails) */
 };
 
 /* The split minimising the predicted step time (never worse than even). */
@@ -117,6 +119,14 @@ int trn_plan_dp_even(const struct trn_model *m, const struct trn_profile *dev, i
 /* Fill compute_s, comm_s and step_s for the split in p->samples. */
 int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		   const struct trn_net *net, struct trn_dp_plan *p);
+
+/* Choose p->tail[] for the split in p->samples: per device the fewest last
+ * micro-batches (at least one, at most all) whose backward, run layer by
+ * layer, lasts 1.5 times the gradient all-reduce, or fixed (> 0) each.
+ * Returns the overlap they give the predictor: the shortest tail's backward
+ * as a share of the slowest device's backward (0..1). */
+double trn_dp_tails(const struct trn_model *m, const struct trn_profile *dev, int ndev,
+		    const struct trn_net *net, int fixed, struct trn_dp_plan *p);
 
 /* ---- pipeline parallel ------------------------------------------------------ */
 
@@ -227,25 +237,29 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
 
 /* Compute on an emulated device: call trn_emu_begin() before the real
  * computation (done on the CPU) and trn_emu_end() after; end sleeps until
- * flops / profile speed has passed since begin. How late that sleep woke
- * (under 1 ms) is carried into a call that begins within 1 ms of the
- * return, which starts its stated time that much earlier: back-to-back
- * calls add up to the stated time instead of to it plus one wake-up delay
- * each, while the time between the return and the next begin (a wait for
- * data) stays device idle time. If the CPU was slower than the stated speed the step
- * overran: counted, and reported by ice-train (results then measure this
- * CPU, not the profile). Sleeps follow the calling thread's timer slack
- * (prctl PR_SET_TIMERSLACK; ice-train sets 1 us). */
+ * flops / profile speed has passed since the call's stated start. The
+ * device is a stream: a call that begins within 1 ms of the previous one's
+ * return starts its stated time where the previous one's ended, so host
+ * work in between and late wake-ups overlap the device (up to 50 ms,
+ * counted in hidden_s) and back-to-back calls add up to the stated time.
+ * trn_emu_idle() says the caller waited for data since the last call: the
+ * device idled, the next call's stated time starts at its begin. If the CPU
+ * was slower than the stated speed the call overran: counted, and reported
+ * by ice-train (results then measure this CPU, not the profile). Sleeps
+ * follow the calling thread's timer slack (prctl PR_SET_TIMERSLACK;
+ * ice-train sets 1 us). */
 struct trn_emu {
 	double gflops;
 	uint64_t t0_ns;	  /* start of this call's stated time */
 	uint64_t real_ns; /* when this call really began */
 	uint64_t due_ns;  /* end of the previous call's stated time */
 	uint64_t woke_ns; /* when the previous call returned */
-	uint64_t late_ns; /* how late the previous call's sleep woke (carried) */
+	bool idle;	  /* the caller waited for data since the last call */
 	uint64_t overruns, calls;
 	double overrun_s; /* total time beyond the stated speed */
+	double hidden_s;  /* host gaps and late wake-ups the stream overlapped */
 };
+void trn_emu_idle(struct trn_emu *e);
 void trn_emu_begin(struct trn_emu *e);
 void trn_emu_end(struct trn_emu *e, double flops);
 

@@ -2,12 +2,14 @@
 /*
  * trn_emu: pad real CPU compute to an emulated device's stated speed.
  *
- * A sleep wakes up late (timer slack, scheduling). That lateness is an
- * artefact of the emulation, not time the device spent: a call that begins
- * soon after the previous one returned starts its stated time that much
- * earlier, so back-to-back calls add up to the stated time. The time
- * between the return and the next begin (the caller waited for data, did
- * host work) is kept: the device would have idled too.
+ * The emulated device runs like an accelerator's stream: the host launches
+ * work and the device runs it back to back. So a call that begins soon
+ * after the previous one returned, with no wait for data in between, starts
+ * its stated time where the previous call's ended: the host work between
+ * the two (posting a send, bookkeeping) and the previous sleep's late
+ * wake-up (timer slack, a descheduled vCPU) overlap the device, as a launch
+ * queue would hide them. After a wait for data (trn_emu_idle) or a longer
+ * host gap the device has idled: the stated time starts at the call.
  */
 #include <errno.h>
 #include <time.h>
@@ -22,10 +24,16 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Lateness is carried only into a call that begins this soon after the
- * previous one returned, and only up to this much (a thread descheduled
- * for longer should show in the results). */
-#define EMU_CARRY_NS 1000000ull
+/* A call follows on from the previous one when it begins within this long
+ * of its return; what the stream hides is bounded by EMU_HIDE_MAX_NS (a
+ * thread descheduled for longer should show in the results). */
+#define EMU_GAP_NS	1000000ull
+#define EMU_HIDE_MAX_NS 50000000ull
+
+void trn_emu_idle(struct trn_emu *e)
+{
+	e->idle = true;
+}
 
 void trn_emu_begin(struct trn_emu *e)
 {
@@ -33,9 +41,11 @@ void trn_emu_begin(struct trn_emu *e)
 
 	e->real_ns = now;
 	e->t0_ns = now;
-	if (e->late_ns != 0 && now - e->woke_ns < EMU_CARRY_NS)
-		e->t0_ns = now - e->late_ns;
-	e->late_ns = 0; /* carried once */
+	if (e->calls > 0 && !e->idle && now - e->woke_ns < EMU_GAP_NS && e->due_ns < now) {
+		e->t0_ns = now - e->due_ns < EMU_HIDE_MAX_NS ? e->due_ns : now - EMU_HIDE_MAX_NS;
+		e->hidden_s += (double)(now - e->t0_ns) * 1e-9;
+	}
+	e->idle = false;
 }
 
 void trn_emu_end(struct trn_emu *e, double flops)
@@ -44,20 +54,19 @@ void trn_emu_end(struct trn_emu *e, double flops)
 	struct timespec ts;
 
 	e->calls++;
-	e->late_ns = 0;
+	e->woke_ns = now;
+	e->due_ns = now;
 	if (!(e->gflops > 0) || !(flops > 0))
 		return;
 	stated = (uint64_t)(flops / e->gflops); /* GFLOP/s = FLOP/ns */
-	target = e->t0_ns + stated;
-	e->due_ns = target;
 	if (now - e->real_ns > stated) {
 		/* the CPU itself was slower than the stated speed */
 		e->overruns++;
 		e->overrun_s += (double)(now - e->real_ns - stated) * 1e-9;
-		e->due_ns = now;
-		e->woke_ns = now;
 		return;
 	}
+	target = e->t0_ns + stated;
+	e->due_ns = target;
 	if (now < target) {
 		ts.tv_sec = (time_t)(target / 1000000000ull);
 		ts.tv_nsec = (long)(target % 1000000000ull);
@@ -65,9 +74,5 @@ void trn_emu_end(struct trn_emu *e, double flops)
 			;
 		now = now_ns();
 	}
-	/* late: the carried lateness ran out (now >= target on entry) or the
-	 * sleep woke after target */
 	e->woke_ns = now;
-	if (now > target && now - target < EMU_CARRY_NS)
-		e->late_ns = now - target;
 }

@@ -56,6 +56,21 @@ static double bucket_time(double bytes, int n, const struct trn_net *net)
 	return 2.0 * (n - 1) / n * bytes / (net->busbw_gbps * 1e9) + net->lat_s;
 }
 
+/* The gradient all-reduce, none of it hidden; *last: its last bucket.
+ * Buckets fill from the last layer's gradient backwards; the remainder
+ * (the first layers) is ready last. */
+static double dp_allreduce_s(const struct trn_model *m, int ndev, const struct trn_net *net,
+			     double *last)
+{
+	double total = trn_model_param_bytes(m);
+	double bsz = m->bucket_kb > 0 ? m->bucket_kb * 1024.0 : 4096.0 * 1024.0;
+	double nb = ceil(total / bsz);
+	double rem = total - (nb - 1) * bsz;
+
+	*last = bucket_time(rem, ndev, net);
+	return (nb - 1) * bucket_time(bsz, ndev, net) + *last;
+}
+
 int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		   const struct trn_net *net, struct trn_dp_plan *p)
 {
@@ -83,20 +98,57 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
 	if (sum != m->global_batch)
 		return -EINVAL;
 	if (ndev > 1) {
-		/* buckets filled from the last layer's gradient backwards; the
-		 * remainder (the first layers) is ready last */
-		double total = trn_model_param_bytes(m);
-		double bsz = m->bucket_kb > 0 ? m->bucket_kb * 1024.0 : 4096.0 * 1024.0;
-		double nb = ceil(total / bsz);
-		double rem = total - (nb - 1) * bsz;
-
-		last = bucket_time(rem, ndev, net);
-		comm = (nb - 1) * bucket_time(bsz, ndev, net) + last;
+		comm = dp_allreduce_s(m, ndev, net, &last);
 		comm = fmax(last, comm - net->overlap * bwd_slow);
 	}
 	p->comm_s = comm;
 	p->step_s = maxc + comm;
 	return 0;
+}
+
+/*
+ * With gradient accumulation a layer's gradient is complete only in the
+ * last micro-batch's backward, which is all the all-reduce can hide behind.
+ * Running the backward of the last tail micro-batches layer by layer
+ * (every tail micro-batch through layer l before any through l - 1)
+ * completes the top layers' gradients early: the window grows to the
+ * tail's whole backward, for tail - 1 more micro-batches of activations
+ * kept. Each device gets the fewest that last TRN_DP_TAIL_MARGIN times the
+ * all-reduce (it runs slower beside the compute than calibrated alone).
+ */
+#define TRN_DP_TAIL_MARGIN 1.5
+
+double trn_dp_tails(const struct trn_model *m, const struct trn_profile *dev, int ndev,
+		    const struct trn_net *net, int fixed, struct trn_dp_plan *p)
+{
+	double bwd = model_bwd_flops(m), last, comm, window = -1, maxc = -1, bwd_slow = 0;
+
+	comm = ndev > 1 && net->busbw_gbps > 0 ? dp_allreduce_s(m, ndev, net, &last) : 0;
+	for (int i = 0; i < ndev; i++) {
+		double per = bwd / (dev[i].gflops * 1e9); /* per sample */
+		double c = p->samples[i] * model_fb_flops(m) / (dev[i].gflops * 1e9);
+		int n = p->samples[i], rows = 0;
+
+		/* the last micro-batch may be short: count samples back */
+		p->tail[i] = 0;
+		while (rows < n) {
+			int part = (n - rows) % m->micro_batch;
+
+			if (fixed > 0 ? p->tail[i] >= fixed
+				      : p->tail[i] > 0 && rows * per >= TRN_DP_TAIL_MARGIN * comm)
+				break;
+			rows += p->tail[i] == 0 && part != 0 ? part : m->micro_batch;
+			p->tail[i]++;
+		}
+		if (n <= 0)
+			continue;
+		window = window < 0 ? rows * per : fmin(window, rows * per);
+		if (c > maxc) {
+			maxc = c;
+			bwd_slow = n * per;
+		}
+	}
+	return window > 0 && bwd_slow > 0 ? fmin(1, window / bwd_slow) : 0;
 }
 
 int trn_plan_dp_even(const struct trn_model *m, const struct trn_profile *dev, int ndev,

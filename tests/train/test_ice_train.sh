@@ -4,7 +4,9 @@
 # ice-train end to end on the example files (two emulated device kinds,
 # train/profiles/emu-2kind.yaml; the 24-layer MLP, train/models/mlp.yaml):
 #   - data parallel, planned split: all ranks end with identical weights,
-#     the predictor's step and its error are printed;
+#     the predictor's step and its error are printed; the planner's tail
+#     (backward layer by layer over the last micro-batches) ends with the
+#     same weights as the classic order (--dp-tail 1);
 #   - pipeline parallel with --efficiency (zero-bubble schedule, the
 #     default): every activation and gradient arrived intact, the efficiency
 #     table (plan and even) and the per-stage waits are printed, --trace
@@ -45,6 +47,18 @@ grep -Eq 'predicted step [0-9.]+ s, measured [0-9.]+ s: error [-+][0-9.]+%' "$TM
 	fail "dp: no prediction line"
 grep -q '(emulated)' "$TMP/dp" || fail "dp: emulated devices not labelled"
 grep -Eq 'CPU: [0-9.]+ cores busy' "$TMP/dp" || fail "dp: no CPU line"
+
+echo "## dp, the classic order (one micro-batch's backward for the all-reduce)"
+# the tail changes the order of the work, not the sums: the same weights
+train dp-t1 120 --scheme dp --split plan --steps 2 --warmup 1 --dp-tail 1
+grep -Eq 'layer by layer over the last micro-batches .*: 1 1 per rank' "$TMP/dp-t1" ||
+	fail "dp --dp-tail 1: no tail line"
+grep -Eq 'layer by layer over the last micro-batches .*: ([2-9]|[1-9][0-9]+) [0-9]+ per rank' \
+	"$TMP/dp" || fail "dp: the planner gave the fast rank no tail longer than one"
+w_auto=$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dp")
+w_t1=$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dp-t1")
+[ -n "$w_auto" ] && [ "$w_auto" = "$w_t1" ] ||
+	fail "dp: tail auto and tail 1 end with different weights ('$w_auto' / '$w_t1')"
 
 echo "## pp, --efficiency"
 train pp 180 --scheme pp --steps 1 --warmup 0 --efficiency --trace "$TMP/trace.csv"

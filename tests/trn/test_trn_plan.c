@@ -99,6 +99,56 @@ static void test_predict_dp(void **state)
 	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), -EINVAL);
 }
 
+/* DP tails: the fewest last micro-batches whose backward lasts 1.5 times
+ * the all-reduce, and the overlap that gives. */
+static void test_dp_tails(void **state)
+{
+	struct trn_profile d[3];
+	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 1, .lat_s = 1e-3, .overlap = 0};
+	struct trn_dp_plan p = {0};
+	double ov;
+
+	devs(d, (double[]){2, 1, 1}, 3);
+	/* one 1000x1000 layer: 4e6 FLOP of backward per sample (2 ms on d0,
+	 * 4 ms on d1); two devices: all-reduce 3 * tb + tl = 8 ms (see
+	 * test_predict_dp), so the tails must last 12 ms: 6 and 3 samples */
+	model_square(1, 1000, 12, 1);
+	m.bucket_kb = 1024;
+	p.samples[0] = 8;
+	p.samples[1] = 4;
+	ov = trn_dp_tails(&m, d, 2, &net, 0, &p);
+	assert_int_equal(p.tail[0], 6);
+	assert_int_equal(p.tail[1], 3);
+	/* 12 ms of the slowest (both 24 ms: the first) device's 16 ms backward */
+	assert_near(ov, 0.75);
+	net.overlap = ov;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.comm_s, 854272 / 1e9 + 1e-3); /* only the last bucket shows */
+	/* fixed: 2 each; d0's 4 ms is the shorter window */
+	ov = trn_dp_tails(&m, d, 2, &net, 2, &p);
+	assert_int_equal(p.tail[0], 2);
+	assert_int_equal(p.tail[1], 2);
+	assert_near(ov, 4.0 / 16);
+	/* micro-batches of 4, d0's 10 samples are 4 + 4 + 2: the short last one
+	 * (4 ms) and one more (8 ms) make 12 ms; d1's 2 samples are one short
+	 * micro-batch (8 ms, all it has); d2 has none */
+	m.micro_batch = 4;
+	p.samples[0] = 10;
+	p.samples[1] = 2;
+	p.samples[2] = 0;
+	ov = trn_dp_tails(&m, d, 2, &net, 0, &p);
+	assert_int_equal(p.tail[0], 2);
+	assert_int_equal(p.tail[1], 1);
+	assert_near(ov, 8.0 / 20);
+	ov = trn_dp_tails(&m, d, 3, &net, 0, &p);
+	assert_int_equal(p.tail[2], 0);
+	/* one device: no all-reduce, one micro-batch (the classic order) */
+	p.samples[0] = 12;
+	ov = trn_dp_tails(&m, d, 1, &net, 0, &p);
+	assert_int_equal(p.tail[0], 1);
+	assert_true(ov >= 0 && ov <= 1);
+}
+
 /* ---- DP planner -------------------------------------------------------------- */
 
 static void test_plan_dp_hand(void **state)
@@ -229,10 +279,16 @@ static void test_plan_dp_never_worse(void **state)
 		assert_true(p.step_s <= e.step_s * (1 + 1e-12));
 		{
 			int sum = 0;
+			double ov = trn_dp_tails(&m, d, n, &net, 0, &p);
 
-			for (int i = 0; i < n; i++)
+			for (int i = 0; i < n; i++) {
+				int nmb = (p.samples[i] + mb - 1) / mb;
+
 				sum += p.samples[i];
+				assert_true(p.tail[i] >= (nmb > 0) && p.tail[i] <= nmb);
+			}
 			assert_int_equal(sum, m.global_batch);
+			assert_true(ov >= 0 && ov <= 1);
 		}
 	}
 }
@@ -606,12 +662,12 @@ static void test_plan_pp_large(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_predict_dp),    cmocka_unit_test(test_plan_dp_hand),
-		cmocka_unit_test(test_plan_dp_brute), cmocka_unit_test(test_plan_dp_never_worse),
-		cmocka_unit_test(test_predict_pp),    cmocka_unit_test(test_predict_pp_schedule),
-		cmocka_unit_test(test_predict_pp_zb), cmocka_unit_test(test_pp_zb_orders),
-		cmocka_unit_test(test_plan_pp_hand),  cmocka_unit_test(test_plan_pp_brute),
-		cmocka_unit_test(test_plan_pp_large),
+		cmocka_unit_test(test_predict_dp),	    cmocka_unit_test(test_dp_tails),
+		cmocka_unit_test(test_plan_dp_hand),	    cmocka_unit_test(test_plan_dp_brute),
+		cmocka_unit_test(test_plan_dp_never_worse), cmocka_unit_test(test_predict_pp),
+		cmocka_unit_test(test_predict_pp_schedule), cmocka_unit_test(test_predict_pp_zb),
+		cmocka_unit_test(test_pp_zb_orders),	    cmocka_unit_test(test_plan_pp_hand),
+		cmocka_unit_test(test_plan_pp_brute),	    cmocka_unit_test(test_plan_pp_large),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -37,7 +37,8 @@ struct itr_job {
 	struct trn_model model;
 	int steps, warmup;
 	double lr;
-	double overlap; /* trn_net.overlap given to the planner */
+	double overlap; /* trn_net.overlap given to the predictor (< 0: the DP tails') */
+	int dp_tail;	/* DP: micro-batches run backward layer by layer (0: auto) */
 	uint32_t seed;
 	bool quiet;
 	char trace[256]; /* --trace: events appended to this file ("" = none) */
@@ -59,6 +60,7 @@ struct itr_rank_result {
 	double wall_s;	    /* wall time of the timed steps */
 	uint64_t emu_calls, emu_overruns;
 	double emu_overrun_s;		   /* over the timed steps */
+	double emu_hidden_s;		   /* overlapped by the stream (trn_emu) */
 	double weight_sum;		   /* sum of all weights at the end (for display) */
 	uint64_t weight_hash;		   /* FNV-1a of the weights' bytes */
 	double loss;			   /* last step, this rank's share */

@@ -38,6 +38,7 @@ struct opts {
 	enum itr_split split;
 	enum trn_pp_sched sched;
 	int steps, warmup;
+	int dp_tail;	    /* 0: auto */
 	double lr, overlap; /* overlap < 0: from the schedule */
 	uint32_t seed;
 	bool efficiency, json;
@@ -68,8 +69,11 @@ static void usage(FILE *f)
 		   "  --warmup N             untimed steps first (default 1)\n"
 		   "  --lr X                 SGD learning rate (default 0.001)\n"
 		   "  --seed N               weights and data seed (default 1)\n"
+		   "  --dp-tail N|auto       DP: run the backward of the last N micro-batches\n"
+		   "                         layer by layer, so the gradient all-reduce hides\n"
+		   "                         behind it (default auto: long enough for it)\n"
 		   "  --overlap X            share of backward the predictor may hide the DP\n"
-		   "                         all-reduce behind (default: the last micro-batch's)\n"
+		   "                         all-reduce behind (default: the tail's)\n"
 		   "  --efficiency           run each device group alone, then the mixed job with\n"
 		   "                         the planned and the even split; print the efficiency\n"
 		   "  --json                 print one JSON object instead of text\n"
@@ -97,6 +101,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		O_JSON,
 		O_TRACE,
 		O_PP_SCHED,
+		O_DP_TAIL,
 	};
 	static const struct option lo[] = {
 		{"model", 1, 0, O_MODEL},
@@ -113,6 +118,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		{"json", 0, 0, O_JSON},
 		{"trace", 1, 0, O_TRACE},
 		{"pp-schedule", 1, 0, O_PP_SCHED},
+		{"dp-tail", 1, 0, O_DP_TAIL},
 		TP_OPTS_LONGOPTS,
 		{"verbose", 0, 0, 'v'},
 		{"help", 0, 0, 'h'},
@@ -194,6 +200,12 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			o->sched = (enum trn_pp_sched)sc;
 			break;
 		}
+		case O_DP_TAIL:
+			o->dp_tail =
+				strcmp(optarg, "auto") == 0
+					? 0
+					: (int)tp_opts_long(t, "--dp-tail", optarg, 1, 1 << 20);
+			break;
 		case 'v':
 			ice_log_setup("info,debug=comm+coll");
 			break;
@@ -424,9 +436,9 @@ static void print_job(const struct job_out *jo)
 		printf("   network (calibrated on this job's communicator): all-reduce busbw %.3f "
 		       "GB/s, p2p %.3f GB/s, latency %.1f us; overlap %.3f\n",
 		       net->busbw_gbps, net->p2p_gbps, net->lat_s * 1e6, net->overlap);
-	printf("   %-4s %-22s %-5s %8s %10s %10s %10s %16s\n", "rank", "device", "kind",
+	printf("   %-4s %-22s %-5s %8s %10s %10s %10s %16s %8s\n", "rank", "device", "kind",
 	       j->scheme == ITR_DP ? "samples" : "layers", "compute s", "exp.comm s", "update s",
-	       "emu late calls/s");
+	       "emu late calls/s", "hidden s");
 	for (int r = 0; r < j->ndev; r++) {
 		const struct itr_rank_result *rr = &res->rank[r];
 		char what[32], name[48];
@@ -438,15 +450,16 @@ static void print_job(const struct job_out *jo)
 				 rr->first + rr->nlayers - 1);
 		snprintf(name, sizeof(name), "%s%s", j->dev[r].name,
 			 j->dev[r].emulated ? " (emulated)" : "");
-		printf("   %-4d %-22s %-5s %8s %10.4f %10.4f %10.4f %9.1f%% %5.3f\n", r, name,
+		printf("   %-4d %-22s %-5s %8s %10.4f %10.4f %10.4f %9.1f%% %5.3f %8.4f\n", r, name,
 		       j->dev[r].emulated ? "host" : j->dev[r].kind, what, rr->compute_s,
 		       rr->exposed_s, rr->update_s,
 		       rr->emu_calls ? 100.0 * rr->emu_overruns / rr->emu_calls : 0.0,
-		       rr->emu_overrun_s / j->steps);
+		       rr->emu_overrun_s / j->steps, rr->emu_hidden_s / j->steps);
 	}
 	printf("   per step: compute = matmuls incl. emulation padding; exp.comm = compute "
 	       "thread waiting for the communication thread; emu late = share of calls and "
-	       "seconds beyond the stated speed\n");
+	       "seconds beyond the stated speed; hidden = host work and late wake-ups the "
+	       "emulated device's stream overlapped\n");
 	if (j->scheme == ITR_PP && j->ndev > 1) {
 		for (int r = 0; r < j->ndev; r++) {
 			const struct itr_rank_result *rr = &res->rank[r];
@@ -461,6 +474,13 @@ static void print_job(const struct job_out *jo)
 		printf(" s per micro-batch; %d micro-batches; schedule %.4f s (closed form "
 		       "%.4f s)\n",
 		       res->pp.micro_batches, res->pp.step_s, res->pp.est_s);
+	}
+	if (j->scheme == ITR_DP && j->ndev > 1) {
+		printf("   backward layer by layer over the last micro-batches (the all-reduce "
+		       "hides behind them):");
+		for (int r = 0; r < j->ndev; r++)
+			printf(" %d", res->dp.tail[r]);
+		printf(" per rank; predicted exposed all-reduce %.4f s\n", res->dp.comm_s);
 	}
 	printf("   step: median %.4f s, mean %.4f s over %d steps (after %d warm-up); "
 	       "throughput %.2f samples/s\n",
@@ -539,6 +559,7 @@ static json_t *job_json(const struct job_out *jo)
 		json_object_set_new(x, "emulated", json_boolean(j->dev[r].emulated));
 		if (j->scheme == ITR_DP) {
 			json_object_set_new(x, "samples", json_integer(rr->samples));
+			json_object_set_new(x, "tail_micro_batches", json_integer(res->dp.tail[r]));
 			json_object_set_new(x, "predicted_compute_s",
 					    json_real(res->dp.compute_s[r]));
 		} else {
@@ -558,6 +579,7 @@ static json_t *job_json(const struct job_out *jo)
 		json_object_set_new(x, "emu_calls", json_integer((json_int_t)rr->emu_calls));
 		json_object_set_new(x, "emu_overruns", json_integer((json_int_t)rr->emu_overruns));
 		json_object_set_new(x, "emu_overrun_s", json_real(rr->emu_overrun_s));
+		json_object_set_new(x, "emu_hidden_s", json_real(rr->emu_hidden_s));
 		json_object_set_new(x, "loss", json_real(rr->loss));
 		if (rr->stage_name[0] != '\0')
 			json_object_set_new(x, "allreduce_staging", json_string(rr->stage_name));
@@ -674,21 +696,11 @@ static void job_init(struct itr_job *j, const struct opts *o, const struct trn_m
 	j->steps = o->steps;
 	j->warmup = o->warmup;
 	j->lr = o->lr;
+	j->overlap = o->overlap; /* < 0: from the DP tails (trn_dp_tails) */
+	j->dp_tail = o->dp_tail;
 	j->seed = o->seed;
 	if (o->trace != NULL)
 		snprintf(j->trace, sizeof(j->trace), "%s", o->trace);
-}
-
-/* The all-reduce can only hide behind the last micro-batch's backward
- * (gradients are complete only then): that share of the backward, for an
- * even split, unless --overlap says otherwise. */
-static void job_overlap(struct itr_job *j, const struct opts *o)
-{
-	double per = (double)j->model.global_batch / j->ndev;
-
-	j->overlap = o->overlap;
-	if (j->overlap < 0)
-		j->overlap = per > j->model.micro_batch ? j->model.micro_batch / per : 1.0;
 }
 
 int main(int argc, char **argv)
@@ -792,7 +804,6 @@ int main(int argc, char **argv)
 					j->dev[j->ndev++] = prof[idx[i]];
 			if (o.scheme == ITR_PP && j->ndev > model.nlayers)
 				j->ndev = model.nlayers;
-			job_overlap(j, &o);
 			njobs++;
 		}
 	}
@@ -805,7 +816,6 @@ int main(int argc, char **argv)
 		job_init(j, &o, &model, "mixed", sp);
 		for (int i = 0; i < ndev; i++)
 			j->dev[j->ndev++] = prof[idx[i]];
-		job_overlap(j, &o);
 		njobs++;
 	}
 	for (int i = 0; i < njobs; i++) {

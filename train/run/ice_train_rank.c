@@ -188,13 +188,16 @@ static void cop_post(struct cthread *t, struct cop *op, enum cop_kind kind, floa
 	tp_engine_wake(t->e); /* the communication thread may be waiting for packets */
 }
 
-static int cop_wait(struct cthread *t, struct cop *op)
+/* Wait for op; *blocked: it was not done yet. */
+static int cop_wait(struct cthread *t, struct cop *op, bool *blocked)
 {
 	int ret;
 
+	*blocked = false;
 	if (!op->posted)
 		return 0;
 	pthread_mutex_lock(&t->mu);
+	*blocked = !op->done;
 	while (!op->done)
 		pthread_cond_wait(&t->cv_done, &t->mu);
 	ret = op->ret;
@@ -425,13 +428,10 @@ static int loss_grad(struct rank *k, int slot, const float *negt, int rows)
 
 /* Backward of one micro-batch from gradient g (rows x out of the last local
  * layer). dx: where the input gradient of local layer 0 goes (NULL: a
- * scratch buffer). beta: 0 for the first micro-batch of a step, else 1.
- * post: hand the gradient buckets to the communication thread as they
- * complete (DP, last micro-batch). */
-static int backward(struct rank *k, int slot, const float *g, int rows, float *dx, float beta,
-		    bool post)
+ * scratch buffer). beta: 0 for the first micro-batch of a step, else 1. */
+static int backward(struct rank *k, int slot, const float *g, int rows, float *dx, float beta)
 {
-	int b = 0, t = 0;
+	int t = 0;
 
 	for (int j = k->nl - 1; j >= 0; j--) {
 		const float *x = j == 0 ? k->xin[slot] : k->act[slot][j];
@@ -442,12 +442,6 @@ static int backward(struct rank *k, int slot, const float *g, int rows, float *d
 			     k->grad + k->goff[j]);
 		if (ret < 0)
 			return ret;
-		while (post && b < k->nbk && k->bk[b].close_at == j) {
-			k->bk[b].op.tag = b;
-			cop_post(&k->ct, &k->bk[b].op, COP_ALLREDUCE, k->grad + k->bk[b].off,
-				 k->bk[b].count, -1);
-			b++;
-		}
 		ret = matmul(k, false, true, rows, lin(k, j), lout(k, j), g, k->w[j], 0.0f, dst);
 		if (ret < 0)
 			return ret;
@@ -557,14 +551,17 @@ static void trace_add(struct rank *k, enum itr_ev_kind kind, int mb, uint64_t t0
 static int wait_op(struct rank *k, struct cop *op, enum itr_ev_kind kind)
 {
 	uint64_t t0, t1, h = 0;
+	bool blocked;
 	double w;
 	int ret;
 
 	if (!op->posted)
 		return 0;
 	t0 = ice_now_ns();
-	ret = cop_wait(&k->ct, op);
+	ret = cop_wait(&k->ct, op, &blocked);
 	t1 = ice_now_ns();
+	if (blocked)
+		trn_emu_idle(&k->emu); /* the device waited for the data too */
 	if (op->hsum != NULL) {
 		/* device memory: the receive is hashed here (a send was at
 		 * its post) */
@@ -901,22 +898,76 @@ static int calibrate(struct rank *k, size_t bucket_count, size_t act_count, stru
 
 /* ---- training steps --------------------------------------------------- */
 
+/* Rows of the tail's micro-batch t (the last one may be short). */
+static int tail_rows(const struct rank *k, int t, int row0, int nrows)
+{
+	int left = nrows - row0 - t * k->mb;
+
+	return left < k->mb ? left : k->mb;
+}
+
+/* DP: the backward of the micro-batches in slots [0, n) (rows row0.. of
+ * nrows; slots 0..n-1, their forwards
+ * done, the top gradients in act[slot][nl]) layer by layer: each layer's
+ * weight gradients over all of them, then its buckets go to the
+ * communication thread, then the input gradients, written over the layer's
+ * input (no longer needed; slot 0's input buffer is free). Every layer's
+ * gradient sums the micro-batches in the same order as backward() would,
+ * so the weights are the same bits. first: the tail starts the step. */
+static int backward_tail(struct rank *k, int n, int row0, int nrows, bool first)
+{
+	int b = 0;
+
+	for (int j = k->nl - 1; j >= 0; j--) {
+		for (int t = 0; t < n; t++) {
+			const float *x = j == 0 ? k->xin[t] : k->act[t][j];
+			int ret = matmul(k, true, false, lin(k, j), lout(k, j),
+					 tail_rows(k, t, row0, nrows), x, k->act[t][j + 1],
+					 first && t == 0 ? 0.0f : 1.0f, k->grad + k->goff[j]);
+
+			if (ret < 0)
+				return ret;
+		}
+		while (b < k->nbk && k->bk[b].close_at == j) {
+			k->bk[b].op.tag = b;
+			cop_post(&k->ct, &k->bk[b].op, COP_ALLREDUCE, k->grad + k->bk[b].off,
+				 k->bk[b].count, -1);
+			b++;
+		}
+		for (int t = 0; t < n; t++) {
+			int ret = matmul(k, false, true, tail_rows(k, t, row0, nrows), lin(k, j),
+					 lout(k, j), k->act[t][j + 1], k->w[j], 0.0f, k->act[t][j]);
+
+			if (ret < 0)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/* One DP step over nrows samples: micro-batches forward and backward one
+ * after the other, gradients accumulated; the last dp.tail of them
+ * forward first, then backward layer by layer (backward_tail), so the
+ * all-reduce of the top layers' buckets starts while the tail's lower
+ * layers compute. */
 static int dp_step(struct rank *k, int nrows)
 {
 	int nmb = (nrows + k->mb - 1) / k->mb;
+	int tail = k->nslots < nmb ? k->nslots : nmb, head = nmb - tail;
 	int ret = 0;
 
 	for (int i = 0; i < nmb && ret == 0; i++) {
-		int row = i * k->mb;
-		int rows = nrows - row < k->mb ? nrows - row : k->mb;
+		int row = i * k->mb, slot = i < head ? 0 : i - head;
+		int r = nrows - row < k->mb ? nrows - row : k->mb;
 
-		ret = forward(k, 0, k->x + (size_t)row * k->m->in[0], rows);
+		ret = forward(k, slot, k->x + (size_t)row * k->m->in[0], r);
 		if (ret == 0)
-			ret = loss_grad(k, 0, k->negt + (size_t)row * lout(k, k->nl - 1), rows);
-		if (ret == 0)
-			ret = backward(k, 0, k->act[0][k->nl], rows, NULL, i == 0 ? 0.0f : 1.0f,
-				       i == nmb - 1);
+			ret = loss_grad(k, slot, k->negt + (size_t)row * lout(k, k->nl - 1), r);
+		if (ret == 0 && i < head)
+			ret = backward(k, 0, k->act[0][k->nl], r, NULL, i == 0 ? 0.0f : 1.0f);
 	}
+	if (ret == 0 && tail > 0)
+		ret = backward_tail(k, tail, head * k->mb, nrows, head == 0);
 	if (ret == 0 && nmb == 0) {
 		/* no samples here: contribute zeros */
 		memset(k->hscratch, 0, k->hscratch_len * 4);
@@ -1055,7 +1106,7 @@ static int pp_bwd(struct rank *k, int i)
 	if (k->pp.sched == TRN_PP_ZB)
 		ret = backward_input(k, slot, g, k->mb, dx);
 	else
-		ret = backward(k, slot, g, k->mb, dx, i == 0 ? 0.0f : 1.0f, false);
+		ret = backward(k, slot, g, k->mb, dx, i == 0 ? 0.0f : 1.0f);
 	trace_add(k, EV_BWD, i, t0, ice_now_ns(), 0, 0);
 	if (ret < 0 || s == 0)
 		return ret;
@@ -1160,20 +1211,30 @@ static void trace_dump(struct rank *k)
 	fclose(f);
 }
 
-static int plan_job(struct rank *k, const struct trn_net *net)
+/* The split (the same on every rank: the same inputs), and for DP the tails
+ * and, unless --overlap gave it, the overlap they give (net->overlap). */
+static int plan_job(struct rank *k, struct trn_net *net)
 {
 	const struct itr_job *j = k->job;
 	struct itr_result *res = k->res;
 	int ret;
 
 	if (j->scheme == ITR_DP) {
+		double per = (double)k->m->global_batch / j->ndev, ov;
 		struct trn_dp_plan p;
 
+		/* split for the classic overlap (the last micro-batch's backward) */
+		if (net->overlap < 0)
+			net->overlap = per > k->m->micro_batch ? k->m->micro_batch / per : 1.0;
 		memset(&p, 0, sizeof(p));
 		ret = j->split == ITR_SPLIT_PLAN ? trn_plan_dp(k->m, j->dev, j->ndev, net, &p)
 						 : trn_plan_dp_even(k->m, j->dev, j->ndev, net, &p);
-		if (ret == 0)
+		if (ret == 0) {
+			ov = trn_dp_tails(k->m, j->dev, j->ndev, net, j->dp_tail, &p);
+			if (j->overlap < 0)
+				net->overlap = ov;
 			ret = trn_predict_dp(k->m, j->dev, j->ndev, net, &p);
+		}
 		if (ret == 0 && k->r == 0)
 			res->dp = p;
 		k->dp = p;
@@ -1187,6 +1248,8 @@ static int plan_job(struct rank *k, const struct trn_net *net)
 	} else {
 		struct trn_pp_plan p;
 
+		if (net->overlap < 0)
+			net->overlap = 0; /* no all-reduce */
 		memset(&p, 0, sizeof(p));
 		ret = j->split == ITR_SPLIT_PLAN
 			      ? trn_plan_pp(k->m, j->dev, j->ndev, net, j->sched, &p)
@@ -1321,6 +1384,7 @@ static int train(struct rank *k)
 	k->me->emu_calls = k->emu.calls - emu0.calls;
 	k->me->emu_overruns = k->emu.overruns - emu0.overruns;
 	k->me->emu_overrun_s = k->emu.overrun_s - emu0.overrun_s;
+	k->me->emu_hidden_s = k->emu.hidden_s - emu0.hidden_s;
 	k->me->loss = k->loss;
 	return 0;
 }
@@ -1391,18 +1455,18 @@ static int run_rank(struct rank *k, struct tp_comm_cfg *cc)
 			strerror(-ret));
 		goto out;
 	}
-	if (k->r == 0)
-		k->res->net = net;
 	ret = plan_job(k, &net);
 	if (ret < 0)
 		goto out;
+	if (k->r == 0)
+		k->res->net = net;
 	if (j->scheme == ITR_DP) {
 		int row0 = 0;
 
 		/* every rank computed the same plan: rows before ours */
 		for (int r = 0; r < k->r; r++)
 			row0 += k->dp.samples[r];
-		k->nslots = 1;
+		k->nslots = k->dp.tail[k->r] > 1 ? k->dp.tail[k->r] : 1;
 		ret = setup_params(k);
 		if (ret == 0)
 			ret = setup_acts(k, row0, k->me->samples, true, true);
