@@ -122,7 +122,7 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
 
 /* Choose p->tail[] for the split in p->samples: per device the fewest last
  * micro-batches (at least one, at most all) whose backward, run layer by
- * layer, lasts 1.5 times the gradient all-reduce, or fixed (> 0) each.
+ * layer, lasts three times the gradient all-reduce, or fixed (> 0) each.
  * Returns the overlap they give the predictor: the shortest tail's backward
  * as a share of the slowest device's backward (0..1). */
 double trn_dp_tails(const struct trn_model *m, const struct trn_profile *dev, int ndev,
@@ -243,9 +243,10 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
  * work in between and late wake-ups overlap the device (up to 50 ms,
  * counted in hidden_s) and back-to-back calls add up to the stated time.
  * trn_emu_idle() says the caller waited for data since the last call: the
- * device idled, the next call's stated time starts at its begin. If the CPU
- * was slower than the stated speed the call overran: counted, and reported
- * by ice-train (results then measure this CPU, not the profile). Sleeps
+ * device idled, the next call's stated time starts at its begin. If the
+ * real computation took longer than the stated time the call overran:
+ * counted and reported by ice-train (much of it: results measure this CPU,
+ * not the profile); a call right after it starts at its stated end too. Sleeps
  * follow the calling thread's timer slack (prctl PR_SET_TIMERSLACK;
  * ice-train sets 1 us). */
 struct trn_emu {

@@ -8,8 +8,12 @@
  * its stated time where the previous call's ended: the host work between
  * the two (posting a send, bookkeeping) and the previous sleep's late
  * wake-up (timer slack, a descheduled vCPU) overlap the device, as a launch
- * queue would hide them. After a wait for data (trn_emu_idle) or a longer
- * host gap the device has idled: the stated time starts at the call.
+ * queue would hide them. So does a call whose real computation took longer
+ * than its stated time (counted as an overrun): the wall clock still shows
+ * it unless later calls have the slack to make it up, so a CPU that is
+ * really too slow shows in the results. After a wait for data
+ * (trn_emu_idle) or a longer host gap the device has idled: the stated
+ * time starts at the call.
  */
 #include <errno.h>
 #include <time.h>
@@ -59,14 +63,16 @@ void trn_emu_end(struct trn_emu *e, double flops)
 	if (!(e->gflops > 0) || !(flops > 0))
 		return;
 	stated = (uint64_t)(flops / e->gflops); /* GFLOP/s = FLOP/ns */
+	target = e->t0_ns + stated;
+	e->due_ns = target;
 	if (now - e->real_ns > stated) {
-		/* the CPU itself was slower than the stated speed */
+		/* the CPU itself took longer than the stated time (too slow, or
+		 * descheduled): counted; the next call may still make it up
+		 * from the stated end, if it has the slack */
 		e->overruns++;
 		e->overrun_s += (double)(now - e->real_ns - stated) * 1e-9;
 		return;
 	}
-	target = e->t0_ns + stated;
-	e->due_ns = target;
 	if (now < target) {
 		ts.tv_sec = (time_t)(target / 1000000000ull);
 		ts.tv_nsec = (long)(target % 1000000000ull);

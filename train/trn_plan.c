@@ -116,7 +116,7 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
  * kept. Each device gets the fewest that last TRN_DP_TAIL_MARGIN times the
  * all-reduce (it runs slower beside the compute than calibrated alone).
  */
-#define TRN_DP_TAIL_MARGIN 1.5
+#define TRN_DP_TAIL_MARGIN 3.0
 
 double trn_dp_tails(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		    const struct trn_net *net, int fixed, struct trn_dp_plan *p)

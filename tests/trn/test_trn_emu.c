@@ -173,6 +173,32 @@ static void test_overrun(void **state)
 	assert_true(dt < 0.05); /* no sleep after an overrun */
 }
 
+/* A call right after an overrun starts at the overrun's stated end: when it
+ * has the slack, the wall clock makes the overrun up (a descheduled thread
+ * is the host's doing); when not, the time shows. */
+static void test_overrun_made_up(void **state)
+{
+	struct trn_emu e = {.gflops = 1.0};
+	struct timespec nap = {.tv_nsec = 30 * 1000 * 1000};
+	double t0 = now_s(), dt;
+	uint64_t due;
+
+	trn_emu_begin(&e);
+	nanosleep(&nap, NULL); /* 30 ms ... */
+	trn_emu_end(&e, 1e6);  /* ... of 1 ms stated: overran */
+	due = e.due_ns;
+	assert_true(due == e.t0_ns + 1000000ull);
+	trn_emu_begin(&e);
+	if (e.real_ns - e.woke_ns < 1000000ull) /* unless preempted */
+		assert_true(e.t0_ns == due);
+	trn_emu_end(&e, 100e6); /* 100 ms stated */
+	dt = now_s() - t0;
+	print_message("1 ms overrun by 29 ms, then 100 ms: %.2f ms\n", dt * 1e3);
+	assert_int_equal(e.overruns, 1);
+	assert_true(dt >= 0.101 - 0.001);
+	assert_true(dt < 0.130); /* made up (130 ms without) */
+}
+
 static void test_no_speed(void **state)
 {
 	struct trn_emu e = {.gflops = 0};
@@ -191,6 +217,7 @@ int main(void)
 		cmocka_unit_test(test_idle_and_host_gaps),
 		cmocka_unit_test(test_padding_after_work),
 		cmocka_unit_test(test_overrun),
+		cmocka_unit_test(test_overrun_made_up),
 		cmocka_unit_test(test_no_speed),
 	};
 

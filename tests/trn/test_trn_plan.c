@@ -99,7 +99,7 @@ static void test_predict_dp(void **state)
 	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), -EINVAL);
 }
 
-/* DP tails: the fewest last micro-batches whose backward lasts 1.5 times
+/* DP tails: the fewest last micro-batches whose backward lasts three times
  * the all-reduce, and the overlap that gives. */
 static void test_dp_tails(void **state)
 {
@@ -111,16 +111,17 @@ static void test_dp_tails(void **state)
 	devs(d, (double[]){2, 1, 1}, 3);
 	/* one 1000x1000 layer: 4e6 FLOP of backward per sample (2 ms on d0,
 	 * 4 ms on d1); two devices: all-reduce 3 * tb + tl = 8 ms (see
-	 * test_predict_dp), so the tails must last 12 ms: 6 and 3 samples */
-	model_square(1, 1000, 12, 1);
+	 * test_predict_dp), so the tails must last 24 ms: 12 and 6 samples,
+	 * of 16 and 8 */
+	model_square(1, 1000, 24, 1);
 	m.bucket_kb = 1024;
-	p.samples[0] = 8;
-	p.samples[1] = 4;
+	p.samples[0] = 16;
+	p.samples[1] = 8;
 	ov = trn_dp_tails(&m, d, 2, &net, 0, &p);
-	assert_int_equal(p.tail[0], 6);
-	assert_int_equal(p.tail[1], 3);
-	/* 12 ms of the slowest (both 24 ms: the first) device's 16 ms backward */
-	assert_near(ov, 0.75);
+	assert_int_equal(p.tail[0], 12);
+	assert_int_equal(p.tail[1], 6);
+	/* 24 ms of the slowest (both 48 ms: the first) device's 32 ms backward */
+	assert_near(ov, 24.0 / 32);
 	net.overlap = ov;
 	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
 	assert_near(p.comm_s, 854272 / 1e9 + 1e-3); /* only the last bucket shows */
@@ -128,18 +129,18 @@ static void test_dp_tails(void **state)
 	ov = trn_dp_tails(&m, d, 2, &net, 2, &p);
 	assert_int_equal(p.tail[0], 2);
 	assert_int_equal(p.tail[1], 2);
-	assert_near(ov, 4.0 / 16);
-	/* micro-batches of 4, d0's 10 samples are 4 + 4 + 2: the short last one
-	 * (4 ms) and one more (8 ms) make 12 ms; d1's 2 samples are one short
-	 * micro-batch (8 ms, all it has); d2 has none */
+	assert_near(ov, 4.0 / 32);
+	/* micro-batches of 4, d0's 14 samples are 4 + 4 + 4 + 2: the short last
+	 * one (4 ms) and three more (28 ms) reach 24 ms; d1's 2 samples are one
+	 * short micro-batch (8 ms, all it has); d2 has none */
 	m.micro_batch = 4;
-	p.samples[0] = 10;
+	p.samples[0] = 14;
 	p.samples[1] = 2;
 	p.samples[2] = 0;
 	ov = trn_dp_tails(&m, d, 2, &net, 0, &p);
-	assert_int_equal(p.tail[0], 2);
+	assert_int_equal(p.tail[0], 4);
 	assert_int_equal(p.tail[1], 1);
-	assert_near(ov, 8.0 / 20);
+	assert_near(ov, 8.0 / 28);
 	ov = trn_dp_tails(&m, d, 3, &net, 0, &p);
 	assert_int_equal(p.tail[2], 0);
 	/* one device: no all-reduce, one micro-batch (the classic order) */
