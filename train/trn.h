@@ -251,11 +251,12 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
  * ice-train sets 1 us). */
 struct trn_emu {
 	double gflops;
-	uint64_t t0_ns;	  /* start of this call's stated time */
-	uint64_t real_ns; /* when this call really began */
-	uint64_t due_ns;  /* end of the previous call's stated time */
-	uint64_t woke_ns; /* when the previous call returned */
-	bool idle;	  /* the caller waited for data since the last call */
+	uint64_t t0_ns;	   /* start of this call's stated time */
+	uint64_t real_ns;  /* when this call really began */
+	uint64_t due_ns;   /* end of the previous call's stated time */
+	uint64_t woke_ns;  /* when the previous call returned */
+	bool idle;	   /* the caller waited for data since the last call */
+	uint64_t fresh_ns; /* lag the previous call added (late wake, overrun) */
 	uint64_t overruns, calls;
 	double overrun_s; /* total time beyond the stated speed */
 	double hidden_s;  /* host gaps and late wake-ups the stream overlapped */

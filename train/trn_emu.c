@@ -47,9 +47,11 @@ void trn_emu_begin(struct trn_emu *e)
 	e->t0_ns = now;
 	if (e->calls > 0 && !e->idle && now - e->woke_ns < EMU_GAP_NS && e->due_ns < now) {
 		e->t0_ns = now - e->due_ns < EMU_HIDE_MAX_NS ? e->due_ns : now - EMU_HIDE_MAX_NS;
-		e->hidden_s += (double)(now - e->t0_ns) * 1e-9;
+		/* counted once: the host gap and what the last call added */
+		e->hidden_s += (double)(now - e->woke_ns + e->fresh_ns) * 1e-9;
 	}
 	e->idle = false;
+	e->fresh_ns = 0;
 }
 
 void trn_emu_end(struct trn_emu *e, double flops)
@@ -71,6 +73,7 @@ void trn_emu_end(struct trn_emu *e, double flops)
 		 * from the stated end, if it has the slack */
 		e->overruns++;
 		e->overrun_s += (double)(now - e->real_ns - stated) * 1e-9;
+		e->fresh_ns = now - e->real_ns - stated;
 		return;
 	}
 	if (now < target) {
@@ -79,6 +82,7 @@ void trn_emu_end(struct trn_emu *e, double flops)
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 			;
 		now = now_ns();
+		e->fresh_ns = now > target ? now - target : 0; /* woke late */
 	}
 	e->woke_ns = now;
 }

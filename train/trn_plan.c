@@ -121,8 +121,11 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
 double trn_dp_tails(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		    const struct trn_net *net, int fixed, struct trn_dp_plan *p)
 {
-	double bwd = model_bwd_flops(m), last, comm, window = -1, maxc = -1, bwd_slow = 0;
+	double bwd, last, comm, window = -1, maxc = -1, bwd_slow = 0;
 
+	if (check_common(m, dev, ndev, net) < 0 || p == NULL)
+		return 0;
+	bwd = model_bwd_flops(m);
 	comm = ndev > 1 && net->busbw_gbps > 0 ? dp_allreduce_s(m, ndev, net, &last) : 0;
 	for (int i = 0; i < ndev; i++) {
 		double per = bwd / (dev[i].gflops * 1e9); /* per sample */

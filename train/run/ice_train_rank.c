@@ -906,14 +906,14 @@ static int tail_rows(const struct rank *k, int t, int row0, int nrows)
 	return left < k->mb ? left : k->mb;
 }
 
-/* DP: the backward of the micro-batches in slots [0, n) (rows row0.. of
- * nrows; slots 0..n-1, their forwards
- * done, the top gradients in act[slot][nl]) layer by layer: each layer's
- * weight gradients over all of them, then its buckets go to the
+/* DP: the backward of the micro-batches in slots [0, n) (rows row0 .. nrows,
+ * forwards done, top gradients in act[slot][nl]) layer by layer: each
+ * layer's weight gradients over all of them, then its buckets go to the
  * communication thread, then the input gradients, written over the layer's
- * input (no longer needed; slot 0's input buffer is free). Every layer's
- * gradient sums the micro-batches in the same order as backward() would,
- * so the weights are the same bits. first: the tail starts the step. */
+ * input (no longer needed; a slot's first input buffer is unused). Every
+ * layer's gradient sums the micro-batches in the same order as backward()
+ * would, so the weights are the same bits. first: the tail starts the
+ * step. */
 static int backward_tail(struct rank *k, int n, int row0, int nrows, bool first)
 {
 	int b = 0;
