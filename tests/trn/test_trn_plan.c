@@ -99,6 +99,16 @@ static void test_predict_dp(void **state)
 	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), -EINVAL);
 }
 
+/* trn_dp_tails on p over the first n devices of d: the tails of the first
+ * two and the overlap. */
+static void check_tails(struct trn_profile *d, int n, const struct trn_net *net, int fixed,
+			struct trn_dp_plan *p, int t0, int t1, double ov)
+{
+	assert_near(trn_dp_tails(&m, d, n, net, fixed, p), ov);
+	assert_int_equal(p->tail[0], t0);
+	assert_int_equal(p->tail[1], t1);
+}
+
 /* DP tails: the fewest last micro-batches whose backward lasts three times
  * the all-reduce, and the overlap that gives. */
 static void test_dp_tails(void **state)
@@ -117,19 +127,13 @@ static void test_dp_tails(void **state)
 	m.bucket_kb = 1024;
 	p.samples[0] = 16;
 	p.samples[1] = 8;
-	ov = trn_dp_tails(&m, d, 2, &net, 0, &p);
-	assert_int_equal(p.tail[0], 12);
-	assert_int_equal(p.tail[1], 6);
 	/* 24 ms of the slowest (both 48 ms: the first) device's 32 ms backward */
-	assert_near(ov, 24.0 / 32);
-	net.overlap = ov;
+	check_tails(d, 2, &net, 0, &p, 12, 6, 24.0 / 32);
+	net.overlap = 24.0 / 32;
 	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
 	assert_near(p.comm_s, 854272 / 1e9 + 1e-3); /* only the last bucket shows */
 	/* fixed: 2 each; d0's 4 ms is the shorter window */
-	ov = trn_dp_tails(&m, d, 2, &net, 2, &p);
-	assert_int_equal(p.tail[0], 2);
-	assert_int_equal(p.tail[1], 2);
-	assert_near(ov, 4.0 / 32);
+	check_tails(d, 2, &net, 2, &p, 2, 2, 4.0 / 32);
 	/* micro-batches of 4, d0's 14 samples are 4 + 4 + 4 + 2: the short last
 	 * one (4 ms) and three more (28 ms) reach 24 ms; d1's 2 samples are one
 	 * short micro-batch (8 ms, all it has); d2 has none */
@@ -137,12 +141,10 @@ static void test_dp_tails(void **state)
 	p.samples[0] = 14;
 	p.samples[1] = 2;
 	p.samples[2] = 0;
-	ov = trn_dp_tails(&m, d, 2, &net, 0, &p);
-	assert_int_equal(p.tail[0], 4);
-	assert_int_equal(p.tail[1], 1);
-	assert_near(ov, 8.0 / 28);
+	check_tails(d, 2, &net, 0, &p, 4, 1, 8.0 / 28);
 	ov = trn_dp_tails(&m, d, 3, &net, 0, &p);
 	assert_int_equal(p.tail[2], 0);
+	assert_true(ov > 0 && ov <= 1);
 	/* one device: no all-reduce, one micro-batch (the classic order) */
 	p.samples[0] = 12;
 	ov = trn_dp_tails(&m, d, 1, &net, 0, &p);
