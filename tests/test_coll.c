@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "ice_log.h"
+#include "ice_time.h"
 #include "tp.h"
 
 static int test_id;
@@ -133,6 +134,53 @@ static void fill(void *buf, size_t n, enum tp_dtype t, int op, int r)
 		tp_elem_set(buf, i, t, val(op, r, i));
 }
 
+/* the second message of p2p(): the first one's values shifted by one */
+static double w_sr2(size_t i, void *a)
+{
+	return w_sr(i + 1, a);
+}
+
+/* Non-blocking: two messages to the next rank and two from the previous,
+ * all outstanding at once; even ranks post the receives before the sends,
+ * odd ranks after. They must match in posting order. A bad peer is refused
+ * and leaves that order alone. */
+static int p2p(struct tp_comm *c, uint8_t *sb, uint8_t *rb, struct ctx *x)
+{
+	size_t bytes = x->count * tp_dtype_size(x->t);
+	int next = (x->r + 1) % x->n, prev = (x->r - 1 + x->n) % x->n, err = 0;
+	struct tp_req sr = {0}, rr = {0};
+
+	for (size_t i = 0; i < x->count; i++) {
+		tp_elem_set(sb, i, x->t, val(TP_SUM, x->r, i));
+		tp_elem_set(sb + bytes, i, x->t, val(TP_SUM, x->r, i + 1));
+	}
+	memset(rb, 0, 2 * bytes);
+	if (x->t == TP_INT8 && /* once per count */
+	    (tp_isend(c, sb, x->count, x->t, x->r, &sr) != -EINVAL ||
+	    tp_irecv(c, rb, x->count, x->t, x->n, &rr) != -EINVAL ||
+	    tp_isend(c, sb, x->count, TP_DTYPE_MAX, next, &sr) != -EINVAL || sr.pending != 0 ||
+	     rr.pending != 0)) {
+		fprintf(stderr, "p2p: bad arguments not refused\n");
+		return -1;
+	}
+	for (int k = 0; k < 2 && err == 0; k++) {
+		bool recv_now = (x->r % 2 == 0) == (k == 0);
+
+		for (int m = 0; m < 2 && err == 0; m++)
+			err = recv_now ? tp_irecv(c, rb + m * bytes, x->count, x->t, prev, &rr)
+				       : tp_isend(c, sb + m * bytes, x->count, x->t, next, &sr);
+	}
+	while (err == 0 && (sr.pending > 0 || rr.pending > 0))
+		err = tp_comm_progress(c, ICE_NSEC_PER_MSEC) < 0 ? -1 : 0;
+	if (err == 0)
+		err = sr.status < 0 ? sr.status : rr.status;
+	if (err == 0)
+		err = check(rb, x->count, x->t, w_sr, x, "isend/irecv first");
+	if (err == 0)
+		err = check(rb + bytes, x->count, x->t, w_sr2, x, "isend/irecv second");
+	return err;
+}
+
 /* One rank's work: every collective over the types, ops and counts given. */
 static int rank_main(struct tp_comm *c, const size_t *counts, int ncounts)
 {
@@ -209,6 +257,8 @@ static int rank_main(struct tp_comm *c, const size_t *counts, int ncounts)
 				err = tp_sendrecv(c, rb, (r + 1) % n, rb, (r - 1 + n) % n, cnt, t);
 			if (err == 0)
 				err = check(rb, cnt, t, w_sr, &x, "send/recv in place");
+			if (err == 0)
+				err = p2p(c, sb, rb, &x);
 		}
 	}
 	free(sb);

@@ -218,4 +218,32 @@ int tp_alltoall(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t co
 int tp_sendrecv(struct tp_comm *c, const void *sendbuf, int sendpeer, void *recvbuf, int recvpeer,
 		size_t count, enum tp_dtype t);
 
+/* Non-blocking point-to-point (host buffers). A request is complete when
+ * pending reaches 0; status is then its first error, or 0. Zero a request
+ * before its first post; several messages may share one. Nothing moves
+ * between calls: tp_comm_progress (or any blocking call on the
+ * communicator) drives the engine and completes requests. Messages between
+ * two ranks match in the order each side posted them, so sends and
+ * receives to different peers, and receives posted long before their send,
+ * may be outstanding at once. A send's buffer must not change, nor a
+ * receive's be read, before its request completes; a request must stay in
+ * place until then. Bad arguments: -EINVAL, nothing posted. Any other
+ * error may leave the message posted in part: the communicator is then
+ * unusable (as after a failed collective). */
+struct tp_req {
+	int pending; /* work requests not yet completed */
+	int status;  /* first error, or 0 */
+};
+
+int tp_isend(struct tp_comm *c, const void *buf, size_t count, enum tp_dtype t, int peer,
+	     struct tp_req *r);
+int tp_irecv(struct tp_comm *c, void *buf, size_t count, enum tp_dtype t, int peer,
+	     struct tp_req *r);
+/* Drive the engine once (waiting at most max_wait_ns for a packet, a timer
+ * or tp_engine_wake) and complete requests; returns what
+ * tp_engine_progress did (< 0: the engine failed). */
+int tp_comm_progress(struct tp_comm *c, uint64_t max_wait_ns);
+/* Progress until r is complete; returns its status. */
+int tp_comm_wait(struct tp_comm *c, struct tp_req *r);
+
 #endif /* TP_H */

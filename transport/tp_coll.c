@@ -533,3 +533,41 @@ int tp_sendrecv(struct tp_comm *c, const void *sendbuf, int sendpeer, void *recv
 	tp_comm_event(c, ICE_EV_COLL_END, ICE_OP_SENDRECV, count, (int)t, -1, -1, sendpeer);
 	return ret;
 }
+
+/* The agent hears of a posted message as a send/recv start, as from NCCL's
+ * ncclSend / ncclRecv; the end is not reported (only a wait would know it). */
+static int check_p2p(struct tp_comm *c, const void *buf, size_t count, enum tp_dtype t, int peer,
+		     struct tp_req *r, const char *what)
+{
+	if (c == NULL || r == NULL || (count > 0 && buf == NULL) || (unsigned)t >= TP_DTYPE_MAX ||
+	    peer < 0 || peer >= c->nranks || peer == c->rank) {
+		ice_err(ICE_SUB_COLL, "%s: bad arguments (count %zu, datatype %d, peer %d)", what,
+			count, t, peer);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int tp_isend(struct tp_comm *c, const void *buf, size_t count, enum tp_dtype t, int peer,
+	     struct tp_req *r)
+{
+	int ret = check_p2p(c, buf, count, t, peer, r, "isend");
+
+	if (ret < 0)
+		return ret;
+	tp_comm_event(c, ICE_EV_COLL_START, ICE_OP_SENDRECV, count, (int)t, -1, -1, peer);
+	ret = tp_comm_isend(c, peer, buf, count * tp_dtype_size(t), r);
+	return ret < 0 ? fail(c, "isend", ret) : 0;
+}
+
+int tp_irecv(struct tp_comm *c, void *buf, size_t count, enum tp_dtype t, int peer,
+	     struct tp_req *r)
+{
+	int ret = check_p2p(c, buf, count, t, peer, r, "irecv");
+
+	if (ret < 0)
+		return ret;
+	tp_comm_event(c, ICE_EV_COLL_START, ICE_OP_SENDRECV, count, (int)t, -1, -1, -1);
+	ret = tp_comm_irecv(c, peer, buf, count * tp_dtype_size(t), r);
+	return ret < 0 ? fail(c, "irecv", ret) : 0;
+}

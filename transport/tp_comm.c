@@ -504,11 +504,12 @@ static int post_retry(struct tp_comm *c, post_fn fn, struct tp_qp *qp, void *buf
 static int post_msg(struct tp_comm *c, int peer, void *buf, size_t len, struct tp_req *r,
 		    uint64_t *seq, post_fn fn)
 {
-	uint64_t s = seq[peer]++;
+	uint64_t s;
 	int ret;
 
 	if (peer < 0 || peer >= c->nranks || peer == c->rank)
 		return -EINVAL;
+	s = seq[peer]++;
 	if (c->cfg.spread == TP_SPREAD_ROUND_ROBIN || c->k == 1)
 		return post_retry(c, fn, c->qps[(size_t)peer * c->k + s % c->k], buf, len, r);
 	for (uint32_t q = 0; q < c->k; q++) {

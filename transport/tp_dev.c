@@ -521,3 +521,43 @@ int tp_dev_sendrecv(struct tp_dev_comm *d, const void *sendbuf, int sendpeer, vo
 	}
 	return 0;
 }
+
+/* Post count elements as tp_dev_sendrecv's peer expects them: whole on an
+ * all-host communicator, else in its TP_DEV_SR_CHUNK pieces. */
+static int dev_post(struct tp_dev_comm *d, void *buf, size_t count, enum tp_dtype t, int peer,
+		    struct tp_req *r, bool send)
+{
+	size_t size, per;
+	int ret = 0;
+
+	if (d == NULL || (unsigned)t >= TP_DTYPE_MAX)
+		return -EINVAL;
+	if (d->ops->kind != TP_MEM_HOST)
+		return -EOPNOTSUPP;
+	if (d->all_host)
+		return send ? tp_isend(d->c, buf, count, t, peer, r)
+			    : tp_irecv(d->c, buf, count, t, peer, r);
+	size = tp_dtype_size(t);
+	if (count > d->max_bytes / size)
+		return -EMSGSIZE; /* the staged peer could not take it */
+	per = TP_DEV_SR_CHUNK / size;
+	for (size_t off = 0; ret == 0 && off < count; off += per) {
+		size_t m = count - off < per ? count - off : per;
+		uint8_t *p = (uint8_t *)buf + off * size;
+
+		ret = send ? tp_isend(d->c, p, m, t, peer, r) : tp_irecv(d->c, p, m, t, peer, r);
+	}
+	return ret;
+}
+
+int tp_dev_isend(struct tp_dev_comm *d, const void *buf, size_t count, enum tp_dtype t, int peer,
+		 struct tp_req *r)
+{
+	return dev_post(d, (void *)buf, count, t, peer, r, true);
+}
+
+int tp_dev_irecv(struct tp_dev_comm *d, void *buf, size_t count, enum tp_dtype t, int peer,
+		 struct tp_req *r)
+{
+	return dev_post(d, buf, count, t, peer, r, false);
+}

@@ -61,6 +61,15 @@ int tp_dev_allgather(struct tp_dev_comm *d, const void *sendbuf, void *recvbuf, 
 		     enum tp_dtype t);
 int tp_dev_sendrecv(struct tp_dev_comm *d, const void *sendbuf, int sendpeer, void *recvbuf,
 		    int recvpeer, size_t count, enum tp_dtype t);
+/* Non-blocking send / receive (tp_isend, tp_irecv) for a rank whose memory
+ * is host memory; -EOPNOTSUPP on a device rank, which uses tp_dev_sendrecv.
+ * They pair with tp_dev_sendrecv on the peer, staged or not: towards a
+ * communicator with staging a message goes as the same pieces. Progress
+ * with tp_comm_progress on tp_dev_comm_base(d). */
+int tp_dev_isend(struct tp_dev_comm *d, const void *buf, size_t count, enum tp_dtype t, int peer,
+		 struct tp_req *r);
+int tp_dev_irecv(struct tp_dev_comm *d, void *buf, size_t count, enum tp_dtype t, int peer,
+		 struct tp_req *r);
 /* What the last tp_dev_allreduce chose on this rank (never AUTO). */
 enum tp_stage tp_dev_last_stage(const struct tp_dev_comm *d);
 const char *tp_stage_name(enum tp_stage s);

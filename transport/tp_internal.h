@@ -189,12 +189,6 @@ void tp_qp_flush_ack(struct tp_qp *qp);
 
 /* ---- communicator internals (tp_comm.c, used by tp_coll.c) ---- */
 
-/* An outstanding message: its work requests complete into it. */
-struct tp_req {
-	int pending; /* work requests not yet completed */
-	int status;  /* first error, or 0 */
-};
-
 struct tp_comm {
 	struct tp_comm_cfg cfg;
 	int rank, nranks;
@@ -209,12 +203,9 @@ struct tp_comm {
 	size_t scratch_len;
 };
 
+/* Post len bytes as one message (tp_isend / tp_irecv without the checks). */
 int tp_comm_isend(struct tp_comm *c, int peer, const void *buf, size_t len, struct tp_req *r);
 int tp_comm_irecv(struct tp_comm *c, int peer, void *buf, size_t len, struct tp_req *r);
-/* Drive the engine once (waiting at most max_wait_ns) and retire completions. */
-int tp_comm_progress(struct tp_comm *c, uint64_t max_wait_ns);
-/* Wait until r is complete; returns its status. */
-int tp_comm_wait(struct tp_comm *c, struct tp_req *r);
 /* Tell the host agent about an operation (no-op without an agent). */
 void tp_comm_event(struct tp_comm *c, enum ice_ev_kind kind, enum ice_coll_op op, size_t count,
 		   int dtype, int redop, int root, int peer);

@@ -31,6 +31,7 @@
 #include <cmocka.h>
 
 #include "ice_log.h"
+#include "ice_time.h"
 #include "tp_dev.h"
 
 #define MAXB (2u << 20)
@@ -334,21 +335,37 @@ static int gather_and_sendrecv(struct tp_dev_comm *d, const struct run *run, uin
 			FAILIF(ret != 0 || memcmp(hout, ref, bytes * (size_t)n) != 0,
 			       "all-gather %zu%s: wrong result", cnt, inpl ? " in place" : "");
 		}
+	/* mode 0: apart, 1: in place, 2: host ranks non-blocking (tp_dev_isend,
+	 * tp_dev_irecv), device ranks blocking (isend is refused on them) */
 	for (size_t k = 0; k < sizeof(sr_counts) / sizeof(sr_counts[0]); k++)
-		for (int inpl = 0; inpl < 2; inpl++) {
+		for (int mode = 0; mode < 3; mode++) {
 			size_t cnt = sr_counts[k], bytes = cnt * 4;
-			uint8_t *src = inpl ? rb : sb;
+			uint8_t *src = mode == 1 ? rb : sb;
+			int next = (r + 1) % n, prev = (r - 1 + n) % n;
+			struct tp_req sr = {0}, rr = {0};
 
 			fill(hin, cnt, TP_INT32, TP_SUM, r);
-			fill(ref, cnt, TP_INT32, TP_SUM, (r - 1 + n) % n);
+			fill(ref, cnt, TP_INT32, TP_SUM, prev);
 			ret = o->from_host(src, hin, bytes);
 			FAILIF(ret != 0, "from_host %d", ret);
-			ret = tp_dev_sendrecv(d, src, (r + 1) % n, rb, (r - 1 + n) % n, cnt,
-					      TP_INT32);
-			FAILIF(ret != 0, "send/recv %zu: %d", cnt, ret);
+			if (mode == 2 && o->kind == TP_MEM_HOST) {
+				ret = tp_dev_irecv(d, rb, cnt, TP_INT32, prev, &rr);
+				if (ret == 0)
+					ret = tp_dev_isend(d, src, cnt, TP_INT32, next, &sr);
+				while (ret == 0 && (sr.pending > 0 || rr.pending > 0))
+					ret = tp_comm_progress(c, ICE_NSEC_PER_MSEC) < 0 ? -1 : 0;
+				if (ret == 0)
+					ret = sr.status < 0 ? sr.status : rr.status;
+			} else {
+				FAILIF(mode == 2 && tp_dev_isend(d, src, cnt, TP_INT32, next,
+								 &sr) != -EOPNOTSUPP,
+				       "isend from device memory not refused");
+				ret = tp_dev_sendrecv(d, src, next, rb, prev, cnt, TP_INT32);
+			}
+			FAILIF(ret != 0, "send/recv %zu mode %d: %d", cnt, mode, ret);
 			ret = o->to_host(hout, rb, bytes);
 			FAILIF(ret != 0 || memcmp(hout, ref, bytes) != 0,
-			       "send/recv %zu%s: wrong result", cnt, inpl ? " in place" : "");
+			       "send/recv %zu mode %d: wrong result", cnt, mode);
 		}
 out:
 	return err;
