@@ -4,7 +4,7 @@
  * communication across ranks on different devices (profiles).
  *
  *   ice-train --model train/models/mlp.yaml --profiles train/profiles/emu-2kind.yaml \
- *             --devices emu-fast,emu-slow --scheme dp --split plan --steps 5 --warmup 1
+ *             --devices emu-fast,emu-slow --scheme dp --split plan --steps 5 --warmup 2
  *
  * One local rank per device (like ice-bench). Each job calibrates the
  * predictor's network model on its own communicator, plans the split
@@ -66,7 +66,8 @@ static void usage(FILE *f)
 		   "  --split plan|even      the planner's split or the even one (default plan)\n"
 		   "  --pp-schedule zb|1f1b  pipeline schedule: zero bubble (default) or 1F1B\n"
 		   "  --steps N              timed steps (default 5)\n"
-		   "  --warmup N             untimed steps first (default 1)\n"
+		   "  --warmup N             untimed steps first (default 2: a pipeline's\n"
+		   "                         stages settle in the second)\n"
 		   "  --lr X                 SGD learning rate (default 0.001)\n"
 		   "  --seed N               weights and data seed (default 1)\n"
 		   "  --dp-tail N|auto       DP: run the backward of the last N micro-batches\n"
@@ -131,7 +132,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof(*o));
 	tp_opts_init(t, "ice-train", TRN_MAX_DEVICES - 1, "127.21.0.1");
 	o->steps = 5;
-	o->warmup = 1;
+	o->warmup = 2;
 	o->lr = 1e-3;
 	o->overlap = -1;
 	o->seed = 1;

@@ -6,8 +6,12 @@
  * Two threads per rank. The compute thread runs forward, backward and the
  * optimizer. The communication thread owns the communicator while training
  * runs (every tp_* call comes from it, as tp.h requires): it takes
- * operations (all-reduce, send, receive) from a FIFO queue and, when the
- * queue is empty, keeps driving the engine so that peers' SENDs are
+ * operations (all-reduce, send, receive) from a FIFO queue. On host memory
+ * a send or receive is only posted (tp_dev_isend / tp_dev_irecv), so sends
+ * and receives to both neighbours progress together and complete in any
+ * order; an all-reduce, and any operation on device memory, runs to its end
+ * before the next is taken. When the queue is empty the thread keeps
+ * driving the engine: messages in flight move, and peers' SENDs are
  * acknowledged while this rank computes. Before and after training the
  * compute thread uses the communicator itself (calibration, checks): the
  * thread's creation and join hand it over.
@@ -60,6 +64,8 @@ struct cop {
 	bool posted;			 /* posted and not yet waited for */
 	uint64_t t_post, t_start, t_end; /* queued, taken by the thread, finished */
 	struct cop *next;
+	struct tp_req req;     /* a send or receive in flight */
+	struct cop *fly_next;  /* the thread's in-flight list */
 };
 
 struct cthread {
@@ -70,7 +76,10 @@ struct cthread {
 	bool quit;
 	int err; /* first failure; later operations fail with it */
 	struct tp_dev_comm *d;
+	struct tp_comm *c;
 	struct tp_engine *e;
+	bool async;	 /* host memory: sends and receives are posted, not run */
+	struct cop *fly; /* posted sends and receives, not complete (this thread's) */
 };
 
 static uint64_t fnv1a(uint64_t h, const void *p, size_t len);
@@ -90,6 +99,63 @@ static int cop_run(struct cthread *t, struct cop *op)
 	return -EINVAL;
 }
 
+/* The thread's end of an operation: hash a received buffer, hand it back. */
+static void cop_finish(struct cthread *t, struct cop *op, int ret)
+{
+	if (ret == 0 && op->hash && op->kind == COP_RECV)
+		op->hval = fnv1a(FNV_INIT, op->buf, op->count * 4);
+	op->t_end = ice_now_ns();
+	pthread_mutex_lock(&t->mu);
+	if (ret < 0 && t->err == 0)
+		t->err = ret;
+	op->ret = ret;
+	op->done = true;
+	pthread_cond_broadcast(&t->cv_done);
+	pthread_mutex_unlock(&t->mu);
+}
+
+/* Hand back the in-flight operations that completed (all of them, failed,
+ * when the engine did: ret < 0). */
+static void cthread_retire(struct cthread *t, int ret)
+{
+	struct cop **pp = &t->fly;
+
+	while (*pp != NULL) {
+		struct cop *op = *pp;
+
+		if (ret >= 0 && op->req.pending > 0) {
+			pp = &op->fly_next;
+			continue;
+		}
+		*pp = op->fly_next;
+		cop_finish(t, op, ret < 0 ? ret : op->req.status);
+	}
+}
+
+/* Take op off the queue and start it: a send or receive on host memory is
+ * posted and left in flight; anything else runs to its end here (in-flight
+ * messages progress meanwhile, as the engine is the same). */
+static void cthread_run(struct cthread *t, struct cop *op, int ret)
+{
+	op->t_start = ice_now_ns();
+	if (ret == 0 && op->hash && op->kind == COP_SEND)
+		op->hval = fnv1a(FNV_INIT, op->buf, op->count * 4);
+	if (ret == 0 && t->async && op->kind != COP_ALLREDUCE) {
+		memset(&op->req, 0, sizeof(op->req));
+		ret = op->kind == COP_SEND
+			      ? tp_dev_isend(t->d, op->buf, op->count, TP_FLOAT32, op->peer, &op->req)
+			      : tp_dev_irecv(t->d, op->buf, op->count, TP_FLOAT32, op->peer, &op->req);
+		if (ret == 0) {
+			op->fly_next = t->fly;
+			t->fly = op;
+			return;
+		}
+	} else if (ret == 0) {
+		ret = cop_run(t, op);
+	}
+	cop_finish(t, op, ret);
+}
+
 static void *cthread_main(void *arg)
 {
 	struct cthread *t = arg;
@@ -99,36 +165,27 @@ static void *cthread_main(void *arg)
 	for (;;) {
 		struct cop *op = t->head;
 
-		if (op == NULL) {
-			if (t->quit)
-				break;
-			/* nothing queued: keep acknowledging the peers */
+		if (op != NULL) {
+			t->head = op->next;
+			if (t->head == NULL)
+				t->tail = NULL;
+			ret = t->err;
 			pthread_mutex_unlock(&t->mu);
-			ret = tp_engine_progress(t->e, ITR_IDLE_WAIT_NS);
+			cthread_run(t, op, ret);
+			cthread_retire(t, 0);
 			pthread_mutex_lock(&t->mu);
-			if (ret < 0 && t->err == 0)
-				t->err = ret;
 			continue;
 		}
-		t->head = op->next;
-		if (t->head == NULL)
-			t->tail = NULL;
-		ret = t->err;
+		if (t->quit && t->fly == NULL)
+			break;
+		/* nothing queued: move what is in flight, and keep
+		 * acknowledging the peers */
 		pthread_mutex_unlock(&t->mu);
-		op->t_start = ice_now_ns();
-		if (ret == 0 && op->hash && op->kind == COP_SEND)
-			op->hval = fnv1a(FNV_INIT, op->buf, op->count * 4);
-		if (ret == 0)
-			ret = cop_run(t, op);
-		if (ret == 0 && op->hash && op->kind == COP_RECV)
-			op->hval = fnv1a(FNV_INIT, op->buf, op->count * 4);
-		op->t_end = ice_now_ns();
+		ret = tp_comm_progress(t->c, ITR_IDLE_WAIT_NS);
+		cthread_retire(t, ret);
 		pthread_mutex_lock(&t->mu);
 		if (ret < 0 && t->err == 0)
 			t->err = ret;
-		op->ret = ret;
-		op->done = true;
-		pthread_cond_broadcast(&t->cv_done);
 	}
 	pthread_mutex_unlock(&t->mu);
 	return NULL;
@@ -140,7 +197,9 @@ static int cthread_start(struct cthread *t, struct tp_dev_comm *d)
 
 	memset(t, 0, sizeof(*t));
 	t->d = d;
-	t->e = tp_comm_engine(tp_dev_comm_base(d));
+	t->c = tp_dev_comm_base(d);
+	t->e = tp_comm_engine(t->c);
+	t->async = tp_dev_comm_ops(d)->kind == TP_MEM_HOST;
 	pthread_mutex_init(&t->mu, NULL);
 	pthread_cond_init(&t->cv_done, NULL);
 	ret = pthread_create(&t->th, NULL, cthread_main, t);
@@ -995,10 +1054,12 @@ static int dp_step(struct rank *k, int nrows)
  * trn_pp_order() (1F1B or zero bubble), then its optimizer step. Slots
  * hold a micro-batch from its F to its last use (B in 1F1B, W in ZB),
  * numbered over the whole run so that the slots of two steps follow on.
- * Receives block (the data is needed) but are queued one operation early
- * when the operation before sends nothing: the communication thread takes
- * and finishes them while this one computes, and the FIFO order of the
- * queue stays the order of the program. Sends are queued and waited for
+ * Receives are queued one operation early, so the data lands while this
+ * thread computes the operation before; on device memory, where the
+ * communication thread runs one operation at a time, only when that
+ * operation sends nothing (a receive would hold its send up). The FIFO
+ * order of the queue stays the order of the program, which is the order
+ * messages between two stages match in. Sends are queued and waited for
  * only before their buffer is reused. Message checksums are computed by
  * the communication thread on host memory (off the compute path).
  */
@@ -1133,7 +1194,7 @@ static int pp_step(struct rank *k, bool more)
 		const struct trn_pp_op *op = &k->pp_ops[c];
 
 		pp_post_recv(k, k->step, op);
-		if (!pp_sends(k, op)) {
+		if (k->ct.async || !pp_sends(k, op)) {
 			if (c + 1 < k->pp_nops)
 				pp_post_recv(k, k->step, &k->pp_ops[c + 1]);
 			else if (more)
