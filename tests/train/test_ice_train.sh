@@ -101,8 +101,8 @@ w_1f1b=$(grep 'weights (fnv1a per stage)' "$TMP/pp-1f1b")
 [ -n "$w_zb" ] && [ "$w_zb" = "$w_1f1b" ] ||
 	fail "pp: zero bubble and 1f1b end with different weights ('$w_zb' / '$w_1f1b')"
 
-echo "## dp --json"
-timeout 120 "$TRAIN" "${COMMON[@]}" --scheme dp --split even --steps 1 --warmup 0 --json \
+echo "## dp --json --repeat 3"
+timeout 120 "$TRAIN" "${COMMON[@]}" --scheme dp --split even --steps 1 --warmup 0 --json --repeat 3 \
 	>"$TMP/json" 2>"$TMP/json.err"
 rc=$?
 cat "$TMP/json"
@@ -115,5 +115,9 @@ assert j["ok"] and j["weights_identical"], j
 for k in ("step_median_s", "samples_per_s", "predicted_step_s", "error_pct", "cpu_cores_busy"):
     assert isinstance(j[k], float), k
 assert all(r["emulated"] for r in j["ranks"]), j["ranks"]
+# the run of median throughput is the one reported
+assert len(o["jobs"]) == 1 and j["runs"] == 3, j
+lo, mid, hi = j["samples_per_s_min"], j["samples_per_s"], j["samples_per_s_max"]
+assert lo < mid < hi or (lo <= mid <= hi and len({lo, mid, hi}) < 3), j  # ties aside
 PY
 echo "PASS"

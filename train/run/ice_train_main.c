@@ -31,6 +31,7 @@
 #include "tp_opts.h"
 
 #define ITR_MAX_JOBS (TRN_MAX_DEVICES + 2)
+#define ITR_MAX_REPEAT 9
 
 struct opts {
 	const char *model_path, *profiles_path, *devices, *trace;
@@ -38,6 +39,7 @@ struct opts {
 	enum itr_split split;
 	enum trn_pp_sched sched;
 	int steps, warmup;
+	int repeat;	    /* runs of every job */
 	int dp_tail;	    /* 0: auto */
 	double lr, overlap; /* overlap < 0: from the schedule */
 	uint32_t seed;
@@ -53,6 +55,8 @@ struct job_out {
 	double step_med, step_mean, tput, pred, err_pct, cores;
 	bool emu_overrun;
 	bool data_ok; /* DP: weights identical; PP: every message arrived intact */
+	int run, nruns;			    /* this is run `run` (1-based) of nruns */
+	double tput_lo, tput_hi;	    /* over the runs (--repeat) */
 };
 
 static void usage(FILE *f)
@@ -77,6 +81,8 @@ static void usage(FILE *f)
 		   "                         all-reduce behind (default: the tail's)\n"
 		   "  --efficiency           run each device group alone, then the mixed job with\n"
 		   "                         the planned and the even split; print the efficiency\n"
+		   "  --repeat N             run every job N times, in turn, and keep each job's\n"
+		   "                         run of median throughput (default 1)\n"
 		   "  --json                 print one JSON object instead of text\n"
 		   "  --trace FILE           write every rank's compute spans and communication\n"
 		   "                         operations (CSV, ns) to FILE\n");
@@ -103,6 +109,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		O_TRACE,
 		O_PP_SCHED,
 		O_DP_TAIL,
+		O_REPEAT,
 	};
 	static const struct option lo[] = {
 		{"model", 1, 0, O_MODEL},
@@ -120,6 +127,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		{"trace", 1, 0, O_TRACE},
 		{"pp-schedule", 1, 0, O_PP_SCHED},
 		{"dp-tail", 1, 0, O_DP_TAIL},
+		{"repeat", 1, 0, O_REPEAT},
 		TP_OPTS_LONGOPTS,
 		{"verbose", 0, 0, 'v'},
 		{"help", 0, 0, 'h'},
@@ -133,6 +141,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	tp_opts_init(t, "ice-train", TRN_MAX_DEVICES - 1, "127.21.0.1");
 	o->steps = 5;
 	o->warmup = 2;
+	o->repeat = 1;
 	o->lr = 1e-3;
 	o->overlap = -1;
 	o->seed = 1;
@@ -170,6 +179,9 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_WARMUP:
 			o->warmup = (int)tp_opts_long(t, "--warmup", optarg, 0, ITR_MAX_STEPS / 2);
+			break;
+		case O_REPEAT:
+			o->repeat = (int)tp_opts_long(t, "--repeat", optarg, 1, ITR_MAX_REPEAT);
 			break;
 		case O_LR:
 			o->lr = strtod(optarg, &end);
@@ -425,10 +437,13 @@ static void print_job(const struct job_out *jo)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
 	dev_list(j, devs, sizeof(devs));
-	printf("\n== %s: %s%s%s, %s split, %d rank(s): %s\n", j->label,
+	printf("\n== %s: %s%s%s, %s split, %d rank(s): %s", j->label,
 	       j->scheme == ITR_DP ? "dp" : "pp", j->scheme == ITR_PP ? " " : "",
 	       j->scheme == ITR_PP ? trn_pp_sched_name(j->sched) : "", split_name(j->split),
 	       j->ndev, devs);
+	if (jo->nruns > 1)
+		printf(" (run %d of %d)", jo->run, jo->nruns);
+	printf("\n");
 	if (jo->status != 0 || !res->ok) {
 		printf("   FAILED (exit status %d); see the messages above\n", jo->status);
 		return;
@@ -532,6 +547,12 @@ static json_t *job_json(const struct job_out *jo)
 	json_object_set_new(o, "step_median_s", json_real(jo->step_med));
 	json_object_set_new(o, "step_mean_s", json_real(jo->step_mean));
 	json_object_set_new(o, "samples_per_s", json_real(jo->tput));
+	if (jo->nruns > 1) {
+		/* this is the run of median throughput */
+		json_object_set_new(o, "runs", json_integer(jo->nruns));
+		json_object_set_new(o, "samples_per_s_min", json_real(jo->tput_lo));
+		json_object_set_new(o, "samples_per_s_max", json_real(jo->tput_hi));
+	}
 	json_object_set_new(o, "predicted_step_s", json_real(jo->pred));
 	json_object_set_new(o, "error_pct", json_real(jo->err_pct));
 	json_object_set_new(o, "cpu_cores_busy", json_real(jo->cores));
@@ -704,10 +725,39 @@ static void job_init(struct itr_job *j, const struct opts *o, const struct trn_m
 		snprintf(j->trace, sizeof(j->trace), "%s", o->trace);
 }
 
+/* Of a job's n runs, keep (in *out) the run of median throughput (a failed
+ * run counts as the slowest) and unmap the others' results. */
+static void keep_median(struct job_out *runs, int n, struct job_out *out)
+{
+	int order[ITR_MAX_REPEAT], m;
+	double lo = INFINITY, hi = 0;
+
+	for (int r = 0; r < n; r++) {
+		double t = runs[r].res->ok ? runs[r].tput : 0;
+		int k = r;
+
+		lo = t < lo ? t : lo;
+		hi = t > hi ? t : hi;
+		/* insertion sort by throughput */
+		while (k > 0 && (runs[order[k - 1]].res->ok ? runs[order[k - 1]].tput : 0) > t) {
+			order[k] = order[k - 1];
+			k--;
+		}
+		order[k] = r;
+	}
+	m = order[(n - 1) / 2];
+	*out = runs[m];
+	out->tput_lo = lo;
+	out->tput_hi = hi;
+	for (int r = 0; r < n; r++)
+		if (r != m)
+			munmap(runs[r].res, sizeof(*runs[r].res));
+}
+
 int main(int argc, char **argv)
 {
 	static struct trn_profile prof[TRN_MAX_DEVICES];
-	static struct job_out jobs[ITR_MAX_JOBS];
+	static struct job_out jobs[ITR_MAX_JOBS], runs[ITR_MAX_JOBS][ITR_MAX_REPEAT];
 	struct trn_model model;
 	struct ice_cfg_err ce;
 	char ebuf[512];
@@ -819,14 +869,22 @@ int main(int argc, char **argv)
 			j->dev[j->ndev++] = prof[idx[i]];
 		njobs++;
 	}
-	for (int i = 0; i < njobs; i++) {
-		if (run_job(&o, &jobs[i]) < 0)
-			return 1;
-		if (!jobs[i].res->ok || !jobs[i].data_ok)
-			rc = 1;
-		if (!o.json)
-			print_job(&jobs[i]);
-	}
+	for (int r = 0; r < o.repeat; r++)
+		for (int i = 0; i < njobs; i++) {
+			struct job_out *jo = &runs[i][r];
+
+			jo->job = jobs[i].job;
+			jo->run = r + 1;
+			jo->nruns = o.repeat;
+			if (run_job(&o, jo) < 0)
+				return 1;
+			if (!jo->res->ok || !jo->data_ok)
+				rc = 1;
+			if (!o.json)
+				print_job(jo);
+		}
+	for (int i = 0; i < njobs; i++)
+		keep_median(runs[i], o.repeat, &jobs[i]);
 	if (o.efficiency) {
 		double alone = 0, eff[2] = {NAN, NAN};
 		bool all_ok = true;
@@ -859,6 +917,17 @@ int main(int argc, char **argv)
 				       jobs[i].job.label, devs, split_name(jobs[i].job.split),
 				       jobs[i].step_med, jobs[i].tput, jobs[i].pred,
 				       jobs[i].err_pct);
+			}
+			if (o.repeat > 1) {
+				printf("   each job ran %d times, in turn; shown: its run of median "
+				       "throughput; samples/s over the runs:",
+				       o.repeat);
+				for (int i = 0; i < njobs; i++)
+					printf("%s %s%s%s %.2f-%.2f", i ? "," : "",
+					       jobs[i].job.label, ngroups <= i ? " " : "",
+					       ngroups <= i ? split_name(jobs[i].job.split) : "",
+					       jobs[i].tput_lo, jobs[i].tput_hi);
+				printf("\n");
 			}
 			printf("   efficiency = mixed samples/s / sum of groups alone (%.2f "
 			       "samples/s): plan %.1f%%, even %.1f%%\n",
