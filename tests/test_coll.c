@@ -157,8 +157,8 @@ static int p2p(struct tp_comm *c, uint8_t *sb, uint8_t *rb, struct ctx *x)
 	memset(rb, 0, 2 * bytes);
 	if (x->t == TP_INT8 && /* once per count */
 	    (tp_isend(c, sb, x->count, x->t, x->r, &sr) != -EINVAL ||
-	    tp_irecv(c, rb, x->count, x->t, x->n, &rr) != -EINVAL ||
-	    tp_isend(c, sb, x->count, TP_DTYPE_MAX, next, &sr) != -EINVAL || sr.pending != 0 ||
+	     tp_irecv(c, rb, x->count, x->t, x->n, &rr) != -EINVAL ||
+	     tp_isend(c, sb, x->count, TP_DTYPE_MAX, next, &sr) != -EINVAL || sr.pending != 0 ||
 	     rr.pending != 0)) {
 		fprintf(stderr, "p2p: bad arguments not refused\n");
 		return -1;

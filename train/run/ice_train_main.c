@@ -30,7 +30,7 @@
 #include "tp_mem.h"
 #include "tp_opts.h"
 
-#define ITR_MAX_JOBS (TRN_MAX_DEVICES + 2)
+#define ITR_MAX_JOBS   (TRN_MAX_DEVICES + 2)
 #define ITR_MAX_REPEAT 9
 
 struct opts {
@@ -54,9 +54,9 @@ struct job_out {
 	int status;		/* tp_launch_ranks() */
 	double step_med, step_mean, tput, pred, err_pct, cores;
 	bool emu_overrun;
-	bool data_ok; /* DP: weights identical; PP: every message arrived intact */
-	int run, nruns;			    /* this is run `run` (1-based) of nruns */
-	double tput_lo, tput_hi;	    /* over the runs (--repeat) */
+	bool data_ok;		 /* DP: weights identical; PP: every message arrived intact */
+	int run, nruns;		 /* this is run `run` (1-based) of nruns */
+	double tput_lo, tput_hi; /* over the runs (--repeat) */
 };
 
 static void usage(FILE *f)
@@ -919,7 +919,8 @@ int main(int argc, char **argv)
 				       jobs[i].err_pct);
 			}
 			if (o.repeat > 1) {
-				printf("   each job ran %d times, in turn; shown: its run of median "
+				printf("   each job ran %d times, in turn; shown: its run of "
+				       "median "
 				       "throughput; samples/s over the runs:",
 				       o.repeat);
 				for (int i = 0; i < njobs; i++)

@@ -64,8 +64,8 @@ struct cop {
 	bool posted;			 /* posted and not yet waited for */
 	uint64_t t_post, t_start, t_end; /* queued, taken by the thread, finished */
 	struct cop *next;
-	struct tp_req req;     /* a send or receive in flight */
-	struct cop *fly_next;  /* the thread's in-flight list */
+	struct tp_req req;    /* a send or receive in flight */
+	struct cop *fly_next; /* the thread's in-flight list */
 };
 
 struct cthread {
@@ -142,9 +142,10 @@ static void cthread_run(struct cthread *t, struct cop *op, int ret)
 		op->hval = fnv1a(FNV_INIT, op->buf, op->count * 4);
 	if (ret == 0 && t->async && op->kind != COP_ALLREDUCE) {
 		memset(&op->req, 0, sizeof(op->req));
-		ret = op->kind == COP_SEND
-			      ? tp_dev_isend(t->d, op->buf, op->count, TP_FLOAT32, op->peer, &op->req)
-			      : tp_dev_irecv(t->d, op->buf, op->count, TP_FLOAT32, op->peer, &op->req);
+		ret = op->kind == COP_SEND ? tp_dev_isend(t->d, op->buf, op->count, TP_FLOAT32,
+							  op->peer, &op->req)
+					   : tp_dev_irecv(t->d, op->buf, op->count, TP_FLOAT32,
+							  op->peer, &op->req);
 		if (ret == 0) {
 			op->fly_next = t->fly;
 			t->fly = op;
