@@ -5,7 +5,7 @@
  *
  *   ice-plan --model M.yaml --profiles P.yaml --devices NAME,NAME*COUNT,...
  *            [--scheme dp|pp|both] [--pp-schedule zb|1f1b] [--busbw GBPS] [--p2p GBPS]
- *            [--lat 50us] [--overlap 0.8] [--json]
+ *            [--lat 50us] [--overlap X] [--json]
  *
  * Exit: 0 done, 1 run-time failure, 2 bad configuration.
  */
@@ -66,7 +66,8 @@ static const struct ice_cfg_field plan_fields[] = {
 	F("lat", ICE_CFG_DURATION, lat_ns, .unit = 1000, .min = 0, .max = 10e9,
 	  .help = "per-message latency (default 50us; bare numbers in us)"),
 	F("overlap", ICE_CFG_DOUBLE, overlap, .min = 0, .max = 1,
-	  .help = "share of the DP all-reduce hidden behind backward, 0..1 (default 0.8)"),
+	  .help = "share of the DP all-reduce hidden behind backward, 0..1 (default: what "
+		  "the layer-by-layer tails give, as ice-train runs them)"),
 	F("json", ICE_CFG_BOOL, json, .help = "print JSON instead of tables"),
 };
 #define NFIELDS (sizeof(plan_fields) / sizeof(plan_fields[0]))
@@ -159,8 +160,19 @@ static int plan_finish(void *obj, const char *path, struct ice_cfg_err *err)
 	c->net.busbw_gbps = c->busbw;
 	c->net.p2p_gbps = c->p2p;
 	c->net.lat_s = (double)c->lat_ns * 1e-9;
-	c->net.overlap = c->overlap;
+	c->net.overlap = 0; /* DP plans take c->overlap (dp_plan); PP has no all-reduce */
 	return 0;
+}
+
+/* The DP plan ice-train runs: tails chosen automatically and, unless
+ * --overlap gave it, the overlap they give. */
+static int dp_plan(const struct plan_cfg *c, const struct trn_profile *dev, int n, bool even,
+		   struct trn_dp_plan *p)
+{
+	struct trn_net net = c->net;
+
+	net.overlap = c->overlap; /* < 0: from the tails */
+	return trn_plan_dp_tailed(&c->m, dev, n, &net, even, 0, p);
 }
 
 /* ---- efficiency: the mixed job against each device group alone ------------- */
@@ -200,7 +212,7 @@ static int groups_alone(const struct plan_cfg *c, bool pp, struct group_thr *g)
 		} else {
 			struct trn_dp_plan p;
 
-			if (trn_plan_dp(&c->m, sub, n, &c->net, &p) == 0)
+			if (dp_plan(c, sub, n, false, &p) == 0)
 				g[ng].thr = c->m.global_batch / p.step_s;
 		}
 		ng++;
@@ -240,8 +252,8 @@ static void print_header(const struct plan_cfg *c)
 	       "global batch %d, micro-batch %d (%d micro-batches), bucket %d KiB\n",
 	       m->name, m->nlayers, trn_model_param_bytes(m) / 1e6, fb / 1e6, m->global_batch,
 	       m->micro_batch, m->global_batch / m->micro_batch, m->bucket_kb);
-	printf("network: all-reduce busbw %g GB/s, p2p %g GB/s, latency %g us, overlap %g\n",
-	       c->net.busbw_gbps, c->net.p2p_gbps, c->net.lat_s * 1e6, c->net.overlap);
+	printf("network: all-reduce busbw %g GB/s, p2p %g GB/s, latency %g us\n", c->net.busbw_gbps,
+	       c->net.p2p_gbps, c->net.lat_s * 1e6);
 	printf("devices:\n");
 	for (int i = 0; i < c->ndev; i++) {
 		printf("  %2d %-14s %-4s %8.3g GFLOP/s  %s%s\n", i, c->dev[i].name, c->dev[i].kind,
@@ -282,22 +294,24 @@ static void print_dp(const struct plan_cfg *c, const struct trn_dp_plan *p,
 {
 	double tp = c->m.global_batch / p->step_s, te = c->m.global_batch / e->step_s;
 
-	printf("\ndata parallel (gradient all-reduce of %.2f MB in %d KiB buckets)\n",
+	printf("\ndata parallel (gradient all-reduce of %.2f MB in %d KiB buckets; tail: last "
+	       "micro-batches whose backward runs layer by layer)\n",
 	       trn_model_param_bytes(&c->m) / 1e6, c->m.bucket_kb);
-	printf("  %-3s %-15s | %-8s %-10s | %-8s %-10s\n", "dev", "profile", "planner", "", "even",
-	       "");
-	printf("  %-3s %-15s | %8s %10s | %8s %10s\n", "", "", "samples", "compute_s", "samples",
-	       "compute_s");
+	printf("  %-3s %-15s | %-24s | %-24s\n", "dev", "profile", "planner", "even");
+	printf("  %-3s %-15s | %8s %10s %4s | %8s %10s %4s\n", "", "", "samples", "compute_s",
+	       "tail", "samples", "compute_s", "tail");
 	for (int i = 0; i < c->ndev; i++) {
 		char nm[40];
 
 		snprintf(nm, sizeof(nm), "%s%s", c->dev[i].name, emu_mark(&c->dev[i]));
-		printf("  %-3d %-15s | %8d %10.4f | %8d %10.4f\n", i, nm, p->samples[i],
-		       p->compute_s[i], e->samples[i], e->compute_s[i]);
+		printf("  %-3d %-15s | %8d %10.4f %4d | %8d %10.4f %4d\n", i, nm, p->samples[i],
+		       p->compute_s[i], p->tail[i], e->samples[i], e->compute_s[i], e->tail[i]);
 	}
-	printf("  %-19s | %19.4f | %19.4f\n", "comm_s (exposed)", p->comm_s, e->comm_s);
-	printf("  %-19s | %19.4f | %19.4f\n", "step_s", p->step_s, e->step_s);
-	printf("  %-19s | %19.2f | %19.2f\n", "samples/s", tp, te);
+	printf("  %-19s | %24.3f | %24.3f\n",
+	       c->overlap < 0 ? "overlap (tails)" : "overlap (given)", p->overlap, e->overlap);
+	printf("  %-19s | %24.4f | %24.4f\n", "comm_s (exposed)", p->comm_s, e->comm_s);
+	printf("  %-19s | %24.4f | %24.4f\n", "step_s", p->step_s, e->step_s);
+	printf("  %-19s | %24.2f | %24.2f\n", "samples/s", tp, te);
 	printf("  gain of the planner over even: %+.1f%% throughput\n", 100 * (tp / te - 1));
 	print_eff(c, false, tp, te);
 }
@@ -344,14 +358,17 @@ static void print_pp(const struct plan_cfg *c, const struct trn_pp_plan *p,
 
 static json_t *json_dp(const struct plan_cfg *c, const struct trn_dp_plan *p)
 {
-	json_t *o = json_object(), *s = json_array(), *cs = json_array();
+	json_t *o = json_object(), *s = json_array(), *cs = json_array(), *t = json_array();
 
 	for (int i = 0; i < p->ndev; i++) {
 		json_array_append_new(s, json_integer(p->samples[i]));
 		json_array_append_new(cs, json_real(p->compute_s[i]));
+		json_array_append_new(t, json_integer(p->tail[i]));
 	}
 	json_object_set_new(o, "samples", s);
 	json_object_set_new(o, "compute_s", cs);
+	json_object_set_new(o, "tail_micro_batches", t);
+	json_object_set_new(o, "overlap", json_real(p->overlap));
 	json_object_set_new(o, "comm_s", json_real(p->comm_s));
 	json_object_set_new(o, "step_s", json_real(p->step_s));
 	json_object_set_new(o, "samples_per_s", json_real(c->m.global_batch / p->step_s));
@@ -422,9 +439,8 @@ static int print_json(const struct plan_cfg *c, const struct trn_dp_plan *dp,
 					"gflops", c->dev[i].gflops, "source", c->dev[i].source));
 	json_object_set_new(root, "devices", devs);
 	json_object_set_new(root, "net",
-			    json_pack("{s:f, s:f, s:f, s:f}", "busbw_gbps", c->net.busbw_gbps,
-				      "p2p_gbps", c->net.p2p_gbps, "lat_s", c->net.lat_s, "overlap",
-				      c->net.overlap));
+			    json_pack("{s:f, s:f, s:f}", "busbw_gbps", c->net.busbw_gbps,
+				      "p2p_gbps", c->net.p2p_gbps, "lat_s", c->net.lat_s));
 	if (dp != NULL)
 		json_object_set_new(root, "dp",
 				    json_scheme(c, false, json_dp(c, dp), json_dp(c, dpe),
@@ -444,13 +460,13 @@ static int print_json(const struct plan_cfg *c, const struct trn_dp_plan *dp,
 int main(int argc, char **argv)
 {
 	static struct plan_cfg cfg = {
-		.scheme = SCHEME_BOTH, .busbw = 10, .p2p = 10, .lat_ns = 50000, .overlap = 0.8};
+		.scheme = SCHEME_BOTH, .busbw = 10, .p2p = 10, .lat_ns = 50000, .overlap = -1};
 	struct ice_cfg_cli cli = {
 		.tool = "ice-plan",
 		.synopsis = "usage: ice-plan --model M.yaml --profiles P.yaml --devices "
 			    "NAME,NAME*COUNT,... [--scheme dp|pp|both] [--pp-schedule zb|1f1b] "
 			    "[--busbw GBPS] [--p2p GBPS] "
-			    "[--lat 50us] [--overlap 0.8] [--json]",
+			    "[--lat 50us] [--overlap X] [--json]",
 		.fields = plan_fields,
 		.nfields = NFIELDS,
 		.obj = &cfg,
@@ -476,9 +492,9 @@ int main(int argc, char **argv)
 		do_pp = false;
 	}
 	if (do_dp) {
-		ret = trn_plan_dp(&cfg.m, cfg.dev, cfg.ndev, &cfg.net, &dp);
+		ret = dp_plan(&cfg, cfg.dev, cfg.ndev, false, &dp);
 		if (ret == 0)
-			ret = trn_plan_dp_even(&cfg.m, cfg.dev, cfg.ndev, &cfg.net, &dpe);
+			ret = dp_plan(&cfg, cfg.dev, cfg.ndev, true, &dpe);
 		if (ret < 0) {
 			ice_err(ICE_SUB_COMMON, "ice-plan: data-parallel plan failed: %s",
 				strerror(-ret));

@@ -108,6 +108,7 @@ struct trn_dp_plan {
 	double step_s;			   /* predicted step time */
 	int tail[TRN_MAX_DEVICES];	   /* last micro-batches whose backward runs
 					    * layer by layer (trn_dp_tails) */
+	double overlap;			   /* the net->overlap step_s was predicted with */
 };
 
 /* The split minimising the predicted step time (never worse than even). */
@@ -127,6 +128,13 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
  * as a share of the slowest device's backward (0..1). */
 double trn_dp_tails(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		    const struct trn_net *net, int fixed, struct trn_dp_plan *p);
+
+/* The DP plan ice-train runs: the split (the planner's, or even) for the
+ * classic overlap, the last micro-batch's backward, then the tails
+ * (trn_dp_tails; tail > 0 fixes them) and the prediction with the overlap
+ * they give. net->overlap >= 0 fixes the overlap for both instead. */
+int trn_plan_dp_tailed(const struct trn_model *m, const struct trn_profile *dev, int ndev,
+		       const struct trn_net *net, bool even, int tail, struct trn_dp_plan *out);
 
 /* ---- pipeline parallel ------------------------------------------------------ */
 

@@ -103,6 +103,7 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
 	}
 	p->comm_s = comm;
 	p->step_s = maxc + comm;
+	p->overlap = net->overlap;
 	return 0;
 }
 
@@ -152,6 +153,30 @@ double trn_dp_tails(const struct trn_model *m, const struct trn_profile *dev, in
 		}
 	}
 	return window > 0 && bwd_slow > 0 ? fmin(1, window / bwd_slow) : 0;
+}
+
+int trn_plan_dp_tailed(const struct trn_model *m, const struct trn_profile *dev, int ndev,
+		       const struct trn_net *net, bool even, int tail, struct trn_dp_plan *out)
+{
+	struct trn_net n;
+	double ov;
+	int ret;
+
+	if (m == NULL || net == NULL || ndev < 1 || out == NULL)
+		return -EINVAL;
+	n = *net;
+	if (n.overlap < 0) {
+		double per = (double)m->global_batch / ndev;
+
+		n.overlap = per > m->micro_batch ? m->micro_batch / per : 1.0;
+	}
+	ret = even ? trn_plan_dp_even(m, dev, ndev, &n, out) : trn_plan_dp(m, dev, ndev, &n, out);
+	if (ret < 0)
+		return ret;
+	ov = trn_dp_tails(m, dev, ndev, &n, tail, out);
+	if (net->overlap < 0)
+		n.overlap = ov;
+	return trn_predict_dp(m, dev, ndev, &n, out);
 }
 
 int trn_plan_dp_even(const struct trn_model *m, const struct trn_profile *dev, int ndev,

@@ -101,6 +101,29 @@ w_1f1b=$(grep 'weights (fnv1a per stage)' "$TMP/pp-1f1b")
 [ -n "$w_zb" ] && [ "$w_zb" = "$w_1f1b" ] ||
 	fail "pp: zero bubble and 1f1b end with different weights ('$w_zb' / '$w_1f1b')"
 
+echo "## ice-plan --json: the DP tails and overlap ice-train runs with"
+PLAN=${ICE_PLAN:-$ROOT/build/train/ice-plan}
+for ov in auto 0.8; do
+	args=(--busbw 0.8 --json)
+	[ "$ov" = auto ] || args+=(--overlap "$ov")
+	timeout 30 "$PLAN" "${COMMON[@]}" "${args[@]}" >"$TMP/plan-$ov.json" ||
+		fail "ice-plan ${args[*]} exited $?"
+done
+python3 - "$TMP/plan-auto.json" "$TMP/plan-0.8.json" <<'PY' || fail "ice-plan --json: unexpected plan"
+import json, sys
+auto, given = (json.load(open(f)) for f in sys.argv[1:3])
+dp = auto["dp"]["planner"]
+# 100 / 40 samples; tails 4 and 2 micro-batches (the fewest lasting 3x the
+# 29 MB all-reduce at 0.8 GB/s); overlap: the shorter tail window (emu-fast's
+# 16 samples, 117 ms) over emu-fast's whole backward (100 samples, 0.73 s)
+assert dp["samples"] == [100, 40] and dp["tail_micro_batches"] == [4, 2], dp
+assert abs(dp["overlap"] - 0.16) < 0.005, dp
+assert given["dp"]["planner"]["overlap"] == 0.8, given["dp"]
+assert given["dp"]["planner"]["tail_micro_batches"] == [4, 2], given["dp"]
+assert auto["pp"]["planner"]["step_s"] < auto["pp"]["even"]["step_s"], auto["pp"]
+print("ice-plan: dp tails", dp["tail_micro_batches"], "overlap", round(dp["overlap"], 3))
+PY
+
 echo "## dp --json --repeat 3"
 timeout 120 "$TRAIN" "${COMMON[@]}" --scheme dp --split even --steps 1 --warmup 0 --json --repeat 3 \
 	>"$TMP/json" 2>"$TMP/json.err"

@@ -152,6 +152,50 @@ static void test_dp_tails(void **state)
 	assert_true(ov >= 0 && ov <= 1);
 }
 
+/* The plan ice-train runs (and ice-plan shows): split, tails, and the
+ * prediction with the overlap the tails give, unless one is given. */
+static void test_plan_dp_tailed(void **state)
+{
+	struct trn_profile d[2];
+	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 1, .lat_s = 1e-3, .overlap = -1};
+	struct trn_dp_plan p;
+
+	devs(d, (double[]){2, 1}, 2);
+	model_square(1, 1000, 24, 1);
+	m.bucket_kb = 1024;
+	/* the planner's 16 / 8; tails 12 / 6 as in test_dp_tails; overlap 24 of
+	 * the 32 ms backward; only the last bucket shows */
+	assert_int_equal(trn_plan_dp_tailed(&m, d, 2, &net, false, 0, &p), 0);
+	assert_int_equal(p.samples[0], 16);
+	assert_int_equal(p.samples[1], 8);
+	assert_int_equal(p.tail[0], 12);
+	assert_int_equal(p.tail[1], 6);
+	assert_near(p.overlap, 24.0 / 32);
+	assert_near(p.comm_s, 854272 / 1e9 + 1e-3);
+	assert_near(p.step_s, p.compute_s[0] + p.comm_s);
+	/* even 12 / 12: the same 24 ms tails, of d1's 48 ms backward */
+	assert_int_equal(trn_plan_dp_tailed(&m, d, 2, &net, true, 0, &p), 0);
+	assert_int_equal(p.samples[0], 12);
+	assert_int_equal(p.tail[0], 12);
+	assert_int_equal(p.tail[1], 6);
+	assert_near(p.overlap, 0.5);
+	/* fixed tails of 2: d0's 4 ms window */
+	assert_int_equal(trn_plan_dp_tailed(&m, d, 2, &net, false, 2, &p), 0);
+	assert_int_equal(p.tail[0], 2);
+	assert_int_equal(p.tail[1], 2);
+	assert_near(p.overlap, 4.0 / 32);
+	/* a given overlap is kept; the tails are still chosen */
+	net.overlap = 0.3;
+	assert_int_equal(trn_plan_dp_tailed(&m, d, 2, &net, false, 0, &p), 0);
+	assert_near(p.overlap, 0.3);
+	assert_int_equal(p.tail[0], 12);
+	net.overlap = 1.5;
+	assert_int_equal(trn_plan_dp_tailed(&m, d, 2, &net, false, 0, &p), -EINVAL);
+	net.overlap = -1;
+	assert_int_equal(trn_plan_dp_tailed(&m, d, 0, &net, false, 0, &p), -EINVAL);
+	assert_int_equal(trn_plan_dp_tailed(&m, d, 2, &net, false, 0, NULL), -EINVAL);
+}
+
 /* ---- DP planner -------------------------------------------------------------- */
 
 static void test_plan_dp_hand(void **state)
@@ -665,12 +709,13 @@ static void test_plan_pp_large(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_predict_dp),	    cmocka_unit_test(test_dp_tails),
-		cmocka_unit_test(test_plan_dp_hand),	    cmocka_unit_test(test_plan_dp_brute),
-		cmocka_unit_test(test_plan_dp_never_worse), cmocka_unit_test(test_predict_pp),
-		cmocka_unit_test(test_predict_pp_schedule), cmocka_unit_test(test_predict_pp_zb),
-		cmocka_unit_test(test_pp_zb_orders),	    cmocka_unit_test(test_plan_pp_hand),
-		cmocka_unit_test(test_plan_pp_brute),	    cmocka_unit_test(test_plan_pp_large),
+		cmocka_unit_test(test_predict_dp),     cmocka_unit_test(test_dp_tails),
+		cmocka_unit_test(test_plan_dp_tailed), cmocka_unit_test(test_plan_dp_hand),
+		cmocka_unit_test(test_plan_dp_brute),  cmocka_unit_test(test_plan_dp_never_worse),
+		cmocka_unit_test(test_predict_pp),     cmocka_unit_test(test_predict_pp_schedule),
+		cmocka_unit_test(test_predict_pp_zb),  cmocka_unit_test(test_pp_zb_orders),
+		cmocka_unit_test(test_plan_pp_hand),   cmocka_unit_test(test_plan_pp_brute),
+		cmocka_unit_test(test_plan_pp_large),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

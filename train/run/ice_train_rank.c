@@ -1282,21 +1282,14 @@ static int plan_job(struct rank *k, struct trn_net *net)
 	int ret;
 
 	if (j->scheme == ITR_DP) {
-		double per = (double)k->m->global_batch / j->ndev, ov;
 		struct trn_dp_plan p;
 
-		/* split for the classic overlap (the last micro-batch's backward) */
-		if (net->overlap < 0)
-			net->overlap = per > k->m->micro_batch ? k->m->micro_batch / per : 1.0;
+		/* net->overlap is --overlap's, or < 0: from the tails */
 		memset(&p, 0, sizeof(p));
-		ret = j->split == ITR_SPLIT_PLAN ? trn_plan_dp(k->m, j->dev, j->ndev, net, &p)
-						 : trn_plan_dp_even(k->m, j->dev, j->ndev, net, &p);
-		if (ret == 0) {
-			ov = trn_dp_tails(k->m, j->dev, j->ndev, net, j->dp_tail, &p);
-			if (j->overlap < 0)
-				net->overlap = ov;
-			ret = trn_predict_dp(k->m, j->dev, j->ndev, net, &p);
-		}
+		ret = trn_plan_dp_tailed(k->m, j->dev, j->ndev, net, j->split == ITR_SPLIT_EVEN,
+					 j->dp_tail, &p);
+		if (ret == 0)
+			net->overlap = p.overlap;
 		if (ret == 0 && k->r == 0)
 			res->dp = p;
 		k->dp = p;
