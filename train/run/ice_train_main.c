@@ -725,24 +725,28 @@ static void job_init(struct itr_job *j, const struct opts *o, const struct trn_m
 		snprintf(j->trace, sizeof(j->trace), "%s", o->trace);
 }
 
-/* Of a job's n runs, keep (in *out) the run of median throughput (a failed
- * run counts as the slowest) and unmap the others' results. */
+/* A run's throughput for ranking; a failed run counts as the slowest. */
+static double run_tput(const struct job_out *jo)
+{
+	return jo->res->ok ? jo->tput : 0;
+}
+
+/* Of a job's n runs, keep (in *out) the run of median throughput and unmap
+ * the others' results. */
 static void keep_median(struct job_out *runs, int n, struct job_out *out)
 {
 	int order[ITR_MAX_REPEAT], m;
 	double lo = INFINITY, hi = 0;
 
 	for (int r = 0; r < n; r++) {
-		double t = runs[r].res->ok ? runs[r].tput : 0;
+		double t = run_tput(&runs[r]);
 		int k = r;
 
 		lo = t < lo ? t : lo;
 		hi = t > hi ? t : hi;
 		/* insertion sort by throughput */
-		while (k > 0 && (runs[order[k - 1]].res->ok ? runs[order[k - 1]].tput : 0) > t) {
+		for (; k > 0 && run_tput(&runs[order[k - 1]]) > t; k--)
 			order[k] = order[k - 1];
-			k--;
-		}
 		order[k] = r;
 	}
 	m = order[(n - 1) / 2];
