@@ -3,7 +3,9 @@
  * Every collective with 2 to 8 ranks, every datatype and operation, checked
  * element by element against values computed here. Ranks are real processes
  * (fork) on loopback addresses 127.41.T.R, bootstrapped over TCP like
- * ice-bench's; one case injects 2 % packet loss at every receiver.
+ * ice-bench's; one case injects 2 % packet loss at every receiver. The uneven
+ * ("v") reduce-scatter and all-gather run in every case too, over chunks
+ * that are empty, tiny, larger than a slice or speed-weighted.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -82,6 +84,7 @@ static int check(const void *buf, size_t n, enum tp_dtype t, double (*want)(size
 struct ctx {
 	int n, r, op, root;
 	size_t count;
+	const size_t *off; /* "v" collectives: chunk i is elements off[i] to off[i + 1] */
 	enum tp_dtype t;
 };
 
@@ -134,6 +137,179 @@ static void fill(void *buf, size_t n, enum tp_dtype t, int op, int r)
 		tp_elem_set(buf, i, t, val(op, r, i));
 }
 
+/* ---- uneven ("v") reduce-scatter and all-gather ---- */
+
+#define MAX_RANKS 8
+
+/* Element g of the whole "v" buffer is val(op, r, mix(g)): the values have
+ * no short period, so a chunk read or written at a wrong offset differs. */
+static size_t mix(size_t g)
+{
+	return (g * 2654435761u) % 1000003;
+}
+
+static void fill_v(void *buf, size_t from, size_t n, enum tp_dtype t, int op, int r)
+{
+	for (size_t k = 0; k < n; k++)
+		tp_elem_set(buf, k, t, val(op, r, mix(from + k)));
+}
+
+/* a value no collective here produces */
+static void poison(void *buf, size_t n, enum tp_dtype t)
+{
+	for (size_t i = 0; i < n; i++)
+		tp_elem_set(buf, i, t, 99);
+}
+
+static double w_vin(size_t g, void *a)
+{
+	struct ctx *c = a;
+
+	return val(c->op, c->r, mix(g));
+}
+
+static double w_rsv(size_t i, void *a)
+{
+	struct ctx *c = a;
+
+	return reduced(c->op, c->n, mix(c->off[c->r] + i), c->t);
+}
+
+/* in place, n >= 3: chunk r-2 is reduced once, at the first step, with
+ * what rank r-1 sent; it then holds the sum of ranks r-1 and r */
+static double w_partial(size_t i, void *a)
+{
+	struct ctx *c = a;
+	size_t g = c->off[(c->r - 2 + c->n) % c->n] + i;
+
+	return val(TP_SUM, c->r, mix(g)) + val(TP_SUM, (c->r - 1 + c->n) % c->n, mix(g));
+}
+
+static double w_agv(size_t g, void *a)
+{
+	struct ctx *c = a;
+	int p = 0;
+
+	while (g >= c->off[p + 1])
+		p++;
+	return val(TP_SUM, p, mix(g));
+}
+
+static void v_offsets(const size_t *vc, int n, size_t *off)
+{
+	off[0] = 0;
+	for (int i = 0; i < n; i++)
+		off[i + 1] = off[i] + vc[i];
+}
+
+/* Reduce-scatter-v over chunks of vc[i] elements, out of place and in place. */
+static int rs_v(struct tp_comm *c, uint8_t *sb, uint8_t *rb, struct ctx *x, const size_t *vc)
+{
+	size_t off[MAX_RANKS + 1], es = tp_dtype_size(x->t);
+	int n = x->n, r = x->r, prev2 = (r - 2 + n) % n, err;
+	uint8_t *mine;
+
+	v_offsets(vc, n, off);
+	x->off = off;
+	mine = sb + off[r] * es;
+	fill_v(sb, 0, off[n], x->t, x->op, r);
+	poison(rb, vc[r], x->t);
+	err = tp_reduce_scatter_v(c, sb, rb, vc, x->t, (enum tp_redop)x->op);
+	if (err == 0)
+		err = check(rb, vc[r], x->t, w_rsv, x, "reduce-scatter-v");
+	if (err == 0)
+		err = check(sb, off[n], x->t, w_vin, x, "reduce-scatter-v input kept");
+	/* in place: the result lands in our chunk of sb */
+	if (err == 0)
+		err = tp_reduce_scatter_v(c, sb, mine, vc, x->t, (enum tp_redop)x->op);
+	if (err == 0)
+		err = check(mine, vc[r], x->t, w_rsv, x, "reduce-scatter-v in place");
+	/* ... and the ring ran in sb itself, not in a copy */
+	if (err == 0 && n >= 3 && x->op == TP_SUM)
+		err = check(sb + off[prev2] * es, vc[prev2], x->t, w_partial, x,
+			    "reduce-scatter-v in place, partial sums");
+	x->off = NULL;
+	return err;
+}
+
+/* All-gather-v over chunks of vc[i] elements, out of place and in place. */
+static int ag_v(struct tp_comm *c, uint8_t *sb, uint8_t *rb, struct ctx *x, const size_t *vc)
+{
+	size_t off[MAX_RANKS + 1], es = tp_dtype_size(x->t);
+	int n = x->n, r = x->r, err;
+
+	v_offsets(vc, n, off);
+	x->off = off;
+	fill_v(sb, off[r], vc[r], x->t, TP_SUM, r);
+	poison(rb, off[n], x->t);
+	err = tp_allgather_v(c, sb, rb, vc, x->t);
+	if (err == 0)
+		err = check(rb, off[n], x->t, w_agv, x, "all-gather-v");
+	poison(rb, off[n], x->t);
+	fill_v(rb + off[r] * es, off[r], vc[r], x->t, TP_SUM, r);
+	if (err == 0)
+		err = tp_allgather_v(c, rb + off[r] * es, rb, vc, x->t);
+	if (err == 0)
+		err = check(rb, off[n], x->t, w_agv, x, "all-gather-v in place");
+	x->off = NULL;
+	return err;
+}
+
+/* Bad arguments are refused before anything is sent: the collectives that
+ * follow would not match otherwise. */
+static int v_refused(struct tp_comm *c, uint8_t *sb, uint8_t *rb, const size_t *vc)
+{
+	size_t huge[MAX_RANKS];
+
+	for (int i = 0; i < MAX_RANKS; i++)
+		huge[i] = SIZE_MAX / 2 + 1; /* any two overflow */
+	if (tp_reduce_scatter_v(c, sb, rb, NULL, TP_FLOAT32, TP_SUM) != -EINVAL ||
+	    tp_reduce_scatter_v(c, sb, rb, vc, TP_DTYPE_MAX, TP_SUM) != -EINVAL ||
+	    tp_reduce_scatter_v(c, sb, rb, vc, TP_FLOAT32, TP_REDOP_MAX) != -EINVAL ||
+	    tp_reduce_scatter_v(c, sb, rb, huge, TP_FLOAT32, TP_SUM) != -EINVAL ||
+	    tp_allgather_v(c, sb, rb, NULL, TP_FLOAT32) != -EINVAL ||
+	    tp_allgather_v(c, sb, rb, vc, TP_DTYPE_MAX) != -EINVAL ||
+	    tp_allgather_v(c, sb, rb, huge, TP_INT8) != -EINVAL) {
+		fprintf(stderr, "v collectives: bad arguments not refused\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* Uneven counts around cnt per rank; rank 1 has none. */
+static void v_uneven(size_t cnt, int n, size_t *vc)
+{
+	static const size_t w[MAX_RANKS] = {3, 0, 1, 5, 2, 7, 1, 4};
+
+	for (int i = 0; i < n; i++)
+		vc[i] = (cnt * w[i] + (size_t)i) / 3;
+}
+
+/* Special counts, k < V_SPECIAL: 0, rank n/2 above a slice of 4-byte
+ * elements and the others tiny or empty; 1, speed-weighted shares of 262144
+ * (5/7 and 2/7 on two ranks, rounded); 2, all empty. */
+#define V_SPECIAL 3
+
+static void v_special(int k, int n, uint64_t slice, size_t *vc)
+{
+	size_t total = 262144, left = total, wsum = 0;
+
+	for (int i = 0; i < n; i++) {
+		wsum += i % 2 == 0 ? 5 : 2;
+		vc[i] = 0;
+	}
+	for (int i = 0; i < n; i++) {
+		if (k == 0) {
+			vc[i] = i == n / 2 ? slice / 4 + 17 : (size_t)i % 3;
+		} else if (k == 1) {
+			size_t w = i % 2 == 0 ? 5 : 2;
+
+			vc[i] = i == n - 1 ? left : (total * w * 2 + wsum) / (wsum * 2);
+			left -= vc[i];
+		}
+	}
+}
+
 /* the second message of p2p(): the first one's values shifted by one */
 static double w_sr2(size_t i, void *a)
 {
@@ -182,22 +358,38 @@ static int p2p(struct tp_comm *c, uint8_t *sb, uint8_t *rb, struct ctx *x)
 }
 
 /* One rank's work: every collective over the types, ops and counts given. */
-static int rank_main(struct tp_comm *c, const size_t *counts, int ncounts)
+static int rank_main(struct tp_comm *c, const size_t *counts, int ncounts, uint64_t slice)
 {
 	int n = tp_comm_nranks(c), r = tp_comm_rank(c);
 	static const enum tp_dtype types[] = {TP_INT8,	  TP_UINT8,   TP_INT32,	  TP_UINT32,
 					      TP_INT64,	  TP_UINT64,  TP_FLOAT16, TP_FLOAT32,
 					      TP_FLOAT64, TP_BFLOAT16};
-	size_t maxc = 0;
+	static const enum tp_dtype vtypes[] = {TP_FLOAT32, TP_INT64};
+	size_t maxc = 0, vc[MAX_RANKS], vmax, bytes;
 	uint8_t *sb, *rb;
 	int err = 0;
 
 	for (int k = 0; k < ncounts; k++)
 		maxc = counts[k] > maxc ? counts[k] : maxc;
-	sb = malloc(maxc * 8 * (size_t)n + 64);
-	rb = malloc(maxc * 8 * (size_t)n + 64);
+	/* all "v" counts sum to less than maxc * n + n, but the special ones */
+	vmax = maxc * (size_t)n + (size_t)n;
+	for (int k = 0; k < V_SPECIAL; k++) {
+		size_t sum = 0;
+
+		v_special(k, n, slice, vc);
+		for (int i = 0; i < n; i++)
+			sum += vc[i];
+		vmax = sum > vmax ? sum : vmax;
+	}
+	bytes = vmax * 8 + 64;
+	sb = malloc(bytes);
+	rb = malloc(bytes);
+	v_uneven(1, n, vc);
+	err = v_refused(c, sb, rb, vc);
 	for (int k = 0; k < ncounts && err == 0; k++) {
 		size_t cnt = counts[k];
+
+		v_uneven(cnt, n, vc);
 
 		for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]) && err == 0; ti++) {
 			enum tp_dtype t = types[ti];
@@ -225,7 +417,11 @@ static int rank_main(struct tp_comm *c, const size_t *counts, int ncounts)
 								(enum tp_redop)op);
 				if (err == 0)
 					err = check(rb, cnt, t, w_rs, &x, "reduce-scatter");
+				if (err == 0)
+					err = rs_v(c, sb, rb, &x, vc);
 			}
+			if (err == 0)
+				err = ag_v(c, sb, rb, &x, vc);
 			fill(sb, cnt, t, TP_SUM, r);
 			if (err == 0)
 				err = tp_allgather(c, sb, rb, cnt, t);
@@ -259,6 +455,20 @@ static int rank_main(struct tp_comm *c, const size_t *counts, int ncounts)
 				err = check(rb, cnt, t, w_sr, &x, "send/recv in place");
 			if (err == 0)
 				err = p2p(c, sb, rb, &x);
+		}
+	}
+	/* the special "v" counts, on the gradient types */
+	for (int k = 0; k < V_SPECIAL && err == 0; k++) {
+		v_special(k, n, slice, vc);
+		for (size_t ti = 0; ti < sizeof(vtypes) / sizeof(vtypes[0]) && err == 0; ti++) {
+			struct ctx x = {.n = n, .r = r, .t = vtypes[ti]};
+
+			for (int op = 0; op < TP_REDOP_MAX && err == 0; op++) {
+				x.op = op;
+				err = rs_v(c, sb, rb, &x, vc);
+			}
+			if (err == 0)
+				err = ag_v(c, sb, rb, &x, vc);
 		}
 	}
 	free(sb);
@@ -322,7 +532,7 @@ static void run_ranks(const struct run *run)
 			c = tp_comm_init(&cc);
 			if (c == NULL)
 				_exit(3);
-			err = rank_main(c, run->counts, run->ncounts);
+			err = rank_main(c, run->counts, run->ncounts, cc.slice_bytes);
 			tp_comm_free(c);
 			_exit(err == 0 ? 0 : 1);
 		}

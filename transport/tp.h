@@ -209,6 +209,19 @@ int tp_reduce_scatter(struct tp_comm *c, const void *sendbuf, void *recvbuf, siz
 		      enum tp_dtype t, enum tp_redop op);
 int tp_allgather(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t sendcount,
 		 enum tp_dtype t);
+/* Reduce-scatter and all-gather with chunks of different sizes: chunk i
+ * holds counts[i] elements (zero allowed) and starts at element
+ * counts[0] + ... + counts[i-1]; the whole buffer is their sum, and counts
+ * must be the same on every rank. Reduce-scatter-v: sendbuf holds the whole
+ * buffer, recvbuf gets this rank's chunk reduced over all ranks. In place
+ * when recvbuf is this rank's chunk of sendbuf: the ring then reduces in
+ * sendbuf itself, without a copy, and leaves partial sums in the other
+ * chunks. All-gather-v: sendbuf holds this rank's chunk, recvbuf gets the
+ * whole buffer; in place when sendbuf is this rank's chunk of recvbuf. */
+int tp_reduce_scatter_v(struct tp_comm *c, const void *sendbuf, void *recvbuf, const size_t *counts,
+			enum tp_dtype t, enum tp_redop op);
+int tp_allgather_v(struct tp_comm *c, const void *sendbuf, void *recvbuf, const size_t *counts,
+		   enum tp_dtype t);
 int tp_broadcast(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
 		 enum tp_dtype t, int root);
 int tp_alltoall(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,

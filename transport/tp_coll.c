@@ -3,8 +3,9 @@
  * tp_coll: collectives over a communicator.
  *
  * Large all-reduce, reduce-scatter and all-gather use rings, pipelined in
- * slices: the buffer is cut into one chunk per rank, each chunk into slices,
- * and slice j of step t is forwarded as soon as slice j of step t-1 arrived
+ * slices: the buffer is cut into one chunk per rank (of equal sizes, or of
+ * the caller's sizes for the "v" variants), each chunk into slices, and
+ * slice j of step t is forwarded as soon as slice j of step t-1 arrived
  * (and was reduced), so the network and the reduction overlap. Every chunk is
  * reduced exactly once, in the same order on every rank, so all ranks get
  * bit-identical results. Small all-reduces (<= oneshot_max bytes) use one
@@ -15,6 +16,7 @@
 #include "tp_internal.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,10 +34,9 @@ struct ring {
 	struct tp_comm *c;
 	uint8_t *buf; /* work buffer: nranks chunks */
 	size_t esize;
-	size_t count;	    /* elements in buf */
-	size_t cs;	    /* elements per chunk (the last may be shorter) */
+	size_t *off;	    /* chunk i: elements off[i] to off[i + 1] */
 	size_t ss;	    /* elements per slice */
-	uint32_t S;	    /* slices per chunk */
+	uint32_t S;	    /* slices per chunk, enough for the largest */
 	uint32_t T;	    /* transfers: steps of all phases */
 	uint32_t rs_steps;  /* the first rs_steps transfers reduce */
 	int rs_off, ag_off; /* chunk offsets of the two phases */
@@ -70,15 +71,13 @@ static int ring_recv_chunk(const struct ring *g, uint32_t t)
 	return mod(ring_send_chunk(g, t) - 1, g->c->nranks);
 }
 
-/* Byte range of slice j of chunk ch. */
+/* Byte range of slice j of chunk ch; empty past the chunk's end. */
 static void slice_range(const struct ring *g, int ch, uint32_t j, size_t *off, size_t *len)
 {
-	size_t start = (size_t)ch * g->cs + (size_t)j * g->ss;
-	size_t cend = (size_t)(ch + 1) * g->cs;
+	size_t start = g->off[ch] + (size_t)j * g->ss;
+	size_t cend = g->off[ch + 1];
 	size_t end = start + g->ss;
 
-	if (cend > g->count)
-		cend = g->count;
 	if (end > cend)
 		end = cend;
 	if (start > end)
@@ -160,32 +159,47 @@ static int ring_run(struct ring *g)
 	return 0;
 }
 
-/* Run rs_steps reducing and ag_steps gathering transfers over buf. */
-static int ring(struct tp_comm *c, uint8_t *buf, size_t count, enum tp_dtype dt, enum tp_redop op,
-		uint32_t rs_steps, int rs_off, uint32_t ag_steps, int ag_off)
+/* Run rs_steps reducing and ag_steps gathering transfers over buf, whose
+ * chunk i holds counts[i] elements; counts NULL: count elements cut evenly
+ * (the last chunks shorter or empty). */
+static int ring(struct tp_comm *c, uint8_t *buf, const size_t *counts, size_t count,
+		enum tp_dtype dt, enum tp_redop op, uint32_t rs_steps, int rs_off,
+		uint32_t ag_steps, int ag_off)
 {
+	int n = c->nranks;
 	struct ring g = {.c = c,
 			 .buf = buf,
 			 .esize = tp_dtype_size(dt),
-			 .count = count,
 			 .dt = dt,
 			 .op = op,
 			 .rs_steps = rs_steps,
 			 .rs_off = rs_off,
 			 .ag_off = ag_off};
-	size_t total;
+	size_t total, cs, maxc = 0;
 	int ret = -ENOMEM;
 
 	g.T = rs_steps + ag_steps;
 	if (g.T == 0)
 		return 0;
-	g.cs = (count + (size_t)c->nranks - 1) / (size_t)c->nranks;
+	g.off = malloc(((size_t)n + 1) * sizeof(*g.off));
+	if (g.off == NULL)
+		return -ENOMEM;
+	cs = (count + (size_t)n - 1) / (size_t)n;
+	g.off[0] = 0;
+	for (int i = 0; i < n; i++) {
+		size_t len = counts != NULL ? counts[i] : cs;
+
+		if (counts == NULL && len > count - g.off[i])
+			len = count - g.off[i];
+		g.off[i + 1] = g.off[i] + len;
+		maxc = len > maxc ? len : maxc;
+	}
 	g.ss = c->cfg.slice_bytes / g.esize;
 	if (g.ss == 0)
 		g.ss = 1;
-	g.S = g.cs == 0 ? 1 : (uint32_t)((g.cs + g.ss - 1) / g.ss);
-	if (g.ss > g.cs && g.cs > 0)
-		g.ss = g.cs;
+	g.S = maxc == 0 ? 1 : (uint32_t)((maxc + g.ss - 1) / g.ss);
+	if (g.ss > maxc && maxc > 0)
+		g.ss = maxc;
 	total = (size_t)g.T * g.S;
 	g.nslots = rs_steps == 0 ? 0 : (g.S * 2 < 16 ? g.S * 2 : 16);
 	g.sreq = calloc(total, sizeof(*g.sreq));
@@ -200,6 +214,7 @@ static int ring(struct tp_comm *c, uint8_t *buf, size_t count, enum tp_dtype dt,
 		g.free_slots[g.nfree++] = (int)i;
 	ret = ring_run(&g);
 out:
+	free(g.off);
 	free(g.sreq);
 	free(g.rreq);
 	free(g.slot);
@@ -277,7 +292,7 @@ static int tp_allreduce_impl(struct tp_comm *c, const void *sendbuf, void *recvb
 	} else {
 		if (sendbuf != recvbuf)
 			memcpy(recvbuf, sendbuf, bytes);
-		ret = ring(c, recvbuf, count, t, op, (uint32_t)c->nranks - 1, 0,
+		ret = ring(c, recvbuf, NULL, count, t, op, (uint32_t)c->nranks - 1, 0,
 			   (uint32_t)c->nranks - 1, 1);
 	}
 	if (ret < 0)
@@ -307,8 +322,8 @@ static int tp_reduce_scatter_impl(struct tp_comm *c, const void *sendbuf, void *
 	if (work == NULL)
 		return -ENOMEM;
 	memcpy(work, sendbuf, bytes * (size_t)c->nranks);
-	ret = ring(c, work, recvcount * (size_t)c->nranks, t, op, (uint32_t)c->nranks - 1, -1, 0,
-		   0);
+	ret = ring(c, work, NULL, recvcount * (size_t)c->nranks, t, op, (uint32_t)c->nranks - 1, -1,
+		   0, 0);
 	if (ret == 0)
 		memcpy(recvbuf, work + bytes * (size_t)c->rank, bytes);
 	free(work);
@@ -335,9 +350,98 @@ static int tp_allgather_impl(struct tp_comm *c, const void *sendbuf, void *recvb
 		memmove(mine, sendbuf, bytes);
 	if (c->nranks == 1)
 		return 0;
-	ret = ring(c, recvbuf, sendcount * (size_t)c->nranks, t, TP_SUM, 0, 0,
+	ret = ring(c, recvbuf, NULL, sendcount * (size_t)c->nranks, t, TP_SUM, 0, 0,
 		   (uint32_t)c->nranks - 1, 0);
 	return ret < 0 ? fail(c, "all-gather", ret) : 0;
+}
+
+/* Checks the arguments of a "v" collective; sets the element offset of this
+ * rank's chunk and the elements of all chunks. */
+static int check_counts(struct tp_comm *c, const size_t *counts, enum tp_dtype t, enum tp_redop op,
+			const char *what, size_t *disp, size_t *total)
+{
+	size_t esize;
+	int ret = check_args(c, t, op, what);
+
+	if (ret < 0)
+		return ret;
+	if (counts == NULL) {
+		ice_err(ICE_SUB_COLL, "%s: counts is NULL, expected %d counts (one per rank)", what,
+			c->nranks);
+		return -EINVAL;
+	}
+	esize = tp_dtype_size(t);
+	*total = 0;
+	for (int i = 0; i < c->nranks; i++) {
+		if (counts[i] > SIZE_MAX / esize - *total) {
+			ice_err(ICE_SUB_COLL, "%s: counts[%d] = %zu overflows the buffer size",
+				what, i, counts[i]);
+			return -EINVAL;
+		}
+		if (i == c->rank)
+			*disp = *total;
+		*total += counts[i];
+	}
+	return 0;
+}
+
+static int tp_reduce_scatter_v_impl(struct tp_comm *c, const void *sendbuf, void *recvbuf,
+				    const size_t *counts, enum tp_dtype t, enum tp_redop op)
+{
+	size_t esize, disp = 0, total = 0, bytes;
+	uint8_t *work;
+	bool in_place;
+	int ret = check_counts(c, counts, t, op, "reduce-scatter-v", &disp, &total);
+
+	if (ret < 0)
+		return ret;
+	esize = tp_dtype_size(t);
+	bytes = counts[c->rank] * esize;
+	if (c->nranks == 1) {
+		memmove(recvbuf, sendbuf, bytes);
+		goto avg;
+	}
+	/* In place (recvbuf is our chunk of sendbuf) the ring reduces in
+	 * sendbuf itself; otherwise in a copy of it. */
+	in_place = (const uint8_t *)recvbuf == (const uint8_t *)sendbuf + disp * esize;
+	if (in_place) {
+		work = (uint8_t *)recvbuf - disp * esize;
+	} else {
+		work = malloc(total * esize + 1);
+		if (work == NULL)
+			return -ENOMEM;
+		memcpy(work, sendbuf, total * esize);
+	}
+	ret = ring(c, work, counts, total, t, op, (uint32_t)c->nranks - 1, -1, 0, 0);
+	if (!in_place) {
+		if (ret == 0)
+			memcpy(recvbuf, work + disp * esize, bytes);
+		free(work);
+	}
+	if (ret < 0)
+		return fail(c, "reduce-scatter-v", ret);
+avg:
+	if (op == TP_AVG)
+		tp_scale_div(recvbuf, counts[c->rank], t, c->nranks);
+	return 0;
+}
+
+static int tp_allgather_v_impl(struct tp_comm *c, const void *sendbuf, void *recvbuf,
+			       const size_t *counts, enum tp_dtype t)
+{
+	size_t disp = 0, total = 0;
+	uint8_t *mine;
+	int ret = check_counts(c, counts, t, TP_SUM, "all-gather-v", &disp, &total);
+
+	if (ret < 0)
+		return ret;
+	mine = (uint8_t *)recvbuf + disp * tp_dtype_size(t);
+	if (mine != sendbuf)
+		memmove(mine, sendbuf, counts[c->rank] * tp_dtype_size(t));
+	if (c->nranks == 1)
+		return 0;
+	ret = ring(c, recvbuf, counts, total, t, TP_SUM, 0, 0, (uint32_t)c->nranks - 1, 0);
+	return ret < 0 ? fail(c, "all-gather-v", ret) : 0;
 }
 
 static int tp_broadcast_impl(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
@@ -496,6 +600,40 @@ int tp_allgather(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t s
 	ret = tp_allgather_impl(c, sendbuf, recvbuf, sendcount, t);
 	tp_comm_event(c, ICE_EV_COLL_END, ICE_OP_ALLGATHER, sendcount * (size_t)c->nranks, (int)t,
 		      -1, -1, -1);
+	return ret;
+}
+
+/* Elements of all chunks, for the events (0 when counts is missing). */
+static size_t counts_sum(const struct tp_comm *c, const size_t *counts)
+{
+	size_t sum = 0;
+
+	for (int i = 0; counts != NULL && i < c->nranks; i++)
+		sum += counts[i];
+	return sum;
+}
+
+int tp_reduce_scatter_v(struct tp_comm *c, const void *sendbuf, void *recvbuf, const size_t *counts,
+			enum tp_dtype t, enum tp_redop op)
+{
+	size_t total = counts_sum(c, counts);
+	int ret;
+
+	tp_comm_event(c, ICE_EV_COLL_START, ICE_OP_REDUCESCATTER, total, (int)t, (int)op, -1, -1);
+	ret = tp_reduce_scatter_v_impl(c, sendbuf, recvbuf, counts, t, op);
+	tp_comm_event(c, ICE_EV_COLL_END, ICE_OP_REDUCESCATTER, total, (int)t, (int)op, -1, -1);
+	return ret;
+}
+
+int tp_allgather_v(struct tp_comm *c, const void *sendbuf, void *recvbuf, const size_t *counts,
+		   enum tp_dtype t)
+{
+	size_t total = counts_sum(c, counts);
+	int ret;
+
+	tp_comm_event(c, ICE_EV_COLL_START, ICE_OP_ALLGATHER, total, (int)t, -1, -1, -1);
+	ret = tp_allgather_v_impl(c, sendbuf, recvbuf, counts, t);
+	tp_comm_event(c, ICE_EV_COLL_END, ICE_OP_ALLGATHER, total, (int)t, -1, -1, -1);
 	return ret;
 }
 
