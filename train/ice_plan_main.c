@@ -5,7 +5,7 @@
  *
  *   ice-plan --model M.yaml --profiles P.yaml --devices NAME,NAME*COUNT,...
  *            [--scheme dp|pp|both] [--pp-schedule zb|1f1b] [--busbw GBPS] [--p2p GBPS]
- *            [--lat 50us] [--overlap X] [--json]
+ *            [--lat 50us] [--overlap X] [--optimizer sharded|replicated] [--json]
  *
  * Exit: 0 done, 1 run-time failure, 2 bad configuration.
  */
@@ -25,6 +25,8 @@ enum { SCHEME_DP, SCHEME_PP, SCHEME_BOTH };
 static const char *const scheme_names[] = {"dp", "pp", "both", NULL};
 /* in the order of enum trn_pp_sched */
 static const char *const pp_sched_names[] = {"zb", "1f1b", NULL};
+/* in the order of enum trn_optim */
+static const char *const optim_names[] = {"sharded", "replicated", NULL};
 
 struct plan_cfg {
 	char model[512];
@@ -32,6 +34,7 @@ struct plan_cfg {
 	char devices[1024];
 	int scheme;
 	int pp_sched; /* enum trn_pp_sched */
+	int optim;    /* enum trn_optim */
 	double busbw, p2p, overlap;
 	uint64_t lat_ns;
 	bool json;
@@ -68,6 +71,8 @@ static const struct ice_cfg_field plan_fields[] = {
 	F("overlap", ICE_CFG_DOUBLE, overlap, .min = 0, .max = 1,
 	  .help = "share of the DP all-reduce hidden behind backward, 0..1 (default: what "
 		  "the layer-by-layer tails give, as ice-train runs them)"),
+	F("optimizer", ICE_CFG_ENUM, optim, .choices = optim_names,
+	  .help = "DP optimizer step: sharded by memory bandwidth (default) or replicated"),
 	F("json", ICE_CFG_BOOL, json, .help = "print JSON instead of tables"),
 };
 #define NFIELDS (sizeof(plan_fields) / sizeof(plan_fields[0]))
@@ -143,6 +148,7 @@ static int plan_finish(void *obj, const char *path, struct ice_cfg_err *err)
 				    strerror(ENOENT));
 	if (n < 0)
 		return n;
+	c->m.optim = c->optim;
 	n = trn_profiles_load(c->profiles, c->prof, TRN_MAX_DEVICES, err);
 	if (n == -ENOENT)
 		return ice_cfg_fail(err, path, "profiles", "cannot read '%s': %s", c->profiles,
@@ -297,21 +303,23 @@ static void print_dp(const struct plan_cfg *c, const struct trn_dp_plan *p,
 	printf("\ndata parallel (gradient all-reduce of %.2f MB in %d KiB buckets; tail: last "
 	       "micro-batches whose backward runs layer by layer)\n",
 	       trn_model_param_bytes(&c->m) / 1e6, c->m.bucket_kb);
-	printf("  %-3s %-15s | %-24s | %-24s\n", "dev", "profile", "planner", "even");
-	printf("  %-3s %-15s | %8s %10s %4s | %8s %10s %4s\n", "", "", "samples", "compute_s",
-	       "tail", "samples", "compute_s", "tail");
+	printf("  optimizer step %s (update_s)\n", trn_optim_name(c->m.optim));
+	printf("  %-3s %-15s | %-33s | %-33s\n", "dev", "profile", "planner", "even");
+	printf("  %-3s %-15s | %8s %10s %8s %4s | %8s %10s %8s %4s\n", "", "", "samples",
+	       "compute_s", "update_s", "tail", "samples", "compute_s", "update_s", "tail");
 	for (int i = 0; i < c->ndev; i++) {
 		char nm[40];
 
 		snprintf(nm, sizeof(nm), "%s%s", c->dev[i].name, emu_mark(&c->dev[i]));
-		printf("  %-3d %-15s | %8d %10.4f %4d | %8d %10.4f %4d\n", i, nm, p->samples[i],
-		       p->compute_s[i], p->tail[i], e->samples[i], e->compute_s[i], e->tail[i]);
+		printf("  %-3d %-15s | %8d %10.4f %8.4f %4d | %8d %10.4f %8.4f %4d\n", i, nm,
+		       p->samples[i], p->compute_s[i], p->update_s[i], p->tail[i], e->samples[i],
+		       e->compute_s[i], e->update_s[i], e->tail[i]);
 	}
-	printf("  %-19s | %24.3f | %24.3f\n",
+	printf("  %-19s | %33.3f | %33.3f\n",
 	       c->overlap < 0 ? "overlap (tails)" : "overlap (given)", p->overlap, e->overlap);
-	printf("  %-19s | %24.4f | %24.4f\n", "comm_s (exposed)", p->comm_s, e->comm_s);
-	printf("  %-19s | %24.4f | %24.4f\n", "step_s", p->step_s, e->step_s);
-	printf("  %-19s | %24.2f | %24.2f\n", "samples/s", tp, te);
+	printf("  %-19s | %33.4f | %33.4f\n", "comm_s (exposed)", p->comm_s, e->comm_s);
+	printf("  %-19s | %33.4f | %33.4f\n", "step_s", p->step_s, e->step_s);
+	printf("  %-19s | %33.2f | %33.2f\n", "samples/s", tp, te);
 	printf("  gain of the planner over even: %+.1f%% throughput\n", 100 * (tp / te - 1));
 	print_eff(c, false, tp, te);
 }
@@ -348,6 +356,13 @@ static void print_pp(const struct plan_cfg *c, const struct trn_pp_plan *p,
 		       nm, lp, cp, p->stage_s[s] - cp, p->stage_s[s], le, ce, e->stage_s[s] - ce,
 		       e->stage_s[s]);
 	}
+	printf("  optimizer step per stage, s per step (update_s): planner");
+	for (int st = 0; st < p->nstages; st++)
+		printf(" %.4f", p->upd_s[st]);
+	printf(", even");
+	for (int st = 0; st < e->nstages; st++)
+		printf(" %.4f", e->upd_s[st]);
+	printf("\n");
 	printf("  %-19s | %39.4f | %39.4f\n", "step_s", p->step_s, e->step_s);
 	printf("  %-19s | %39.2f | %39.2f\n", "samples/s", tp, te);
 	printf("  gain of the planner over even: %+.1f%% throughput\n", 100 * (tp / te - 1));
@@ -359,14 +374,18 @@ static void print_pp(const struct plan_cfg *c, const struct trn_pp_plan *p,
 static json_t *json_dp(const struct plan_cfg *c, const struct trn_dp_plan *p)
 {
 	json_t *o = json_object(), *s = json_array(), *cs = json_array(), *t = json_array();
+	json_t *us = json_array();
 
 	for (int i = 0; i < p->ndev; i++) {
 		json_array_append_new(s, json_integer(p->samples[i]));
 		json_array_append_new(cs, json_real(p->compute_s[i]));
+		json_array_append_new(us, json_real(p->update_s[i]));
 		json_array_append_new(t, json_integer(p->tail[i]));
 	}
 	json_object_set_new(o, "samples", s);
 	json_object_set_new(o, "compute_s", cs);
+	json_object_set_new(o, "update_s", us);
+	json_object_set_new(o, "optimizer", json_string(trn_optim_name(c->m.optim)));
 	json_object_set_new(o, "tail_micro_batches", t);
 	json_object_set_new(o, "overlap", json_real(p->overlap));
 	json_object_set_new(o, "comm_s", json_real(p->comm_s));
@@ -378,10 +397,11 @@ static json_t *json_dp(const struct plan_cfg *c, const struct trn_dp_plan *p)
 static json_t *json_pp(const struct plan_cfg *c, const struct trn_pp_plan *p)
 {
 	json_t *o = json_object(), *f = json_array(), *n = json_array(), *st = json_array();
-	json_t *cs = json_array();
+	json_t *cs = json_array(), *us = json_array();
 
 	for (int s = 0; s < p->nstages; s++) {
 		json_array_append_new(cs, json_real(stage_compute(c, p, s)));
+		json_array_append_new(us, json_real(p->upd_s[s]));
 		json_array_append_new(f, json_integer(p->first[s]));
 		json_array_append_new(n, json_integer(p->nlayers[s]));
 		json_array_append_new(st, json_real(p->stage_s[s]));
@@ -390,6 +410,7 @@ static json_t *json_pp(const struct plan_cfg *c, const struct trn_pp_plan *p)
 	json_object_set_new(o, "nlayers", n);
 	json_object_set_new(o, "compute_s", cs);
 	json_object_set_new(o, "stage_s", st);
+	json_object_set_new(o, "update_s", us);
 	json_object_set_new(o, "micro_batches", json_integer(p->micro_batches));
 	json_object_set_new(o, "schedule", json_string(trn_pp_sched_name(p->sched)));
 	json_object_set_new(o, "step_s", json_real(p->step_s));
@@ -466,7 +487,7 @@ int main(int argc, char **argv)
 		.synopsis = "usage: ice-plan --model M.yaml --profiles P.yaml --devices "
 			    "NAME,NAME*COUNT,... [--scheme dp|pp|both] [--pp-schedule zb|1f1b] "
 			    "[--busbw GBPS] [--p2p GBPS] "
-			    "[--lat 50us] [--overlap X] [--json]",
+			    "[--lat 50us] [--overlap X] [--optimizer sharded|replicated] [--json]",
 		.fields = plan_fields,
 		.nfields = NFIELDS,
 		.obj = &cfg,

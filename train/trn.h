@@ -70,7 +70,24 @@ struct trn_model {
 	int global_batch; /* samples per training step, over all data-parallel ranks */
 	int micro_batch;  /* samples per micro-batch (pipeline and DP unit) */
 	int bucket_kb;	  /* DP gradient all-reduce bucket size, KiB (default 4096) */
+	int optim;	  /* enum trn_optim; not in the file (TRN_OPTIM_SHARDED) */
 };
+
+/* How data-parallel ranks take the optimizer step (SGD: read weight and
+ * gradient, write the weight, on the device: TRN_SGD_TRAFFIC bytes of
+ * memory traffic per byte of parameters, at mem_gbps). */
+enum trn_optim {
+	/* each rank updates a shard of every bucket, sized by its memory
+	 * bandwidth (trn_dp_shards): the gradient is reduce-scattered, the
+	 * updated weights all-gathered (ZeRO stage 1) */
+	TRN_OPTIM_SHARDED = 0,
+	/* every rank updates every weight after an all-reduce (DDP) */
+	TRN_OPTIM_REPLICATED,
+};
+#define TRN_SGD_TRAFFIC 3.0
+
+const char *trn_optim_name(int o);     /* "sharded", "replicated" */
+int trn_optim_parse(const char *name); /* the enum, or -EINVAL */
 
 /* A model file (YAML):
  *   model:
@@ -87,6 +104,13 @@ double trn_layer_bwd_flops(const struct trn_model *m, int l);	/* per sample */
 double trn_layer_param_bytes(const struct trn_model *m, int l); /* = gradient bytes */
 double trn_layer_act_bytes(const struct trn_model *m, int l);	/* per sample, output */
 double trn_model_param_bytes(const struct trn_model *m);
+/* The optimizer step over param_bytes of parameters on device d (0 when
+ * the profile states no memory bandwidth). */
+double trn_update_s(const struct trn_profile *d, double param_bytes);
+/* Split count elements into ndev shards in proportion to the devices'
+ * mem_gbps (even when none states one), largest remainders first; the
+ * same on every rank. */
+void trn_dp_shards(const struct trn_profile *dev, int ndev, size_t count, size_t *out);
 
 /* ---- network model for the predictor ------------------------------------ */
 
@@ -104,6 +128,7 @@ struct trn_dp_plan {
 	int samples[TRN_MAX_DEVICES];	   /* per device per step; sum = global_batch,
 					    * multiples of micro_batch where possible */
 	double compute_s[TRN_MAX_DEVICES]; /* predicted fwd+bwd time per device */
+	double update_s[TRN_MAX_DEVICES];  /* its optimizer step (m->optim) */
 	double comm_s;			   /* predicted all-reduce time (not hidden) */
 	double step_s;			   /* predicted step time */
 	int tail[TRN_MAX_DEVICES];	   /* last micro-batches whose backward runs
@@ -111,7 +136,8 @@ struct trn_dp_plan {
 	double overlap;			   /* the net->overlap step_s was predicted with */
 };
 
-/* The split minimising the predicted step time (never worse than even). */
+/* The split minimising the predicted step time (never worse than even):
+ * greedy by finish time, then single micro-batch moves while they help. */
 int trn_plan_dp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		const struct trn_net *net, struct trn_dp_plan *out);
 /* The naive split: global_batch / ndev each (remainder to the first). */
@@ -174,8 +200,11 @@ struct trn_pp_plan {
 	double wgt_s[TRN_MAX_DEVICES];	 /* W (weight gradient: the other half) */
 	double hop_s[TRN_MAX_DEVICES];	 /* one activation message from stage s to
 					  * s + 1 (its gradient comes back alike) */
+	double upd_s[TRN_MAX_DEVICES];	 /* stage s's optimizer step, once a step
+					  * after its last operation */
 	double est_s;			 /* what the planner minimises: sum_s stage_s
-					  * + (m - 1) max_s compute of stage s */
+					  * + (m - 1) max_s (compute of stage s +
+					  * upd_s / m) */
 	double step_s;			 /* predicted step: the schedule below,
 					  * simulated with these times */
 };
@@ -221,7 +250,8 @@ int trn_pp_sched_parse(const char *name);	    /* the enum, or -EINVAL */
 
 /* A contiguous layer split for schedule sched: the one minimising est_s
  * exactly, unless another split the search visits, or the even split,
- * predicts a shorter step (step_s). */
+ * predicts a shorter step (step_s); then stage boundaries move one layer
+ * at a time while the predicted step gets shorter. */
 int trn_plan_pp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		const struct trn_net *net, enum trn_pp_sched sched, struct trn_pp_plan *out);
 /* The naive split: nlayers / ndev each. */
@@ -236,8 +266,9 @@ int trn_plan_pp_even(const struct trn_model *m, const struct trn_profile *dev, i
  * waits they cause count. 1F1B: one step, ending with the first stage's
  * last backward. ZB: the steady step (the fourth of four simulated back to
  * back, each stage starting the next step when it has finished its last W
- * of this one), as the steps after warm-up in ice-train; the optimizer step
- * is not modelled in either. */
+ * of this one and its optimizer step), as the steps after warm-up in
+ * ice-train. Every stage takes its optimizer step (upd_s) after its last
+ * operation of a step. */
 int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		   const struct trn_net *net, struct trn_pp_plan *p);
 
@@ -259,6 +290,7 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
  * ice-train sets 1 us). */
 struct trn_emu {
 	double gflops;
+	double mem_gbps;   /* trn_emu_end_bytes */
 	uint64_t t0_ns;	   /* start of this call's stated time */
 	uint64_t real_ns;  /* when this call really began */
 	uint64_t due_ns;   /* end of the previous call's stated time */
@@ -272,5 +304,7 @@ struct trn_emu {
 void trn_emu_idle(struct trn_emu *e);
 void trn_emu_begin(struct trn_emu *e);
 void trn_emu_end(struct trn_emu *e, double flops);
+/* The same for a memory-bound call moving bytes through device memory. */
+void trn_emu_end_bytes(struct trn_emu *e, double bytes);
 
 #endif /* TRN_H */

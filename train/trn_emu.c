@@ -54,17 +54,17 @@ void trn_emu_begin(struct trn_emu *e)
 	e->fresh_ns = 0;
 }
 
-void trn_emu_end(struct trn_emu *e, double flops)
+/* End a call whose stated time is stated ns. */
+static void emu_end(struct trn_emu *e, uint64_t stated)
 {
-	uint64_t target, stated, now = now_ns();
+	uint64_t target, now = now_ns();
 	struct timespec ts;
 
 	e->calls++;
 	e->woke_ns = now;
 	e->due_ns = now;
-	if (!(e->gflops > 0) || !(flops > 0))
+	if (stated == 0)
 		return;
-	stated = (uint64_t)(flops / e->gflops); /* GFLOP/s = FLOP/ns */
 	target = e->t0_ns + stated;
 	e->due_ns = target;
 	if (now - e->real_ns > stated) {
@@ -85,4 +85,15 @@ void trn_emu_end(struct trn_emu *e, double flops)
 		e->fresh_ns = now > target ? now - target : 0; /* woke late */
 	}
 	e->woke_ns = now;
+}
+
+void trn_emu_end(struct trn_emu *e, double flops)
+{
+	/* GFLOP/s = FLOP/ns */
+	emu_end(e, e->gflops > 0 && flops > 0 ? (uint64_t)(flops / e->gflops) : 0);
+}
+
+void trn_emu_end_bytes(struct trn_emu *e, double bytes)
+{
+	emu_end(e, e->mem_gbps > 0 && bytes > 0 ? (uint64_t)(bytes / e->mem_gbps) : 0);
 }

@@ -246,3 +246,22 @@ double trn_model_param_bytes(const struct trn_model *m)
 		b += trn_layer_param_bytes(m, l);
 	return b;
 }
+
+double trn_update_s(const struct trn_profile *d, double param_bytes)
+{
+	return d->mem_gbps > 0 ? TRN_SGD_TRAFFIC * param_bytes / (d->mem_gbps * 1e9) : 0;
+}
+
+const char *trn_optim_name(int o)
+{
+	return o == TRN_OPTIM_REPLICATED ? "replicated" : "sharded";
+}
+
+int trn_optim_parse(const char *name)
+{
+	if (name != NULL && strcmp(name, "sharded") == 0)
+		return TRN_OPTIM_SHARDED;
+	if (name != NULL && strcmp(name, "replicated") == 0)
+		return TRN_OPTIM_REPLICATED;
+	return -EINVAL;
+}

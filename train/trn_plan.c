@@ -50,6 +50,56 @@ static double model_bwd_flops(const struct trn_model *m)
 
 /* ---- data parallel ---------------------------------------------------------- */
 
+void trn_dp_shards(const struct trn_profile *dev, int ndev, size_t count, size_t *out)
+{
+	double sum = 0, frac[TRN_MAX_DEVICES];
+	size_t given = 0;
+	bool even = false;
+
+	for (int i = 0; i < ndev; i++) {
+		if (!(dev[i].mem_gbps > 0))
+			even = true;
+		sum += dev[i].mem_gbps;
+	}
+	for (int i = 0; i < ndev; i++) {
+		double want = (double)count * (even ? 1.0 / ndev : dev[i].mem_gbps / sum);
+
+		out[i] = (size_t)want;
+		if (out[i] > count - given)
+			out[i] = count - given;
+		frac[i] = want - (double)out[i];
+		given += out[i];
+	}
+	/* the rest, one each, to the largest remainders (lowest index first) */
+	while (given < count) {
+		int best = 0;
+
+		for (int i = 1; i < ndev; i++)
+			if (frac[i] > frac[best])
+				best = i;
+		out[best]++;
+		frac[best] = -1;
+		given++;
+	}
+}
+
+/* Device i's optimizer step in a DP job of ndev devices: its shard
+ * (trn_dp_shards' proportions) or, replicated, every weight. */
+static double dp_update_s(const struct trn_model *m, const struct trn_profile *dev, int ndev, int i)
+{
+	double p = trn_model_param_bytes(m), sum = 0;
+
+	if (ndev == 1 || m->optim == TRN_OPTIM_REPLICATED)
+		return trn_update_s(&dev[i], p);
+	for (int j = 0; j < ndev; j++) {
+		if (!(dev[j].mem_gbps > 0))
+			return trn_update_s(&dev[i], p / ndev);
+		sum += dev[j].mem_gbps;
+	}
+	/* in proportion to mem_gbps: every device takes the same time */
+	return trn_update_s(&dev[i], p * dev[i].mem_gbps / sum);
+}
+
 /* Ring all-reduce of one bucket: 2(n-1)/n * bytes / busbw + alpha. */
 static double bucket_time(double bytes, int n, const struct trn_net *net)
 {
@@ -74,7 +124,7 @@ static double dp_allreduce_s(const struct trn_model *m, int ndev, const struct t
 int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		   const struct trn_net *net, struct trn_dp_plan *p)
 {
-	double fb, bwd, maxc = 0, bwd_slow = 0, comm = 0, last = 0;
+	double fb, bwd, maxc = 0, bwd_slow = 0, comm = 0, last = 0, maxu = 0, maxcu = 0;
 	long sum = 0;
 	int ret = check_common(m, dev, ndev, net);
 
@@ -90,6 +140,9 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
 			return -EINVAL;
 		sum += p->samples[i];
 		p->compute_s[i] = p->samples[i] * fb / (dev[i].gflops * 1e9);
+		p->update_s[i] = dp_update_s(m, dev, ndev, i);
+		maxu = fmax(maxu, p->update_s[i]);
+		maxcu = fmax(maxcu, p->compute_s[i] + p->update_s[i]);
 		if (p->compute_s[i] > maxc) {
 			maxc = p->compute_s[i];
 			bwd_slow = p->samples[i] * bwd / (dev[i].gflops * 1e9);
@@ -102,7 +155,14 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
 		comm = fmax(last, comm - net->overlap * bwd_slow);
 	}
 	p->comm_s = comm;
-	p->step_s = maxc + comm;
+	/* replicated: every update starts when the all-reduce is done;
+	 * sharded: each shard's update follows its bucket's reduce-scatter,
+	 * in the device's stream beside its backward, the last bucket's
+	 * reduce-scatter and all-gather after it */
+	if (m->optim == TRN_OPTIM_REPLICATED || ndev == 1)
+		p->step_s = maxc + comm + maxu;
+	else
+		p->step_s = maxcu + comm;
 	p->overlap = net->overlap;
 	return 0;
 }
@@ -194,9 +254,48 @@ int trn_plan_dp_even(const struct trn_model *m, const struct trn_profile *dev, i
 }
 
 /*
+ * The exposed all-reduce depends on which device is slowest (its backward
+ * hides it), and a device whose optimizer step makes it the slowest may
+ * have little backward: from the greedy split, move one micro-batch at a
+ * time between two devices while that shortens the predicted step.
+ */
+static int dp_improve(const struct trn_model *m, const struct trn_profile *dev, int ndev,
+		      const struct trn_net *net, struct trn_dp_plan *p)
+{
+	for (int round = 0; round < 4 * m->global_batch; round++) {
+		struct trn_dp_plan best = *p, q;
+
+		for (int a = 0; a < ndev; a++) {
+			for (int b = 0; b < ndev; b++) {
+				int mv = p->samples[a] < m->micro_batch ? p->samples[a]
+									: m->micro_batch;
+				int ret;
+
+				if (a == b || mv == 0)
+					continue;
+				q = *p;
+				q.samples[a] -= mv;
+				q.samples[b] += mv;
+				ret = trn_predict_dp(m, dev, ndev, net, &q);
+				if (ret < 0)
+					return ret;
+				if (q.step_s < best.step_s * (1 - 1e-12))
+					best = q;
+			}
+		}
+		if (best.step_s >= p->step_s)
+			return 0;
+		*p = best;
+	}
+	return 0;
+}
+
+/*
  * Micro-batches are equal jobs and the devices are related machines (speed
- * only): giving each next unit to the device that would finish it first
- * minimises the largest compute time. The step time grows with that
+ * only), each with its optimizer shard to update (a replicated update
+ * waits for the all-reduce: it does not move the split): giving each next
+ * unit to the device that would finish it first minimises the largest
+ * compute time. The step time grows with that
  * largest compute time (the exposed all-reduce shrinks by at most
  * overlap * 4/6 of it), so this also minimises the step among splits in
  * whole micro-batches; the even split (which may cut micro-batches) is the
@@ -206,18 +305,25 @@ int trn_plan_dp(const struct trn_model *m, const struct trn_profile *dev, int nd
 		const struct trn_net *net, struct trn_dp_plan *out)
 {
 	struct trn_dp_plan even;
+	double fb, upd[TRN_MAX_DEVICES];
 	int units, k[TRN_MAX_DEVICES] = {0};
 	int ret = check_common(m, dev, ndev, net);
 
 	if (ret < 0 || out == NULL)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
+	fb = model_fb_flops(m);
+	for (int i = 0; i < ndev; i++)
+		upd[i] = m->optim == TRN_OPTIM_SHARDED ? dp_update_s(m, dev, ndev, i) : 0;
+		/* device i done with s samples */
+#define DP_DONE(i, s) ((s)*fb / (dev[i].gflops * 1e9) + upd[i])
 	units = m->global_batch / m->micro_batch;
 	for (int u = 0; u < units; u++) {
 		int best = 0;
 
 		for (int i = 1; i < ndev; i++)
-			if ((k[i] + 1) / dev[i].gflops < (k[best] + 1) / dev[best].gflops)
+			if (DP_DONE(i, (k[i] + 1) * m->micro_batch) <
+			    DP_DONE(best, (k[best] + 1) * m->micro_batch))
 				best = i;
 		k[best]++;
 	}
@@ -229,12 +335,16 @@ int trn_plan_dp(const struct trn_model *m, const struct trn_profile *dev, int nd
 		int rest = m->global_batch - units * m->micro_batch, best = 0;
 
 		for (int i = 1; i < ndev; i++)
-			if ((out->samples[i] + rest) / dev[i].gflops <
-			    (out->samples[best] + rest) / dev[best].gflops)
+			if (DP_DONE(i, out->samples[i] + rest) <
+			    DP_DONE(best, out->samples[best] + rest))
 				best = i;
 		out->samples[best] += rest;
 	}
+#undef DP_DONE
 	ret = trn_predict_dp(m, dev, ndev, net, out);
+	if (ret < 0)
+		return ret;
+	ret = dp_improve(m, dev, ndev, net, out);
 	if (ret < 0)
 		return ret;
 	ret = trn_plan_dp_even(m, dev, ndev, net, &even);
@@ -324,6 +434,7 @@ static struct trn_pp_op pp_op_1f1b(int k, int w, int M)
 struct pp_times {
 	int S, M;
 	const double *f, *b, *w, *h; /* per stage; b: B, w: W */
+	const double *u;	     /* per stage: the optimizer step */
 	bool zb;		     /* 1F1B: a B is the whole backward, b + w */
 };
 
@@ -400,7 +511,9 @@ static int pp_zb_build(const struct pp_times *pt, struct trn_pp_op *ops)
 			kind = TRN_PP_W;
 		if (kind < 0) {
 			if (nw[s] == M) {
-				/* the step is done: the next one starts */
+				/* the step is done: the optimizer step, then
+				 * the next one */
+				t[s] += pt->u[s];
 				step[s]++;
 				nf[s] = nb[s] = nw[s] = 0;
 				if (step[s] < PP_ZB_BUILD_STEPS)
@@ -504,9 +617,11 @@ static double pp_run(const struct pp_times *pt, const struct trn_pp_op *ops, con
 					bend[st + (size_t)s * M + op->mb] = at[s];
 				pos[s]++;
 				left--;
-				if (pos[s] % nops[s] == 0)
-					stepend[pos[s] / nops[s] - 1] =
-						fmax(stepend[pos[s] / nops[s] - 1], at[s]);
+				if (pos[s] % nops[s] != 0)
+					continue;
+				at[s] += pt->u[s]; /* the optimizer step */
+				stepend[pos[s] / nops[s] - 1] =
+					fmax(stepend[pos[s] / nops[s] - 1], at[s]);
 			}
 		}
 		if (left == before) {
@@ -540,6 +655,7 @@ static void pp_times_of(const struct trn_pp_plan *p, struct pp_times *pt)
 	pt->b = p->bwd_s;
 	pt->w = p->wgt_s;
 	pt->h = p->hop_s;
+	pt->u = p->upd_s;
 	pt->zb = p->sched == TRN_PP_ZB;
 }
 
@@ -604,7 +720,7 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
 		return -EINVAL;
 	for (int s = 0; s < ndev; s++) {
 		int a = p->first[s], e = a + p->nlayers[s];
-		double ff = 0, fb = 0;
+		double ff = 0, fb = 0, pb = 0;
 
 		if (p->nlayers[s] < 1 || a != (s == 0 ? 0 : p->first[s - 1] + p->nlayers[s - 1]) ||
 		    e > m->nlayers)
@@ -612,6 +728,7 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
 		for (int l = a; l < e; l++) {
 			ff += trn_layer_fwd_flops(m, l);
 			fb += trn_layer_bwd_flops(m, l);
+			pb += trn_layer_param_bytes(m, l);
 		}
 		/* the backward is two matrix multiplies of the forward's size
 		 * per layer: dX = dY W^T (B) and dW = X^T dY (W) */
@@ -620,8 +737,10 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
 		p->wgt_s[s] = stage_compute(m, dev, s, fb / 2);
 		p->stage_s[s] = stage_time(m, dev, s, ndev, a, e, ff + fb, net);
 		p->hop_s[s] = s < ndev - 1 ? p2p_time(m, m->out[e - 1], net) : 0;
-		sum += p->stage_s[s];
-		mx = fmax(mx, p->fwd_s[s] + p->bwd_s[s] + p->wgt_s[s]);
+		p->upd_s[s] = trn_update_s(&dev[s], pb);
+		sum += p->stage_s[s] + p->upd_s[s] / p->micro_batches;
+		mx = fmax(mx,
+			  p->fwd_s[s] + p->bwd_s[s] + p->wgt_s[s] + p->upd_s[s] / p->micro_batches);
 	}
 	if (p->first[ndev - 1] + p->nlayers[ndev - 1] != m->nlayers)
 		return -EINVAL;
@@ -651,26 +770,30 @@ int trn_plan_pp_even(const struct trn_model *m, const struct trn_profile *dev, i
 }
 
 /* The split search: stage s on [a, b) computes C(s, a, b) per micro-batch
- * and takes T(s, a, b) with its sends, from prefix sums. */
+ * (its optimizer step spread over the micro-batches) and takes T(s, a, b)
+ * with its sends, from prefix sums. */
 struct pp_search {
 	const struct trn_model *m;
 	const struct trn_profile *dev;
 	const struct trn_net *net;
 	enum trn_pp_sched sched;
-	int S, L;
+	int S, L, M;
 	double *pf; /* pf[l]: fwd+bwd FLOP of layers [0, l), per sample */
+	double *pb; /* pb[l]: parameter bytes of layers [0, l) */
 	double *dp; /* (S + 1) x (L + 1) */
 	int *from;  /* (S + 1) x (L + 1): start of the last stage */
 };
 
 static double pp_T(const struct pp_search *ps, int s, int a, int b)
 {
-	return stage_time(ps->m, ps->dev, s, ps->S, a, b, ps->pf[b] - ps->pf[a], ps->net);
+	return stage_time(ps->m, ps->dev, s, ps->S, a, b, ps->pf[b] - ps->pf[a], ps->net) +
+	       trn_update_s(&ps->dev[s], ps->pb[b] - ps->pb[a]) / ps->M;
 }
 
 static double pp_C(const struct pp_search *ps, int s, int a, int b)
 {
-	return stage_compute(ps->m, ps->dev, s, ps->pf[b] - ps->pf[a]);
+	return stage_compute(ps->m, ps->dev, s, ps->pf[b] - ps->pf[a]) +
+	       trn_update_s(&ps->dev[s], ps->pb[b] - ps->pb[a]) / ps->M;
 }
 
 #define DP(ps, s, b)   ((ps)->dp[(size_t)(s) * ((ps)->L + 1) + (b)])
@@ -755,6 +878,43 @@ static int pp_consider(const struct pp_search *ps, struct trn_pp_plan *best)
 }
 
 /*
+ * est is exact for compute and messages but only an estimate of where the
+ * optimizer steps end up (a late stage's can hide behind the drain of the
+ * earlier ones): from the best split, move one stage boundary by one layer
+ * at a time while that shortens the simulated step.
+ */
+static int pp_improve(const struct trn_model *m, const struct trn_profile *dev, int ndev,
+		      const struct trn_net *net, struct trn_pp_plan *p)
+{
+	for (int round = 0; round < 2 * m->nlayers; round++) {
+		struct trn_pp_plan best = *p, q;
+
+		for (int s = 0; s + 1 < ndev; s++) {
+			for (int d = -1; d <= 1; d += 2) {
+				int ret;
+
+				/* boundary between s and s + 1 moves by d */
+				q = *p;
+				q.nlayers[s] += d;
+				q.nlayers[s + 1] -= d;
+				q.first[s + 1] += d;
+				if (q.nlayers[s] < 1 || q.nlayers[s + 1] < 1)
+					continue;
+				ret = trn_predict_pp(m, dev, ndev, net, &q);
+				if (ret < 0)
+					return ret;
+				if (q.step_s < best.step_s * (1 - 1e-12))
+					best = q;
+			}
+		}
+		if (best.step_s >= p->step_s)
+			return 0;
+		*p = best;
+	}
+	return 0;
+}
+
+/*
  * Exact for est = sum_s T_s + (M - 1) * max_s C_s. For a bound B, the least
  * sum with all C_s <= B is a DP; the optimum's bottleneck is one of the
  * stage computes C(s, a, b), so trying each candidate B (ascending, from
@@ -779,15 +939,19 @@ int trn_plan_pp(const struct trn_model *m, const struct trn_profile *dev, int nd
 	M = m->global_batch / m->micro_batch;
 	if (M < 1)
 		return -EINVAL;
+	ps.M = M;
 	ps.pf = calloc((size_t)ps.L + 1, sizeof(*ps.pf));
+	ps.pb = calloc((size_t)ps.L + 1, sizeof(*ps.pb));
 	ps.dp = calloc((size_t)(ps.S + 1) * (ps.L + 1), sizeof(*ps.dp));
 	ps.from = calloc((size_t)(ps.S + 1) * (ps.L + 1), sizeof(*ps.from));
-	if (ps.pf == NULL || ps.dp == NULL || ps.from == NULL) {
+	if (ps.pf == NULL || ps.pb == NULL || ps.dp == NULL || ps.from == NULL) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (int l = 0; l < ps.L; l++)
+	for (int l = 0; l < ps.L; l++) {
 		ps.pf[l + 1] = ps.pf[l] + trn_layer_fwd_flops(m, l) + trn_layer_bwd_flops(m, l);
+		ps.pb[l + 1] = ps.pb[l] + trn_layer_param_bytes(m, l);
+	}
 
 	smin = pp_dp(&ps, false, DBL_MAX);
 	ret = pp_consider(&ps, out);
@@ -842,6 +1006,8 @@ int trn_plan_pp(const struct trn_model *m, const struct trn_profile *dev, int nd
 			goto out;
 	}
 even:
+	if (ret == 0)
+		ret = pp_improve(m, dev, ndev, net, out);
 	if (ret < 0)
 		goto out;
 	ret = trn_plan_pp_even(m, dev, ndev, net, sched, &even);
@@ -852,5 +1018,6 @@ out:
 	free(ps.from);
 	free(ps.dp);
 	free(ps.pf);
+	free(ps.pb);
 	return ret;
 }

@@ -6,7 +6,10 @@
 #   - data parallel, planned split: all ranks end with identical weights,
 #     the predictor's step and its error are printed; the planner's tail
 #     (backward layer by layer over the last micro-batches) ends with the
-#     same weights as the classic order (--dp-tail 1);
+#     same weights as the classic order (--dp-tail 1); the sharded optimizer
+#     step (reduce-scatter, update of each rank's part, all-gather) ends
+#     with the same weights as the replicated one (all-reduce, every rank
+#     updates everything: two ranks sum in the same order either way);
 #   - pipeline parallel with --efficiency (zero-bubble schedule, the
 #     default): every activation and gradient arrived intact, the efficiency
 #     table (plan and even) and the per-stage waits are printed, --trace
@@ -59,6 +62,16 @@ w_auto=$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dp")
 w_t1=$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dp-t1")
 [ -n "$w_auto" ] && [ "$w_auto" = "$w_t1" ] ||
 	fail "dp: tail auto and tail 1 end with different weights ('$w_auto' / '$w_t1')"
+
+echo "## dp, replicated optimizer step against the sharded one (the default)"
+grep -Eq 'optimizer step: sharded, predicted 0\.0079 0\.0079 s per rank' "$TMP/dp" ||
+	fail "dp: no sharded optimizer line with equal predicted updates"
+train dp-rep 120 --scheme dp --split plan --steps 2 --warmup 1 --optimizer replicated
+grep -Eq 'optimizer step: replicated, predicted 0\.0110 0\.0275 s per rank' "$TMP/dp-rep" ||
+	fail "dp --optimizer replicated: no replicated optimizer line"
+w_rep=$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dp-rep")
+[ "$w_auto" = "$w_rep" ] ||
+	fail "dp: sharded and replicated optimizer end with different weights ('$w_auto' / '$w_rep')"
 
 echo "## pp, --efficiency"
 train pp 180 --scheme pp --steps 1 --warmup 0 --efficiency --trace "$TMP/trace.csv"
@@ -118,6 +131,11 @@ dp = auto["dp"]["planner"]
 # 16 samples, 117 ms) over emu-fast's whole backward (100 samples, 0.73 s)
 assert dp["samples"] == [100, 40] and dp["tail_micro_batches"] == [4, 2], dp
 assert abs(dp["overlap"] - 0.16) < 0.005, dp
+# the sharded update: 3 x 29.36 MB over 8 + 3.2 GB/s, the same on both; the
+# pipeline's stages update their own layers (20 at 8, 8 at 3.2 GB/s)
+assert dp["optimizer"] == "sharded", dp
+assert all(abs(u - 3 * 29.36e6 / 11.2e9) < 1e-4 for u in dp["update_s"]), dp
+assert all(abs(u - 3 * 29.36e6 / 11.2e9) < 1e-4 for u in auto["pp"]["planner"]["update_s"]), auto["pp"]
 assert given["dp"]["planner"]["overlap"] == 0.8, given["dp"]
 assert given["dp"]["planner"]["tail_micro_batches"] == [4, 2], given["dp"]
 assert auto["pp"]["planner"]["step_s"] < auto["pp"]["even"]["step_s"], auto["pp"]

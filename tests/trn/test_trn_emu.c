@@ -23,10 +23,11 @@ static double now_s(void)
 
 /* Sleeps overshoot under load, never undershoot: a run lasts at least the
  * stated time, the best of five within scheduling slack of it. Runs are
- * apart (more than 1 ms), so each stands alone. */
+ * apart (more than 1 ms), so each stands alone. Compute (FLOP at gflops)
+ * and memory-bound calls (bytes at mem_gbps) alike. */
 static void test_padding(void **state)
 {
-	struct trn_emu e = {.gflops = 2.0};
+	struct trn_emu e = {.gflops = 2.0, .mem_gbps = 4.0};
 	struct timespec gap = {.tv_nsec = 3 * 1000 * 1000};
 	double best = 1e9;
 
@@ -36,7 +37,11 @@ static void test_padding(void **state)
 		nanosleep(&gap, NULL);
 		t0 = now_s();
 		trn_emu_begin(&e);
-		trn_emu_end(&e, 40e6); /* 40 MFLOP at 2 GFLOP/s: 20 ms */
+		/* 40 MFLOP at 2 GFLOP/s, or (odd runs) 80 MB at 4 GB/s: 20 ms */
+		if (i % 2 == 0)
+			trn_emu_end(&e, 40e6);
+		else
+			trn_emu_end_bytes(&e, 80e6);
 		dt = now_s() - t0;
 		print_message("padded %.2f ms\n", dt * 1e3);
 		assert_true(dt >= 0.020);
@@ -208,7 +213,9 @@ static void test_no_speed(void **state)
 
 	trn_emu_begin(&e);
 	trn_emu_end(&e, 1e12);
-	assert_int_equal(e.calls, 1);
+	trn_emu_begin(&e);
+	trn_emu_end_bytes(&e, 1e12); /* no mem_gbps either: no padding */
+	assert_int_equal(e.calls, 2);
 	assert_int_equal(e.overruns, 0);
 }
 

@@ -41,6 +41,7 @@ struct opts {
 	int steps, warmup;
 	int repeat;	    /* runs of every job */
 	int dp_tail;	    /* 0: auto */
+	int optim;	    /* enum trn_optim */
 	double lr, overlap; /* overlap < 0: from the schedule */
 	uint32_t seed;
 	bool efficiency, json;
@@ -77,6 +78,11 @@ static void usage(FILE *f)
 		   "  --dp-tail N|auto       DP: run the backward of the last N micro-batches\n"
 		   "                         layer by layer, so the gradient all-reduce hides\n"
 		   "                         behind it (default auto: long enough for it)\n"
+		   "  --optimizer sharded|replicated\n"
+		   "                         DP: each rank updates a part of the weights sized\n"
+		   "                         by its memory bandwidth (reduce-scatter, update,\n"
+		   "                         all-gather; default), or all of them after an\n"
+		   "                         all-reduce\n"
 		   "  --overlap X            share of backward the predictor may hide the DP\n"
 		   "                         all-reduce behind (default: the tail's)\n"
 		   "  --efficiency           run each device group alone, then the mixed job with\n"
@@ -110,6 +116,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		O_PP_SCHED,
 		O_DP_TAIL,
 		O_REPEAT,
+		O_OPTIM,
 	};
 	static const struct option lo[] = {
 		{"model", 1, 0, O_MODEL},
@@ -128,6 +135,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		{"pp-schedule", 1, 0, O_PP_SCHED},
 		{"dp-tail", 1, 0, O_DP_TAIL},
 		{"repeat", 1, 0, O_REPEAT},
+		{"optimizer", 1, 0, O_OPTIM},
 		TP_OPTS_LONGOPTS,
 		{"verbose", 0, 0, 'v'},
 		{"help", 0, 0, 'h'},
@@ -213,6 +221,11 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			o->sched = (enum trn_pp_sched)sc;
 			break;
 		}
+		case O_OPTIM:
+			o->optim = trn_optim_parse(optarg);
+			if (o->optim < 0)
+				tp_opts_die(t, "--optimizer", optarg, "sharded or replicated");
+			break;
 		case O_DP_TAIL:
 			o->dp_tail =
 				strcmp(optarg, "auto") == 0
@@ -497,6 +510,10 @@ static void print_job(const struct job_out *jo)
 		for (int r = 0; r < j->ndev; r++)
 			printf(" %d", res->dp.tail[r]);
 		printf(" per rank; predicted exposed all-reduce %.4f s\n", res->dp.comm_s);
+		printf("   optimizer step: %s, predicted", trn_optim_name(j->model.optim));
+		for (int r = 0; r < j->ndev; r++)
+			printf(" %.4f", res->dp.update_s[r]);
+		printf(" s per rank\n");
 	}
 	printf("   step: median %.4f s, mean %.4f s over %d steps (after %d warm-up); "
 	       "throughput %.2f samples/s\n",
@@ -623,6 +640,8 @@ static void print_json(const struct job_out *jobs, int njobs, const struct trn_m
 	json_object_set_new(root, "global_batch", json_integer(m->global_batch));
 	json_object_set_new(root, "micro_batch", json_integer(m->micro_batch));
 	json_object_set_new(root, "scheme", json_string(scheme == ITR_DP ? "dp" : "pp"));
+	if (scheme == ITR_DP)
+		json_object_set_new(root, "optimizer", json_string(trn_optim_name(m->optim)));
 	json_object_set_new(root, "host_cpus", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
 	json_object_set_new(root, "jobs", arr);
 	if (eff != NULL) {
@@ -781,6 +800,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ice-train: %s\n", ice_cfg_err_str(&ce, ebuf, sizeof(ebuf)));
 		return 2;
 	}
+	model.optim = o.optim;
 	ndev = parse_devices(o.devices, prof, np, idx);
 	if (check_model(o.model_path, &model, o.scheme, ndev) < 0)
 		return 2;

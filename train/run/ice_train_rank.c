@@ -6,7 +6,8 @@
  * Two threads per rank. The compute thread runs forward, backward and the
  * optimizer. The communication thread owns the communicator while training
  * runs (every tp_* call comes from it, as tp.h requires): it takes
- * operations (all-reduce, send, receive) from a FIFO queue. On host memory
+ * operations (all-reduce, reduce-scatter, all-gather, send, receive) from
+ * a FIFO queue. On host memory
  * a send or receive is only posted (tp_dev_isend / tp_dev_irecv), so sends
  * and receives to both neighbours progress together and complete in any
  * order; an all-reduce, and any operation on device memory, runs to its end
@@ -46,6 +47,8 @@ enum cop_kind {
 	COP_ALLREDUCE,
 	COP_SEND,
 	COP_RECV,
+	COP_RS, /* a bucket's gradient reduce-scattered into the owners' shards */
+	COP_AG, /* a bucket's updated shards all-gathered */
 };
 
 /* One queued operation; the poster owns it and waits for done. */
@@ -54,6 +57,9 @@ struct cop {
 	float *buf;
 	size_t count;
 	int peer;
+	float *hbuf;	      /* RS, AG: buf's host copy (buf itself on host memory) */
+	const size_t *counts; /* RS, AG: every rank's shard of buf */
+	size_t mine;	      /* RS, AG: where this rank's shard starts in buf */
 	int ret;
 	int tag;	/* the micro-batch, for the trace */
 	bool hash;	/* the communication thread hashes buf (host memory): a
@@ -95,6 +101,27 @@ static int cop_run(struct cthread *t, struct cop *op)
 		return tp_dev_sendrecv(t->d, op->buf, op->peer, NULL, -1, op->count, TP_FLOAT32);
 	case COP_RECV:
 		return tp_dev_sendrecv(t->d, NULL, -1, op->buf, op->peer, op->count, TP_FLOAT32);
+	case COP_RS:
+		/* the gradient to host memory (device ranks), reduced in
+		 * place there: this rank's shard ends at hbuf + mine */
+		if (op->hbuf != op->buf) {
+			int ret = tp_dev_comm_ops(t->d)->to_host(op->hbuf, op->buf, op->count * 4);
+
+			if (ret < 0)
+				return ret;
+		}
+		return tp_reduce_scatter_v(t->c, op->hbuf, op->hbuf + op->mine, op->counts,
+					   TP_FLOAT32, TP_SUM);
+	case COP_AG: {
+		/* the owners' updated weights on the host master copy, then
+		 * to the device */
+		int ret =
+			tp_allgather_v(t->c, op->hbuf + op->mine, op->hbuf, op->counts, TP_FLOAT32);
+
+		if (ret == 0 && op->hbuf != op->buf)
+			ret = tp_dev_comm_ops(t->d)->from_host(op->buf, op->hbuf, op->count * 4);
+		return ret;
+	}
 	}
 	return -EINVAL;
 }
@@ -140,7 +167,7 @@ static void cthread_run(struct cthread *t, struct cop *op, int ret)
 	op->t_start = ice_now_ns();
 	if (ret == 0 && op->hash && op->kind == COP_SEND)
 		op->hval = fnv1a(FNV_INIT, op->buf, op->count * 4);
-	if (ret == 0 && t->async && op->kind != COP_ALLREDUCE) {
+	if (ret == 0 && t->async && (op->kind == COP_SEND || op->kind == COP_RECV)) {
 		memset(&op->req, 0, sizeof(op->req));
 		ret = op->kind == COP_SEND ? tp_dev_isend(t->d, op->buf, op->count, TP_FLOAT32,
 							  op->peer, &op->req)
@@ -248,6 +275,17 @@ static void cop_post(struct cthread *t, struct cop *op, enum cop_kind kind, floa
 	tp_engine_wake(t->e); /* the communication thread may be waiting for packets */
 }
 
+/* Is op (posted) done? */
+static bool cop_done(struct cthread *t, const struct cop *op)
+{
+	bool done;
+
+	pthread_mutex_lock(&t->mu);
+	done = op->done;
+	pthread_mutex_unlock(&t->mu);
+	return done;
+}
+
 /* Wait for op; *blocked: it was not done yet. */
 static int cop_wait(struct cthread *t, struct cop *op, bool *blocked)
 {
@@ -279,10 +317,14 @@ enum itr_ev_kind {
 	EV_SEND_GRAD,
 	EV_ALLREDUCE,
 	EV_WGT,
+	EV_RS,
+	EV_AG,
+	EV_UPD,
 };
 
-static const char *const ev_name[] = {"fwd",	  "bwd",       "recv_act",  "recv_grad",
-				      "send_act", "send_grad", "allreduce", "wgt"};
+static const char *const ev_name[] = {
+	"fwd",	     "bwd", "recv_act",	      "recv_grad", "send_act", "send_grad",
+	"allreduce", "wgt", "reduce_scatter", "allgather", "update"};
 
 struct itr_ev {
 	enum itr_ev_kind kind;
@@ -293,7 +335,11 @@ struct itr_ev {
 struct bucket {
 	int close_at; /* local layer whose gradient completes the bucket */
 	size_t off, count;
-	struct cop op;
+	struct cop op;		       /* the all-reduce, or (sharded) the reduce-scatter */
+	struct cop ag;		       /* sharded: the all-gather of the updated weights */
+	size_t shard[TRN_MAX_DEVICES]; /* sharded: every rank's part */
+	size_t mine;		       /* sharded: where this rank's part starts */
+	bool updated;		       /* sharded: this step's shard update done */
 };
 
 struct rank {
@@ -304,18 +350,20 @@ struct rank {
 	int r, n;
 	const struct trn_profile *prof;
 	const struct tp_mem_ops *ops;
-	bool host; /* host memory: the weights are their own master copy */
+	bool host;    /* host memory: the weights are their own master copy */
+	bool sharded; /* DP with a sharded optimizer step (trn_optim) */
 	struct trn_emu emu;
 	struct tp_comm *c;
 	struct tp_dev_comm *d;
 	struct cthread ct;
 
-	int l0, nl; /* global layers [l0, l0 + nl) */
-	int mb;	    /* rows per micro-batch */
-	float **w;  /* weights of local layer j, in the rank's memory */
-	float **wm; /* host master copy (== w on host memory) */
+	int l0, nl;	     /* global layers [l0, l0 + nl) */
+	int mb;		     /* rows per micro-batch */
+	float **w;	     /* weights of local layer j, in the rank's memory (in wblk) */
+	float **wm;	     /* host master copy (== w on host memory; in wmblk) */
+	float *wblk, *wmblk; /* all weights, laid out as grad (goff) */
 	float *grad;
-	float *gh; /* host copy of grad for the update (NULL on host memory) */
+	float *gh; /* host copy of grad for the update (== grad on host memory) */
 	size_t *goff;
 	size_t nparam;
 	struct bucket *bk;
@@ -417,6 +465,9 @@ static uint64_t buf_hash(struct rank *k, const float *buf, size_t count)
 
 	return h != NULL ? fnv1a(FNV_INIT, h, count * 4) : 0;
 }
+
+static void trace_add(struct rank *k, enum itr_ev_kind kind, int mb, uint64_t t0, uint64_t t1,
+		      uint64_t t2, uint64_t t3);
 
 /* ---- compute --------------------------------------------------------------- */
 
@@ -547,36 +598,42 @@ static int backward_weights(struct rank *k, int slot, int rows, float beta)
 	return 0;
 }
 
-/* w -= lr * g / global_batch, on the host master copy (the same code on
- * every rank, so replicas stay bit-identical), then back to the device. */
-static int sgd_update(struct rank *k)
+/* Weights [off, off + cnt) (grad's layout) -= lr * g / global_batch, g the
+ * gradient of that range in host memory, on the host master copy (the
+ * same arithmetic on every rank, so replicas stay bit-identical); to_dev:
+ * then copy the range to the device. Device time: an emulated device
+ * moves TRN_SGD_TRAFFIC bytes per parameter byte at its mem_gbps. */
+static int sgd_range(struct rank *k, const float *g, size_t off, size_t cnt, bool to_dev)
 {
 	float scale = (float)(k->job->lr / k->m->global_batch);
-	const float *g = k->grad;
+	float *w = k->wmblk + off;
 	double t0 = now_s();
-	int ret;
+	int ret = 0;
 
-	if (!k->host) {
-		ret = k->ops->to_host(k->gh, k->grad, k->nparam * 4);
-		if (ret < 0)
-			return ret;
-		g = k->gh;
-	}
-	for (int j = 0; j < k->nl; j++) {
-		size_t cnt = (size_t)lin(k, j) * (size_t)lout(k, j);
-		const float *gj = g + k->goff[j];
-		float *wj = k->wm[j];
-
-		for (size_t i = 0; i < cnt; i++)
-			wj[i] -= scale * gj[i];
-		if (!k->host) {
-			ret = k->ops->from_host(k->w[j], wj, cnt * 4);
-			if (ret < 0)
-				return ret;
-		}
-	}
+	if (k->prof->emulated)
+		trn_emu_begin(&k->emu);
+	for (size_t i = 0; i < cnt; i++)
+		w[i] -= scale * g[i];
+	if (k->prof->emulated)
+		trn_emu_end_bytes(&k->emu, TRN_SGD_TRAFFIC * 4.0 * (double)cnt);
+	if (to_dev && !k->host)
+		ret = k->ops->from_host(k->wblk + off, w, cnt * 4);
 	k->t_update += now_s() - t0;
-	return 0;
+	return ret;
+}
+
+/* The whole optimizer step on this rank's weights (PP, replicated DP). */
+static int sgd_update(struct rank *k)
+{
+	uint64_t t0 = ice_now_ns();
+	int ret = 0;
+
+	if (!k->host)
+		ret = k->ops->to_host(k->gh, k->grad, k->nparam * 4);
+	if (ret == 0)
+		ret = sgd_range(k, k->gh, 0, k->nparam, true);
+	trace_add(k, EV_UPD, -1, t0, ice_now_ns(), 0, 0);
+	return ret;
 }
 
 static void trace_add(struct rank *k, enum itr_ev_kind kind, int mb, uint64_t t0, uint64_t t1,
@@ -689,7 +746,8 @@ static int max_feat(const struct trn_model *m)
 }
 
 /* Weights of layers [l0, l0+nl) from the seed (the same on every rank),
- * gradient buffer in reverse layer order, DP buckets. */
+ * weights and gradients in one block each, in reverse layer order, DP
+ * buckets (and, sharded, every rank's part of each). */
 static int setup_params(struct rank *k)
 {
 	const struct trn_model *m = k->m;
@@ -711,6 +769,13 @@ static int setup_params(struct rank *k)
 			k->bk[k->nbk].close_at = j;
 			k->bk[k->nbk].off = start;
 			k->bk[k->nbk].count = off - start;
+			if (k->sharded) {
+				struct bucket *b = &k->bk[k->nbk];
+
+				trn_dp_shards(k->job->dev, k->n, b->count, b->shard);
+				for (int r = 0; r < k->r; r++)
+					b->mine += b->shard[r];
+			}
 			k->nbk++;
 			start = off;
 		}
@@ -722,38 +787,20 @@ static int setup_params(struct rank *k)
 	k->hscratch = malloc(k->hscratch_len * 4);
 	if (k->hscratch == NULL)
 		return -ENOMEM;
-	for (int j = 0; j < k->nl; j++) {
-		size_t cnt = (size_t)lin(k, j) * (size_t)lout(k, j);
-		float *h = malloc(cnt * 4);
-
-		if (h == NULL)
-			return -ENOMEM;
-		rng_fill(h, cnt, k->job->seed, 1000 + (uint64_t)(k->l0 + j),
-			 (float)sqrt(3.0 / lin(k, j)));
-		if (k->host) {
-			k->w[j] = dev_alloc(k, cnt * 4);
-			if (k->w[j] == NULL) {
-				free(h);
-				return -ENOMEM;
-			}
-			memcpy(k->w[j], h, cnt * 4);
-			k->wm[j] = k->w[j];
-			free(h);
-		} else {
-			k->wm[j] = h;
-			k->w[j] = dev_from(k, h, cnt);
-			if (k->w[j] == NULL)
-				return -ENOMEM;
-		}
-	}
+	k->wblk = dev_alloc(k, k->nparam * 4);
+	k->wmblk = k->host ? k->wblk : malloc(k->nparam * 4);
 	k->grad = dev_alloc(k, k->nparam * 4);
-	if (k->grad == NULL)
+	k->gh = k->host ? k->grad : malloc(k->nparam * 4);
+	if (k->wblk == NULL || k->wmblk == NULL || k->grad == NULL || k->gh == NULL)
 		return -ENOMEM;
-	if (!k->host) {
-		k->gh = malloc(k->nparam * 4);
-		if (k->gh == NULL)
-			return -ENOMEM;
+	for (int j = 0; j < k->nl; j++) {
+		k->w[j] = k->wblk + k->goff[j];
+		k->wm[j] = k->wmblk + k->goff[j];
+		rng_fill(k->wm[j], (size_t)lin(k, j) * (size_t)lout(k, j), k->job->seed,
+			 1000 + (uint64_t)(k->l0 + j), (float)sqrt(3.0 / lin(k, j)));
 	}
+	if (!k->host && k->ops->from_host(k->wblk, k->wmblk, k->nparam * 4) < 0)
+		return -EIO;
 	return 0;
 }
 
@@ -843,10 +890,10 @@ static void free_rank(struct rank *k)
 
 	if (o == NULL)
 		return;
-	for (int j = 0; k->w != NULL && j < k->nl; j++) {
-		o->free(k->w[j]);
-		if (!k->host && k->wm != NULL)
-			free(k->wm[j]);
+	o->free(k->wblk);
+	if (!k->host) {
+		free(k->wmblk);
+		free(k->gh);
 	}
 	for (int s = 0; k->act != NULL && s < k->nslots; s++) {
 		for (int j = 0; k->act[s] != NULL && j <= k->nl; j++)
@@ -864,7 +911,6 @@ static void free_rank(struct rank *k)
 	o->free(k->grad);
 	o->free(k->x);
 	o->free(k->negt);
-	free(k->gh);
 	free(k->hscratch);
 	free(k->w);
 	free(k->wm);
@@ -966,6 +1012,89 @@ static int tail_rows(const struct rank *k, int t, int row0, int nrows)
 	return left < k->mb ? left : k->mb;
 }
 
+/* Sharded DP: update this rank's part of bucket b once its reduce-scatter
+ * is in (wait: wait for it; else only if it is in already). In the
+ * device's stream between backward layers, as an optimizer step fused
+ * into the backward would run. */
+static int shard_update(struct rank *k, int b, bool wait)
+{
+	struct bucket *bk = &k->bk[b];
+	size_t off = bk->off + bk->mine;
+	uint64_t t0;
+	int ret;
+
+	if (bk->updated || (!wait && !cop_done(&k->ct, &bk->op)))
+		return 0;
+	ret = wait_op(k, &bk->op, EV_RS);
+	if (ret < 0)
+		return ret;
+	t0 = ice_now_ns();
+	ret = sgd_range(k, k->gh + off, off, bk->shard[k->r], false);
+	trace_add(k, EV_UPD, b, t0, ice_now_ns(), 0, 0);
+	bk->updated = ret == 0;
+	return ret;
+}
+
+/* Sharded DP: the all-gather of bucket b's updated parts. */
+static int post_allgather(struct rank *k, int b)
+{
+	struct bucket *bk = &k->bk[b];
+	int ret = shard_update(k, b, true);
+
+	if (ret < 0)
+		return ret;
+	bk->ag.tag = b;
+	bk->ag.hbuf = k->wmblk + bk->off;
+	bk->ag.counts = bk->shard;
+	bk->ag.mine = bk->mine;
+	cop_post(&k->ct, &bk->ag, COP_AG, k->wblk + bk->off, bk->count, -1);
+	return 0;
+}
+
+/*
+ * DP: bucket b's gradient is complete: all-reduce it, or (sharded)
+ * reduce-scatter it into the owners' parts. Collectives must be queued in
+ * the same order on every rank, so a sharded bucket's all-gather goes in a
+ * fixed place: just before the reduce-scatter of the bucket two after it
+ * (RS 0, RS 1, AG 0, RS 2, AG 1, ...; the last two at the step's end).
+ * Its update, which needs its reduce-scatter, has had a layer of backward
+ * since to arrive.
+ */
+static int post_bucket(struct rank *k, int b)
+{
+	struct bucket *bk = &k->bk[b];
+
+	bk->op.tag = b;
+	bk->updated = false;
+	if (!k->sharded) {
+		cop_post(&k->ct, &bk->op, COP_ALLREDUCE, k->grad + bk->off, bk->count, -1);
+		return 0;
+	}
+	if (b >= 2) {
+		int ret = post_allgather(k, b - 2);
+
+		if (ret < 0)
+			return ret;
+	}
+	bk->op.hbuf = k->gh + bk->off;
+	bk->op.counts = bk->shard;
+	bk->op.mine = bk->mine;
+	cop_post(&k->ct, &bk->op, COP_RS, k->grad + bk->off, bk->count, -1);
+	return 0;
+}
+
+/* Sharded DP: the updates whose reduce-scatter is in, in bucket order. */
+static int shard_updates_ready(struct rank *k)
+{
+	for (int b = 0; b < k->nbk && k->bk[b].op.posted; b++) {
+		int ret = shard_update(k, b, false);
+
+		if (ret < 0 || !k->bk[b].updated)
+			return ret;
+	}
+	return 0;
+}
+
 /* DP: the backward of the micro-batches in slots [0, n) (rows row0 .. nrows,
  * forwards done, top gradients in act[slot][nl]) layer by layer: each
  * layer's weight gradients over all of them, then its buckets go to the
@@ -989,14 +1118,21 @@ static int backward_tail(struct rank *k, int n, int row0, int nrows, bool first)
 				return ret;
 		}
 		while (b < k->nbk && k->bk[b].close_at == j) {
-			k->bk[b].op.tag = b;
-			cop_post(&k->ct, &k->bk[b].op, COP_ALLREDUCE, k->grad + k->bk[b].off,
-				 k->bk[b].count, -1);
-			b++;
+			int ret = post_bucket(k, b++);
+
+			if (ret < 0)
+				return ret;
 		}
 		for (int t = 0; t < n; t++) {
 			int ret = matmul(k, false, true, tail_rows(k, t, row0, nrows), lin(k, j),
 					 lout(k, j), k->act[t][j + 1], k->w[j], 0.0f, k->act[t][j]);
+
+			if (ret < 0)
+				return ret;
+		}
+		/* layers j and above are done with their weights */
+		if (k->sharded) {
+			int ret = shard_updates_ready(k);
 
 			if (ret < 0)
 				return ret;
@@ -1009,7 +1145,9 @@ static int backward_tail(struct rank *k, int n, int row0, int nrows, bool first)
  * after the other, gradients accumulated; the last dp.tail of them
  * forward first, then backward layer by layer (backward_tail), so the
  * all-reduce of the top layers' buckets starts while the tail's lower
- * layers compute. */
+ * layers compute. Sharded: each bucket's part is updated once its
+ * reduce-scatter is in, and all-gathered; the step ends when every
+ * all-gather is. */
 static int dp_step(struct rank *k, int nrows)
 {
 	int nmb = (nrows + k->mb - 1) / k->mb;
@@ -1036,8 +1174,19 @@ static int dp_step(struct rank *k, int nrows)
 		else
 			ret = k->ops->from_host(k->grad, k->hscratch, k->nparam * 4);
 		for (int b = 0; ret == 0 && b < k->nbk; b++)
-			cop_post(&k->ct, &k->bk[b].op, COP_ALLREDUCE, k->grad + k->bk[b].off,
-				 k->bk[b].count, -1);
+			ret = post_bucket(k, b);
+	}
+	if (k->sharded) {
+		for (int b = k->nbk > 2 ? k->nbk - 2 : 0; ret == 0 && b < k->nbk; b++)
+			ret = post_allgather(k, b);
+		for (int b = 0; b < k->nbk; b++) {
+			int r1 = wait_op(k, &k->bk[b].op, EV_RS);
+			int r2 = wait_op(k, &k->bk[b].ag, EV_AG);
+
+			if (ret == 0)
+				ret = r1 < 0 ? r1 : r2;
+		}
+		return ret;
 	}
 	for (int b = 0; b < k->nbk; b++) {
 		int r = wait_op(k, &k->bk[b].op, EV_ALLREDUCE);
@@ -1468,7 +1617,9 @@ static int run_rank(struct rank *k, struct tp_comm_cfg *cc)
 		return 2;
 	}
 	k->host = k->ops->kind == TP_MEM_HOST;
+	k->sharded = j->scheme == ITR_DP && m->optim == TRN_OPTIM_SHARDED && k->n > 1;
 	k->emu.gflops = k->prof->gflops;
+	k->emu.mem_gbps = k->prof->mem_gbps;
 	/* emulated compute ends in a timed sleep and the threads hand work on
 	 * through timed waits: wake them on time (the default slack is 50 us,
 	 * inherited by the communication thread) */
