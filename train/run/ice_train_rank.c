@@ -368,6 +368,8 @@ struct rank {
 	size_t nparam;
 	struct bucket *bk;
 	int nbk;
+	int nclosed, nrs, nag; /* DP, this step: buckets complete, reduce-scatters
+				* (or all-reduces) and all-gathers posted */
 
 	int nslots;
 	float ***act;	    /* act[slot][j]: input of local layer j (j >= 1), output at nl */
@@ -1035,64 +1037,61 @@ static int shard_update(struct rank *k, int b, bool wait)
 	return ret;
 }
 
-/* Sharded DP: the all-gather of bucket b's updated parts. */
-static int post_allgather(struct rank *k, int b)
-{
-	struct bucket *bk = &k->bk[b];
-	int ret = shard_update(k, b, true);
-
-	if (ret < 0)
-		return ret;
-	bk->ag.tag = b;
-	bk->ag.hbuf = k->wmblk + bk->off;
-	bk->ag.counts = bk->shard;
-	bk->ag.mine = bk->mine;
-	cop_post(&k->ct, &bk->ag, COP_AG, k->wblk + bk->off, bk->count, -1);
-	return 0;
-}
-
 /*
- * DP: bucket b's gradient is complete: all-reduce it, or (sharded)
- * reduce-scatter it into the owners' parts. Collectives must be queued in
- * the same order on every rank, so a sharded bucket's all-gather goes in a
- * fixed place: just before the reduce-scatter of the bucket two after it
- * (RS 0, RS 1, AG 0, RS 2, AG 1, ...; the last two at the step's end).
- * Its update, which needs its reduce-scatter, has had a layer of backward
- * since to arrive.
+ * Sharded DP: post the collectives of the step in one fixed order, RS 0,
+ * RS 1, AG 0, RS 2, AG 1, ..., RS n-1, AG n-2, AG n-1 (collectives must be
+ * queued in the same order on every rank): a bucket's reduce-scatter once
+ * its gradient is complete (nclosed), its all-gather two reduce-scatters
+ * later, once its part is updated (the update runs here when its
+ * reduce-scatter is in; in the device's stream between backward layers,
+ * as an optimizer step fused into the backward would run). Whatever is
+ * not ready holds back what follows it, never the compute; wait (the end
+ * of the step): post everything, waiting as needed.
  */
-static int post_bucket(struct rank *k, int b)
+static int shard_advance(struct rank *k, bool wait)
 {
-	struct bucket *bk = &k->bk[b];
+	for (;;) {
+		struct bucket *bk;
+		int ret;
 
-	bk->op.tag = b;
-	bk->updated = false;
-	if (!k->sharded) {
-		cop_post(&k->ct, &bk->op, COP_ALLREDUCE, k->grad + bk->off, bk->count, -1);
-		return 0;
-	}
-	if (b >= 2) {
-		int ret = post_allgather(k, b - 2);
-
-		if (ret < 0)
+		if (k->nrs < k->nbk && (k->nrs < 2 || k->nag >= k->nrs - 1)) {
+			if (k->nrs >= k->nclosed)
+				return 0;
+			bk = &k->bk[k->nrs];
+			bk->op.tag = k->nrs++;
+			bk->op.hbuf = k->gh + bk->off;
+			bk->op.counts = bk->shard;
+			bk->op.mine = bk->mine;
+			cop_post(&k->ct, &bk->op, COP_RS, k->grad + bk->off, bk->count, -1);
+			continue;
+		}
+		if (k->nag == k->nbk)
+			return 0;
+		bk = &k->bk[k->nag];
+		ret = shard_update(k, k->nag, wait);
+		if (ret < 0 || !bk->updated)
 			return ret;
+		bk->ag.tag = k->nag++;
+		bk->ag.hbuf = k->wmblk + bk->off;
+		bk->ag.counts = bk->shard;
+		bk->ag.mine = bk->mine;
+		cop_post(&k->ct, &bk->ag, COP_AG, k->wblk + bk->off, bk->count, -1);
 	}
-	bk->op.hbuf = k->gh + bk->off;
-	bk->op.counts = bk->shard;
-	bk->op.mine = bk->mine;
-	cop_post(&k->ct, &bk->op, COP_RS, k->grad + bk->off, bk->count, -1);
-	return 0;
 }
 
-/* Sharded DP: the updates whose reduce-scatter is in, in bucket order. */
-static int shard_updates_ready(struct rank *k)
+/* DP: buckets [k->nclosed, upto) have their gradient complete: all-reduce
+ * them, or (sharded) reduce-scatter them in their turn. */
+static int close_buckets(struct rank *k, int upto)
 {
-	for (int b = 0; b < k->nbk && k->bk[b].op.posted; b++) {
-		int ret = shard_update(k, b, false);
+	for (; k->nclosed < upto; k->nclosed++) {
+		struct bucket *bk = &k->bk[k->nclosed];
 
-		if (ret < 0 || !k->bk[b].updated)
-			return ret;
+		if (!k->sharded) {
+			bk->op.tag = k->nclosed;
+			cop_post(&k->ct, &bk->op, COP_ALLREDUCE, k->grad + bk->off, bk->count, -1);
+		}
 	}
-	return 0;
+	return k->sharded ? shard_advance(k, false) : 0;
 }
 
 /* DP: the backward of the micro-batches in slots [0, n) (rows row0 .. nrows,
@@ -1117,8 +1116,10 @@ static int backward_tail(struct rank *k, int n, int row0, int nrows, bool first)
 			if (ret < 0)
 				return ret;
 		}
-		while (b < k->nbk && k->bk[b].close_at == j) {
-			int ret = post_bucket(k, b++);
+		while (b < k->nbk && k->bk[b].close_at == j)
+			b++;
+		if (b > k->nclosed) {
+			int ret = close_buckets(k, b);
 
 			if (ret < 0)
 				return ret;
@@ -1132,7 +1133,7 @@ static int backward_tail(struct rank *k, int n, int row0, int nrows, bool first)
 		}
 		/* layers j and above are done with their weights */
 		if (k->sharded) {
-			int ret = shard_updates_ready(k);
+			int ret = shard_advance(k, false);
 
 			if (ret < 0)
 				return ret;
@@ -1154,6 +1155,9 @@ static int dp_step(struct rank *k, int nrows)
 	int tail = k->nslots < nmb ? k->nslots : nmb, head = nmb - tail;
 	int ret = 0;
 
+	k->nclosed = k->nrs = k->nag = 0;
+	for (int b = 0; b < k->nbk; b++)
+		k->bk[b].updated = false;
 	for (int i = 0; i < nmb && ret == 0; i++) {
 		int row = i * k->mb, slot = i < head ? 0 : i - head;
 		int r = nrows - row < k->mb ? nrows - row : k->mb;
@@ -1173,12 +1177,12 @@ static int dp_step(struct rank *k, int nrows)
 			memset(k->grad, 0, k->nparam * 4);
 		else
 			ret = k->ops->from_host(k->grad, k->hscratch, k->nparam * 4);
-		for (int b = 0; ret == 0 && b < k->nbk; b++)
-			ret = post_bucket(k, b);
+		if (ret == 0)
+			ret = close_buckets(k, k->nbk);
 	}
 	if (k->sharded) {
-		for (int b = k->nbk > 2 ? k->nbk - 2 : 0; ret == 0 && b < k->nbk; b++)
-			ret = post_allgather(k, b);
+		if (ret == 0)
+			ret = shard_advance(k, true);
 		for (int b = 0; b < k->nbk; b++) {
 			int r1 = wait_op(k, &k->bk[b].op, EV_RS);
 			int r2 = wait_op(k, &k->bk[b].ag, EV_AG);
