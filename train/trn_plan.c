@@ -314,11 +314,12 @@ static int dp_improve(const struct trn_model *m, const struct trn_profile *dev, 
  * only), each with its optimizer shard to update (a replicated update
  * waits for the all-reduce: it does not move the split): giving each next
  * unit to the device that would finish it first minimises the largest
- * compute time. The step time grows with that
- * largest compute time (the exposed all-reduce shrinks by at most
- * overlap * 4/6 of it), so this also minimises the step among splits in
- * whole micro-batches; the even split (which may cut micro-batches) is the
- * fallback when it predicts better.
+ * compute time. The step time grows with that largest compute time (the
+ * exposed all-reduce shrinks by at most overlap * 4/6 of it), so when
+ * every device's update takes the same time this also minimises the step
+ * among splits in whole micro-batches (dp_improve then finds nothing);
+ * the even split (which may cut micro-batches) is the fallback when it
+ * predicts better.
  */
 int trn_plan_dp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		const struct trn_net *net, struct trn_dp_plan *out)
