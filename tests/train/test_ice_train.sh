@@ -16,6 +16,8 @@
 #     writes every rank's events (F, B and W of every micro-batch);
 #   - pipeline parallel, zero bubble against 1F1B on the same split: the
 #     same weights at the end, bit for bit;
+#   - data parallel with a CUDA rank on the runtime double and a CPU rank,
+#     both optimizer modes: the same weights on both ranks and in both;
 #   - --json gives one valid JSON object with the figures.
 # Figures are printed, never asserted (benchmarks print). Exits 77 when
 # something it needs is absent. Ranks use 127.21.0.x (loopback).
@@ -72,6 +74,37 @@ grep -Eq 'optimizer step: replicated, predicted 0\.0110 0\.0275 s per rank' "$TM
 w_rep=$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dp-rep")
 [ "$w_auto" = "$w_rep" ] ||
 	fail "dp: sharded and replicated optimizer end with different weights ('$w_auto' / '$w_rep')"
+
+echo "## dp with a CUDA rank (the runtime double, tests/dev/fake_devrt.c) and a CPU rank"
+# the device rank's gradient goes through host memory for the sharded
+# reduce-scatter and its weights come back after the all-gather: the same
+# weights on both ranks and in both optimizer modes
+if [ -n "${ICE_FAKE_CUDA_LIB:-}" ]; then
+	cat >"$TMP/fake.yaml" <<'EOF'
+devices:
+  - {name: fgpu, kind: cuda, gflops: 10, mem_gbps: 20, h2d_gbps: 5, d2h_gbps: 5, reduce_gbps: 5}
+  - {name: cpu, kind: host, gflops: 10, mem_gbps: 10, h2d_gbps: 5, d2h_gbps: 5, reduce_gbps: 5}
+EOF
+	for o in sharded replicated; do
+		ICE_CUDA_LIB=$ICE_FAKE_CUDA_LIB timeout 120 "$TRAIN" --model "$MODEL" \
+			--profiles "$TMP/fake.yaml" --devices fgpu,cpu --scheme dp --steps 1 \
+			--warmup 1 --optimizer $o >"$TMP/dev-$o" 2>&1
+		rc=$?
+		tail -n 3 "$TMP/dev-$o"
+		if [ "$rc" -eq 2 ] && grep -q 'not built in' "$TMP/dev-$o"; then
+			echo "(the CUDA backend is not built: skipped)"
+			break
+		fi
+		[ "$rc" -eq 0 ] || fail "dp fgpu,cpu --optimizer $o exited $rc"
+		grep -q 'weights identical on all 2 ranks: yes' "$TMP/dev-$o" ||
+			fail "dp fgpu,cpu --optimizer $o: weights differ between the ranks"
+	done
+	if [ -s "$TMP/dev-replicated" ]; then
+		[ "$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dev-sharded")" = \
+			"$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dev-replicated")" ] ||
+			fail "dp fgpu,cpu: sharded and replicated end with different weights"
+	fi
+fi
 
 echo "## pp, --efficiency"
 train pp 180 --scheme pp --steps 1 --warmup 0 --efficiency --trace "$TMP/trace.csv"
