@@ -450,6 +450,98 @@ static void test_bad_packets_counted(void **state)
 	pair_close(&p);
 }
 
+/* The two packets a review found reaching memory unchecked (issue 14). Each
+ * comes from the peer's own address with a valid QPN, so only the receive
+ * path's own checks stand between it and the heap. */
+static void test_forged_packets_refused(void **state)
+{
+	struct tp_engine_cfg c;
+	struct pair p;
+	struct tp_bth bth = {.pkey = 0xffff};
+	struct tp_reth reth = {0};
+	struct tp_icrc_addr ia = {0};
+	const struct tp_engine_stats *st;
+	uint8_t *pkt, *payload, dst[8192];
+	struct tp_mr *mr;
+	size_t cap;
+	int len;
+
+	(void)state;
+	cfg_base(&c);
+	c.icrc_verify = false; /* the raw socket's source port is ephemeral */
+	pair_open(&p, &c, 1, 1);
+	st = tp_engine_stats(p.b);
+	cap = c.mtu + 256;
+	pkt = calloc(1, cap);
+	payload = calloc(1, cap);
+	assert_non_null(pkt);
+	assert_non_null(payload);
+
+	/* 1. A SEND_MIDDLE a little ahead of the expected PSN (1), landing in
+	 * the last out-of-order slot, with 64 bytes more than the MTU: it
+	 * fits the receive buffer (MTU + 128) and used to be copied whole
+	 * into an MTU-sized slot, past the end of the allocation. */
+	bth.opcode = TP_OP_SEND_MIDDLE;
+	bth.dest_qp = tp_qp_num(p.qb);
+	bth.psn = c.window_pkts - 1; /* slot window - 1, 510 ahead of PSN 1 */
+	memset(payload, 0xa5, c.mtu + 64);
+	len = tp_pkt_build(pkt, cap, &bth, NULL, NULL, payload, c.mtu + 64, &ia);
+	assert_true(len > 0);
+	raw_send(&p, 1, 0, pkt, (size_t)len);
+	pump(&p, 20);
+	assert_int_equal(st->drops[TP_DROP_BAD_LENGTH], 1);
+	assert_int_equal(tp_qp_stats(p.qb)->ooo_held, 0);
+	/* a MIDDLE shorter than the MTU is refused the same way */
+	len = tp_pkt_build(pkt, cap, &bth, NULL, NULL, payload, 64, &ia);
+	raw_send(&p, 1, 0, pkt, (size_t)len);
+	pump(&p, 20);
+	assert_int_equal(st->drops[TP_DROP_BAD_LENGTH], 2);
+	assert_int_equal(tp_qp_stats(p.qb)->ooo_held, 0);
+
+	/* 2. An RDMA WRITE at the expected PSN whose va + dma_len wraps past
+	 * 2^64: the old check (va + len > end) passed and the payload went to
+	 * an address near the top of memory. Refused with a NAK that the
+	 * requester, having sent nothing, ignores. */
+	mr = tp_mr_reg(p.b, dst, sizeof(dst));
+	assert_non_null(mr);
+	bth.opcode = TP_OP_WRITE_ONLY;
+	bth.psn = 1;
+	reth.rkey = mr->rkey;
+	reth.va = UINT64_MAX - 1000;
+	reth.dma_len = 4096;
+	len = tp_pkt_build(pkt, cap, &bth, &reth, NULL, payload, 16, &ia);
+	assert_true(len > 0);
+	raw_send(&p, 1, 0, pkt, (size_t)len);
+	/* and one that starts inside the region and runs past its end */
+	reth.va = (uintptr_t)dst + sizeof(dst) - 8;
+	reth.dma_len = 16;
+	len = tp_pkt_build(pkt, cap, &bth, &reth, NULL, payload, 16, &ia);
+	raw_send(&p, 1, 0, pkt, (size_t)len);
+	pump(&p, 20);
+	assert_int_equal(st->drops[TP_DROP_BAD_ACCESS], 2);
+	assert_true(tp_engine_stats(p.a)->drops[TP_DROP_BAD_ACK] >= 1);
+
+	/* 3. A LAST with no FIRST: out of sequence, counted, not fatal. */
+	bth.opcode = TP_OP_SEND_LAST;
+	len = tp_pkt_build(pkt, cap, &bth, NULL, NULL, payload, 16, &ia);
+	raw_send(&p, 1, 0, pkt, (size_t)len);
+	pump(&p, 20);
+	assert_int_equal(st->drops[TP_DROP_BAD_SEQUENCE], 1);
+
+	/* neither side failed, and both directions still carry data */
+	assert_false(tp_qp_failed(p.qa));
+	assert_false(tp_qp_failed(p.qb));
+	{
+		static const size_t sizes[] = {3 * 4096 + 100, 5000};
+
+		transfer(&p, sizes, 2);
+	}
+	tp_mr_dereg(p.b, mr);
+	free(pkt);
+	free(payload);
+	pair_close(&p);
+}
+
 static void test_ce_mark_cuts_rate(void **state)
 {
 	struct tp_engine_cfg c;
@@ -601,6 +693,7 @@ int main(void)
 		cmocka_unit_test(test_rdma_write),
 		cmocka_unit_test(test_peer_gone),
 		cmocka_unit_test(test_bad_packets_counted),
+		cmocka_unit_test(test_forged_packets_refused),
 		cmocka_unit_test(test_ce_mark_cuts_rate),
 		cmocka_unit_test(test_pacing_holds_rate),
 		cmocka_unit_test(test_paced_no_spurious_timeout),

@@ -107,9 +107,10 @@ struct tp_qp {
 	/* responder (receive queue) */
 	struct tp_rwqe rq[TP_RQ_DEPTH];
 	uint32_t rq_head, rq_tail;
-	uint32_t epsn; /* next expected PSN */
-	uint32_t msn;  /* completed messages, 24 bits */
-	bool nak_sent; /* a NAK/RNR NAK is out for epsn */
+	uint32_t epsn;	/* next expected PSN */
+	uint32_t msn;	/* completed messages, 24 bits */
+	bool nak_sent;	/* a NAK/RNR NAK is out for epsn */
+	bool rx_warned; /* a refused packet was logged (the rest are counted) */
 	bool ack_pending;
 	uint32_t unacked_rx;
 	bool rcv_active;  /* a SEND is being received */

@@ -13,7 +13,11 @@
  * posted receive buffer (SEND) or the registered region (WRITE), drops
  * anything ahead and NAKs the gap once, re-ACKs duplicates, coalesces ACKs
  * (AckReq, every ack_every packets, one per receive batch), and, as DCQCN's
- * notification point, answers CE marks with paced CNPs.
+ * notification point, answers CE marks with paced CNPs. Every length and
+ * address from the wire is checked against the MTU, the posted buffer or the
+ * registered region before any copy; a packet that fails a check is counted
+ * by reason and dropped, and the QP goes on: a forged packet cannot take a
+ * healthy connection down or write outside what the application gave.
  */
 #include "tp_internal.h"
 
@@ -564,6 +568,13 @@ static void rx_ack(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 			sr_push(qp, psn);
 			return;
 		}
+		/* a fatal NAK must name a packet this QP has outstanding: one
+		 * for anything else (forged, or the answer to a forged
+		 * request) ends nothing */
+		if (tp_psn_diff(qp->una_psn, psn) < 0 || tp_psn_diff(psn, qp->max_psn) <= 0) {
+			e->st.drops[TP_DROP_BAD_ACK]++;
+			return;
+		}
 		qp_fail(qp, -EREMOTEIO,
 			(syn & 0x1f) == TP_NAK_REMOTE_ACCESS
 				? "peer refused an RDMA WRITE (remote access error)"
@@ -977,8 +988,65 @@ static bool stage_append(struct tp_qp *qp, const uint8_t *data, size_t plen)
 enum rx_status {
 	RX_OK,	  /* taken; epsn advanced */
 	RX_RNR,	  /* no room now; RNR NAK sent */
+	RX_DROP,  /* refused and counted; the QP goes on as before */
 	RX_FATAL, /* the QP failed */
 };
+
+/* Count a refused packet by reason; say why once per QP. The QP's state is
+ * untouched: a forged packet (RoCE has no authentication beyond addresses,
+ * QPN, P_Key and PSN) must not take down a healthy connection, and the real
+ * packet for that PSN is still taken when it comes. */
+static enum rx_status rx_drop(struct tp_qp *qp, enum tp_drop_reason r, const struct tp_pkt *pkt,
+			      const char *why)
+{
+	qp->e->st.drops[r]++;
+	if (!qp->rx_warned) {
+		qp->rx_warned = true;
+		ice_warn(ICE_SUB_QP,
+			 "QP 0x%x: dropped a %s from %s (PSN %u, %zu payload bytes): %s; further "
+			 "drops are only counted (drops.%s)",
+			 qp->qpn, tp_op_name(pkt->bth.opcode), inet_ntoa(qp->peer.sin_addr),
+			 pkt->bth.psn, pkt->payload_len, why, tp_drop_reason_name(r));
+	}
+	return RX_DROP;
+}
+
+/* What a data packet must be whatever the QP's state: a SEND or WRITE, at
+ * most one MTU of payload, exactly one for FIRST and MIDDLE. Checked before
+ * the packet is held or placed, so no length from the wire reaches a copy
+ * unchecked. */
+static bool rx_data_valid(struct tp_qp *qp, const struct tp_pkt *pkt)
+{
+	uint8_t op = pkt->bth.opcode;
+	uint32_t mtu = qp->e->cfg.mtu;
+
+	if (!tp_op_is_send(op) && !tp_op_is_write(op)) {
+		rx_drop(qp, TP_DROP_BAD_OPCODE, pkt, "not a SEND or RDMA WRITE");
+		return false;
+	}
+	if (pkt->payload_len > mtu || (!tp_op_is_last(op) && pkt->payload_len != mtu)) {
+		rx_drop(qp, TP_DROP_BAD_LENGTH, pkt,
+			"payload not the MTU (larger, or a FIRST/MIDDLE not full); is the peer's "
+			"RoCE MTU the same?");
+		return false;
+	}
+	return true;
+}
+
+/* An RDMA WRITE's target [va, va + len) lies inside a registered region;
+ * no sum that a peer's numbers could wrap. */
+static uint8_t *write_target(struct tp_engine *e, const struct tp_reth *reth)
+{
+	struct tp_mr *mr = tp_mr_find(e, reth->rkey);
+	uint64_t off;
+
+	if (mr == NULL || reth->va < (uintptr_t)mr->addr)
+		return NULL;
+	off = reth->va - (uintptr_t)mr->addr;
+	if (off > mr->len || reth->dma_len > mr->len - off)
+		return NULL;
+	return (uint8_t *)mr->addr + off;
+}
 
 /* The packet at epsn: place it and advance. */
 static enum rx_status rx_in_order(struct tp_qp *qp, const struct tp_pkt *pkt)
@@ -993,20 +1061,15 @@ static enum rx_status rx_in_order(struct tp_qp *qp, const struct tp_pkt *pkt)
 		bool ok = qp->rcv_active ? (op == TP_OP_SEND_MIDDLE || op == TP_OP_SEND_LAST)
 					 : (op == TP_OP_WRITE_MIDDLE || op == TP_OP_WRITE_LAST);
 
-		if (!ok) {
-			rx_fatal(qp, TP_NAK_INVALID_REQ, TP_DROP_BAD_OPCODE,
-				 "opcode out of sequence within a message");
-			return RX_FATAL;
-		}
+		if (!ok)
+			return rx_drop(qp, TP_DROP_BAD_SEQUENCE, pkt,
+				       "opcode out of sequence within a message");
 	} else if (!tp_op_is_first(op)) {
-		rx_fatal(qp, TP_NAK_INVALID_REQ, TP_DROP_BAD_OPCODE,
-			 "middle or last packet without a first");
-		return RX_FATAL;
+		return rx_drop(qp, TP_DROP_BAD_SEQUENCE, pkt,
+			       "middle or last packet without a first");
 	}
-	if ((!tp_op_is_last(op) && plen != mtu) || plen > mtu) {
-		rx_fatal(qp, TP_NAK_INVALID_REQ, TP_DROP_BAD_LENGTH, "payload length not the MTU");
-		return RX_FATAL;
-	}
+	if ((!tp_op_is_last(op) && plen != mtu) || plen > mtu)
+		return rx_drop(qp, TP_DROP_BAD_LENGTH, pkt, "payload length not the MTU");
 	if (tp_op_is_send(op)) {
 		struct tp_rwqe *r;
 
@@ -1045,25 +1108,25 @@ static enum rx_status rx_in_order(struct tp_qp *qp, const struct tp_pkt *pkt)
 		}
 	} else {
 		if (tp_op_is_first(op)) {
-			struct tp_mr *mr = tp_mr_find(e, pkt->reth.rkey);
-			uint8_t *base = mr != NULL ? mr->addr : NULL;
-			uint64_t va = pkt->reth.va;
+			uint8_t *dst = write_target(e, &pkt->reth);
 
-			if (mr == NULL || va < (uintptr_t)base ||
-			    va + pkt->reth.dma_len > (uintptr_t)base + mr->len) {
-				rx_fatal(qp, TP_NAK_REMOTE_ACCESS, TP_DROP_BAD_LENGTH,
-					 "RDMA WRITE outside any registered region");
-				return RX_FATAL;
+			if (dst == NULL) {
+				/* the requester learns it (and fails, as a
+				 * NIC's would); this QP stays up */
+				send_nak(qp, TP_AETH_NAK | TP_NAK_REMOTE_ACCESS);
+				return rx_drop(qp, TP_DROP_BAD_ACCESS, pkt,
+					       "RDMA WRITE outside every registered region");
 			}
-			qp->wr_ptr = (uint8_t *)(uintptr_t)va;
+			if (plen > pkt->reth.dma_len)
+				return rx_drop(qp, TP_DROP_BAD_LENGTH, pkt,
+					       "RDMA WRITE longer than its DMA length");
+			qp->wr_ptr = dst;
 			qp->wr_left = pkt->reth.dma_len;
 			qp->wr_active = true;
 		}
-		if (plen > qp->wr_left) {
-			rx_fatal(qp, TP_NAK_INVALID_REQ, TP_DROP_BAD_LENGTH,
-				 "RDMA WRITE longer than its DMA length");
-			return RX_FATAL;
-		}
+		if (plen > qp->wr_left)
+			return rx_drop(qp, TP_DROP_BAD_LENGTH, pkt,
+				       "RDMA WRITE longer than its DMA length");
 		memcpy(qp->wr_ptr, pkt->payload, plen);
 		qp->wr_ptr += plen;
 		qp->wr_left -= plen;
@@ -1089,7 +1152,7 @@ static bool ooo_hold(struct tp_qp *qp, const struct tp_pkt *pkt, uint32_t d)
 	uint32_t n = qp->e->cfg.window_pkts, mtu = qp->e->cfg.mtu;
 	struct tp_ooo *o;
 
-	if (d >= n)
+	if (d >= n || pkt->payload_len > mtu)
 		return false;
 	if (qp->ooo == NULL) {
 		qp->ooo = calloc(n, sizeof(*qp->ooo));
@@ -1118,19 +1181,27 @@ static bool ooo_hold(struct tp_qp *qp, const struct tp_pkt *pkt, uint32_t d)
 static void ooo_drain(struct tp_qp *qp)
 {
 	uint32_t n = qp->e->cfg.window_pkts;
+	bool dropped = false;
 
 	while (qp->ooo_count > 0 && qp->state == TP_QPS_RTS) {
 		struct tp_ooo *o = &qp->ooo[qp->epsn % n];
 
+		enum rx_status rs;
+
 		if (!o->used || o->pkt.bth.psn != qp->epsn)
 			break;
-		if (rx_in_order(qp, &o->pkt) != RX_OK)
+		rs = rx_in_order(qp, &o->pkt);
+		if (rs == RX_RNR || rs == RX_FATAL)
 			return; /* RNR: keep it (and the rest) held */
 		o->used = false;
 		qp->ooo_count--;
+		if (rs == RX_DROP) {
+			dropped = true;
+			break; /* epsn is a gap again: asked for below */
+		}
 	}
 	/* another gap behind: ask for it now rather than at the next arrival */
-	if (qp->ooo_count > 0 && !qp->nak_sent && qp->state == TP_QPS_RTS)
+	if ((qp->ooo_count > 0 || dropped) && !qp->nak_sent && qp->state == TP_QPS_RTS)
 		send_nak(qp, TP_AETH_NAK | TP_NAK_PSN_SEQ_ERR);
 }
 
@@ -1139,6 +1210,8 @@ static void rx_data(struct tp_qp *qp, const struct tp_pkt *pkt)
 	struct tp_engine *e = qp->e;
 	int32_t d = tp_psn_diff(qp->epsn, pkt->bth.psn);
 
+	if (!rx_data_valid(qp, pkt))
+		return;
 	if (d < 0) {
 		e->st.drops[TP_DROP_DUPLICATE]++;
 		queue_ack(qp); /* tell the requester where we are */

@@ -303,6 +303,7 @@ static const char *const tp_drop_names[TP_DROP_REASON_MAX] = {
 	[TP_DROP_BAD_LENGTH] = "bad_length",   [TP_DROP_QP_STATE] = "qp_state",
 	[TP_DROP_DUPLICATE] = "duplicate",     [TP_DROP_OUT_OF_ORDER] = "out_of_order",
 	[TP_DROP_NO_RECV_WQE] = "no_recv_wqe", [TP_DROP_BAD_ACK] = "bad_ack",
+	[TP_DROP_BAD_ACCESS] = "bad_access",   [TP_DROP_BAD_SEQUENCE] = "bad_sequence",
 };
 
 const char *tp_drop_reason_name(enum tp_drop_reason r)

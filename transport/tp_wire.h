@@ -164,6 +164,8 @@ enum tp_drop_reason {
 	TP_DROP_OUT_OF_ORDER,  /* PSN ahead of expected (NAK sent once) */
 	TP_DROP_NO_RECV_WQE,   /* SEND with no posted receive (RNR NAK sent) */
 	TP_DROP_BAD_ACK,       /* ACK/NAK for a PSN never sent */
+	TP_DROP_BAD_ACCESS,    /* RDMA WRITE outside every registered region */
+	TP_DROP_BAD_SEQUENCE,  /* opcode does not follow the message in progress */
 	TP_DROP_REASON_MAX,
 };
 
