@@ -491,6 +491,38 @@ static void print_res(const struct result *r, int check)
 		printf(" %6s", "N/A");
 }
 
+/* Counters of this rank's QPs, summed over every rank, into tot[]: data
+ * packets sent, resent, timeouts, NAKs and CNPs received; then the received
+ * packets the engines dropped. Every rank must call it (it goes over the
+ * bootstrap connections). */
+static int sum_transport(struct tp_comm *c, double tot[6])
+{
+	const struct tp_engine_stats *st = tp_engine_stats(tp_comm_engine(c));
+	int ret = 0;
+
+	memset(tot, 0, 6 * sizeof(*tot));
+	for (int p = 0; p < tp_comm_nranks(c); p++) {
+		for (uint32_t q = 0; q < tp_comm_qps_per_conn(c); q++) {
+			struct tp_qp *qp = tp_comm_qp(c, p, q);
+			const struct tp_qp_stats *qs;
+
+			if (qp == NULL)
+				continue;
+			qs = tp_qp_stats(qp);
+			tot[0] += (double)qs->tx_pkts;
+			tot[1] += (double)qs->retx_pkts;
+			tot[2] += (double)qs->timeouts;
+			tot[3] += (double)qs->naks_rx;
+			tot[4] += (double)qs->cnps_rx;
+		}
+	}
+	for (int i = 0; i < TP_DROP_REASON_MAX; i++)
+		tot[5] += (double)st->drops[i];
+	for (int i = 0; i < 6 && ret == 0; i++)
+		ret = tp_comm_oob_sum(c, &tot[i]);
+	return ret;
+}
+
 static int run_rank(struct opts *o)
 {
 	struct tp_comm *c;
@@ -499,6 +531,8 @@ static int run_rank(struct opts *o)
 	double bw_sum = 0, cores_sum = 0;
 	int nsizes = 0, ret = 0, n, r;
 	size_t wrong_total = 0;
+	double tot[6];
+	bool have_tot;
 
 	c = tp_comm_init(&o->tp.cc);
 	if (c == NULL) {
@@ -582,6 +616,7 @@ static int run_rank(struct opts *o)
 		else
 			size++;
 	}
+	have_tot = sum_transport(c, tot) == 0;
 	if (r == 0) {
 		const struct tp_engine_stats *st = tp_engine_stats(tp_comm_engine(c));
 		uint64_t drops = 0;
@@ -609,6 +644,18 @@ static int run_rank(struct opts *o)
 					       (unsigned long long)st->drops[i]);
 			printf("\n");
 		}
+		if (st->retx_pkts != 0 || st->spurious_timeouts != 0) {
+			printf("# rank 0 resent by reason:");
+			for (int i = 0; i < TP_RETX_REASON_MAX; i++)
+				printf(" %s %llu", tp_retx_reason_name((enum tp_retx_reason)i),
+				       (unsigned long long)st->retx_by[i]);
+			printf("; spurious timeouts %llu\n",
+			       (unsigned long long)st->spurious_timeouts);
+		}
+		if (have_tot)
+			printf("# all ranks transport: %.0f data packets sent, %.0f resent, %.0f "
+			       "timeouts, %.0f NAKs received, %.0f CNPs received, %.0f dropped\n",
+			       tot[0], tot[1], tot[2], tot[3], tot[4], tot[5]);
 		fflush(stdout);
 	}
 	if (wrong_total != 0)

@@ -33,8 +33,11 @@ struct tp_engine_cfg {
 	uint32_t mtu;		  /* RoCE payload per packet: 256, 512, 1024, 2048, 4096 */
 	uint32_t window_pkts;	  /* unacknowledged packets per QP */
 	uint32_t ack_every;	  /* request an ACK every N packets (and at message end) */
-	uint64_t retx_timeout_ns; /* no ACK progress for this long: go back and resend */
-	uint32_t retry_cnt;	  /* timeouts in a row before the QP fails (peer gone) */
+	uint64_t retx_timeout_ns; /* the retransmission timer's floor: above the worst
+				   * queueing delay of the fabric (buffers / rates) */
+	uint64_t rto_max_ns;	  /* back-off stops doubling the timer here */
+	uint32_t retry_cnt;	  /* the QP fails after at least this many timeouts... */
+	uint64_t peer_timeout_ns; /* ...and this long without progress (peer gone) */
 	uint64_t rnr_timer_ns;	  /* wait after a receiver-not-ready NAK */
 	uint32_t rnr_retry;	  /* RNR NAKs in a row before failing; 0 = unlimited */
 	uint64_t line_rate_bps;	  /* NIC line rate for DCQCN's Rc start; 0 = unlimited */
@@ -59,8 +62,11 @@ struct tp_engine_stats {
 	uint64_t rx_ce; /* CE-marked packets received */
 	uint64_t cnp_tx, cnp_rx, ack_tx, ack_rx, nak_tx, nak_rx, rnr_nak_tx, rnr_nak_rx;
 	uint64_t retx_pkts, timeouts;
-	uint64_t drops[TP_DROP_REASON_MAX]; /* received packets dropped, by reason */
-	uint64_t tx_eagain;		    /* sends deferred: socket buffer full */
+	uint64_t retx_by[TP_RETX_REASON_MAX]; /* resent packets, by reason */
+	uint64_t spurious_timeouts;	      /* timeouts the peer's answer showed were early */
+	uint64_t drops[TP_DROP_REASON_MAX];   /* received packets dropped, by reason */
+	uint64_t tx_eagain;		      /* sends deferred: socket buffer full */
+	uint64_t port_paced;		      /* sends deferred: the port's line rate used up */
 	uint64_t syscalls_rx, syscalls_tx;
 };
 
@@ -157,6 +163,9 @@ struct tp_qp_stats {
 	uint64_t naks_rx, naks_tx, rnr_rx, cnps_rx, cnps_tx, ce_rx, sport_changes;
 	uint64_t ooo_held; /* packets held ahead of a gap, placed once it filled */
 	uint64_t tlps;	   /* tail loss probes sent */
+	uint64_t retx_by[TP_RETX_REASON_MAX];
+	uint64_t spurious_timeouts;
+	uint64_t moves_deferred; /* path moves that waited for the old path to drain */
 };
 const struct tp_qp_stats *tp_qp_stats(const struct tp_qp *qp);
 const struct tp_dcqcn_rp *tp_qp_rp(const struct tp_qp *qp);

@@ -31,8 +31,12 @@ void tp_engine_cfg_default(struct tp_engine_cfg *c)
 	c->mtu = 4096;
 	c->window_pkts = 512;
 	c->ack_every = 32;
-	c->retx_timeout_ns = 16 * ICE_NSEC_PER_MSEC;
+	/* a NIC's local ACK timeout of 14 (4.096 us x 2^14); tools on a fabric
+	 * raise it above that fabric's worst queueing delay */
+	c->retx_timeout_ns = 67 * ICE_NSEC_PER_MSEC;
+	c->rto_max_ns = ICE_NSEC_PER_SEC;
 	c->retry_cnt = 7;
+	c->peer_timeout_ns = 5 * ICE_NSEC_PER_SEC;
 	c->rnr_timer_ns = 100 * ICE_NSEC_PER_USEC;
 	c->rnr_retry = 0;
 	c->icrc_verify = true;
@@ -169,6 +173,7 @@ struct tp_engine *tp_engine_new(const struct tp_engine_cfg *cfg)
 	/* QPNs from a per-engine base, so stale packets of an earlier run do
 	 * not match a new QP by accident. */
 	e->qpn_base = 0x100 + (uint32_t)((e->rng >> 17) % 4000) * TP_MAX_QPS;
+	e->port_pacer.ns = ice_now_ns();
 	e->cq_cap = 4096;
 	e->cq = calloc(e->cq_cap, sizeof(*e->cq));
 	e->rx_buf_len = cfg->mtu + 128;
@@ -377,6 +382,7 @@ static int rx_drain(struct tp_engine *e)
 {
 	int total = 0;
 
+	e->rx_backlog = false;
 	for (int round = 0; round < 8; round++) {
 		int order[TP_RX_BATCH];
 		uint64_t now;
@@ -438,8 +444,10 @@ static int rx_drain(struct tp_engine *e)
 			tp_qp_flush_ack(qp);
 		}
 		if (n < TP_RX_BATCH)
-			break;
+			return total;
 	}
+	/* more is waiting: an answer a timer waits for may be among it */
+	e->rx_backlog = true;
 	return total;
 }
 
@@ -456,9 +464,23 @@ int tp_engine_progress(struct tp_engine *e, uint64_t max_wait_ns)
 	now = ice_now_ns();
 	if (e->ctrl != NULL)
 		tp_ctrl_poll(e, now);
-	for (uint32_t i = 0; i < e->nqps; i++)
-		if (e->qps[i] != NULL && e->qps[i]->state == TP_QPS_RTS)
-			tx += tp_qp_tx(e->qps[i], now, &wake);
+	/* QPs in turn, starting after the last one served: the port's line
+	 * rate is shared round robin, as a NIC's send scheduler does */
+	if (e->nqps > 0) {
+		uint32_t start = e->tx_rr % e->nqps;
+
+		for (uint32_t k = 0; k < e->nqps; k++) {
+			uint32_t i = (start + k) % e->nqps;
+			int n;
+
+			if (e->qps[i] == NULL || e->qps[i]->state != TP_QPS_RTS)
+				continue;
+			n = tp_qp_tx(e->qps[i], now, &wake);
+			if (n > 0)
+				e->tx_rr = i + 1;
+			tx += n;
+		}
+	}
 	/* a queued completion (a receive that matched a message that had
 	 * arrived) is work for the caller: do not sleep on the socket. A caller
 	 * that leaves completions queued therefore polls instead of sleeping;

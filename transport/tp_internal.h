@@ -22,6 +22,33 @@
  * IPv4 20, UDP 8, BTH 12, ICRC 4; what pacing and DCQCN rates count. */
 #define TP_WIRE_OVERHEAD 58
 
+/* A token bucket in bytes, filled at a rate up to a cap (a pacer). */
+struct tp_bucket {
+	double tokens;
+	uint64_t ns; /* when it was last filled */
+};
+
+/* Add what rate (bit/s) earned since the last fill, up to cap bytes; true
+ * when bytes are there now, else *wake_ns is lowered to when they will be. */
+static inline bool tp_bucket_ready(struct tp_bucket *b, double rate, double cap, uint32_t bytes,
+				   uint64_t now, uint64_t *wake_ns)
+{
+	uint64_t wait;
+
+	if (now > b->ns) {
+		b->tokens += rate / 8 * (double)(now - b->ns) * 1e-9;
+		if (b->tokens > cap)
+			b->tokens = cap;
+		b->ns = now;
+	}
+	if (b->tokens >= bytes)
+		return true;
+	wait = (uint64_t)((bytes - b->tokens) * 8 / rate * 1e9) + 1;
+	if (now + wait < *wake_ns)
+		*wake_ns = now + wait;
+	return false;
+}
+
 enum tp_qp_state {
 	TP_QPS_RESET,
 	TP_QPS_RTS,
@@ -87,20 +114,34 @@ struct tp_qp {
 	uint32_t last_ackreq_psn;
 	uint64_t last_ackreq_ns; /* when the last ACK request went out */
 	uint64_t progress_ns;	 /* last ACK progress (or start of waiting) */
+	uint64_t last_tx_ns;	 /* last data packet sent */
 	uint64_t rnr_until_ns;
-	uint32_t retries;
+	uint32_t retries;	/* timeouts since the last progress */
+	uint64_t alive_ns;	/* last progress: an ACK that moved, a valid NAK */
+	uint64_t heard_ns;	/* last valid packet of the peer for this QP */
+	bool rto_recover;	/* a timeout's probe is out... */
+	uint32_t rto_una;	/* ... for this PSN */
+	uint32_t rto_ambiguous; /* answers that acknowledged just the probe */
+	uint8_t gbn_why;	/* enum tp_retx_reason of the current go-back */
 	uint32_t rnr_count;
-	uint32_t sr_q[TP_SR_DEPTH]; /* PSNs to resend selectively (NAKed holes) */
+	/* PSNs to resend selectively, each with its enum tp_retx_reason in
+	 * the top 8 bits (PSNs are 24 bits) */
+	uint32_t sr_q[TP_SR_DEPTH];
 	uint32_t sr_head, sr_tail;
-	uint32_t tlp_psn; /* max_psn when the last tail probe went out */
-	uint32_t cwnd;	  /* packets allowed in flight: the window, cut to a
-			   * few after a timeout and doubled back per ACK */
-	uint32_t rtt_psn; /* PSN timed for an RTT sample */
+	/* a path move waits until what went on the old port is acknowledged
+	 * (or a timer's worth), so the move reorders nothing */
+	uint16_t sport_next; /* the port to move to, 0 when none */
+	uint64_t move_by_ns; /* move then at the latest */
+	uint32_t move_psn;   /* max_psn at a move made with packets in flight */
+	bool move_inflight;  /* ... and they are not all acknowledged yet */
+	uint32_t tlp_psn;    /* max_psn when the last tail probe went out */
+	uint32_t cwnd;	     /* packets allowed in flight: the window, cut to a
+			      * few after a timeout and doubled back per ACK */
+	uint32_t rtt_psn;    /* PSN timed for an RTT sample */
 	bool rtt_valid;
 	uint64_t rtt_sent_ns;
 	uint64_t srtt_ns, rttvar_ns; /* smoothed RTT (RFC 6298), 0 before a sample */
-	double tokens;		     /* pacing bucket, bytes */
-	uint64_t token_ns;
+	struct tp_bucket pacer;	     /* DCQCN's current rate */
 	struct ice_dcqcn_params dcqcn;
 	struct tp_dcqcn_rp rp;
 
@@ -163,6 +204,13 @@ struct tp_engine {
 	uint8_t tx_trail[TP_TX_BATCH][TP_ICRC_LEN];
 	uint8_t *tx_bounce; /* TP_TX_BATCH * (mtu + 4): payloads that need pad */
 
+	/* the NIC's port: every QP's packets share its line rate, served in
+	 * turn (without it, QPs each paced at line rate overfill the host's
+	 * own egress queue, where no ECN marks them) */
+	struct tp_bucket port_pacer;
+	uint32_t tx_rr;	 /* the QP to serve first on the next round */
+	bool rx_backlog; /* the last receive round left packets in the socket */
+
 	struct tp_engine_stats st;
 
 	/* the host agent, when one runs for this address */
@@ -186,6 +234,7 @@ void tp_qp_rx(struct tp_qp *qp, const struct tp_pkt *pkt, uint8_t tos,
 /* Transmit what the window, pacing and timers allow; returns packets sent,
  * lowers *wake_ns to when this QP next needs the engine. */
 int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns);
+
 void tp_qp_flush_ack(struct tp_qp *qp);
 
 /* ---- communicator internals (tp_comm.c, used by tp_coll.c) ---- */

@@ -110,6 +110,16 @@ bool tp_opts_handle(struct tp_opts *t, int c, const char *arg)
 	case TP_OPT_DROP:
 		e->rx_drop_ppm = (uint32_t)tp_opts_long(t, "--drop-ppm", arg, 0, 500000);
 		break;
+	case TP_OPT_RTO_MIN:
+		if (ice_parse_duration(arg, ICE_NSEC_PER_MSEC, &e->retx_timeout_ns) < 0 ||
+		    e->retx_timeout_ns == 0 || e->retx_timeout_ns > e->rto_max_ns)
+			tp_opts_die(t, "--rto-min", arg, "a time like 100ms, above 0 and up to 1s");
+		break;
+	case TP_OPT_PEER_TIMEOUT:
+		if (ice_parse_duration(arg, ICE_NSEC_PER_SEC, &e->peer_timeout_ns) < 0 ||
+		    e->peer_timeout_ns == 0)
+			tp_opts_die(t, "--peer-timeout", arg, "a time like 5s, above 0");
+		break;
 	default:
 		return false;
 	}
@@ -132,7 +142,10 @@ void tp_opts_usage(FILE *f, const char *addr_base)
 		"      --dcqcn KEY=VALUE  set a DCQCN parameter (mlx5 names); repeatable\n"
 		"      --no-dcqcn         no congestion control (send at line rate)\n"
 		"      --no-icrc-verify   do not check received ICRCs (like a NIC offload)\n"
-		"      --drop-ppm N       drop N per million received packets (loss tests)\n",
+		"      --drop-ppm N       drop N per million received packets (loss tests)\n"
+		"      --rto-min TIME     retransmission timer floor, above the fabric's worst\n"
+		"                         queueing delay (default 67ms, a NIC's timeout 14)\n"
+		"      --peer-timeout TIME  a QP fails after this long without progress (5s)\n",
 		addr_base);
 }
 

@@ -31,6 +31,8 @@ enum tp_opt_code {
 	TP_OPT_NODCQCN,
 	TP_OPT_NOICRC,
 	TP_OPT_DROP,
+	TP_OPT_RTO_MIN,
+	TP_OPT_PEER_TIMEOUT,
 	TP_OPT_END, /* first code free for the tool */
 };
 
@@ -49,7 +51,9 @@ enum tp_opt_code {
 	{"dcqcn", 1, 0, TP_OPT_DCQCN},                                                             \
 	{"no-dcqcn", 0, 0, TP_OPT_NODCQCN},                                                        \
 	{"no-icrc-verify", 0, 0, TP_OPT_NOICRC},                                                   \
-	{"drop-ppm", 1, 0, TP_OPT_DROP}
+	{"drop-ppm", 1, 0, TP_OPT_DROP},                                                           \
+	{"rto-min", 1, 0, TP_OPT_RTO_MIN},                                                         \
+	{"peer-timeout", 1, 0, TP_OPT_PEER_TIMEOUT}
 /* clang-format on */
 
 struct tp_opts {

@@ -23,6 +23,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <netinet/ip.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,8 @@
 #include "ice_time.h"
 
 static void qp_fail(struct tp_qp *qp, int status, const char *why);
-static void sr_push(struct tp_qp *qp, uint32_t psn);
+static uint64_t tp_qp_rto(const struct tp_qp *qp);
+static void sr_push(struct tp_qp *qp, uint32_t psn, enum tp_retx_reason why);
 
 struct tp_qp *tp_qp_create(struct tp_engine *e)
 {
@@ -211,9 +213,10 @@ int tp_qp_connect(struct tp_qp *qp, const struct tp_qp_conn *c)
 	qp->last_ackreq_psn = qp->next_psn;
 	qp->cwnd = qp->e->cfg.window_pkts;
 	qp->epsn = c->rq_psn & TP_PSN_MASK;
+	qp->alive_ns = qp->heard_ns = ice_now_ns();
 	update_icrc_addr(qp);
 	tp_dcqcn_rp_init(&qp->rp, &qp->dcqcn, ice_now_ns(), 0);
-	qp->token_ns = ice_now_ns();
+	qp->pacer.ns = ice_now_ns();
 	qp->state = TP_QPS_RTS;
 	if (qp->e->ctrl != NULL) {
 		/* tell the agent: it can now steer this QP */
@@ -225,6 +228,21 @@ int tp_qp_connect(struct tp_qp *qp, const struct tp_qp_conn *c)
 	return 0;
 }
 
+/* Switch the sending socket to sport now. */
+static int sport_switch(struct tp_qp *qp, uint16_t sport)
+{
+	int fd = tp_sock_tx_open(qp->e, sport);
+
+	if (fd < 0)
+		return fd;
+	close(qp->tx_fd);
+	qp->tx_fd = fd;
+	qp->sport = sport;
+	update_icrc_addr(qp);
+	qp->st.sport_changes++;
+	return 0;
+}
+
 int tp_qp_set_sport(struct tp_qp *qp, uint16_t sport)
 {
 	int fd;
@@ -233,20 +251,49 @@ int tp_qp_set_sport(struct tp_qp *qp, uint16_t sport)
 		return -EINVAL;
 	if (qp->state == TP_QPS_RESET)
 		return -ENOTCONN;
-	if (sport == qp->sport)
+	if (sport == qp->sport) {
+		qp->sport_next = 0; /* a pending move is called off */
 		return 0;
+	}
+	if (qp->una_psn == qp->max_psn) /* nothing in flight: nothing to reorder */
+		return sport_switch(qp, sport);
+	/* Packets on the old path could arrive after the first ones on the
+	 * new (a shorter queue) and look lost. So new packets wait until the
+	 * old ones are acknowledged, for at most one retransmission timer;
+	 * the port is checked now, so a bad one fails here. */
 	fd = tp_sock_tx_open(qp->e, sport);
 	if (fd < 0)
 		return fd;
-	/* Packets already handed to the old socket are on the wire; the peer
-	 * accepts them (it matches by QPN), and any reordering between the two
-	 * paths is repaired by the PSN machinery. */
-	close(qp->tx_fd);
-	qp->tx_fd = fd;
-	qp->sport = sport;
-	update_icrc_addr(qp);
-	qp->st.sport_changes++;
+	close(fd);
+	if (qp->sport_next == 0) {
+		qp->move_by_ns = ice_now_ns() + tp_qp_rto(qp);
+		qp->st.moves_deferred++;
+	}
+	qp->sport_next = sport;
 	return 0;
+}
+
+/* A deferred move: made once the old path drained (or its time is up); true
+ * when packets may go (on whichever port is current). */
+static bool move_now(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
+{
+	uint16_t sport = qp->sport_next;
+
+	if (qp->una_psn != qp->max_psn && now < qp->move_by_ns) {
+		if (qp->move_by_ns < *wake_ns)
+			*wake_ns = qp->move_by_ns;
+		return false;
+	}
+	qp->sport_next = 0;
+	if (qp->una_psn != qp->max_psn) {
+		/* forced: what is still out went the old way; resends of it
+		 * are counted as the move's */
+		qp->move_psn = qp->max_psn;
+		qp->move_inflight = true;
+	}
+	if (sport_switch(qp, sport) < 0)
+		ice_warn(ICE_SUB_QP, "QP 0x%x: cannot move to source port %u", qp->qpn, sport);
+	return true;
 }
 
 static uint32_t npkts_for(const struct tp_qp *qp, uint64_t len)
@@ -480,9 +527,32 @@ static void ack_through(struct tp_qp *qp, uint32_t psn, uint64_t now)
 		}
 		qp->rtt_valid = false;
 	}
+	if (qp->rto_recover) {
+		if (tp_psn_diff(qp->rto_una, una) > 1) {
+			/* packets that were never resent are acknowledged: they
+			 * were late, not lost */
+			qp->rto_recover = false;
+			qp->st.spurious_timeouts++;
+			qp->e->st.spurious_timeouts++;
+		} else if (una != qp->max_psn && ++qp->rto_ambiguous < 2) {
+			/* just the probe: maybe chance; probe once more */
+			qp->rto_una = una;
+			sr_push(qp, una, TP_RETX_TIMEOUT);
+		} else {
+			/* twice: what follows the probes was lost; go back */
+			qp->rto_recover = false;
+			if (una != qp->max_psn) {
+				qp->gbn_why = TP_RETX_TIMEOUT;
+				rewind_to(qp, una);
+			}
+		}
+	}
+	if (qp->move_inflight && tp_psn_diff(qp->move_psn, una) >= 0)
+		qp->move_inflight = false; /* the old path is drained */
 	qp->una_psn = una;
 	qp->retries = 0;
 	qp->progress_ns = now;
+	qp->alive_ns = now;
 	if (qp->cwnd < qp->e->cfg.window_pkts) {
 		qp->cwnd *= 2;
 		if (qp->cwnd > qp->e->cfg.window_pkts)
@@ -526,6 +596,7 @@ static void rx_ack(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 			e->st.drops[TP_DROP_BAD_ACK]++;
 			return;
 		}
+		qp->heard_ns = now;
 		e->st.ack_rx++;
 		qp->rnr_count = 0;
 		ack_through(qp, psn, now);
@@ -541,6 +612,9 @@ static void rx_ack(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 				e->st.drops[TP_DROP_BAD_ACK]++;
 			return;
 		}
+		/* a NAK for a PSN in the window: the peer is there and
+		 * answering, whatever it asks */
+		qp->heard_ns = qp->alive_ns = now;
 		ack_through(qp, tp_psn_add(psn, TP_PSN_MASK), now);
 		if ((syn & TP_AETH_CLASS_MASK) == TP_AETH_RNR_NAK) {
 			e->st.rnr_nak_rx++;
@@ -556,6 +630,8 @@ static void rx_ack(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 			/* probe with a few packets, not a window that would be refused */
 			qp->cwnd = qp->cwnd > 8 ? 8 : qp->cwnd;
 			qp->sr_head = qp->sr_tail;
+			qp->rto_recover = false;
+			qp->gbn_why = TP_RETX_RNR;
 			rewind_to(qp, psn);
 			return;
 		}
@@ -565,7 +641,8 @@ static void rx_ack(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 			/* the responder holds what came after the gap: resend
 			 * just the missing packet */
 			qp->progress_ns = now;
-			sr_push(qp, psn);
+			qp->rto_recover = false; /* it says what is missing */
+			sr_push(qp, psn, TP_RETX_NAK);
 			return;
 		}
 		/* a fatal NAK must name a packet this QP has outstanding: one
@@ -599,38 +676,34 @@ static uint8_t data_opcode(const struct tp_swqe *w, uint32_t pkt)
 	return first ? TP_OP_SEND_FIRST : last ? TP_OP_SEND_LAST : TP_OP_SEND_MIDDLE;
 }
 
+/* May a packet of bytes go now? It needs its share of the QP's DCQCN rate
+ * and of the port's line rate; both are taken, or neither. */
 static bool pace(struct tp_qp *qp, uint64_t now, uint32_t bytes, uint64_t *wake_ns)
 {
-	double rate;
+	struct tp_engine *e = qp->e;
+	double line = (double)e->cfg.line_rate_bps, rate = 0;
+	bool paced = qp->dcqcn.enable || qp->dcqcn.rp_max_rate != 0;
 
-	if (!qp->dcqcn.enable && qp->dcqcn.rp_max_rate == 0)
-		return true;
-	tp_dcqcn_rp_tick(&qp->rp, now);
-	rate = tp_dcqcn_rp_rate(&qp->rp);
-	if (rate <= 0)
-		return true;
-	if (now > qp->token_ns) {
-		/* burst: 1 ms at the current rate, at least two packets; a
-		 * software pacer wakes late on a busy host, and what it could
-		 * not send in time must not be lost */
-		double cap = rate / 8 * 1e-3;
-
-		if (cap < 2.0 * (bytes + 64))
-			cap = 2.0 * (bytes + 64);
-		qp->tokens += rate / 8 * (double)(now - qp->token_ns) * 1e-9;
-		if (qp->tokens > cap)
-			qp->tokens = cap;
-		qp->token_ns = now;
+	if (paced) {
+		tp_dcqcn_rp_tick(&qp->rp, now);
+		rate = tp_dcqcn_rp_rate(&qp->rp);
 	}
-	if (qp->tokens >= bytes) {
-		qp->tokens -= bytes;
-		return true;
+	/* bursts of 1 ms at the rate, at least two packets: a software pacer
+	 * wakes late on a busy host, and what it could not send in time must
+	 * not be lost; small against any switch buffer */
+	if (rate > 0 && !tp_bucket_ready(&qp->pacer, rate, fmax(rate / 8e3, 2.0 * (bytes + 64)),
+					 bytes, now, wake_ns))
+		return false;
+	if (line > 0 && !tp_bucket_ready(&e->port_pacer, line, fmax(line / 8e3, 2.0 * (bytes + 64)),
+					 bytes, now, wake_ns)) {
+		e->st.port_paced++;
+		return false;
 	}
-	uint64_t wait = (uint64_t)((bytes - qp->tokens) * 8 / rate * 1e9) + 1;
-
-	if (now + wait < *wake_ns)
-		*wake_ns = now + wait;
-	return false;
+	if (rate > 0)
+		qp->pacer.tokens -= bytes;
+	if (line > 0)
+		e->port_pacer.tokens -= bytes;
+	return true;
 }
 
 /* Retransmission timeout: the configured minimum, or SRTT + 4 RTTVAR when
@@ -706,45 +779,84 @@ static size_t build_data(struct tp_qp *qp, int n, const struct tp_swqe *w, uint3
 	return hlen + dlen + TP_ICRC_LEN;
 }
 
-/* Queue one PSN for a selective resend (the responder NAKed it). */
-static void sr_push(struct tp_qp *qp, uint32_t psn)
+/* Queue one PSN for a selective resend, with the reason it goes again. */
+static void sr_push(struct tp_qp *qp, uint32_t psn, enum tp_retx_reason why)
 {
 	for (uint32_t i = qp->sr_head; i != qp->sr_tail; i++)
-		if (qp->sr_q[i % TP_SR_DEPTH] == psn)
+		if ((qp->sr_q[i % TP_SR_DEPTH] & TP_PSN_MASK) == psn)
 			return;
 	if (qp->sr_tail - qp->sr_head == TP_SR_DEPTH) {
 		/* too many holes at once: fall back to going back */
 		qp->sr_head = qp->sr_tail;
+		qp->gbn_why = (uint8_t)why;
 		rewind_to(qp, qp->una_psn);
 		return;
 	}
-	qp->sr_q[qp->sr_tail++ % TP_SR_DEPTH] = psn;
+	qp->sr_q[qp->sr_tail++ % TP_SR_DEPTH] = psn | (uint32_t)why << 24;
+}
+
+/* The timer with back-off: doubled per timeout since the last progress, up
+ * to rto_max (never below the un-backed-off timer). */
+static uint64_t rto_backoff(const struct tp_qp *qp)
+{
+	uint64_t rto = tp_qp_rto(qp), max = qp->e->cfg.rto_max_ns;
+	uint32_t shift = qp->retries < 16 ? qp->retries : 16;
+
+	if (max < rto)
+		max = rto;
+	return (rto << shift) > max || (rto << shift) >> shift != rto ? max : rto << shift;
+}
+
+/* Give up on the peer: say whether it was silent or the path ate our packets. */
+static void qp_give_up(struct tp_qp *qp, uint64_t now)
+{
+	char why[200];
+	double idle = (double)(now - qp->alive_ns) / 1e9;
+
+	if (qp->heard_ns > qp->alive_ns)
+		snprintf(why, sizeof(why),
+			 "no acknowledgement for %.1f s although the peer is alive (its last valid "
+			 "packet came %.1f s ago): the path drops what this QP sends",
+			 idle, (double)(now - qp->heard_ns) / 1e9);
+	else
+		snprintf(why, sizeof(why),
+			 "the peer has been silent for %.1f s (no valid packet for this QP); is it "
+			 "gone or unreachable?",
+			 idle);
+	qp_fail(qp, -ETIMEDOUT, why);
 }
 
 /* Check the retransmission timer; false when the QP just failed. */
 static bool retx_timer(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 {
 	struct tp_engine *e = qp->e;
-	uint32_t shift = qp->retries < 3 ? qp->retries : 3;
-	uint64_t deadline = qp->progress_ns + (tp_qp_rto(qp) << shift);
+	uint64_t deadline = qp->progress_ns + rto_backoff(qp);
 
 	if (qp->una_psn == qp->max_psn || now < qp->rnr_until_ns)
 		return true;
 	/* tail loss probe: nothing new to send and the tail unanswered for two
-	 * RTTs: resend the last packet (it asks for an ACK), so a lost tail
-	 * costs an RTT instead of a timeout */
+	 * RTTs (or the RTT's spread, when queues make it vary) after it went:
+	 * resend the last packet (it asks for an ACK), so a lost tail costs an
+	 * RTT instead of a timeout */
 	if (qp->sq_cur == qp->sq_tail && qp->tlp_psn != qp->max_psn && qp->retries == 0) {
-		uint64_t pto = qp->srtt_ns != 0 ? 2 * qp->srtt_ns + 100 * ICE_NSEC_PER_USEC
-						: ICE_NSEC_PER_MSEC;
+		uint64_t pto = ICE_NSEC_PER_MSEC, from = qp->progress_ns;
 
-		if (now >= qp->progress_ns + pto) {
+		if (qp->srtt_ns != 0) {
+			pto = 2 * qp->srtt_ns;
+			if (qp->srtt_ns + 4 * qp->rttvar_ns > pto)
+				pto = qp->srtt_ns + 4 * qp->rttvar_ns;
+			pto += 100 * ICE_NSEC_PER_USEC;
+		}
+		if (qp->last_tx_ns > from)
+			from = qp->last_tx_ns;
+		if (now >= from + pto) {
 			qp->tlp_psn = qp->max_psn;
 			qp->st.tlps++;
 			ice_dbg(ICE_SUB_QP, "QP 0x%x tail probe: una %u max %u", qp->qpn,
 				qp->una_psn, qp->max_psn);
-			sr_push(qp, tp_psn_add(qp->max_psn, TP_PSN_MASK));
-		} else if (qp->progress_ns + pto < *wake_ns) {
-			*wake_ns = qp->progress_ns + pto;
+			sr_push(qp, tp_psn_add(qp->max_psn, TP_PSN_MASK), TP_RETX_TLP);
+		} else if (from + pto < *wake_ns) {
+			*wake_ns = from + pto;
 		}
 	}
 	if (now < deadline) {
@@ -752,6 +864,11 @@ static bool retx_timer(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 			*wake_ns = deadline;
 		return true;
 	}
+	/* this host fell behind its own socket: the answer may be in it; read
+	 * first (for one more timer at most: a full socket must not hide a
+	 * dead peer) */
+	if (e->rx_backlog && now - deadline < tp_qp_rto(qp))
+		return true;
 	qp->retries++;
 	ice_dbg(ICE_SUB_QP,
 		"QP 0x%x timeout %u: una %u next %u max %u posted %u cwnd %u srtt %llu us", qp->qpn,
@@ -759,15 +876,22 @@ static bool retx_timer(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 		(unsigned long long)qp->srtt_ns / 1000);
 	qp->st.timeouts++;
 	e->st.timeouts++;
-	if (qp->retries > e->cfg.retry_cnt) {
-		qp_fail(qp, -ETIMEDOUT, "no acknowledgement");
+	/* the budget is time, not a count: a live peer behind a full queue
+	 * answers late, and only a silence of peer_timeout (seconds) ends it */
+	if (qp->retries > e->cfg.retry_cnt && now - qp->alive_ns >= e->cfg.peer_timeout_ns) {
+		qp_give_up(qp, now);
 		return false;
 	}
-	/* go back, carefully: the packets may only be late */
+	/* Probe with the oldest unacknowledged packet instead of resending the
+	 * window: the packets may only be late. The answer tells: an ACK past
+	 * the probe means the rest arrived (the timeout was early), a NAK names
+	 * the hole, an ACK of the probe alone (twice) means the rest is lost. */
 	qp->cwnd = qp->cwnd > 8 ? 8 : qp->cwnd;
 	qp->progress_ns = now;
-	qp->sr_head = qp->sr_tail;
-	rewind_to(qp, qp->una_psn);
+	qp->rto_recover = true;
+	qp->rto_una = qp->una_psn;
+	qp->rto_ambiguous = 0;
+	sr_push(qp, qp->una_psn, TP_RETX_TIMEOUT);
 	return true;
 }
 
@@ -776,12 +900,15 @@ int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 	struct tp_engine *e = qp->e;
 	uint32_t mtu = e->cfg.mtu, psns[TP_TX_BATCH];
 	bool resend[TP_TX_BATCH];
+	enum tp_retx_reason why[TP_TX_BATCH];
 	uint64_t bytes[TP_TX_BATCH];
 	uint64_t total = 0;
 	int n = 0, nsr, sent;
 
 	if (!retx_timer(qp, now, wake_ns))
 		return 0;
+	if (qp->sport_next != 0 && !move_now(qp, now, wake_ns))
+		return 0; /* the old path drains first */
 	if (now < qp->rnr_until_ns) {
 		if (qp->rnr_until_ns < *wake_ns)
 			*wake_ns = qp->rnr_until_ns;
@@ -789,7 +916,8 @@ int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 	}
 	/* selective resends first */
 	while (n < TP_TX_BATCH && qp->sr_head != qp->sr_tail) {
-		uint32_t psn = qp->sr_q[qp->sr_head % TP_SR_DEPTH], pkt;
+		uint32_t ent = qp->sr_q[qp->sr_head % TP_SR_DEPTH], pkt;
+		uint32_t psn = ent & TP_PSN_MASK;
 		struct tp_swqe *w;
 
 		if (tp_psn_diff(qp->una_psn, psn) < 0 || tp_psn_diff(psn, qp->max_psn) <= 0 ||
@@ -800,9 +928,11 @@ int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 		if (!pace(qp, now, mtu + TP_WIRE_OVERHEAD, wake_ns))
 			break;
 		qp->sr_head++;
-		qp->rtt_valid = false; /* Karn */
+		if (psn == qp->rtt_psn)
+			qp->rtt_valid = false; /* Karn: no sample from a resent packet */
 		psns[n] = psn;
 		resend[n] = true;
+		why[n] = (enum tp_retx_reason)(ent >> 24);
 		bytes[n] = build_data(qp, n, w, pkt, psn, true);
 		n++;
 	}
@@ -838,6 +968,7 @@ int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 		}
 		psns[n] = qp->next_psn;
 		resend[n] = tp_psn_diff(qp->next_psn, qp->max_psn) > 0;
+		why[n] = (enum tp_retx_reason)qp->gbn_why;
 		bytes[n] = build_data(qp, n, w, qp->cur_pkt, qp->next_psn, ack_req);
 		qp->next_psn = tp_psn_add(qp->next_psn, 1);
 		if (++qp->cur_pkt == w->npkts) {
@@ -855,14 +986,13 @@ int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 
 		sent = 0;
 		if (err == EMSGSIZE) {
-			char why[160];
+			char msg[160];
 
-			snprintf(why, sizeof(why),
+			snprintf(msg, sizeof(msg),
 				 "a %llu-byte RoCEv2 packet is larger than the path MTU; use a "
-				 "smaller "
-				 "RoCE MTU (now %u)",
+				 "smaller RoCE MTU (now %u)",
 				 (unsigned long long)bytes[0] + 28, mtu);
-			qp_fail(qp, -EMSGSIZE, why);
+			qp_fail(qp, -EMSGSIZE, msg);
 			return 0;
 		}
 		if (err != EAGAIN && err != ENOBUFS && err != EINTR) {
@@ -878,7 +1008,7 @@ int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 		 * rewind to the first one not sent */
 		e->st.tx_eagain++;
 		for (int i = sent; i < nsr; i++)
-			sr_push(qp, psns[i]);
+			sr_push(qp, psns[i], why[i]);
 		if (sent < n && n > nsr)
 			rewind_to(qp, psns[sent > nsr ? sent : nsr]);
 		if (now + 20 * ICE_NSEC_PER_USEC < *wake_ns)
@@ -887,12 +1017,20 @@ int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 	for (int i = 0; i < sent; i++) {
 		total += bytes[i];
 		if (resend[i]) {
+			/* a packet first sent on the old port of a move that
+			 * could not wait: the move's cost, whatever asked */
+			if (qp->move_inflight && tp_psn_diff(psns[i], qp->move_psn) > 0)
+				why[i] = TP_RETX_MOVE;
 			qp->st.retx_pkts++;
 			e->st.retx_pkts++;
+			qp->st.retx_by[why[i]]++;
+			e->st.retx_by[why[i]]++;
 		}
 		if (tp_psn_diff(qp->max_psn, tp_psn_add(psns[i], 1)) > 0)
 			qp->max_psn = tp_psn_add(psns[i], 1);
 	}
+	if (sent > 0)
+		qp->last_tx_ns = now;
 	e->st.tx_pkts += (uint64_t)sent;
 	e->st.tx_bytes += total;
 	qp->st.tx_pkts += (uint64_t)sent;
@@ -907,10 +1045,9 @@ static void qp_fail(struct tp_qp *qp, int status, const char *why)
 		return;
 	ice_err(ICE_SUB_QP,
 		"QP 0x%x to %s:%u (QP 0x%x, sport %u) failed: %s; oldest unacknowledged PSN %u, "
-		"%u retries%s",
+		"%u timeouts since the last progress",
 		qp->qpn, inet_ntoa(qp->peer.sin_addr), ntohs(qp->peer.sin_port), qp->rqpn,
-		qp->sport, why, qp->una_psn, qp->retries,
-		status == -ETIMEDOUT ? "; is the peer gone or unreachable?" : "");
+		qp->sport, why, qp->una_psn, qp->retries);
 	qp->state = TP_QPS_ERROR;
 	flush_all(qp, status);
 }
@@ -1212,9 +1349,17 @@ static void rx_data(struct tp_qp *qp, const struct tp_pkt *pkt)
 
 	if (!rx_data_valid(qp, pkt))
 		return;
+	if (d > -(int32_t)e->cfg.window_pkts && d < (int32_t)e->cfg.window_pkts)
+		qp->heard_ns = ice_now_ns(); /* a PSN of this connection's window */
 	if (d < 0) {
 		e->st.drops[TP_DROP_DUPLICATE]++;
-		queue_ack(qp); /* tell the requester where we are */
+		/* tell the requester where we are: with packets held beyond
+		 * a gap, a NAK names the gap (its probe after a timeout, or
+		 * a resend that crossed our NAK, learns what is missing) */
+		if (qp->ooo_count > 0)
+			send_nak(qp, TP_AETH_NAK | TP_NAK_PSN_SEQ_ERR);
+		else
+			queue_ack(qp);
 		return;
 	}
 	if (d > 0) {

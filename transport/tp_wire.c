@@ -306,6 +306,18 @@ static const char *const tp_drop_names[TP_DROP_REASON_MAX] = {
 	[TP_DROP_BAD_ACCESS] = "bad_access",   [TP_DROP_BAD_SEQUENCE] = "bad_sequence",
 };
 
+static const char *const tp_retx_names[TP_RETX_REASON_MAX] = {
+	[TP_RETX_NAK] = "nak", [TP_RETX_TLP] = "tail_probe", [TP_RETX_TIMEOUT] = "timeout",
+	[TP_RETX_RNR] = "rnr", [TP_RETX_MOVE] = "path_move",
+};
+
+const char *tp_retx_reason_name(enum tp_retx_reason r)
+{
+	if ((unsigned int)r >= TP_RETX_REASON_MAX)
+		return "unknown";
+	return tp_retx_names[r];
+}
+
 const char *tp_drop_reason_name(enum tp_drop_reason r)
 {
 	if ((unsigned int)r >= TP_DROP_REASON_MAX)

@@ -171,6 +171,17 @@ enum tp_drop_reason {
 
 const char *tp_drop_reason_name(enum tp_drop_reason r);
 
+/* Why a packet went out again (its PSN had been sent before). */
+enum tp_retx_reason {
+	TP_RETX_NAK = 0, /* the responder NAKed a gap: that packet alone */
+	TP_RETX_TLP,	 /* tail loss probe: the last packet, when the tail went unanswered */
+	TP_RETX_TIMEOUT, /* the timer's probe, and the packets its answer showed lost */
+	TP_RETX_RNR,	 /* go back after a receiver-not-ready NAK */
+	TP_RETX_MOVE,	 /* sent on the old source port before a path move */
+	TP_RETX_REASON_MAX,
+};
+const char *tp_retx_reason_name(enum tp_retx_reason r);
+
 /* The result of parsing one received UDP payload. Pointers point into the
  * caller's buffer. For *_IMM opcodes the 4-byte ImmDt (which follows BTH and
  * RETH on the wire) is the first 4 bytes of payload, in both tp_pkt_parse and
