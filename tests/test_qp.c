@@ -249,6 +249,47 @@ static void test_sport_change_midstream(void **state)
 	pair_close(&p);
 }
 
+/* A move whose old path does not drain (here: the peer stops answering for
+ * a while) is made anyway, one retransmission timer after the request, and
+ * the data still arrives whole. */
+static void test_sport_change_forced(void **state)
+{
+	struct tp_engine_cfg c;
+	struct pair p;
+	size_t len = 1u << 20;
+	uint8_t *tx = malloc(len), *rx = calloc(1, len);
+	struct tp_wc wc[1];
+	uint16_t old, want;
+	uint64_t t0;
+
+	(void)state;
+	cfg_base(&c);
+	c.retx_timeout_ns = 20 * ICE_NSEC_PER_MSEC;
+	pair_open(&p, &c, 1, 2);
+	old = tp_qp_sport(p.qa);
+	want = (uint16_t)(old == 60000 ? 60001 : 60000);
+	fill_pattern(tx, len, 5);
+	assert_int_equal(tp_qp_post_recv(p.qb, rx, len, 1), 0);
+	assert_int_equal(tp_qp_post_send(p.qa, tx, len, 2), 0);
+	for (int i = 0; i < 5; i++)
+		tp_engine_progress(p.a, 0); /* packets out, b not running: no ACK */
+	assert_int_equal(tp_qp_set_sport(p.qa, want), 0);
+	assert_int_equal(tp_qp_sport(p.qa), old); /* waits for the old path */
+	assert_int_equal(tp_qp_stats(p.qa)->moves_deferred, 1);
+	t0 = ice_now_ns();
+	while (tp_qp_sport(p.qa) == old && ice_now_ns() - t0 < ICE_NSEC_PER_SEC)
+		tp_engine_progress(p.a, 100 * ICE_NSEC_PER_USEC);
+	assert_int_equal(tp_qp_sport(p.qa), want);
+	assert_true(ice_now_ns() - t0 >= 15 * ICE_NSEC_PER_MSEC); /* a timer's worth */
+	assert_true(ice_now_ns() - t0 < 200 * ICE_NSEC_PER_MSEC);
+	assert_int_equal(run_until(&p, p.b, wc, 1, 10 * ICE_NSEC_PER_SEC), 1);
+	assert_int_equal(wc[0].status, 0);
+	assert_memory_equal(rx, tx, len);
+	free(tx);
+	free(rx);
+	pair_close(&p);
+}
+
 static void test_unexpected_then_posted(void **state)
 {
 	struct tp_engine_cfg c;
@@ -699,6 +740,7 @@ int main(void)
 		cmocka_unit_test(test_loss_data_and_acks),
 		cmocka_unit_test(test_duplication_and_reordering),
 		cmocka_unit_test(test_sport_change_midstream),
+		cmocka_unit_test(test_sport_change_forced),
 		cmocka_unit_test(test_unexpected_then_posted),
 		cmocka_unit_test(test_rnr_when_staging_full),
 		cmocka_unit_test(test_rdma_write),

@@ -1634,11 +1634,6 @@ static int run_rank(struct rank *k, struct tp_comm_cfg *cc)
 	maxb = act_count * 4 * (size_t)(k->n + 2) + (1u << 20);
 	if (cc->eng.unexp_bytes < maxb)
 		cc->eng.unexp_bytes = (uint32_t)(maxb < (256u << 20) ? maxb : (256u << 20));
-	/* the communication thread drives the engine between operations, but on
-	 * a loaded host it can be descheduled for a while: tolerate about a
-	 * second of silence from a peer before declaring it gone */
-	if (cc->eng.retry_cnt < 64)
-		cc->eng.retry_cnt = 64;
 	k->c = tp_comm_init(cc);
 	if (k->c == NULL) {
 		fprintf(stderr, "ice-train: rank %d: cannot create the communicator: %s\n", k->r,
