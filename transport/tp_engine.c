@@ -377,6 +377,19 @@ static void rx_one(struct tp_engine *e, uint8_t *buf, size_t len, const struct s
 	tp_qp_rx(qp, &pkt, tos, from, now);
 }
 
+void tp_engine_rx_inject(struct tp_engine *e, uint8_t *buf, size_t len,
+			 const struct sockaddr_in *from, uint8_t tos)
+{
+	rx_one(e, buf, len, from, tos, ice_now_ns());
+	while (e->ack_list != NULL) {
+		struct tp_qp *qp = e->ack_list;
+
+		e->ack_list = qp->ack_next;
+		qp->ack_next = NULL;
+		tp_qp_flush_ack(qp);
+	}
+}
+
 /* Receive until the socket is empty or a few batches were handled. */
 static int rx_drain(struct tp_engine *e)
 {

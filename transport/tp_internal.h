@@ -227,6 +227,11 @@ void tp_ctrl_poll(struct tp_engine *e, uint64_t now);
 void tp_ctrl_publish(struct tp_qp *qp);
 struct tp_mr *tp_mr_find(struct tp_engine *e, uint32_t rkey);
 int tp_sock_tx_open(struct tp_engine *e, uint16_t sport);
+/* Fuzzing and tests: take buf (len bytes, as a UDP payload from `from`, IP
+ * TOS tos) as if it had just been received, then send the ACKs it asks for.
+ * buf must stay writable and valid for the call only. */
+void tp_engine_rx_inject(struct tp_engine *e, uint8_t *buf, size_t len,
+			 const struct sockaddr_in *from, uint8_t tos);
 
 /* tp_qp.c: the protocol. */
 void tp_qp_rx(struct tp_qp *qp, const struct tp_pkt *pkt, uint8_t tos,
