@@ -402,6 +402,32 @@ static uint32_t peer_of(const struct topo *t, uint32_t port)
 	return t->ports[t->ports[port].peer].node;
 }
 
+/* The worst queueing delay: three switch buffers across the spines. */
+static void test_worst_queueing(void **state)
+{
+	struct topo_gen_opts o;
+	struct topo *t;
+
+	(void)state;
+	topo_gen_opts_default(&o);
+	o.host_rate_bps = 100000000ull;
+	o.fabric_rate_bps = 200000000ull;
+	o.buffer_bytes = 256u << 10;
+	t = topo_gen_leaf_spine(&o);
+	assert_non_null(t);
+	/* leaf up and spine down at 200 Mbit/s, leaf to host at 100 */
+	assert_int_equal(topo_worst_queueing_ns(t),
+			 2 * (262144ull * 8 * 1000000000 / 200000000) +
+				 262144ull * 8 * 1000000000 / 100000000);
+	topo_free(t);
+	/* one leaf only: one buffer */
+	o.leaves = 1;
+	t = topo_gen_leaf_spine(&o);
+	assert_non_null(t);
+	assert_int_equal(topo_worst_queueing_ns(t), 262144ull * 8 * 1000000000 / 100000000);
+	topo_free(t);
+}
+
 static void test_nexthops_down(void **state)
 {
 	struct topo_gen_opts o;
@@ -620,6 +646,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_generators),
 		cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_worst_queueing),
 		cmocka_unit_test(test_nexthops_down),
 		cmocka_unit_test(test_predict_follows_hash),
 		cmocka_unit_test(test_frr_config),

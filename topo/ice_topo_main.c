@@ -29,6 +29,8 @@ static void usage(FILE *f)
 		   "       ice-topo ports FILE SRC DST [--json]\n"
 		   "       ice-topo frr FILE NODE\n"
 		   "       ice-topo predict FILE SRC DST SPORT...  (RoCEv2: UDP to 4791)\n"
+		   "       ice-topo rto FILE    a retransmission timer floor above the worst\n"
+		   "                            queueing round trip (for --rto-min)\n"
 		   "gen options:\n"
 		   "  --name NAME            fabric name (namespaces are ice<NAME>-<node>)\n"
 		   "  --spines N --leaves N --hosts-per-leaf N     leaf-spine (2, 2, 4)\n"
@@ -497,6 +499,27 @@ int main(int argc, char **argv)
 		return cmd_frr(argc - 1, argv + 1);
 	if (strcmp(argv[1], "predict") == 0)
 		return cmd_predict(argc - 1, argv + 1);
-	return bad_usage("unknown command '%s'; expected gen, validate, paths, ports or frr",
-			 argv[1]);
+	if (strcmp(argv[1], "rto") == 0) {
+		struct topo *t;
+		uint64_t q, rto;
+
+		if (argc != 3)
+			return bad_usage("rto: expected FILE");
+		t = load(argv[2]);
+		if (t == NULL)
+			return 1;
+		/* data one way through full buffers, its ACK back behind data
+		 * of the other direction; 20 % above, rounded up to 10 ms */
+		q = topo_worst_queueing_ns(t);
+		rto = (q * 2 * 12 / 10 + 9999999) / 10000000 * 10;
+		fprintf(stderr,
+			"ice-topo: %s: worst queueing %.1f ms one way, %.1f ms round trip\n",
+			argv[2], q / 1e6, 2 * q / 1e6);
+		printf("%llums\n", (unsigned long long)(rto ? rto : 10));
+		topo_free(t);
+		return 0;
+	}
+	return bad_usage(
+		"unknown command '%s'; expected gen, validate, paths, ports, frr, predict or rto",
+		argv[1]);
 }

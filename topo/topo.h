@@ -153,6 +153,14 @@ struct topo_path {
 	uint32_t egress[TOPO_PATH_MAX_HOPS]; /* port ids */
 };
 
+/* The longest queueing delay a packet can meet between two host NICs, in
+ * ns: over every shortest path (NIC pairs sampled beyond 64 NICs), the sum
+ * of each switch egress port's buffer drained at its link rate. Hosts' own
+ * egress queues are not counted (a paced sender keeps them short). A
+ * transport's retransmission timer must stay above twice this (data one
+ * way, ACKs behind data the other). */
+uint64_t topo_worst_queueing_ns(const struct topo *t);
+
 /* All equal-cost (shortest) paths between two host ports, in a stable order
  * (lexicographic by egress port ids). Returns how many exist (may exceed max;
  * only the first max are written) or -EINVAL. */

@@ -419,3 +419,38 @@ int topo_port_map16(const struct topo *t, uint32_t src_port, uint32_t dst_port,
 {
 	return port_map(t, src_port, dst_port, NULL, path_of);
 }
+
+uint64_t topo_worst_queueing_ns(const struct topo *t)
+{
+	uint32_t n = topo_nic_count(t), step = n > 64 ? n / 64 : 1;
+	struct topo_path paths[16];
+	uint64_t worst = 0;
+
+	for (uint32_t i = 0; i < n; i += step) {
+		for (uint32_t j = 0; j < n; j++) {
+			const struct topo_port *a = topo_nic(t, i), *b = topo_nic(t, j);
+			int np;
+
+			if (a == b || a->node == b->node)
+				continue;
+			np = topo_paths(t, a->id, b->id, paths, 16);
+			for (int p = 0; p < np && p < 16; p++) {
+				uint64_t q = 0;
+
+				for (uint32_t h = 0; h < paths[p].nhops; h++) {
+					const struct topo_port *eg = &t->ports[paths[p].egress[h]];
+					const struct topo_link *l = &t->links[paths[p].link[h]];
+
+					if (t->nodes[eg->node].kind != TOPO_SWITCH ||
+					    l->rate_bps == 0)
+						continue;
+					q += (uint64_t)l->buffer_bytes * 8 * 1000000000ull /
+					     l->rate_bps;
+				}
+				if (q > worst)
+					worst = q;
+			}
+		}
+	}
+	return worst;
+}

@@ -72,7 +72,10 @@ struct side {
 	double timeouts;
 	double naks;
 	double cnps;
-	double cpu; /* CPU seconds of this process */
+	double cpu;	/* CPU seconds of this process */
+	double start_s; /* the window's start, CLOCK_MONOTONIC seconds */
+	/* payload per QP: received in order (receiver), sent (sender) */
+	double qp_bytes[PERF_MAX_QPS];
 };
 
 static FILE *human; /* stdout, or stderr with --json */
@@ -223,6 +226,7 @@ struct snap {
 	uint64_t ns;
 	double cpu;
 	double bytes, pkts, retx, timeouts, naks, cnps;
+	double qp_bytes[PERF_MAX_QPS];
 };
 
 static void take_snap(struct tp_comm *c, bool sender, double acked_bytes, struct snap *s)
@@ -236,6 +240,7 @@ static void take_snap(struct tp_comm *c, bool sender, double acked_bytes, struct
 		s->timeouts += (double)st->timeouts;
 		s->naks += (double)st->naks_rx;
 		s->cnps += (double)st->cnps_rx;
+		s->qp_bytes[q] = (double)(sender ? st->tx_bytes : st->rx_bytes);
 		if (!sender)
 			s->bytes += (double)st->rx_bytes;
 	}
@@ -254,6 +259,7 @@ static void snap_cpu(struct snap *s)
 static void side_from(const struct snap *a, const struct snap *b, struct side *d)
 {
 	d->seconds = (double)(b->ns - a->ns) * 1e-9;
+	d->start_s = (double)a->ns * 1e-9;
 	d->bytes = b->bytes - a->bytes;
 	d->pkts = b->pkts - a->pkts;
 	d->retx = b->retx - a->retx;
@@ -261,6 +267,8 @@ static void side_from(const struct snap *a, const struct snap *b, struct side *d
 	d->naks = b->naks - a->naks;
 	d->cnps = b->cnps - a->cnps;
 	d->cpu = b->cpu - a->cpu;
+	for (int q = 0; q < PERF_MAX_QPS; q++)
+		d->qp_bytes[q] = b->qp_bytes[q] - a->qp_bytes[q];
 }
 
 /* Every rank gets rank src's value of *v (the other contributes 0). */
@@ -273,12 +281,14 @@ static int oob_from(struct tp_comm *c, int src, double *v)
 
 static int side_share(struct tp_comm *c, int src, struct side *s)
 {
-	double *f[] = {&s->seconds,  &s->bytes, &s->pkts, &s->retx,
-		       &s->timeouts, &s->naks,	&s->cnps, &s->cpu};
+	double *f[] = {&s->seconds, &s->bytes, &s->pkts, &s->retx,   &s->timeouts,
+		       &s->naks,    &s->cnps,  &s->cpu,	 &s->start_s};
 	int ret = 0;
 
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]) && ret == 0; i++)
 		ret = oob_from(c, src, f[i]);
+	for (uint32_t q = 0; q < tp_comm_qps_per_conn(c) && ret == 0; q++)
+		ret = oob_from(c, src, &s->qp_bytes[q]);
 	return ret;
 }
 
@@ -622,6 +632,30 @@ static void print_qps(struct tp_comm *c)
 	fflush(human);
 }
 
+/* Per QP (the sender's side): the receiver's goodput over the window, and the
+ * sender's counters over the whole run (warm-up and FIN included). */
+static json_t *qps_json(struct tp_comm *c, const struct side *rx)
+{
+	json_t *a = json_array();
+
+	for (uint32_t q = 0; a != NULL && q < tp_comm_qps_per_conn(c); q++) {
+		struct tp_qp *qp = tp_comm_qp(c, 1, q);
+		const struct tp_qp_stats *st = tp_qp_stats(qp);
+
+		json_array_append_new(
+			a,
+			json_pack("{s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "qpn",
+				  (json_int_t)tp_qp_num(qp), "sport", (json_int_t)tp_qp_sport(qp),
+				  "goodput_mbps", per_s(rx->qp_bytes[q] * 8, rx->seconds) / 1e6,
+				  "tx_pkts", (json_int_t)st->tx_pkts, "tx_bytes",
+				  (json_int_t)st->tx_bytes, "retx", (json_int_t)st->retx_pkts,
+				  "timeouts", (json_int_t)st->timeouts, "naks",
+				  (json_int_t)st->naks_rx, "cnps", (json_int_t)st->cnps_rx, "tlps",
+				  (json_int_t)st->tlps));
+	}
+	return a;
+}
+
 static void report(const struct opts *o, struct tp_comm *c, const struct side *tx,
 		   const struct side *rx)
 {
@@ -648,7 +682,7 @@ static void report(const struct opts *o, struct tp_comm *c, const struct side *t
 	if (o->json) {
 		json_t *j = json_pack(
 			"{s:s, s:f, s:f, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:f, "
-			"s:f, s:I, s:I, s:I, s:b, s:b, s:f}",
+			"s:f, s:I, s:I, s:I, s:b, s:b, s:f, s:f, s:o}",
 			"op", o->op == PERF_SEND ? "send" : "write", "goodput_mbps", good,
 			"tx_mbps", txm, "msgs", (json_int_t)msgs, "pkts", (json_int_t)tx->pkts,
 			"retx", (json_int_t)tx->retx, "cpu_sender", ctx, "cpu_receiver", crx,
@@ -658,7 +692,8 @@ static void report(const struct opts *o, struct tp_comm *c, const struct side *t
 			"pkts_per_s", per_s(tx->pkts, tx->seconds), "rx_pkts", (json_int_t)rx->pkts,
 			"timeouts", (json_int_t)tx->timeouts, "naks", (json_int_t)tx->naks, "dcqcn",
 			(int)(ec->dcqcn.enable != 0), "icrc_verify", (int)ec->icrc_verify,
-			"line_rate_mbps", (double)ec->line_rate_bps / 1e6);
+			"line_rate_mbps", (double)ec->line_rate_bps / 1e6, "window_start_s",
+			rx->start_s, "qp", qps_json(c, rx));
 
 		if (j == NULL || json_dumpf(j, stdout, JSON_COMPACT) < 0) {
 			fprintf(stderr, "ice-perf: cannot write the JSON result\n");

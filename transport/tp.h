@@ -64,9 +64,10 @@ struct tp_engine_stats {
 	uint64_t retx_pkts, timeouts;
 	uint64_t retx_by[TP_RETX_REASON_MAX]; /* resent packets, by reason */
 	uint64_t spurious_timeouts;	      /* timeouts the peer's answer showed were early */
-	uint64_t drops[TP_DROP_REASON_MAX];   /* received packets dropped, by reason */
-	uint64_t tx_eagain;		      /* sends deferred: socket buffer full */
-	uint64_t port_paced;		      /* sends deferred: the port's line rate used up */
+	uint64_t naks_held; /* repeated NAKs for a hole whose resend is on its way */
+	uint64_t drops[TP_DROP_REASON_MAX]; /* received packets dropped, by reason */
+	uint64_t tx_eagain;		    /* sends deferred: socket buffer full */
+	uint64_t port_paced;		    /* sends deferred: the port's line rate used up */
 	uint64_t syscalls_rx, syscalls_tx;
 };
 

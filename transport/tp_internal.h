@@ -123,6 +123,8 @@ struct tp_qp {
 	uint32_t rto_una;	/* ... for this PSN */
 	uint32_t rto_ambiguous; /* answers that acknowledged just the probe */
 	uint8_t gbn_why;	/* enum tp_retx_reason of the current go-back */
+	uint32_t nak_psn;	/* the last hole resent for a NAK... */
+	uint64_t nak_ns;	/* ... and when */
 	uint32_t rnr_count;
 	/* PSNs to resend selectively, each with its enum tp_retx_reason in
 	 * the top 8 bits (PSNs are 24 bits) */

@@ -583,6 +583,15 @@ static bool ack_psn_valid(const struct tp_qp *qp, uint32_t psn)
 	return tp_psn_diff(qp->una_psn, una) >= -1 && tp_psn_diff(una, qp->max_psn) >= 0;
 }
 
+/* How long a resend for a NAKed hole is given to arrive before another NAK
+ * for the same hole is believed: the round trip with its spread. */
+static uint64_t nak_holdoff(const struct tp_qp *qp)
+{
+	if (qp->srtt_ns == 0)
+		return ICE_NSEC_PER_MSEC;
+	return qp->srtt_ns + 4 * qp->rttvar_ns;
+}
+
 static void rx_ack(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 {
 	uint8_t syn = pkt->aeth.syndrome;
@@ -642,6 +651,16 @@ static void rx_ack(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 			 * just the missing packet */
 			qp->progress_ns = now;
 			qp->rto_recover = false; /* it says what is missing */
+			/* The responder repeats its NAK while the gap lasts
+			 * (at each packet that asks for an ACK); behind a full
+			 * queue many come before our resend can arrive: one
+			 * resend per hole per round trip. */
+			if (psn == qp->nak_psn && now - qp->nak_ns < nak_holdoff(qp)) {
+				e->st.naks_held++;
+				return;
+			}
+			qp->nak_psn = psn;
+			qp->nak_ns = now;
 			sr_push(qp, psn, TP_RETX_NAK);
 			return;
 		}
