@@ -416,9 +416,8 @@ static void test_worst_queueing(void **state)
 	t = topo_gen_leaf_spine(&o);
 	assert_non_null(t);
 	/* leaf up and spine down at 200 Mbit/s, leaf to host at 100 */
-	assert_int_equal(topo_worst_queueing_ns(t),
-			 2 * (262144ull * 8 * 1000000000 / 200000000) +
-				 262144ull * 8 * 1000000000 / 100000000);
+	assert_int_equal(topo_worst_queueing_ns(t), 2 * (262144ull * 8 * 1000000000 / 200000000) +
+							    262144ull * 8 * 1000000000 / 100000000);
 	topo_free(t);
 	/* one leaf only: one buffer */
 	o.leaves = 1;
