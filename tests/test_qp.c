@@ -400,7 +400,6 @@ static void test_peer_gone(void **state)
 	cfg_base(&c);
 	c.retx_timeout_ns = ICE_NSEC_PER_MSEC;
 	c.rto_max_ns = 20 * ICE_NSEC_PER_MSEC;
-	c.retry_cnt = 3;
 	c.peer_timeout_ns = 200 * ICE_NSEC_PER_MSEC;
 	pair_open(&p, &c, 1, 1);
 	tp_engine_free(p.b);

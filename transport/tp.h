@@ -36,8 +36,7 @@ struct tp_engine_cfg {
 	uint64_t retx_timeout_ns; /* the retransmission timer's floor: above the worst
 				   * queueing delay of the fabric (buffers / rates) */
 	uint64_t rto_max_ns;	  /* back-off stops doubling the timer here */
-	uint32_t retry_cnt;	  /* the QP fails after at least this many timeouts... */
-	uint64_t peer_timeout_ns; /* ...and this long without progress (peer gone) */
+	uint64_t peer_timeout_ns; /* a QP fails after this long without progress */
 	uint64_t rnr_timer_ns;	  /* wait after a receiver-not-ready NAK */
 	uint32_t rnr_retry;	  /* RNR NAKs in a row before failing; 0 = unlimited */
 	uint64_t line_rate_bps;	  /* NIC line rate for DCQCN's Rc start; 0 = unlimited */

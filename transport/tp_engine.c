@@ -35,7 +35,6 @@ void tp_engine_cfg_default(struct tp_engine_cfg *c)
 	 * raise it above that fabric's worst queueing delay */
 	c->retx_timeout_ns = 67 * ICE_NSEC_PER_MSEC;
 	c->rto_max_ns = ICE_NSEC_PER_SEC;
-	c->retry_cnt = 7;
 	c->peer_timeout_ns = 5 * ICE_NSEC_PER_SEC;
 	c->rnr_timer_ns = 100 * ICE_NSEC_PER_USEC;
 	c->rnr_retry = 0;

@@ -3,15 +3,18 @@
  * tp_qp: the reliable-connected protocol (IBA chapter 9, RC) over UDP.
  *
  * Requester: every posted work request gets its PSN range when posted.
- * Packets go out in PSN order within a window; ACKs are cumulative. A NAK
- * (PSN sequence error), an RNR NAK or a timeout rewinds transmission to the
- * oldest unacknowledged PSN (go-back-N, as RoCE NICs do). After retry_cnt
- * timeouts in a row the QP fails and every outstanding request completes with
- * -ETIMEDOUT: the peer is gone.
+ * Packets go out in PSN order within a window, paced at the QP's DCQCN rate
+ * and the port's line rate; ACKs are cumulative. A NAK (PSN sequence error)
+ * resends that packet alone, once per round trip; an RNR NAK goes back to
+ * it. A timeout sends one probe (the oldest unacknowledged packet) and the
+ * answer tells late from lost; a tail loss probe covers a lost last packet.
+ * Only after peer_timeout without progress does the QP fail; every
+ * outstanding request then completes with -ETIMEDOUT.
  *
- * Responder: accepts only the expected PSN, places payload straight into the
- * posted receive buffer (SEND) or the registered region (WRITE), drops
- * anything ahead and NAKs the gap once, re-ACKs duplicates, coalesces ACKs
+ * Responder: places the expected PSN's payload straight into the posted
+ * receive buffer (SEND) or the registered region (WRITE), holds packets
+ * ahead of a gap and NAKs the gap, answers duplicates (with a NAK while it
+ * holds packets beyond a gap), coalesces ACKs
  * (AckReq, every ack_every packets, one per receive batch), and, as DCQCN's
  * notification point, answers CE marks with paced CNPs. Every length and
  * address from the wire is checked against the MTU, the posted buffer or the
@@ -897,7 +900,7 @@ static bool retx_timer(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 	e->st.timeouts++;
 	/* the budget is time, not a count: a live peer behind a full queue
 	 * answers late, and only a silence of peer_timeout (seconds) ends it */
-	if (qp->retries > e->cfg.retry_cnt && now - qp->alive_ns >= e->cfg.peer_timeout_ns) {
+	if (now - qp->alive_ns >= e->cfg.peer_timeout_ns) {
 		qp_give_up(qp, now);
 		return false;
 	}
