@@ -37,6 +37,7 @@
 #include "ice_time.h"
 
 static void qp_fail(struct tp_qp *qp, int status, const char *why);
+static void send_nak(struct tp_qp *qp, uint8_t syndrome);
 static uint64_t tp_qp_rto(const struct tp_qp *qp);
 static void sr_push(struct tp_qp *qp, uint32_t psn, enum tp_retx_reason why);
 
@@ -359,16 +360,25 @@ static int take_unexpected(struct tp_qp *qp, void *buf, size_t len, uint64_t wr_
 		ice_err(ICE_SUB_QP, "QP 0x%x: a %zu-byte message arrived for a %zu-byte receive",
 			qp->qpn, m->len, len);
 		wc.status = -EMSGSIZE;
-		if (!m->done) /* its remaining packets will be refused */
-			qp->rcv_active = qp->rcv_staging = false;
+		wc.byte_len = 0; /* nothing was placed in the buffer */
 		tp_cq_push(qp->e, &wc);
+		if (!m->done) {
+			/* the rest of it is on its way: a local length error,
+			 * fatal as on a NIC (the requester learns by the NAK) */
+			qp->rcv_active = qp->rcv_staging = false;
+			send_nak(qp, TP_AETH_NAK | TP_NAK_INVALID_REQ);
+			qp_fail(qp, -EMSGSIZE, "message longer than the posted receive buffer");
+			return 0;
+		}
 	} else if (m->done) {
-		memcpy(buf, m->buf, m->len);
+		if (m->len != 0)
+			memcpy(buf, m->buf, m->len);
 		tp_cq_push(qp->e, &wc);
 	} else {
 		struct tp_rwqe *r = &qp->rq[qp->rq_tail % TP_RQ_DEPTH];
 
-		memcpy(buf, m->buf, m->len);
+		if (m->len != 0)
+			memcpy(buf, m->buf, m->len);
 		r->buf = buf;
 		r->len = len;
 		r->wr_id = wr_id;
@@ -622,6 +632,13 @@ static void rx_ack(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 				e->st.drops[TP_DROP_DUPLICATE]++;
 			else
 				e->st.drops[TP_DROP_BAD_ACK]++;
+			return;
+		}
+		if (tp_psn_diff(qp->una_psn, psn) < 0) {
+			/* for a PSN already acknowledged: late (duplicated or
+			 * reordered) or forged; going back there would skip or
+			 * stall what follows */
+			e->st.drops[TP_DROP_DUPLICATE]++;
 			return;
 		}
 		/* a NAK for a PSN in the window: the peer is there and
@@ -1138,6 +1155,8 @@ static bool stage_append(struct tp_qp *qp, const uint8_t *data, size_t plen)
 		m->buf = b;
 		m->cap = cap;
 	}
+	if (plen == 0) /* an empty SEND: nothing to keep (m->buf may be NULL) */
+		return true;
 	memcpy(m->buf + m->len, data, plen);
 	m->len += plen;
 	qp->ux_bytes += plen;
@@ -1217,8 +1236,10 @@ static enum rx_status rx_in_order(struct tp_qp *qp, const struct tp_pkt *pkt)
 
 	/* in sequence: check the opcode follows the message in progress */
 	if (qp->rcv_active || qp->wr_active) {
-		bool ok = qp->rcv_active ? (op == TP_OP_SEND_MIDDLE || op == TP_OP_SEND_LAST)
-					 : (op == TP_OP_WRITE_MIDDLE || op == TP_OP_WRITE_LAST);
+		bool ok = qp->rcv_active ? (op == TP_OP_SEND_MIDDLE || op == TP_OP_SEND_LAST ||
+					    op == TP_OP_SEND_LAST_IMM)
+					 : (op == TP_OP_WRITE_MIDDLE || op == TP_OP_WRITE_LAST ||
+					    op == TP_OP_WRITE_LAST_IMM);
 
 		if (!ok)
 			return rx_drop(qp, TP_DROP_BAD_SEQUENCE, pkt,
