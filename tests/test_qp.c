@@ -421,6 +421,27 @@ static void test_peer_gone(void **state)
 	tp_engine_free(p.a);
 }
 
+/* A QP idle for longer than the give-up budget is not given up on when it
+ * sends again: the budget counts from when it started waiting. */
+static void test_idle_then_send(void **state)
+{
+	struct tp_engine_cfg c;
+	struct pair p;
+	static const size_t sizes[] = {9000};
+	struct timespec d = {.tv_nsec = 300 * 1000 * 1000};
+
+	(void)state;
+	cfg_base(&c);
+	c.rto_max_ns = 20 * ICE_NSEC_PER_MSEC;
+	c.peer_timeout_ns = 200 * ICE_NSEC_PER_MSEC;
+	pair_open(&p, &c, 1, 1);
+	transfer(&p, sizes, 1);
+	nanosleep(&d, NULL); /* idle past peer_timeout */
+	transfer(&p, sizes, 1);
+	assert_false(tp_qp_failed(p.qa));
+	pair_close(&p);
+}
+
 /* Send raw UDP payloads to engine b from address `from_host`. */
 static void raw_send(struct pair *p, int from_host, uint8_t tos, const uint8_t *buf, size_t len)
 {
@@ -744,6 +765,7 @@ int main(void)
 		cmocka_unit_test(test_rnr_when_staging_full),
 		cmocka_unit_test(test_rdma_write),
 		cmocka_unit_test(test_peer_gone),
+		cmocka_unit_test(test_idle_then_send),
 		cmocka_unit_test(test_bad_packets_counted),
 		cmocka_unit_test(test_forged_packets_refused),
 		cmocka_unit_test(test_ce_mark_cuts_rate),

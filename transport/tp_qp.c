@@ -330,8 +330,8 @@ static int post_swqe(struct tp_qp *qp, uint8_t op, const void *buf, size_t len, 
 	w->npkts = npkts_for(qp, len);
 	w->first_psn = qp->post_psn;
 	qp->post_psn = tp_psn_add(qp->post_psn, w->npkts);
-	if (qp->sq_head == qp->sq_tail)
-		qp->progress_ns = ice_now_ns();
+	if (qp->sq_head == qp->sq_tail) /* waiting for the peer starts now */
+		qp->progress_ns = qp->alive_ns = ice_now_ns();
 	qp->sq_tail++;
 	return 0;
 }
@@ -751,6 +751,8 @@ static uint64_t tp_qp_rto(const struct tp_qp *qp)
 {
 	uint64_t rto = qp->srtt_ns + 4 * qp->rttvar_ns;
 
+	if (rto > qp->e->cfg.rto_max_ns)
+		rto = qp->e->cfg.rto_max_ns;
 	return rto > qp->e->cfg.retx_timeout_ns ? rto : qp->e->cfg.retx_timeout_ns;
 }
 
@@ -871,6 +873,9 @@ static bool retx_timer(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 	struct tp_engine *e = qp->e;
 	uint64_t deadline = qp->progress_ns + rto_backoff(qp);
 
+	/* the give-up is checked on time, however long the timer grew */
+	if (deadline > qp->alive_ns + e->cfg.peer_timeout_ns)
+		deadline = qp->alive_ns + e->cfg.peer_timeout_ns;
 	if (qp->una_psn == qp->max_psn || now < qp->rnr_until_ns)
 		return true;
 	/* tail loss probe: nothing new to send and the tail unanswered for two
@@ -927,6 +932,7 @@ static bool retx_timer(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 	 * the hole, an ACK of the probe alone (twice) means the rest is lost. */
 	qp->cwnd = qp->cwnd > 8 ? 8 : qp->cwnd;
 	qp->progress_ns = now;
+	qp->rtt_valid = false; /* a sample across a timeout measures the timer */
 	qp->rto_recover = true;
 	qp->rto_una = qp->una_psn;
 	qp->rto_ambiguous = 0;
@@ -967,8 +973,10 @@ int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 		if (!pace(qp, now, mtu + TP_WIRE_OVERHEAD, wake_ns))
 			break;
 		qp->sr_head++;
-		if (psn == qp->rtt_psn)
-			qp->rtt_valid = false; /* Karn: no sample from a resent packet */
+		/* Karn: no sample when the timed packet, or a hole before it
+		 * (its cumulative ACK waits for the resend), went again */
+		if (tp_psn_diff(psn, qp->rtt_psn) >= 0)
+			qp->rtt_valid = false;
 		psns[n] = psn;
 		resend[n] = true;
 		why[n] = (enum tp_retx_reason)(ent >> 24);
