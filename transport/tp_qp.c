@@ -949,11 +949,13 @@ int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 	uint64_t bytes[TP_TX_BATCH];
 	uint64_t total = 0;
 	int n = 0, nsr, sent;
+	bool hold_new;
 
 	if (!retx_timer(qp, now, wake_ns))
 		return 0;
-	if (qp->sport_next != 0 && !move_now(qp, now, wake_ns))
-		return 0; /* the old path drains first */
+	/* a path move waits for the old path to drain: resends (of what it
+	 * lost) go on, new packets wait */
+	hold_new = qp->sport_next != 0 && !move_now(qp, now, wake_ns);
 	if (now < qp->rnr_until_ns) {
 		if (qp->rnr_until_ns < *wake_ns)
 			*wake_ns = qp->rnr_until_ns;
@@ -985,7 +987,7 @@ int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 	}
 	nsr = n;
 	/* then new data (or a go-back after a timeout or RNR NAK) */
-	while (n < TP_TX_BATCH && qp->sq_cur != qp->sq_tail) {
+	while (!hold_new && n < TP_TX_BATCH && qp->sq_cur != qp->sq_tail) {
 		struct tp_swqe *w = &qp->sq[qp->sq_cur % TP_SQ_DEPTH];
 		uint64_t off = (uint64_t)qp->cur_pkt * mtu;
 		uint32_t plen = (uint32_t)(w->len - off < mtu ? w->len - off : mtu);

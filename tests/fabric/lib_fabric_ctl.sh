@@ -76,11 +76,20 @@ ctl_start() {
 	ICE_PIDS+=($!)
 }
 
+# The bed-scaled DCQCN profile (testbed-100m of controller/policy.example.yaml)
+# as ice-perf options: ConnectX defaults on 100 Mbit/s links with millisecond
+# RTTs let one of two flows on a link starve the other (alpha decays every
+# microsecond), and a 94/4 split looks like no collision at all.
+POLICY=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/controller/policy.example.yaml
+read -r -a DCQCN_BED <<<"$(awk '/^  testbed-100m:/ {f = 1; next} f && /^  [a-z]/ {f = 0}
+	f && /^    [a-z_]+:/ {sub(":", "", $1); printf "--dcqcn %s=%s ", $1, $2}' "$POLICY")"
+[ ${#DCQCN_BED[@]} -gt 0 ] || { echo "no testbed-100m profile in $POLICY" >&2; exit 1; }
+
 # perf SRC DST SECONDS: ice-perf SRC -> DST in the background ($PERF_PIDS)
 PERF_PIDS=()
 perf() {
 	timeout $(($3 + 15)) "$ICE_PERF" --netns "ice$name-$1,ice$name-$2" -D "$3" --warmup 0.3 \
-		--line-rate 100mbit >"$ICE_TMP/perf-$1.log" 2>&1 &
+		--line-rate 100mbit "${DCQCN_BED[@]}" >"$ICE_TMP/perf-$1.log" 2>&1 &
 	PERF_PIDS+=($!)
 	ICE_PIDS+=($!)
 }
