@@ -235,7 +235,7 @@ int tp_sock_tx_open(struct tp_engine *e, uint16_t sport);
 void tp_engine_rx_inject(struct tp_engine *e, uint8_t *buf, size_t len,
 			 const struct sockaddr_in *from, uint8_t tos);
 
-/* tp_qp.c: the protocol. */
+/* tp_qp.c and tp_qp_resp.c: the protocol. */
 void tp_qp_rx(struct tp_qp *qp, const struct tp_pkt *pkt, uint8_t tos,
 	      const struct sockaddr_in *from, uint64_t now);
 /* Transmit what the window, pacing and timers allow; returns packets sent,
@@ -243,6 +243,10 @@ void tp_qp_rx(struct tp_qp *qp, const struct tp_pkt *pkt, uint8_t tos,
 int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns);
 
 void tp_qp_flush_ack(struct tp_qp *qp);
+/* tp_qp.c, for tp_qp_resp.c: fail the QP (every outstanding request completes
+ * with status; why is logged); take an ACK, NAK or RNR NAK. */
+void tp_qp_fail(struct tp_qp *qp, int status, const char *why);
+void tp_qp_rx_ack(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now);
 
 /* ---- communicator internals (tp_comm.c, used by tp_coll.c) ---- */
 
