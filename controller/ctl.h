@@ -8,8 +8,7 @@
  *   - a UDP source port per flow that takes the chosen path (topo hash models);
  *   - max-min fair rates on the chosen paths (water-filling, with headroom);
  *   - a DCQCN profile per flow from an operator policy (YAML);
- *   - per-host plans, serialised to canonical JSON and signed (HMAC-SHA256);
- *     ctl_plan_verify() is what the agent runs before applying one.
+ *   - per-host plans (format and signature: common/ice_plan.h).
  *
  * Ownership: ctl_planner_new() keeps a pointer to the topology (the caller
  * keeps it alive and frees it after ctl_planner_free()). Demands, policies
@@ -24,6 +23,7 @@
 
 #include "ice_config.h"
 #include "ice_dcqcn.h"
+#include "ice_plan.h"
 #include "topo.h"
 
 /* ---- demand ---------------------------------------------------------------- */
@@ -218,65 +218,15 @@ void ctl_policy_free(struct ctl_policy *p); /* NULL-safe */
 const struct ctl_profile *ctl_policy_match(const struct ctl_policy *p, enum ctl_coll_op op,
 					   uint64_t msg_bytes, uint64_t comm, uint32_t tclass);
 
-/* ---- plans, signing -------------------------------------------------------- */
-
-#define CTL_KEY_MIN	 16
-#define CTL_KEY_MAX	 256
-#define CTL_PLAN_VERSION 1
-
-struct ctl_key {
-	uint8_t bytes[CTL_KEY_MAX];
-	size_t len;
-};
-
-/* The file's bytes (a trailing newline dropped). Refuses files that group or
- * others may access (-EPERM), keys under CTL_KEY_MIN bytes (-EINVAL); err
- * says which and what to do. */
-int ctl_key_load(const char *path, struct ctl_key *key, struct ice_cfg_err *err);
-
-struct ctl_plan_entry {
-	uint32_t qpn;	      /* local QP number */
-	uint16_t sport;	      /* 49152-65535 */
-	uint32_t start_mbps;  /* 0 = no planned rate */
-	uint32_t target_mbps; /* 0 = no planned rate */
-	int32_t path;	      /* path index, for reporting; -1 unknown */
-	struct ice_dcqcn_params dcqcn;
-};
-
-struct ctl_host_plan {
-	char host[TOPO_NAME_MAX];
-	uint64_t epoch; /* monotonic, > 0 */
-	uint32_t lifetime_ms;
-	uint64_t issued_ms; /* CLOCK_REALTIME, ms since the epoch */
-	struct ctl_plan_entry *entries;
-	uint32_t n;
-};
-
-void ctl_host_plan_fini(struct ctl_host_plan *hp); /* frees entries; NULL-safe */
+/* ---- plans ------------------------------------------------------------------- */
 
 /* Build one plan per host that owns flows (sorted by host name) from a
- * planned demand; profiles from pol (NULL: DCQCN defaults). Caller frees
- * with ctl_host_plans_free(). 0 or -errno. */
+ * planned demand; profiles from pol (NULL: DCQCN defaults). The plan format,
+ * its signature and verification: common/ice_plan.h. Caller frees with
+ * ctl_host_plans_free(). 0 or -errno. */
 int ctl_host_plans_build(const struct topo *t, const struct ctl_demand *d,
 			 const struct ctl_policy *pol, uint64_t epoch, uint32_t lifetime_ms,
-			 uint64_t issued_ms, struct ctl_host_plan **out, uint32_t *nout);
-void ctl_host_plans_free(struct ctl_host_plan *hps, uint32_t n);
-
-/* Canonical JSON of the plan (sorted keys, compact), signed:
- * {"plan":{...},"sig":"<hex HMAC-SHA256 of the canonical plan>"}.
- * Returns a malloc'd string the caller frees, NULL + errno. */
-char *ctl_plan_sign(const struct ctl_host_plan *hp, const struct ctl_key *key);
-
-/* Checks the signature, epoch > last_epoch, issued_ms + lifetime_ms >
- * now_ms (now_ms 0: the real clock) and every value's safe range. 0 with
- * *out filled (caller runs ctl_host_plan_fini), or
- *   -EBADMSG not a plan (JSON, missing or mistyped field)
- *   -EPERM   bad signature
- *   -ESTALE  epoch not newer than last_epoch
- *   -ETIME   lifetime over
- *   -ERANGE  a value out of its safe range
- * with err->key naming the field ("entries[2].sport") and err->msg why. */
-int ctl_plan_verify(const char *json, const struct ctl_key *key, uint64_t last_epoch,
-		    uint64_t now_ms, struct ctl_host_plan *out, struct ice_cfg_err *err);
+			 uint64_t issued_ms, struct ice_host_plan **out, uint32_t *nout);
+void ctl_host_plans_free(struct ice_host_plan *hps, uint32_t n);
 
 #endif /* CTL_H */

@@ -102,7 +102,7 @@ struct ctld {
 	char (*lname)[64];
 	struct ctl_planner *pl;
 	struct ctl_policy *pol;
-	struct ctl_key key;
+	struct ice_plan_key key;
 	redisContext *rc;
 	uint64_t next_connect_ns;
 
@@ -123,7 +123,7 @@ struct ctld {
 	uint64_t next_qp_ns, next_reopt_ns;
 	bool qps_due; /* a QP event came: read the QPs now, not at next_qp_ns */
 
-	struct ctl_host_plan *last;
+	struct ice_host_plan *last;
 	uint32_t nlast;
 	uint64_t last_pub_ns, last_epoch;
 	uint64_t plans;
@@ -139,20 +139,20 @@ struct ctld {
 
 /* ---- pure helpers (unit-tested) */
 
-static bool entry_same(const struct ctl_plan_entry *a, const struct ctl_plan_entry *b)
+static bool entry_same(const struct ice_plan_entry *a, const struct ice_plan_entry *b)
 {
 	return a->qpn == b->qpn && a->sport == b->sport && a->start_mbps == b->start_mbps &&
 	       a->target_mbps == b->target_mbps &&
 	       memcmp(&a->dcqcn, &b->dcqcn, sizeof(a->dcqcn)) == 0;
 }
 
-bool ctld_plans_same(const struct ctl_host_plan *a, uint32_t na, const struct ctl_host_plan *b,
+bool ctld_plans_same(const struct ice_host_plan *a, uint32_t na, const struct ice_host_plan *b,
 		     uint32_t nb)
 {
 	if (na != nb)
 		return false;
 	for (uint32_t h = 0; h < na; h++) {
-		const struct ctl_host_plan *x = &a[h], *y = NULL;
+		const struct ice_host_plan *x = &a[h], *y = NULL;
 
 		for (uint32_t k = 0; k < nb && y == NULL; k++)
 			if (strcmp(b[k].host, x->host) == 0)
@@ -1098,10 +1098,10 @@ static void announce(struct ctld *d)
 	}
 }
 
-static int add_empty_plans(struct ctld *d, struct ctl_host_plan **hps, uint32_t *nh)
+static int add_empty_plans(struct ctld *d, struct ice_host_plan **hps, uint32_t *nh)
 {
 	for (uint32_t i = 0; i < d->nhosts; i++) {
-		struct ctl_host_plan *p;
+		struct ice_host_plan *p;
 		bool have = false;
 
 		for (uint32_t k = 0; k < *nh && !have; k++)
@@ -1136,15 +1136,15 @@ static void status_write(struct ctld *d, const char *const *kv, int n)
 		freeReplyObject(r);
 }
 
-static void dry_print(struct ctld *d, struct ctl_host_plan *hps, uint32_t nh,
+static void dry_print(struct ctld *d, struct ice_host_plan *hps, uint32_t nh,
 		      const struct ctl_plan_stats *st, double ecmp)
 {
-	struct ctl_key dummy = {.len = CTLD_DUMMY_KEY_BYTES};
+	struct ice_plan_key dummy = {.len = CTLD_DUMMY_KEY_BYTES};
 	json_t *o = json_object(), *arr = json_array();
 	char *txt;
 
 	for (uint32_t i = 0; i < nh; i++) {
-		char *s = ctl_plan_sign(&hps[i], d->key.len ? &d->key : &dummy);
+		char *s = ice_plan_sign(&hps[i], d->key.len ? &d->key : &dummy);
 		json_t *env = s ? json_loads(s, 0, NULL) : NULL;
 
 		if (env != NULL)
@@ -1191,7 +1191,7 @@ static uint64_t epoch_floor(struct ctld *d)
 	return floor;
 }
 
-static int publish(struct ctld *d, struct ctl_host_plan *hps, uint32_t nh, uint64_t *epoch_out)
+static int publish(struct ctld *d, struct ice_host_plan *hps, uint32_t nh, uint64_t *epoch_out)
 {
 	const char **argv = calloc(2 * (size_t)nh + 16, sizeof(char *));
 	char **own = calloc(2 * (size_t)nh + 2, sizeof(char *));
@@ -1220,7 +1220,7 @@ static int publish(struct ctld *d, struct ctl_host_plan *hps, uint32_t nh, uint6
 		hps[i].issued_ms = now;
 		hps[i].lifetime_ms = (uint32_t)(d->cfg.lifetime / ICE_NSEC_PER_MSEC);
 		own[2 * i] = malloc(192);
-		own[2 * i + 1] = ctl_plan_sign(&hps[i], &d->key);
+		own[2 * i + 1] = ice_plan_sign(&hps[i], &d->key);
 		if (own[2 * i] == NULL || own[2 * i + 1] == NULL) {
 			ret = -ENOMEM;
 			goto out;
@@ -1274,7 +1274,7 @@ out:
 	return ret;
 }
 
-static void pend_start(struct ctld *d, uint64_t epoch, struct ctl_host_plan *hps, uint32_t nh,
+static void pend_start(struct ctld *d, uint64_t epoch, struct ice_host_plan *hps, uint32_t nh,
 		       uint64_t planned_ms)
 {
 	struct pending *p = &d->pend;
@@ -1304,7 +1304,7 @@ static void plan(struct ctld *d)
 	struct ctl_plan_opts o;
 	struct ctl_plan_stats st = {0};
 	struct ctl_demand dem;
-	struct ctl_host_plan *hps = NULL;
+	struct ice_host_plan *hps = NULL;
 	uint32_t nh = 0, *qix = NULL, nann = 0, down_used = 0;
 	uint64_t now_ns = ice_now_ns(), planned_ms, epoch = 0;
 	double ecmp = 0;
@@ -1562,7 +1562,7 @@ struct ctld *ctld_new(const struct ctld_cfg *cfg)
 			goto err;
 		}
 	}
-	if (cfg->key[0] != '\0' && ctl_key_load(cfg->key, &d->key, &err) < 0) {
+	if (cfg->key[0] != '\0' && ice_plan_key_load(cfg->key, &d->key, &err) < 0) {
 		ice_err(SUB, "key: %s", err.msg);
 		goto err;
 	}

@@ -66,7 +66,7 @@ int ctld_cfg_finish(struct ctld_cfg *c, const char *path, struct ice_cfg_err *er
 
 /* Two sets of host plans carry the same decisions (hosts, QPs, ports,
  * rates, DCQCN), whatever their epochs and times: no need to publish. */
-bool ctld_plans_same(const struct ctl_host_plan *a, uint32_t na, const struct ctl_host_plan *b,
+bool ctld_plans_same(const struct ice_host_plan *a, uint32_t na, const struct ice_host_plan *b,
 		     uint32_t nb);
 
 /* The ring order of a collective from each rank's next (-1: unknown):

@@ -17,7 +17,7 @@
 
 #include "agent_internal.h"
 #include "agent_plan.h"
-#include "ctl.h"
+#include "ice_plan.h"
 #include "ice_time.h"
 
 #define BACKOFF_MIN_S 0.5
@@ -26,7 +26,7 @@
 struct agent_plan {
 	const struct agent_cfg *cfg;
 	struct ice_ctrl *ctrl;
-	struct ctl_key key;
+	struct ice_plan_key key;
 	char pkey[320]; /* plan key and channel */
 	char akey[320]; /* applied hash */
 
@@ -35,7 +35,7 @@ struct agent_plan {
 	double backoff_s;
 	bool fetch; /* a notification came: GET the plan now */
 
-	struct ctl_host_plan cur;
+	struct ice_host_plan cur;
 	bool have;	     /* cur is in force */
 	uint64_t last_epoch; /* highest epoch accepted */
 	char *last_json;     /* the last text offered */
@@ -64,7 +64,7 @@ struct agent_plan *agent_plan_new(const struct agent_cfg *cfg, struct ice_ctrl *
 	p->cfg = cfg;
 	p->ctrl = ctrl;
 	p->backoff_s = BACKOFF_MIN_S;
-	ret = ctl_key_load(cfg->plan_key, &p->key, err);
+	ret = ice_plan_key_load(cfg->plan_key, &p->key, err);
 	if (ret < 0) {
 		free(p);
 		errno = -ret;
@@ -89,7 +89,7 @@ void agent_plan_free(struct agent_plan *p)
 	if (p == NULL)
 		return;
 	conn_drop(p);
-	ctl_host_plan_fini(&p->cur);
+	ice_host_plan_fini(&p->cur);
 	free(p->last_json);
 	memset(&p->key, 0, sizeof(p->key));
 	free(p);
@@ -110,7 +110,7 @@ uint64_t agent_plan_refused(const struct agent_plan *p)
 	return p->refused;
 }
 
-static const struct ctl_plan_entry *entry_of(const struct agent_plan *p, uint32_t qpn)
+static const struct ice_plan_entry *entry_of(const struct agent_plan *p, uint32_t qpn)
 {
 	if (!p->have)
 		return NULL;
@@ -128,7 +128,7 @@ void agent_plan_reconcile(struct agent_plan *p)
 		return;
 	for (int i = 0; i < ICE_CTRL_SLOTS; i++) {
 		uint32_t qpn = __atomic_load_n(&p->ctrl->qp[i].qpn, __ATOMIC_ACQUIRE);
-		const struct ctl_plan_entry *e = qpn != 0 ? entry_of(p, qpn) : NULL;
+		const struct ice_plan_entry *e = qpn != 0 ? entry_of(p, qpn) : NULL;
 
 		if (e != NULL) {
 			uint32_t flags = ICE_CTRL_SET_SPORT | ICE_CTRL_SET_DCQCN;
@@ -181,7 +181,7 @@ int agent_plan_offer(struct agent_plan *p, const char *json, uint64_t now_ms,
 		     struct ice_cfg_err *err)
 {
 	struct ice_cfg_err scratch;
-	struct ctl_host_plan hp = {0};
+	struct ice_host_plan hp = {0};
 	char *copy;
 	int ret;
 
@@ -195,19 +195,19 @@ int agent_plan_offer(struct agent_plan *p, const char *json, uint64_t now_ms,
 		return -ENOMEM;
 	free(p->last_json);
 	p->last_json = copy;
-	ret = ctl_plan_verify(json, &p->key, p->last_epoch, now_ms, &hp, err);
+	ret = ice_plan_verify(json, &p->key, p->last_epoch, now_ms, &hp, err);
 	if (ret == 0 && strcmp(hp.host, p->cfg->host) != 0) {
 		snprintf(err->key, sizeof(err->key), "host");
 		snprintf(err->msg, sizeof(err->msg), "plan for '%s', this is '%s'", hp.host,
 			 p->cfg->host);
-		ctl_host_plan_fini(&hp);
+		ice_host_plan_fini(&hp);
 		ret = -EXDEV;
 	}
 	if (ret < 0) {
 		refuse(p, ret, err);
 		return ret;
 	}
-	ctl_host_plan_fini(&p->cur);
+	ice_host_plan_fini(&p->cur);
 	p->cur = hp;
 	p->have = true;
 	p->last_epoch = hp.epoch;

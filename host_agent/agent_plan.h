@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * agent_plan: the agent's side of the controller's plans (controller/ctl.h).
+ * agent_plan: the agent's side of the controller's plans (common/ice_plan.h).
  *
  * The controller writes a signed plan per host at ice:<F>:{<H>}:plan and
  * PUBLISHes its epoch on a channel of the same name. The agent subscribes
  * (a second hiredis connection in its poll loop) and also reads the key
  * once per interval (so a lost notification costs one interval), checks the
- * plan with ctl_plan_verify() (signature, epoch newer than the last one
+ * plan with ice_plan_verify() (signature, epoch newer than the last one
  * accepted, lifetime, safe ranges) and the host name, then writes each
  * QP's control half (ice_ctrl_set: source port, start rate, DCQCN) by QPN.
  * A refused plan is logged with its reason and the previous plan stays.
@@ -32,7 +32,7 @@ struct agent_plan *agent_plan_new(const struct agent_cfg *cfg, struct ice_ctrl *
 void agent_plan_free(struct agent_plan *p); /* NULL-safe */
 
 /* Offer a plan (the JSON of the plan key). 0: applied; -errno: refused (see
- * ctl_plan_verify(); -EXDEV: another host's plan) and the previous plan
+ * ice_plan_verify(); -EXDEV: another host's plan) and the previous plan
  * stays; 1: the same text as the last offer (nothing to do). now_ms 0: the
  * real clock. err (may be NULL) says why. */
 int agent_plan_offer(struct agent_plan *p, const char *json, uint64_t now_ms,

@@ -40,7 +40,7 @@ static const char *write_key(const char *name, const char *text, mode_t mode)
 	return path;
 }
 
-static void make_plan(struct ctl_host_plan *hp)
+static void make_plan(struct ice_host_plan *hp)
 {
 	memset(hp, 0, sizeof(*hp));
 	snprintf(hp->host, sizeof(hp->host), "h1");
@@ -61,39 +61,39 @@ static void make_plan(struct ctl_host_plan *hp)
 	hp->entries[1].dcqcn.rp_ai_rate = 1;
 }
 
-static void load_key(struct ctl_key *k, const char *text)
+static void load_key(struct ice_plan_key *k, const char *text)
 {
 	struct ice_cfg_err err;
 
-	assert_int_equal(ctl_key_load(write_key("k", text, 0600), k, &err), 0);
+	assert_int_equal(ice_plan_key_load(write_key("k", text, 0600), k, &err), 0);
 }
 
-static int verify(const char *json, const struct ctl_key *k, uint64_t last, uint64_t now,
+static int verify(const char *json, const struct ice_plan_key *k, uint64_t last, uint64_t now,
 		  struct ice_cfg_err *err)
 {
-	struct ctl_host_plan out;
-	int ret = ctl_plan_verify(json, k, last, now, &out, err);
+	struct ice_host_plan out;
+	int ret = ice_plan_verify(json, k, last, now, &out, err);
 
-	ctl_host_plan_fini(&out);
+	ice_host_plan_fini(&out);
 	return ret;
 }
 
 static void test_round_trip(void **state)
 {
-	struct ctl_host_plan hp, out;
+	struct ice_host_plan hp, out;
 	struct ice_cfg_err err;
-	struct ctl_key k;
+	struct ice_plan_key k;
 	char *js;
 
 	load_key(&k, "0123456789abcdef0123456789abcdef\n");
 	assert_int_equal(k.len, 32);
 	make_plan(&hp);
-	js = ctl_plan_sign(&hp, &k);
+	js = ice_plan_sign(&hp, &k);
 	assert_non_null(js);
 	/* canonical: compact, sorted keys */
 	assert_non_null(strstr(js, "{\"plan\":{\"entries\":[{\"dcqcn\":{\"enable\":1,"));
 	assert_null(strstr(js, ", "));
-	assert_int_equal(ctl_plan_verify(js, &k, 6, NOW + 1, &out, &err), 0);
+	assert_int_equal(ice_plan_verify(js, &k, 6, NOW + 1, &out, &err), 0);
 	assert_string_equal(out.host, "h1");
 	assert_int_equal(out.epoch, 7);
 	assert_int_equal(out.n, 2);
@@ -102,22 +102,22 @@ static void test_round_trip(void **state)
 	assert_int_equal(out.entries[0].start_mbps, 47);
 	assert_memory_equal(&out.entries[0].dcqcn, &hp.entries[0].dcqcn,
 			    sizeof(struct ice_dcqcn_params));
-	ctl_host_plan_fini(&out);
+	ice_host_plan_fini(&out);
 	free(js);
-	ctl_host_plan_fini(&hp);
+	ice_host_plan_fini(&hp);
 }
 
 static void test_refusals(void **state)
 {
-	struct ctl_host_plan hp;
+	struct ice_host_plan hp;
 	struct ice_cfg_err err;
-	struct ctl_key k, k2;
+	struct ice_plan_key k, k2;
 	char *js, *bad, *at;
 
 	load_key(&k, "0123456789abcdef0123456789abcdef");
 	load_key(&k2, "0123456789abcdef0123456789abcdeX");
 	make_plan(&hp);
-	js = ctl_plan_sign(&hp, &k);
+	js = ice_plan_sign(&hp, &k);
 	assert_non_null(js);
 
 	/* tampered value: another source port */
@@ -153,54 +153,56 @@ static void test_refusals(void **state)
 
 	/* out-of-range values, correctly signed: refused with the field */
 	hp.entries[1].sport = 1000;
-	js = ctl_plan_sign(&hp, &k);
+	js = ice_plan_sign(&hp, &k);
 	assert_int_equal(verify(js, &k, 0, NOW, &err), -ERANGE);
 	assert_string_equal(err.key, "entries[1].sport");
 	assert_non_null(strstr(err.msg, "[49152, 65535]"));
 	free(js);
 	hp.entries[1].sport = 50001;
 	hp.entries[0].dcqcn.rp_gd = 40;
-	js = ctl_plan_sign(&hp, &k);
+	js = ice_plan_sign(&hp, &k);
 	assert_int_equal(verify(js, &k, 0, NOW, &err), -ERANGE);
 	assert_string_equal(err.key, "entries[0].dcqcn.rp_gd");
 	free(js);
 	hp.entries[0].dcqcn.rp_gd = 11;
 	hp.entries[0].dcqcn.rp_max_rate = 10;
 	hp.entries[0].dcqcn.rp_min_rate = 20;
-	js = ctl_plan_sign(&hp, &k);
+	js = ice_plan_sign(&hp, &k);
 	assert_int_equal(verify(js, &k, 0, NOW, &err), -ERANGE);
 	assert_string_equal(err.key, "entries[0].dcqcn.rp_min_rate");
 	free(js);
 	hp.entries[0].dcqcn.rp_min_rate = 1;
 	hp.entries[0].target_mbps = 500000;
-	js = ctl_plan_sign(&hp, &k);
+	js = ice_plan_sign(&hp, &k);
 	assert_int_equal(verify(js, &k, 0, NOW, &err), -ERANGE);
 	assert_string_equal(err.key, "entries[0].target_mbps");
 	free(js);
 	hp.entries[0].target_mbps = 40; /* start 47 > target 40 */
-	js = ctl_plan_sign(&hp, &k);
+	js = ice_plan_sign(&hp, &k);
 	assert_int_equal(verify(js, &k, 0, NOW, &err), -ERANGE);
 	assert_string_equal(err.key, "entries[0].start_mbps");
 	free(js);
-	ctl_host_plan_fini(&hp);
+	ice_host_plan_fini(&hp);
 }
 
 static void test_key_files(void **state)
 {
 	struct ice_cfg_err err;
-	struct ctl_key k;
+	struct ice_plan_key k;
 
-	assert_int_equal(ctl_key_load(write_key("open", "0123456789abcdef0123", 0644), &k, &err),
-			 -EPERM);
+	assert_int_equal(
+		ice_plan_key_load(write_key("open", "0123456789abcdef0123", 0644), &k, &err),
+		-EPERM);
 	assert_non_null(strstr(err.msg, "group or others"));
-	assert_int_equal(ctl_key_load(write_key("grp", "0123456789abcdef0123", 0640), &k, &err),
-			 -EPERM);
-	assert_int_equal(ctl_key_load(write_key("short", "0123456789abcde\n", 0600), &k, &err),
+	assert_int_equal(
+		ice_plan_key_load(write_key("grp", "0123456789abcdef0123", 0640), &k, &err),
+		-EPERM);
+	assert_int_equal(ice_plan_key_load(write_key("short", "0123456789abcde\n", 0600), &k, &err),
 			 -EINVAL);
 	assert_non_null(strstr(err.msg, "at least 16"));
-	assert_int_equal(ctl_key_load(write_key("ok", "0123456789abcdef", 0400), &k, &err), 0);
+	assert_int_equal(ice_plan_key_load(write_key("ok", "0123456789abcdef", 0400), &k, &err), 0);
 	assert_int_equal(k.len, 16);
-	assert_int_equal(ctl_key_load("/nonexistent/ice.key", &k, &err), -ENOENT);
+	assert_int_equal(ice_plan_key_load("/nonexistent/ice.key", &k, &err), -ENOENT);
 }
 
 static void test_build_from_demand(void **state)
@@ -209,9 +211,9 @@ static void test_build_from_demand(void **state)
 	struct topo *t;
 	struct ctl_planner *p;
 	struct ctl_demand d;
-	struct ctl_host_plan *hps;
+	struct ice_host_plan *hps;
 	uint32_t nh, nics[4];
-	struct ctl_key k;
+	struct ice_plan_key k;
 
 	topo_gen_opts_default(&o);
 	t = topo_gen_leaf_spine(&o);
@@ -229,9 +231,9 @@ static void test_build_from_demand(void **state)
 	assert_int_equal(nh, 4);
 	load_key(&k, "0123456789abcdef0123456789abcdef");
 	for (uint32_t h = 0; h < nh; h++) {
-		struct ctl_host_plan out;
+		struct ice_host_plan out;
 		struct ice_cfg_err err;
-		char *js = ctl_plan_sign(&hps[h], &k);
+		char *js = ice_plan_sign(&hps[h], &k);
 
 		assert_int_equal(hps[h].n, 2);
 		assert_true(hps[h].entries[0].start_mbps > 0);
@@ -239,8 +241,8 @@ static void test_build_from_demand(void **state)
 		for (uint32_t i = 0; i < hps[h].n; i++)
 			assert_int_equal(hps[h].entries[i].dcqcn.rp_max_rate,
 					 hps[h].entries[i].target_mbps);
-		assert_int_equal(ctl_plan_verify(js, &k, 2, NOW, &out, &err), 0);
-		ctl_host_plan_fini(&out);
+		assert_int_equal(ice_plan_verify(js, &k, 2, NOW, &out, &err), 0);
+		ice_host_plan_fini(&out);
 		free(js);
 	}
 	ctl_host_plans_free(hps, nh);

@@ -24,7 +24,7 @@
 
 #include "agent.h"
 #include "agent_plan.h"
-#include "ctl.h"
+#include "ice_plan.h"
 #include "ice_ctrl.h"
 
 #define NOW 1700000000000ull
@@ -32,10 +32,10 @@
 static char dir[] = "/tmp/ice-ctld-plan-XXXXXX";
 static char addr[32];
 static struct agent_cfg cfg;
-static struct ctl_key key, other_key;
+static struct ice_plan_key key, other_key;
 static struct ice_ctrl *ctrl;
 
-static void key_file(const char *name, const char *text, struct ctl_key *k, char *path)
+static void key_file(const char *name, const char *text, struct ice_plan_key *k, char *path)
 {
 	struct ice_cfg_err err;
 	int fd;
@@ -45,7 +45,7 @@ static void key_file(const char *name, const char *text, struct ctl_key *k, char
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
 	close(fd);
-	assert_int_equal(ctl_key_load(path, k, &err), 0);
+	assert_int_equal(ice_plan_key_load(path, k, &err), 0);
 }
 
 static int setup(void **state)
@@ -78,19 +78,19 @@ static int teardown(void **state)
 }
 
 static char *plan(const char *host, uint64_t epoch, uint64_t issued, uint16_t sport, uint32_t rate,
-		  const struct ctl_key *k)
+		  const struct ice_plan_key *k)
 {
-	struct ctl_plan_entry e[2] = {
+	struct ice_plan_entry e[2] = {
 		{.qpn = 0x100, .sport = sport, .start_mbps = rate, .target_mbps = rate, .path = 1},
 		{.qpn = 0x200, .sport = sport + 1, .path = 0}};
-	struct ctl_host_plan hp = {
+	struct ice_host_plan hp = {
 		.epoch = epoch, .lifetime_ms = 1000, .issued_ms = issued, .entries = e, .n = 2};
 	char *s;
 
 	snprintf(hp.host, sizeof(hp.host), "%s", host);
 	ice_dcqcn_params_default(&e[0].dcqcn);
 	ice_dcqcn_params_default(&e[1].dcqcn);
-	s = ctl_plan_sign(&hp, k);
+	s = ice_plan_sign(&hp, k);
 	assert_non_null(s);
 	return s;
 }
@@ -145,14 +145,14 @@ static void test_apply_refuse_expire(void **state)
 	bad = plan("h1", 9, NOW, 51000, 40, &key);
 	/* tamper: a source port outside 49152-65535, re-signed, must be refused on range */
 	{
-		struct ctl_plan_entry e = {.qpn = 0x100, .sport = 1000, .path = 0};
-		struct ctl_host_plan hp = {
+		struct ice_plan_entry e = {.qpn = 0x100, .sport = 1000, .path = 0};
+		struct ice_host_plan hp = {
 			.epoch = 9, .lifetime_ms = 1000, .issued_ms = NOW, .entries = &e, .n = 1};
 
 		snprintf(hp.host, sizeof(hp.host), "h1");
 		ice_dcqcn_params_default(&e.dcqcn);
 		free(bad);
-		bad = ctl_plan_sign(&hp, &key);
+		bad = ice_plan_sign(&hp, &key);
 		assert_non_null(bad);
 	}
 	refused(p, bad, -ERANGE, "sport");
@@ -173,13 +173,13 @@ static void test_apply_refuse_expire(void **state)
 
 	/* a newer plan that leaves 0x200 out: its slot goes back to defaults */
 	{
-		struct ctl_plan_entry e = {.qpn = 0x100, .sport = 60000, .path = 1};
-		struct ctl_host_plan hp = {
+		struct ice_plan_entry e = {.qpn = 0x100, .sport = 60000, .path = 1};
+		struct ice_host_plan hp = {
 			.epoch = 11, .lifetime_ms = 1000, .issued_ms = NOW, .entries = &e, .n = 1};
 
 		snprintf(hp.host, sizeof(hp.host), "h1");
 		ice_dcqcn_params_default(&e.dcqcn);
-		good = ctl_plan_sign(&hp, &key);
+		good = ice_plan_sign(&hp, &key);
 		assert_int_equal(agent_plan_offer(p, good, NOW + 20, &err), 0);
 		free(good);
 	}

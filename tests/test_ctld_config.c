@@ -140,9 +140,9 @@ static void test_errors(void **state)
 	}
 }
 
-static struct ctl_plan_entry entry(uint32_t qpn, uint16_t sport, uint32_t rate)
+static struct ice_plan_entry entry(uint32_t qpn, uint16_t sport, uint32_t rate)
 {
-	struct ctl_plan_entry e = {
+	struct ice_plan_entry e = {
 		.qpn = qpn, .sport = sport, .start_mbps = rate, .target_mbps = rate, .path = 0};
 
 	ice_dcqcn_params_default(&e.dcqcn);
@@ -151,11 +151,11 @@ static struct ctl_plan_entry entry(uint32_t qpn, uint16_t sport, uint32_t rate)
 
 static void test_plans_same(void **state)
 {
-	struct ctl_plan_entry a1[2] = {entry(1, 50000, 0), entry(2, 50001, 0)};
-	struct ctl_plan_entry b1[2] = {entry(2, 50001, 0), entry(1, 50000, 0)};
-	struct ctl_host_plan a[2] = {{.host = "h1", .epoch = 1, .entries = a1, .n = 2},
+	struct ice_plan_entry a1[2] = {entry(1, 50000, 0), entry(2, 50001, 0)};
+	struct ice_plan_entry b1[2] = {entry(2, 50001, 0), entry(1, 50000, 0)};
+	struct ice_host_plan a[2] = {{.host = "h1", .epoch = 1, .entries = a1, .n = 2},
 				     {.host = "h2", .epoch = 1}};
-	struct ctl_host_plan b[2] = {{.host = "h2", .epoch = 7, .issued_ms = 5},
+	struct ice_host_plan b[2] = {{.host = "h2", .epoch = 7, .issued_ms = 5},
 				     {.host = "h1", .epoch = 7, .entries = b1, .n = 2}};
 
 	/* epochs, times, the order of hosts and entries do not matter */
