@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* ice-probe's Redis keys (docs/redis-schema.md, "Probe"). One pipeline per
- * write; a failed connection is retried at the next write. */
+ * write; a failed connection is retried at a later write (ice_redis back-off). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -9,6 +9,7 @@
 #include <hiredis/hiredis.h>
 
 #include "ice_log.h"
+#include "ice_redis.h"
 #include "ice_time.h"
 #include "probe_internal.h"
 
@@ -16,38 +17,18 @@
 
 struct probe_redis {
 	const struct probe_cfg *cfg;
-	redisContext *c;
+	struct ice_redis link;
 	char host[64];
-	uint64_t next_try_ns;
 };
 
+/* Connected, or -ENOTCONN (this attempt failed or the back-off runs). */
 static int redis_connect(struct probe_redis *r)
 {
-	struct timeval tv = {1, 0};
-	char addr[128], *colon;
+	int ret = ice_redis_up(&r->link, ice_now_ns());
 
-	if (r->c != NULL)
-		return 0;
-	if (ice_now_ns() < r->next_try_ns)
-		return -EAGAIN;
-	snprintf(addr, sizeof(addr), "%s", r->cfg->redis);
-	colon = strrchr(addr, ':');
-	if (addr[0] == '/' || colon == NULL) {
-		r->c = redisConnectUnixWithTimeout(addr, tv);
-	} else {
-		*colon = '\0';
-		r->c = redisConnectWithTimeout(addr, atoi(colon + 1), tv);
-	}
-	if (r->c == NULL || r->c->err) {
-		ice_warn(PROBE_LOG, "redis %s: %s", r->cfg->redis,
-			 r->c != NULL ? r->c->errstr : "out of memory");
-		redisFree(r->c);
-		r->c = NULL;
-		r->next_try_ns = ice_now_ns() + ICE_NSEC_PER_SEC;
-		return -ECONNREFUSED;
-	}
-	redisSetTimeout(r->c, tv);
-	return 0;
+	if (ret == -ECONNREFUSED)
+		ice_warn(PROBE_LOG, "redis %s: %s", r->cfg->redis, r->link.why);
+	return ret < 0 ? -ENOTCONN : 0;
 }
 
 struct probe_redis *probe_redis_new(const struct probe_cfg *cfg)
@@ -57,6 +38,7 @@ struct probe_redis *probe_redis_new(const struct probe_cfg *cfg)
 	if (r == NULL)
 		return NULL;
 	r->cfg = cfg;
+	ice_redis_init(&r->link, cfg->redis, ICE_NSEC_PER_SEC);
 	snprintf(r->host, sizeof(r->host), "%s", cfg->host[0] ? cfg->host : cfg->src);
 	redis_connect(r);
 	return r;
@@ -66,31 +48,27 @@ void probe_redis_free(struct probe_redis *r)
 {
 	if (r == NULL)
 		return;
-	redisFree(r->c);
+	ice_redis_fini(&r->link);
 	free(r);
 }
 
-/* Read n replies; drop the connection on an error. */
+/* Read n replies; drop the connection when it broke. -EIO on an error. */
 static int redis_drain(struct probe_redis *r, int n)
 {
-	int ret = 0;
+	uint32_t errors = 0;
 
-	for (int i = 0; i < n; i++) {
-		redisReply *rep = NULL;
-
-		if (redisGetReply(r->c, (void **)&rep) != REDIS_OK) {
-			ice_warn(PROBE_LOG, "redis: %s", r->c->errstr);
-			redisFree(r->c);
-			r->c = NULL;
-			return -EIO;
-		}
-		if (rep->type == REDIS_REPLY_ERROR) {
-			ice_warn(PROBE_LOG, "redis: %s", rep->str);
-			ret = -EIO;
-		}
-		freeReplyObject(rep);
+	if (ice_redis_replies(r->link.c, (size_t)n, NULL, &errors) < 0) {
+		ice_redis_down(&r->link, ice_now_ns(), NULL);
+		ice_warn(PROBE_LOG, "redis: %s", r->link.why);
+		return -EIO;
 	}
-	return ret;
+	return errors ? -EIO : 0;
+}
+
+static int rkey(const struct probe_redis *r, enum ice_rkey k, const char *pair, char *buf,
+		size_t len)
+{
+	return ice_rkey(buf, len, k, r->cfg->fabric, r->host, pair);
 }
 
 static void pair_key(const struct probe_pathmap *m, char *buf, size_t len)
@@ -104,8 +82,8 @@ static void pair_key(const struct probe_pathmap *m, char *buf, size_t len)
 
 int probe_redis_map(struct probe_redis *r, const struct probe_pathmap *m)
 {
-	const char *F = r->cfg->fabric;
-	char pair[40], key[256], a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
+	char pair[40], key[ICE_RKEY_MAX], key2[ICE_RKEY_MAX], key3[ICE_RKEY_MAX];
+	char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
 	json_t *j;
 	char *txt;
 	int ret;
@@ -120,15 +98,19 @@ int probe_redis_map(struct probe_redis *r, const struct probe_pathmap *m)
 	json_decref(j);
 	if (txt == NULL)
 		return -ENOMEM;
-	snprintf(key, sizeof(key), "ice:%s:{%s}:probe:map:%s", F, r->host, pair);
-	redisAppendCommand(r->c,
+	if (rkey(r, ICE_RK_PROBE_MAP, pair, key, sizeof(key)) < 0 ||
+	    rkey(r, ICE_RK_PROBE_PAIRS, NULL, key2, sizeof(key2)) < 0 ||
+	    rkey(r, ICE_RK_PROBE_HOSTS, NULL, key3, sizeof(key3)) < 0) {
+		free(txt);
+		return -EINVAL;
+	}
+	redisAppendCommand(r->link.c,
 			   "HSET %s src %s dst %s ts_ms %llu probes %u npaths %u nports %u "
 			   "json %s",
 			   key, a, b, (unsigned long long)m->ts_ms, m->probes, m->npaths, m->nports,
 			   txt);
-	snprintf(key, sizeof(key), "ice:%s:{%s}:probe:pairs", F, r->host);
-	redisAppendCommand(r->c, "ZADD %s %llu %s", key, (unsigned long long)m->ts_ms, pair);
-	redisAppendCommand(r->c, "SADD ice:%s:probe:hosts %s", F, r->host);
+	redisAppendCommand(r->link.c, "ZADD %s %llu %s", key2, (unsigned long long)m->ts_ms, pair);
+	redisAppendCommand(r->link.c, "SADD %s %s", key3, r->host);
 	free(txt);
 	ret = redis_drain(r, 3);
 	return ret;
@@ -136,8 +118,7 @@ int probe_redis_map(struct probe_redis *r, const struct probe_pathmap *m)
 
 int probe_redis_health(struct probe_redis *r, const struct probe_pathmap *m, json_t *rec)
 {
-	const char *F = r->cfg->fabric;
-	char pair[40], key[256];
+	char pair[40], key[ICE_RKEY_MAX], tskey[ICE_RKEY_MAX], mkey[ICE_RKEY_MAX];
 	json_t *paths = json_object_get(rec, "paths");
 	char *txt;
 	int n = 0;
@@ -148,8 +129,13 @@ int probe_redis_health(struct probe_redis *r, const struct probe_pathmap *m, jso
 	txt = json_dumps(rec, JSON_COMPACT);
 	if (txt == NULL)
 		return -ENOMEM;
-	snprintf(key, sizeof(key), "ice:%s:{%s}:probe:health:%s", F, r->host, pair);
-	redisAppendCommand(r->c, "HSET %s ts_ms %lld seq %lld map_age_ms %lld json %s", key,
+	if (rkey(r, ICE_RK_PROBE_HEALTH, pair, key, sizeof(key)) < 0 ||
+	    rkey(r, ICE_RK_PROBE_HEALTH_TS, pair, tskey, sizeof(tskey)) < 0 ||
+	    rkey(r, ICE_RK_PROBE_MAP, pair, mkey, sizeof(mkey)) < 0) {
+		free(txt);
+		return -EINVAL;
+	}
+	redisAppendCommand(r->link.c, "HSET %s ts_ms %lld seq %lld map_age_ms %lld json %s", key,
 			   json_integer_value(json_object_get(rec, "ts_ms")),
 			   json_integer_value(json_object_get(rec, "seq")),
 			   json_integer_value(json_object_get(rec, "map_age_ms")), txt);
@@ -160,16 +146,16 @@ int probe_redis_health(struct probe_redis *r, const struct probe_pathmap *m, jso
 
 		if (pt == NULL)
 			continue;
-		redisAppendCommand(r->c, "HSET %s path:%s %s", key,
+		redisAppendCommand(r->link.c, "HSET %s path:%s %s", key,
 				   json_string_value(json_object_get(p, "path")), pt);
 		free(pt);
 		n++;
 	}
-	redisAppendCommand(r->c, "XADD %s:ts MAXLEN ~ %d * json %s", key, PROBE_STREAM_CAP, txt);
+	redisAppendCommand(r->link.c, "XADD %s MAXLEN ~ %d * json %s", tskey, PROBE_STREAM_CAP,
+			   txt);
 	n++;
 	/* the map's age, refreshed each interval */
-	snprintf(key, sizeof(key), "ice:%s:{%s}:probe:map:%s", F, r->host, pair);
-	redisAppendCommand(r->c, "HSET %s age_ms %lld", key,
+	redisAppendCommand(r->link.c, "HSET %s age_ms %lld", mkey,
 			   json_integer_value(json_object_get(rec, "map_age_ms")));
 	n++;
 	free(txt);
@@ -179,18 +165,18 @@ int probe_redis_health(struct probe_redis *r, const struct probe_pathmap *m, jso
 int probe_redis_pinglist(struct probe_redis *r, const struct topo *t, struct probe_pinglist *pl,
 			 struct ice_cfg_err *err)
 {
-	char key[160], name[200];
+	char key[ICE_RKEY_MAX], name[ICE_RKEY_MAX + 8];
 	redisReply *rep;
 	int ret;
 
 	memset(err, 0, sizeof(*err));
 	if (redis_connect(r) < 0)
 		return -ENOTCONN;
-	snprintf(key, sizeof(key), "ice:%s:probe:pinglist", r->cfg->fabric);
-	rep = redisCommand(r->c, "GET %s", key);
+	if (rkey(r, ICE_RK_PROBE_PINGLIST, NULL, key, sizeof(key)) < 0)
+		return -EINVAL;
+	rep = redisCommand(r->link.c, "GET %s", key);
 	if (rep == NULL) {
-		redisFree(r->c);
-		r->c = NULL;
+		ice_redis_down(&r->link, ice_now_ns(), NULL);
 		return -EIO;
 	}
 	if (rep->type != REDIS_REPLY_STRING) {

@@ -549,8 +549,8 @@ static int poll_timeout_ms(struct agent *a, uint64_t now)
 	if (!a->o.once) {
 		if (a->redis.up && a->queue.len > 0)
 			until = now + 10 * ICE_NSEC_PER_MSEC;
-		else if (!a->redis.up && a->redis.next_try_ns < until)
-			until = a->redis.next_try_ns;
+		else if (!a->redis.up && a->redis.link.next_try_ns < until)
+			until = a->redis.link.next_try_ns;
 		if (a->early && a->sample_ns + EARLY_GAP_NS < until)
 			until = a->sample_ns + EARLY_GAP_NS;
 	}

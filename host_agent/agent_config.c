@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "ice_redis.h"
 #include "ice_time.h"
 
 #define F(k, t, m, lo, hi, u, h)                                                                   \
@@ -88,8 +89,6 @@ static int nic_first_addr(const char *nic, char *buf, size_t len)
 	return ret;
 }
 
-int agent_redis_parse(const char *spec, char *host, size_t hlen, int *port, bool *is_unix);
-
 int agent_cfg_finish(struct agent_cfg *c, const char *path, struct ice_cfg_err *err)
 {
 	struct in_addr in;
@@ -129,7 +128,7 @@ int agent_cfg_finish(struct agent_cfg *c, const char *path, struct ice_cfg_err *
 		return ice_cfg_fail(err, path, "fabric",
 				    "expected letters, digits, '.', '-' or '_', got '%s'",
 				    c->fabric);
-	if (agent_redis_parse(c->redis, rh, sizeof(rh), &port, &is_unix) < 0)
+	if (ice_redis_addr_parse(c->redis, rh, sizeof(rh), &port, &is_unix) < 0)
 		return ice_cfg_fail(err, path, "redis",
 				    "expected host:port (port 1-65535) or unix:/path, got '%s'",
 				    c->redis);

@@ -10,6 +10,7 @@
 
 #include "agent.h"
 #include "ice_log.h"
+#include "ice_redis.h"
 
 /* Log subsystem of the agent (debug mask: "all" or "common"). */
 #define AGENT_SUB ICE_SUB_COMMON
@@ -32,15 +33,11 @@ void agent_buf_cmd(struct agent_buf *b, const char *arg0, ...) __attribute__((se
 /* Append one command from argv[argc] (lengths by strlen). */
 void agent_buf_cmdv(struct agent_buf *b, int argc, const char *const *argv);
 
-int agent_redis_parse(const char *spec, char *host, size_t hlen, int *port, bool *is_unix);
-
 struct agent_redis {
 	const struct agent_cfg *cfg;
-	void *ctx; /* redisContext */
-	bool up;
-	uint64_t next_try_ns;
-	double backoff_s;
-	uint64_t errors;   /* error replies */
+	struct ice_redis link;
+	bool up;	   /* connected and registered */
+	uint32_t errors;   /* error replies */
 	uint64_t connects; /* successful (re)connections */
 	uint64_t started_ms;
 	bool bpf;

@@ -18,10 +18,8 @@
 #include "agent_internal.h"
 #include "agent_plan.h"
 #include "ice_plan.h"
+#include "ice_redis.h"
 #include "ice_time.h"
-
-#define BACKOFF_MIN_S 0.5
-#define BACKOFF_MAX_S 8.0
 
 struct agent_plan {
 	const struct agent_cfg *cfg;
@@ -30,9 +28,9 @@ struct agent_plan {
 	char pkey[320]; /* plan key and channel */
 	char akey[320]; /* applied hash */
 
-	redisContext *cmd, *sub;
-	uint64_t next_try_ns, next_poll_ns;
-	double backoff_s;
+	struct ice_redis link; /* commands; its back-off paces both connections */
+	redisContext *sub;     /* the plan channel's subscription */
+	uint64_t next_poll_ns;
 	bool fetch; /* a notification came: GET the plan now */
 
 	struct ice_host_plan cur;
@@ -63,25 +61,30 @@ struct agent_plan *agent_plan_new(const struct agent_cfg *cfg, struct ice_ctrl *
 		return NULL;
 	p->cfg = cfg;
 	p->ctrl = ctrl;
-	p->backoff_s = BACKOFF_MIN_S;
+	ice_redis_init(&p->link, cfg->redis, cfg->redis_timeout);
 	ret = ice_plan_key_load(cfg->plan_key, &p->key, err);
 	if (ret < 0) {
 		free(p);
 		errno = -ret;
 		return NULL;
 	}
-	snprintf(p->pkey, sizeof(p->pkey), "ice:%s:{%s}:plan", cfg->fabric, cfg->host);
-	snprintf(p->akey, sizeof(p->akey), "ice:%s:{%s}:plan:applied", cfg->fabric, cfg->host);
+	if (ice_rkey(p->pkey, sizeof(p->pkey), ICE_RK_PLAN, cfg->fabric, cfg->host, NULL) < 0 ||
+	    ice_rkey(p->akey, sizeof(p->akey), ICE_RK_PLAN_APPLIED, cfg->fabric, cfg->host, NULL) <
+		    0) {
+		ice_cfg_fail(err, NULL, "host", "fabric or host name empty or too long");
+		free(p);
+		errno = EINVAL;
+		return NULL;
+	}
 	return p;
 }
 
 static void conn_drop(struct agent_plan *p)
 {
-	if (p->cmd != NULL)
-		redisFree(p->cmd);
+	ice_redis_fini(&p->link);
 	if (p->sub != NULL)
 		redisFree(p->sub);
-	p->cmd = p->sub = NULL;
+	p->sub = NULL;
 }
 
 void agent_plan_free(struct agent_plan *p)
@@ -240,52 +243,33 @@ bool agent_plan_expire(struct agent_plan *p, uint64_t now_ms)
 
 /* ---- Redis */
 
-static struct timeval tv_of(uint64_t ns)
-{
-	return (struct timeval){(time_t)(ns / ICE_NSEC_PER_SEC),
-				(suseconds_t)(ns % ICE_NSEC_PER_SEC / 1000)};
-}
-
-static redisContext *conn_open(const struct agent_cfg *cfg)
-{
-	struct timeval tv = tv_of(cfg->redis_timeout);
-	char host[256];
-	redisContext *c;
-	bool is_unix;
-	int port;
-
-	if (agent_redis_parse(cfg->redis, host, sizeof(host), &port, &is_unix) < 0)
-		return NULL;
-	c = is_unix ? redisConnectUnixWithTimeout(host, tv)
-		    : redisConnectWithTimeout(host, port, tv);
-	if (c == NULL || c->err) {
-		if (c != NULL)
-			redisFree(c);
-		return NULL;
-	}
-	redisSetTimeout(c, tv);
-	return c;
-}
-
 static void conn_fail(struct agent_plan *p, uint64_t now_ns, const char *why)
 {
-	if (p->backoff_s == BACKOFF_MIN_S)
-		ice_warn(AGENT_SUB, "plans: redis at %s: %s; retrying", p->cfg->redis, why);
-	conn_drop(p);
-	p->next_try_ns = now_ns + (uint64_t)(p->backoff_s * 1e9);
-	p->backoff_s = p->backoff_s * 2 > BACKOFF_MAX_S ? BACKOFF_MAX_S : p->backoff_s * 2;
+	if (p->link.failures == 0)
+		ice_warn(AGENT_SUB, "plans: redis at %s: %s; retrying", p->cfg->redis,
+			 why != NULL ? why : "connection lost");
+	if (p->sub != NULL)
+		redisFree(p->sub);
+	p->sub = NULL;
+	ice_redis_down(&p->link, now_ns, why);
 }
 
 static void conn_up(struct agent_plan *p, uint64_t now_ns)
 {
 	redisReply *r;
+	int ret;
 
-	if (p->cmd != NULL || now_ns < p->next_try_ns)
+	if (p->link.c != NULL)
 		return;
-	p->cmd = conn_open(p->cfg);
-	p->sub = p->cmd != NULL ? conn_open(p->cfg) : NULL;
+	ret = ice_redis_up(&p->link, now_ns);
+	if (ret == -ECONNREFUSED && p->link.failures == 1)
+		ice_warn(AGENT_SUB, "plans: redis at %s: %s; retrying", p->cfg->redis, p->link.why);
+	if (ret < 0)
+		return;
+	p->sub = ice_redis_connect(p->link.addr, p->link.timeout_ns, p->link.why,
+				   sizeof(p->link.why));
 	if (p->sub == NULL) {
-		conn_fail(p, now_ns, "unreachable");
+		conn_fail(p, now_ns, p->link.why);
 		return;
 	}
 	r = redisCommand(p->sub, "SUBSCRIBE %s", p->pkey);
@@ -296,7 +280,6 @@ static void conn_up(struct agent_plan *p, uint64_t now_ns)
 		return;
 	}
 	freeReplyObject(r);
-	p->backoff_s = BACKOFF_MIN_S;
 	p->fetch = true; /* whatever is there now */
 	p->wb_due = p->wb_due || p->have || p->last_epoch > 0;
 	ice_info(AGENT_SUB, "plans: subscribed to %s", p->pkey);
@@ -304,11 +287,11 @@ static void conn_up(struct agent_plan *p, uint64_t now_ns)
 
 static void fetch(struct agent_plan *p, uint64_t now_ns)
 {
-	redisReply *r = redisCommand(p->cmd, "GET %s", p->pkey);
+	redisReply *r = redisCommand(p->link.c, "GET %s", p->pkey);
 
 	p->fetch = false;
 	if (r == NULL) {
-		conn_fail(p, now_ns, p->cmd->errstr);
+		conn_fail(p, now_ns, NULL);
 		return;
 	}
 	if (r->type == REDIS_REPLY_STRING)
@@ -328,7 +311,7 @@ static void write_back(struct agent_plan *p, uint64_t now_ns)
 		snprintf(ts, sizeof(ts), "%" PRIu64, p->applied_ms);
 		snprintf(n, sizeof(n), "%u", p->applied);
 		snprintf(ab, sizeof(ab), "%u", p->absent);
-		redisAppendCommand(p->cmd,
+		redisAppendCommand(p->link.c,
 				   "HSET %s epoch %s ts_ms %s qps %s absent %s state applied "
 				   "updated_ms %s last_epoch %s",
 				   p->akey, e, ts, n, ab, now, le);
@@ -336,25 +319,25 @@ static void write_back(struct agent_plan *p, uint64_t now_ns)
 	} else if (p->wb_due && p->last_epoch > 0) {
 		/* after a reconnect without a plan in force (a restarted Redis):
 		 * the controller numbers its next plans above this */
-		redisAppendCommand(p->cmd, "HSET %s last_epoch %s", p->akey, le);
+		redisAppendCommand(p->link.c, "HSET %s last_epoch %s", p->akey, le);
 		ncmd++;
 	}
 	if (p->expired_due) {
-		redisAppendCommand(p->cmd, "HSET %s state expired expired_ms %s", p->akey, now);
+		redisAppendCommand(p->link.c, "HSET %s state expired expired_ms %s", p->akey, now);
 		ncmd++;
 	}
 	if (p->refusal_due) {
 		snprintf(rs, sizeof(rs), "%" PRIu64, p->refused_ms);
 		snprintf(n, sizeof(n), "%" PRIu64, p->refused);
-		redisAppendCommand(p->cmd, "HSET %s refused %s refused_ms %s refused_reason %s",
+		redisAppendCommand(p->link.c, "HSET %s refused %s refused_ms %s refused_reason %s",
 				   p->akey, n, rs, p->reason);
 		ncmd++;
 	}
 	for (unsigned i = 0; i < ncmd; i++) {
 		redisReply *r = NULL;
 
-		if (redisGetReply(p->cmd, (void **)&r) != REDIS_OK || r == NULL) {
-			conn_fail(p, now_ns, p->cmd->errstr);
+		if (redisGetReply(p->link.c, (void **)&r) != REDIS_OK || r == NULL) {
+			conn_fail(p, now_ns, NULL);
 			return;
 		}
 		freeReplyObject(r);
@@ -370,7 +353,7 @@ void agent_plan_tick(struct agent_plan *p, uint64_t now_ns)
 		p->wb_due = false;
 	agent_plan_reconcile(p);
 	conn_up(p, now_ns);
-	if (p->cmd == NULL)
+	if (p->link.c == NULL)
 		return;
 	if (now_ns >= p->next_poll_ns) {
 		/* the fall-back: a notification may have been lost */
@@ -379,7 +362,7 @@ void agent_plan_tick(struct agent_plan *p, uint64_t now_ns)
 	}
 	if (p->fetch)
 		fetch(p, now_ns);
-	if (p->cmd != NULL && (p->wb_due || p->expired_due || p->refusal_due))
+	if (p->link.c != NULL && (p->wb_due || p->expired_due || p->refusal_due))
 		write_back(p, now_ns);
 }
 
@@ -412,9 +395,9 @@ void agent_plan_io(struct agent_plan *p, const struct pollfd *pfd, int n)
 			p->fetch = true;
 		freeReplyObject(r);
 	}
-	if (p->fetch && p->cmd != NULL) {
+	if (p->fetch && p->link.c != NULL) {
 		fetch(p, now);
-		if (p->cmd != NULL && (p->wb_due || p->refusal_due))
+		if (p->link.c != NULL && (p->wb_due || p->refusal_due))
 			write_back(p, now);
 	}
 }

@@ -23,8 +23,6 @@
 #include "agent_internal.h"
 #include "ice_time.h"
 
-#define BACKOFF_MIN_S	 0.5
-#define BACKOFF_MAX_S	 8.0
 #define BATCH_MAX_ITEMS	 64
 #define BATCH_MAX_BYTES	 (8u << 20)
 #define QP_INDEX_KEEP_MS (10 * 60 * 1000) /* QP index entries older are pruned */
@@ -51,25 +49,17 @@ static void buf_put(struct agent_buf *b, const char *p, size_t n)
 	b->len += n;
 }
 
-static void buf_arg(struct agent_buf *b, const char *s)
-{
-	char hdr[32];
-	size_t n = strlen(s);
-	int h = snprintf(hdr, sizeof(hdr), "$%zu\r\n", n);
-
-	buf_put(b, hdr, (size_t)h);
-	buf_put(b, s, n);
-	buf_put(b, "\r\n", 2);
-}
-
 void agent_buf_cmdv(struct agent_buf *b, int argc, const char *const *argv)
 {
-	char hdr[32];
-	int h = snprintf(hdr, sizeof(hdr), "*%d\r\n", argc);
+	char *cmd = NULL;
+	long long n = redisFormatCommandArgv(&cmd, argc, (const char **)argv, NULL);
 
-	buf_put(b, hdr, (size_t)h);
-	for (int i = 0; i < argc; i++)
-		buf_arg(b, argv[i]);
+	if (n < 0) {
+		b->failed = true;
+		return;
+	}
+	buf_put(b, cmd, (size_t)n);
+	redisFreeCommand(cmd);
 	b->ncmd++;
 }
 
@@ -87,46 +77,12 @@ void agent_buf_cmd(struct agent_buf *b, const char *arg0, ...)
 	agent_buf_cmdv(b, argc, argv);
 }
 
-int agent_redis_parse(const char *spec, char *host, size_t hlen, int *port, bool *is_unix)
+/* One of this NIC's keys (docs/redis-schema.md); arg: the pattern's third
+ * part. Names are checked at start-up, so a key always fits. */
+static void rk(char *buf, size_t len, const struct agent_cfg *c, enum ice_rkey k, const char *arg)
 {
-	const char *colon;
-	char *end;
-	long p;
-
-	if (strncmp(spec, "unix:", 5) == 0) {
-		if (spec[5] != '/' || strlen(spec + 5) >= hlen)
-			return -EINVAL;
-		snprintf(host, hlen, "%s", spec + 5);
-		*is_unix = true;
-		*port = 0;
-		return 0;
-	}
-	colon = strrchr(spec, ':');
-	if (colon == NULL || colon == spec || (size_t)(colon - spec) >= hlen)
-		return -EINVAL;
-	p = strtol(colon + 1, &end, 10);
-	if (colon[1] == '\0' || *end != '\0' || p < 1 || p > 65535)
-		return -EINVAL;
-	snprintf(host, hlen, "%.*s", (int)(colon - spec), spec);
-	*port = (int)p;
-	*is_unix = false;
-	return 0;
-}
-
-/* ice:<fabric>:{<host>}:<rest> */
-static void hkey(char *buf, size_t len, const struct agent_cfg *c, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void hkey(char *buf, size_t len, const struct agent_cfg *c, const char *fmt, ...)
-{
-	int n = snprintf(buf, len, "ice:%s:{%s}:", c->fabric, c->host);
-	va_list ap;
-
-	if (n < 0 || (size_t)n >= len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf + n, len - (size_t)n, fmt, ap);
-	va_end(ap);
+	if (ice_rkey(buf, len, k, c->fabric, c->host, arg) < 0)
+		snprintf(buf, len, "ice:invalid");
 }
 
 static char *dump(json_t *o)
@@ -208,12 +164,12 @@ int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s
 	alive = json_pack("{s:I, s:I, s:I, s:s}", "pid", (json_int_t)getpid(), "ts_ms",
 			  (json_int_t)s->ts_ms, "seq", (json_int_t)s->seq, "addr", cfg->addr);
 	txt = dump(alive);
-	hkey(key, sizeof(key), cfg, "nic:%s:alive", cfg->nic);
+	rk(key, sizeof(key), cfg, ICE_RK_NIC_ALIVE, cfg->nic);
 	agent_buf_cmd(out, "SET", key, txt ? txt : "{}", "PX", ttl, NULL);
-	hkey(key, sizeof(key), cfg, "alive");
+	rk(key, sizeof(key), cfg, ICE_RK_ALIVE, NULL);
 	agent_buf_cmd(out, "SET", key, txt ? txt : "{}", "PX", ttl, NULL);
 	free(txt);
-	hkey(key, sizeof(key), cfg, "host");
+	rk(key, sizeof(key), cfg, ICE_RK_HOST, NULL);
 	agent_buf_cmd(out, "HSET", key, "last_ms", ts, NULL);
 
 	/* per QP: summary hash + capped stream, and the host's QP index */
@@ -223,8 +179,8 @@ int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s
 		char name[64];
 
 		agent_qp_name(q, name, sizeof(name));
-		hkey(key, sizeof(key), cfg, "qp:%s", name);
-		hkey(key2, sizeof(key2), cfg, "qp:%s:ts", name);
+		rk(key, sizeof(key), cfg, ICE_RK_QP, name);
+		rk(key2, sizeof(key2), cfg, ICE_RK_QP_TS, name);
 		txt = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
 		hset_json(out, key, o);
 		json_decref(o);
@@ -236,7 +192,7 @@ int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s
 		free(txt);
 		agent_buf_cmd(out, "PEXPIRE", key, qttl, NULL);
 		agent_buf_cmd(out, "PEXPIRE", key2, qttl, NULL);
-		hkey(key, sizeof(key), cfg, "qps");
+		rk(key, sizeof(key), cfg, ICE_RK_QPS, NULL);
 		agent_buf_cmd(out, "ZADD", key, ts, name, NULL);
 	}
 	/* QPs of the last sample that are gone (destroyed, or their process
@@ -255,19 +211,19 @@ int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s
 		agent_qp_name(q, name, sizeof(name));
 		if (sample_has_name(s, name))
 			continue; /* the same key, another peer: still live */
-		hkey(key, sizeof(key), cfg, "qp:%s", name);
+		rk(key, sizeof(key), cfg, ICE_RK_QP, name);
 		agent_buf_cmd(out, "HSET", key, "closed_ms", ts, NULL);
 		agent_buf_cmd(out, "PEXPIRE", key, qttl, NULL); /* a record made anew expires too */
 	}
-	hkey(key, sizeof(key), cfg, "qps");
+	rk(key, sizeof(key), cfg, ICE_RK_QPS, NULL);
 	agent_buf_cmd(out, "ZREMRANGEBYSCORE", key, "-inf", old, NULL);
 
 	/* per NIC */
 	{
 		json_t *o = agent_nic_json(s, cfg);
 
-		hkey(key, sizeof(key), cfg, "nic:%s", cfg->nic);
-		hkey(key2, sizeof(key2), cfg, "nic:%s:ts", cfg->nic);
+		rk(key, sizeof(key), cfg, ICE_RK_NIC, cfg->nic);
+		rk(key2, sizeof(key2), cfg, ICE_RK_NIC_TS, cfg->nic);
 		txt = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
 		hset_json(out, key, o);
 		json_decref(o);
@@ -278,7 +234,7 @@ int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s
 
 	/* collective events: one stream per host (IDs by Redis: several NICs'
 	 * agents share it) */
-	hkey(key, sizeof(key), cfg, "events");
+	rk(key, sizeof(key), cfg, ICE_RK_EVENTS, NULL);
 	for (size_t i = 0; i < s->nev; i++) {
 		txt = dump(agent_event_json(&s->ev[i]));
 		if (txt == NULL) {
@@ -298,55 +254,27 @@ void agent_redis_init(struct agent_redis *r, const struct agent_cfg *cfg, bool b
 	r->cfg = cfg;
 	r->bpf = bpf;
 	r->started_ms = ice_wall_ms();
-	r->backoff_s = BACKOFF_MIN_S;
-}
-
-static void redis_drop(struct agent_redis *r)
-{
-	if (r->ctx != NULL)
-		redisFree(r->ctx);
-	r->ctx = NULL;
-	r->up = false;
+	ice_redis_init(&r->link, cfg->redis, cfg->redis_timeout);
 }
 
 void agent_redis_fini(struct agent_redis *r)
 {
-	redis_drop(r);
+	ice_redis_fini(&r->link);
+	r->up = false;
 }
 
-static struct timeval tv_of(uint64_t ns)
+static void redis_down(struct agent_redis *r, uint64_t now_ns, const char *why)
 {
-	return (struct timeval){(time_t)(ns / ICE_NSEC_PER_SEC),
-				(suseconds_t)(ns % ICE_NSEC_PER_SEC / 1000)};
-}
-
-static void redis_retry_later(struct agent_redis *r, uint64_t now_ns, const char *why)
-{
-	ice_warn(AGENT_SUB, "redis at %s unreachable: %s; retrying in %g s", r->cfg->redis, why,
-		 r->backoff_s);
-	r->next_try_ns = now_ns + (uint64_t)(r->backoff_s * 1e9);
-	r->backoff_s *= 2;
-	if (r->backoff_s > BACKOFF_MAX_S)
-		r->backoff_s = BACKOFF_MAX_S;
+	ice_redis_down(&r->link, now_ns, why);
+	r->up = false;
+	ice_warn(AGENT_SUB, "redis at %s unreachable: %s; retrying in %g s", r->cfg->redis,
+		 r->link.why, (double)(r->link.next_try_ns - now_ns) / 1e9);
 }
 
 /* Read n replies; count error replies. 0, or -EIO when the link broke. */
 static int redis_replies(struct agent_redis *r, unsigned n)
 {
-	redisContext *c = r->ctx;
-
-	for (unsigned i = 0; i < n; i++) {
-		redisReply *rep = NULL;
-
-		if (redisGetReply(c, (void **)&rep) != REDIS_OK || rep == NULL)
-			return -EIO;
-		if (rep->type == REDIS_REPLY_ERROR) {
-			if (r->errors++ < 10)
-				ice_warn(AGENT_SUB, "redis error reply: %s", rep->str);
-		}
-		freeReplyObject(rep);
-	}
-	return 0;
+	return ice_redis_replies(r->link.c, n, NULL, &r->errors);
 }
 
 static int redis_register(struct agent_redis *r)
@@ -362,15 +290,15 @@ static int redis_register(struct agent_redis *r)
 	snprintf(ims, sizeof(ims), "%" PRIu64, (uint64_t)(cfg->interval / ICE_NSEC_PER_MSEC));
 	snprintf(st, sizeof(st), "%" PRIu64, r->started_ms);
 	snprintf(now, sizeof(now), "%" PRIu64, ice_wall_ms());
-	snprintf(key, sizeof(key), "ice:%s:schema", cfg->fabric);
+	rk(key, sizeof(key), cfg, ICE_RK_SCHEMA, NULL);
 	agent_buf_cmd(&b, "SET", key, v, NULL);
-	snprintf(key, sizeof(key), "ice:%s:hosts", cfg->fabric);
+	rk(key, sizeof(key), cfg, ICE_RK_HOSTS, NULL);
 	agent_buf_cmd(&b, "SADD", key, cfg->host, NULL);
-	hkey(key, sizeof(key), cfg, "host");
+	rk(key, sizeof(key), cfg, ICE_RK_HOST, NULL);
 	agent_buf_cmd(&b, "HSET", key, "host", cfg->host, "schema", v, "last_ms", now, NULL);
-	hkey(key, sizeof(key), cfg, "nics");
+	rk(key, sizeof(key), cfg, ICE_RK_NICS, NULL);
 	agent_buf_cmd(&b, "SADD", key, cfg->nic, NULL);
-	hkey(key, sizeof(key), cfg, "nic:%s:agent", cfg->nic);
+	rk(key, sizeof(key), cfg, ICE_RK_NIC_AGENT, cfg->nic);
 	agent_buf_cmd(&b, "HSET", key, "nic", cfg->nic, "addr", cfg->addr, "ifindex", ifx, "pid",
 		      pid, "version", "0.1.0", "schema", v, "started_ms", st, "registered_ms", now,
 		      "interval_ms", ims, "bpf", r->bpf ? "true" : "false", "state", "online",
@@ -380,7 +308,7 @@ static int redis_register(struct agent_redis *r)
 		free(b.p);
 		return -ENOMEM;
 	}
-	ret = redisAppendFormattedCommand(r->ctx, b.p, b.len) == REDIS_OK ? 0 : -EIO;
+	ret = redisAppendFormattedCommand(r->link.c, b.p, b.len) == REDIS_OK ? 0 : -EIO;
 	if (ret == 0)
 		ret = redis_replies(r, b.ncmd);
 	free(b.p);
@@ -389,41 +317,19 @@ static int redis_register(struct agent_redis *r)
 
 static void redis_connect(struct agent_redis *r, uint64_t now_ns)
 {
-	struct timeval tv = tv_of(r->cfg->redis_timeout);
-	char host[256];
-	redisContext *c;
-	bool is_unix;
-	int port;
+	int ret = ice_redis_up(&r->link, now_ns);
 
-	if (agent_redis_parse(r->cfg->redis, host, sizeof(host), &port, &is_unix) < 0)
+	if (ret == -ECONNREFUSED)
+		ice_warn(AGENT_SUB, "redis at %s unreachable: %s; retrying in %g s", r->cfg->redis,
+			 r->link.why, (double)(r->link.next_try_ns - now_ns) / 1e9);
+	if (ret < 0)
 		return;
-	c = is_unix ? redisConnectUnixWithTimeout(host, tv)
-		    : redisConnectWithTimeout(host, port, tv);
-	if (c == NULL) {
-		redis_retry_later(r, now_ns, "out of memory");
-		return;
-	}
-	if (c->err) {
-		char why[160];
-
-		snprintf(why, sizeof(why), "%s", c->errstr);
-		redisFree(c);
-		redis_retry_later(r, now_ns, why);
-		return;
-	}
-	redisSetTimeout(c, tv);
-	r->ctx = c;
 	if (redis_register(r) < 0) {
-		char why[160];
-
-		snprintf(why, sizeof(why), "%s", c->errstr[0] ? c->errstr : "registration failed");
-		redis_drop(r);
-		redis_retry_later(r, now_ns, why);
+		redis_down(r, now_ns, NULL);
 		return;
 	}
 	r->up = true;
 	r->connects++;
-	r->backoff_s = BACKOFF_MIN_S;
 	ice_info(AGENT_SUB, "redis at %s: connected, host %s registered", r->cfg->redis,
 		 r->cfg->host);
 }
@@ -433,8 +339,6 @@ void agent_redis_tick(struct agent_redis *r, struct agent_queue *q, uint64_t now
 	uint64_t deadline = now_ns + r->cfg->interval / 2;
 
 	if (!r->up) {
-		if (now_ns < r->next_try_ns)
-			return;
 		redis_connect(r, now_ns);
 		if (!r->up)
 			return;
@@ -448,7 +352,7 @@ void agent_redis_tick(struct agent_redis *r, struct agent_queue *q, uint64_t now
 		     i++, n++) {
 			struct agent_queue_item *it = &q->item[(q->head + i) % q->cap];
 
-			if (redisAppendFormattedCommand(r->ctx, it->buf, it->len) != REDIS_OK)
+			if (redisAppendFormattedCommand(r->link.c, it->buf, it->len) != REDIS_OK)
 				goto broken;
 			bytes += it->len;
 			ncmd += it->ncmd;
@@ -459,16 +363,8 @@ void agent_redis_tick(struct agent_redis *r, struct agent_queue *q, uint64_t now
 			agent_queue_pop(q);
 	}
 	return;
-broken : {
-	char why[160];
-
-	snprintf(why, sizeof(why), "%s",
-		 ((redisContext *)r->ctx)->errstr[0] ? ((redisContext *)r->ctx)->errstr
-						     : "connection lost");
-	redis_drop(r);
-	r->backoff_s = BACKOFF_MIN_S;
-	redis_retry_later(r, ice_now_ns(), why);
-}
+broken:
+	redis_down(r, ice_now_ns(), NULL);
 }
 
 void agent_redis_offline(struct agent_redis *r)
@@ -482,11 +378,11 @@ void agent_redis_offline(struct agent_redis *r)
 	if (!r->up)
 		return;
 	snprintf(now, sizeof(now), "%" PRIu64, ice_wall_ms());
-	hkey(key, sizeof(key), cfg, "nic:%s:agent", cfg->nic);
+	rk(key, sizeof(key), cfg, ICE_RK_NIC_AGENT, cfg->nic);
 	agent_buf_cmd(&b, "HSET", key, "state", "offline", "stopped_ms", now, NULL);
-	hkey(key, sizeof(key), cfg, "nic:%s:alive", cfg->nic);
+	rk(key, sizeof(key), cfg, ICE_RK_NIC_ALIVE, cfg->nic);
 	agent_buf_cmd(&b, "DEL", key, NULL);
-	if (!b.failed && redisAppendFormattedCommand(r->ctx, b.p, b.len) == REDIS_OK)
+	if (!b.failed && redisAppendFormattedCommand(r->link.c, b.p, b.len) == REDIS_OK)
 		redis_replies(r, b.ncmd);
 	free(b.p);
 }

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ice_redis.c: the Redis key schema table, addresses, connections with
+ * timeouts and back-off, pipelined replies (ice_redis.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "ice_log.h"
+#include "ice_redis.h"
+#include "ice_time.h"
+
+#define BACKOFF_MIN_NS (500 * ICE_NSEC_PER_MSEC)
+#define BACKOFF_MAX_NS (8 * ICE_NSEC_PER_SEC)
+
+/* docs/redis-schema.md lists exactly these (tests/check_redis_schema.py) */
+static const char *const patterns[ICE_RK_MAX] = {
+	[ICE_RK_SCHEMA] = "ice:<F>:schema",
+	[ICE_RK_HOSTS] = "ice:<F>:hosts",
+	[ICE_RK_HOST] = "ice:<F>:{<H>}:host",
+	[ICE_RK_ALIVE] = "ice:<F>:{<H>}:alive",
+	[ICE_RK_NICS] = "ice:<F>:{<H>}:nics",
+	[ICE_RK_NIC_AGENT] = "ice:<F>:{<H>}:nic:<nic>:agent",
+	[ICE_RK_NIC_ALIVE] = "ice:<F>:{<H>}:nic:<nic>:alive",
+	[ICE_RK_NIC] = "ice:<F>:{<H>}:nic:<nic>",
+	[ICE_RK_NIC_TS] = "ice:<F>:{<H>}:nic:<nic>:ts",
+	[ICE_RK_QPS] = "ice:<F>:{<H>}:qps",
+	[ICE_RK_QP] = "ice:<F>:{<H>}:qp:<id>",
+	[ICE_RK_QP_TS] = "ice:<F>:{<H>}:qp:<id>:ts",
+	[ICE_RK_EVENTS] = "ice:<F>:{<H>}:events",
+	[ICE_RK_PROBE_PINGLIST] = "ice:<F>:probe:pinglist",
+	[ICE_RK_PROBE_HOSTS] = "ice:<F>:probe:hosts",
+	[ICE_RK_PROBE_PAIRS] = "ice:<F>:{<H>}:probe:pairs",
+	[ICE_RK_PROBE_MAP] = "ice:<F>:{<H>}:probe:map:<P>",
+	[ICE_RK_PROBE_HEALTH] = "ice:<F>:{<H>}:probe:health:<P>",
+	[ICE_RK_PROBE_HEALTH_TS] = "ice:<F>:{<H>}:probe:health:<P>:ts",
+	[ICE_RK_CTL_LEADER] = "ice:<F>:ctl:leader",
+	[ICE_RK_CTL_EPOCH] = "ice:<F>:ctl:epoch",
+	[ICE_RK_CTL_PUBLISHED] = "ice:<F>:ctl:published",
+	[ICE_RK_CTL_LOG] = "ice:<F>:ctl:log",
+	[ICE_RK_CTL_STATUS] = "ice:<F>:ctl:status",
+	[ICE_RK_PLAN] = "ice:<F>:{<H>}:plan",
+	[ICE_RK_PLAN_APPLIED] = "ice:<F>:{<H>}:plan:applied",
+	[ICE_RK_LINKS] = "ice:<F>:links",
+};
+
+const char *ice_rkey_pattern(enum ice_rkey k)
+{
+	return (unsigned)k < ICE_RK_MAX ? patterns[k] : NULL;
+}
+
+int ice_rkey(char *buf, size_t len, enum ice_rkey k, const char *fabric, const char *host,
+	     const char *arg)
+{
+	const char *p = ice_rkey_pattern(k);
+	size_t off = 0;
+
+	if (p == NULL || len == 0)
+		return -EINVAL;
+	while (*p != '\0') {
+		const char *part = NULL, *end;
+		size_t n;
+
+		if (*p == '<' && (end = strchr(p, '>')) != NULL) {
+			if (strncmp(p, "<F>", 3) == 0)
+				part = fabric;
+			else if (strncmp(p, "<H>", 3) == 0)
+				part = host;
+			else
+				part = arg;
+			if (part == NULL || part[0] == '\0')
+				return -EINVAL;
+			n = strlen(part);
+			p = end + 1;
+		} else {
+			part = p;
+			n = strcspn(p, "<");
+			p += n;
+		}
+		if (off + n >= len)
+			return -ENOSPC;
+		memcpy(buf + off, part, n);
+		off += n;
+	}
+	buf[off] = '\0';
+	return 0;
+}
+
+int ice_redis_addr_parse(const char *addr, char *host, size_t hlen, int *port, bool *is_unix)
+{
+	const char *colon;
+	char *end;
+	long p;
+
+	if (strncmp(addr, "unix:", 5) == 0 || addr[0] == '/') {
+		const char *path = addr[0] == '/' ? addr : addr + 5;
+
+		if (path[0] != '/' || strlen(path) >= hlen)
+			return -EINVAL;
+		snprintf(host, hlen, "%s", path);
+		*is_unix = true;
+		*port = 0;
+		return 0;
+	}
+	colon = strrchr(addr, ':');
+	if (colon == NULL || colon == addr || (size_t)(colon - addr) >= hlen)
+		return -EINVAL;
+	p = strtol(colon + 1, &end, 10);
+	if (colon[1] == '\0' || *end != '\0' || p < 1 || p > 65535)
+		return -EINVAL;
+	snprintf(host, hlen, "%.*s", (int)(colon - addr), addr);
+	*port = (int)p;
+	*is_unix = false;
+	return 0;
+}
+
+redisContext *ice_redis_connect(const char *addr, uint64_t timeout_ns, char *why, size_t whylen)
+{
+	struct timeval tv = {(time_t)(timeout_ns / ICE_NSEC_PER_SEC),
+			     (suseconds_t)(timeout_ns % ICE_NSEC_PER_SEC / 1000)};
+	char host[256];
+	redisContext *c;
+	bool is_unix;
+	int port;
+
+	if (ice_redis_addr_parse(addr, host, sizeof(host), &port, &is_unix) < 0) {
+		snprintf(why, whylen, "address '%s': expected HOST:PORT, unix:/PATH or /PATH",
+			 addr);
+		return NULL;
+	}
+	c = is_unix ? redisConnectUnixWithTimeout(host, tv)
+		    : redisConnectWithTimeout(host, port, tv);
+	if (c == NULL) {
+		snprintf(why, whylen, "out of memory");
+		return NULL;
+	}
+	if (c->err) {
+		snprintf(why, whylen, "%s", c->errstr);
+		redisFree(c);
+		return NULL;
+	}
+	if (redisSetTimeout(c, tv) != REDIS_OK) {
+		snprintf(why, whylen, "cannot set the timeout: %s", c->errstr);
+		redisFree(c);
+		return NULL;
+	}
+	return c;
+}
+
+void ice_redis_free_replies(redisReply **r, size_t n)
+{
+	for (size_t i = 0; r != NULL && i < n; i++) {
+		if (r[i] != NULL)
+			freeReplyObject(r[i]);
+		r[i] = NULL;
+	}
+}
+
+int ice_redis_replies(redisContext *c, size_t n, redisReply **out, uint32_t *errors)
+{
+	for (size_t i = 0; i < n; i++) {
+		redisReply *rep = NULL;
+
+		if (redisGetReply(c, (void **)&rep) != REDIS_OK || rep == NULL) {
+			ice_redis_free_replies(out, i);
+			return -EIO;
+		}
+		if (rep->type == REDIS_REPLY_ERROR && errors != NULL && (*errors)++ < 10)
+			ice_warn(ICE_SUB_COMMON, "redis error reply: %s", rep->str);
+		if (out != NULL)
+			out[i] = rep;
+		else
+			freeReplyObject(rep);
+	}
+	return 0;
+}
+
+void ice_redis_init(struct ice_redis *r, const char *addr, uint64_t timeout_ns)
+{
+	memset(r, 0, sizeof(*r));
+	snprintf(r->addr, sizeof(r->addr), "%s", addr);
+	r->timeout_ns = timeout_ns;
+	r->backoff_ns = BACKOFF_MIN_NS;
+}
+
+void ice_redis_fini(struct ice_redis *r)
+{
+	if (r == NULL)
+		return;
+	if (r->c != NULL)
+		redisFree(r->c);
+	r->c = NULL;
+}
+
+int ice_redis_up(struct ice_redis *r, uint64_t now_ns)
+{
+	if (r->c != NULL)
+		return 0;
+	if (now_ns < r->next_try_ns)
+		return -EAGAIN;
+	r->c = ice_redis_connect(r->addr, r->timeout_ns, r->why, sizeof(r->why));
+	if (r->c == NULL) {
+		ice_redis_down(r, now_ns, r->why);
+		return -ECONNREFUSED;
+	}
+	r->connects++;
+	r->failures = 0;
+	r->backoff_ns = BACKOFF_MIN_NS;
+	return 1;
+}
+
+void ice_redis_down(struct ice_redis *r, uint64_t now_ns, const char *why)
+{
+	char buf[sizeof(r->why)];
+
+	if (why == NULL)
+		why = r->c != NULL && r->c->errstr[0] ? r->c->errstr : "connection lost";
+	snprintf(buf, sizeof(buf), "%s", why);
+	memcpy(r->why, buf, sizeof(r->why));
+	ice_redis_fini(r);
+	r->failures++;
+	r->next_try_ns = now_ns + r->backoff_ns;
+	r->backoff_ns = r->backoff_ns * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : r->backoff_ns * 2;
+}

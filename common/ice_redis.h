@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ice_redis: what every ICE process needs to talk to Redis, over hiredis.
+ *
+ *   - The key schema (docs/redis-schema.md) as one table: ice_rkey() renders
+ *     a key from its pattern, ice_rkey_pattern() gives the pattern, and
+ *     tests/check_redis_schema.py checks the documentation against the
+ *     table. Patterns name their parts <F> (fabric), <H> (host) and one
+ *     more part, written <...>.
+ *   - Addresses: "HOST:PORT", "unix:/PATH" or "/PATH".
+ *   - A connection that comes back by itself: struct ice_redis connects
+ *     with a timeout (also on every command), and after a failure waits
+ *     0.5 s, doubling to 8 s, before it tries again. Nothing here blocks
+ *     longer than the timeout, so a dead Redis never stops the caller.
+ *   - Pipelines: ice_redis_replies() reads the replies of appended commands.
+ */
+#ifndef ICE_REDIS_H
+#define ICE_REDIS_H
+
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum ice_rkey {
+	/* host agent (per NIC) */
+	ICE_RK_SCHEMA,
+	ICE_RK_HOSTS,
+	ICE_RK_HOST,
+	ICE_RK_ALIVE,
+	ICE_RK_NICS,
+	ICE_RK_NIC_AGENT,
+	ICE_RK_NIC_ALIVE,
+	ICE_RK_NIC,
+	ICE_RK_NIC_TS,
+	ICE_RK_QPS,
+	ICE_RK_QP,
+	ICE_RK_QP_TS,
+	ICE_RK_EVENTS,
+	/* probe */
+	ICE_RK_PROBE_PINGLIST,
+	ICE_RK_PROBE_HOSTS,
+	ICE_RK_PROBE_PAIRS,
+	ICE_RK_PROBE_MAP,
+	ICE_RK_PROBE_HEALTH,
+	ICE_RK_PROBE_HEALTH_TS,
+	/* controller, plans, fabric */
+	ICE_RK_CTL_LEADER,
+	ICE_RK_CTL_EPOCH,
+	ICE_RK_CTL_PUBLISHED,
+	ICE_RK_CTL_LOG,
+	ICE_RK_CTL_STATUS,
+	ICE_RK_PLAN,
+	ICE_RK_PLAN_APPLIED,
+	ICE_RK_LINKS,
+	ICE_RK_MAX,
+};
+
+#define ICE_RKEY_MAX 384 /* a key buffer that holds every key of sane names */
+
+/* The key's pattern, e.g. "ice:<F>:{<H>}:qp:<id>"; NULL for an unknown k. */
+const char *ice_rkey_pattern(enum ice_rkey k);
+
+/* Render key k into buf: fabric for <F>, host for <H>, arg for the third
+ * part (NULL where the pattern has none). 0, or -EINVAL (a part the pattern
+ * needs is NULL or empty, unknown k), -ENOSPC (does not fit). */
+int ice_rkey(char *buf, size_t len, enum ice_rkey k, const char *fabric, const char *host,
+	     const char *arg);
+
+/* "HOST:PORT" (port 1-65535), "unix:/PATH" or "/PATH" into host (or the path),
+ * port (0 for unix) and is_unix. 0 or -EINVAL. */
+int ice_redis_addr_parse(const char *addr, char *host, size_t hlen, int *port, bool *is_unix);
+
+/* One connection attempt; the timeout also bounds every later command.
+ * NULL with why filled when it fails. */
+redisContext *ice_redis_connect(const char *addr, uint64_t timeout_ns, char *why, size_t whylen);
+
+/* Read n replies of pipelined commands. out (n slots) receives them, or
+ * NULL: they are freed. Error replies are counted in *errors (may be NULL;
+ * the first ten are logged).
+ * 0, or -EIO when the connection broke (replies read so far are freed, out
+ * slots NULL). */
+int ice_redis_replies(redisContext *c, size_t n, redisReply **out, uint32_t *errors);
+void ice_redis_free_replies(redisReply **r, size_t n); /* NULL slots skipped */
+
+/* A connection that reconnects with back-off. */
+struct ice_redis {
+	char addr[128];
+	uint64_t timeout_ns;
+	redisContext *c;      /* NULL while down */
+	uint64_t next_try_ns; /* no attempt before this (CLOCK_MONOTONIC) */
+	uint64_t backoff_ns;  /* the next wait after a failure */
+	uint32_t connects;    /* successful connections so far */
+	uint32_t failures;    /* failures since the last success */
+	char why[160];	      /* the last failure */
+};
+
+void ice_redis_init(struct ice_redis *r, const char *addr, uint64_t timeout_ns);
+void ice_redis_fini(struct ice_redis *r); /* closes; NULL-safe */
+
+/* Connected? Connects first when down and due. 1: connected by this call
+ * (callers register, subscribe, ...), 0: already up, -EAGAIN: down and
+ * waiting (r->next_try_ns), -ECONNREFUSED: this attempt failed (r->why;
+ * the next one waits). */
+int ice_redis_up(struct ice_redis *r, uint64_t now_ns);
+
+/* The connection failed (or the caller gave up on it): close it, remember
+ * why (NULL: the context's error) and wait before the next attempt. */
+void ice_redis_down(struct ice_redis *r, uint64_t now_ns, const char *why);
+
+#endif /* ICE_REDIS_H */
