@@ -107,6 +107,23 @@ static inline void route_add(struct ctl_planner *p, const struct ctl_route *r, d
 		p->load[r->dlink[h]] += bits;
 }
 
+/* ---- ctl_heap.c: a binary min-heap of (key, id); ctl_heap_pop on a
+ * non-empty heap only. Zero-initialised is empty. */
+struct ctl_heap_ent {
+	double key;
+	uint32_t id;
+};
+
+struct ctl_heap {
+	struct ctl_heap_ent *v;
+	size_t n, cap;
+};
+
+int ctl_heap_reserve(struct ctl_heap *h, size_t cap);		/* 0 or -ENOMEM */
+int ctl_heap_push(struct ctl_heap *h, double key, uint32_t id); /* 0 or -ENOMEM */
+struct ctl_heap_ent ctl_heap_pop(struct ctl_heap *h);
+void ctl_heap_fini(struct ctl_heap *h); /* frees the entries */
+
 /* ---- ctl_index.c: the flow's DAG and its source node; -errno */
 int ctl_flow_dag(struct ctl_planner *p, const struct ctl_flow *f, struct dag **gp, uint32_t *src);
 

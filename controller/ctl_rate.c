@@ -10,45 +10,7 @@
 
 /* ---- rates: max-min fair water-filling -------------------------------------------- */
 
-struct wf_ent {
-	double level;
-	uint32_t id; /* directed link, or WF_FLOW | flow (its demand cap) */
-};
-
-#define WF_FLOW 0x80000000u
-
-static void wf_push(struct wf_ent *h, size_t *n, struct wf_ent e)
-{
-	size_t i = (*n)++;
-
-	while (i > 0 && h[(i - 1) / 2].level > e.level) {
-		h[i] = h[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h[i] = e;
-}
-
-static struct wf_ent wf_pop(struct wf_ent *h, size_t *n)
-{
-	struct wf_ent top = h[0], e = h[--*n];
-	size_t i = 0;
-
-	for (;;) {
-		size_t c = 2 * i + 1;
-
-		if (c >= *n)
-			break;
-		if (c + 1 < *n && h[c + 1].level < h[c].level)
-			c++;
-		if (h[c].level >= e.level)
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	if (*n > 0)
-		h[i] = e;
-	return top;
-}
+#define WF_FLOW 0x80000000u /* heap id of a flow (its demand cap), not a link */
 
 /*
  * Progressive filling with events: every unfrozen flow grows at the same
@@ -66,8 +28,8 @@ static int water_fill(struct ctl_planner *p, struct ctl_demand *d, int which, do
 	double *rem = malloc(sizeof(double) * (nd + 1)), *at = calloc(nd + 1, sizeof(double));
 	double *rate = malloc(sizeof(double) * (d->n + 1));
 	bool *frozen = calloc(d->n + 1, sizeof(bool));
-	struct wf_ent *heap = NULL;
-	size_t nheap = 0, total = 0;
+	struct ctl_heap heap = {0};
+	size_t total = 0;
 	int ret = 0;
 
 	if (cnt == NULL || first == NULL || rem == NULL || at == NULL || rate == NULL ||
@@ -85,8 +47,9 @@ static int water_fill(struct ctl_planner *p, struct ctl_demand *d, int which, do
 		frozen[i] = r->nhops == 0;
 	}
 	fl = malloc(sizeof(uint32_t) * (total + 1));
-	heap = malloc(sizeof(*heap) * (2 * total + d->n + nd + 1));
-	if (fl == NULL || heap == NULL) {
+	/* every push below fits: a link is queued once, then once per frozen
+	 * flow crossing it; a flow once (its cap) */
+	if (fl == NULL || ctl_heap_reserve(&heap, 2 * total + d->n + nd + 1) < 0) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -103,17 +66,15 @@ static int water_fill(struct ctl_planner *p, struct ctl_demand *d, int which, do
 			fl[first[l] + cnt[l]++] = i;
 		}
 		if (d->unit == CTL_UNIT_BPS && r->nhops > 0)
-			wf_push(heap, &nheap,
-				(struct wf_ent){.level = (double)d->flows[i].demand,
-						.id = WF_FLOW | i});
+			ctl_heap_push(&heap, (double)d->flows[i].demand, WF_FLOW | i);
 	}
 	for (uint32_t l = 0; l < nd; l++) {
 		rem[l] = p->cap[l] * scale;
 		if (cnt[l] > 0)
-			wf_push(heap, &nheap, (struct wf_ent){.level = rem[l] / cnt[l], .id = l});
+			ctl_heap_push(&heap, rem[l] / cnt[l], l);
 	}
-	while (nheap > 0) {
-		struct wf_ent e = wf_pop(heap, &nheap);
+	while (heap.n > 0) {
+		struct ctl_heap_ent e = ctl_heap_pop(&heap);
 		uint32_t lo, hi;
 
 		if (e.id & WF_FLOW) {
@@ -122,7 +83,7 @@ static int water_fill(struct ctl_planner *p, struct ctl_demand *d, int which, do
 		} else {
 			uint32_t l = e.id;
 
-			if (cnt[l] == 0 || e.level != at[l] + rem[l] / cnt[l])
+			if (cnt[l] == 0 || e.key != at[l] + rem[l] / cnt[l])
 				continue; /* stale */
 			lo = first[l];
 			hi = first[l + 1];
@@ -134,19 +95,17 @@ static int water_fill(struct ctl_planner *p, struct ctl_demand *d, int which, do
 			if (frozen[f])
 				continue;
 			frozen[f] = true;
-			rate[f] = e.level;
+			rate[f] = e.key;
 			for (uint32_t h = 0; h < r->nhops; h++) {
 				uint32_t l = r->dlink[h];
 
-				rem[l] -= (e.level - at[l]) * cnt[l];
+				rem[l] -= (e.key - at[l]) * cnt[l];
 				if (rem[l] < 0)
 					rem[l] = 0;
-				at[l] = e.level;
+				at[l] = e.key;
 				cnt[l]--;
 				if (cnt[l] > 0)
-					wf_push(heap, &nheap,
-						(struct wf_ent){.level = at[l] + rem[l] / cnt[l],
-								.id = l});
+					ctl_heap_push(&heap, at[l] + rem[l] / cnt[l], l);
 			}
 		}
 	}
@@ -164,7 +123,7 @@ out:
 	free(at);
 	free(rate);
 	free(frozen);
-	free(heap);
+	ctl_heap_fini(&heap);
 	return ret;
 }
 

@@ -17,76 +17,36 @@
 
 /* ---- local search ---------------------------------------------------------------- */
 
-struct heap_ent {
-	double u;
-	uint32_t dl;
-};
-
 struct ls {
 	struct ctl_planner *p;
 	struct ctl_demand *d;
 	bool *movable;
 	/* flows on each directed link: doubly linked lists of (flow, hop) */
 	uint32_t *head, *next, *prev;
-	struct heap_ent *heap;
-	size_t nheap, capheap;
-	uint64_t *tabu; /* a kicked flow stays put until this iteration */
+	struct ctl_heap heap; /* links by utilisation, most utilised on top */
+	uint64_t *tabu;	      /* a kicked flow stays put until this iteration */
 	uint64_t it;
 };
 
-static int heap_push(struct ls *s, uint32_t dl)
+static double ls_util(const struct ls *s, uint32_t dl)
 {
-	struct heap_ent e = {.u = s->p->load[dl] / s->p->cap[dl], .dl = dl};
-	size_t i;
-
-	if (s->nheap == s->capheap) {
-		size_t c = s->capheap ? 2 * s->capheap : 1024;
-		struct heap_ent *h = realloc(s->heap, c * sizeof(*h));
-
-		if (h == NULL)
-			return -ENOMEM;
-		s->heap = h;
-		s->capheap = c;
-	}
-	i = s->nheap++;
-	while (i > 0 && s->heap[(i - 1) / 2].u < e.u) {
-		s->heap[i] = s->heap[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	s->heap[i] = e;
-	return 0;
+	return s->p->load[dl] / s->p->cap[dl];
 }
 
-static void heap_pop(struct ls *s)
+static int heap_push(struct ls *s, uint32_t dl)
 {
-	struct heap_ent e = s->heap[--s->nheap];
-	size_t i = 0;
-
-	for (;;) {
-		size_t c = 2 * i + 1;
-
-		if (c >= s->nheap)
-			break;
-		if (c + 1 < s->nheap && s->heap[c + 1].u > s->heap[c].u)
-			c++;
-		if (s->heap[c].u <= e.u)
-			break;
-		s->heap[i] = s->heap[c];
-		i = c;
-	}
-	if (s->nheap > 0)
-		s->heap[i] = e;
+	return ctl_heap_push(&s->heap, -ls_util(s, dl), dl);
 }
 
 /* The most utilised directed link (skipping stale entries), NONE if empty. */
 static uint32_t heap_top(struct ls *s)
 {
-	while (s->nheap > 0) {
-		struct heap_ent *e = &s->heap[0];
+	while (s->heap.n > 0) {
+		const struct ctl_heap_ent *e = &s->heap.v[0];
 
-		if (e->u == s->p->load[e->dl] / s->p->cap[e->dl])
-			return e->dl;
-		heap_pop(s);
+		if (-e->key == ls_util(s, e->id))
+			return e->id;
+		ctl_heap_pop(&s->heap);
 	}
 	return NONE;
 }
@@ -388,8 +348,8 @@ int ctl_local_search(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 		double U;
 		int r;
 
-		if (s.nheap > 16 * (size_t)nd + 4096) { /* drop stale entries */
-			s.nheap = 0;
+		if (s.heap.n > 16 * (size_t)nd + 4096) { /* drop stale entries */
+			s.heap.n = 0;
 			for (uint32_t l = 0; l < nd; l++)
 				if (p->load[l] > 0 && (ret = heap_push(&s, l)) < 0)
 					goto out;
@@ -451,6 +411,6 @@ out:
 	free(s.head);
 	free(s.next);
 	free(s.prev);
-	free(s.heap);
+	ctl_heap_fini(&s.heap);
 	return ret;
 }
