@@ -84,99 +84,6 @@ void ctld_ring_order(const int32_t *next, uint32_t n, uint32_t *order)
 	free(seen);
 }
 
-/* ---- source ports from the probe maps */
-
-/* The newest map of the flow's NIC pair; NULL when none. */
-static const struct ctl_pmap *pmap_for(const struct ctld *d, const struct ctl_flow *f)
-{
-	struct in_addr s = d->topo->ports[f->src_port].addr, t = d->topo->ports[f->dst_port].addr;
-	const struct ctl_pmap *best = NULL;
-
-	for (uint32_t i = 0; i < d->npmaps; i++) {
-		const struct ctl_pmap *m = &d->pmaps[i];
-
-		if (m->src.s_addr == s.s_addr && m->dst.s_addr == t.s_addr &&
-		    (best == NULL || m->ts_ms > best->ts_ms))
-			best = m;
-	}
-	return best;
-}
-
-/* The route source port sport takes: the probe's map in probe mode (-ENOENT
- * when the map never saw the port or there is no map), else the hash model. */
-static int route_of_sport(struct ctld *d, const struct ctl_flow *f, uint16_t sport,
-			  struct ctl_route *r)
-{
-	const struct ctl_pmap *m;
-	int k;
-
-	if (!d->probe)
-		return ctl_route_of_sport(d->pl, f, sport, r);
-	m = pmap_for(d, f);
-	k = m != NULL ? ctl_pmap_path_of(m, sport) : -1;
-	if (k < 0)
-		return -ENOENT;
-	return ctl_route_by_name(d->pl, f, m->paths[k].name, r);
-}
-
-/* Probe mode, after ctl_plan_sports: each flow gets a port the probe saw
- * take its planned path (its own port when it is one of them, else the
- * path's ports in turn). A flow with no map, or planned on a path the probe
- * never saw, keeps its port and route: counted as unsteered. */
-static void probe_sports(struct ctld *d, struct ctl_demand *dem)
-{
-	uint32_t *turn = calloc((size_t)d->npmaps * 64 + 1, sizeof(*turn));
-	char name[128];
-
-	d->unsteered = 0;
-	for (size_t i = 0; i < dem->n; i++) {
-		struct ctl_flow *f = &dem->flows[i];
-		const struct ctl_pmap *m = pmap_for(d, f);
-		const struct ctl_pmap_path *p;
-		int k = -1;
-
-		if (m != NULL && ctl_route_name(d->pl, &f->path, name, sizeof(name)) == 0)
-			k = ctl_pmap_find(m, name);
-		if (k < 0) {
-			struct ctl_route r = {.idx = -1};
-
-			d->unsteered++;
-			if (f->cur_sport == 0)
-				continue; /* a new flow: the model's port is as good as any */
-			f->sport = f->cur_sport;
-			if (route_of_sport(d, f, f->cur_sport, &r) == 0)
-				f->path = r;
-			continue;
-		}
-		p = &m->paths[k];
-		f->sport = 0;
-		for (uint32_t j = 0; j < p->nports && f->sport == 0; j++)
-			if (p->ports[j] == f->cur_sport)
-				f->sport = f->cur_sport;
-		if (f->sport == 0) {
-			uint32_t *t = turn != NULL && k < 64
-					      ? &turn[(size_t)(m - d->pmaps) * 64 + k]
-					      : NULL;
-
-			f->sport = p->ports[(t != NULL ? (*t)++ : (uint32_t)i) % p->nports];
-		}
-	}
-	free(turn);
-}
-
-/* Probe mode: where plain ECMP puts each flow (its default port) by the
- * maps, where they know the port. */
-static void probe_ecmp(struct ctld *d, struct ctl_demand *dem)
-{
-	for (size_t i = 0; i < dem->n; i++) {
-		struct ctl_flow *f = &dem->flows[i];
-		struct ctl_route r = {.idx = -1};
-
-		if (route_of_sport(d, f, ctl_sport_default(f->lqpn, f->rqpn), &r) == 0)
-			f->ecmp = r;
-	}
-}
-
 /* ---- planning */
 
 static bool route_down(const struct ctld *d, const struct ctl_route *r)
@@ -279,6 +186,8 @@ static void plan(struct ctld *d)
 	struct ctl_host_plan *hps = NULL;
 	uint32_t nh = 0, *qix = NULL, nann = 0, down_used = 0;
 	uint64_t now_ns = ice_now_ns(), planned_ms, epoch = 0;
+	struct ctl_pathmap_probe probe;
+	struct ctl_pathmap *pm;
 	double ecmp = 0;
 	bool refresh, same;
 	int ret;
@@ -288,6 +197,9 @@ static void plan(struct ctld *d)
 	o.search_budget_s = d->cfg.search_budget;
 	o.mode = trig == TRIG_QP ? CTL_PLAN_INCREMENTAL : CTL_PLAN_REOPT;
 	ctl_demand_init(&dem, CTL_UNIT_BPS);
+	/* which source port takes which path: one provider for the whole plan */
+	pm = d->probe ? ctl_pathmap_probe_init(&probe, d->pl, d->pmaps, d->npmaps)
+		      : ctl_pathmap_model(d->pl);
 	announce(d);
 	qix = calloc(d->nqps + 1, sizeof(*qix));
 	if (qix == NULL)
@@ -328,7 +240,7 @@ static void plan(struct ctld *d)
 		if (q->planned && q->route.idx >= 0)
 			r = q->route;
 		else if (o.mode == CTL_PLAN_REOPT && q->sport_now != 0 &&
-			 route_of_sport(d, f, q->sport_now, &r) < 0)
+			 ctl_route_of_sport(pm, f, q->sport_now, &r) < 0)
 			r.idx = -1;
 		if (route_down(d, &r))
 			r.idx = -1;
@@ -336,14 +248,9 @@ static void plan(struct ctld *d)
 	}
 	ret = ctl_plan_paths(d->pl, &dem, &o, &st);
 	if (ret == 0)
-		ret = ctl_plan_sports(d->pl, &dem);
-	if (ret == 0 && d->probe)
-		probe_sports(d, &dem);
-	if (ret == 0 && ctl_plan_ecmp(d->pl, &dem) == 0) {
-		if (d->probe)
-			probe_ecmp(d, &dem);
+		ret = ctl_plan_sports(pm, &dem);
+	if (ret == 0 && ctl_plan_ecmp(pm, &dem) == 0)
 		ecmp = ctl_max_util(d->pl, &dem, 1);
-	}
 	if (ret == 0 && d->cfg.rates)
 		ret = ctl_plan_rates(d->pl, &dem, 0, d->cfg.headroom);
 	if (ret < 0) {
@@ -362,11 +269,11 @@ static void plan(struct ctld *d)
 		down_used += route_down(d, &f->path);
 	}
 	planned_ms = ice_wall_ms();
-	if (d->probe && d->unsteered > 0)
+	if (pm->unsteered > 0)
 		ice_info(SUB,
 			 "%u of %zu flows not steered: no probe map of their NIC pair, or the "
 			 "map has no port on the planned path",
-			 d->unsteered, dem.n);
+			 pm->unsteered, dem.n);
 	ice_info(SUB,
 		 "plan (%s%s%s%s%s): %zu flows (%u announced) on %u hosts, %s: max util %.3f "
 		 "(bound %.3f, ECMP %.3f), moved %u, %.1f ms%s",

@@ -123,7 +123,6 @@ struct ctld {
 	struct ctl_pmap *pmaps;
 	uint32_t npmaps;
 	uint64_t next_pmap_ns;
-	uint32_t unsteered; /* flows of the last plan that could not be steered */
 };
 
 #define PMAP_REFRESH_NS (1000 * ICE_NSEC_PER_MSEC)

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * ctl_ecmp.c: the switches' hash models on the planner's DAGs: the route a
- * source port takes, the plain-ECMP baseline (default source ports), and
- * source ports that take the planned routes.
+ * ctl_ecmp.c: the switches' hash models on the planner's DAGs, as the
+ * planner's own port -> path provider (ctl_pathmap_model): the route a
+ * source port takes, and source ports that take the planned routes; the
+ * provider-generic entry points, and the plain-ECMP baseline (default
+ * source ports) over any provider.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,8 +26,8 @@ static void flow_tuple(const struct topo *t, const struct ctl_flow *f, uint16_t 
 	x->dport = htons(ROCE_PORT);
 }
 
-int ctl_route_of_sport(struct ctl_planner *p, const struct ctl_flow *f, uint16_t sport,
-		       struct ctl_route *out)
+int ctl_model_route(struct ctl_planner *p, const struct ctl_flow *f, uint16_t sport,
+		    struct ctl_route *out)
 {
 	const struct topo *t = p->t;
 	struct topo_5tuple x;
@@ -52,18 +54,6 @@ int ctl_route_of_sport(struct ctl_planner *p, const struct ctl_flow *f, uint16_t
 	}
 	out->nhops = h;
 	out->idx = (int32_t)idx;
-	return 0;
-}
-
-int ctl_plan_ecmp(struct ctl_planner *p, struct ctl_demand *d)
-{
-	for (size_t i = 0; i < d->n; i++) {
-		struct ctl_flow *f = &d->flows[i];
-		int ret = ctl_route_of_sport(p, f, ctl_sport_default(f->lqpn, f->rqpn), &f->ecmp);
-
-		if (ret < 0)
-			return ret;
-	}
 	return 0;
 }
 
@@ -239,8 +229,9 @@ static int pick_sport(struct sp_map *m, const struct ctl_flow *f, uint32_t nth, 
 	return 0;
 }
 
-int ctl_plan_sports(struct ctl_planner *p, struct ctl_demand *d)
+static int model_sports(struct ctl_pathmap *pm, struct ctl_demand *d)
 {
+	struct ctl_planner *p = pm->p;
 	uint32_t *ord = malloc(sizeof(uint32_t) * (d->n + 1));
 	struct sp_map m = {.idx = malloc(sizeof(int32_t) * TOPO_SPORT_COUNT)};
 	int ret = 0;
@@ -273,8 +264,7 @@ int ctl_plan_sports(struct ctl_planner *p, struct ctl_demand *d)
 			if (f->path.idx < 0)
 				continue;
 			if (f->cur_sport >= TOPO_SPORT_BASE &&
-			    ctl_route_of_sport(p, f, f->cur_sport, &r) == 0 &&
-			    r.idx == f->path.idx) {
+			    ctl_model_route(p, f, f->cur_sport, &r) == 0 && r.idx == f->path.idx) {
 				f->sport = f->cur_sport;
 				continue;
 			}
@@ -292,4 +282,52 @@ out:
 	free(m.idx);
 	free(ord);
 	return ret;
+}
+
+static int model_route_of(struct ctl_pathmap *pm, const struct ctl_flow *f, uint16_t sport,
+			  struct ctl_route *out)
+{
+	return ctl_model_route(pm->p, f, sport, out);
+}
+
+const struct ctl_pathmap_ops ctl_model_ops = {
+	.name = "model",
+	.route_of = model_route_of,
+	.sports = model_sports,
+};
+
+/* ---- port -> path providers -------------------------------------------------------- */
+
+struct ctl_pathmap *ctl_pathmap_model(struct ctl_planner *p)
+{
+	return &p->model;
+}
+
+int ctl_route_of_sport(struct ctl_pathmap *m, const struct ctl_flow *f, uint16_t sport,
+		       struct ctl_route *out)
+{
+	return m->ops->route_of(m, f, sport, out);
+}
+
+int ctl_plan_sports(struct ctl_pathmap *m, struct ctl_demand *d)
+{
+	m->unsteered = 0;
+	return m->ops->sports(m, d);
+}
+
+int ctl_plan_ecmp(struct ctl_pathmap *m, struct ctl_demand *d)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		struct ctl_flow *f = &d->flows[i];
+		uint16_t sport = ctl_sport_default(f->lqpn, f->rqpn);
+		struct ctl_route r;
+		int ret = m->ops->route_of(m, f, sport, &r);
+
+		if (ret < 0 && m->ops != &ctl_model_ops)
+			ret = ctl_model_route(m->p, f, sport, &r); /* the provider does not know */
+		if (ret < 0)
+			return ret;
+		f->ecmp = r;
+	}
+	return 0;
 }

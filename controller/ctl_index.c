@@ -331,6 +331,7 @@ struct ctl_planner *ctl_planner_new(const struct topo *t)
 	if (p == NULL)
 		return NULL;
 	p->t = t;
+	p->model = (struct ctl_pathmap){.ops = &ctl_model_ops, .p = p};
 	ret = planner_index(p);
 	if (ret == 0)
 		ret = planner_selfcheck(p);

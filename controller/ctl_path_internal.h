@@ -61,9 +61,10 @@ struct ctl_planner {
 	uint64_t *reach;      /* [sw][level][words] */
 	struct nbr *nbrs;     /* per switch: upper then lower neighbours, port order */
 	uint32_t *up_first, *up_n, *dn_first, *dn_n;
-	struct dag **dags; /* [nedge] */
-	double *cap;	   /* [2 * nlinks] bit/s */
-	double *load;	   /* [2 * nlinks] scratch */
+	struct dag **dags;	  /* [nedge] */
+	double *cap;		  /* [2 * nlinks] bit/s */
+	double *load;		  /* [2 * nlinks] scratch */
+	struct ctl_pathmap model; /* the hash models (ctl_pathmap_model) */
 };
 
 static inline double now_s(void)
@@ -167,5 +168,11 @@ int ctl_local_search(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
  * balanced colourings, level by level. 0 or -errno. */
 int ctl_kempe_plan(struct ctl_planner *p, struct ctl_demand *d, const bool *movable,
 		   struct ctl_plan_stats *st);
+
+/* ---- ctl_ecmp.c: the hash-model provider, and its walk: the route source
+ * port sport takes for f. 0 or -errno. */
+extern const struct ctl_pathmap_ops ctl_model_ops;
+int ctl_model_route(struct ctl_planner *p, const struct ctl_flow *f, uint16_t sport,
+		    struct ctl_route *out);
 
 #endif /* CTL_PATH_INTERNAL_H */
