@@ -5,7 +5,8 @@
  *   - a path per flow minimising the maximum directed-link utilisation
  *     (greedy, then local search), incremental or global with hysteresis,
  *     with a lower bound for the same demand and the plain-ECMP baseline;
- *   - a UDP source port per flow that takes the chosen path (topo hash models);
+ *   - a UDP source port per flow that takes the chosen path, from a port ->
+ *     path provider (struct ctl_pathmap: topo's hash models or ice-probe's maps);
  *   - max-min fair rates on the chosen paths (water-filling, with headroom);
  *   - a DCQCN profile per flow from an operator policy (YAML);
  *   - per-host plans (format and signature: common/ice_plan.h).
@@ -156,22 +157,59 @@ double ctl_max_util(struct ctl_planner *p, const struct ctl_demand *d, int which
 /* Lower bound on the max utilisation of any routing (even split): max over
  * NIC links and over the up-link cuts of every switch group below each tier. */
 double ctl_bound(struct ctl_planner *p, const struct ctl_demand *d);
-/* Fill flow->ecmp with the path of the flow's default Linux source port
- * (ctl_sport_default) under the hash models. 0 or -errno. */
-int ctl_plan_ecmp(struct ctl_planner *p, struct ctl_demand *d);
-/* The route a given source port takes for the flow (hash-model walk). */
-int ctl_route_of_sport(struct ctl_planner *p, const struct ctl_flow *f, uint16_t sport,
-		       struct ctl_route *out);
 /* A route as the switches it crosses, "leaf1>spine1>leaf2" (how ice-probe
  * names paths); and back: the flow's equal-cost route through the named
  * switches (-ENOENT: none). Both 0 or -errno. */
 int ctl_route_name(const struct ctl_planner *p, const struct ctl_route *r, char *buf, size_t len);
 int ctl_route_by_name(struct ctl_planner *p, const struct ctl_flow *f, const char *hops,
 		      struct ctl_route *out);
-/* Set flow->sport to a port in 49152-65535 whose hash path is flow->path:
- * the current port when it already takes that path, else ports spread over
- * the flows of the same NIC pair. 0 or -errno (-ENOENT: no port takes it). */
-int ctl_plan_sports(struct ctl_planner *p, struct ctl_demand *d);
+
+/* ---- which source port takes which path ------------------------------------- */
+
+/*
+ * A port -> path provider: what a flow's UDP source port does in the fabric,
+ * on the routes of one planner. Two implementations:
+ *   - the topology's switch hash models: ctl_pathmap_model(), the planner's
+ *     own (any port, any pair, computed);
+ *   - ice-probe's learned maps: ctl_pathmap_probe_init() (ctl_pmap.h), which
+ *     know the ports the probe saw, for the NIC pairs it probed.
+ * A caller picks one per plan and hands it to the functions below.
+ */
+struct ctl_pathmap;
+
+struct ctl_pathmap_ops {
+	const char *name; /* "model", "probe" */
+	/* The route source port sport takes for f: 0, -ENOENT (the provider
+	 * does not know that port for f's pair), -errno. */
+	int (*route_of)(struct ctl_pathmap *m, const struct ctl_flow *f, uint16_t sport,
+			struct ctl_route *out);
+	/* For every flow with a route (path.idx >= 0), a source port that takes
+	 * it into flow->sport; m->unsteered counts the flows it could not steer
+	 * (they keep a port and, where known, get the route it takes). */
+	int (*sports)(struct ctl_pathmap *m, struct ctl_demand *d);
+};
+
+struct ctl_pathmap {
+	const struct ctl_pathmap_ops *ops;
+	struct ctl_planner *p; /* routes are this planner's */
+	uint32_t unsteered;    /* flows the last ctl_plan_sports() could not steer */
+};
+
+/* The hash-model provider; owned by the planner (valid until
+ * ctl_planner_free). Its sports: a port in 49152-65535 whose hash path is
+ * flow->path: the current port when it already takes that path, else ports
+ * spread over the flows of the same NIC pair (-ENOENT: no port takes it). */
+struct ctl_pathmap *ctl_pathmap_model(struct ctl_planner *p);
+/* The route a given source port takes for the flow, by m. */
+int ctl_route_of_sport(struct ctl_pathmap *m, const struct ctl_flow *f, uint16_t sport,
+		       struct ctl_route *out);
+/* Set flow->sport for the flows with a route, by m (m->unsteered is reset
+ * first). 0 or -errno. */
+int ctl_plan_sports(struct ctl_pathmap *m, struct ctl_demand *d);
+/* Fill flow->ecmp with the route of the flow's default source port
+ * (ctl_sport_default) by m; where m does not know it, by the hash models.
+ * 0 or -errno. */
+int ctl_plan_ecmp(struct ctl_pathmap *m, struct ctl_demand *d);
 
 /* ---- rate planner ---------------------------------------------------------- */
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-/* ctl_pmap: ice-probe's port -> path maps (see ctl_pmap.h). */
+/* ctl_pmap: ice-probe's port -> path maps, and the port -> path provider
+ * over them (see ctl_pmap.h). */
 #include "ctl_pmap.h"
+#include "ctl_path_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -94,4 +96,100 @@ int ctl_pmap_find(const struct ctl_pmap *m, const char *name)
 		if (strcmp(m->paths[i].name, name) == 0)
 			return (int)i;
 	return -1;
+}
+
+/* ---- the maps as a port -> path provider ------------------------------------------ */
+
+static const struct ctl_pathmap_probe *probe_of(const struct ctl_pathmap *m)
+{
+	return (const struct ctl_pathmap_probe *)m; /* pm is its first member */
+}
+
+/* The newest map of the flow's NIC pair; NULL when none. */
+static const struct ctl_pmap *pmap_for(const struct ctl_pathmap_probe *pp, const struct ctl_flow *f)
+{
+	const struct topo *t = pp->pm.p->t;
+	struct in_addr s = t->ports[f->src_port].addr, d = t->ports[f->dst_port].addr;
+	const struct ctl_pmap *best = NULL;
+
+	for (uint32_t i = 0; i < pp->nmaps; i++) {
+		const struct ctl_pmap *m = &pp->maps[i];
+
+		if (m->src.s_addr == s.s_addr && m->dst.s_addr == d.s_addr &&
+		    (best == NULL || m->ts_ms > best->ts_ms))
+			best = m;
+	}
+	return best;
+}
+
+static int probe_route_of(struct ctl_pathmap *pm, const struct ctl_flow *f, uint16_t sport,
+			  struct ctl_route *out)
+{
+	const struct ctl_pmap *m = pmap_for(probe_of(pm), f);
+	int k = m != NULL ? ctl_pmap_path_of(m, sport) : -1;
+
+	if (k < 0)
+		return -ENOENT;
+	return ctl_route_by_name(pm->p, f, m->paths[k].name, out);
+}
+
+static int probe_sports(struct ctl_pathmap *pm, struct ctl_demand *dem)
+{
+	const struct ctl_pathmap_probe *pp = probe_of(pm);
+	uint32_t *turn;
+	char name[128];
+	int ret = ctl_plan_sports(ctl_pathmap_model(pm->p), dem);
+
+	if (ret < 0)
+		return ret;
+	turn = calloc((size_t)pp->nmaps * 64 + 1, sizeof(*turn));
+	for (size_t i = 0; i < dem->n; i++) {
+		struct ctl_flow *f = &dem->flows[i];
+		const struct ctl_pmap *m = pmap_for(pp, f);
+		const struct ctl_pmap_path *p;
+		int k = -1;
+
+		if (m != NULL && ctl_route_name(pm->p, &f->path, name, sizeof(name)) == 0)
+			k = ctl_pmap_find(m, name);
+		if (k < 0) {
+			struct ctl_route r = {.idx = -1};
+
+			pm->unsteered++;
+			if (f->cur_sport == 0)
+				continue; /* a new flow: the model's port is as good as any */
+			f->sport = f->cur_sport;
+			if (probe_route_of(pm, f, f->cur_sport, &r) == 0)
+				f->path = r;
+			continue;
+		}
+		p = &m->paths[k];
+		f->sport = 0;
+		for (uint32_t j = 0; j < p->nports && f->sport == 0; j++)
+			if (p->ports[j] == f->cur_sport)
+				f->sport = f->cur_sport;
+		if (f->sport == 0) {
+			uint32_t *t = turn != NULL && k < 64
+					      ? &turn[(size_t)(m - pp->maps) * 64 + k]
+					      : NULL;
+
+			f->sport = p->ports[(t != NULL ? (*t)++ : (uint32_t)i) % p->nports];
+		}
+	}
+	free(turn);
+	return 0;
+}
+
+static const struct ctl_pathmap_ops probe_ops = {
+	.name = "probe",
+	.route_of = probe_route_of,
+	.sports = probe_sports,
+};
+
+struct ctl_pathmap *ctl_pathmap_probe_init(struct ctl_pathmap_probe *pp, struct ctl_planner *p,
+					   const struct ctl_pmap *maps, uint32_t nmaps)
+{
+	pp->pm = (struct ctl_pathmap){.ops = &probe_ops, .p = p};
+	pp->maps = maps;
+	pp->nmaps = nmaps;
+	return &pp->pm;
 }

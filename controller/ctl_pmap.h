@@ -3,13 +3,16 @@
  * ctl_pmap: the port -> path maps ice-probe learns (docs/redis-schema.md,
  * "Probe"). Where ICE cannot model the switches' hash (any vendor fabric,
  * the kernel ECMP of the test bed), the controller steers a flow by giving
- * it a source port the probe saw take the planned path.
+ * it a source port the probe saw take the planned path: the maps as a port
+ * -> path provider, ctl_pathmap_probe_init().
  */
 #ifndef CTL_PMAP_H
 #define CTL_PMAP_H
 
 #include <netinet/in.h>
 #include <stdint.h>
+
+#include "ctl.h"
 
 struct ctl_pmap_path {
 	char name[128]; /* switches crossed, "leaf1>spine1>leaf2" */
@@ -32,5 +35,27 @@ void ctl_pmap_fini(struct ctl_pmap *m); /* NULL-safe */
 int ctl_pmap_path_of(const struct ctl_pmap *m, uint16_t sport);
 /* The path named name, or -1. */
 int ctl_pmap_find(const struct ctl_pmap *m, const char *name);
+
+/*
+ * The port -> path provider over a set of maps (struct ctl_pathmap, ctl.h),
+ * the newest map of a NIC pair counting:
+ *   route_of: the route of the path the probe saw the port take (-ENOENT:
+ *             no map of the pair, or the map never saw the port);
+ *   sports:   the hash models' ports first (ctl_pathmap_model), then each
+ *             flow a port the probe saw take its planned path (its own when
+ *             it is one of them, else the path's ports in turn). A flow with
+ *             no map, or planned on a path the probe never saw, is unsteered:
+ *             it keeps its current port and the route the map knows for it
+ *             (a new flow keeps the model's port).
+ * Embedded, nothing to free; maps stay the caller's and must outlive its use.
+ */
+struct ctl_pathmap_probe {
+	struct ctl_pathmap pm; /* first: the provider */
+	const struct ctl_pmap *maps;
+	uint32_t nmaps;
+};
+
+struct ctl_pathmap *ctl_pathmap_probe_init(struct ctl_pathmap_probe *pp, struct ctl_planner *p,
+					   const struct ctl_pmap *maps, uint32_t nmaps);
 
 #endif /* CTL_PMAP_H */

@@ -225,7 +225,7 @@ int main(int argc, char **argv)
 	t_dem = now_s() - t0;
 
 	t0 = now_s();
-	ret = ctl_plan_ecmp(p, &d);
+	ret = ctl_plan_ecmp(ctl_pathmap_model(p), &d);
 	t_ecmp = now_s() - t0;
 	if (ret < 0) {
 		fprintf(stderr, "ice-sim: ecmp: %s\n", strerror(-ret));
@@ -274,7 +274,7 @@ int main(int argc, char **argv)
 		       st.kempe_util, (unsigned long long)st.kempe_chains);
 	if (sports) {
 		t0 = now_s();
-		ret = ctl_plan_sports(p, &d);
+		ret = ctl_plan_sports(ctl_pathmap_model(p), &d);
 		printf("source ports: %s in %.3f s for %zu flows\n",
 		       ret == 0 ? "all found" : "FAILED", now_s() - t0, d.n);
 	}

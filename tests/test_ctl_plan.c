@@ -163,8 +163,9 @@ static double brute(struct ctl_planner *p, struct ctl_demand *d, const struct to
 			/* route of index idx[i]: find a source port that takes it */
 			r.idx = -1;
 			for (uint32_t s = TOPO_SPORT_BASE; r.idx != (int32_t)idx[i]; s++)
-				assert_int_equal(
-					ctl_route_of_sport(p, &d->flows[i], (uint16_t)s, &r), 0);
+				assert_int_equal(ctl_route_of_sport(ctl_pathmap_model(p),
+								    &d->flows[i], (uint16_t)s, &r),
+						 0);
 			d->flows[i].ecmp = r;
 		}
 		u = ctl_max_util(p, d, 1);
@@ -222,7 +223,7 @@ static void test_never_worse_than_ecmp(void **state)
 
 			ctl_demand_init(&d, CTL_UNIT_BPS);
 			random_demand(&d, ts[k], 2 + rnd(40));
-			assert_int_equal(ctl_plan_ecmp(p, &d), 0);
+			assert_int_equal(ctl_plan_ecmp(ctl_pathmap_model(p), &d), 0);
 			ecmp = ctl_max_util(p, &d, 1);
 			assert_int_equal(ctl_plan_paths(p, &d, NULL, &st), 0);
 			assert_true(st.max_util <= ecmp * (1 + 1e-9));
@@ -265,7 +266,7 @@ static void check_routes_match_topo(struct topo *t)
 				struct topo_path tp;
 				struct ctl_route r;
 
-				assert_int_equal(ctl_route_of_sport(p, &f,
+				assert_int_equal(ctl_route_of_sport(ctl_pathmap_model(p), &f,
 								    (uint16_t)(TOPO_SPORT_BASE + s),
 								    &r),
 						 0);
@@ -301,7 +302,7 @@ static void test_sports_take_the_path(void **state)
 	for (uint32_t q = 0; q < 4; q++)
 		add_flow(&d, t, 0, 15, 50 * MBIT, 0x500 + q);
 	assert_int_equal(ctl_plan_paths(p, &d, NULL, NULL), 0);
-	assert_int_equal(ctl_plan_sports(p, &d), 0);
+	assert_int_equal(ctl_plan_sports(ctl_pathmap_model(p), &d), 0);
 	for (size_t i = 0; i < d.n; i++) {
 		const struct ctl_flow *f = &d.flows[i];
 
@@ -316,7 +317,7 @@ static void test_sports_take_the_path(void **state)
 	for (size_t i = 0; i < d.n; i++)
 		d.flows[i].cur_sport = d.flows[i].sport;
 	d.flows[0].sport = 0;
-	assert_int_equal(ctl_plan_sports(p, &d), 0);
+	assert_int_equal(ctl_plan_sports(ctl_pathmap_model(p), &d), 0);
 	assert_int_equal(d.flows[0].sport, d.flows[0].cur_sport);
 	free(map);
 	ctl_demand_fini(&d);
@@ -340,7 +341,8 @@ static void test_route_names(void **state)
 	for (uint32_t sp = TOPO_SPORT_BASE; sp < TOPO_SPORT_BASE + 512; sp++) {
 		struct ctl_route r, back;
 
-		assert_int_equal(ctl_route_of_sport(p, &d.flows[0], (uint16_t)sp, &r), 0);
+		assert_int_equal(
+			ctl_route_of_sport(ctl_pathmap_model(p), &d.flows[0], (uint16_t)sp, &r), 0);
 		assert_int_equal(ctl_route_name(p, &r, name, sizeof(name)), 0);
 		assert_int_equal(ctl_route_by_name(p, &d.flows[0], name, &back), 0);
 		assert_int_equal(back.idx, r.idx);
@@ -356,7 +358,9 @@ static void test_route_names(void **state)
 		struct ctl_route r;
 
 		assert_int_equal(ctl_route_by_name(p, &d.flows[0], "nowhere", &r), -ENOENT);
-		assert_int_equal(ctl_route_of_sport(p, &d.flows[0], TOPO_SPORT_BASE, &r), 0);
+		assert_int_equal(
+			ctl_route_of_sport(ctl_pathmap_model(p), &d.flows[0], TOPO_SPORT_BASE, &r),
+			0);
 		assert_int_equal(ctl_route_name(p, &r, name, sizeof(name)), 0);
 		strcat(name, ">extra");
 		assert_int_equal(ctl_route_by_name(p, &d.flows[0], name, &r), -ENOENT);
@@ -726,7 +730,7 @@ static void test_kempe_weighted_never_worse(void **state)
 			if (s != dn)
 				add_flow(&d, t, s, dn, (1 + lcg(&x) % 8) * 25 * MBIT, i);
 		}
-		assert_int_equal(ctl_plan_ecmp(p, &d), 0);
+		assert_int_equal(ctl_plan_ecmp(ctl_pathmap_model(p), &d), 0);
 		ecmp = ctl_max_util(p, &d, 1);
 		assert_int_equal(ctl_plan_paths(p, &d, NULL, &st), 0);
 		assert_true(st.max_util <= ecmp + 1e-9);

@@ -225,7 +225,7 @@ static void test_build_from_demand(void **state)
 						   1, 0, 0x10),
 			 0);
 	assert_int_equal(ctl_plan_paths(p, &d, NULL, NULL), 0);
-	assert_int_equal(ctl_plan_sports(p, &d), 0);
+	assert_int_equal(ctl_plan_sports(ctl_pathmap_model(p), &d), 0);
 	assert_int_equal(ctl_plan_rates(p, &d, 0, 0.95), 0);
 	assert_int_equal(ctl_host_plans_build(t, &d, NULL, 3, 2000, NOW, &hps, &nh), 0);
 	assert_int_equal(nh, 4);

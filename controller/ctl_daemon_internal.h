@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ctl_daemon_internal.h: what the daemon's files share (ctl_daemon.c: the
+ * planning step and life; ctl_daemon_redis.c: the connection;
+ * ctl_daemon_view.c: the view from Redis; ctl_daemon_lease.c: the leader
+ * lease; ctl_daemon_publish.c: fenced publishing). Not part of the API:
+ * ctl_daemon.h is.
+ */
+#ifndef CTL_DAEMON_INTERNAL_H
+#define CTL_DAEMON_INTERNAL_H
+
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctl_daemon.h"
+#include "ctl_pmap.h"
+#include "ice_time.h"
+
+#define SUB ICE_SUB_COMMON
+
+#define LINK_DOWN_BPS	     1000 /* capacity the planner sees for a down link */
+#define APPLY_WAIT_MS	     3000 /* give up waiting for every host's write-back */
+#define QP_STALE_MIN_MS	     3000
+#define PEAK_DECAY	     0.95 /* per QP view refresh: half-life ~14 refreshes */
+#define ARGV_MAX	     4096
+#define CTLD_DUMMY_KEY_BYTES 32
+
+enum trig {
+	TRIG_NONE = 0,
+	TRIG_QP = 1,	   /* QPs appeared, went idle or away: incremental */
+	TRIG_LINK = 2,	   /* link state changed */
+	TRIG_COLL = 4,	   /* a collective was announced (or ended) */
+	TRIG_REOPT = 8,	   /* periodic */
+	TRIG_TAKEOVER = 16 /* became leader */
+};
+
+struct cqp {
+	uint32_t host; /* topo node */
+	uint32_t src, dst;
+	uint32_t lip, qpn, rqpn;
+	uint16_t sport_now;
+	double rate_bps;
+	double peak_bps; /* decaying maximum of rate_bps: the flow's demand */
+	bool active;
+	/* planned state, carried across view refreshes */
+	bool planned;
+	uint16_t sport;
+	struct ctl_route route;
+	/* per plan */
+	double ann_bps;
+	uint32_t ann_flags;
+	enum ctl_coll_op op;
+	uint64_t coll_id, msg_bytes;
+};
+
+struct ccoll {
+	char comm[24];
+	enum ctl_coll_op op;
+	uint64_t bytes;
+	uint32_t nranks;
+	uint32_t *nic; /* per rank: topo port, UINT32_MAX unknown */
+	int32_t *next;
+	uint32_t seen;
+	uint64_t last_ms, trigger_ms;
+	bool active;
+};
+
+struct chost {
+	char name[64];
+	uint32_t node;
+	char last_id[48]; /* event stream position */
+};
+
+struct pending {
+	bool on;
+	uint64_t epoch, trigger_ms, seen_ms, planned_ms, pub_ms;
+	char what[96];
+	char (*hosts)[64];
+	uint32_t nhosts;
+};
+
+struct ctld {
+	struct ctld_cfg cfg;
+	volatile sig_atomic_t stop;
+	struct topo *topo;
+	uint64_t *rate0;
+	bool *down;
+	char (*lname)[64];
+	struct ctl_planner *pl;
+	struct ctl_policy *pol;
+	struct ice_plan_key key;
+	redisContext *rc;
+	uint64_t next_connect_ns;
+
+	char k_leader[128], k_epoch[128], k_pub[128], k_log[128], k_links[128], k_status[128],
+		k_hosts[128];
+
+	struct chost *hosts;
+	uint32_t nhosts;
+	struct cqp *qps;
+	size_t nqps;
+	struct ccoll *colls;
+	size_t ncolls;
+
+	bool leader, started;
+	unsigned trig;
+	uint64_t trig_ms, trig_seen_ms;
+	char trig_what[96];
+	uint64_t next_qp_ns, next_reopt_ns;
+	bool qps_due; /* a QP event came: read the QPs now, not at next_qp_ns */
+
+	struct ice_host_plan *last;
+	uint32_t nlast;
+	uint64_t last_pub_ns, last_epoch;
+	uint64_t plans;
+	struct pending pend;
+
+	/* source ports from ice-probe's maps (sports: probe, or auto on kernel ECMP) */
+	bool probe;
+	struct ctl_pmap *pmaps;
+	uint32_t npmaps;
+	uint64_t next_pmap_ns;
+};
+
+#define PMAP_REFRESH_NS (1000 * ICE_NSEC_PER_MSEC)
+
+/* ---- ctl_daemon_redis.c */
+bool ctld_redis_up(struct ctld *d); /* connected, or connects (at most every 500 ms) */
+/* One command; NULL when the connection broke (dropped). */
+redisReply *ctld_cmdv(struct ctld *d, int argc, const char **argv);
+redisReply *ctld_cmd(struct ctld *d, const char *fmt, ...);
+/* Replies of n appended commands into out[] (NULL entries on failure). */
+int ctld_pipe(struct ctld *d, size_t n, redisReply **out);
+void ctld_freev(redisReply **r, size_t n);
+
+/* ---- ctl_daemon_lease.c */
+void ctld_lease_tick(struct ctld *d);	 /* renew, or try to take the lease */
+void ctld_lease_release(struct ctld *d); /* give it up when held */
+
+/* ---- ctl_daemon_view.c */
+void ctld_read_links(struct ctld *d);
+void ctld_read_pmaps(struct ctld *d);
+void ctld_read_events(struct ctld *d);
+void ctld_expire_colls(struct ctld *d);
+void ctld_read_qps(struct ctld *d); /* also the hosts */
+void ctld_pmaps_free(struct ctl_pmap *m, uint32_t n);
+void ctld_coll_free(struct ccoll *c);
+
+/* ---- ctl_daemon_publish.c */
+/* Publish one plan per host under a new fenced epoch: 0 with *epoch_out,
+ * -EPERM (not leader, or a newer epoch is out), -EIO, -ENOMEM. */
+int ctld_publish(struct ctld *d, struct ice_host_plan *hps, uint32_t nh, uint64_t *epoch_out);
+/* Start waiting for the hosts' write-backs of epoch (ctld_read_applied). */
+void ctld_pend_start(struct ctld *d, uint64_t epoch, struct ice_host_plan *hps, uint32_t nh,
+		     uint64_t planned_ms);
+void ctld_read_applied(struct ctld *d);
+void ctld_status_write(struct ctld *d, const char *const *kv, int n); /* HSET of the status */
+void ctld_dry_print(struct ctld *d, struct ice_host_plan *hps, uint32_t nh,
+		    const struct ctl_plan_stats *st, double ecmp);
+
+#endif /* CTL_DAEMON_INTERNAL_H */

@@ -1,0 +1,587 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ctl_daemon_view.c: the daemon's view of the fabric from Redis: hosts,
+ * link state (re-indexing the planner on a change), ice-probe's port ->
+ * path maps, announced collectives from the hosts' event streams, and the
+ * QPs with their measured rates. Each reader sets the triggers (d->trig)
+ * that the planning step acts on.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_daemon_internal.h"
+#include "ice_log.h"
+#include "ice_time.h"
+
+/* ---- view: hosts */
+
+static struct chost *host_get(struct ctld *d, const char *name)
+{
+	const struct topo_node *n;
+	struct chost *h;
+
+	for (uint32_t i = 0; i < d->nhosts; i++)
+		if (strcmp(d->hosts[i].name, name) == 0)
+			return &d->hosts[i];
+	n = topo_node_by_name(d->topo, name);
+	if (n == NULL || n->kind != TOPO_HOST)
+		return NULL;
+	h = realloc(d->hosts, sizeof(*h) * (d->nhosts + 1));
+	if (h == NULL)
+		return NULL;
+	d->hosts = h;
+	h = &d->hosts[d->nhosts++];
+	memset(h, 0, sizeof(*h));
+	snprintf(h->name, sizeof(h->name), "%s", name);
+	h->node = n->id;
+	/* announced collectives still active when we start */
+	snprintf(h->last_id, sizeof(h->last_id), "%" PRIu64 "-0",
+		 (uint64_t)(ice_wall_ms() - d->cfg.announce_ttl / ICE_NSEC_PER_MSEC));
+	return h;
+}
+
+static void read_hosts(struct ctld *d)
+{
+	redisReply *r = ctld_cmd(d, "SMEMBERS %s", d->k_hosts);
+
+	if (r == NULL)
+		return;
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++)
+		if (r->element[i]->type == REDIS_REPLY_STRING)
+			host_get(d, r->element[i]->str);
+	freeReplyObject(r);
+}
+
+/* ---- view: links */
+
+static int rebuild_planner(struct ctld *d)
+{
+	struct ctl_planner *p;
+
+	for (uint32_t i = 0; i < d->topo->nlinks; i++)
+		d->topo->links[i].rate_bps = d->down[i] ? LINK_DOWN_BPS : d->rate0[i];
+	p = ctl_planner_new(d->topo);
+	if (p == NULL)
+		return -errno;
+	ctl_planner_free(d->pl);
+	d->pl = p;
+	return 0;
+}
+
+void ctld_read_links(struct ctld *d)
+{
+	redisReply *r = ctld_cmd(d, "HGETALL %s", d->k_links);
+	bool changed = false;
+	uint64_t ts_max = 0;
+	char what[96] = "";
+
+	if (r == NULL)
+		return;
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
+		const char *name = r->element[i]->str, *val = r->element[i + 1]->str;
+		json_t *o = val ? json_loads(val, 0, NULL) : NULL;
+		const char *st = o ? json_string_value(json_object_get(o, "state")) : NULL;
+		uint64_t ts = o ? (uint64_t)json_integer_value(json_object_get(o, "ts_ms")) : 0;
+
+		for (uint32_t l = 0; st != NULL && name != NULL && l < d->topo->nlinks; l++) {
+			bool down = strcmp(st, "down") == 0;
+
+			if (strcmp(d->lname[l], name) != 0 || d->down[l] == down)
+				continue;
+			d->down[l] = down;
+			changed = true;
+			if (ts > ts_max) {
+				ts_max = ts;
+				snprintf(what, sizeof(what), "link %s %s", name, st);
+			}
+			ice_info(SUB, "link %s is %s", name, st);
+		}
+		json_decref(o);
+	}
+	freeReplyObject(r);
+	if (!changed)
+		return;
+	if (rebuild_planner(d) < 0) {
+		ice_err(SUB, "cannot re-index the topology after a link change: %s",
+			strerror(errno));
+		return;
+	}
+	d->trig |= TRIG_LINK;
+	if (ts_max > d->trig_ms) {
+		d->trig_ms = ts_max;
+		d->trig_seen_ms = ice_wall_ms();
+		snprintf(d->trig_what, sizeof(d->trig_what), "%s", what);
+	}
+}
+
+/* ---- view: ice-probe's port -> path maps */
+
+void ctld_pmaps_free(struct ctl_pmap *m, uint32_t n)
+{
+	for (uint32_t i = 0; m != NULL && i < n; i++)
+		ctl_pmap_fini(&m[i]);
+	free(m);
+}
+
+/* Known map of pair "src>dst" learned at ts_ms (the pairs set's score), or -1. */
+static int pmap_known(const struct ctld *d, const char *pair, uint64_t ts_ms)
+{
+	char buf[64], *gt;
+	struct in_addr s, t;
+
+	if (snprintf(buf, sizeof(buf), "%s", pair) >= (int)sizeof(buf) ||
+	    (gt = strchr(buf, '>')) == NULL)
+		return -1;
+	*gt = '\0';
+	if (inet_pton(AF_INET, buf, &s) != 1 || inet_pton(AF_INET, gt + 1, &t) != 1)
+		return -1;
+	for (uint32_t i = 0; i < d->npmaps; i++)
+		if (d->pmaps[i].paths != NULL && d->pmaps[i].src.s_addr == s.s_addr &&
+		    d->pmaps[i].dst.s_addr == t.s_addr && d->pmaps[i].ts_ms == ts_ms)
+			return (int)i;
+	return -1;
+}
+
+/* Every map of every probing host; maps whose learning time did not change
+ * are kept, only new ones are fetched. On a Redis failure the old ones stay. */
+void ctld_read_pmaps(struct ctld *d)
+{
+	redisReply *hs = ctld_cmd(d, "SMEMBERS ice:%s:probe:hosts", d->cfg.fabric);
+	redisReply **pr = NULL, **mr = NULL;
+	struct ctl_pmap *nm = NULL;
+	int *keep = NULL;
+	size_t nh, npairs = 0, nget = 0;
+	uint32_t nn = 0, bad = 0;
+
+	if (hs == NULL || hs->type != REDIS_REPLY_ARRAY)
+		goto out;
+	nh = hs->elements;
+	pr = calloc(nh + 1, sizeof(*pr));
+	if (pr == NULL)
+		goto out;
+	for (size_t i = 0; i < nh; i++)
+		redisAppendCommand(d->rc, "ZRANGE ice:%s:{%s}:probe:pairs 0 -1 WITHSCORES",
+				   d->cfg.fabric, hs->element[i]->str);
+	if (ctld_pipe(d, nh, pr) < 0) {
+		free(pr);
+		pr = NULL;
+		goto out;
+	}
+	for (size_t i = 0; i < nh; i++)
+		if (pr[i]->type == REDIS_REPLY_ARRAY)
+			npairs += pr[i]->elements / 2;
+	keep = calloc(npairs + 1, sizeof(*keep));
+	nm = calloc(npairs + 1, sizeof(*nm));
+	if (keep == NULL || nm == NULL)
+		goto out;
+	npairs = 0;
+	for (size_t i = 0; i < nh; i++)
+		for (size_t j = 0; pr[i]->type == REDIS_REPLY_ARRAY && j + 1 < pr[i]->elements;
+		     j += 2, npairs++) {
+			const char *pair = pr[i]->element[j]->str;
+			const char *sc = pr[i]->element[j + 1]->str;
+
+			keep[npairs] = pmap_known(d, pair, sc ? strtoull(sc, NULL, 10) : 0);
+			if (keep[npairs] >= 0)
+				continue;
+			redisAppendCommand(d->rc, "HGET ice:%s:{%s}:probe:map:%s json",
+					   d->cfg.fabric, hs->element[i]->str, pair);
+			nget++;
+		}
+	mr = calloc(nget + 1, sizeof(*mr));
+	if (mr == NULL || ctld_pipe(d, nget, mr) < 0) {
+		free(mr);
+		mr = NULL;
+		goto out;
+	}
+	for (size_t k = 0, g = 0; k < npairs; k++) {
+		if (keep[k] >= 0) { /* unchanged: move it over */
+			nm[nn++] = d->pmaps[keep[k]];
+			memset(&d->pmaps[keep[k]], 0, sizeof(d->pmaps[0]));
+			continue;
+		}
+		if (mr[g]->type == REDIS_REPLY_STRING) { /* else expired between the reads */
+			if (ctl_pmap_parse(mr[g]->str, &nm[nn]) == 0)
+				nn++;
+			else
+				bad++;
+		}
+		g++;
+	}
+	if (bad > 0)
+		ice_warn(SUB, "%u probe map(s) unreadable, ignored", bad);
+	if (nn != d->npmaps)
+		ice_info(SUB, "probe maps: %u pair(s) from %zu prober(s)", nn, nh);
+	ctld_pmaps_free(d->pmaps, d->npmaps);
+	d->pmaps = nm;
+	d->npmaps = nn;
+	nm = NULL;
+out:
+	if (pr != NULL)
+		ctld_freev(pr, hs->elements);
+	free(pr);
+	if (mr != NULL)
+		ctld_freev(mr, nget);
+	free(mr);
+	free(keep);
+	ctld_pmaps_free(nm, nn);
+	if (hs != NULL)
+		freeReplyObject(hs);
+}
+
+/* ---- view: announced collectives */
+
+static int op_of(const char *s)
+{
+	static const struct {
+		const char *name;
+		enum ctl_coll_op op;
+	} m[] = {
+		{"allreduce", CTL_COLL_ALL_REDUCE}, {"reducescatter", CTL_COLL_REDUCE_SCATTER},
+		{"allgather", CTL_COLL_ALL_GATHER}, {"alltoall", CTL_COLL_ALL_TO_ALL},
+		{"broadcast", CTL_COLL_BROADCAST},  {"reduce", CTL_COLL_BROADCAST},
+		{"send", CTL_COLL_SEND_RECV},	    {"sendrecv", CTL_COLL_SEND_RECV},
+	};
+
+	for (size_t i = 0; s != NULL && i < sizeof(m) / sizeof(m[0]); i++)
+		if (strcmp(s, m[i].name) == 0)
+			return (int)m[i].op;
+	return -1;
+}
+
+static int bucket(uint64_t b)
+{
+	return b == 0 ? 0 : 64 - __builtin_clzll(b);
+}
+
+void ctld_coll_free(struct ccoll *c)
+{
+	free(c->nic);
+	free(c->next);
+	memset(c, 0, sizeof(*c));
+}
+
+static void coll_event(struct ctld *d, const struct chost *h, const char *nic, json_t *o)
+{
+	const char *kind = json_string_value(json_object_get(o, "kind"));
+	const char *comm = json_string_value(json_object_get(o, "comm"));
+	int op = op_of(json_string_value(json_object_get(o, "op")));
+	json_int_t rank = json_integer_value(json_object_get(o, "rank"));
+	json_int_t nranks = json_integer_value(json_object_get(o, "nranks"));
+	json_int_t next = json_integer_value(json_object_get(o, "next"));
+	json_int_t peer = json_integer_value(json_object_get(o, "peer"));
+	uint64_t bytes = (uint64_t)json_integer_value(json_object_get(o, "bytes"));
+	uint64_t ts_ms = (uint64_t)json_integer_value(json_object_get(o, "ts_ns")) / 1000000;
+	const struct topo_node *n = &d->topo->nodes[h->node];
+	uint32_t port = UINT32_MAX;
+	struct ccoll *c = NULL;
+
+	if (kind != NULL && strcmp(kind, "qp") == 0) {
+		d->qps_due = true; /* a new QP: its source port before its traffic */
+		return;
+	}
+	if (kind == NULL || strcmp(kind, "coll_start") != 0 || comm == NULL || op < 0 ||
+	    nranks < 2 || nranks > 65536 || rank < 0 || rank >= nranks)
+		return;
+	if (op == CTL_COLL_SEND_RECV && peer >= 0)
+		next = peer;
+	for (uint32_t i = 0; i < n->nports; i++)
+		if (port == UINT32_MAX ||
+		    (nic && strcmp(d->topo->ports[n->ports[i]].ifname, nic) == 0))
+			port = n->ports[i];
+	for (size_t i = 0; i < d->ncolls && c == NULL; i++)
+		if (strcmp(d->colls[i].comm, comm) == 0)
+			c = &d->colls[i];
+	if (c == NULL) {
+		c = realloc(d->colls, sizeof(*c) * (d->ncolls + 1));
+		if (c == NULL)
+			return;
+		d->colls = c;
+		c = &d->colls[d->ncolls++];
+		memset(c, 0, sizeof(*c));
+		snprintf(c->comm, sizeof(c->comm), "%s", comm);
+	}
+	if (c->nic != NULL && c->op == (enum ctl_coll_op)op && c->nranks == (uint32_t)nranks &&
+	    bucket(c->bytes) != bucket(bytes)) {
+		/* the same pattern at another size: its flows and their shares
+		 * stay in force (dropping them until every rank had called the
+		 * new size left the QPs at line rate meanwhile); the policy's
+		 * size rules may pick another profile: plan again */
+		c->bytes = bytes;
+		if (c->active)
+			d->trig |= TRIG_COLL;
+	} else if (c->nic == NULL || c->op != (enum ctl_coll_op)op ||
+		   c->nranks != (uint32_t)nranks) {
+		bool was = c->active;
+
+		free(c->nic);
+		free(c->next);
+		c->nic = malloc(sizeof(uint32_t) * (size_t)nranks);
+		c->next = malloc(sizeof(int32_t) * (size_t)nranks);
+		if (c->nic == NULL || c->next == NULL) {
+			free(c->nic);
+			free(c->next);
+			c->nic = NULL;
+			c->next = NULL;
+			return;
+		}
+		for (json_int_t i = 0; i < nranks; i++) {
+			c->nic[i] = UINT32_MAX;
+			c->next[i] = -1;
+		}
+		c->op = (enum ctl_coll_op)op;
+		c->nranks = (uint32_t)nranks;
+		c->bytes = bytes;
+		c->seen = 0;
+		c->active = false;
+		c->trigger_ms = 0;
+		if (was)
+			d->trig |= TRIG_COLL; /* what it was is gone */
+	}
+	if (c->nic[rank] == UINT32_MAX)
+		c->seen++;
+	c->nic[rank] = port;
+	c->next[rank] = next >= 0 && next < nranks ? (int32_t)next : -1;
+	c->last_ms = ice_wall_ms();
+	if (ts_ms > c->trigger_ms)
+		c->trigger_ms = ts_ms;
+	if (!c->active && c->seen == c->nranks) {
+		c->active = true;
+		d->trig |= TRIG_COLL;
+		if (c->trigger_ms >= d->trig_ms) {
+			d->trig_ms = c->trigger_ms;
+			d->trig_seen_ms = ice_wall_ms();
+			snprintf(d->trig_what, sizeof(d->trig_what), "%s of %u ranks, comm %s",
+				 json_string_value(json_object_get(o, "op")), c->nranks, c->comm);
+		}
+		ice_info(SUB, "collective announced: %s, %" PRIu64 " bytes, %u ranks, comm %s",
+			 json_string_value(json_object_get(o, "op")), bytes, c->nranks, c->comm);
+	}
+}
+
+void ctld_read_events(struct ctld *d)
+{
+	const char *argv[ARGV_MAX];
+	char keys[256][160];
+	uint32_t n = 0;
+	int argc = 0;
+	redisReply *r;
+
+	if (d->nhosts == 0)
+		return;
+	argv[argc++] = "XREAD";
+	argv[argc++] = "COUNT";
+	argv[argc++] = "1000";
+	argv[argc++] = "STREAMS";
+	for (uint32_t i = 0; i < d->nhosts && n < 256; i++, n++) {
+		snprintf(keys[n], sizeof(keys[n]), "ice:%s:{%s}:events", d->cfg.fabric,
+			 d->hosts[i].name);
+		argv[argc++] = keys[n];
+	}
+	for (uint32_t i = 0; i < n; i++)
+		argv[argc++] = d->hosts[i].last_id;
+	r = ctld_cmdv(d, argc, argv);
+	if (r == NULL)
+		return;
+	for (size_t s = 0; r->type == REDIS_REPLY_ARRAY && s < r->elements; s++) {
+		redisReply *st = r->element[s], *ents;
+		struct chost *h = NULL;
+
+		if (st->type != REDIS_REPLY_ARRAY || st->elements != 2)
+			continue;
+		for (uint32_t i = 0; i < n && h == NULL; i++)
+			if (strcmp(keys[i], st->element[0]->str) == 0)
+				h = &d->hosts[i];
+		ents = st->element[1];
+		for (size_t e = 0;
+		     h != NULL && ents->type == REDIS_REPLY_ARRAY && e < ents->elements; e++) {
+			redisReply *en = ents->element[e], *f;
+			const char *nic = NULL, *js = NULL;
+
+			if (en->type != REDIS_REPLY_ARRAY || en->elements != 2)
+				continue;
+			snprintf(h->last_id, sizeof(h->last_id), "%s", en->element[0]->str);
+			f = en->element[1];
+			for (size_t k = 0; f->type == REDIS_REPLY_ARRAY && k + 1 < f->elements;
+			     k += 2) {
+				if (strcmp(f->element[k]->str, "nic") == 0)
+					nic = f->element[k + 1]->str;
+				else if (strcmp(f->element[k]->str, "json") == 0)
+					js = f->element[k + 1]->str;
+			}
+			if (js != NULL) {
+				json_t *o = json_loads(js, 0, NULL);
+
+				if (o != NULL)
+					coll_event(d, h, nic, o);
+				json_decref(o);
+			}
+		}
+	}
+	freeReplyObject(r);
+}
+
+void ctld_expire_colls(struct ctld *d)
+{
+	uint64_t now = ice_wall_ms(), ttl = d->cfg.announce_ttl / ICE_NSEC_PER_MSEC;
+
+	for (size_t i = 0; i < d->ncolls;) {
+		if (d->colls[i].last_ms + ttl < now) {
+			if (d->colls[i].active) {
+				d->trig |= TRIG_COLL;
+				ice_info(SUB,
+					 "collective of comm %s ended (silent for %" PRIu64 " ms)",
+					 d->colls[i].comm, ttl);
+			}
+			ctld_coll_free(&d->colls[i]);
+			d->colls[i] = d->colls[--d->ncolls];
+			continue;
+		}
+		i++;
+	}
+}
+
+/* ---- view: QPs */
+
+static double rate_of(const char *js)
+{
+	json_t *o = js ? json_loads(js, 0, NULL) : NULL;
+	double v = o ? json_number_value(json_object_get(o, "tx_bytes")) * 8 : 0;
+
+	json_decref(o);
+	return v;
+}
+
+void ctld_read_qps(struct ctld *d)
+{
+	uint64_t stale = 3 * d->cfg.qp_interval / ICE_NSEC_PER_MSEC;
+	char key[256], min[32];
+	redisReply **rep = NULL, **hr = NULL;
+	struct cqp *nq = NULL;
+	size_t nn = 0, cap = 0, nhm = 0;
+	bool changed = false;
+
+	read_hosts(d);
+	if (d->rc == NULL || d->nhosts == 0)
+		return;
+	if (stale < QP_STALE_MIN_MS)
+		stale = QP_STALE_MIN_MS;
+	snprintf(min, sizeof(min), "%" PRIu64, ice_wall_ms() - stale);
+	rep = calloc(d->nhosts, sizeof(*rep));
+	if (rep == NULL)
+		return;
+	for (uint32_t i = 0; i < d->nhosts; i++) {
+		snprintf(key, sizeof(key), "ice:%s:{%s}:qps", d->cfg.fabric, d->hosts[i].name);
+		redisAppendCommand(d->rc, "ZRANGEBYSCORE %s %s +inf", key, min);
+	}
+	if (ctld_pipe(d, d->nhosts, rep) < 0)
+		goto out;
+	for (uint32_t i = 0; i < d->nhosts; i++)
+		for (size_t j = 0; rep[i]->type == REDIS_REPLY_ARRAY && j < rep[i]->elements; j++) {
+			if (strchr(rep[i]->element[j]->str, '>') != NULL)
+				continue; /* an unjoined BPF flow: no QP to steer */
+			snprintf(key, sizeof(key), "ice:%s:{%s}:qp:%s", d->cfg.fabric,
+				 d->hosts[i].name, rep[i]->element[j]->str);
+			redisAppendCommand(
+				d->rc, "HMGET %s local remote qpn rqpn sport rate ts_ms closed_ms",
+				key);
+			nhm++;
+		}
+	hr = calloc(nhm + 1, sizeof(*hr));
+	nq = calloc(nhm + 1, sizeof(*nq));
+	if (hr == NULL || nq == NULL || ctld_pipe(d, nhm, hr) < 0)
+		goto out;
+	for (size_t k = 0; k < nhm; k++) {
+		redisReply *r = hr[k];
+		struct in_addr la, ra;
+		const struct topo_port *sp, *dp;
+		struct cqp *q;
+
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != 8 ||
+		    r->element[0]->str == NULL || r->element[1]->str == NULL ||
+		    r->element[2]->str == NULL)
+			continue;
+		/* the agent saw it go (destroyed, or its process died) after its
+		 * last sample: no demand any more (a QPN reused later publishes a
+		 * newer ts_ms) */
+		if (r->element[7]->str != NULL &&
+		    strtoull(r->element[7]->str, NULL, 10) >
+			    (r->element[6]->str ? strtoull(r->element[6]->str, NULL, 10) : 0))
+			continue;
+		if (inet_pton(AF_INET, r->element[0]->str, &la) != 1 ||
+		    inet_pton(AF_INET, r->element[1]->str, &ra) != 1)
+			continue;
+		sp = topo_port_by_addr(d->topo, la);
+		dp = topo_port_by_addr(d->topo, ra);
+		if (sp == NULL || dp == NULL || sp == dp)
+			continue;
+		q = &nq[nn++];
+		q->host = sp->node;
+		q->src = sp->id;
+		q->dst = dp->id;
+		q->lip = la.s_addr;
+		q->qpn = (uint32_t)strtoul(r->element[2]->str, NULL, 10);
+		q->rqpn = r->element[3]->str ? (uint32_t)strtoul(r->element[3]->str, NULL, 10) : 0;
+		q->sport_now =
+			r->element[4]->str ? (uint16_t)strtoul(r->element[4]->str, NULL, 10) : 0;
+		q->rate_bps = rate_of(r->element[5]->str);
+		q->active = q->rate_bps >= (double)d->cfg.min_rate;
+		q->route.idx = -1;
+	}
+	/* carry the planned state; did the set of active QPs change? */
+	for (size_t i = 0; i < nn; i++) {
+		struct cqp *q = &nq[i];
+		const struct cqp *o = NULL;
+
+		for (size_t j = 0; j < d->nqps && o == NULL; j++)
+			if (d->qps[j].lip == q->lip && d->qps[j].qpn == q->qpn &&
+			    d->qps[j].dst == q->dst)
+				o = &d->qps[j];
+		/* A flow's demand is what it reached lately, not what it gets now:
+		 * a flow slowed by congestion (or by its own plan) would otherwise
+		 * look small, be packed onto a busy path, and slow down further. */
+		q->peak_bps = q->rate_bps;
+		if (o != NULL) {
+			q->planned = o->planned;
+			q->sport = o->sport;
+			q->route = o->route;
+			if (o->peak_bps * PEAK_DECAY > q->peak_bps)
+				q->peak_bps = o->peak_bps * PEAK_DECAY;
+		}
+		q->active = q->peak_bps >= (double)d->cfg.min_rate;
+		if (q->active && !q->planned)
+			changed = true;
+	}
+	for (size_t j = 0; j < d->nqps && !changed; j++) {
+		bool found = false;
+
+		if (!d->qps[j].planned)
+			continue;
+		for (size_t i = 0; i < nn && !found; i++)
+			found = d->qps[j].lip == nq[i].lip && d->qps[j].qpn == nq[i].qpn &&
+				nq[i].active;
+		if (!found)
+			changed = true; /* gone or idle: its entry leaves the plan */
+	}
+	free(d->qps);
+	d->qps = nq;
+	d->nqps = nn;
+	nq = NULL;
+	(void)cap;
+	if (changed)
+		d->trig |= TRIG_QP;
+out:
+	if (hr != NULL)
+		ctld_freev(hr, nhm);
+	if (rep != NULL && d->rc != NULL)
+		ctld_freev(rep, d->nhosts);
+	free(hr);
+	free(rep);
+	free(nq);
+}

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ctl_path_internal.h: what the path planner's files share (ctl_index.c,
+ * ctl_route.c, ctl_path.c, ctl_search.c, ctl_kempe.c, ctl_bound.c,
+ * ctl_ecmp.c, ctl_rate.c, ctl_heap.c). Not part of the API: ctl.h is.
+ *
+ * The planner indexes the topology once (ctl_index.c): switch ordinals,
+ * their upper and lower neighbours in port order, "cones" (reach bitsets)
+ * and, lazily, one DAG of up-down next hops per destination edge switch.
+ * Every algorithm walks those DAGs; loads and capacities are per directed
+ * link (2 * link id + 0 for a->b, + 1 for b->a).
+ */
+#ifndef CTL_PATH_INTERNAL_H
+#define CTL_PATH_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "ctl.h"
+
+#define EPS	  1e-9
+#define NONE	  UINT32_MAX
+#define TERM	  (UINT32_MAX - 1)
+#define MAXH	  TOPO_PATH_MAX_HOPS
+#define ROCE_PORT 4791
+
+struct dag_nh {
+	uint32_t eg;	/* egress port id */
+	uint32_t child; /* dag node index, or TERM */
+	uint32_t off;	/* path index offset (paths under earlier siblings) */
+};
+
+struct dag_node {
+	uint32_t first, n; /* next hops in dag->nh */
+	uint32_t paths;	   /* paths from here to the destination switch (saturating) */
+	uint32_t node;	   /* topo node id */
+};
+
+/* Everything toward one destination switch, built lazily. */
+struct dag {
+	uint32_t *idx; /* [nsw] switch ordinal -> dag node, NONE */
+	struct dag_node *nodes;
+	uint32_t nnodes, capn;
+	struct dag_nh *nh;
+	uint32_t nnh, capnh;
+};
+
+struct nbr {
+	uint32_t port; /* egress port on this switch */
+	uint32_t sw;   /* neighbour switch ordinal */
+};
+
+struct ctl_planner {
+	const struct topo *t;
+	uint32_t nsw, nedge, words, levels;
+	uint32_t *sw_of_node; /* node id -> switch ordinal or NONE */
+	uint32_t *node_of_sw; /* switch ordinal -> node id */
+	uint32_t *edge_of_sw; /* switch ordinal -> edge ordinal or NONE */
+	uint64_t *reach;      /* [sw][level][words] */
+	struct nbr *nbrs;     /* per switch: upper then lower neighbours, port order */
+	uint32_t *up_first, *up_n, *dn_first, *dn_n;
+	struct dag **dags;	  /* [nedge] */
+	double *cap;		  /* [2 * nlinks] bit/s */
+	double *load;		  /* [2 * nlinks] scratch */
+	struct ctl_pathmap model; /* the hash models (ctl_pathmap_model) */
+};
+
+static inline double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline uint32_t peer_node(const struct topo *t, uint32_t port)
+{
+	return t->ports[t->ports[port].peer].node;
+}
+
+static inline bool is_nic(const struct topo *t, uint32_t port)
+{
+	return port < t->nports && t->nodes[t->ports[port].node].kind == TOPO_HOST;
+}
+
+static inline uint32_t dlink_of(const struct topo *t, uint32_t egress)
+{
+	uint32_t l = t->ports[egress].link;
+
+	return 2 * l + (t->links[l].a == egress ? 0 : 1);
+}
+
+static inline double flow_bits(const struct ctl_demand *d, const struct ctl_flow *f)
+{
+	return d->unit == CTL_UNIT_BYTES ? 8.0 * (double)f->demand : (double)f->demand;
+}
+
+static inline double util_add(const struct ctl_planner *p, uint32_t dl, double add)
+{
+	return (p->load[dl] + add) / p->cap[dl];
+}
+
+static inline void route_add(struct ctl_planner *p, const struct ctl_route *r, double bits)
+{
+	for (uint32_t h = 0; h < r->nhops; h++)
+		p->load[r->dlink[h]] += bits;
+}
+
+/* ---- ctl_heap.c: a binary min-heap of (key, id); ctl_heap_pop on a
+ * non-empty heap only. Zero-initialised is empty. */
+struct ctl_heap_ent {
+	double key;
+	uint32_t id;
+};
+
+struct ctl_heap {
+	struct ctl_heap_ent *v;
+	size_t n, cap;
+};
+
+int ctl_heap_reserve(struct ctl_heap *h, size_t cap);		/* 0 or -ENOMEM */
+int ctl_heap_push(struct ctl_heap *h, double key, uint32_t id); /* 0 or -ENOMEM */
+struct ctl_heap_ent ctl_heap_pop(struct ctl_heap *h);
+void ctl_heap_fini(struct ctl_heap *h); /* frees the entries */
+
+/* ---- ctl_index.c: the flow's DAG and its source node; -errno */
+int ctl_flow_dag(struct ctl_planner *p, const struct ctl_flow *f, struct dag **gp, uint32_t *src);
+
+/* ---- ctl_route.c: path search over a DAG */
+struct search {
+	struct ctl_planner *p;
+	const struct dag *g;
+	const struct ctl_flow *f;
+	double add; /* bits or bit/s the flow adds */
+	uint32_t dl[MAXH];
+	/* best (prune mode) */
+	double bmx, bsum;
+	struct ctl_route best;
+	bool prune;
+	/* collect mode: every path's max, for swaps */
+	struct ctl_route *all;
+	double *allmx;
+	uint32_t nall, capall;
+	/* find mode */
+	int32_t want;
+	const struct ctl_route *match;
+	bool found;
+};
+
+int ctl_search_run(struct search *s, uint32_t src);
+/* Best route for f given the loads (f's own load not in them). */
+int ctl_best_route(struct ctl_planner *p, const struct ctl_demand *d, const struct ctl_flow *f,
+		   struct ctl_route *out, double *mx);
+/* The route with index idx of f's pair; -ENOENT: none. */
+int ctl_route_by_index(struct ctl_planner *p, const struct ctl_flow *f, int32_t idx,
+		       struct ctl_route *out);
+/* Loads of the routes (which = 0: path, 1: ecmp) into p->load; the max
+ * utilisation. */
+double ctl_loads_of(struct ctl_planner *p, const struct ctl_demand *d, int which);
+
+/* ---- ctl_search.c: local search over the routes in d (loads in p->load) */
+int ctl_local_search(struct ctl_planner *p, struct ctl_demand *d, bool *movable, double budget_s,
+		     double bound, struct ctl_plan_stats *st);
+
+/* ---- ctl_kempe.c: routes for the movable flows (all flows movable) from
+ * balanced colourings, level by level. 0 or -errno. */
+int ctl_kempe_plan(struct ctl_planner *p, struct ctl_demand *d, const bool *movable,
+		   struct ctl_plan_stats *st);
+
+/* ---- ctl_ecmp.c: the hash-model provider, and its walk: the route source
+ * port sport takes for f. 0 or -errno. */
+extern const struct ctl_pathmap_ops ctl_model_ops;
+int ctl_model_route(struct ctl_planner *p, const struct ctl_flow *f, uint16_t sport,
+		    struct ctl_route *out);
+
+#endif /* CTL_PATH_INTERNAL_H */

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ctl_rate.c: the rate planner: max-min fair rates on the planned routes by
+ * progressive filling (water-filling) with an event heap.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "ctl_path_internal.h"
+
+/* ---- rates: max-min fair water-filling -------------------------------------------- */
+
+#define WF_FLOW 0x80000000u /* heap id of a flow (its demand cap), not a link */
+
+/*
+ * Progressive filling with events: every unfrozen flow grows at the same
+ * pace (the "level"); a link with rem capacity left and cnt unfrozen flows
+ * saturates at level_at + rem / cnt. The lowest such event freezes its
+ * flows at that level; their other links are brought up to date and
+ * re-queued (stale heap entries are skipped by comparing levels).
+ */
+static int water_fill(struct ctl_planner *p, struct ctl_demand *d, int which, double scale,
+		      bool start)
+{
+	const struct topo *t = p->t;
+	uint32_t nd = 2 * t->nlinks, *cnt = calloc(nd + 1, sizeof(uint32_t));
+	uint32_t *first = calloc(nd + 2, sizeof(uint32_t)), *fl = NULL;
+	double *rem = malloc(sizeof(double) * (nd + 1)), *at = calloc(nd + 1, sizeof(double));
+	double *rate = malloc(sizeof(double) * (d->n + 1));
+	bool *frozen = calloc(d->n + 1, sizeof(bool));
+	struct ctl_heap heap = {0};
+	size_t total = 0;
+	int ret = 0;
+
+	if (cnt == NULL || first == NULL || rem == NULL || at == NULL || rate == NULL ||
+	    frozen == NULL) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < d->n; i++) {
+		const struct ctl_route *r = which ? &d->flows[i].ecmp : &d->flows[i].path;
+
+		rate[i] = 0;
+		for (uint32_t h = 0; h < r->nhops; h++)
+			cnt[r->dlink[h]]++;
+		total += r->nhops;
+		frozen[i] = r->nhops == 0;
+	}
+	fl = malloc(sizeof(uint32_t) * (total + 1));
+	/* every push below fits: a link is queued once, then once per frozen
+	 * flow crossing it; a flow once (its cap) */
+	if (fl == NULL || ctl_heap_reserve(&heap, 2 * total + d->n + nd + 1) < 0) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t l = 0; l < nd; l++)
+		first[l + 1] = first[l] + cnt[l];
+	for (uint32_t l = 0; l < nd; l++)
+		cnt[l] = 0;
+	for (uint32_t i = 0; i < d->n; i++) {
+		const struct ctl_route *r = which ? &d->flows[i].ecmp : &d->flows[i].path;
+
+		for (uint32_t h = 0; h < r->nhops; h++) {
+			uint32_t l = r->dlink[h];
+
+			fl[first[l] + cnt[l]++] = i;
+		}
+		if (d->unit == CTL_UNIT_BPS && r->nhops > 0)
+			ctl_heap_push(&heap, (double)d->flows[i].demand, WF_FLOW | i);
+	}
+	for (uint32_t l = 0; l < nd; l++) {
+		rem[l] = p->cap[l] * scale;
+		if (cnt[l] > 0)
+			ctl_heap_push(&heap, rem[l] / cnt[l], l);
+	}
+	while (heap.n > 0) {
+		struct ctl_heap_ent e = ctl_heap_pop(&heap);
+		uint32_t lo, hi;
+
+		if (e.id & WF_FLOW) {
+			lo = e.id & ~WF_FLOW;
+			hi = lo + 1;
+		} else {
+			uint32_t l = e.id;
+
+			if (cnt[l] == 0 || e.key != at[l] + rem[l] / cnt[l])
+				continue; /* stale */
+			lo = first[l];
+			hi = first[l + 1];
+		}
+		for (uint32_t k = lo; k < hi; k++) {
+			uint32_t f = (e.id & WF_FLOW) ? lo : fl[k];
+			const struct ctl_route *r = which ? &d->flows[f].ecmp : &d->flows[f].path;
+
+			if (frozen[f])
+				continue;
+			frozen[f] = true;
+			rate[f] = e.key;
+			for (uint32_t h = 0; h < r->nhops; h++) {
+				uint32_t l = r->dlink[h];
+
+				rem[l] -= (e.key - at[l]) * cnt[l];
+				if (rem[l] < 0)
+					rem[l] = 0;
+				at[l] = e.key;
+				cnt[l]--;
+				if (cnt[l] > 0)
+					ctl_heap_push(&heap, at[l] + rem[l] / cnt[l], l);
+			}
+		}
+	}
+	for (uint32_t i = 0; i < d->n; i++) {
+		if (start)
+			d->flows[i].start_bps = rate[i];
+		else
+			d->flows[i].target_bps = rate[i];
+	}
+out:
+	free(cnt);
+	free(first);
+	free(fl);
+	free(rem);
+	free(at);
+	free(rate);
+	free(frozen);
+	ctl_heap_fini(&heap);
+	return ret;
+}
+
+int ctl_plan_rates(struct ctl_planner *p, struct ctl_demand *d, int which, double headroom)
+{
+	int ret;
+
+	if (!(headroom > 0 && headroom <= 1))
+		return -EINVAL;
+	ret = water_fill(p, d, which, headroom, true);
+	if (ret == 0)
+		ret = water_fill(p, d, which, 1.0, false);
+	return ret;
+}

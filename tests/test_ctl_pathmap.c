@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * controller port -> path providers (struct ctl_pathmap): the topology's
+ * hash models and ice-probe's maps, driven through the same interface. On a
+ * small leaf-spine, maps learned from the hash model (as ice-probe would
+ * learn them on a fabric that hashes like the model, minus ports it "never
+ * saw") must agree with the model: the route of every port the map knows,
+ * ports that take the planned routes, the plain-ECMP routes; and where a
+ * map knows nothing the probe provider says so (-ENOENT, unsteered flows).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ctl.h"
+#include "ctl_pmap.h"
+
+#define MBIT	 1000000ull
+#define UNSEEN	 7 /* the maps miss every port == 0 mod UNSEEN */
+#define NPAIRS	 6 /* pairs with a map; the demand has one more without */
+#define QPS	 3 /* QPs per pair */
+#define MAXPATHS 16
+
+struct fixture {
+	struct topo *t;
+	struct ctl_planner *p;
+	struct ctl_demand d;
+	struct ctl_pmap maps[NPAIRS];
+	struct ctl_pathmap_probe probe;
+	struct ctl_pathmap *pm[2]; /* model, probe */
+};
+
+static bool unseen(uint32_t sport)
+{
+	return sport % UNSEEN == 0;
+}
+
+static void add_flow(struct ctl_demand *d, const struct topo *t, uint32_t s, uint32_t dn,
+		     uint32_t qpn)
+{
+	struct ctl_flow f = {
+		.src_port = topo_nic(t, s)->id,
+		.dst_port = topo_nic(t, dn)->id,
+		.demand = 50 * MBIT,
+		.host = topo_nic(t, s)->node,
+		.lqpn = qpn,
+		.rqpn = qpn + 0x1000,
+		.path = {.idx = -1},
+	};
+
+	assert_int_equal(ctl_demand_add(d, &f), 0);
+}
+
+/* What ice-probe would learn for f's NIC pair on a fabric hashing like the
+ * model: every port it saw, grouped by the switches its path crosses. */
+static void learn(struct fixture *fx, const struct ctl_flow *f, struct ctl_pmap *m, uint64_t ts)
+{
+	struct ctl_pathmap *model = ctl_pathmap_model(fx->p);
+
+	memset(m, 0, sizeof(*m));
+	m->src = fx->t->ports[f->src_port].addr;
+	m->dst = fx->t->ports[f->dst_port].addr;
+	m->ts_ms = ts;
+	m->paths = calloc(MAXPATHS, sizeof(*m->paths));
+	assert_non_null(m->paths);
+	for (uint32_t s = TOPO_SPORT_BASE; s < TOPO_SPORT_BASE + TOPO_SPORT_COUNT; s++) {
+		struct ctl_route r;
+		char name[128];
+		uint32_t k;
+
+		if (unseen(s))
+			continue;
+		assert_int_equal(ctl_route_of_sport(model, f, (uint16_t)s, &r), 0);
+		assert_int_equal(ctl_route_name(fx->p, &r, name, sizeof(name)), 0);
+		for (k = 0; k < m->npaths && strcmp(m->paths[k].name, name) != 0; k++)
+			;
+		if (k == m->npaths) {
+			assert_true(k < MAXPATHS);
+			snprintf(m->paths[k].name, sizeof(m->paths[k].name), "%s", name);
+			m->paths[k].ports = calloc(TOPO_SPORT_COUNT, sizeof(uint16_t));
+			assert_non_null(m->paths[k].ports);
+			m->npaths++;
+		}
+		m->paths[k].ports[m->paths[k].nports++] = (uint16_t)s;
+	}
+}
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+	struct topo_gen_opts o;
+
+	assert_non_null(fx);
+	topo_gen_opts_default(&o);
+	o.spines = 4;
+	o.leaves = 4;
+	o.hosts_per_leaf = 2;
+	fx->t = topo_gen_leaf_spine(&o);
+	assert_non_null(fx->t);
+	fx->p = ctl_planner_new(fx->t);
+	assert_non_null(fx->p);
+	ctl_demand_init(&fx->d, CTL_UNIT_BPS);
+	/* NIC i -> NIC i + 2 (the next leaf), QPS QPs each; pair NPAIRS: no map */
+	for (uint32_t i = 0; i <= NPAIRS; i++)
+		for (uint32_t q = 0; q < QPS; q++)
+			add_flow(&fx->d, fx->t, i, (i + 2) % 8, 0x100 * i + q);
+	for (uint32_t i = 0; i < NPAIRS; i++)
+		learn(fx, &fx->d.flows[i * QPS], &fx->maps[i], 1000 + i);
+	fx->pm[0] = ctl_pathmap_model(fx->p);
+	fx->pm[1] = ctl_pathmap_probe_init(&fx->probe, fx->p, fx->maps, NPAIRS);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	for (uint32_t i = 0; i < NPAIRS; i++)
+		ctl_pmap_fini(&fx->maps[i]);
+	ctl_demand_fini(&fx->d);
+	ctl_planner_free(fx->p);
+	topo_free(fx->t);
+	free(fx);
+	return 0;
+}
+
+static void assert_route_equal(const struct ctl_route *a, const struct ctl_route *b)
+{
+	assert_int_equal(a->idx, b->idx);
+	assert_int_equal(a->nhops, b->nhops);
+	assert_memory_equal(a->dlink, b->dlink, a->nhops * sizeof(a->dlink[0]));
+}
+
+static void test_names(void **state)
+{
+	struct fixture *fx = *state;
+
+	assert_string_equal(fx->pm[0]->ops->name, "model");
+	assert_string_equal(fx->pm[1]->ops->name, "probe");
+	assert_ptr_equal(fx->pm[0]->p, fx->p);
+	assert_ptr_equal(fx->pm[1]->p, fx->p);
+}
+
+/* Every port of a mapped pair: the same route from both providers where the
+ * map saw it; -ENOENT from the probe where it did not, and for unmapped pairs. */
+static void test_route_of_sport_agrees(void **state)
+{
+	struct fixture *fx = *state;
+	uint32_t known = 0, paths = 0;
+
+	for (uint32_t i = 0; i <= NPAIRS; i++) {
+		const struct ctl_flow *f = &fx->d.flows[i * QPS];
+
+		for (uint32_t s = TOPO_SPORT_BASE; s < TOPO_SPORT_BASE + 4096; s++) {
+			struct ctl_route a, b;
+			int ret;
+
+			assert_int_equal(ctl_route_of_sport(fx->pm[0], f, (uint16_t)s, &a), 0);
+			ret = ctl_route_of_sport(fx->pm[1], f, (uint16_t)s, &b);
+			if (i == NPAIRS || unseen(s)) {
+				assert_int_equal(ret, -ENOENT);
+				continue;
+			}
+			assert_int_equal(ret, 0);
+			assert_route_equal(&a, &b);
+			known++;
+		}
+		if (i < NPAIRS)
+			paths += fx->maps[i].npaths;
+	}
+	assert_true(known > 0);
+	assert_int_equal(paths, NPAIRS * 4); /* 4 spines: 4 paths per pair */
+}
+
+/* Plan once, then source ports and ECMP routes by each provider on copies of
+ * the planned demand: every port takes its flow's route by both providers. */
+static void test_sports_and_ecmp_agree(void **state)
+{
+	struct fixture *fx = *state;
+	struct ctl_demand dd[2];
+
+	assert_int_equal(ctl_plan_paths(fx->p, &fx->d, NULL, NULL), 0);
+	for (int k = 0; k < 2; k++) {
+		struct ctl_pathmap *pm = fx->pm[k];
+
+		ctl_demand_init(&dd[k], CTL_UNIT_BPS);
+		for (size_t i = 0; i < fx->d.n; i++) {
+			assert_int_equal(ctl_demand_add(&dd[k], &fx->d.flows[i]), 0);
+			dd[k].flows[i].path = fx->d.flows[i].path; /* outputs are reset */
+		}
+		assert_int_equal(ctl_plan_sports(pm, &dd[k]), 0);
+		/* the unmapped pair's QPs are new (no current port): model's ports */
+		assert_int_equal(pm->unsteered, k == 1 ? QPS : 0);
+		for (size_t i = 0; i < dd[k].n; i++) {
+			const struct ctl_flow *f = &dd[k].flows[i];
+			struct ctl_route r;
+
+			assert_true(f->sport >= TOPO_SPORT_BASE);
+			assert_int_equal(ctl_route_of_sport(fx->pm[0], f, f->sport, &r), 0);
+			assert_route_equal(&r, &f->path);
+			if (k == 1 && i < NPAIRS * QPS)
+				assert_false(unseen(f->sport)); /* the probe's own ports */
+			if (i < NPAIRS * QPS && !unseen(f->sport)) {
+				assert_int_equal(ctl_route_of_sport(fx->pm[1], f, f->sport, &r), 0);
+				assert_route_equal(&r, &f->path);
+			}
+		}
+		assert_int_equal(ctl_plan_ecmp(pm, &dd[k]), 0);
+	}
+	for (size_t i = 0; i < fx->d.n; i++) {
+		assert_route_equal(&dd[0].flows[i].ecmp, &dd[1].flows[i].ecmp);
+		if (i >= NPAIRS * QPS)
+			assert_int_equal(dd[1].flows[i].sport, dd[0].flows[i].sport);
+	}
+	/* current ports that take the route are kept, by both providers */
+	for (int k = 0; k < 2; k++) {
+		for (size_t i = 0; i < dd[k].n; i++) {
+			dd[k].flows[i].cur_sport = dd[k].flows[i].sport;
+			dd[k].flows[i].sport = 0;
+		}
+		assert_int_equal(ctl_plan_sports(fx->pm[k], &dd[k]), 0);
+		for (size_t i = 0; i < dd[k].n; i++)
+			assert_int_equal(dd[k].flows[i].sport, dd[k].flows[i].cur_sport);
+		ctl_demand_fini(&dd[k]);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_route_of_sport_agrees),
+		cmocka_unit_test(test_sports_and_ecmp_agree),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
