@@ -112,8 +112,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	o->iters = 20;
 	o->warmup = 5;
 	o->check = 1;
-	o->dtype = TP_FLOAT32;
-	o->op = TP_SUM;
+	o->dtype = DEV_FLOAT32;
+	o->op = DEV_SUM;
 	o->nranks = 2;
 	while ((c = getopt_long(argc, argv, "C:b:e:i:f:n:w:c:d:o:r:N:vh" TP_OPTS_SHORTOPTS, lo,
 				NULL)) != -1) {
@@ -160,14 +160,14 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			o->check = (int)tp_opts_long(t, "-c", optarg, 0, 1);
 			break;
 		case 'd':
-			o->dtype = tp_dtype_parse(optarg);
+			o->dtype = dev_dtype_parse(optarg);
 			if (o->dtype < 0)
 				tp_opts_die(t, "-d", optarg,
 					    "int8, uint8, int32, uint32, int64, uint64, "
 					    "half, float, double or bfloat16");
 			break;
 		case 'o':
-			o->op = tp_redop_parse(optarg);
+			o->op = dev_redop_parse(optarg);
 			if (o->op < 0)
 				tp_opts_die(t, "-o", optarg, "sum, prod, max, min or avg");
 			break;
@@ -209,8 +209,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "ice-bench: --root %d: expected 0..%d\n", o->root, o->nranks - 1);
 		exit(2);
 	}
-	if (o->coll == COLL_ALLTOALL && o->op != TP_SUM)
-		o->op = TP_SUM;
+	if (o->coll == COLL_ALLTOALL && o->op != DEV_SUM)
+		o->op = DEV_SUM;
 }
 
 /* ---- data and checking ---------------------------------------------------- */
@@ -218,7 +218,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 /* Small integers, exact in every datatype for up to 8 ranks and each op. */
 static double value(const struct opts *o, int rank, size_t i)
 {
-	if (o->op == TP_PROD)
+	if (o->op == DEV_PROD)
 		return ((size_t)rank + i) % 11 == 0 ? 2.0 : 1.0;
 	return (double)(((size_t)rank * 3 + i * 5) % 8);
 }
@@ -231,25 +231,25 @@ static double expect_reduced(const struct opts *o, int n, size_t i)
 		double v = value(o, r, i);
 
 		switch (o->op) {
-		case TP_SUM:
-		case TP_AVG:
+		case DEV_SUM:
+		case DEV_AVG:
 			acc += v;
 			break;
-		case TP_PROD:
+		case DEV_PROD:
 			acc *= v;
 			break;
-		case TP_MAX:
+		case DEV_MAX:
 			acc = v > acc ? v : acc;
 			break;
-		case TP_MIN:
+		case DEV_MIN:
 			acc = v < acc ? v : acc;
 			break;
 		}
 	}
-	if (o->op == TP_AVG) {
+	if (o->op == DEV_AVG) {
 		acc /= n;
-		if (o->dtype != TP_FLOAT16 && o->dtype != TP_FLOAT32 && o->dtype != TP_FLOAT64 &&
-		    o->dtype != TP_BFLOAT16)
+		if (o->dtype != DEV_FLOAT16 && o->dtype != DEV_FLOAT32 && o->dtype != DEV_FLOAT64 &&
+		    o->dtype != DEV_BFLOAT16)
 			acc = trunc(acc);
 	}
 	return acc;
@@ -258,13 +258,13 @@ static double expect_reduced(const struct opts *o, int n, size_t i)
 static double tolerance(int dt)
 {
 	switch (dt) {
-	case TP_FLOAT16:
+	case DEV_FLOAT16:
 		return 1e-3;
-	case TP_BFLOAT16:
+	case DEV_BFLOAT16:
 		return 1e-2;
-	case TP_FLOAT32:
+	case DEV_FLOAT32:
 		return 1e-6;
-	case TP_FLOAT64:
+	case DEV_FLOAT64:
 		return 1e-12;
 	default:
 		return 0;
@@ -285,7 +285,7 @@ struct sizes {
 
 static struct sizes sizes_for(const struct opts *o, uint64_t size, int n)
 {
-	size_t es = tp_dtype_size(o->dtype);
+	size_t es = dev_dtype_size(o->dtype);
 	struct sizes s = {0};
 
 	switch (o->coll) {
@@ -336,7 +336,7 @@ static double busbw_factor(enum coll c, int n)
 static void fill(const struct opts *o, void *buf, size_t len, int rank)
 {
 	for (size_t i = 0; i < len; i++)
-		tp_elem_set(buf, i, o->dtype, value(o, rank, i));
+		dev_elem_set(buf, i, o->dtype, value(o, rank, i));
 }
 
 static size_t check_result(const struct opts *o, const void *out, const struct sizes *s, int rank,
@@ -345,7 +345,7 @@ static size_t check_result(const struct opts *o, const void *out, const struct s
 	size_t wrong = 0;
 
 	for (size_t i = 0; i < s->recvlen; i++) {
-		double got = tp_elem_get(out, i, o->dtype), want;
+		double got = dev_elem_get(out, i, o->dtype), want;
 		size_t blk = s->count ? i / s->count : 0, off = s->count ? i % s->count : 0;
 
 		switch (o->coll) {
@@ -380,8 +380,8 @@ static int run_coll(const struct opts *o, struct tp_comm *c, const void *sb, voi
 		    const struct sizes *s)
 {
 	int n = tp_comm_nranks(c), r = tp_comm_rank(c);
-	enum tp_dtype t = (enum tp_dtype)o->dtype;
-	enum tp_redop op = (enum tp_redop)o->op;
+	enum dev_dtype t = (enum dev_dtype)o->dtype;
+	enum dev_redop op = (enum dev_redop)o->op;
 
 	switch (o->coll) {
 	case COLL_ALLREDUCE:
@@ -419,7 +419,7 @@ static int measure(const struct opts *o, struct tp_comm *c, const struct sizes *
 		   uint8_t *sendbuf, uint8_t *recvbuf, struct result *res)
 {
 	int n = tp_comm_nranks(c), r = tp_comm_rank(c);
-	size_t es = tp_dtype_size(o->dtype);
+	size_t es = dev_dtype_size(o->dtype);
 	uint8_t *sb = sendbuf, *rb = recvbuf;
 	double t0, cpu0, dt, cpu, wrong;
 	int ret;
@@ -527,7 +527,7 @@ static int run_rank(struct opts *o)
 {
 	struct tp_comm *c;
 	uint8_t *sendbuf = NULL, *recvbuf = NULL;
-	size_t es = tp_dtype_size(o->dtype), maxlen;
+	size_t es = dev_dtype_size(o->dtype), maxlen;
 	double bw_sum = 0, cores_sum = 0;
 	int nsizes = 0, ret = 0, n, r;
 	size_t wrong_total = 0;
@@ -549,8 +549,8 @@ static int run_rank(struct opts *o)
 		goto out;
 	}
 	maxlen = (size_t)(o->maxbytes / es + (size_t)n) * es * 2;
-	sendbuf = tp_mem_ops_get(TP_MEM_HOST)->alloc(maxlen);
-	recvbuf = tp_mem_ops_get(TP_MEM_HOST)->alloc(maxlen);
+	sendbuf = dev_mem_ops_get(DEV_MEM_HOST)->alloc(maxlen);
+	recvbuf = dev_mem_ops_get(DEV_MEM_HOST)->alloc(maxlen);
 	if (sendbuf == NULL || recvbuf == NULL) {
 		fprintf(stderr, "ice-bench: rank %d: out of memory for %zu-byte buffers\n", r,
 			maxlen);
@@ -597,8 +597,8 @@ static int run_rank(struct opts *o)
 			bool red = o->coll == COLL_ALLREDUCE || o->coll == COLL_REDUCESCATTER;
 
 			printf("  %10zu %12zu %8s %6s %6d", s.bytes, s.count,
-			       tp_dtype_name((enum tp_dtype)o->dtype),
-			       red ? tp_redop_name((enum tp_redop)o->op) : "none",
+			       dev_dtype_name((enum dev_dtype)o->dtype),
+			       red ? dev_redop_name((enum dev_redop)o->op) : "none",
 			       o->coll == COLL_BROADCAST ? o->root : -1);
 			print_res(&oop, o->check);
 			print_res(&inp, o->check);
@@ -661,8 +661,8 @@ static int run_rank(struct opts *o)
 	if (wrong_total != 0)
 		ret = 1;
 out:
-	tp_mem_ops_get(TP_MEM_HOST)->free(sendbuf);
-	tp_mem_ops_get(TP_MEM_HOST)->free(recvbuf);
+	dev_mem_ops_get(DEV_MEM_HOST)->free(sendbuf);
+	dev_mem_ops_get(DEV_MEM_HOST)->free(recvbuf);
 	tp_comm_free(c);
 	return ret;
 }
