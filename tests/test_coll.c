@@ -32,49 +32,49 @@ static int test_id;
 /* rank r's input element i: small integers, exact in every type */
 static double val(int op, int r, size_t i)
 {
-	if (op == TP_PROD)
+	if (op == DEV_PROD)
 		return ((size_t)r * 5 + i) % 13 == 0 ? 2.0 : 1.0;
-	return (double)(((size_t)r * 7 + i * 3) % 9) - (op == TP_MAX || op == TP_MIN ? 4 : 0);
+	return (double)(((size_t)r * 7 + i * 3) % 9) - (op == DEV_MAX || op == DEV_MIN ? 4 : 0);
 }
 
-static double reduced(int op, int n, size_t i, enum tp_dtype t)
+static double reduced(int op, int n, size_t i, enum dev_dtype t)
 {
 	double acc = val(op, 0, i);
-	bool is_int = t != TP_FLOAT16 && t != TP_FLOAT32 && t != TP_FLOAT64 && t != TP_BFLOAT16;
+	bool is_int = t != DEV_FLOAT16 && t != DEV_FLOAT32 && t != DEV_FLOAT64 && t != DEV_BFLOAT16;
 
 	for (int r = 1; r < n; r++) {
 		double v = val(op, r, i);
 
-		if (op == TP_SUM || op == TP_AVG)
+		if (op == DEV_SUM || op == DEV_AVG)
 			acc += v;
-		else if (op == TP_PROD)
+		else if (op == DEV_PROD)
 			acc *= v;
-		else if (op == TP_MAX)
+		else if (op == DEV_MAX)
 			acc = fmax(acc, v);
 		else
 			acc = fmin(acc, v);
 	}
-	if (op == TP_AVG)
+	if (op == DEV_AVG)
 		acc = is_int ? trunc(acc / n) : acc / n;
 	return acc;
 }
 
-static bool unsigned_type(enum tp_dtype t)
+static bool unsigned_type(enum dev_dtype t)
 {
-	return t == TP_UINT8 || t == TP_UINT32 || t == TP_UINT64;
+	return t == DEV_UINT8 || t == DEV_UINT32 || t == DEV_UINT64;
 }
 
-static int check(const void *buf, size_t n, enum tp_dtype t, double (*want)(size_t, void *),
+static int check(const void *buf, size_t n, enum dev_dtype t, double (*want)(size_t, void *),
 		 void *arg, const char *what)
 {
-	double tol = t == TP_FLOAT16 ? 1e-3 : t == TP_BFLOAT16 ? 1e-2 : 1e-6;
+	double tol = t == DEV_FLOAT16 ? 1e-3 : t == DEV_BFLOAT16 ? 1e-2 : 1e-6;
 
 	for (size_t i = 0; i < n; i++) {
-		double w = want(i, arg), g = tp_elem_get(buf, i, t);
+		double w = want(i, arg), g = dev_elem_get(buf, i, t);
 
 		if (fabs(g - w) > tol * fmax(1, fabs(w))) {
 			fprintf(stderr, "%s %s: element %zu is %g, expected %g\n", what,
-				tp_dtype_name(t), i, g, w);
+				dev_dtype_name(t), i, g, w);
 			return -1;
 		}
 	}
@@ -85,7 +85,7 @@ struct ctx {
 	int n, r, op, root;
 	size_t count;
 	const size_t *off; /* "v" collectives: chunk i is elements off[i] to off[i + 1] */
-	enum tp_dtype t;
+	enum dev_dtype t;
 };
 
 static double w_allreduce(size_t i, void *a)
@@ -106,14 +106,14 @@ static double w_ag(size_t i, void *a)
 {
 	struct ctx *c = a;
 
-	return val(TP_SUM, (int)(i / c->count), i % c->count);
+	return val(DEV_SUM, (int)(i / c->count), i % c->count);
 }
 
 static double w_bcast(size_t i, void *a)
 {
 	struct ctx *c = a;
 
-	return val(TP_SUM, c->root, i);
+	return val(DEV_SUM, c->root, i);
 }
 
 static double w_a2a(size_t i, void *a)
@@ -121,20 +121,20 @@ static double w_a2a(size_t i, void *a)
 	struct ctx *c = a;
 
 	/* from rank p = i / count: p's send block for us */
-	return val(TP_SUM, (int)(i / c->count), (size_t)c->r * c->count + i % c->count);
+	return val(DEV_SUM, (int)(i / c->count), (size_t)c->r * c->count + i % c->count);
 }
 
 static double w_sr(size_t i, void *a)
 {
 	struct ctx *c = a;
 
-	return val(TP_SUM, (c->r - 1 + c->n) % c->n, i);
+	return val(DEV_SUM, (c->r - 1 + c->n) % c->n, i);
 }
 
-static void fill(void *buf, size_t n, enum tp_dtype t, int op, int r)
+static void fill(void *buf, size_t n, enum dev_dtype t, int op, int r)
 {
 	for (size_t i = 0; i < n; i++)
-		tp_elem_set(buf, i, t, val(op, r, i));
+		dev_elem_set(buf, i, t, val(op, r, i));
 }
 
 /* ---- uneven ("v") reduce-scatter and all-gather ---- */
@@ -148,17 +148,17 @@ static size_t mix(size_t g)
 	return (g * 2654435761u) % 1000003;
 }
 
-static void fill_v(void *buf, size_t from, size_t n, enum tp_dtype t, int op, int r)
+static void fill_v(void *buf, size_t from, size_t n, enum dev_dtype t, int op, int r)
 {
 	for (size_t k = 0; k < n; k++)
-		tp_elem_set(buf, k, t, val(op, r, mix(from + k)));
+		dev_elem_set(buf, k, t, val(op, r, mix(from + k)));
 }
 
 /* a value no collective here produces */
-static void poison(void *buf, size_t n, enum tp_dtype t)
+static void poison(void *buf, size_t n, enum dev_dtype t)
 {
 	for (size_t i = 0; i < n; i++)
-		tp_elem_set(buf, i, t, 99);
+		dev_elem_set(buf, i, t, 99);
 }
 
 static double w_vin(size_t g, void *a)
@@ -182,7 +182,7 @@ static double w_partial(size_t i, void *a)
 	struct ctx *c = a;
 	size_t g = c->off[(c->r - 2 + c->n) % c->n] + i;
 
-	return val(TP_SUM, c->r, mix(g)) + val(TP_SUM, (c->r - 1 + c->n) % c->n, mix(g));
+	return val(DEV_SUM, c->r, mix(g)) + val(DEV_SUM, (c->r - 1 + c->n) % c->n, mix(g));
 }
 
 static double w_agv(size_t g, void *a)
@@ -192,7 +192,7 @@ static double w_agv(size_t g, void *a)
 
 	while (g >= c->off[p + 1])
 		p++;
-	return val(TP_SUM, p, mix(g));
+	return val(DEV_SUM, p, mix(g));
 }
 
 static void v_offsets(const size_t *vc, int n, size_t *off)
@@ -205,7 +205,7 @@ static void v_offsets(const size_t *vc, int n, size_t *off)
 /* Reduce-scatter-v over chunks of vc[i] elements, out of place and in place. */
 static int rs_v(struct tp_comm *c, uint8_t *sb, uint8_t *rb, struct ctx *x, const size_t *vc)
 {
-	size_t off[MAX_RANKS + 1], es = tp_dtype_size(x->t);
+	size_t off[MAX_RANKS + 1], es = dev_dtype_size(x->t);
 	int n = x->n, r = x->r, prev2 = (r - 2 + n) % n, err;
 	uint8_t *mine;
 
@@ -214,18 +214,18 @@ static int rs_v(struct tp_comm *c, uint8_t *sb, uint8_t *rb, struct ctx *x, cons
 	mine = sb + off[r] * es;
 	fill_v(sb, 0, off[n], x->t, x->op, r);
 	poison(rb, vc[r], x->t);
-	err = tp_reduce_scatter_v(c, sb, rb, vc, x->t, (enum tp_redop)x->op);
+	err = tp_reduce_scatter_v(c, sb, rb, vc, x->t, (enum dev_redop)x->op);
 	if (err == 0)
 		err = check(rb, vc[r], x->t, w_rsv, x, "reduce-scatter-v");
 	if (err == 0)
 		err = check(sb, off[n], x->t, w_vin, x, "reduce-scatter-v input kept");
 	/* in place: the result lands in our chunk of sb */
 	if (err == 0)
-		err = tp_reduce_scatter_v(c, sb, mine, vc, x->t, (enum tp_redop)x->op);
+		err = tp_reduce_scatter_v(c, sb, mine, vc, x->t, (enum dev_redop)x->op);
 	if (err == 0)
 		err = check(mine, vc[r], x->t, w_rsv, x, "reduce-scatter-v in place");
 	/* ... and the ring ran in sb itself, not in a copy */
-	if (err == 0 && n >= 3 && x->op == TP_SUM)
+	if (err == 0 && n >= 3 && x->op == DEV_SUM)
 		err = check(sb + off[prev2] * es, vc[prev2], x->t, w_partial, x,
 			    "reduce-scatter-v in place, partial sums");
 	x->off = NULL;
@@ -235,18 +235,18 @@ static int rs_v(struct tp_comm *c, uint8_t *sb, uint8_t *rb, struct ctx *x, cons
 /* All-gather-v over chunks of vc[i] elements, out of place and in place. */
 static int ag_v(struct tp_comm *c, uint8_t *sb, uint8_t *rb, struct ctx *x, const size_t *vc)
 {
-	size_t off[MAX_RANKS + 1], es = tp_dtype_size(x->t);
+	size_t off[MAX_RANKS + 1], es = dev_dtype_size(x->t);
 	int n = x->n, r = x->r, err;
 
 	v_offsets(vc, n, off);
 	x->off = off;
-	fill_v(sb, off[r], vc[r], x->t, TP_SUM, r);
+	fill_v(sb, off[r], vc[r], x->t, DEV_SUM, r);
 	poison(rb, off[n], x->t);
 	err = tp_allgather_v(c, sb, rb, vc, x->t);
 	if (err == 0)
 		err = check(rb, off[n], x->t, w_agv, x, "all-gather-v");
 	poison(rb, off[n], x->t);
-	fill_v(rb + off[r] * es, off[r], vc[r], x->t, TP_SUM, r);
+	fill_v(rb + off[r] * es, off[r], vc[r], x->t, DEV_SUM, r);
 	if (err == 0)
 		err = tp_allgather_v(c, rb + off[r] * es, rb, vc, x->t);
 	if (err == 0)
@@ -263,13 +263,13 @@ static int v_refused(struct tp_comm *c, uint8_t *sb, uint8_t *rb, const size_t *
 
 	for (int i = 0; i < MAX_RANKS; i++)
 		huge[i] = SIZE_MAX / 2 + 1; /* any two overflow */
-	if (tp_reduce_scatter_v(c, sb, rb, NULL, TP_FLOAT32, TP_SUM) != -EINVAL ||
-	    tp_reduce_scatter_v(c, sb, rb, vc, TP_DTYPE_MAX, TP_SUM) != -EINVAL ||
-	    tp_reduce_scatter_v(c, sb, rb, vc, TP_FLOAT32, TP_REDOP_MAX) != -EINVAL ||
-	    tp_reduce_scatter_v(c, sb, rb, huge, TP_FLOAT32, TP_SUM) != -EINVAL ||
-	    tp_allgather_v(c, sb, rb, NULL, TP_FLOAT32) != -EINVAL ||
-	    tp_allgather_v(c, sb, rb, vc, TP_DTYPE_MAX) != -EINVAL ||
-	    tp_allgather_v(c, sb, rb, huge, TP_INT8) != -EINVAL) {
+	if (tp_reduce_scatter_v(c, sb, rb, NULL, DEV_FLOAT32, DEV_SUM) != -EINVAL ||
+	    tp_reduce_scatter_v(c, sb, rb, vc, DEV_DTYPE_MAX, DEV_SUM) != -EINVAL ||
+	    tp_reduce_scatter_v(c, sb, rb, vc, DEV_FLOAT32, DEV_REDOP_MAX) != -EINVAL ||
+	    tp_reduce_scatter_v(c, sb, rb, huge, DEV_FLOAT32, DEV_SUM) != -EINVAL ||
+	    tp_allgather_v(c, sb, rb, NULL, DEV_FLOAT32) != -EINVAL ||
+	    tp_allgather_v(c, sb, rb, vc, DEV_DTYPE_MAX) != -EINVAL ||
+	    tp_allgather_v(c, sb, rb, huge, DEV_INT8) != -EINVAL) {
 		fprintf(stderr, "v collectives: bad arguments not refused\n");
 		return -1;
 	}
@@ -322,19 +322,19 @@ static double w_sr2(size_t i, void *a)
  * and leaves that order alone. */
 static int p2p(struct tp_comm *c, uint8_t *sb, uint8_t *rb, struct ctx *x)
 {
-	size_t bytes = x->count * tp_dtype_size(x->t);
+	size_t bytes = x->count * dev_dtype_size(x->t);
 	int next = (x->r + 1) % x->n, prev = (x->r - 1 + x->n) % x->n, err = 0;
 	struct tp_req sr = {0}, rr = {0};
 
 	for (size_t i = 0; i < x->count; i++) {
-		tp_elem_set(sb, i, x->t, val(TP_SUM, x->r, i));
-		tp_elem_set(sb + bytes, i, x->t, val(TP_SUM, x->r, i + 1));
+		dev_elem_set(sb, i, x->t, val(DEV_SUM, x->r, i));
+		dev_elem_set(sb + bytes, i, x->t, val(DEV_SUM, x->r, i + 1));
 	}
 	memset(rb, 0, 2 * bytes);
-	if (x->t == TP_INT8 && /* once per count */
+	if (x->t == DEV_INT8 && /* once per count */
 	    (tp_isend(c, sb, x->count, x->t, x->r, &sr) != -EINVAL ||
 	     tp_irecv(c, rb, x->count, x->t, x->n, &rr) != -EINVAL ||
-	     tp_isend(c, sb, x->count, TP_DTYPE_MAX, next, &sr) != -EINVAL || sr.pending != 0 ||
+	     tp_isend(c, sb, x->count, DEV_DTYPE_MAX, next, &sr) != -EINVAL || sr.pending != 0 ||
 	     rr.pending != 0)) {
 		fprintf(stderr, "p2p: bad arguments not refused\n");
 		return -1;
@@ -361,10 +361,10 @@ static int p2p(struct tp_comm *c, uint8_t *sb, uint8_t *rb, struct ctx *x)
 static int rank_main(struct tp_comm *c, const size_t *counts, int ncounts, uint64_t slice)
 {
 	int n = tp_comm_nranks(c), r = tp_comm_rank(c);
-	static const enum tp_dtype types[] = {TP_INT8,	  TP_UINT8,   TP_INT32,	  TP_UINT32,
-					      TP_INT64,	  TP_UINT64,  TP_FLOAT16, TP_FLOAT32,
-					      TP_FLOAT64, TP_BFLOAT16};
-	static const enum tp_dtype vtypes[] = {TP_FLOAT32, TP_INT64};
+	static const enum dev_dtype types[] = {DEV_INT8,    DEV_UINT8,	 DEV_INT32,   DEV_UINT32,
+					       DEV_INT64,   DEV_UINT64,	 DEV_FLOAT16, DEV_FLOAT32,
+					       DEV_FLOAT64, DEV_BFLOAT16};
+	static const enum dev_dtype vtypes[] = {DEV_FLOAT32, DEV_INT64};
 	size_t maxc = 0, vc[MAX_RANKS], vmax, bytes;
 	uint8_t *sb, *rb;
 	int err = 0;
@@ -392,29 +392,29 @@ static int rank_main(struct tp_comm *c, const size_t *counts, int ncounts, uint6
 		v_uneven(cnt, n, vc);
 
 		for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]) && err == 0; ti++) {
-			enum tp_dtype t = types[ti];
+			enum dev_dtype t = types[ti];
 			struct ctx x = {.n = n, .r = r, .count = cnt, .t = t, .root = n - 1};
 
-			for (int op = 0; op < TP_REDOP_MAX && err == 0; op++) {
+			for (int op = 0; op < DEV_REDOP_MAX && err == 0; op++) {
 				/* negative values do not fit unsigned types */
-				if (unsigned_type(t) && (op == TP_MAX || op == TP_MIN))
+				if (unsigned_type(t) && (op == DEV_MAX || op == DEV_MIN))
 					continue;
 				x.op = op;
 				fill(sb, cnt, t, op, r);
-				err = tp_allreduce(c, sb, rb, cnt, t, (enum tp_redop)op);
+				err = tp_allreduce(c, sb, rb, cnt, t, (enum dev_redop)op);
 				if (err == 0)
 					err = check(rb, cnt, t, w_allreduce, &x, "all-reduce");
 				/* in place */
 				fill(rb, cnt, t, op, r);
 				if (err == 0)
-					err = tp_allreduce(c, rb, rb, cnt, t, (enum tp_redop)op);
+					err = tp_allreduce(c, rb, rb, cnt, t, (enum dev_redop)op);
 				if (err == 0)
 					err = check(rb, cnt, t, w_allreduce, &x,
 						    "all-reduce in place");
 				fill(sb, cnt * (size_t)n, t, op, r);
 				if (err == 0)
 					err = tp_reduce_scatter(c, sb, rb, cnt, t,
-								(enum tp_redop)op);
+								(enum dev_redop)op);
 				if (err == 0)
 					err = check(rb, cnt, t, w_rs, &x, "reduce-scatter");
 				if (err == 0)
@@ -422,17 +422,17 @@ static int rank_main(struct tp_comm *c, const size_t *counts, int ncounts, uint6
 			}
 			if (err == 0)
 				err = ag_v(c, sb, rb, &x, vc);
-			fill(sb, cnt, t, TP_SUM, r);
+			fill(sb, cnt, t, DEV_SUM, r);
 			if (err == 0)
 				err = tp_allgather(c, sb, rb, cnt, t);
 			if (err == 0)
 				err = check(rb, cnt * (size_t)n, t, w_ag, &x, "all-gather");
-			memset(rb, 0, cnt * tp_dtype_size(t));
+			memset(rb, 0, cnt * dev_dtype_size(t));
 			if (err == 0)
 				err = tp_broadcast(c, sb, rb, cnt, t, x.root);
 			if (err == 0)
 				err = check(rb, cnt, t, w_bcast, &x, "broadcast");
-			fill(sb, cnt * (size_t)n, t, TP_SUM, r);
+			fill(sb, cnt * (size_t)n, t, DEV_SUM, r);
 			if (err == 0)
 				err = tp_alltoall(c, sb, rb, cnt, t);
 			if (err == 0)
@@ -442,13 +442,13 @@ static int rank_main(struct tp_comm *c, const size_t *counts, int ncounts, uint6
 			if (err == 0)
 				err = check(rb, cnt, t, w_sr, &x, "send/recv");
 			/* in place: the buffer is sent and received into at once */
-			fill(rb, cnt * (size_t)n, t, TP_SUM, r);
+			fill(rb, cnt * (size_t)n, t, DEV_SUM, r);
 			if (err == 0)
 				err = tp_alltoall(c, rb, rb, cnt, t);
 			if (err == 0)
 				err = check(rb, cnt * (size_t)n, t, w_a2a, &x,
 					    "all-to-all in place");
-			fill(rb, cnt, t, TP_SUM, r);
+			fill(rb, cnt, t, DEV_SUM, r);
 			if (err == 0)
 				err = tp_sendrecv(c, rb, (r + 1) % n, rb, (r - 1 + n) % n, cnt, t);
 			if (err == 0)
@@ -463,7 +463,7 @@ static int rank_main(struct tp_comm *c, const size_t *counts, int ncounts, uint6
 		for (size_t ti = 0; ti < sizeof(vtypes) / sizeof(vtypes[0]) && err == 0; ti++) {
 			struct ctx x = {.n = n, .r = r, .t = vtypes[ti]};
 
-			for (int op = 0; op < TP_REDOP_MAX && err == 0; op++) {
+			for (int op = 0; op < DEV_REDOP_MAX && err == 0; op++) {
 				x.op = op;
 				err = rs_v(c, sb, rb, &x, vc);
 			}

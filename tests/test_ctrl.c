@@ -193,7 +193,7 @@ static void test_events(void **state)
 	cc.eng.port = 0;
 	c = tp_comm_init(&cc);
 	assert_non_null(c);
-	assert_int_equal(tp_allreduce(c, x, x, 16, TP_FLOAT32, TP_MAX), 0);
+	assert_int_equal(tp_allreduce(c, x, x, 16, DEV_FLOAT32, DEV_MAX), 0);
 	tp_comm_free(c);
 	while (n < 8 && recv(fd, &ev, sizeof(ev), MSG_DONTWAIT) == (ssize_t)sizeof(ev)) {
 		assert_int_equal(ev.magic, ICE_EVENT_MAGIC);

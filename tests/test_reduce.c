@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "ice_time.h"
-#include "tp_reduce.h"
+#include "dev.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -38,7 +38,7 @@ static int64_t rnd_range(int64_t lo, int64_t hi)
 
 /* Round x to a binary format with p significand bits, least normal
  * exponent emin and largest finite value max; nearest, ties to even
- * (nearbyint in the default rounding mode). Independent of tp_reduce. */
+ * (nearbyint in the default rounding mode). Independent of dev_reduce. */
 static double round_to_format(double x, int p, int emin, double max)
 {
 	double q, r;
@@ -84,56 +84,56 @@ static double half_value(uint16_t h)
 
 /* A random value of type t small enough that sums and products of two of
  * them are exact in double and do not overflow the type. */
-static double rnd_value(enum tp_dtype t)
+static double rnd_value(enum dev_dtype t)
 {
 	switch (t) {
-	case TP_INT8:
+	case DEV_INT8:
 		return (double)rnd_range(-11, 11);
-	case TP_UINT8:
+	case DEV_UINT8:
 		return (double)rnd_range(0, 15);
-	case TP_INT32:
+	case DEV_INT32:
 		return (double)rnd_range(-40000, 40000);
-	case TP_UINT32:
+	case DEV_UINT32:
 		return (double)rnd_range(0, 60000);
-	case TP_INT64:
+	case DEV_INT64:
 		return (double)rnd_range(-(1ll << 26), 1ll << 26);
-	case TP_UINT64:
+	case DEV_UINT64:
 		return (double)rnd_range(0, 1ll << 26);
-	case TP_FLOAT16:
-	case TP_BFLOAT16:
+	case DEV_FLOAT16:
+	case DEV_BFLOAT16:
 		/* |x| < 200: products stay below 65504 */
 		return ldexp((double)rnd_range(-(1 << 20), 1 << 20), -20) * 200.0;
-	case TP_FLOAT32:
-	case TP_FLOAT64:
+	case DEV_FLOAT32:
+	case DEV_FLOAT64:
 	default:
 		return ldexp((double)(int64_t)(rnd() >> 11) - 0x1p52, -52) * 1000.0;
 	}
 }
 
-static double ref_op(enum tp_redop op, double x, double y)
+static double ref_op(enum dev_redop op, double x, double y)
 {
 	switch (op) {
-	case TP_SUM:
-	case TP_AVG:
+	case DEV_SUM:
+	case DEV_AVG:
 		return x + y;
-	case TP_PROD:
+	case DEV_PROD:
 		return x * y;
-	case TP_MAX:
+	case DEV_MAX:
 		return x > y ? x : y;
-	case TP_MIN:
+	case DEV_MIN:
 	default:
 		return x < y ? x : y;
 	}
 }
 
-static double ref_round(enum tp_dtype t, double r)
+static double ref_round(enum dev_dtype t, double r)
 {
 	switch (t) {
-	case TP_FLOAT16:
+	case DEV_FLOAT16:
 		return round_half(r);
-	case TP_BFLOAT16:
+	case DEV_BFLOAT16:
 		return round_bf16(r);
-	case TP_FLOAT32:
+	case DEV_FLOAT32:
 		return (float)r;
 	default:
 		return r; /* integers: exact by construction; f64: exact already */
@@ -141,11 +141,11 @@ static double ref_round(enum tp_dtype t, double r)
 }
 
 enum shape {
-	SHAPE_2,  /* tp_reduce(d, s) */
-	SHAPE_1,  /* tp_reduce(d, d) */
-	SHAPE_3,  /* tp_reduce3(d, a, b) */
-	SHAPE_3A, /* tp_reduce3(a, a, b) */
-	SHAPE_3B, /* tp_reduce3(b, a, b) */
+	SHAPE_2,  /* dev_reduce(d, s) */
+	SHAPE_1,  /* dev_reduce(d, d) */
+	SHAPE_3,  /* dev_reduce3(d, a, b) */
+	SHAPE_3A, /* dev_reduce3(a, a, b) */
+	SHAPE_3B, /* dev_reduce3(b, a, b) */
 	SHAPE_MAX,
 };
 
@@ -154,9 +154,9 @@ static const size_t lengths[] = {0, 1, 2, 3, 7, 15, 16, 17, 31, 63, 64, 65, 127,
 /* Buffers are 1 element off alignment with 4 guard elements each side. */
 #define GUARD 4
 
-static void check_one(enum tp_dtype t, enum tp_redop op, size_t n, enum shape sh)
+static void check_one(enum dev_dtype t, enum dev_redop op, size_t n, enum shape sh)
 {
-	size_t es = tp_dtype_size(t);
+	size_t es = dev_dtype_size(t);
 	size_t total = (n + 2 * GUARD + 1) * es;
 	unsigned char *ab = malloc(total), *bb = malloc(total), *db = malloc(total);
 	unsigned char *a = ab + (GUARD + 1) * es, *b = bb + (GUARD + 1) * es;
@@ -175,52 +175,52 @@ static void check_one(enum tp_dtype t, enum tp_redop op, size_t n, enum shape sh
 		db[i] = (unsigned char)rnd();
 	}
 	for (i = 0; i < n; i++) {
-		tp_elem_set(a, i, t, rnd_value(t));
-		tp_elem_set(b, i, t, rnd_value(t));
-		x[i] = tp_elem_get(a, i, t);
-		y[i] = tp_elem_get(b, i, t);
+		dev_elem_set(a, i, t, rnd_value(t));
+		dev_elem_set(b, i, t, rnd_value(t));
+		x[i] = dev_elem_get(a, i, t);
+		y[i] = dev_elem_get(b, i, t);
 	}
 
 	switch (sh) {
 	case SHAPE_2:
 		memcpy(d, a, n * es);
 		memcpy(guard_copy, db, total);
-		tp_reduce(d, b, n, t, op);
+		dev_reduce(d, b, n, t, op);
 		out = d;
 		break;
 	case SHAPE_1:
 		memcpy(guard_copy, ab, total);
-		tp_reduce(a, a, n, t, op);
+		dev_reduce(a, a, n, t, op);
 		memcpy(y, x, n * sizeof(double));
 		out = a;
 		break;
 	case SHAPE_3:
 		memcpy(guard_copy, db, total);
-		tp_reduce3(d, a, b, n, t, op);
+		dev_reduce3(d, a, b, n, t, op);
 		out = d;
 		break;
 	case SHAPE_3A:
 		memcpy(guard_copy, ab, total);
-		tp_reduce3(a, a, b, n, t, op);
+		dev_reduce3(a, a, b, n, t, op);
 		out = a;
 		break;
 	case SHAPE_3B:
 	default:
 		memcpy(guard_copy, bb, total);
-		tp_reduce3(b, a, b, n, t, op);
+		dev_reduce3(b, a, b, n, t, op);
 		out = b;
 		break;
 	}
 
 	for (i = 0; i < n; i++) {
 		double want = ref_round(t, ref_op(op, x[i], y[i]));
-		double got = tp_elem_get(out, i, t);
+		double got = dev_elem_get(out, i, t);
 
 		if (got != want) {
 			print_error(
 				"%s %s n=%zu shape=%d i=%zu: %.17g op %.17g = %.17g, want %.17g\n",
-				tp_dtype_name(t), tp_redop_name(op), n, (int)sh, i, x[i], y[i], got,
-				want);
+				dev_dtype_name(t), dev_redop_name(op), n, (int)sh, i, x[i], y[i],
+				got, want);
 			fail();
 		}
 	}
@@ -240,8 +240,8 @@ static void test_all_types_ops(void **state)
 	int t, op, sh;
 	size_t li;
 
-	for (t = 0; t < TP_DTYPE_MAX; t++)
-		for (op = 0; op < TP_REDOP_MAX; op++)
+	for (t = 0; t < DEV_DTYPE_MAX; t++)
+		for (op = 0; op < DEV_REDOP_MAX; op++)
 			for (li = 0; li < sizeof(lengths) / sizeof(lengths[0]); li++)
 				for (sh = 0; sh < SHAPE_MAX; sh++)
 					check_one(t, op, lengths[li], sh);
@@ -257,37 +257,37 @@ static void test_int_wrap(void **state)
 	int64_t i64a[2] = {INT64_MAX, 1ll << 62}, i64b[2] = {1, 4};
 	uint64_t u64a[2] = {UINT64_MAX, 1ull << 63}, u64b[2] = {2, 2};
 
-	tp_reduce(i8a, i8b, 3, TP_INT8, TP_SUM);
+	dev_reduce(i8a, i8b, 3, DEV_INT8, DEV_SUM);
 	assert_int_equal(i8a[0], -56);
 	assert_int_equal(i8a[1], 32);
 	assert_int_equal(i8a[2], 127);
-	tp_reduce(i8a + 1, i8b + 1, 1, TP_INT8, TP_PROD); /* 32 * 16 = 512 = 0 mod 256 */
+	dev_reduce(i8a + 1, i8b + 1, 1, DEV_INT8, DEV_PROD); /* 32 * 16 = 512 = 0 mod 256 */
 	assert_int_equal(i8a[1], 0);
-	tp_reduce(u8a, u8b, 2, TP_UINT8, TP_SUM);
+	dev_reduce(u8a, u8b, 2, DEV_UINT8, DEV_SUM);
 	assert_int_equal(u8a[0], 44);
-	tp_reduce(u8a + 1, u8b + 1, 1, TP_UINT8, TP_PROD); /* 33 * 17 = 561 = 49 mod 256 */
+	dev_reduce(u8a + 1, u8b + 1, 1, DEV_UINT8, DEV_PROD); /* 33 * 17 = 561 = 49 mod 256 */
 	assert_int_equal(u8a[1], 49);
-	tp_reduce(i32a, i32b, 1, TP_INT32, TP_SUM);
+	dev_reduce(i32a, i32b, 1, DEV_INT32, DEV_SUM);
 	assert_int_equal(i32a[0], INT32_MIN);
-	tp_reduce(i32a + 1, i32b + 1, 1, TP_INT32, TP_PROD);
+	dev_reduce(i32a + 1, i32b + 1, 1, DEV_INT32, DEV_PROD);
 	assert_int_equal(i32a[1], 0);
-	tp_reduce(u32a, u32b, 1, TP_UINT32, TP_SUM);
+	dev_reduce(u32a, u32b, 1, DEV_UINT32, DEV_SUM);
 	assert_int_equal(u32a[0], 1);
-	tp_reduce(i64a, i64b, 1, TP_INT64, TP_SUM);
+	dev_reduce(i64a, i64b, 1, DEV_INT64, DEV_SUM);
 	assert_true(i64a[0] == INT64_MIN);
-	tp_reduce(i64a + 1, i64b + 1, 1, TP_INT64, TP_PROD);
+	dev_reduce(i64a + 1, i64b + 1, 1, DEV_INT64, DEV_PROD);
 	assert_true(i64a[1] == 0);
-	tp_reduce(u64a, u64b, 2, TP_UINT64, TP_PROD);
+	dev_reduce(u64a, u64b, 2, DEV_UINT64, DEV_PROD);
 	assert_true(u64a[0] == UINT64_MAX - 1);
 	assert_true(u64a[1] == 0);
 	/* signed max/min compare signed */
 	i8a[0] = -1;
 	i8b[0] = 1;
-	tp_reduce(i8a, i8b, 1, TP_INT8, TP_MAX);
+	dev_reduce(i8a, i8b, 1, DEV_INT8, DEV_MAX);
 	assert_int_equal(i8a[0], 1);
 	i64a[0] = -5;
 	i64b[0] = 3;
-	tp_reduce(i64a, i64b, 1, TP_INT64, TP_MIN);
+	dev_reduce(i64a, i64b, 1, DEV_INT64, DEV_MIN);
 	assert_true(i64a[0] == -5);
 }
 
@@ -301,76 +301,76 @@ static void test_float_nan_inf(void **state)
 	uint16_t ba[2] = {0x7fc0, 0x3f80}, bb[2] = {0x3f80, 0x7fc0};
 	int op;
 
-	for (op = TP_MAX; op <= TP_MIN; op++) {
-		tp_reduce3(r, fa, fb, 4, TP_FLOAT32, op);
+	for (op = DEV_MAX; op <= DEV_MIN; op++) {
+		dev_reduce3(r, fa, fb, 4, DEV_FLOAT32, op);
 		assert_true(isnan(r[0]));
 		assert_true(isnan(r[1]));
-		assert_true(r[2] == (op == TP_MAX ? INFINITY : -INFINITY));
+		assert_true(r[2] == (op == DEV_MAX ? INFINITY : -INFINITY));
 		assert_true(r[3] == 0.0f);
 	}
-	tp_reduce(da, db, 2, TP_FLOAT64, TP_MIN);
+	dev_reduce(da, db, 2, DEV_FLOAT64, DEV_MIN);
 	assert_true(isnan(da[0]) && isnan(da[1]));
-	tp_reduce(ha, hb, 2, TP_FLOAT16, TP_MAX);
-	assert_true(isnan(tp_half_to_float(ha[0])) && isnan(tp_half_to_float(ha[1])));
-	tp_reduce(ba, bb, 2, TP_BFLOAT16, TP_MIN);
-	assert_true(isnan(tp_bf16_to_float(ba[0])) && isnan(tp_bf16_to_float(ba[1])));
+	dev_reduce(ha, hb, 2, DEV_FLOAT16, DEV_MAX);
+	assert_true(isnan(dev_half_to_float(ha[0])) && isnan(dev_half_to_float(ha[1])));
+	dev_reduce(ba, bb, 2, DEV_BFLOAT16, DEV_MIN);
+	assert_true(isnan(dev_bf16_to_float(ba[0])) && isnan(dev_bf16_to_float(ba[1])));
 
 	fa[0] = INFINITY;
 	fb[0] = -INFINITY;
-	tp_reduce(fa, fb, 1, TP_FLOAT32, TP_SUM);
+	dev_reduce(fa, fb, 1, DEV_FLOAT32, DEV_SUM);
 	assert_true(isnan(fa[0]));
 	/* f16 sums overflow to Inf: 65504 + 32 rounds up (tie to even) */
 	ha[0] = 0x7bff;
 	hb[0] = 0x5000; /* 32 */
-	tp_reduce(ha, hb, 1, TP_FLOAT16, TP_SUM);
+	dev_reduce(ha, hb, 1, DEV_FLOAT16, DEV_SUM);
 	assert_int_equal(ha[0], 0x7c00);
 }
 
 static void test_half_known(void **state)
 {
-	assert_int_equal(tp_float_to_half(1.0f), 0x3c00);
-	assert_true(tp_half_to_float(0x3c00) == 1.0f);
-	assert_int_equal(tp_float_to_half(-2.0f), 0xc000);
-	assert_int_equal(tp_float_to_half(65504.0f), 0x7bff);
-	assert_true(tp_half_to_float(0x7bff) == 65504.0f);
-	assert_int_equal(tp_float_to_half(65519.99f), 0x7bff);
-	assert_int_equal(tp_float_to_half(65520.0f), 0x7c00); /* tie, to even: Inf */
-	assert_int_equal(tp_float_to_half(1e6f), 0x7c00);
-	assert_int_equal(tp_float_to_half(INFINITY), 0x7c00);
-	assert_int_equal(tp_float_to_half(-INFINITY), 0xfc00);
-	assert_true(tp_half_to_float(0xfc00) == -INFINITY);
+	assert_int_equal(dev_float_to_half(1.0f), 0x3c00);
+	assert_true(dev_half_to_float(0x3c00) == 1.0f);
+	assert_int_equal(dev_float_to_half(-2.0f), 0xc000);
+	assert_int_equal(dev_float_to_half(65504.0f), 0x7bff);
+	assert_true(dev_half_to_float(0x7bff) == 65504.0f);
+	assert_int_equal(dev_float_to_half(65519.99f), 0x7bff);
+	assert_int_equal(dev_float_to_half(65520.0f), 0x7c00); /* tie, to even: Inf */
+	assert_int_equal(dev_float_to_half(1e6f), 0x7c00);
+	assert_int_equal(dev_float_to_half(INFINITY), 0x7c00);
+	assert_int_equal(dev_float_to_half(-INFINITY), 0xfc00);
+	assert_true(dev_half_to_float(0xfc00) == -INFINITY);
 	/* subnormals */
-	assert_int_equal(tp_float_to_half(0x1p-24f), 0x0001);
-	assert_true(tp_half_to_float(0x0001) == 0x1p-24f);
-	assert_true(tp_half_to_float(0x03ff) == 1023 * 0x1p-24f);
-	assert_int_equal(tp_float_to_half(0x1p-14f), 0x0400);
-	assert_int_equal(tp_float_to_half(0x1p-25f), 0x0000); /* tie to even: 0 */
-	assert_int_equal(tp_float_to_half(0x1.8p-25f), 0x0001);
-	assert_int_equal(tp_float_to_half(0x1.8p-24f), 0x0002); /* tie 1 | 2: 2 */
-	assert_int_equal(tp_float_to_half(0x1p-26f), 0x0000);
-	assert_int_equal(tp_float_to_half(-0.0f), 0x8000);
-	assert_int_equal(tp_float_to_half(-0x1p-30f), 0x8000);
+	assert_int_equal(dev_float_to_half(0x1p-24f), 0x0001);
+	assert_true(dev_half_to_float(0x0001) == 0x1p-24f);
+	assert_true(dev_half_to_float(0x03ff) == 1023 * 0x1p-24f);
+	assert_int_equal(dev_float_to_half(0x1p-14f), 0x0400);
+	assert_int_equal(dev_float_to_half(0x1p-25f), 0x0000); /* tie to even: 0 */
+	assert_int_equal(dev_float_to_half(0x1.8p-25f), 0x0001);
+	assert_int_equal(dev_float_to_half(0x1.8p-24f), 0x0002); /* tie 1 | 2: 2 */
+	assert_int_equal(dev_float_to_half(0x1p-26f), 0x0000);
+	assert_int_equal(dev_float_to_half(-0.0f), 0x8000);
+	assert_int_equal(dev_float_to_half(-0x1p-30f), 0x8000);
 	/* ties at 1.0: ulp 2^-10 */
-	assert_int_equal(tp_float_to_half(1.0f + 0x1p-11f), 0x3c00);
-	assert_int_equal(tp_float_to_half(1.0f + 0x3p-11f), 0x3c02);
-	assert_int_equal(tp_float_to_half(1.0f + 0x1p-11f + 0x1p-20f), 0x3c01);
-	assert_int_equal(tp_float_to_half(2047.0f), 0x67ff);
-	assert_int_equal(tp_float_to_half(2049.0f), 0x6800); /* tie to even 2048 */
-	assert_int_equal(tp_float_to_half(2051.0f), 0x6802); /* tie to even 2052 */
+	assert_int_equal(dev_float_to_half(1.0f + 0x1p-11f), 0x3c00);
+	assert_int_equal(dev_float_to_half(1.0f + 0x3p-11f), 0x3c02);
+	assert_int_equal(dev_float_to_half(1.0f + 0x1p-11f + 0x1p-20f), 0x3c01);
+	assert_int_equal(dev_float_to_half(2047.0f), 0x67ff);
+	assert_int_equal(dev_float_to_half(2049.0f), 0x6800); /* tie to even 2048 */
+	assert_int_equal(dev_float_to_half(2051.0f), 0x6802); /* tie to even 2052 */
 	/* NaN stays NaN, quiet, sign kept */
 	{
-		uint16_t h = tp_float_to_half(NAN);
-		uint16_t s = tp_float_to_half(-NAN);
+		uint16_t h = dev_float_to_half(NAN);
+		uint16_t s = dev_float_to_half(-NAN);
 		float snan;
 		uint32_t bits = 0x7f800001; /* signalling, payload below half's bits */
 
 		memcpy(&snan, &bits, sizeof(snan));
 		assert_true((h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0);
 		assert_true((s & 0x8000) != 0 && (s & 0x3ff) != 0);
-		h = tp_float_to_half(snan);
+		h = dev_float_to_half(snan);
 		assert_true((h & 0x7c00) == 0x7c00 && (h & 0x200) != 0);
-		assert_true(isnan(tp_half_to_float(0x7e00)));
-		assert_true(isnan(tp_half_to_float(0x7c01)));
+		assert_true(isnan(dev_half_to_float(0x7e00)));
+		assert_true(isnan(dev_half_to_float(0x7c01)));
 	}
 }
 
@@ -379,21 +379,21 @@ static void test_bf16_known(void **state)
 	float snan;
 	uint32_t bits = 0x7f800001;
 
-	assert_int_equal(tp_float_to_bf16(1.0f), 0x3f80);
-	assert_true(tp_bf16_to_float(0x3f80) == 1.0f);
-	assert_int_equal(tp_float_to_bf16(-2.0f), 0xc000);
-	assert_int_equal(tp_float_to_bf16(1.0f + 0x1p-8f), 0x3f80); /* tie: even */
-	assert_int_equal(tp_float_to_bf16(1.0f + 0x3p-8f), 0x3f82);
-	assert_int_equal(tp_float_to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);
-	assert_int_equal(tp_float_to_bf16(FLT_MAX), 0x7f80); /* above the last midpoint */
-	assert_true(tp_bf16_to_float(0x7f7f) == 0x1.fep127f);
-	assert_int_equal(tp_float_to_bf16(INFINITY), 0x7f80);
-	assert_int_equal(tp_float_to_bf16(-INFINITY), 0xff80);
-	assert_int_equal(tp_float_to_bf16(0x1p-133f), 0x0001); /* subnormal */
-	assert_int_equal(tp_float_to_bf16(-0.0f), 0x8000);
+	assert_int_equal(dev_float_to_bf16(1.0f), 0x3f80);
+	assert_true(dev_bf16_to_float(0x3f80) == 1.0f);
+	assert_int_equal(dev_float_to_bf16(-2.0f), 0xc000);
+	assert_int_equal(dev_float_to_bf16(1.0f + 0x1p-8f), 0x3f80); /* tie: even */
+	assert_int_equal(dev_float_to_bf16(1.0f + 0x3p-8f), 0x3f82);
+	assert_int_equal(dev_float_to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);
+	assert_int_equal(dev_float_to_bf16(FLT_MAX), 0x7f80); /* above the last midpoint */
+	assert_true(dev_bf16_to_float(0x7f7f) == 0x1.fep127f);
+	assert_int_equal(dev_float_to_bf16(INFINITY), 0x7f80);
+	assert_int_equal(dev_float_to_bf16(-INFINITY), 0xff80);
+	assert_int_equal(dev_float_to_bf16(0x1p-133f), 0x0001); /* subnormal */
+	assert_int_equal(dev_float_to_bf16(-0.0f), 0x8000);
 	memcpy(&snan, &bits, sizeof(snan));
-	assert_true(isnan(tp_bf16_to_float(tp_float_to_bf16(snan)))); /* not rounded to Inf */
-	assert_true(isnan(tp_bf16_to_float(tp_float_to_bf16(NAN))));
+	assert_true(isnan(dev_bf16_to_float(dev_float_to_bf16(snan)))); /* not rounded to Inf */
+	assert_true(isnan(dev_bf16_to_float(dev_float_to_bf16(NAN))));
 }
 
 /* Every half and bf16 pattern: value matches the IEEE definition, and
@@ -403,24 +403,24 @@ static void test_16bit_exhaustive(void **state)
 	uint32_t h;
 
 	for (h = 0; h < 0x10000; h++) {
-		float f = tp_half_to_float((uint16_t)h);
+		float f = dev_half_to_float((uint16_t)h);
 		double v = half_value((uint16_t)h);
-		float bf = tp_bf16_to_float((uint16_t)h);
+		float bf = dev_bf16_to_float((uint16_t)h);
 
 		if (isnan(v)) {
 			assert_true(isnan(f));
-			assert_true(isnan(tp_half_to_float(tp_float_to_half(f))));
+			assert_true(isnan(dev_half_to_float(dev_float_to_half(f))));
 		} else {
 			if ((double)f != v || !signbit(f) != !signbit(v)) {
 				print_error("half 0x%04x -> %.9g, want %.9g\n", h, f, v);
 				fail();
 			}
-			assert_int_equal(tp_float_to_half(f), h);
+			assert_int_equal(dev_float_to_half(f), h);
 		}
 		if (isnan(bf))
-			assert_true(isnan(tp_bf16_to_float(tp_float_to_bf16(bf))));
+			assert_true(isnan(dev_bf16_to_float(dev_float_to_bf16(bf))));
 		else
-			assert_int_equal(tp_float_to_bf16(bf), h);
+			assert_int_equal(dev_float_to_bf16(bf), h);
 	}
 }
 
@@ -440,12 +440,12 @@ static void test_16bit_rounding_sweep(void **state)
 			continue;
 		rh = round_half(f);
 		rb = round_bf16(f);
-		if (half_value(tp_float_to_half(f)) != rh) {
-			print_error("half(%a) = 0x%04x, want %a\n", f, tp_float_to_half(f), rh);
+		if (half_value(dev_float_to_half(f)) != rh) {
+			print_error("half(%a) = 0x%04x, want %a\n", f, dev_float_to_half(f), rh);
 			fail();
 		}
-		if ((double)tp_bf16_to_float(tp_float_to_bf16(f)) != rb) {
-			print_error("bf16(%a) = 0x%04x, want %a\n", f, tp_float_to_bf16(f), rb);
+		if ((double)dev_bf16_to_float(dev_float_to_bf16(f)) != rb) {
+			print_error("bf16(%a) = 0x%04x, want %a\n", f, dev_float_to_bf16(f), rb);
 			fail();
 		}
 	}
@@ -455,84 +455,84 @@ static void test_elem_set_get(void **state)
 {
 	unsigned char buf[16];
 
-	tp_elem_set(buf, 0, TP_INT8, 300);
-	assert_true(tp_elem_get(buf, 0, TP_INT8) == 127);
-	tp_elem_set(buf, 0, TP_INT8, -300);
-	assert_true(tp_elem_get(buf, 0, TP_INT8) == -128);
-	tp_elem_set(buf, 0, TP_INT8, -1.9);
-	assert_true(tp_elem_get(buf, 0, TP_INT8) == -1);
-	tp_elem_set(buf, 0, TP_INT8, NAN);
-	assert_true(tp_elem_get(buf, 0, TP_INT8) == 0);
-	tp_elem_set(buf, 0, TP_UINT8, -5);
-	assert_true(tp_elem_get(buf, 0, TP_UINT8) == 0);
-	tp_elem_set(buf, 0, TP_UINT8, 255.9);
-	assert_true(tp_elem_get(buf, 0, TP_UINT8) == 255);
-	tp_elem_set(buf, 0, TP_INT32, 1e10);
-	assert_true(tp_elem_get(buf, 0, TP_INT32) == INT32_MAX);
-	tp_elem_set(buf, 0, TP_UINT32, 4294967295.5);
-	assert_true(tp_elem_get(buf, 0, TP_UINT32) == 4294967295.0);
-	tp_elem_set(buf, 0, TP_INT64, 1e19);
+	dev_elem_set(buf, 0, DEV_INT8, 300);
+	assert_true(dev_elem_get(buf, 0, DEV_INT8) == 127);
+	dev_elem_set(buf, 0, DEV_INT8, -300);
+	assert_true(dev_elem_get(buf, 0, DEV_INT8) == -128);
+	dev_elem_set(buf, 0, DEV_INT8, -1.9);
+	assert_true(dev_elem_get(buf, 0, DEV_INT8) == -1);
+	dev_elem_set(buf, 0, DEV_INT8, NAN);
+	assert_true(dev_elem_get(buf, 0, DEV_INT8) == 0);
+	dev_elem_set(buf, 0, DEV_UINT8, -5);
+	assert_true(dev_elem_get(buf, 0, DEV_UINT8) == 0);
+	dev_elem_set(buf, 0, DEV_UINT8, 255.9);
+	assert_true(dev_elem_get(buf, 0, DEV_UINT8) == 255);
+	dev_elem_set(buf, 0, DEV_INT32, 1e10);
+	assert_true(dev_elem_get(buf, 0, DEV_INT32) == INT32_MAX);
+	dev_elem_set(buf, 0, DEV_UINT32, 4294967295.5);
+	assert_true(dev_elem_get(buf, 0, DEV_UINT32) == 4294967295.0);
+	dev_elem_set(buf, 0, DEV_INT64, 1e19);
 	assert_true(*(int64_t *)buf == INT64_MAX);
-	tp_elem_set(buf, 0, TP_INT64, -1e19);
+	dev_elem_set(buf, 0, DEV_INT64, -1e19);
 	assert_true(*(int64_t *)buf == INT64_MIN);
-	tp_elem_set(buf, 0, TP_INT64, -0x1p63);
+	dev_elem_set(buf, 0, DEV_INT64, -0x1p63);
 	assert_true(*(int64_t *)buf == INT64_MIN);
-	tp_elem_set(buf, 0, TP_UINT64, 1e30);
+	dev_elem_set(buf, 0, DEV_UINT64, 1e30);
 	assert_true(*(uint64_t *)buf == UINT64_MAX);
-	tp_elem_set(buf, 0, TP_UINT64, INFINITY);
+	dev_elem_set(buf, 0, DEV_UINT64, INFINITY);
 	assert_true(*(uint64_t *)buf == UINT64_MAX);
-	tp_elem_set(buf, 0, TP_UINT64, 0x1p63);
+	dev_elem_set(buf, 0, DEV_UINT64, 0x1p63);
 	assert_true(*(uint64_t *)buf == 1ull << 63);
-	tp_elem_set(buf, 1, TP_FLOAT32, 0.1);
-	assert_true(tp_elem_get(buf, 1, TP_FLOAT32) == (double)0.1f);
-	tp_elem_set(buf, 1, TP_FLOAT64, 0.1);
-	assert_true(tp_elem_get(buf, 1, TP_FLOAT64) == 0.1);
+	dev_elem_set(buf, 1, DEV_FLOAT32, 0.1);
+	assert_true(dev_elem_get(buf, 1, DEV_FLOAT32) == (double)0.1f);
+	dev_elem_set(buf, 1, DEV_FLOAT64, 0.1);
+	assert_true(dev_elem_get(buf, 1, DEV_FLOAT64) == 0.1);
 	/* double -> half without double rounding: 1 + 2^-11 + 2^-40 is just
 	 * above the tie (to float it would round onto the tie, then to even) */
-	tp_elem_set(buf, 2, TP_FLOAT16, 1.0 + 0x1p-11 + 0x1p-40);
+	dev_elem_set(buf, 2, DEV_FLOAT16, 1.0 + 0x1p-11 + 0x1p-40);
 	assert_int_equal(((uint16_t *)buf)[2], 0x3c01);
-	tp_elem_set(buf, 2, TP_FLOAT16, 1.0 + 0x1p-11);
+	dev_elem_set(buf, 2, DEV_FLOAT16, 1.0 + 0x1p-11);
 	assert_int_equal(((uint16_t *)buf)[2], 0x3c00);
-	tp_elem_set(buf, 2, TP_BFLOAT16, 1.0 + 0x1p-8 + 0x1p-40);
+	dev_elem_set(buf, 2, DEV_BFLOAT16, 1.0 + 0x1p-8 + 0x1p-40);
 	assert_int_equal(((uint16_t *)buf)[2], 0x3f81);
-	tp_elem_set(buf, 2, TP_FLOAT16, 1e300);
+	dev_elem_set(buf, 2, DEV_FLOAT16, 1e300);
 	assert_int_equal(((uint16_t *)buf)[2], 0x7c00);
-	tp_elem_set(buf, 2, TP_FLOAT16, -0.5);
-	assert_true(tp_elem_get(buf, 2, TP_FLOAT16) == -0.5);
+	dev_elem_set(buf, 2, DEV_FLOAT16, -0.5);
+	assert_true(dev_elem_get(buf, 2, DEV_FLOAT16) == -0.5);
 }
 
 static void test_names(void **state)
 {
-	static const char *const names[TP_DTYPE_MAX] = {
+	static const char *const names[DEV_DTYPE_MAX] = {
 		"int8",	  "uint8", "int32", "uint32", "int64",
 		"uint64", "half",  "float", "double", "bfloat16",
 	};
-	static const size_t sizes[TP_DTYPE_MAX] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
-	static const char *const ops[TP_REDOP_MAX] = {"sum", "prod", "max", "min", "avg"};
+	static const size_t sizes[DEV_DTYPE_MAX] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
+	static const char *const ops[DEV_REDOP_MAX] = {"sum", "prod", "max", "min", "avg"};
 	int i;
 
-	for (i = 0; i < TP_DTYPE_MAX; i++) {
-		assert_int_equal(tp_dtype_parse(names[i]), i);
-		assert_string_equal(tp_dtype_name(i), names[i]);
-		assert_int_equal(tp_dtype_size(i), sizes[i]);
+	for (i = 0; i < DEV_DTYPE_MAX; i++) {
+		assert_int_equal(dev_dtype_parse(names[i]), i);
+		assert_string_equal(dev_dtype_name(i), names[i]);
+		assert_int_equal(dev_dtype_size(i), sizes[i]);
 	}
-	assert_int_equal(tp_dtype_parse("f32"), TP_FLOAT32);
-	assert_int_equal(tp_dtype_parse("f16"), TP_FLOAT16);
-	assert_int_equal(tp_dtype_parse("bf16"), TP_BFLOAT16);
-	assert_int_equal(tp_dtype_parse("f64"), TP_FLOAT64);
-	assert_int_equal(tp_dtype_parse("i32"), TP_INT32);
-	assert_int_equal(tp_dtype_parse("i64"), TP_INT64);
-	assert_int_equal(tp_dtype_parse("u8"), TP_UINT8);
-	assert_int_equal(tp_dtype_parse("float128"), -1);
-	assert_int_equal(tp_dtype_parse(""), -1);
-	assert_int_equal(tp_dtype_parse(NULL), -1);
-	assert_int_equal(tp_dtype_size(TP_DTYPE_MAX), 0);
-	for (i = 0; i < TP_REDOP_MAX; i++) {
-		assert_int_equal(tp_redop_parse(ops[i]), i);
-		assert_string_equal(tp_redop_name(i), ops[i]);
+	assert_int_equal(dev_dtype_parse("f32"), DEV_FLOAT32);
+	assert_int_equal(dev_dtype_parse("f16"), DEV_FLOAT16);
+	assert_int_equal(dev_dtype_parse("bf16"), DEV_BFLOAT16);
+	assert_int_equal(dev_dtype_parse("f64"), DEV_FLOAT64);
+	assert_int_equal(dev_dtype_parse("i32"), DEV_INT32);
+	assert_int_equal(dev_dtype_parse("i64"), DEV_INT64);
+	assert_int_equal(dev_dtype_parse("u8"), DEV_UINT8);
+	assert_int_equal(dev_dtype_parse("float128"), -1);
+	assert_int_equal(dev_dtype_parse(""), -1);
+	assert_int_equal(dev_dtype_parse(NULL), -1);
+	assert_int_equal(dev_dtype_size(DEV_DTYPE_MAX), 0);
+	for (i = 0; i < DEV_REDOP_MAX; i++) {
+		assert_int_equal(dev_redop_parse(ops[i]), i);
+		assert_string_equal(dev_redop_name(i), ops[i]);
 	}
-	assert_int_equal(tp_redop_parse("mean"), -1);
-	assert_int_equal(tp_redop_parse(NULL), -1);
+	assert_int_equal(dev_redop_parse("mean"), -1);
+	assert_int_equal(dev_redop_parse(NULL), -1);
 }
 
 static void test_scale_div(void **state)
@@ -548,57 +548,57 @@ static void test_scale_div(void **state)
 	int8_t i8[2] = {-128, 127};
 	size_t i;
 
-	tp_scale_div(i32, 4, TP_INT32, 2);
+	dev_scale_div(i32, 4, DEV_INT32, 2);
 	assert_int_equal(i32[0], 3);
 	assert_int_equal(i32[1], -3); /* truncating */
 	assert_int_equal(i32[2], 4);
 	assert_int_equal(i32[3], INT32_MIN / 2);
-	tp_scale_div(u8, 2, TP_UINT8, 2);
+	dev_scale_div(u8, 2, DEV_UINT8, 2);
 	assert_int_equal(u8[0], 127);
 	assert_int_equal(u8[1], 1);
-	tp_scale_div(i8, 2, TP_INT8, 3);
+	dev_scale_div(i8, 2, DEV_INT8, 3);
 	assert_int_equal(i8[0], -42);
 	assert_int_equal(i8[1], 42);
-	tp_scale_div(i64, 1, TP_INT64, 4);
+	dev_scale_div(i64, 1, DEV_INT64, 4);
 	assert_true(i64[0] == -(1ll << 60)); /* -(2^62 + 1) / 4 truncates */
-	tp_scale_div(u64, 1, TP_UINT64, 3);
+	dev_scale_div(u64, 1, DEV_UINT64, 3);
 	assert_true(u64[0] == UINT64_MAX / 3);
-	tp_scale_div(f32, 3, TP_FLOAT32, 4);
+	dev_scale_div(f32, 3, DEV_FLOAT32, 4);
 	assert_true(f32[0] == 0.25f && f32[1] == 0.75f && f32[2] == -INFINITY);
-	tp_scale_div(f64, 1, TP_FLOAT64, 3);
+	dev_scale_div(f64, 1, DEV_FLOAT64, 3);
 	assert_true(f64[0] == 1.0 / 3);
-	tp_scale_div(h, 2, TP_FLOAT16, 3);
+	dev_scale_div(h, 2, DEV_FLOAT16, 3);
 	assert_int_equal(h[0], 0x3c00);
 	assert_true(half_value(h[1]) == round_half(1.0 / 3));
-	tp_scale_div(bf, 1, TP_BFLOAT16, 3);
+	dev_scale_div(bf, 1, DEV_BFLOAT16, 3);
 	assert_int_equal(bf[0], 0x3f80);
 	/* n <= 0 leaves the buffer alone */
-	tp_scale_div(f64, 1, TP_FLOAT64, 0);
+	dev_scale_div(f64, 1, DEV_FLOAT64, 0);
 	assert_true(f64[0] == 1.0 / 3);
-	tp_scale_div(i32, 4, TP_INT32, -1);
+	dev_scale_div(i32, 4, DEV_INT32, -1);
 	assert_int_equal(i32[0], 3);
 
 	/* a longer buffer, every type, against a double reference */
-	for (i = 0; i < TP_DTYPE_MAX; i++) {
-		size_t n = 333, k, es = tp_dtype_size(i);
+	for (i = 0; i < DEV_DTYPE_MAX; i++) {
+		size_t n = 333, k, es = dev_dtype_size(i);
 		unsigned char *buf = malloc(n * es);
 		double *v = malloc(n * sizeof(double));
 
 		assert_non_null(buf);
 		assert_non_null(v);
 		for (k = 0; k < n; k++) {
-			tp_elem_set(buf, k, i, rnd_value(i));
-			v[k] = tp_elem_get(buf, k, i);
+			dev_elem_set(buf, k, i, rnd_value(i));
+			v[k] = dev_elem_get(buf, k, i);
 		}
-		tp_scale_div(buf, n, i, 7);
+		dev_scale_div(buf, n, i, 7);
 		for (k = 0; k < n; k++) {
 			double want = v[k] / 7;
 
-			if (i <= TP_UINT64)
+			if (i <= DEV_UINT64)
 				want = trunc(want);
 			else
 				want = ref_round(i, want);
-			assert_true(tp_elem_get(buf, k, i) == want);
+			assert_true(dev_elem_get(buf, k, i) == want);
 		}
 		free(buf);
 		free(v);
@@ -622,7 +622,7 @@ static void test_f32_sum_throughput(void **state)
 	for (rep = 0; rep < 4; rep++) {
 		uint64_t t0 = ice_now_ns(), dt;
 
-		tp_reduce(d, s, n, TP_FLOAT32, TP_SUM);
+		dev_reduce(d, s, n, DEV_FLOAT32, DEV_SUM);
 		dt = ice_now_ns() - t0;
 		if (dt < best)
 			best = dt;

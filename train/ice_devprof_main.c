@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * ice-devprof: measure a device profile (train/trn.h) on one memory backend
- * of transport/tp_mem.h, or write a stated (emulated) one.
+ * of transport/dev.h, or write a stated (emulated) one.
  *
  *   ice-devprof [--kind host|cuda|hip] [--name NAME] [--seconds S]
  *               [--m 8 --n 1024 --k 1024] [--mb 64] [-o FILE]
@@ -10,7 +10,7 @@
  *
  * sgemm: C[m x n] = A[m x k] B[k x n] (default: ice-train's layer shape at
  * micro-batch 8). mem: a copy inside device memory (host: memcpy; device
- * kinds: scale_div by 1, which reads and writes every byte, as tp_mem has no
+ * kinds: scale_div by 1, which reads and writes every byte, as dev_mem has no
  * device-to-device copy), read + write bytes. h2d / d2h: copy_async +
  * copy_wait between host_alloc'ed and device buffers. reduce: f32 sum, bytes
  * of dst. Each figure is the best repetition within its share of --seconds.
@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "ice_log.h"
-#include "tp_mem.h"
+#include "dev.h"
 #include "trn.h"
 
 static const char *const kind_names[] = {"host", "cuda", "hip", NULL};
@@ -119,7 +119,7 @@ static double now_s(void)
 /* One benchmark: run op until budget seconds pass (at least 3 times after a
  * warm-up); the best repetition's rate of units per second. */
 struct bench {
-	const struct tp_mem_ops *ops;
+	const struct dev_mem_ops *ops;
 	void *a, *b, *c; /* device buffers */
 	void *h;	 /* pinned host buffer */
 	size_t len;
@@ -135,30 +135,30 @@ static int run_sgemm(struct bench *b)
 
 static int run_mem(struct bench *b)
 {
-	if (b->ops->kind == TP_MEM_HOST) {
+	if (b->ops->kind == DEV_MEM_HOST) {
 		memcpy(b->b, b->a, b->len);
 		return 0;
 	}
-	return b->ops->scale_div(b->a, b->len / sizeof(float), TP_FLOAT32, 1);
+	return b->ops->scale_div(b->a, b->len / sizeof(float), DEV_FLOAT32, 1);
 }
 
 static int run_h2d(struct bench *b)
 {
-	int ret = b->ops->copy_async(b->a, b->h, b->len, TP_COPY_FROM_HOST);
+	int ret = b->ops->copy_async(b->a, b->h, b->len, DEV_COPY_FROM_HOST);
 
 	return ret < 0 ? ret : b->ops->copy_wait();
 }
 
 static int run_d2h(struct bench *b)
 {
-	int ret = b->ops->copy_async(b->h, b->a, b->len, TP_COPY_TO_HOST);
+	int ret = b->ops->copy_async(b->h, b->a, b->len, DEV_COPY_TO_HOST);
 
 	return ret < 0 ? ret : b->ops->copy_wait();
 }
 
 static int run_reduce(struct bench *b)
 {
-	return b->ops->reduce(b->a, b->b, b->len / sizeof(float), TP_FLOAT32, TP_SUM);
+	return b->ops->reduce(b->a, b->b, b->len / sizeof(float), DEV_FLOAT32, DEV_SUM);
 }
 
 static int measure(struct bench *b, bench_fn fn, double units, double budget, double *rate)
@@ -184,7 +184,7 @@ static int measure(struct bench *b, bench_fn fn, double units, double budget, do
 	return 0;
 }
 
-static int fill(const struct tp_mem_ops *ops, void *dst, size_t len)
+static int fill(const struct dev_mem_ops *ops, void *dst, size_t len)
 {
 	float *h = malloc(len);
 	int ret;
@@ -200,7 +200,7 @@ static int fill(const struct tp_mem_ops *ops, void *dst, size_t len)
 
 static int profile_device(const struct devprof_cfg *c, struct trn_profile *p)
 {
-	const struct tp_mem_ops *ops = tp_mem_ops_get((enum tp_mem_kind)c->kind);
+	const struct dev_mem_ops *ops = dev_mem_ops_get((enum dev_mem_kind)c->kind);
 	struct bench b = {.ops = ops};
 	double share = c->seconds / 5, rate;
 	char why[256] = "", host[64] = "?", date[32];
@@ -329,7 +329,7 @@ static int write_profile(const char *path, const struct trn_profile *p)
 int main(int argc, char **argv)
 {
 	static struct devprof_cfg cfg = {
-		.kind = TP_MEM_HOST, .seconds = 2, .m = 8, .n = 1024, .k = 1024, .mb = 64};
+		.kind = DEV_MEM_HOST, .seconds = 2, .m = 8, .n = 1024, .k = 1024, .mb = 64};
 	struct ice_cfg_cli cli = {
 		.tool = "ice-devprof",
 		.synopsis = "usage: ice-devprof [--kind host|cuda|hip] [--name NAME] [--seconds S] "

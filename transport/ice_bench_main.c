@@ -9,7 +9,9 @@
  * Output columns and bus-bandwidth factors follow nccl-tests (see
  * docs/benchmarks.md); an extra trailing column gives the CPU cores the
  * ranks used during the timed runs, because on small hosts the CPU, not the
- * network, is often the limit.
+ * network, is often the limit. With --json, rank 0 prints one JSON object on
+ * stdout at the end (schema in transport/README.md) and the table goes to
+ * stderr.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,7 +30,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "ice_config.h"
+#include "ice_dcqcn.h"
 #include "ice_log.h"
 #include "ice_time.h"
 #include "tp.h"
@@ -55,8 +60,13 @@ struct opts {
 	int iters, warmup, check;
 	int dtype, op, root;
 	int nranks;
+	bool json;
+	int argc; /* the command line, for --json */
+	char **argv;
 	struct tp_opts tp;
 };
+
+static FILE *human; /* stdout, or stderr with --json */
 
 static void usage(FILE *f)
 {
@@ -79,7 +89,9 @@ static void usage(FILE *f)
 		"  -N, --nranks N         ranks; without --rank they are started here\n"
 		"      --split 0|1        split messages over the QPs (1, default) or take QPs\n"
 		"                         in turn (0), like NCCL_IB_SPLIT_DATA_ON_QPS\n"
-		"      --slice SIZE       ring pipelining unit (default 1M)\n");
+		"      --slice SIZE       ring pipelining unit (default 1M)\n"
+		"      --json             one JSON object on stdout at the end (the table goes\n"
+		"                         to stderr)\n");
 	tp_opts_usage(f, "127.20.0.1");
 	fprintf(f,
 		"  -v, --verbose          more logging (ICE_LOG=debug,debug=qp+coll also works)\n"
@@ -91,19 +103,35 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	enum {
 		O_SPLIT = TP_OPT_END,
 		O_SLICE,
+		O_JSON,
 	};
 	static const struct option lo[] = {
-		{"coll", 1, 0, 'C'},	     {"minbytes", 1, 0, 'b'},	{"maxbytes", 1, 0, 'e'},
-		{"stepbytes", 1, 0, 'i'},    {"stepfactor", 1, 0, 'f'}, {"iters", 1, 0, 'n'},
-		{"warmup_iters", 1, 0, 'w'}, {"check", 1, 0, 'c'},	{"datatype", 1, 0, 'd'},
-		{"op", 1, 0, 'o'},	     {"root", 1, 0, 'r'},	{"nranks", 1, 0, 'N'},
-		{"split", 1, 0, O_SPLIT},    {"slice", 1, 0, O_SLICE},	TP_OPTS_LONGOPTS,
-		{"verbose", 0, 0, 'v'},	     {"help", 0, 0, 'h'},	{0, 0, 0, 0},
+		{"coll", 1, 0, 'C'},
+		{"minbytes", 1, 0, 'b'},
+		{"maxbytes", 1, 0, 'e'},
+		{"stepbytes", 1, 0, 'i'},
+		{"stepfactor", 1, 0, 'f'},
+		{"iters", 1, 0, 'n'},
+		{"warmup_iters", 1, 0, 'w'},
+		{"check", 1, 0, 'c'},
+		{"datatype", 1, 0, 'd'},
+		{"op", 1, 0, 'o'},
+		{"root", 1, 0, 'r'},
+		{"nranks", 1, 0, 'N'},
+		{"split", 1, 0, O_SPLIT},
+		{"slice", 1, 0, O_SLICE},
+		{"json", 0, 0, O_JSON},
+		TP_OPTS_LONGOPTS,
+		{"verbose", 0, 0, 'v'},
+		{"help", 0, 0, 'h'},
+		{0, 0, 0, 0},
 	};
 	struct tp_opts *t = &o->tp;
 	int c;
 
 	memset(o, 0, sizeof(*o));
+	o->argc = argc;
+	o->argv = argv;
 	tp_opts_init(t, "ice-bench", 4095, "127.20.0.1");
 	o->coll = COLL_ALLREDUCE;
 	o->minbytes = 8;
@@ -112,8 +140,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	o->iters = 20;
 	o->warmup = 5;
 	o->check = 1;
-	o->dtype = TP_FLOAT32;
-	o->op = TP_SUM;
+	o->dtype = DEV_FLOAT32;
+	o->op = DEV_SUM;
 	o->nranks = 2;
 	while ((c = getopt_long(argc, argv, "C:b:e:i:f:n:w:c:d:o:r:N:vh" TP_OPTS_SHORTOPTS, lo,
 				NULL)) != -1) {
@@ -160,14 +188,14 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			o->check = (int)tp_opts_long(t, "-c", optarg, 0, 1);
 			break;
 		case 'd':
-			o->dtype = tp_dtype_parse(optarg);
+			o->dtype = dev_dtype_parse(optarg);
 			if (o->dtype < 0)
 				tp_opts_die(t, "-d", optarg,
 					    "int8, uint8, int32, uint32, int64, uint64, "
 					    "half, float, double or bfloat16");
 			break;
 		case 'o':
-			o->op = tp_redop_parse(optarg);
+			o->op = dev_redop_parse(optarg);
 			if (o->op < 0)
 				tp_opts_die(t, "-o", optarg, "sum, prod, max, min or avg");
 			break;
@@ -187,6 +215,9 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_SLICE:
 			o->tp.cc.slice_bytes = tp_opts_size(t, "--slice", optarg);
+			break;
+		case O_JSON:
+			o->json = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -209,8 +240,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "ice-bench: --root %d: expected 0..%d\n", o->root, o->nranks - 1);
 		exit(2);
 	}
-	if (o->coll == COLL_ALLTOALL && o->op != TP_SUM)
-		o->op = TP_SUM;
+	if (o->coll == COLL_ALLTOALL && o->op != DEV_SUM)
+		o->op = DEV_SUM;
 }
 
 /* ---- data and checking ---------------------------------------------------- */
@@ -218,7 +249,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 /* Small integers, exact in every datatype for up to 8 ranks and each op. */
 static double value(const struct opts *o, int rank, size_t i)
 {
-	if (o->op == TP_PROD)
+	if (o->op == DEV_PROD)
 		return ((size_t)rank + i) % 11 == 0 ? 2.0 : 1.0;
 	return (double)(((size_t)rank * 3 + i * 5) % 8);
 }
@@ -231,25 +262,25 @@ static double expect_reduced(const struct opts *o, int n, size_t i)
 		double v = value(o, r, i);
 
 		switch (o->op) {
-		case TP_SUM:
-		case TP_AVG:
+		case DEV_SUM:
+		case DEV_AVG:
 			acc += v;
 			break;
-		case TP_PROD:
+		case DEV_PROD:
 			acc *= v;
 			break;
-		case TP_MAX:
+		case DEV_MAX:
 			acc = v > acc ? v : acc;
 			break;
-		case TP_MIN:
+		case DEV_MIN:
 			acc = v < acc ? v : acc;
 			break;
 		}
 	}
-	if (o->op == TP_AVG) {
+	if (o->op == DEV_AVG) {
 		acc /= n;
-		if (o->dtype != TP_FLOAT16 && o->dtype != TP_FLOAT32 && o->dtype != TP_FLOAT64 &&
-		    o->dtype != TP_BFLOAT16)
+		if (o->dtype != DEV_FLOAT16 && o->dtype != DEV_FLOAT32 && o->dtype != DEV_FLOAT64 &&
+		    o->dtype != DEV_BFLOAT16)
 			acc = trunc(acc);
 	}
 	return acc;
@@ -258,13 +289,13 @@ static double expect_reduced(const struct opts *o, int n, size_t i)
 static double tolerance(int dt)
 {
 	switch (dt) {
-	case TP_FLOAT16:
+	case DEV_FLOAT16:
 		return 1e-3;
-	case TP_BFLOAT16:
+	case DEV_BFLOAT16:
 		return 1e-2;
-	case TP_FLOAT32:
+	case DEV_FLOAT32:
 		return 1e-6;
-	case TP_FLOAT64:
+	case DEV_FLOAT64:
 		return 1e-12;
 	default:
 		return 0;
@@ -285,7 +316,7 @@ struct sizes {
 
 static struct sizes sizes_for(const struct opts *o, uint64_t size, int n)
 {
-	size_t es = tp_dtype_size(o->dtype);
+	size_t es = dev_dtype_size(o->dtype);
 	struct sizes s = {0};
 
 	switch (o->coll) {
@@ -336,7 +367,7 @@ static double busbw_factor(enum coll c, int n)
 static void fill(const struct opts *o, void *buf, size_t len, int rank)
 {
 	for (size_t i = 0; i < len; i++)
-		tp_elem_set(buf, i, o->dtype, value(o, rank, i));
+		dev_elem_set(buf, i, o->dtype, value(o, rank, i));
 }
 
 static size_t check_result(const struct opts *o, const void *out, const struct sizes *s, int rank,
@@ -345,7 +376,7 @@ static size_t check_result(const struct opts *o, const void *out, const struct s
 	size_t wrong = 0;
 
 	for (size_t i = 0; i < s->recvlen; i++) {
-		double got = tp_elem_get(out, i, o->dtype), want;
+		double got = dev_elem_get(out, i, o->dtype), want;
 		size_t blk = s->count ? i / s->count : 0, off = s->count ? i % s->count : 0;
 
 		switch (o->coll) {
@@ -380,8 +411,8 @@ static int run_coll(const struct opts *o, struct tp_comm *c, const void *sb, voi
 		    const struct sizes *s)
 {
 	int n = tp_comm_nranks(c), r = tp_comm_rank(c);
-	enum tp_dtype t = (enum tp_dtype)o->dtype;
-	enum tp_redop op = (enum tp_redop)o->op;
+	enum dev_dtype t = (enum dev_dtype)o->dtype;
+	enum dev_redop op = (enum dev_redop)o->op;
 
 	switch (o->coll) {
 	case COLL_ALLREDUCE:
@@ -419,7 +450,7 @@ static int measure(const struct opts *o, struct tp_comm *c, const struct sizes *
 		   uint8_t *sendbuf, uint8_t *recvbuf, struct result *res)
 {
 	int n = tp_comm_nranks(c), r = tp_comm_rank(c);
-	size_t es = tp_dtype_size(o->dtype);
+	size_t es = dev_dtype_size(o->dtype);
 	uint8_t *sb = sendbuf, *rb = recvbuf;
 	double t0, cpu0, dt, cpu, wrong;
 	int ret;
@@ -484,11 +515,11 @@ static int measure(const struct opts *o, struct tp_comm *c, const struct sizes *
 
 static void print_res(const struct result *r, int check)
 {
-	printf("  %8.1f %7.3f %7.3f", r->us, r->algbw, r->busbw);
+	fprintf(human, "  %8.1f %7.3f %7.3f", r->us, r->algbw, r->busbw);
 	if (check)
-		printf(" %6zu", r->wrong);
+		fprintf(human, " %6zu", r->wrong);
 	else
-		printf(" %6s", "N/A");
+		fprintf(human, " %6s", "N/A");
 }
 
 /* Counters of this rank's QPs, summed over every rank, into tot[]: data
@@ -523,14 +554,151 @@ static int sum_transport(struct tp_comm *c, double tot[6])
 	return ret;
 }
 
+/* ---- --json: one object per run (schema in transport/README.md) ---------- */
+
+static json_t *json_cmdline(const struct opts *o)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; a != NULL && i < o->argc; i++)
+		if (json_array_append_new(a, json_string(o->argv[i])) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+/* Every DCQCN parameter by its mlx5 name, from the same table as the flags. */
+static json_t *json_dcqcn(const struct ice_dcqcn_params *p)
+{
+	const struct ice_cfg_field *f;
+	json_t *d = json_object();
+	size_t n;
+
+	f = ice_dcqcn_fields(&n);
+	for (size_t i = 0; d != NULL && i < n; i++) {
+		uint32_t v;
+
+		if (f[i].type != ICE_CFG_U32)
+			continue;
+		memcpy(&v, (const char *)p + f[i].offset, sizeof(v));
+		if (json_object_set_new(d, f[i].key, json_integer(v)) < 0) {
+			json_decref(d);
+			return NULL;
+		}
+	}
+	return d;
+}
+
+static json_t *json_run_config(const struct opts *o, struct tp_comm *c)
+{
+	const struct tp_engine_cfg *ec = tp_engine_cfg(tp_comm_engine(c));
+	bool red = o->coll == COLL_ALLREDUCE || o->coll == COLL_REDUCESCATTER;
+
+	return json_pack("{s:s, s:o, s:s, s:i, s:i, s:s, s:i, s:f, s:b, s:o, s:s, s:s, s:i, s:i, "
+			 "s:i, s:b}",
+			 "tool", "ice-bench", "command", json_cmdline(o), "collective",
+			 coll_names[o->coll], "ranks", tp_comm_nranks(c), "qps_per_conn",
+			 (int)tp_comm_qps_per_conn(c), "spread",
+			 o->tp.cc.spread == TP_SPREAD_SPLIT ? "split" : "round-robin", "mtu",
+			 (int)ec->mtu, "line_rate_mbps", (double)ec->line_rate_bps / 1e6,
+			 "icrc_verify", (int)ec->icrc_verify, "dcqcn", json_dcqcn(&ec->dcqcn),
+			 "type", dev_dtype_name((enum dev_dtype)o->dtype), "redop",
+			 red ? dev_redop_name((enum dev_redop)o->op) : "none", "root",
+			 o->coll == COLL_BROADCAST ? o->root : -1, "iters", o->iters,
+			 "warmup_iters", o->warmup, "check", o->check);
+}
+
+static json_t *json_result(const struct result *r, int check)
+{
+	return json_pack("{s:f, s:f, s:f, s:o}", "time_us", r->us, "algbw_gbps", r->algbw,
+			 "busbw_gbps", r->busbw, "wrong",
+			 check ? json_integer((json_int_t)r->wrong) : json_null());
+}
+
+static json_t *json_size_row(const struct opts *o, const struct sizes *s, const struct result *oop,
+			     const struct result *inp)
+{
+	bool red = o->coll == COLL_ALLREDUCE || o->coll == COLL_REDUCESCATTER;
+
+	return json_pack("{s:I, s:I, s:s, s:s, s:i, s:o, s:o, s:f}", "bytes", (json_int_t)s->bytes,
+			 "count", (json_int_t)s->count, "type",
+			 dev_dtype_name((enum dev_dtype)o->dtype), "redop",
+			 red ? dev_redop_name((enum dev_redop)o->op) : "none", "root",
+			 o->coll == COLL_BROADCAST ? o->root : -1, "out_of_place",
+			 json_result(oop, o->check), "in_place", json_result(inp, o->check),
+			 "cores", oop->cores);
+}
+
+/* Rank 0's engine counters: what the "# rank 0 ..." lines print. */
+static json_t *json_rank0_transport(const struct tp_engine_stats *st)
+{
+	json_t *drops = json_object(), *retx = json_object();
+	uint64_t ndrops = 0;
+
+	for (int i = 0; drops != NULL && i < TP_DROP_REASON_MAX; i++) {
+		ndrops += st->drops[i];
+		json_object_set_new(drops, tp_drop_reason_name((enum tp_drop_reason)i),
+				    json_integer((json_int_t)st->drops[i]));
+	}
+	for (int i = 0; retx != NULL && i < TP_RETX_REASON_MAX; i++)
+		json_object_set_new(retx, tp_retx_reason_name((enum tp_retx_reason)i),
+				    json_integer((json_int_t)st->retx_by[i]));
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:I}", "packets_sent",
+			 (json_int_t)st->tx_pkts, "resent", (json_int_t)st->retx_pkts, "timeouts",
+			 (json_int_t)st->timeouts, "naks_rx", (json_int_t)st->nak_rx, "rnr_naks_rx",
+			 (json_int_t)st->rnr_nak_rx, "cnps_rx", (json_int_t)st->cnp_rx, "dropped",
+			 (json_int_t)ndrops, "dropped_by", drops, "resent_by", retx,
+			 "spurious_timeouts", (json_int_t)st->spurious_timeouts);
+}
+
+/* The sums of sum_transport() over every rank's QPs and engine. */
+static json_t *json_all_transport(const double tot[6])
+{
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "data_packets_sent", (json_int_t)tot[0],
+			 "resent", (json_int_t)tot[1], "timeouts", (json_int_t)tot[2], "naks_rx",
+			 (json_int_t)tot[3], "cnps_rx", (json_int_t)tot[4], "dropped",
+			 (json_int_t)tot[5]);
+}
+
+/* The run's object on stdout, one line; takes rows. 0 or -1. */
+static int print_json(const struct opts *o, struct tp_comm *c, json_t *rows, size_t wrong_total,
+		      double avg_busbw, double avg_cores, const double *tot)
+{
+	json_t *j = json_run_config(o, c);
+	int ret = -1;
+
+	if (j == NULL || json_object_set_new(j, "results", rows) < 0) {
+		json_decref(rows);
+		goto out;
+	}
+	if (json_object_set_new(j, "wrong_total", json_integer((json_int_t)wrong_total)) < 0 ||
+	    json_object_set_new(j, "avg_busbw_gbps", json_real(avg_busbw)) < 0 ||
+	    json_object_set_new(j, "avg_cores", json_real(avg_cores)) < 0 ||
+	    json_object_set_new(j, "host_cpus", json_integer(sysconf(_SC_NPROCESSORS_ONLN))) < 0 ||
+	    json_object_set_new(j, "transport_rank0",
+				json_rank0_transport(tp_engine_stats(tp_comm_engine(c)))) < 0 ||
+	    json_object_set_new(j, "transport_all_ranks",
+				tot != NULL ? json_all_transport(tot) : json_null()) < 0)
+		goto out;
+	if (json_dumpf(j, stdout, JSON_COMPACT) < 0 || fputc('\n', stdout) == EOF ||
+	    fflush(stdout) != 0)
+		goto out;
+	ret = 0;
+out:
+	json_decref(j);
+	return ret;
+}
+
 static int run_rank(struct opts *o)
 {
 	struct tp_comm *c;
 	uint8_t *sendbuf = NULL, *recvbuf = NULL;
-	size_t es = tp_dtype_size(o->dtype), maxlen;
+	size_t es = dev_dtype_size(o->dtype), maxlen;
 	double bw_sum = 0, cores_sum = 0;
 	int nsizes = 0, ret = 0, n, r;
 	size_t wrong_total = 0;
+	json_t *jrows = NULL;
 	double tot[6];
 	bool have_tot;
 
@@ -549,8 +717,8 @@ static int run_rank(struct opts *o)
 		goto out;
 	}
 	maxlen = (size_t)(o->maxbytes / es + (size_t)n) * es * 2;
-	sendbuf = tp_mem_ops_get(TP_MEM_HOST)->alloc(maxlen);
-	recvbuf = tp_mem_ops_get(TP_MEM_HOST)->alloc(maxlen);
+	sendbuf = dev_mem_ops_get(DEV_MEM_HOST)->alloc(maxlen);
+	recvbuf = dev_mem_ops_get(DEV_MEM_HOST)->alloc(maxlen);
 	if (sendbuf == NULL || recvbuf == NULL) {
 		fprintf(stderr, "ice-bench: rank %d: out of memory for %zu-byte buffers\n", r,
 			maxlen);
@@ -561,24 +729,30 @@ static int run_rank(struct opts *o)
 	if (r == 0) {
 		const struct tp_engine_cfg *ec = tp_engine_cfg(tp_comm_engine(c));
 
-		printf("# ice-bench %s: %d ranks, %u QP(s) per connection (%s), MTU %u, "
-		       "DCQCN %s, line rate %s, ICRC check %s\n",
-		       coll_names[o->coll], n, tp_comm_qps_per_conn(c),
-		       o->tp.cc.spread == TP_SPREAD_SPLIT ? "split" : "round-robin", ec->mtu,
-		       ec->dcqcn.enable ? "on" : "off", ec->line_rate_bps ? "set" : "unlimited",
-		       ec->icrc_verify ? "on" : "off");
+		fprintf(human,
+			"# ice-bench %s: %d ranks, %u QP(s) per connection (%s), MTU %u, "
+			"DCQCN %s, line rate %s, ICRC check %s\n",
+			coll_names[o->coll], n, tp_comm_qps_per_conn(c),
+			o->tp.cc.spread == TP_SPREAD_SPLIT ? "split" : "round-robin", ec->mtu,
+			ec->dcqcn.enable ? "on" : "off", ec->line_rate_bps ? "set" : "unlimited",
+			ec->icrc_verify ? "on" : "off");
 		if (ec->line_rate_bps)
-			printf("# line rate %.0f Mbit/s\n", ec->line_rate_bps / 1e6);
-		printf("#\n");
-		printf("# %10s %12s %8s %6s %6s  %8s %7s %7s %6s  %8s %7s %7s %6s %6s\n", "", "",
-		       "", "", "", "out-of-place", "", "", "", "in-place", "", "", "", "");
-		printf("# %10s %12s %8s %6s %6s  %8s %7s %7s %6s  %8s %7s %7s %6s %6s\n", "size",
-		       "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
-		       "algbw", "busbw", "#wrong", "cores");
-		printf("# %10s %12s %8s %6s %6s  %8s %7s %7s %6s  %8s %7s %7s %6s %6s\n", "(B)",
-		       "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
-		       "(GB/s)", "", "(CPU)");
-		fflush(stdout);
+			fprintf(human, "# line rate %.0f Mbit/s\n", ec->line_rate_bps / 1e6);
+		fprintf(human, "#\n");
+		fprintf(human, "# %10s %12s %8s %6s %6s  %8s %7s %7s %6s  %8s %7s %7s %6s %6s\n",
+			"", "", "", "", "", "out-of-place", "", "", "", "in-place", "", "", "", "");
+		fprintf(human, "# %10s %12s %8s %6s %6s  %8s %7s %7s %6s  %8s %7s %7s %6s %6s\n",
+			"size", "count", "type", "redop", "root", "time", "algbw", "busbw",
+			"#wrong", "time", "algbw", "busbw", "#wrong", "cores");
+		fprintf(human, "# %10s %12s %8s %6s %6s  %8s %7s %7s %6s  %8s %7s %7s %6s %6s\n",
+			"(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)",
+			"(GB/s)", "(GB/s)", "", "(CPU)");
+		fflush(human);
+		if (o->json && (jrows = json_array()) == NULL) {
+			fprintf(stderr, "ice-bench: out of memory for the JSON result\n");
+			ret = 1;
+			goto out;
+		}
 	}
 	for (uint64_t size = o->minbytes; size <= o->maxbytes;) {
 		struct sizes s = sizes_for(o, size, n);
@@ -596,14 +770,20 @@ static int run_rank(struct opts *o)
 		if (r == 0) {
 			bool red = o->coll == COLL_ALLREDUCE || o->coll == COLL_REDUCESCATTER;
 
-			printf("  %10zu %12zu %8s %6s %6d", s.bytes, s.count,
-			       tp_dtype_name((enum tp_dtype)o->dtype),
-			       red ? tp_redop_name((enum tp_redop)o->op) : "none",
-			       o->coll == COLL_BROADCAST ? o->root : -1);
+			fprintf(human, "  %10zu %12zu %8s %6s %6d", s.bytes, s.count,
+				dev_dtype_name((enum dev_dtype)o->dtype),
+				red ? dev_redop_name((enum dev_redop)o->op) : "none",
+				o->coll == COLL_BROADCAST ? o->root : -1);
 			print_res(&oop, o->check);
 			print_res(&inp, o->check);
-			printf(" %6.2f\n", oop.cores);
-			fflush(stdout);
+			fprintf(human, " %6.2f\n", oop.cores);
+			fflush(human);
+			if (jrows != NULL &&
+			    json_array_append_new(jrows, json_size_row(o, &s, &oop, &inp)) < 0) {
+				fprintf(stderr, "ice-bench: out of memory for the JSON result\n");
+				ret = 1;
+				goto out;
+			}
 		}
 		bw_sum += oop.busbw + inp.busbw;
 		cores_sum += oop.cores;
@@ -623,46 +803,63 @@ static int run_rank(struct opts *o)
 
 		for (int i = 0; i < TP_DROP_REASON_MAX; i++)
 			drops += st->drops[i];
-		printf("# Out of bounds values : %zu %s\n", wrong_total,
-		       wrong_total ? "FAILED" : "OK");
-		printf("# Avg bus bandwidth    : %.4f\n", nsizes ? bw_sum / (2 * nsizes) : 0);
-		printf("# Avg CPU cores busy   : %.2f (all ranks, out-of-place runs; host has "
-		       "%ld)\n",
-		       nsizes ? cores_sum / nsizes : 0, sysconf(_SC_NPROCESSORS_ONLN));
-		printf("# rank 0 transport: %llu packets sent, %llu resent, %llu timeouts, "
-		       "%llu NAKs and %llu RNR NAKs received, %llu CNPs received, %llu dropped\n",
-		       (unsigned long long)st->tx_pkts, (unsigned long long)st->retx_pkts,
-		       (unsigned long long)st->timeouts, (unsigned long long)st->nak_rx,
-		       (unsigned long long)st->rnr_nak_rx, (unsigned long long)st->cnp_rx,
-		       (unsigned long long)drops);
+		fprintf(human, "# Out of bounds values : %zu %s\n", wrong_total,
+			wrong_total ? "FAILED" : "OK");
+		fprintf(human, "# Avg bus bandwidth    : %.4f\n",
+			nsizes ? bw_sum / (2 * nsizes) : 0);
+		fprintf(human,
+			"# Avg CPU cores busy   : %.2f (all ranks, out-of-place runs; host has "
+			"%ld)\n",
+			nsizes ? cores_sum / nsizes : 0, sysconf(_SC_NPROCESSORS_ONLN));
+		fprintf(human,
+			"# rank 0 transport: %llu packets sent, %llu resent, %llu timeouts, "
+			"%llu NAKs and %llu RNR NAKs received, %llu CNPs received, %llu dropped\n",
+			(unsigned long long)st->tx_pkts, (unsigned long long)st->retx_pkts,
+			(unsigned long long)st->timeouts, (unsigned long long)st->nak_rx,
+			(unsigned long long)st->rnr_nak_rx, (unsigned long long)st->cnp_rx,
+			(unsigned long long)drops);
 		if (drops != 0) {
-			printf("# rank 0 drops by reason:");
+			fprintf(human, "# rank 0 drops by reason:");
 			for (int i = 0; i < TP_DROP_REASON_MAX; i++)
 				if (st->drops[i] != 0)
-					printf(" %s %llu",
-					       tp_drop_reason_name((enum tp_drop_reason)i),
-					       (unsigned long long)st->drops[i]);
-			printf("\n");
+					fprintf(human, " %s %llu",
+						tp_drop_reason_name((enum tp_drop_reason)i),
+						(unsigned long long)st->drops[i]);
+			fprintf(human, "\n");
 		}
 		if (st->retx_pkts != 0 || st->spurious_timeouts != 0) {
-			printf("# rank 0 resent by reason:");
+			fprintf(human, "# rank 0 resent by reason:");
 			for (int i = 0; i < TP_RETX_REASON_MAX; i++)
-				printf(" %s %llu", tp_retx_reason_name((enum tp_retx_reason)i),
-				       (unsigned long long)st->retx_by[i]);
-			printf("; spurious timeouts %llu\n",
-			       (unsigned long long)st->spurious_timeouts);
+				fprintf(human, " %s %llu",
+					tp_retx_reason_name((enum tp_retx_reason)i),
+					(unsigned long long)st->retx_by[i]);
+			fprintf(human, "; spurious timeouts %llu\n",
+				(unsigned long long)st->spurious_timeouts);
 		}
 		if (have_tot)
-			printf("# all ranks transport: %.0f data packets sent, %.0f resent, %.0f "
-			       "timeouts, %.0f NAKs received, %.0f CNPs received, %.0f dropped\n",
-			       tot[0], tot[1], tot[2], tot[3], tot[4], tot[5]);
-		fflush(stdout);
+			fprintf(human,
+				"# all ranks transport: %.0f data packets sent, %.0f resent, %.0f "
+				"timeouts, %.0f NAKs received, %.0f CNPs received, %.0f dropped\n",
+				tot[0], tot[1], tot[2], tot[3], tot[4], tot[5]);
+		fflush(human);
+		if (jrows != NULL) {
+			ret = print_json(o, c, jrows, wrong_total,
+					 nsizes ? bw_sum / (2 * nsizes) : 0,
+					 nsizes ? cores_sum / nsizes : 0, have_tot ? tot : NULL);
+			jrows = NULL;
+			if (ret < 0) {
+				fprintf(stderr, "ice-bench: cannot write the JSON result\n");
+				ret = 1;
+				goto out;
+			}
+		}
 	}
 	if (wrong_total != 0)
 		ret = 1;
 out:
-	tp_mem_ops_get(TP_MEM_HOST)->free(sendbuf);
-	tp_mem_ops_get(TP_MEM_HOST)->free(recvbuf);
+	json_decref(jrows);
+	dev_mem_ops_get(DEV_MEM_HOST)->free(sendbuf);
+	dev_mem_ops_get(DEV_MEM_HOST)->free(recvbuf);
 	tp_comm_free(c);
 	return ret;
 }
@@ -678,6 +875,7 @@ int main(int argc, char **argv)
 
 	ice_log_init_env();
 	parse_opts(argc, argv, &o);
+	human = o.json ? stderr : stdout;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	return tp_opts_run(&o.tp, o.nranks, rank_entry, &o);
 }

@@ -768,7 +768,7 @@ static int run_rank(struct opts *o)
 		fprintf(human, ", ICRC check %s\n", ec->icrc_verify ? "on" : "off");
 	}
 	print_qps(c);
-	buf = tp_mem_ops_get(TP_MEM_HOST)->alloc(o->size);
+	buf = dev_mem_ops_get(DEV_MEM_HOST)->alloc(o->size);
 	if (buf == NULL) {
 		fprintf(stderr, "ice-perf: rank %d: out of memory for %llu bytes\n", r,
 			(unsigned long long)o->size);
@@ -783,7 +783,7 @@ static int run_rank(struct opts *o)
 	if (ret == 0 && r == 0)
 		report(o, c, &tx, &rx);
 	tp_comm_free(c); /* destroys the QPs: nothing points into buf after */
-	tp_mem_ops_get(TP_MEM_HOST)->free(buf);
+	dev_mem_ops_get(DEV_MEM_HOST)->free(buf);
 	return ret < 0 ? 1 : 0;
 }
 

@@ -20,9 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dev.h"
 #include "tp_dcqcn.h"
-#include "tp_mem.h"
-#include "tp_reduce.h"
 #include "tp_wire.h"
 
 /* ---- engine ---------------------------------------------------------- */
@@ -213,11 +212,11 @@ int tp_comm_oob_sum(struct tp_comm *c, double *v);
 /* Collectives (blocking, NCCL argument order; host buffers). In-place when
  * sendbuf == recvbuf (for all-gather: sendbuf == recvbuf + rank * count). */
 int tp_allreduce(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
-		 enum tp_dtype t, enum tp_redop op);
+		 enum dev_dtype t, enum dev_redop op);
 int tp_reduce_scatter(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t recvcount,
-		      enum tp_dtype t, enum tp_redop op);
+		      enum dev_dtype t, enum dev_redop op);
 int tp_allgather(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t sendcount,
-		 enum tp_dtype t);
+		 enum dev_dtype t);
 /* Reduce-scatter and all-gather with chunks of different sizes: chunk i
  * holds counts[i] elements (zero allowed) and starts at element
  * counts[0] + ... + counts[i-1]; the whole buffer is their sum, and counts
@@ -228,17 +227,17 @@ int tp_allgather(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t s
  * chunks. All-gather-v: sendbuf holds this rank's chunk, recvbuf gets the
  * whole buffer; in place when sendbuf is this rank's chunk of recvbuf. */
 int tp_reduce_scatter_v(struct tp_comm *c, const void *sendbuf, void *recvbuf, const size_t *counts,
-			enum tp_dtype t, enum tp_redop op);
+			enum dev_dtype t, enum dev_redop op);
 int tp_allgather_v(struct tp_comm *c, const void *sendbuf, void *recvbuf, const size_t *counts,
-		   enum tp_dtype t);
+		   enum dev_dtype t);
 int tp_broadcast(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
-		 enum tp_dtype t, int root);
+		 enum dev_dtype t, int root);
 int tp_alltoall(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
-		enum tp_dtype t);
+		enum dev_dtype t);
 /* Send count elements to sendpeer and receive count from recvpeer at once
  * (either peer may be -1 to skip that side). */
 int tp_sendrecv(struct tp_comm *c, const void *sendbuf, int sendpeer, void *recvbuf, int recvpeer,
-		size_t count, enum tp_dtype t);
+		size_t count, enum dev_dtype t);
 
 /* Non-blocking point-to-point (host buffers). A request is complete when
  * pending reaches 0; status is then its first error, or 0. Zero a request
@@ -257,9 +256,9 @@ struct tp_req {
 	int status;  /* first error, or 0 */
 };
 
-int tp_isend(struct tp_comm *c, const void *buf, size_t count, enum tp_dtype t, int peer,
+int tp_isend(struct tp_comm *c, const void *buf, size_t count, enum dev_dtype t, int peer,
 	     struct tp_req *r);
-int tp_irecv(struct tp_comm *c, void *buf, size_t count, enum tp_dtype t, int peer,
+int tp_irecv(struct tp_comm *c, void *buf, size_t count, enum dev_dtype t, int peer,
 	     struct tp_req *r);
 /* Drive the engine once (waiting at most max_wait_ns for a packet, a timer
  * or tp_engine_wake) and complete requests; returns what

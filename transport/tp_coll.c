@@ -40,8 +40,8 @@ struct ring {
 	uint32_t T;	    /* transfers: steps of all phases */
 	uint32_t rs_steps;  /* the first rs_steps transfers reduce */
 	int rs_off, ag_off; /* chunk offsets of the two phases */
-	enum tp_dtype dt;
-	enum tp_redop op;
+	enum dev_dtype dt;
+	enum dev_redop op;
 	/* state, indexed by transfer * S + slice */
 	struct tp_req *sreq, *rreq;
 	int *slot; /* scratch slot of a reducing receive */
@@ -126,8 +126,8 @@ static int ring_run(struct ring *g)
 				int s = g->slot[rdone];
 
 				slice_range(g, ring_recv_chunk(g, t), j, &off, &len);
-				tp_reduce(g->buf + off, g->slots + (size_t)s * g->ss * g->esize,
-					  len / g->esize, g->dt, g->op);
+				dev_reduce(g->buf + off, g->slots + (size_t)s * g->ss * g->esize,
+					   len / g->esize, g->dt, g->op);
 				g->free_slots[g->nfree++] = s;
 			}
 			rdone++;
@@ -163,13 +163,13 @@ static int ring_run(struct ring *g)
  * chunk i holds counts[i] elements; counts NULL: count elements cut evenly
  * (the last chunks shorter or empty). */
 static int ring(struct tp_comm *c, uint8_t *buf, const size_t *counts, size_t count,
-		enum tp_dtype dt, enum tp_redop op, uint32_t rs_steps, int rs_off,
+		enum dev_dtype dt, enum dev_redop op, uint32_t rs_steps, int rs_off,
 		uint32_t ag_steps, int ag_off)
 {
 	int n = c->nranks;
 	struct ring g = {.c = c,
 			 .buf = buf,
-			 .esize = tp_dtype_size(dt),
+			 .esize = dev_dtype_size(dt),
 			 .dt = dt,
 			 .op = op,
 			 .rs_steps = rs_steps,
@@ -230,9 +230,9 @@ static int fail(struct tp_comm *c, const char *what, int ret)
 
 /* ---- collectives ----------------------------------------------------------- */
 
-static int check_args(struct tp_comm *c, enum tp_dtype t, enum tp_redop op, const char *what)
+static int check_args(struct tp_comm *c, enum dev_dtype t, enum dev_redop op, const char *what)
 {
-	if ((unsigned)t >= TP_DTYPE_MAX || (unsigned)op >= TP_REDOP_MAX) {
+	if ((unsigned)t >= DEV_DTYPE_MAX || (unsigned)op >= DEV_REDOP_MAX) {
 		ice_err(ICE_SUB_COLL, "%s: bad datatype %d or operation %d", what, t, op);
 		return -EINVAL;
 	}
@@ -241,9 +241,9 @@ static int check_args(struct tp_comm *c, enum tp_dtype t, enum tp_redop op, cons
 
 /* One round: all ranks exchange whole buffers and reduce in rank order. */
 static int allreduce_oneshot(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
-			     enum tp_dtype t, enum tp_redop op)
+			     enum dev_dtype t, enum dev_redop op)
 {
-	size_t bytes = count * tp_dtype_size(t);
+	size_t bytes = count * dev_dtype_size(t);
 	int n = c->nranks;
 	struct tp_req *rr, sr = {0};
 	uint8_t *in;
@@ -266,23 +266,23 @@ static int allreduce_oneshot(struct tp_comm *c, const void *sendbuf, void *recvb
 	if (ret == 0)
 		ret = tp_comm_wait(c, &sr);
 	if (ret == 0) {
-		tp_reduce3(recvbuf, in, in + bytes, count, t, op);
+		dev_reduce3(recvbuf, in, in + bytes, count, t, op);
 		for (int p = 2; p < n; p++)
-			tp_reduce(recvbuf, in + bytes * (size_t)p, count, t, op);
+			dev_reduce(recvbuf, in + bytes * (size_t)p, count, t, op);
 	}
 	free(rr);
 	return ret;
 }
 
 static int tp_allreduce_impl(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
-			     enum tp_dtype t, enum tp_redop op)
+			     enum dev_dtype t, enum dev_redop op)
 {
 	size_t bytes;
 	int ret = check_args(c, t, op, "all-reduce");
 
 	if (ret < 0)
 		return ret;
-	bytes = count * tp_dtype_size(t);
+	bytes = count * dev_dtype_size(t);
 	if (c->nranks == 1) {
 		memmove(recvbuf, sendbuf, bytes);
 		return 0;
@@ -297,15 +297,15 @@ static int tp_allreduce_impl(struct tp_comm *c, const void *sendbuf, void *recvb
 	}
 	if (ret < 0)
 		return fail(c, "all-reduce", ret);
-	if (op == TP_AVG)
-		tp_scale_div(recvbuf, count, t, c->nranks);
+	if (op == DEV_AVG)
+		dev_scale_div(recvbuf, count, t, c->nranks);
 	return 0;
 }
 
 static int tp_reduce_scatter_impl(struct tp_comm *c, const void *sendbuf, void *recvbuf,
-				  size_t recvcount, enum tp_dtype t, enum tp_redop op)
+				  size_t recvcount, enum dev_dtype t, enum dev_redop op)
 {
-	size_t esize = tp_dtype_size(t), bytes;
+	size_t esize = dev_dtype_size(t), bytes;
 	uint8_t *work;
 	int ret = check_args(c, t, op, "reduce-scatter");
 
@@ -330,35 +330,35 @@ static int tp_reduce_scatter_impl(struct tp_comm *c, const void *sendbuf, void *
 	if (ret < 0)
 		return fail(c, "reduce-scatter", ret);
 avg:
-	if (op == TP_AVG)
-		tp_scale_div(recvbuf, recvcount, t, c->nranks);
+	if (op == DEV_AVG)
+		dev_scale_div(recvbuf, recvcount, t, c->nranks);
 	return 0;
 }
 
 static int tp_allgather_impl(struct tp_comm *c, const void *sendbuf, void *recvbuf,
-			     size_t sendcount, enum tp_dtype t)
+			     size_t sendcount, enum dev_dtype t)
 {
 	size_t bytes;
 	uint8_t *mine;
-	int ret = check_args(c, t, TP_SUM, "all-gather");
+	int ret = check_args(c, t, DEV_SUM, "all-gather");
 
 	if (ret < 0)
 		return ret;
-	bytes = sendcount * tp_dtype_size(t);
+	bytes = sendcount * dev_dtype_size(t);
 	mine = (uint8_t *)recvbuf + bytes * (size_t)c->rank;
 	if (mine != sendbuf)
 		memmove(mine, sendbuf, bytes);
 	if (c->nranks == 1)
 		return 0;
-	ret = ring(c, recvbuf, NULL, sendcount * (size_t)c->nranks, t, TP_SUM, 0, 0,
+	ret = ring(c, recvbuf, NULL, sendcount * (size_t)c->nranks, t, DEV_SUM, 0, 0,
 		   (uint32_t)c->nranks - 1, 0);
 	return ret < 0 ? fail(c, "all-gather", ret) : 0;
 }
 
 /* Checks the arguments of a "v" collective; sets the element offset of this
  * rank's chunk and the elements of all chunks. */
-static int check_counts(struct tp_comm *c, const size_t *counts, enum tp_dtype t, enum tp_redop op,
-			const char *what, size_t *disp, size_t *total)
+static int check_counts(struct tp_comm *c, const size_t *counts, enum dev_dtype t,
+			enum dev_redop op, const char *what, size_t *disp, size_t *total)
 {
 	size_t esize;
 	int ret = check_args(c, t, op, what);
@@ -370,7 +370,7 @@ static int check_counts(struct tp_comm *c, const size_t *counts, enum tp_dtype t
 			c->nranks);
 		return -EINVAL;
 	}
-	esize = tp_dtype_size(t);
+	esize = dev_dtype_size(t);
 	*total = 0;
 	for (int i = 0; i < c->nranks; i++) {
 		if (counts[i] > SIZE_MAX / esize - *total) {
@@ -386,7 +386,7 @@ static int check_counts(struct tp_comm *c, const size_t *counts, enum tp_dtype t
 }
 
 static int tp_reduce_scatter_v_impl(struct tp_comm *c, const void *sendbuf, void *recvbuf,
-				    const size_t *counts, enum tp_dtype t, enum tp_redop op)
+				    const size_t *counts, enum dev_dtype t, enum dev_redop op)
 {
 	size_t esize, disp = 0, total = 0, bytes;
 	uint8_t *work;
@@ -395,7 +395,7 @@ static int tp_reduce_scatter_v_impl(struct tp_comm *c, const void *sendbuf, void
 
 	if (ret < 0)
 		return ret;
-	esize = tp_dtype_size(t);
+	esize = dev_dtype_size(t);
 	bytes = counts[c->rank] * esize;
 	if (c->nranks == 1) {
 		memmove(recvbuf, sendbuf, bytes);
@@ -421,37 +421,37 @@ static int tp_reduce_scatter_v_impl(struct tp_comm *c, const void *sendbuf, void
 	if (ret < 0)
 		return fail(c, "reduce-scatter-v", ret);
 avg:
-	if (op == TP_AVG)
-		tp_scale_div(recvbuf, counts[c->rank], t, c->nranks);
+	if (op == DEV_AVG)
+		dev_scale_div(recvbuf, counts[c->rank], t, c->nranks);
 	return 0;
 }
 
 static int tp_allgather_v_impl(struct tp_comm *c, const void *sendbuf, void *recvbuf,
-			       const size_t *counts, enum tp_dtype t)
+			       const size_t *counts, enum dev_dtype t)
 {
 	size_t disp = 0, total = 0;
 	uint8_t *mine;
-	int ret = check_counts(c, counts, t, TP_SUM, "all-gather-v", &disp, &total);
+	int ret = check_counts(c, counts, t, DEV_SUM, "all-gather-v", &disp, &total);
 
 	if (ret < 0)
 		return ret;
-	mine = (uint8_t *)recvbuf + disp * tp_dtype_size(t);
+	mine = (uint8_t *)recvbuf + disp * dev_dtype_size(t);
 	if (mine != sendbuf)
-		memmove(mine, sendbuf, counts[c->rank] * tp_dtype_size(t));
+		memmove(mine, sendbuf, counts[c->rank] * dev_dtype_size(t));
 	if (c->nranks == 1)
 		return 0;
-	ret = ring(c, recvbuf, counts, total, t, TP_SUM, 0, 0, (uint32_t)c->nranks - 1, 0);
+	ret = ring(c, recvbuf, counts, total, t, DEV_SUM, 0, 0, (uint32_t)c->nranks - 1, 0);
 	return ret < 0 ? fail(c, "all-gather-v", ret) : 0;
 }
 
 static int tp_broadcast_impl(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
-			     enum tp_dtype t, int root)
+			     enum dev_dtype t, int root)
 {
 	size_t bytes, slice = c->cfg.slice_bytes;
 	int n = c->nranks, pos, next, prev;
 	uint32_t S;
 	struct tp_req *rr = NULL, *sr = NULL;
-	int ret = check_args(c, t, TP_SUM, "broadcast");
+	int ret = check_args(c, t, DEV_SUM, "broadcast");
 
 	if (ret < 0)
 		return ret;
@@ -459,7 +459,7 @@ static int tp_broadcast_impl(struct tp_comm *c, const void *sendbuf, void *recvb
 		ice_err(ICE_SUB_COLL, "broadcast: root %d not in 0..%d", root, n - 1);
 		return -EINVAL;
 	}
-	bytes = count * tp_dtype_size(t);
+	bytes = count * dev_dtype_size(t);
 	if (c->rank == root && sendbuf != recvbuf)
 		memmove(recvbuf, sendbuf, bytes);
 	if (n == 1)
@@ -468,7 +468,7 @@ static int tp_broadcast_impl(struct tp_comm *c, const void *sendbuf, void *recvb
 	pos = mod(c->rank - root, n);
 	next = (c->rank + 1) % n;
 	prev = mod(c->rank - 1, n);
-	slice -= slice % tp_dtype_size(t);
+	slice -= slice % dev_dtype_size(t);
 	S = bytes == 0 ? 1 : (uint32_t)((bytes + slice - 1) / slice);
 	rr = calloc(S, sizeof(*rr));
 	sr = calloc(S, sizeof(*sr));
@@ -498,16 +498,16 @@ out:
 }
 
 static int tp_alltoall_impl(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
-			    enum tp_dtype t)
+			    enum dev_dtype t)
 {
 	size_t bytes;
 	int n = c->nranks;
 	struct tp_req rr = {0}, sr = {0};
-	int ret = check_args(c, t, TP_SUM, "all-to-all");
+	int ret = check_args(c, t, DEV_SUM, "all-to-all");
 
 	if (ret < 0)
 		return ret;
-	bytes = count * tp_dtype_size(t);
+	bytes = count * dev_dtype_size(t);
 	if (sendbuf == recvbuf) {
 		/* in place: send from a copy, the buffer is being received into */
 		void *copy = tp_comm_scratch(c, bytes * (size_t)n);
@@ -537,15 +537,15 @@ static int tp_alltoall_impl(struct tp_comm *c, const void *sendbuf, void *recvbu
 }
 
 static int tp_sendrecv_impl(struct tp_comm *c, const void *sendbuf, int sendpeer, void *recvbuf,
-			    int recvpeer, size_t count, enum tp_dtype t)
+			    int recvpeer, size_t count, enum dev_dtype t)
 {
 	size_t bytes;
 	struct tp_req rr = {0}, sr = {0};
-	int ret = check_args(c, t, TP_SUM, "send/recv");
+	int ret = check_args(c, t, DEV_SUM, "send/recv");
 
 	if (ret < 0)
 		return ret;
-	bytes = count * tp_dtype_size(t);
+	bytes = count * dev_dtype_size(t);
 	if (sendpeer >= 0 && recvpeer >= 0 && sendbuf == recvbuf) {
 		/* in place: send from a copy (a resend must not read new data) */
 		void *copy = tp_comm_scratch(c, bytes);
@@ -567,7 +567,7 @@ static int tp_sendrecv_impl(struct tp_comm *c, const void *sendbuf, int sendpeer
 }
 
 int tp_allreduce(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
-		 enum tp_dtype t, enum tp_redop op)
+		 enum dev_dtype t, enum dev_redop op)
 {
 	int ret;
 
@@ -578,7 +578,7 @@ int tp_allreduce(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t c
 }
 
 int tp_reduce_scatter(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t recvcount,
-		      enum tp_dtype t, enum tp_redop op)
+		      enum dev_dtype t, enum dev_redop op)
 {
 	int ret;
 
@@ -591,7 +591,7 @@ int tp_reduce_scatter(struct tp_comm *c, const void *sendbuf, void *recvbuf, siz
 }
 
 int tp_allgather(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t sendcount,
-		 enum tp_dtype t)
+		 enum dev_dtype t)
 {
 	int ret;
 
@@ -614,7 +614,7 @@ static size_t counts_sum(const struct tp_comm *c, const size_t *counts)
 }
 
 int tp_reduce_scatter_v(struct tp_comm *c, const void *sendbuf, void *recvbuf, const size_t *counts,
-			enum tp_dtype t, enum tp_redop op)
+			enum dev_dtype t, enum dev_redop op)
 {
 	size_t total = counts_sum(c, counts);
 	int ret;
@@ -626,7 +626,7 @@ int tp_reduce_scatter_v(struct tp_comm *c, const void *sendbuf, void *recvbuf, c
 }
 
 int tp_allgather_v(struct tp_comm *c, const void *sendbuf, void *recvbuf, const size_t *counts,
-		   enum tp_dtype t)
+		   enum dev_dtype t)
 {
 	size_t total = counts_sum(c, counts);
 	int ret;
@@ -638,7 +638,7 @@ int tp_allgather_v(struct tp_comm *c, const void *sendbuf, void *recvbuf, const 
 }
 
 int tp_broadcast(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
-		 enum tp_dtype t, int root)
+		 enum dev_dtype t, int root)
 {
 	int ret;
 
@@ -649,7 +649,7 @@ int tp_broadcast(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t c
 }
 
 int tp_alltoall(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t count,
-		enum tp_dtype t)
+		enum dev_dtype t)
 {
 	int ret;
 
@@ -662,7 +662,7 @@ int tp_alltoall(struct tp_comm *c, const void *sendbuf, void *recvbuf, size_t co
 }
 
 int tp_sendrecv(struct tp_comm *c, const void *sendbuf, int sendpeer, void *recvbuf, int recvpeer,
-		size_t count, enum tp_dtype t)
+		size_t count, enum dev_dtype t)
 {
 	int ret;
 
@@ -674,10 +674,10 @@ int tp_sendrecv(struct tp_comm *c, const void *sendbuf, int sendpeer, void *recv
 
 /* The agent hears of a posted message as a send/recv start, as from NCCL's
  * ncclSend / ncclRecv; the end is not reported (only a wait would know it). */
-static int check_p2p(struct tp_comm *c, const void *buf, size_t count, enum tp_dtype t, int peer,
+static int check_p2p(struct tp_comm *c, const void *buf, size_t count, enum dev_dtype t, int peer,
 		     struct tp_req *r, const char *what)
 {
-	if (c == NULL || r == NULL || (count > 0 && buf == NULL) || (unsigned)t >= TP_DTYPE_MAX ||
+	if (c == NULL || r == NULL || (count > 0 && buf == NULL) || (unsigned)t >= DEV_DTYPE_MAX ||
 	    peer < 0 || peer >= c->nranks || peer == c->rank) {
 		ice_err(ICE_SUB_COLL, "%s: bad arguments (count %zu, datatype %d, peer %d)", what,
 			count, t, peer);
@@ -686,7 +686,7 @@ static int check_p2p(struct tp_comm *c, const void *buf, size_t count, enum tp_d
 	return 0;
 }
 
-int tp_isend(struct tp_comm *c, const void *buf, size_t count, enum tp_dtype t, int peer,
+int tp_isend(struct tp_comm *c, const void *buf, size_t count, enum dev_dtype t, int peer,
 	     struct tp_req *r)
 {
 	int ret = check_p2p(c, buf, count, t, peer, r, "isend");
@@ -694,11 +694,11 @@ int tp_isend(struct tp_comm *c, const void *buf, size_t count, enum tp_dtype t, 
 	if (ret < 0)
 		return ret;
 	tp_comm_event(c, ICE_EV_COLL_START, ICE_OP_SENDRECV, count, (int)t, -1, -1, peer);
-	ret = tp_comm_isend(c, peer, buf, count * tp_dtype_size(t), r);
+	ret = tp_comm_isend(c, peer, buf, count * dev_dtype_size(t), r);
 	return ret < 0 ? fail(c, "isend", ret) : 0;
 }
 
-int tp_irecv(struct tp_comm *c, void *buf, size_t count, enum tp_dtype t, int peer,
+int tp_irecv(struct tp_comm *c, void *buf, size_t count, enum dev_dtype t, int peer,
 	     struct tp_req *r)
 {
 	int ret = check_p2p(c, buf, count, t, peer, r, "irecv");
@@ -706,6 +706,6 @@ int tp_irecv(struct tp_comm *c, void *buf, size_t count, enum tp_dtype t, int pe
 	if (ret < 0)
 		return ret;
 	tp_comm_event(c, ICE_EV_COLL_START, ICE_OP_SENDRECV, count, (int)t, -1, -1, -1);
-	ret = tp_comm_irecv(c, peer, buf, count * tp_dtype_size(t), r);
+	ret = tp_comm_irecv(c, peer, buf, count * dev_dtype_size(t), r);
 	return ret < 0 ? fail(c, "irecv", ret) : 0;
 }

@@ -408,7 +408,7 @@ void *tp_comm_scratch(struct tp_comm *c, size_t len)
 	if (len == 0)
 		len = 64;
 	if (len > c->scratch_len) {
-		const struct tp_mem_ops *m = tp_mem_ops_get(TP_MEM_HOST);
+		const struct dev_mem_ops *m = dev_mem_ops_get(DEV_MEM_HOST);
 		void *p = m->alloc(len);
 
 		if (p == NULL)
@@ -631,7 +631,7 @@ void tp_comm_event(struct tp_comm *c, enum ice_ev_kind kind, enum ice_coll_op op
 	ev.rank = c->rank;
 	ev.nranks = c->nranks;
 	ev.count = count;
-	ev.bytes = dtype >= 0 ? count * tp_dtype_size((enum tp_dtype)dtype) : 0;
+	ev.bytes = dtype >= 0 ? count * dev_dtype_size((enum dev_dtype)dtype) : 0;
 	ev.dtype = (uint32_t)dtype;
 	ev.redop = (uint32_t)redop;
 	ev.root = root;

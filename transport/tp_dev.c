@@ -55,9 +55,9 @@
 
 struct tp_dev_comm {
 	struct tp_comm *c;
-	const struct tp_mem_ops *ops; /* this rank's kind */
+	const struct dev_mem_ops *ops; /* this rank's kind */
 	int n, rank;
-	enum tp_mem_kind *kinds; /* every rank's kind */
+	enum dev_mem_kind *kinds; /* every rank's kind */
 	bool all_host;
 	size_t max_bytes;
 	/* staging (NULL when all_host): from ops->host_alloc (pinned) */
@@ -105,18 +105,18 @@ static int exchange_kinds(struct tp_dev_comm *d)
 			return ret;
 		bits = (uint64_t)v;
 		for (int r = base; r < d->n && r < base + TP_DEV_KINDS_OOB; r++)
-			d->kinds[r] = (enum tp_mem_kind)((bits >> (2 * (r - base))) & 3);
+			d->kinds[r] = (enum dev_mem_kind)((bits >> (2 * (r - base))) & 3);
 	}
 	return 0;
 }
 
-struct tp_dev_comm *tp_dev_comm_new(struct tp_comm *c, const struct tp_mem_ops *ops,
+struct tp_dev_comm *tp_dev_comm_new(struct tp_comm *c, const struct dev_mem_ops *ops,
 				    size_t max_bytes)
 {
 	struct tp_dev_comm *d;
 	int ret;
 
-	if (c == NULL || ops == NULL || (unsigned)ops->kind >= TP_MEM_KIND_MAX) {
+	if (c == NULL || ops == NULL || (unsigned)ops->kind >= DEV_MEM_KIND_MAX) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -145,7 +145,7 @@ struct tp_dev_comm *tp_dev_comm_new(struct tp_comm *c, const struct tp_mem_ops *
 	}
 	d->all_host = true;
 	for (int r = 0; r < d->n; r++)
-		d->all_host = d->all_host && d->kinds[r] == TP_MEM_HOST;
+		d->all_host = d->all_host && d->kinds[r] == DEV_MEM_HOST;
 	if (d->all_host)
 		return d;
 
@@ -167,7 +167,7 @@ struct tp_dev_comm *tp_dev_comm_new(struct tp_comm *c, const struct tp_mem_ops *
 	/* padding is sent but never used: keep it defined */
 	memset(d->hbuf, 0, d->hbuf_len);
 	memset(d->hsend, 0, d->hchunk_len);
-	if (ops->kind != TP_MEM_HOST) {
+	if (ops->kind != DEV_MEM_HOST) {
 		d->dtmp = ops->alloc(d->hchunk_len);
 		if (d->dtmp == NULL)
 			goto err_hrecv;
@@ -216,14 +216,14 @@ struct tp_comm *tp_dev_comm_base(struct tp_dev_comm *d)
 	return d->c;
 }
 
-const struct tp_mem_ops *tp_dev_comm_ops(const struct tp_dev_comm *d)
+const struct dev_mem_ops *tp_dev_comm_ops(const struct tp_dev_comm *d)
 {
 	return d->ops;
 }
 
-enum tp_mem_kind tp_dev_comm_kind(const struct tp_dev_comm *d, int rank)
+enum dev_mem_kind tp_dev_comm_kind(const struct tp_dev_comm *d, int rank)
 {
-	return rank >= 0 && rank < d->n ? d->kinds[rank] : TP_MEM_KIND_MAX;
+	return rank >= 0 && rank < d->n ? d->kinds[rank] : DEV_MEM_KIND_MAX;
 }
 
 void tp_dev_set_bw(struct tp_dev_comm *d, double h2d_gbps, double d2h_gbps, double dev_reduce_gbps,
@@ -283,7 +283,7 @@ static int mod(int a, int n)
 /* One ring step: send sbuf (chunk js) right, receive into rbuf (chunk jr)
  * from the left; an empty chunk is skipped on both of its sides. */
 static int ring_step(struct tp_dev_comm *d, const struct ring *g, const void *sbuf, int js,
-		     void *rbuf, int jr, enum tp_dtype t)
+		     void *rbuf, int jr, enum dev_dtype t)
 {
 	bool s = chunk_len(g, js) > 0, r = chunk_len(g, jr) > 0;
 
@@ -294,7 +294,7 @@ static int ring_step(struct tp_dev_comm *d, const struct ring *g, const void *sb
 }
 
 /* Reduce-scatter with the CPU on hbuf (holding this rank's data, padded). */
-static int rs_host(struct tp_dev_comm *d, const struct ring *g, enum tp_dtype t, enum tp_redop op)
+static int rs_host(struct tp_dev_comm *d, const struct ring *g, enum dev_dtype t, enum dev_redop op)
 {
 	for (int s = 0; s < d->n - 1; s++) {
 		int js = mod(d->rank - s, d->n), jr = mod(d->rank - s - 1, d->n);
@@ -302,7 +302,7 @@ static int rs_host(struct tp_dev_comm *d, const struct ring *g, enum tp_dtype t,
 
 		if (ret < 0)
 			return ret;
-		tp_reduce(d->hbuf + (size_t)jr * g->cb, d->hrecv, chunk_len(g, jr), t, op);
+		dev_reduce(d->hbuf + (size_t)jr * g->cb, d->hrecv, chunk_len(g, jr), t, op);
 	}
 	return 0;
 }
@@ -310,9 +310,9 @@ static int rs_host(struct tp_dev_comm *d, const struct ring *g, enum tp_dtype t,
 /* Reduce-scatter with the device: partials in dtmp; the owned chunk ends
  * in hbuf. */
 static int rs_device(struct tp_dev_comm *d, const struct ring *g, const uint8_t *sendbuf,
-		     enum tp_dtype t, enum tp_redop op)
+		     enum dev_dtype t, enum dev_redop op)
 {
-	const struct tp_mem_ops *o = d->ops;
+	const struct dev_mem_ops *o = d->ops;
 	int own = mod(d->rank + 1, d->n), ret;
 	const uint8_t *src = sendbuf + (size_t)d->rank * g->cb; /* step 0 sends own data */
 
@@ -331,7 +331,7 @@ static int rs_device(struct tp_dev_comm *d, const struct ring *g, const uint8_t 
 			return ret;
 		src = d->dtmp;
 	}
-	if (op == TP_AVG && d->n > 1) {
+	if (op == DEV_AVG && d->n > 1) {
 		ret = o->scale_div(d->dtmp, chunk_len(g, own), t, d->n);
 		if (ret < 0)
 			return ret;
@@ -342,13 +342,13 @@ static int rs_device(struct tp_dev_comm *d, const struct ring *g, const uint8_t 
 
 /* All-gather of the owned chunks through hbuf; each chunk goes to recvbuf
  * as soon as this rank has it (copy_async; a plain copy on host ranks). */
-static int ag_ring(struct tp_dev_comm *d, const struct ring *g, uint8_t *recvbuf, enum tp_dtype t)
+static int ag_ring(struct tp_dev_comm *d, const struct ring *g, uint8_t *recvbuf, enum dev_dtype t)
 {
-	const struct tp_mem_ops *o = d->ops;
+	const struct dev_mem_ops *o = d->ops;
 	int own = mod(d->rank + 1, d->n), ret, ret2;
 
 	ret = o->copy_async(recvbuf + (size_t)own * g->cb, d->hbuf + (size_t)own * g->cb,
-			    chunk_len(g, own) * g->size, TP_COPY_FROM_HOST);
+			    chunk_len(g, own) * g->size, DEV_COPY_FROM_HOST);
 	for (int s = 0; s < d->n - 1 && ret == 0; s++) {
 		int js = mod(own - s, d->n), jr = mod(own - s - 1, d->n);
 
@@ -357,16 +357,16 @@ static int ag_ring(struct tp_dev_comm *d, const struct ring *g, uint8_t *recvbuf
 		if (ret == 0)
 			ret = o->copy_async(recvbuf + (size_t)jr * g->cb,
 					    d->hbuf + (size_t)jr * g->cb,
-					    chunk_len(g, jr) * g->size, TP_COPY_FROM_HOST);
+					    chunk_len(g, jr) * g->size, DEV_COPY_FROM_HOST);
 	}
 	ret2 = o->copy_wait();
 	return ret < 0 ? ret : ret2;
 }
 
 static int check_args(struct tp_dev_comm *d, const void *sendbuf, void *recvbuf, size_t bytes,
-		      enum tp_dtype t)
+		      enum dev_dtype t)
 {
-	if (d == NULL || (unsigned)t >= TP_DTYPE_MAX)
+	if (d == NULL || (unsigned)t >= DEV_DTYPE_MAX)
 		return -EINVAL;
 	if (bytes > 0 && (sendbuf == NULL || recvbuf == NULL))
 		return -EINVAL;
@@ -379,17 +379,17 @@ static int check_args(struct tp_dev_comm *d, const void *sendbuf, void *recvbuf,
 }
 
 int tp_dev_allreduce(struct tp_dev_comm *d, const void *sendbuf, void *recvbuf, size_t count,
-		     enum tp_dtype t, enum tp_redop op, enum tp_stage st)
+		     enum dev_dtype t, enum dev_redop op, enum tp_stage st)
 {
-	size_t size = tp_dtype_size(t);
+	size_t size = dev_dtype_size(t);
 	struct ring g;
 	int ret = check_args(d, sendbuf, recvbuf, count * size, t);
 
 	if (ret < 0)
 		return ret;
-	if ((unsigned)op >= TP_REDOP_MAX || (unsigned)st > TP_STAGE_DEVICE)
+	if ((unsigned)op >= DEV_REDOP_MAX || (unsigned)st > TP_STAGE_DEVICE)
 		return -EINVAL;
-	if (d->ops->kind == TP_MEM_HOST)
+	if (d->ops->kind == DEV_MEM_HOST)
 		st = TP_STAGE_HOST;
 	else if (st == TP_STAGE_AUTO)
 		st = choose_stage(d, count * size);
@@ -411,8 +411,8 @@ int tp_dev_allreduce(struct tp_dev_comm *d, const void *sendbuf, void *recvbuf, 
 		ret = d->ops->to_host(d->hbuf, sendbuf, count * size);
 		if (ret == 0)
 			ret = rs_host(d, &g, t, op);
-		if (ret == 0 && op == TP_AVG)
-			tp_scale_div(d->hbuf + (size_t)own * g.cb, chunk_len(&g, own), t, d->n);
+		if (ret == 0 && op == DEV_AVG)
+			dev_scale_div(d->hbuf + (size_t)own * g.cb, chunk_len(&g, own), t, d->n);
 	} else {
 		ret = rs_device(d, &g, sendbuf, t, op);
 	}
@@ -420,17 +420,17 @@ int tp_dev_allreduce(struct tp_dev_comm *d, const void *sendbuf, void *recvbuf, 
 		ret = ag_ring(d, &g, recvbuf, t);
 	if (ret < 0)
 		ice_err(ICE_SUB_COLL, "rank %d: all-reduce of %zu %s (%s staging) failed: %d",
-			d->rank, count, tp_dtype_name(t), tp_stage_name(st), ret);
+			d->rank, count, dev_dtype_name(t), tp_stage_name(st), ret);
 	return ret;
 }
 
 /* ---- all-gather, send/recv ---- */
 
 int tp_dev_allgather(struct tp_dev_comm *d, const void *sendbuf, void *recvbuf, size_t sendcount,
-		     enum tp_dtype t)
+		     enum dev_dtype t)
 {
-	size_t size = tp_dtype_size(t), sb = sendcount * size;
-	const struct tp_mem_ops *o;
+	size_t size = dev_dtype_size(t), sb = sendcount * size;
+	const struct dev_mem_ops *o;
 	uint8_t *rb = recvbuf;
 	int ret = check_args(d, sendbuf, recvbuf, sb * (size_t)(d != NULL ? d->n : 1), t), ret2;
 
@@ -445,7 +445,7 @@ int tp_dev_allgather(struct tp_dev_comm *d, const void *sendbuf, void *recvbuf, 
 	ret = o->to_host(d->hbuf + (size_t)d->rank * sb, sendbuf, sb);
 	if (ret == 0)
 		ret = o->copy_async(rb + (size_t)d->rank * sb, d->hbuf + (size_t)d->rank * sb, sb,
-				    TP_COPY_FROM_HOST);
+				    DEV_COPY_FROM_HOST);
 	for (int s = 0; s < d->n - 1 && ret == 0; s++) {
 		int js = mod(d->rank - s, d->n), jr = mod(d->rank - s - 1, d->n);
 
@@ -453,25 +453,25 @@ int tp_dev_allgather(struct tp_dev_comm *d, const void *sendbuf, void *recvbuf, 
 				  d->hbuf + (size_t)jr * sb, mod(d->rank - 1, d->n), sendcount, t);
 		if (ret == 0)
 			ret = o->copy_async(rb + (size_t)jr * sb, d->hbuf + (size_t)jr * sb, sb,
-					    TP_COPY_FROM_HOST);
+					    DEV_COPY_FROM_HOST);
 	}
 	ret2 = o->copy_wait();
 	if (ret == 0)
 		ret = ret2;
 	if (ret < 0)
 		ice_err(ICE_SUB_COLL, "rank %d: all-gather of %zu %s failed: %d", d->rank,
-			sendcount, tp_dtype_name(t), ret);
+			sendcount, dev_dtype_name(t), ret);
 	return ret;
 }
 
 int tp_dev_sendrecv(struct tp_dev_comm *d, const void *sendbuf, int sendpeer, void *recvbuf,
-		    int recvpeer, size_t count, enum tp_dtype t)
+		    int recvpeer, size_t count, enum dev_dtype t)
 {
-	size_t size = tp_dtype_size(t), per;
-	const struct tp_mem_ops *o;
+	size_t size = dev_dtype_size(t), per;
+	const struct dev_mem_ops *o;
 	bool staged;
 
-	if (d == NULL || (unsigned)t >= TP_DTYPE_MAX || sendpeer >= d->n || recvpeer >= d->n ||
+	if (d == NULL || (unsigned)t >= DEV_DTYPE_MAX || sendpeer >= d->n || recvpeer >= d->n ||
 	    (count > 0 &&
 	     ((sendpeer >= 0 && sendbuf == NULL) || (recvpeer >= 0 && recvbuf == NULL))))
 		return -EINVAL;
@@ -483,7 +483,7 @@ int tp_dev_sendrecv(struct tp_dev_comm *d, const void *sendbuf, int sendpeer, vo
 		ice_err(ICE_SUB_COLL,
 			"rank %d: send/recv of %zu %s exceeds the communicator's "
 			"max_bytes %zu",
-			d->rank, count, tp_dtype_name(t), d->max_bytes);
+			d->rank, count, dev_dtype_name(t), d->max_bytes);
 		return -EMSGSIZE;
 	}
 	o = d->ops;
@@ -497,7 +497,7 @@ int tp_dev_sendrecv(struct tp_dev_comm *d, const void *sendbuf, int sendpeer, vo
 		ret = o->to_host(d->hbuf, sendbuf, bytes);
 		return ret < 0 ? ret : o->from_host(recvbuf, d->hbuf, bytes);
 	}
-	staged = o->kind != TP_MEM_HOST;
+	staged = o->kind != DEV_MEM_HOST;
 	/* pieces of the same size on every rank, so they pair up */
 	per = TP_DEV_SR_CHUNK / size;
 	for (size_t off = 0; off < count; off += per) {
@@ -515,7 +515,7 @@ int tp_dev_sendrecv(struct tp_dev_comm *d, const void *sendbuf, int sendpeer, vo
 			ret = o->from_host(rp, d->hrecv, bytes);
 		if (ret < 0) {
 			ice_err(ICE_SUB_COLL, "rank %d: send/recv of %zu %s failed: %d", d->rank,
-				count, tp_dtype_name(t), ret);
+				count, dev_dtype_name(t), ret);
 			return ret;
 		}
 	}
@@ -524,20 +524,20 @@ int tp_dev_sendrecv(struct tp_dev_comm *d, const void *sendbuf, int sendpeer, vo
 
 /* Post count elements as tp_dev_sendrecv's peer expects them: whole on an
  * all-host communicator, else in its TP_DEV_SR_CHUNK pieces. */
-static int dev_post(struct tp_dev_comm *d, void *buf, size_t count, enum tp_dtype t, int peer,
+static int dev_post(struct tp_dev_comm *d, void *buf, size_t count, enum dev_dtype t, int peer,
 		    struct tp_req *r, bool send)
 {
 	size_t size, per;
 	int ret = 0;
 
-	if (d == NULL || (unsigned)t >= TP_DTYPE_MAX)
+	if (d == NULL || (unsigned)t >= DEV_DTYPE_MAX)
 		return -EINVAL;
-	if (d->ops->kind != TP_MEM_HOST)
+	if (d->ops->kind != DEV_MEM_HOST)
 		return -EOPNOTSUPP;
 	if (d->all_host)
 		return send ? tp_isend(d->c, buf, count, t, peer, r)
 			    : tp_irecv(d->c, buf, count, t, peer, r);
-	size = tp_dtype_size(t);
+	size = dev_dtype_size(t);
 	if (count > d->max_bytes / size)
 		return -EMSGSIZE; /* the staged peer could not take it */
 	per = TP_DEV_SR_CHUNK / size;
@@ -550,13 +550,13 @@ static int dev_post(struct tp_dev_comm *d, void *buf, size_t count, enum tp_dtyp
 	return ret;
 }
 
-int tp_dev_isend(struct tp_dev_comm *d, const void *buf, size_t count, enum tp_dtype t, int peer,
+int tp_dev_isend(struct tp_dev_comm *d, const void *buf, size_t count, enum dev_dtype t, int peer,
 		 struct tp_req *r)
 {
 	return dev_post(d, (void *)buf, count, t, peer, r, true);
 }
 
-int tp_dev_irecv(struct tp_dev_comm *d, void *buf, size_t count, enum tp_dtype t, int peer,
+int tp_dev_irecv(struct tp_dev_comm *d, void *buf, size_t count, enum dev_dtype t, int peer,
 		 struct tp_req *r)
 {
 	return dev_post(d, buf, count, t, peer, r, false);

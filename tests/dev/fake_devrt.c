@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * fake_devrt: the CPU test double of a device runtime plugin; see
- * fake_devrt.h. Kernels are the host library's (tp_reduce, tp_scale_div,
- * tp_host_sgemm), so the double checks the backends' host logic, not the
+ * fake_devrt.h. Kernels are the host library's (dev_reduce, dev_scale_div,
+ * dev_host_sgemm), so the double checks the backends' host logic, not the
  * device kernels (those are compiled by nvcc / hipcc and run on GPUs).
  */
 #include "fake_devrt.h"
@@ -13,9 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tp_devrt.h"
-#include "tp_mem.h"
-#include "tp_reduce.h"
+#include "dev_rt.h"
+#include "dev.h"
 
 struct fake_alloc {
 	void *p;
@@ -109,14 +108,14 @@ static void run_op(struct fop *o)
 		memcpy(o->dst, o->src, o->len);
 		break;
 	case FOP_REDUCE:
-		tp_reduce(o->dst, o->src, o->len, (enum tp_dtype)o->dtype, (enum tp_redop)o->op);
+		dev_reduce(o->dst, o->src, o->len, (enum dev_dtype)o->dtype, (enum dev_redop)o->op);
 		break;
 	case FOP_DIV:
-		tp_scale_div(o->dst, o->len, (enum tp_dtype)o->dtype, o->n);
+		dev_scale_div(o->dst, o->len, (enum dev_dtype)o->dtype, o->n);
 		break;
 	case FOP_SGEMM:
-		tp_host_sgemm(o->ta, o->tb, o->m, o->n, o->k, o->alpha, o->src, o->b, o->beta,
-			      o->dst);
+		dev_host_sgemm(o->ta, o->tb, o->m, o->n, o->k, o->alpha, o->src, o->b, o->beta,
+			       o->dst);
 		break;
 	}
 	ctl.executed++;
@@ -150,23 +149,23 @@ static int f_classify(int native)
 {
 	switch (native) {
 	case FAKE_SUCCESS:
-		return TP_DEVRT_OK;
+		return DEV_RT_OK;
 	case FAKE_EINVAL:
-		return TP_DEVRT_EINVAL;
+		return DEV_RT_EINVAL;
 	case FAKE_ENOMEM:
-		return TP_DEVRT_ENOMEM;
+		return DEV_RT_ENOMEM;
 	case FAKE_ENODRV:
-		return TP_DEVRT_ENODRV;
+		return DEV_RT_ENODRV;
 	case FAKE_ENODEV:
-		return TP_DEVRT_ENODEV;
+		return DEV_RT_ENODEV;
 	case FAKE_ELAUNCH:
-		return TP_DEVRT_ELAUNCH;
+		return DEV_RT_ELAUNCH;
 	case FAKE_ENOIMAGE:
-		return TP_DEVRT_ENOIMAGE;
+		return DEV_RT_ENOIMAGE;
 	case FAKE_EHANDLE:
-		return TP_DEVRT_EINVAL;
+		return DEV_RT_EINVAL;
 	default:
-		return TP_DEVRT_EOTHER;
+		return DEV_RT_EOTHER;
 	}
 }
 
@@ -398,9 +397,9 @@ static int f_memcpy_async(void *dst, const void *src, size_t len, int dir, void 
 	ctl.copies++;
 	if (wrong_device(s))
 		return FAKE_EHANDLE;
-	if ((dir == TP_DEVRT_D2H && (!is_dev(src, len) || is_dev(dst, len))) ||
-	    (dir == TP_DEVRT_H2D && (!is_dev(dst, len) || is_dev(src, len))) ||
-	    (dir == TP_DEVRT_D2D && (!is_dev(dst, len) || !is_dev(src, len))))
+	if ((dir == DEV_RT_D2H && (!is_dev(src, len) || is_dev(dst, len))) ||
+	    (dir == DEV_RT_H2D && (!is_dev(dst, len) || is_dev(src, len))) ||
+	    (dir == DEV_RT_D2D && (!is_dev(dst, len) || !is_dev(src, len))))
 		return FAKE_EINVAL;
 	return enqueue(s, &o);
 }
@@ -418,12 +417,12 @@ static int f_reduce(void *dst, const void *src, size_t count, int dtype, int op,
 {
 	ENTER;
 	int err;
-	size_t len = count * tp_dtype_size((enum tp_dtype)dtype);
+	size_t len = count * dev_dtype_size((enum dev_dtype)dtype);
 	struct fop o = {
 		.kind = FOP_REDUCE, .dst = dst, .src = src, .len = count, .dtype = dtype, .op = op};
 
 	ctl.reduces++;
-	if (dtype < 0 || dtype >= TP_DTYPE_MAX || op < 0 || op >= TP_REDOP_MAX ||
+	if (dtype < 0 || dtype >= DEV_DTYPE_MAX || op < 0 || op >= DEV_REDOP_MAX ||
 	    !is_dev(dst, len) || !is_dev(src, len))
 		return FAKE_EINVAL;
 	if (wrong_device(s))
@@ -442,12 +441,12 @@ static int f_scale_div(void *buf, size_t count, int dtype, int n, void *s)
 	struct fop o = {.kind = FOP_DIV, .dst = buf, .len = count, .dtype = dtype, .n = n};
 
 	ctl.scale_divs++;
-	if (dtype < 0 || dtype >= TP_DTYPE_MAX || n <= 0 ||
-	    !is_dev(buf, count * tp_dtype_size((enum tp_dtype)dtype)))
+	if (dtype < 0 || dtype >= DEV_DTYPE_MAX || n <= 0 ||
+	    !is_dev(buf, count * dev_dtype_size((enum dev_dtype)dtype)))
 		return FAKE_EINVAL;
 	if (wrong_device(s))
 		return FAKE_EHANDLE;
-	if (!is_dev_here(buf, count * tp_dtype_size((enum tp_dtype)dtype)))
+	if (!is_dev_here(buf, count * dev_dtype_size((enum dev_dtype)dtype)))
 		return FAKE_ELAUNCH;
 	if ((err = launch_fails()) != 0)
 		return err;
@@ -485,8 +484,8 @@ static int f_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float
 	return enqueue(s, &o);
 }
 
-static const struct tp_devrt fake = {
-	.abi = TP_DEVRT_ABI,
+static const struct dev_rt fake = {
+	.abi = DEV_RT_ABI,
 	.name = "fake",
 	.classify = f_classify,
 	.error_string = f_error_string,
@@ -514,13 +513,13 @@ static const struct tp_devrt fake = {
 	.built_for = "fake_80, fake_90",
 };
 
-const struct tp_devrt *tp_devrt_get(unsigned abi);
+const struct dev_rt *dev_rt_get(unsigned abi);
 
 #ifdef FAKE_NEEDS_RT
 int ice_stub_rt_version(void); /* from the runtime that is not there */
 #endif
 
-const struct tp_devrt *tp_devrt_get(unsigned abi)
+const struct dev_rt *dev_rt_get(unsigned abi)
 {
 	const char *nd = getenv("FAKE_DEVRT_NDEV");
 
@@ -529,5 +528,5 @@ const struct tp_devrt *tp_devrt_get(unsigned abi)
 	if (ice_stub_rt_version() != 1)
 		return NULL;
 #endif
-	return abi == TP_DEVRT_ABI ? &fake : NULL;
+	return abi == DEV_RT_ABI ? &fake : NULL;
 }

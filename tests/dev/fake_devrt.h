@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * fake_devrt: a test double of a device runtime plugin (tp_devrt.h) that
+ * fake_devrt: a test double of a device runtime plugin (dev_rt.h) that
  * runs on the CPU, loaded by the CUDA / HIP backends in place of
  * libice-cuda.so / libice-hip.so through $ICE_CUDA_LIB / $ICE_HIP_LIB.
  *

@@ -3,10 +3,10 @@
  * Mixed-kind collectives (transport/tp_dev.c): ranks are real processes
  * (fork) on loopback addresses 127.43.T.R, bootstrapped like test_coll's.
  * Each rank's memory kind comes from a string, one letter per rank:
- *   H  host memory (tp_mem's host backend),
+ *   H  host memory (dev_mem's host backend),
  *   F  a test-owned fake device kind: "device memory" is separate heap
- *      allocations, reduce runs tp_reduce and counts its calls (no GPU here),
- *   C  the CUDA backend (its real host logic, tp_mem_gpu.c) over the
+ *      allocations, reduce runs dev_reduce and counts its calls (no GPU here),
+ *   C  the CUDA backend (its real host logic, dev_gpu.c) over the
  *      fake_devrt runtime double ($ICE_CUDA_LIB); F when not built.
  * Every dtype and op, counts not divisible by the ranks, in place and not,
  * every stage policy: integers bit-identical to an all-CPU reference
@@ -75,7 +75,7 @@ static void *fake_host_alloc(size_t len)
 	return posix_memalign(&p, 64, len ? len : 64) == 0 ? p : NULL;
 }
 
-static int fake_copy_async(void *dst, const void *src, size_t len, enum tp_copy_dir dir)
+static int fake_copy_async(void *dst, const void *src, size_t len, enum dev_copy_dir dir)
 {
 	(void)dir;
 	return fake_copy(dst, src, len);
@@ -86,28 +86,29 @@ static int fake_copy_wait(void)
 	return 0;
 }
 
-static int fake_reduce(void *dst, const void *src, size_t count, enum tp_dtype t, enum tp_redop op)
+static int fake_reduce(void *dst, const void *src, size_t count, enum dev_dtype t,
+		       enum dev_redop op)
 {
 	fake_reduces++;
-	tp_reduce(dst, src, count, t, op);
+	dev_reduce(dst, src, count, t, op);
 	return 0;
 }
 
-static int fake_scale_div(void *buf, size_t count, enum tp_dtype t, int n)
+static int fake_scale_div(void *buf, size_t count, enum dev_dtype t, int n)
 {
-	tp_scale_div(buf, count, t, n);
+	dev_scale_div(buf, count, t, n);
 	return 0;
 }
 
 static int fake_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
 		      const float *b, float beta, float *c)
 {
-	tp_host_sgemm(ta, tb, m, n, k, alpha, a, b, beta, c);
+	dev_host_sgemm(ta, tb, m, n, k, alpha, a, b, beta, c);
 	return 0;
 }
 
-static const struct tp_mem_ops fake_ops = {
-	.kind = TP_MEM_CUDA,
+static const struct dev_mem_ops fake_ops = {
+	.kind = DEV_MEM_CUDA,
 	.name = "fake",
 	.probe = fake_probe,
 	.alloc = fake_alloc,
@@ -123,88 +124,88 @@ static const struct tp_mem_ops fake_ops = {
 	.sgemm = fake_sgemm,
 };
 
-static const struct tp_mem_ops *ops_for(char k)
+static const struct dev_mem_ops *ops_for(char k)
 {
-	const struct tp_mem_ops *o;
+	const struct dev_mem_ops *o;
 
 	if (k == 'H')
-		return tp_mem_ops_get(TP_MEM_HOST);
+		return dev_mem_ops_get(DEV_MEM_HOST);
 	/* C: the CUDA backend over fake_devrt; it must load when built */
-	if (k == 'C' && (o = tp_mem_ops_get(TP_MEM_CUDA)) != NULL)
+	if (k == 'C' && (o = dev_mem_ops_get(DEV_MEM_CUDA)) != NULL)
 		return o->probe(NULL, 0) == 0 ? o : NULL;
 	return &fake_ops;
 }
 
 /* ---- values and reference ---- */
 
-static bool is_float(enum tp_dtype t)
+static bool is_float(enum dev_dtype t)
 {
-	return t == TP_FLOAT16 || t == TP_FLOAT32 || t == TP_FLOAT64 || t == TP_BFLOAT16;
+	return t == DEV_FLOAT16 || t == DEV_FLOAT32 || t == DEV_FLOAT64 || t == DEV_BFLOAT16;
 }
 
-static bool is_unsigned(enum tp_dtype t)
+static bool is_unsigned(enum dev_dtype t)
 {
-	return t == TP_UINT8 || t == TP_UINT32 || t == TP_UINT64;
+	return t == DEV_UINT8 || t == DEV_UINT32 || t == DEV_UINT64;
 }
 
-static double val(enum tp_dtype t, int op, int r, size_t i)
+static double val(enum dev_dtype t, int op, int r, size_t i)
 {
 	double v;
 
-	if (op == TP_PROD) {
+	if (op == DEV_PROD) {
 		v = ((size_t)r * 5 + i) % 13 == 0 ? 2.0 : 1.0;
 		if (is_float(t) && ((size_t)r * 3 + i) % 7 == 0)
 			v = 0.5;
 		return v;
 	}
 	v = (double)(((size_t)r * 7 + i * 3) % 9);
-	if ((op == TP_MAX || op == TP_MIN) && !is_unsigned(t))
+	if ((op == DEV_MAX || op == DEV_MIN) && !is_unsigned(t))
 		v -= 4;
 	if (is_float(t))
 		v += 0.125 * (double)((r + (int)i) % 5);
 	return v;
 }
 
-static void fill(void *buf, size_t n, enum tp_dtype t, int op, int r)
+static void fill(void *buf, size_t n, enum dev_dtype t, int op, int r)
 {
 	for (size_t i = 0; i < n; i++)
-		tp_elem_set(buf, i, t, val(t, op, r, i));
+		dev_elem_set(buf, i, t, val(t, op, r, i));
 }
 
 /* all-CPU reference: rank 0's data reduced with each rank's in turn */
-static void reference(void *ref, void *tmp, size_t n, enum tp_dtype t, int op, int nranks)
+static void reference(void *ref, void *tmp, size_t n, enum dev_dtype t, int op, int nranks)
 {
 	fill(ref, n, t, op, 0);
 	for (int r = 1; r < nranks; r++) {
 		fill(tmp, n, t, op, r);
-		tp_reduce(ref, tmp, n, t, (enum tp_redop)op);
+		dev_reduce(ref, tmp, n, t, (enum dev_redop)op);
 	}
-	if (op == TP_AVG)
-		tp_scale_div(ref, n, t, nranks);
+	if (op == DEV_AVG)
+		dev_scale_div(ref, n, t, nranks);
 }
 
-static int compare(const void *got, const void *want, size_t n, enum tp_dtype t, const char *what)
+static int compare(const void *got, const void *want, size_t n, enum dev_dtype t, const char *what)
 {
-	double tol = t == TP_FLOAT16 ? 2e-3 : t == TP_BFLOAT16 ? 1e-2 : 1e-6;
+	double tol = t == DEV_FLOAT16 ? 2e-3 : t == DEV_BFLOAT16 ? 1e-2 : 1e-6;
 
 	if (!is_float(t)) {
-		if (memcmp(got, want, n * tp_dtype_size(t)) == 0)
+		if (memcmp(got, want, n * dev_dtype_size(t)) == 0)
 			return 0;
 		for (size_t i = 0; i < n; i++)
-			if (tp_elem_get(got, i, t) != tp_elem_get(want, i, t)) {
+			if (dev_elem_get(got, i, t) != dev_elem_get(want, i, t)) {
 				fprintf(stderr, "%s %s: element %zu is %g, expected %g\n", what,
-					tp_dtype_name(t), i, tp_elem_get(got, i, t),
-					tp_elem_get(want, i, t));
+					dev_dtype_name(t), i, dev_elem_get(got, i, t),
+					dev_elem_get(want, i, t));
 				break;
 			}
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++) {
-		double g = tp_elem_get(got, i, t), w = tp_elem_get(want, i, t);
+		double g = dev_elem_get(got, i, t), w = dev_elem_get(want, i, t);
 
 		if (!(fabs(g - w) <= tol * fmax(1, fabs(w)))) {
 			fprintf(stderr, "%s %s: element %zu is %g, expected %g\n", what,
-				tp_dtype_name(t), i, g, w);
+				dev_dtype_name(t), i, g, w);
 			return -1;
 		}
 	}
@@ -243,19 +244,19 @@ struct run {
 static int allreduce_all(struct tp_dev_comm *d, const struct run *run, void *sb, void *rb,
 			 uint8_t *hin, uint8_t *hout, uint8_t *ref, uint8_t *tmp, uint32_t *h)
 {
-	const struct tp_mem_ops *o = tp_dev_comm_ops(d);
+	const struct dev_mem_ops *o = tp_dev_comm_ops(d);
 	struct tp_comm *c = tp_dev_comm_base(d);
 	int n = tp_comm_nranks(c), r = tp_comm_rank(c), err = 0;
-	bool dev = o->kind != TP_MEM_HOST;
+	bool dev = o->kind != DEV_MEM_HOST;
 
 	for (int k = 0; k < run->ncounts; k++) {
 		size_t cnt = run->counts[k];
 
-		for (int t = 0; t < TP_DTYPE_MAX; t++) {
-			size_t bytes = cnt * tp_dtype_size((enum tp_dtype)t);
+		for (int t = 0; t < DEV_DTYPE_MAX; t++) {
+			size_t bytes = cnt * dev_dtype_size((enum dev_dtype)t);
 
-			for (int op = 0; op < TP_REDOP_MAX; op++) {
-				reference(ref, tmp, cnt, (enum tp_dtype)t, op, n);
+			for (int op = 0; op < DEV_REDOP_MAX; op++) {
+				reference(ref, tmp, cnt, (enum dev_dtype)t, op, n);
 				for (int st = TP_STAGE_AUTO; st <= TP_STAGE_DEVICE; st++)
 					for (int inpl = 0; inpl < 2; inpl++) {
 						void *src = inpl ? rb : sb;
@@ -264,27 +265,27 @@ static int allreduce_all(struct tp_dev_comm *d, const struct run *run, void *sb,
 						char what[96];
 						int ret;
 
-						fill(hin, cnt, (enum tp_dtype)t, op, r);
+						fill(hin, cnt, (enum dev_dtype)t, op, r);
 						ret = o->from_host(src, hin, bytes);
 						FAILIF(ret != 0, "from_host %d", ret);
 						ret = tp_dev_allreduce(
-							d, src, rb, cnt, (enum tp_dtype)t,
-							(enum tp_redop)op, (enum tp_stage)st);
+							d, src, rb, cnt, (enum dev_dtype)t,
+							(enum dev_redop)op, (enum tp_stage)st);
 						FAILIF(ret != 0, "all-reduce %zu %s %s %s: %d", cnt,
-						       tp_dtype_name((enum tp_dtype)t),
-						       tp_redop_name((enum tp_redop)op),
+						       dev_dtype_name((enum dev_dtype)t),
+						       dev_redop_name((enum dev_redop)op),
 						       tp_stage_name((enum tp_stage)st), ret);
 						ret = o->to_host(hout, rb, bytes);
 						FAILIF(ret != 0, "to_host %d", ret);
 						snprintf(what, sizeof(what),
 							 "all-reduce %s %s%s count %zu",
-							 tp_redop_name((enum tp_redop)op),
+							 dev_redop_name((enum dev_redop)op),
 							 tp_stage_name((enum tp_stage)st),
 							 inpl ? " in place" : "", cnt);
-						FAILIF(compare(hout, ref, cnt, (enum tp_dtype)t,
+						FAILIF(compare(hout, ref, cnt, (enum dev_dtype)t,
 							       what),
 						       "%s: wrong result", what);
-						if (is_float((enum tp_dtype)t))
+						if (is_float((enum dev_dtype)t))
 							*h = hash(*h, hout, bytes);
 						got = tp_dev_last_stage(d);
 						FAILIF(got == TP_STAGE_AUTO ||
@@ -312,7 +313,7 @@ out:
 static int gather_and_sendrecv(struct tp_dev_comm *d, const struct run *run, uint8_t *sb,
 			       uint8_t *rb, uint8_t *hin, uint8_t *hout, uint8_t *ref)
 {
-	const struct tp_mem_ops *o = tp_dev_comm_ops(d);
+	const struct dev_mem_ops *o = tp_dev_comm_ops(d);
 	struct tp_comm *c = tp_dev_comm_base(d);
 	int n = tp_comm_nranks(c), r = tp_comm_rank(c), err = 0, ret;
 	static const size_t ag_counts[] = {1, 7, 1000};
@@ -324,12 +325,12 @@ static int gather_and_sendrecv(struct tp_dev_comm *d, const struct run *run, uin
 			size_t cnt = ag_counts[k], bytes = cnt * 4;
 			void *src = inpl ? rb + (size_t)r * bytes : sb;
 
-			fill(hin, cnt, TP_INT32, TP_SUM, r);
+			fill(hin, cnt, DEV_INT32, DEV_SUM, r);
 			for (int p = 0; p < n; p++)
-				fill(ref + (size_t)p * bytes, cnt, TP_INT32, TP_SUM, p);
+				fill(ref + (size_t)p * bytes, cnt, DEV_INT32, DEV_SUM, p);
 			ret = o->from_host(src, hin, bytes);
 			FAILIF(ret != 0, "from_host %d", ret);
-			ret = tp_dev_allgather(d, src, rb, cnt, TP_INT32);
+			ret = tp_dev_allgather(d, src, rb, cnt, DEV_INT32);
 			FAILIF(ret != 0, "all-gather %zu: %d", cnt, ret);
 			ret = o->to_host(hout, rb, bytes * (size_t)n);
 			FAILIF(ret != 0 || memcmp(hout, ref, bytes * (size_t)n) != 0,
@@ -344,23 +345,23 @@ static int gather_and_sendrecv(struct tp_dev_comm *d, const struct run *run, uin
 			int next = (r + 1) % n, prev = (r - 1 + n) % n;
 			struct tp_req sr = {0}, rr = {0};
 
-			fill(hin, cnt, TP_INT32, TP_SUM, r);
-			fill(ref, cnt, TP_INT32, TP_SUM, prev);
+			fill(hin, cnt, DEV_INT32, DEV_SUM, r);
+			fill(ref, cnt, DEV_INT32, DEV_SUM, prev);
 			ret = o->from_host(src, hin, bytes);
 			FAILIF(ret != 0, "from_host %d", ret);
-			if (mode == 2 && o->kind == TP_MEM_HOST) {
-				ret = tp_dev_irecv(d, rb, cnt, TP_INT32, prev, &rr);
+			if (mode == 2 && o->kind == DEV_MEM_HOST) {
+				ret = tp_dev_irecv(d, rb, cnt, DEV_INT32, prev, &rr);
 				if (ret == 0)
-					ret = tp_dev_isend(d, src, cnt, TP_INT32, next, &sr);
+					ret = tp_dev_isend(d, src, cnt, DEV_INT32, next, &sr);
 				while (ret == 0 && (sr.pending > 0 || rr.pending > 0))
 					ret = tp_comm_progress(c, ICE_NSEC_PER_MSEC) < 0 ? -1 : 0;
 				if (ret == 0)
 					ret = sr.status < 0 ? sr.status : rr.status;
 			} else {
-				FAILIF(mode == 2 && tp_dev_isend(d, src, cnt, TP_INT32, next,
+				FAILIF(mode == 2 && tp_dev_isend(d, src, cnt, DEV_INT32, next,
 								 &sr) != -EOPNOTSUPP,
 				       "isend from device memory not refused");
-				ret = tp_dev_sendrecv(d, src, next, rb, prev, cnt, TP_INT32);
+				ret = tp_dev_sendrecv(d, src, next, rb, prev, cnt, DEV_INT32);
 			}
 			FAILIF(ret != 0, "send/recv %zu mode %d: %d", cnt, mode, ret);
 			ret = o->to_host(hout, rb, bytes);
@@ -375,7 +376,7 @@ out:
 static int auto_choice(struct tp_dev_comm *d, const struct run *run, void *sb, void *rb,
 		       uint8_t *hin)
 {
-	const struct tp_mem_ops *o = tp_dev_comm_ops(d);
+	const struct dev_mem_ops *o = tp_dev_comm_ops(d);
 	int r = tp_comm_rank(tp_dev_comm_base(d)), err = 0, ret;
 	size_t cnt = 100000;
 
@@ -383,19 +384,19 @@ static int auto_choice(struct tp_dev_comm *d, const struct run *run, void *sb, v
 	ret = o->from_host(sb, hin, cnt * 4);
 	FAILIF(ret != 0, "from_host %d", ret);
 	tp_dev_set_bw(d, 1000, 1000, 1000, 0.01); /* slow CPU: reduce on the device */
-	ret = tp_dev_allreduce(d, sb, rb, cnt, TP_FLOAT32, TP_SUM, TP_STAGE_AUTO);
+	ret = tp_dev_allreduce(d, sb, rb, cnt, DEV_FLOAT32, DEV_SUM, TP_STAGE_AUTO);
 	FAILIF(ret != 0, "all-reduce %d", ret);
-	FAILIF(o->kind != TP_MEM_HOST && tp_comm_nranks(tp_dev_comm_base(d)) > 1 &&
+	FAILIF(o->kind != DEV_MEM_HOST && tp_comm_nranks(tp_dev_comm_base(d)) > 1 &&
 		       tp_dev_last_stage(d) != TP_STAGE_DEVICE,
 	       "auto chose %s with a slow CPU", tp_stage_name(tp_dev_last_stage(d)));
 	tp_dev_set_bw(d, 1000, 1000, 0.01, 1000); /* slow device reduce: on the host */
-	ret = tp_dev_allreduce(d, sb, rb, cnt, TP_FLOAT32, TP_SUM, TP_STAGE_AUTO);
+	ret = tp_dev_allreduce(d, sb, rb, cnt, DEV_FLOAT32, DEV_SUM, TP_STAGE_AUTO);
 	FAILIF(ret != 0, "all-reduce %d", ret);
 	FAILIF(tp_dev_last_stage(d) != TP_STAGE_HOST, "auto chose %s with a slow device",
 	       tp_stage_name(tp_dev_last_stage(d)));
 	/* too large for the staging (all-host communicators have none) */
 	if (strchr(run->kinds, 'F') != NULL || strchr(run->kinds, 'C') != NULL)
-		FAILIF(tp_dev_allreduce(d, sb, rb, MAXB / 4 + 1, TP_FLOAT32, TP_SUM,
+		FAILIF(tp_dev_allreduce(d, sb, rb, MAXB / 4 + 1, DEV_FLOAT32, DEV_SUM,
 					TP_STAGE_HOST) != -EMSGSIZE,
 		       "max_bytes not enforced");
 out:
@@ -405,7 +406,7 @@ out:
 /* A communicator with staging for 4 KiB: send/recv up to that works, one
  * element more is refused on every rank (it would run past the pinned
  * pieces, which are min(max_bytes, 1 MiB) long) instead of overflowing. */
-static int small_staging(struct tp_comm *c, const struct tp_mem_ops *o, const struct run *run,
+static int small_staging(struct tp_comm *c, const struct dev_mem_ops *o, const struct run *run,
 			 uint8_t *sb, uint8_t *rb, uint8_t *hin, uint8_t *hout, uint8_t *ref)
 {
 	enum { SMALL = 4096 };
@@ -414,17 +415,17 @@ static int small_staging(struct tp_comm *c, const struct tp_mem_ops *o, const st
 	size_t cnt = SMALL / 4;
 
 	FAILIF(d == NULL, "tp_dev_comm_new(%d): %s", SMALL, strerror(errno));
-	fill(hin, cnt, TP_INT32, TP_SUM, r + 3);
-	fill(ref, cnt, TP_INT32, TP_SUM, (r - 1 + n) % n + 3);
+	fill(hin, cnt, DEV_INT32, DEV_SUM, r + 3);
+	fill(ref, cnt, DEV_INT32, DEV_SUM, (r - 1 + n) % n + 3);
 	ret = o->from_host(sb, hin, SMALL);
 	FAILIF(ret != 0, "from_host %d", ret);
-	ret = tp_dev_sendrecv(d, sb, (r + 1) % n, rb, (r - 1 + n) % n, cnt, TP_INT32);
+	ret = tp_dev_sendrecv(d, sb, (r + 1) % n, rb, (r - 1 + n) % n, cnt, DEV_INT32);
 	FAILIF(ret != 0, "send/recv of max_bytes: %d", ret);
 	ret = o->to_host(hout, rb, SMALL);
 	FAILIF(ret != 0 || memcmp(hout, ref, SMALL) != 0, "send/recv of max_bytes: wrong result");
-	ret = tp_dev_sendrecv(d, sb, (r + 1) % n, rb, (r - 1 + n) % n, 2 * cnt, TP_INT32);
+	ret = tp_dev_sendrecv(d, sb, (r + 1) % n, rb, (r - 1 + n) % n, 2 * cnt, DEV_INT32);
 	FAILIF(ret != -EMSGSIZE, "send/recv over max_bytes: %d, expected -EMSGSIZE", ret);
-	ret = tp_dev_sendrecv(d, sb, (r + 1) % n, NULL, -1, cnt + 1, TP_INT32);
+	ret = tp_dev_sendrecv(d, sb, (r + 1) % n, NULL, -1, cnt + 1, DEV_INT32);
 	FAILIF(ret != -EMSGSIZE, "send over max_bytes: %d, expected -EMSGSIZE", ret);
 out:
 	tp_dev_comm_free(d);
@@ -434,7 +435,7 @@ out:
 static int rank_main(struct tp_comm *c, const struct run *run)
 {
 	int n = tp_comm_nranks(c), r = tp_comm_rank(c), err = 0, ret;
-	const struct tp_mem_ops *o = ops_for(run->kinds[r]);
+	const struct dev_mem_ops *o = ops_for(run->kinds[r]);
 	struct tp_dev_comm *d = o != NULL ? tp_dev_comm_new(c, o, MAXB) : NULL;
 	uint8_t *sb = NULL, *rb = NULL, *hin = malloc(MAXB), *hout = malloc(MAXB);
 	uint8_t *ref = malloc(MAXB), *tmp = malloc(MAXB);
@@ -444,7 +445,8 @@ static int rank_main(struct tp_comm *c, const struct run *run)
 	FAILIF(o == NULL, "the CUDA backend does not load ($ICE_CUDA_LIB)");
 	FAILIF(d == NULL, "tp_dev_comm_new: %s", strerror(errno));
 	for (int p = 0; p < n; p++)
-		FAILIF(tp_dev_comm_kind(d, p) != (run->kinds[p] == 'H' ? TP_MEM_HOST : TP_MEM_CUDA),
+		FAILIF(tp_dev_comm_kind(d, p) !=
+			       (run->kinds[p] == 'H' ? DEV_MEM_HOST : DEV_MEM_CUDA),
 		       "rank %d's kind is %d", p, tp_dev_comm_kind(d, p));
 	sb = o->alloc(MAXB);
 	rb = o->alloc(MAXB);

@@ -1,22 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The device kernels of transport/dev_kernels/tp_dev_kernels.cuh, run on the
+ * The device kernels of device/kernels/dev_kernels.cuh, run on the
  * CPU: the .cuh is compiled as host C++ with the few CUDA built-ins it uses
  * defined here (threadIdx, blockIdx, __syncthreads as a barrier across one
  * std::thread per GPU thread, __shared__ as one static copy per block, the
  * blocks run one after the other). No GPU here; this checks the kernels'
  * arithmetic in CI: the f16 / bf16 conversions bit for bit against
- * tp_reduce.c (every 16-bit value, a sweep and random f32 values), every
- * reduce dtype / op and scale_div bit for bit against tp_reduce /
- * tp_scale_div, and the tiled SGEMM (partial tiles, every ta / tb, beta 0)
- * against tp_host_sgemm.
+ * dev_reduce.c (every 16-bit value, a sweep and random f32 values), every
+ * reduce dtype / op and scale_div bit for bit against dev_reduce /
+ * dev_scale_div, and the tiled SGEMM (partial tiles, every ta / tb, beta 0)
+ * against dev_host_sgemm.
  *
- * The plugin body (tp_devrt_impl.inc) is compiled here too, over an
+ * The plugin body (dev_rt_impl.inc) is compiled here too, over an
  * emulated runtime ("emu", standing for cuda / hip): per-thread sticky
  * errors like cudaGetLastError's (a failed malloc leaves its error pending
  * until someone reads it), the launch limits (grid.y <= 65535, 1024 threads
  * per block), and a switch for "no kernel image for this GPU". The tests
- * call the plugin's table (tp_devrt_get), so its launch configurations,
+ * call the plugin's table (dev_rt_get), so its launch configurations,
  * dtype / op dispatch and error reporting are checked with the kernels.
  * What it cannot check (warp scheduling, memory
  * coalescing, the vendor compilers' code) is left to test_dev_real on a GPU.
@@ -69,15 +69,14 @@ static inline uint32_t __float_as_uint(float f)
 	return u;
 }
 
-#include "tp_dev_kernels.cuh"
+#include "dev_kernels.cuh"
 extern "C" {
-#include "tp_reduce.h"
-#include "tp_mem.h"
+#include "dev.h"
 }
 
 /* ---- an emulated device runtime under the plugin body ---- */
 
-#include "tp_devrt.h"
+#include "dev_rt.h"
 
 typedef int emuError_t;
 enum {
@@ -255,17 +254,17 @@ static int devrt_classify(int native)
 {
 	switch (native) {
 	case emuSuccess:
-		return TP_DEVRT_OK;
+		return DEV_RT_OK;
 	case emuErrorMemoryAllocation:
-		return TP_DEVRT_ENOMEM;
+		return DEV_RT_ENOMEM;
 	case emuErrorInvalidValue:
-		return TP_DEVRT_EINVAL;
+		return DEV_RT_EINVAL;
 	case emuErrorInvalidConfiguration:
-		return TP_DEVRT_ELAUNCH;
+		return DEV_RT_ELAUNCH;
 	case emuErrorNoKernelImageForDevice:
-		return TP_DEVRT_ENOIMAGE;
+		return DEV_RT_ENOIMAGE;
 	default:
-		return TP_DEVRT_EOTHER;
+		return DEV_RT_EOTHER;
 	}
 }
 
@@ -274,7 +273,7 @@ static void devrt_arch_name(const emuDeviceProp &p, char *buf, size_t len)
 	snprintf(buf, len, "emu_%d%d", p.major, p.minor);
 }
 
-#include "tp_devrt_impl.inc"
+#include "dev_rt_impl.inc"
 /* Run kernel k over a gx x gy grid of bx x by blocks: one std::thread per
  * GPU thread of a block, each walking the blocks in the same order with a
  * barrier between blocks (the shared arrays are reused by the next one). */
@@ -306,13 +305,13 @@ static const size_t N = 3001;
 
 static bool is_float(int t)
 {
-	return t == TP_FLOAT16 || t == TP_FLOAT32 || t == TP_FLOAT64 || t == TP_BFLOAT16;
+	return t == DEV_FLOAT16 || t == DEV_FLOAT32 || t == DEV_FLOAT64 || t == DEV_BFLOAT16;
 }
 
 /* element i of a float dtype set to raw bits (NaN payloads) */
 static void set_bits(std::vector<uint8_t> &v, int t, size_t i, uint64_t bits)
 {
-	size_t sz = tp_dtype_size((enum tp_dtype)t);
+	size_t sz = dev_dtype_size((enum dev_dtype)t);
 
 	if (sz == 2) {
 		uint16_t b = (uint16_t)bits;
@@ -329,11 +328,11 @@ static void set_bits(std::vector<uint8_t> &v, int t, size_t i, uint64_t bits)
 static uint64_t nan_bits(int t, unsigned p, bool neg)
 {
 	switch (t) {
-	case TP_FLOAT16:
+	case DEV_FLOAT16:
 		return (neg ? 0xfe00u : 0x7e00u) | p;
-	case TP_BFLOAT16:
+	case DEV_BFLOAT16:
 		return (neg ? 0xffc0u : 0x7fc0u) | p;
-	case TP_FLOAT32:
+	case DEV_FLOAT32:
 		return (neg ? 0xffc00000u : 0x7fc00000u) | p;
 	default:
 		return (neg ? 0xfff8000000000000ull : 0x7ff8000000000000ull) | p;
@@ -348,25 +347,25 @@ static uint64_t nan_bits(int t, unsigned p, bool neg)
  *   8: x -inf, y NaN          9: x NaN, y +inf */
 static void fill(std::vector<uint8_t> &v, int t, unsigned seed, bool y = false)
 {
-	enum tp_dtype dt = (enum tp_dtype)t;
+	enum dev_dtype dt = (enum dev_dtype)t;
 
 	srand(seed);
 	for (size_t i = 0; i < N; i++) {
 		double d = (double)(rand() % 2001 - 1000);
 
-		if (t >= TP_FLOAT16) /* fractions, tiny and large values */
+		if (t >= DEV_FLOAT16) /* fractions, tiny and large values */
 			d = d / 64.0 * pow(2.0, rand() % 40 - 20);
-		tp_elem_set(v.data(), i, dt, d);
+		dev_elem_set(v.data(), i, dt, d);
 	}
 	if (!is_float(t))
 		return;
-	tp_elem_set(v.data(), 3, dt, y ? 1.5 : NAN);
-	tp_elem_set(v.data(), 4, dt, y ? NAN : 1.5);
-	tp_elem_set(v.data(), 5, dt, y ? -0.0 : 0.0);
-	tp_elem_set(v.data(), 6, dt, y ? 0.0 : -0.0);
+	dev_elem_set(v.data(), 3, dt, y ? 1.5 : NAN);
+	dev_elem_set(v.data(), 4, dt, y ? NAN : 1.5);
+	dev_elem_set(v.data(), 5, dt, y ? -0.0 : 0.0);
+	dev_elem_set(v.data(), 6, dt, y ? 0.0 : -0.0);
 	set_bits(v, t, 7, y ? nan_bits(t, 2, true) : nan_bits(t, 1, false));
-	tp_elem_set(v.data(), 8, dt, y ? NAN : -INFINITY);
-	tp_elem_set(v.data(), 9, dt, y ? INFINITY : NAN);
+	dev_elem_set(v.data(), 8, dt, y ? NAN : -INFINITY);
+	dev_elem_set(v.data(), 9, dt, y ? INFINITY : NAN);
 }
 
 template <class E, class O>
@@ -380,37 +379,37 @@ static void reduce_one(std::vector<uint8_t> &x, const std::vector<uint8_t> &y)
 /* every op of one dtype, then scale_div, against the host library */
 template <class E> static void check_dtype(int t)
 {
-	size_t bytes = N * tp_dtype_size((enum tp_dtype)t);
+	size_t bytes = N * dev_dtype_size((enum dev_dtype)t);
 	std::vector<uint8_t> x(N * 8), y(N * 8), w;
 
-	for (int op = TP_SUM; op <= TP_MIN; op++) {
+	for (int op = DEV_SUM; op <= DEV_MIN; op++) {
 		fill(x, t, 1 + op);
 		fill(y, t, 9 + op, true);
 		w = x;
-		tp_reduce(w.data(), y.data(), N, (enum tp_dtype)t, (enum tp_redop)op);
-		if (op == TP_SUM)
+		dev_reduce(w.data(), y.data(), N, (enum dev_dtype)t, (enum dev_redop)op);
+		if (op == DEV_SUM)
 			reduce_one<E, tpk::op_sum>(x, y);
-		else if (op == TP_PROD)
+		else if (op == DEV_PROD)
 			reduce_one<E, tpk::op_prod>(x, y);
-		else if (op == TP_MAX)
+		else if (op == DEV_MAX)
 			reduce_one<E, tpk::op_max>(x, y);
 		else
 			reduce_one<E, tpk::op_min>(x, y);
 		if (memcmp(w.data(), x.data(), bytes) != 0) {
 			bad++;
-			printf("reduce %s %s differs from tp_reduce\n",
-			       tp_dtype_name((enum tp_dtype)t), tp_redop_name((enum tp_redop)op));
+			printf("reduce %s %s differs from dev_reduce\n",
+			       dev_dtype_name((enum dev_dtype)t), dev_redop_name((enum dev_redop)op));
 		}
 		/* AVG's division by the rank count: past int8 (128) and uint8 (256) */
-		int div = op == TP_SUM ? 7 : op == TP_PROD ? 200 : op == TP_MAX ? 256 : 1000;
+		int div = op == DEV_SUM ? 7 : op == DEV_PROD ? 200 : op == DEV_MAX ? 256 : 1000;
 
 		launch(3, 1, 32, 1,
 		       [&] { tpk::k_scale_div<E>((typename E::S *)x.data(), N, div); });
-		tp_scale_div(w.data(), N, (enum tp_dtype)t, div);
+		dev_scale_div(w.data(), N, (enum dev_dtype)t, div);
 		if (memcmp(w.data(), x.data(), bytes) != 0) {
 			bad++;
-			printf("scale_div %s by %d differs from tp_scale_div\n",
-			       tp_dtype_name((enum tp_dtype)t), div);
+			printf("scale_div %s by %d differs from dev_scale_div\n",
+			       dev_dtype_name((enum dev_dtype)t), div);
 		}
 	}
 }
@@ -418,8 +417,8 @@ template <class E> static void check_dtype(int t)
 static void check_conversions(void)
 {
 	for (uint32_t h = 0; h < 65536; h++) {
-		float a = tpk::half_to_f32((uint16_t)h), b = tp_half_to_float((uint16_t)h);
-		float c = tpk::bf16_to_f32((uint16_t)h), d = tp_bf16_to_float((uint16_t)h);
+		float a = tpk::half_to_f32((uint16_t)h), b = dev_half_to_float((uint16_t)h);
+		float c = tpk::bf16_to_f32((uint16_t)h), d = dev_bf16_to_float((uint16_t)h);
 
 		if (memcmp(&a, &b, 4) != 0 && !(a != a && b != b) && bad++ < 10)
 			printf("half %04x: %g, host %g\n", h, a, b);
@@ -432,8 +431,8 @@ static void check_conversions(void)
 		uint32_t u = i < (1L << 18) ? (uint32_t)i << 14
 					    : (uint32_t)rand() ^ ((uint32_t)rand() << 16);
 		float f = __uint_as_float(u);
-		uint16_t a = tpk::f32_to_half(f), b = tp_float_to_half(f);
-		uint16_t c = tpk::f32_to_bf16(f), d = tp_float_to_bf16(f);
+		uint16_t a = tpk::f32_to_half(f), b = dev_float_to_half(f);
+		uint16_t c = tpk::f32_to_bf16(f), d = dev_float_to_bf16(f);
 
 		if (a != b && bad++ < 10)
 			printf("f32 %08x to half: %04x, host %04x\n", u, a, b);
@@ -453,7 +452,7 @@ static bool sgemm_close(const std::vector<float> &c, const std::vector<float> &w
 /* Through the plugin's sgemm (its launch configuration with the kernel),
  * and the kernel alone on a grid narrower than C (the loop over column
  * tiles that a C wider than 65535 tiles needs). */
-static void check_sgemm(const struct tp_devrt *rt)
+static void check_sgemm(const struct dev_rt *rt)
 {
 	/* one element, a partial tile, several tiles with partial edges */
 	static const int dims[][3] = {{1, 1, 1}, {70, 65, 33}, {5, 130, 17}, {130, 300, 20}};
@@ -484,7 +483,7 @@ static void check_sgemm(const struct tp_devrt *rt)
 			else
 				ret = rt->sgemm(ta, tb, m, n, k, 1.5f, a.data(), b.data(), beta,
 						c.data(), NULL);
-			tp_host_sgemm(ta, tb, m, n, k, 1.5f, a.data(), b.data(), beta, want.data());
+			dev_host_sgemm(ta, tb, m, n, k, 1.5f, a.data(), b.data(), beta, want.data());
 			if (ret != 0 || !sgemm_close(c, want, k)) {
 				bad++;
 				printf("sgemm %dx%dx%d ta %d tb %d%s: %d, or C differs from the host\n",
@@ -496,7 +495,7 @@ static void check_sgemm(const struct tp_devrt *rt)
 
 /* Launch configurations of shapes too large to run here (dry run: the
  * limits are checked, the kernel is not executed). */
-static void check_sgemm_shapes(const struct tp_devrt *rt)
+static void check_sgemm_shapes(const struct dev_rt *rt)
 {
 	static const struct {
 		int m, n;
@@ -524,51 +523,51 @@ static void check_sgemm_shapes(const struct tp_devrt *rt)
 
 /* Every dtype / op through the plugin's reduce (dispatch, launch
  * configuration, dst == src), scale_div past the int8 / uint8 ranges. */
-static void check_plugin_reduce(const struct tp_devrt *rt)
+static void check_plugin_reduce(const struct dev_rt *rt)
 {
 	static const int divs[] = {3, 200, 256, 1000};
 
-	for (int t = 0; t < TP_DTYPE_MAX; t++) {
-		size_t bytes = N * tp_dtype_size((enum tp_dtype)t);
+	for (int t = 0; t < DEV_DTYPE_MAX; t++) {
+		size_t bytes = N * dev_dtype_size((enum dev_dtype)t);
 		std::vector<uint8_t> x(N * 8), y(N * 8), w;
 
-		for (int op = 0; op < TP_REDOP_MAX; op++) {
+		for (int op = 0; op < DEV_REDOP_MAX; op++) {
 			fill(x, t, 100 + op);
 			fill(y, t, 200 + op, true);
 			w = x;
-			tp_reduce(w.data(), y.data(), N, (enum tp_dtype)t, (enum tp_redop)op);
+			dev_reduce(w.data(), y.data(), N, (enum dev_dtype)t, (enum dev_redop)op);
 			int ret = rt->reduce(x.data(), y.data(), N, t, op, NULL);
 
 			if (ret != 0 || memcmp(w.data(), x.data(), bytes) != 0) {
 				bad++;
-				printf("plugin reduce %s %s: %d, or differs from tp_reduce\n",
-				       tp_dtype_name((enum tp_dtype)t),
-				       tp_redop_name((enum tp_redop)op), ret);
+				printf("plugin reduce %s %s: %d, or differs from dev_reduce\n",
+				       dev_dtype_name((enum dev_dtype)t),
+				       dev_redop_name((enum dev_redop)op), ret);
 			}
-			tp_reduce(w.data(), w.data(), N, (enum tp_dtype)t, (enum tp_redop)op);
+			dev_reduce(w.data(), w.data(), N, (enum dev_dtype)t, (enum dev_redop)op);
 			ret = rt->reduce(x.data(), x.data(), N, t, op, NULL);
 			if (ret != 0 || memcmp(w.data(), x.data(), bytes) != 0) {
 				bad++;
 				printf("plugin reduce %s %s, dst == src: %d, or differs\n",
-				       tp_dtype_name((enum tp_dtype)t),
-				       tp_redop_name((enum tp_redop)op), ret);
+				       dev_dtype_name((enum dev_dtype)t),
+				       dev_redop_name((enum dev_redop)op), ret);
 			}
 		}
 		for (int div : divs) {
 			fill(x, t, 300 + div);
 			w = x;
-			tp_scale_div(w.data(), N, (enum tp_dtype)t, div);
+			dev_scale_div(w.data(), N, (enum dev_dtype)t, div);
 			int ret = rt->scale_div(x.data(), N, t, div, NULL);
 
 			if (ret != 0 || memcmp(w.data(), x.data(), bytes) != 0) {
 				bad++;
-				printf("plugin scale_div %s by %d: %d, or differs from tp_scale_div\n",
-				       tp_dtype_name((enum tp_dtype)t), div, ret);
+				printf("plugin scale_div %s by %d: %d, or differs from dev_scale_div\n",
+				       dev_dtype_name((enum dev_dtype)t), div, ret);
 			}
 		}
 	}
-	if (rt->reduce(NULL, NULL, 1, TP_DTYPE_MAX, TP_SUM, NULL) == 0 ||
-	    rt->scale_div(NULL, 1, TP_FLOAT32, 0, NULL) == 0) {
+	if (rt->reduce(NULL, NULL, 1, DEV_DTYPE_MAX, DEV_SUM, NULL) == 0 ||
+	    rt->scale_div(NULL, 1, DEV_FLOAT32, 0, NULL) == 0) {
 		bad++;
 		printf("plugin accepts a bad dtype or divisor\n");
 	}
@@ -577,22 +576,22 @@ static void check_plugin_reduce(const struct tp_devrt *rt)
 
 /* The runtime's last error is sticky per thread: an earlier failed call
  * (an allocation) must not be reported by the next, good, launch. */
-static void check_sticky_error(const struct tp_devrt *rt)
+static void check_sticky_error(const struct dev_rt *rt)
 {
 	std::vector<uint8_t> x(N * 4), y(N * 4), w;
 	float a = 2, b = 3, c = 0;
 	void *p = NULL;
 
-	fill(x, TP_INT32, 1);
-	fill(y, TP_INT32, 2);
+	fill(x, DEV_INT32, 1);
+	fill(y, DEV_INT32, 2);
 	w = x;
-	tp_reduce(w.data(), y.data(), N, TP_INT32, TP_SUM);
+	dev_reduce(w.data(), y.data(), N, DEV_INT32, DEV_SUM);
 	emu_fail_malloc = 1;
-	if (rt->malloc(&p, 64) == 0 || rt->classify(emuErrorMemoryAllocation) != TP_DEVRT_ENOMEM) {
+	if (rt->malloc(&p, 64) == 0 || rt->classify(emuErrorMemoryAllocation) != DEV_RT_ENOMEM) {
 		bad++;
 		printf("emulated malloc failure not reported\n");
 	}
-	int ret = rt->reduce(x.data(), y.data(), N, TP_INT32, TP_SUM, NULL);
+	int ret = rt->reduce(x.data(), y.data(), N, DEV_INT32, DEV_SUM, NULL);
 
 	if (ret != 0 || memcmp(w.data(), x.data(), N * 4) != 0) {
 		bad++;
@@ -600,7 +599,7 @@ static void check_sticky_error(const struct tp_devrt *rt)
 	}
 	emu_fail_malloc = 1;
 	(void)rt->malloc(&p, 64);
-	if ((ret = rt->scale_div(x.data(), N, TP_INT32, 2, NULL)) != 0) {
+	if ((ret = rt->scale_div(x.data(), N, DEV_INT32, 2, NULL)) != 0) {
 		bad++;
 		printf("scale_div after a failed malloc: %d\n", ret);
 	}
@@ -612,9 +611,9 @@ static void check_sticky_error(const struct tp_devrt *rt)
 	}
 	/* and a launch's own failure is still reported, and classified */
 	emu_no_image = 1;
-	ret = rt->scale_div(x.data(), 1, TP_UINT8, 1, NULL);
+	ret = rt->scale_div(x.data(), 1, DEV_UINT8, 1, NULL);
 	emu_no_image = 0;
-	if (ret == 0 || rt->classify(ret) != TP_DEVRT_ENOIMAGE) {
+	if (ret == 0 || rt->classify(ret) != DEV_RT_ENOIMAGE) {
 		bad++;
 		printf("a GPU without a kernel image: launch returned %d\n", ret);
 	}
@@ -624,11 +623,11 @@ static void check_sticky_error(const struct tp_devrt *rt)
 	}
 }
 
-static void check_plugin_info(const struct tp_devrt *rt)
+static void check_plugin_info(const struct dev_rt *rt)
 {
 	char arch[32] = "";
 
-	if (rt == NULL || rt->abi != TP_DEVRT_ABI || rt->device_arch(0, arch, sizeof(arch)) != 0 ||
+	if (rt == NULL || rt->abi != DEV_RT_ABI || rt->device_arch(0, arch, sizeof(arch)) != 0 ||
 	    strcmp(arch, "emu_75") != 0 || strcmp(rt->built_for, "emu_80") != 0) {
 		bad++;
 		printf("plugin table: abi, device_arch (%s) or built_for wrong\n", arch);
@@ -638,17 +637,17 @@ static void check_plugin_info(const struct tp_devrt *rt)
 int main()
 {
 	check_conversions();
-	check_dtype<tpk::el_int<int8_t, uint8_t>>(TP_INT8);
-	check_dtype<tpk::el_int<uint8_t, uint8_t>>(TP_UINT8);
-	check_dtype<tpk::el_int<int32_t, uint32_t>>(TP_INT32);
-	check_dtype<tpk::el_int<uint32_t, uint32_t>>(TP_UINT32);
-	check_dtype<tpk::el_int<int64_t, uint64_t>>(TP_INT64);
-	check_dtype<tpk::el_int<uint64_t, uint64_t>>(TP_UINT64);
-	check_dtype<tpk::el_half<false>>(TP_FLOAT16);
-	check_dtype<tpk::el_float<float>>(TP_FLOAT32);
-	check_dtype<tpk::el_float<double>>(TP_FLOAT64);
-	check_dtype<tpk::el_half<true>>(TP_BFLOAT16);
-	const struct tp_devrt *rt = tp_devrt_get(TP_DEVRT_ABI);
+	check_dtype<tpk::el_int<int8_t, uint8_t>>(DEV_INT8);
+	check_dtype<tpk::el_int<uint8_t, uint8_t>>(DEV_UINT8);
+	check_dtype<tpk::el_int<int32_t, uint32_t>>(DEV_INT32);
+	check_dtype<tpk::el_int<uint32_t, uint32_t>>(DEV_UINT32);
+	check_dtype<tpk::el_int<int64_t, uint64_t>>(DEV_INT64);
+	check_dtype<tpk::el_int<uint64_t, uint64_t>>(DEV_UINT64);
+	check_dtype<tpk::el_half<false>>(DEV_FLOAT16);
+	check_dtype<tpk::el_float<float>>(DEV_FLOAT32);
+	check_dtype<tpk::el_float<double>>(DEV_FLOAT64);
+	check_dtype<tpk::el_half<true>>(DEV_BFLOAT16);
+	const struct dev_rt *rt = dev_rt_get(DEV_RT_ABI);
 
 	check_plugin_info(rt);
 	if (rt != NULL) {

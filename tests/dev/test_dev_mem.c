@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The CUDA / HIP memory backends' host logic (transport/dev_kernels/
- * tp_mem_gpu.c) against fake_devrt, a CPU test double of the runtime plugin
+ * The CUDA / HIP memory backends' host logic (device/kernels/
+ * dev_gpu.c) against fake_devrt, a CPU test double of the runtime plugin
  * (no GPU here): loading and probe errors, allocation tracking, pinned
  * staging, stream / event sequencing of async copies, error mapping, and
  * every reduce / scale_div / sgemm call, the probe's test kernel, and the
@@ -27,14 +27,14 @@
 
 #include "fake_devrt.h"
 #include "ice_log.h"
-#include "tp_mem.h"
+#include "dev.h"
 
-static enum tp_mem_kind kind = TP_MEM_CUDA;
+static enum dev_mem_kind kind = DEV_MEM_CUDA;
 static const char *lib_env = "ICE_CUDA_LIB", *vendor = "CUDA", *runtime = "libcudart";
 
-static const struct tp_mem_ops *ops(void)
+static const struct dev_mem_ops *ops(void)
 {
-	const struct tp_mem_ops *o = tp_mem_ops_get(kind);
+	const struct dev_mem_ops *o = dev_mem_ops_get(kind);
 
 	assert_non_null(o);
 	return o;
@@ -90,7 +90,7 @@ static void test_probe_runtime_missing(void **s)
 	char want[64];
 
 	(void)s;
-	if (p == NULL || kind != TP_MEM_CUDA)
+	if (p == NULL || kind != DEV_MEM_CUDA)
 		skip();
 	snprintf(want, sizeof(want), "%s not found", runtime);
 	probe_in_child(lib_env, p, -ENODEV, want);
@@ -168,11 +168,11 @@ static void *thread_work(void *arg)
 			h[i] = j->id * 1000 + it + i;
 		if (ops()->from_host(a, h, N * 4) != 0)
 			j->err = 2;
-		else if (ops()->copy_async(b, h, N * 4, TP_COPY_FROM_HOST) != 0)
+		else if (ops()->copy_async(b, h, N * 4, DEV_COPY_FROM_HOST) != 0)
 			j->err = 3;
-		else if (ops()->reduce(a, b, N, TP_INT32, TP_SUM) != 0)
+		else if (ops()->reduce(a, b, N, DEV_INT32, DEV_SUM) != 0)
 			j->err = 4;
-		else if (ops()->scale_div(a, N, TP_INT32, 2) != 0)
+		else if (ops()->scale_div(a, N, DEV_INT32, 2) != 0)
 			j->err = 5;
 		else if (ops()->copy_wait() != 0)
 			j->err = 6;
@@ -186,7 +186,7 @@ static void *thread_work(void *arg)
 			continue;
 		if (ops()->from_host(j->shared, h, N * 4) != 0)
 			j->err = 9;
-		else if (ops()->reduce(j->shared, a, N, TP_INT32, TP_SUM) != 0)
+		else if (ops()->reduce(j->shared, a, N, DEV_INT32, DEV_SUM) != 0)
 			j->err = 10;
 		else if (ops()->to_host(out, j->shared, sizeof(out)) != 0)
 			j->err = 11;
@@ -339,10 +339,10 @@ static void test_async_copies_wait(void **s)
 	(void)s;
 	memset(h, 7, len);
 	memset(h2, 0, len);
-	assert_int_equal(ops()->copy_async(d, h, len, TP_COPY_FROM_HOST), 0);
+	assert_int_equal(ops()->copy_async(d, h, len, DEV_COPY_FROM_HOST), 0);
 	/* queued on the copy stream, not run yet (the double is lazy) */
 	assert_int_equal(d[0], 0xa5);
-	assert_int_equal(ops()->copy_async(h2, d, len, TP_COPY_TO_HOST), 0);
+	assert_int_equal(ops()->copy_async(h2, d, len, DEV_COPY_TO_HOST), 0);
 	assert_int_equal(ops()->copy_wait(), 0);
 	assert_int_equal(d[len - 1], 7);
 	assert_int_equal(h2[len - 1], 7);
@@ -350,8 +350,8 @@ static void test_async_copies_wait(void **s)
 	/* the host side of an async copy must be pinned memory from host_alloc */
 	long copies = c->copies;
 
-	assert_int_equal(ops()->copy_async(d, pageable, len, TP_COPY_FROM_HOST), -EINVAL);
-	assert_int_equal(ops()->copy_async(h + 1, d, len, TP_COPY_TO_HOST), -EINVAL);
+	assert_int_equal(ops()->copy_async(d, pageable, len, DEV_COPY_FROM_HOST), -EINVAL);
+	assert_int_equal(ops()->copy_async(h + 1, d, len, DEV_COPY_TO_HOST), -EINVAL);
 	assert_int_equal(c->copies, copies);
 	ops()->free(d);
 	ops()->host_free(h);
@@ -371,7 +371,7 @@ static void test_copy_pending_after_event_failure(void **s)
 	for (int i = 0; i < 64; i++)
 		h[i] = 3 * i;
 	c->fail_event_record = 1;
-	assert_int_not_equal(ops()->copy_async(b, h, 64 * 4, TP_COPY_FROM_HOST), 0);
+	assert_int_not_equal(ops()->copy_async(b, h, 64 * 4, DEV_COPY_FROM_HOST), 0);
 	assert_int_equal(b[0] + 0, (int32_t)0xa5a5a5a5); /* queued, not run (lazy double) */
 	assert_int_equal(ops()->copy_wait(), 0);
 	assert_int_equal(b[63], 3 * 63);
@@ -382,8 +382,8 @@ static void test_copy_pending_after_event_failure(void **s)
 	for (int i = 0; i < 64; i++)
 		h[i] = i;
 	c->fail_event_record = 1;
-	assert_int_not_equal(ops()->copy_async(b, h, 64 * 4, TP_COPY_FROM_HOST), 0);
-	assert_int_equal(ops()->reduce(a, b, 64, TP_INT32, TP_SUM), 0);
+	assert_int_not_equal(ops()->copy_async(b, h, 64 * 4, DEV_COPY_FROM_HOST), 0);
+	assert_int_equal(ops()->reduce(a, b, 64, DEV_INT32, DEV_SUM), 0);
 	assert_int_equal(ops()->to_host(out, a, sizeof(out)), 0);
 	for (int i = 0; i < 64; i++)
 		assert_int_equal(out[i], 4 * i);
@@ -406,8 +406,8 @@ static void test_reduce_ordered_after_copy(void **s)
 	for (int i = 0; i < 64; i++)
 		h[i] = i;
 	assert_int_equal(ops()->from_host(a, h, 64 * 4), 0);
-	assert_int_equal(ops()->copy_async(b, h, 64 * 4, TP_COPY_FROM_HOST), 0);
-	assert_int_equal(ops()->reduce(a, b, 64, TP_INT32, TP_SUM), 0);
+	assert_int_equal(ops()->copy_async(b, h, 64 * 4, DEV_COPY_FROM_HOST), 0);
+	assert_int_equal(ops()->reduce(a, b, 64, DEV_INT32, DEV_SUM), 0);
 	assert_int_equal(c->stream_waits, waits + 1);
 	assert_int_equal(ops()->to_host(out, a, sizeof(out)), 0);
 	for (int i = 0; i < 64; i++)
@@ -418,12 +418,13 @@ static void test_reduce_ordered_after_copy(void **s)
 	ops()->host_free(h);
 }
 
-static void fill_random(void *buf, size_t n, enum tp_dtype t, unsigned seed)
+static void fill_random(void *buf, size_t n, enum dev_dtype t, unsigned seed)
 {
 	srand(seed);
 	for (size_t i = 0; i < n; i++)
-		tp_elem_set(buf, i, t, (double)(rand() % 200 - 100) / (t >= TP_FLOAT16 ? 8.0 : 1));
-	if (t == TP_FLOAT32 && n > 3)
+		dev_elem_set(buf, i, t,
+			     (double)(rand() % 200 - 100) / (t >= DEV_FLOAT16 ? 8.0 : 1));
+	if (t == DEV_FLOAT32 && n > 3)
 		((float *)buf)[3] = NAN;
 }
 
@@ -435,42 +436,42 @@ static void test_reduce_every_dtype_op(void **s)
 	void *da = ops()->alloc(len), *db = ops()->alloc(len);
 
 	(void)s;
-	for (int t = 0; t < TP_DTYPE_MAX; t++) {
-		size_t bytes = n * tp_dtype_size((enum tp_dtype)t);
+	for (int t = 0; t < DEV_DTYPE_MAX; t++) {
+		size_t bytes = n * dev_dtype_size((enum dev_dtype)t);
 
-		for (int op = 0; op < TP_REDOP_MAX; op++) {
+		for (int op = 0; op < DEV_REDOP_MAX; op++) {
 			long reduces = c->reduces;
 
-			fill_random(x, n, (enum tp_dtype)t, 1 + t);
-			fill_random(y, n, (enum tp_dtype)t, 100 + op);
+			fill_random(x, n, (enum dev_dtype)t, 1 + t);
+			fill_random(y, n, (enum dev_dtype)t, 100 + op);
 			assert_int_equal(ops()->from_host(da, x, bytes), 0);
 			assert_int_equal(ops()->from_host(db, y, bytes), 0);
 			assert_int_equal(
-				ops()->reduce(da, db, n, (enum tp_dtype)t, (enum tp_redop)op), 0);
+				ops()->reduce(da, db, n, (enum dev_dtype)t, (enum dev_redop)op), 0);
 			assert_int_equal(c->reduces, reduces + 1);
 			assert_int_equal(ops()->to_host(got, da, bytes), 0);
 			memcpy(want, x, bytes);
-			tp_reduce(want, y, n, (enum tp_dtype)t, (enum tp_redop)op);
+			dev_reduce(want, y, n, (enum dev_dtype)t, (enum dev_redop)op);
 			assert_memory_equal(want, got, bytes);
 		}
 		/* AVG's division by the rank count, also past int8 / uint8 */
 		static const int divs[] = {3, 200, 256, 1000};
 
 		for (size_t k = 0; k < sizeof(divs) / sizeof(divs[0]); k++) {
-			fill_random(want, n, (enum tp_dtype)t, 7 + (unsigned)k);
+			fill_random(want, n, (enum dev_dtype)t, 7 + (unsigned)k);
 			assert_int_equal(ops()->from_host(da, want, bytes), 0);
-			assert_int_equal(ops()->scale_div(da, n, (enum tp_dtype)t, divs[k]), 0);
-			tp_scale_div(want, n, (enum tp_dtype)t, divs[k]);
+			assert_int_equal(ops()->scale_div(da, n, (enum dev_dtype)t, divs[k]), 0);
+			dev_scale_div(want, n, (enum dev_dtype)t, divs[k]);
 			assert_int_equal(ops()->to_host(got, da, bytes), 0);
 			assert_memory_equal(want, got, bytes);
 		}
 	}
-	assert_int_equal(ops()->reduce(da, db, 0, TP_FLOAT32, TP_SUM), 0);
-	assert_int_equal(ops()->reduce(da, db, 4, TP_DTYPE_MAX, TP_SUM), -EINVAL);
-	assert_int_equal(ops()->reduce(da, db, 4, TP_FLOAT32, TP_REDOP_MAX), -EINVAL);
-	assert_int_equal(ops()->scale_div(da, 4, TP_FLOAT32, 0), -EINVAL);
+	assert_int_equal(ops()->reduce(da, db, 0, DEV_FLOAT32, DEV_SUM), 0);
+	assert_int_equal(ops()->reduce(da, db, 4, DEV_DTYPE_MAX, DEV_SUM), -EINVAL);
+	assert_int_equal(ops()->reduce(da, db, 4, DEV_FLOAT32, DEV_REDOP_MAX), -EINVAL);
+	assert_int_equal(ops()->scale_div(da, 4, DEV_FLOAT32, 0), -EINVAL);
 	/* the second operand runs past its allocation */
-	assert_int_equal(ops()->reduce(da, (uint8_t *)db + 8, n, TP_FLOAT64, TP_SUM), -EINVAL);
+	assert_int_equal(ops()->reduce(da, (uint8_t *)db + 8, n, DEV_FLOAT64, DEV_SUM), -EINVAL);
 	ops()->free(da);
 	ops()->free(db);
 }
@@ -497,7 +498,7 @@ static void test_sgemm(void **s)
 		assert_int_equal(ops()->from_host(dc, c0, sizeof(c0)), 0);
 		memcpy(want, c0, sizeof(c0));
 		assert_int_equal(ops()->sgemm(ta, tb, M, N, K, 0.5f, da, db, 2.0f, dc), 0);
-		tp_host_sgemm(ta, tb, M, N, K, 0.5f, a, b, 2.0f, want);
+		dev_host_sgemm(ta, tb, M, N, K, 0.5f, a, b, 2.0f, want);
 		assert_int_equal(ops()->to_host(got, dc, sizeof(got)), 0);
 		assert_memory_equal(want, got, sizeof(got));
 	}
@@ -519,19 +520,19 @@ static void test_error_mapping(void **s)
 	assert_null(ops()->alloc(64));
 	assert_int_equal(errno, ENOMEM);
 	/* a failed allocation leaves nothing behind: the next kernel works */
-	assert_int_equal(ops()->reduce(d, d, 16, TP_FLOAT32, TP_SUM), 0);
+	assert_int_equal(ops()->reduce(d, d, 16, DEV_FLOAT32, DEV_SUM), 0);
 	c->fail_malloc = 1;
 	assert_null(ops()->host_alloc(64));
 	assert_int_equal(errno, ENOMEM);
 	c->fail_launch = 1;
-	assert_int_equal(ops()->reduce(d, d, 16, TP_FLOAT32, TP_SUM), -EIO);
+	assert_int_equal(ops()->reduce(d, d, 16, DEV_FLOAT32, DEV_SUM), -EIO);
 	c->fail_launch = 1;
-	assert_int_equal(ops()->scale_div(d, 16, TP_FLOAT32, 2), -EIO);
+	assert_int_equal(ops()->scale_div(d, 16, DEV_FLOAT32, 2), -EIO);
 	/* a pointer the runtime does not know: its own error, mapped */
 	int32_t stack[4] = {0};
 
-	assert_int_equal(ops()->reduce(stack, d, 4, TP_INT32, TP_SUM), -EINVAL);
-	assert_int_equal(ops()->reduce(d, d, 16, TP_FLOAT32, TP_SUM), 0);
+	assert_int_equal(ops()->reduce(stack, d, 4, DEV_INT32, DEV_SUM), -EINVAL);
+	assert_int_equal(ops()->reduce(d, d, 16, DEV_FLOAT32, DEV_SUM), 0);
 	ops()->free(d);
 }
 
@@ -567,14 +568,14 @@ int main(int argc, char **argv)
 	};
 
 	if (argc > 1 && strcmp(argv[1], "hip") == 0) {
-		kind = TP_MEM_HIP;
+		kind = DEV_MEM_HIP;
 		lib_env = "ICE_HIP_LIB";
 		vendor = "HIP";
 		runtime = "libamdhip64";
 	}
-	if (tp_mem_ops_get(kind) == NULL) {
+	if (dev_mem_ops_get(kind) == NULL) {
 		printf("%s backend not built (no %s): skipped\n", argc > 1 ? argv[1] : "cuda",
-		       kind == TP_MEM_HIP ? "hipcc" : "nvcc");
+		       kind == DEV_MEM_HIP ? "hipcc" : "nvcc");
 		return 77;
 	}
 	/* the error paths log on purpose: keep them out of the output */

@@ -2,8 +2,8 @@
 /*
  * The real device plugins (libice-cuda.so, libice-hip.so) on a real GPU:
  * every reduce dtype / op and scale_div bit for bit against the host
- * library (tp_reduce.c; NaN / signed-zero cases of max / min, AVG's
- * division by up to 1000 ranks), sgemm against tp_host_sgemm (one taller
+ * library (dev_reduce.c; NaN / signed-zero cases of max / min, AVG's
+ * division by up to 1000 ranks), sgemm against dev_host_sgemm (one taller
  * than 65535 row tiles), async copies, a second host thread. Exits
  * 77 with probe()'s reason where the backend is not built or finds no
  * usable device (as on CI machines: this checks, there, that a binary
@@ -23,49 +23,49 @@
 #include <cmocka.h>
 
 #include "ice_log.h"
-#include "tp_mem.h"
+#include "dev.h"
 
-static const struct tp_mem_ops *o;
+static const struct dev_mem_ops *o;
 
-static bool is_float(enum tp_dtype t)
+static bool is_float(enum dev_dtype t)
 {
-	return t == TP_FLOAT16 || t == TP_FLOAT32 || t == TP_FLOAT64 || t == TP_BFLOAT16;
+	return t == DEV_FLOAT16 || t == DEV_FLOAT32 || t == DEV_FLOAT64 || t == DEV_BFLOAT16;
 }
 
 /* Random values; for float dtypes x (the reduce's dst) and y (its src)
  * differ where max / min have special cases: 3: x NaN, y a number; 4: x a
  * number, y NaN; 5: x +0, y -0; 6: x -0, y +0; 7: x +inf, y -inf. */
-static void fill(void *buf, size_t n, enum tp_dtype t, unsigned seed, bool y)
+static void fill(void *buf, size_t n, enum dev_dtype t, unsigned seed, bool y)
 {
 	srand(seed);
 	for (size_t i = 0; i < n; i++) {
 		double v = (double)(rand() % 2001 - 1000);
 
-		if (t >= TP_FLOAT16) /* fractions, tiny and large values, ties */
+		if (t >= DEV_FLOAT16) /* fractions, tiny and large values, ties */
 			v = v / 64.0 * pow(2.0, rand() % 40 - 20);
-		tp_elem_set(buf, i, t, v);
+		dev_elem_set(buf, i, t, v);
 	}
 	if (is_float(t) && n > 10) {
-		tp_elem_set(buf, 3, t, y ? 1.5 : NAN);
-		tp_elem_set(buf, 4, t, y ? NAN : 1.5);
-		tp_elem_set(buf, 5, t, y ? -0.0 : 0.0);
-		tp_elem_set(buf, 6, t, y ? 0.0 : -0.0);
-		tp_elem_set(buf, 7, t, y ? -INFINITY : INFINITY);
+		dev_elem_set(buf, 3, t, y ? 1.5 : NAN);
+		dev_elem_set(buf, 4, t, y ? NAN : 1.5);
+		dev_elem_set(buf, 5, t, y ? -0.0 : 0.0);
+		dev_elem_set(buf, 6, t, y ? 0.0 : -0.0);
+		dev_elem_set(buf, 7, t, y ? -INFINITY : INFINITY);
 	}
 }
 
 /* Element i equal: bit for bit, except that the NaN an arithmetic operator
  * returns is the GPU's canonical one (PTX / GCN do not keep payloads); max
  * and min select an operand, so their NaNs are compared bit for bit. */
-static bool same(const uint8_t *got, const uint8_t *want, size_t i, enum tp_dtype t,
-		 enum tp_redop op)
+static bool same(const uint8_t *got, const uint8_t *want, size_t i, enum dev_dtype t,
+		 enum dev_redop op)
 {
-	size_t sz = tp_dtype_size(t);
+	size_t sz = dev_dtype_size(t);
 
 	if (memcmp(got + i * sz, want + i * sz, sz) == 0)
 		return true;
-	return is_float(t) && op != TP_MAX && op != TP_MIN && isnan(tp_elem_get(got, i, t)) &&
-	       isnan(tp_elem_get(want, i, t));
+	return is_float(t) && op != DEV_MAX && op != DEV_MIN && isnan(dev_elem_get(got, i, t)) &&
+	       isnan(dev_elem_get(want, i, t));
 }
 
 static void test_reduce_bitexact(void **s)
@@ -77,38 +77,38 @@ static void test_reduce_bitexact(void **s)
 	(void)s;
 	assert_non_null(da);
 	assert_non_null(db);
-	for (int t = 0; t < TP_DTYPE_MAX; t++) {
-		size_t bytes = n * tp_dtype_size((enum tp_dtype)t);
+	for (int t = 0; t < DEV_DTYPE_MAX; t++) {
+		size_t bytes = n * dev_dtype_size((enum dev_dtype)t);
 
-		for (int op = 0; op < TP_REDOP_MAX; op++) {
-			fill(x, n, (enum tp_dtype)t, 1 + t * 7 + op, false);
-			fill(y, n, (enum tp_dtype)t, 1000 + t * 7 + op, true);
+		for (int op = 0; op < DEV_REDOP_MAX; op++) {
+			fill(x, n, (enum dev_dtype)t, 1 + t * 7 + op, false);
+			fill(y, n, (enum dev_dtype)t, 1000 + t * 7 + op, true);
 			assert_int_equal(o->from_host(da, x, bytes), 0);
 			assert_int_equal(o->from_host(db, y, bytes), 0);
-			assert_int_equal(o->reduce(da, db, n, (enum tp_dtype)t, (enum tp_redop)op),
-					 0);
+			assert_int_equal(
+				o->reduce(da, db, n, (enum dev_dtype)t, (enum dev_redop)op), 0);
 			assert_int_equal(o->to_host(got, da, bytes), 0);
 			memcpy(want, x, bytes);
-			tp_reduce(want, y, n, (enum tp_dtype)t, (enum tp_redop)op);
+			dev_reduce(want, y, n, (enum dev_dtype)t, (enum dev_redop)op);
 			for (size_t i = 0; i < n; i++)
-				if (!same(got, want, i, (enum tp_dtype)t, (enum tp_redop)op)) {
+				if (!same(got, want, i, (enum dev_dtype)t, (enum dev_redop)op)) {
 					print_error("%s %s: element %zu: %g, host %g\n",
-						    tp_dtype_name((enum tp_dtype)t),
-						    tp_redop_name((enum tp_redop)op), i,
-						    tp_elem_get(got, i, (enum tp_dtype)t),
-						    tp_elem_get(want, i, (enum tp_dtype)t));
+						    dev_dtype_name((enum dev_dtype)t),
+						    dev_redop_name((enum dev_redop)op), i,
+						    dev_elem_get(got, i, (enum dev_dtype)t),
+						    dev_elem_get(want, i, (enum dev_dtype)t));
 					fail();
 				}
 			/* dst == src */
-			assert_int_equal(o->reduce(da, da, n, (enum tp_dtype)t, (enum tp_redop)op),
-					 0);
+			assert_int_equal(
+				o->reduce(da, da, n, (enum dev_dtype)t, (enum dev_redop)op), 0);
 			assert_int_equal(o->to_host(got, da, bytes), 0);
-			tp_reduce(want, want, n, (enum tp_dtype)t, (enum tp_redop)op);
+			dev_reduce(want, want, n, (enum dev_dtype)t, (enum dev_redop)op);
 			for (size_t i = 0; i < n; i++)
-				if (!same(got, want, i, (enum tp_dtype)t, (enum tp_redop)op)) {
+				if (!same(got, want, i, (enum dev_dtype)t, (enum dev_redop)op)) {
 					print_error("%s %s, dst == src: element %zu differs\n",
-						    tp_dtype_name((enum tp_dtype)t),
-						    tp_redop_name((enum tp_redop)op), i);
+						    dev_dtype_name((enum dev_dtype)t),
+						    dev_redop_name((enum dev_redop)op), i);
 					fail();
 				}
 		}
@@ -116,15 +116,15 @@ static void test_reduce_bitexact(void **s)
 		static const int divs[] = {7, 200, 256, 1000};
 
 		for (size_t k = 0; k < sizeof(divs) / sizeof(divs[0]); k++) {
-			fill(want, n, (enum tp_dtype)t, 77 + (unsigned)k, false);
+			fill(want, n, (enum dev_dtype)t, 77 + (unsigned)k, false);
 			assert_int_equal(o->from_host(da, want, bytes), 0);
-			assert_int_equal(o->scale_div(da, n, (enum tp_dtype)t, divs[k]), 0);
+			assert_int_equal(o->scale_div(da, n, (enum dev_dtype)t, divs[k]), 0);
 			assert_int_equal(o->to_host(got, da, bytes), 0);
-			tp_scale_div(want, n, (enum tp_dtype)t, divs[k]);
+			dev_scale_div(want, n, (enum dev_dtype)t, divs[k]);
 			for (size_t i = 0; i < n; i++)
-				if (!same(got, want, i, (enum tp_dtype)t, TP_AVG)) {
+				if (!same(got, want, i, (enum dev_dtype)t, DEV_AVG)) {
 					print_error("scale_div %s by %d: element %zu differs\n",
-						    tp_dtype_name((enum tp_dtype)t), divs[k], i);
+						    dev_dtype_name((enum dev_dtype)t), divs[k], i);
 					fail();
 				}
 		}
@@ -167,7 +167,7 @@ static void test_sgemm(void **s)
 			assert_int_equal(o->from_host(dc, c, lc * 4), 0);
 			assert_int_equal(o->sgemm(ta, tb, m, n, k, 1.5f, da, db, beta, dc), 0);
 			assert_int_equal(o->to_host(got, dc, lc * 4), 0);
-			tp_host_sgemm(ta, tb, m, n, k, 1.5f, a, b, beta, want);
+			dev_host_sgemm(ta, tb, m, n, k, 1.5f, a, b, beta, want);
 			for (size_t i = 0; i < lc; i++)
 				if (fabsf(got[i] - want[i]) >
 				    1e-4f * (float)k * fmaxf(1, fabsf(want[i]))) {
@@ -196,9 +196,9 @@ static void test_async_copies(void **s)
 	(void)s;
 	for (size_t i = 0; i < len; i++)
 		h[i] = (uint8_t)(i * 13);
-	assert_int_equal(o->copy_async(d, h, half, TP_COPY_FROM_HOST), 0);
-	assert_int_equal(o->copy_async(d + half, h + half, half, TP_COPY_FROM_HOST), 0);
-	assert_int_equal(o->copy_async(h2, d, len, TP_COPY_TO_HOST), 0);
+	assert_int_equal(o->copy_async(d, h, half, DEV_COPY_FROM_HOST), 0);
+	assert_int_equal(o->copy_async(d + half, h + half, half, DEV_COPY_FROM_HOST), 0);
+	assert_int_equal(o->copy_async(h2, d, len, DEV_COPY_TO_HOST), 0);
 	assert_int_equal(o->copy_wait(), 0);
 	assert_memory_equal(h, h2, len);
 	o->free(d);
@@ -222,9 +222,9 @@ static void *second_thread(void *p)
 		goto out;
 	for (size_t i = 0; i < ta->n; i++)
 		h[i] = (float)i;
-	if ((ta->ret = o->copy_async(d, h, ta->n * 4, TP_COPY_FROM_HOST)) != 0 ||
-	    (ta->ret = o->reduce(ta->a, d, ta->n, TP_FLOAT32, TP_SUM)) != 0 ||
-	    (ta->ret = o->reduce(ta->a, ta->b, ta->n, TP_FLOAT32, TP_SUM)) != 0 ||
+	if ((ta->ret = o->copy_async(d, h, ta->n * 4, DEV_COPY_FROM_HOST)) != 0 ||
+	    (ta->ret = o->reduce(ta->a, d, ta->n, DEV_FLOAT32, DEV_SUM)) != 0 ||
+	    (ta->ret = o->reduce(ta->a, ta->b, ta->n, DEV_FLOAT32, DEV_SUM)) != 0 ||
 	    (ta->ret = o->copy_wait()) != 0)
 		goto out;
 out:
@@ -268,12 +268,12 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_second_thread),
 	};
 	const char *name = argc > 1 ? argv[1] : "cuda";
-	enum tp_mem_kind kind = strcmp(name, "hip") == 0 ? TP_MEM_HIP : TP_MEM_CUDA;
+	enum dev_mem_kind kind = strcmp(name, "hip") == 0 ? DEV_MEM_HIP : DEV_MEM_CUDA;
 	char why[256];
 	int ret;
 
 	ice_log_init_env();
-	o = tp_mem_ops_get(kind);
+	o = dev_mem_ops_get(kind);
 	if (o == NULL) {
 		printf("%s backend not built: skipped\n", name);
 		return 77;

@@ -8,13 +8,14 @@
 # the program's deterministic mode (every 50th packet), checked against the
 # program's own counters.
 #
-# Needs root, tc, bpftool, ice-bench ($ICE_BENCH) and the compiled program
-# ($ICE_DROP_BPF); exits 77 saying what is missing.
+# Needs root, tc, bpftool, jq, ice-bench ($ICE_BENCH) and the compiled
+# program ($ICE_DROP_BPF); exits 77 saying what is missing. ice-bench's
+# results are read from its --json object.
 set -u
 . "$(dirname "$0")/lib_netns.sh"
 
 ice_need_root
-ice_need_tool ip tc bpftool
+ice_need_tool ip tc bpftool jq
 [ -n "${ICE_BENCH:-}" ] && [ -x "$ICE_BENCH" ] || ice_skip "ice-bench not built (ICE_BENCH)"
 [ -n "${ICE_DROP_BPF:-}" ] && [ -f "$ICE_DROP_BPF" ] ||
 	ice_skip "ice_drop.bpf.o not built (clang missing?)"
@@ -28,29 +29,32 @@ for ((i = 0; i < 4; i++)); do
 		{ echo "FAIL: cannot attach $ICE_DROP_BPF" >&2; exit 1; }
 done
 
-# bench NAME ARGS...: run ice-bench on the four namespaces, check the result.
+# bench NAME ARGS...: run ice-bench on the four namespaces, check the result
+# (the JSON object in $ICE_TMP/NAME.json, the table and logs in NAME.out).
 bench() {
-	local name=$1 out=$ICE_TMP/$1.out
+	local name=$1 out=$ICE_TMP/$1.out json=$ICE_TMP/$1.json
 	shift
 	echo "== $name: ice-bench $*"
 	# veth MTU 1500: RoCE MTU 1024
-	if ! timeout 300 "$ICE_BENCH" --netns "$(ice_ns_list)" --mtu 1024 "$@" >"$out" 2>&1; then
+	if ! timeout 300 "$ICE_BENCH" --netns "$(ice_ns_list)" --mtu 1024 --json "$@" \
+		>"$json" 2>"$out"; then
 		echo "FAIL: $name: ice-bench failed" >&2
 		cat "$out" >&2
 		fail=1
 		return 1
 	fi
 	grep -E '^# (Out of bounds|rank 0 transport)' "$out"
-	if ! grep -q 'Out of bounds values : 0 OK' "$out"; then
+	if ! jq -e '.wrong_total == 0 and ([.results[] | .out_of_place.wrong, .in_place.wrong]
+		| all(. == 0)) and (.results | length > 0)' "$json" >/dev/null; then
 		echo "FAIL: $name: wrong results" >&2
-		cat "$out" >&2
+		cat "$out" "$json" >&2
 		fail=1
 		return 1
 	fi
 }
 
 resent() {
-	sed -n 's/^# rank 0 transport: .* \([0-9][0-9]*\) resent.*/\1/p' "$ICE_TMP/$1.out"
+	jq -r '.transport_rank0.resent // empty' "$ICE_TMP/$1.json"
 }
 
 bench allreduce-1pct -C allreduce -b 1K -e 4M -c 1

@@ -27,7 +27,7 @@
 #include "ice_log.h"
 #include "ice_train.h"
 #include "tp_launch.h"
-#include "tp_mem.h"
+#include "dev.h"
 #include "tp_opts.h"
 
 #define ITR_MAX_JOBS   (TRN_MAX_DEVICES + 2)
@@ -813,9 +813,9 @@ int main(int argc, char **argv)
 	 * runtime) before the fork would break the ranks */
 	for (int i = 0; i < ndev; i++) {
 		const struct trn_profile *p = &prof[idx[i]];
-		int kind = p->emulated ? TP_MEM_HOST : tp_mem_kind_parse(p->kind);
+		int kind = p->emulated ? DEV_MEM_HOST : dev_mem_kind_parse(p->kind);
 
-		if (kind < 0 || tp_mem_ops_get((enum tp_mem_kind)kind) == NULL) {
+		if (kind < 0 || dev_mem_ops_get((enum dev_mem_kind)kind) == NULL) {
 			fprintf(stderr,
 				"ice-train: device '%s' (%s:%s) needs %s memory, which this build "
 				"lacks (see transport/README.md)\n",

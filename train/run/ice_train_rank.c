@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * One rank of an ice-train job: real fp32 matrix multiplies on the rank's
- * memory kind (tp_mem_ops->sgemm), real traffic over the transport.
+ * memory kind (dev_mem_ops->sgemm), real traffic over the transport.
  *
  * Two threads per rank. The compute thread runs forward, backward and the
  * optimizer. The communication thread owns the communicator while training
@@ -34,7 +34,7 @@
 #include "ice_train.h"
 #include "tp.h"
 #include "tp_dev.h"
-#include "tp_mem.h"
+#include "dev.h"
 
 /* The idle communication thread waits in the engine this long at most; a
  * packet, a transport timer or a queued operation (tp_engine_wake) ends
@@ -95,12 +95,12 @@ static int cop_run(struct cthread *t, struct cop *op)
 {
 	switch (op->kind) {
 	case COP_ALLREDUCE:
-		return tp_dev_allreduce(t->d, op->buf, op->buf, op->count, TP_FLOAT32, TP_SUM,
+		return tp_dev_allreduce(t->d, op->buf, op->buf, op->count, DEV_FLOAT32, DEV_SUM,
 					TP_STAGE_AUTO);
 	case COP_SEND:
-		return tp_dev_sendrecv(t->d, op->buf, op->peer, NULL, -1, op->count, TP_FLOAT32);
+		return tp_dev_sendrecv(t->d, op->buf, op->peer, NULL, -1, op->count, DEV_FLOAT32);
 	case COP_RECV:
-		return tp_dev_sendrecv(t->d, NULL, -1, op->buf, op->peer, op->count, TP_FLOAT32);
+		return tp_dev_sendrecv(t->d, NULL, -1, op->buf, op->peer, op->count, DEV_FLOAT32);
 	case COP_RS:
 		/* the gradient to host memory (device ranks), reduced in
 		 * place there: this rank's shard ends at hbuf + mine */
@@ -111,12 +111,12 @@ static int cop_run(struct cthread *t, struct cop *op)
 				return ret;
 		}
 		return tp_reduce_scatter_v(t->c, op->hbuf, op->hbuf + op->mine, op->counts,
-					   TP_FLOAT32, TP_SUM);
+					   DEV_FLOAT32, DEV_SUM);
 	case COP_AG: {
 		/* the owners' updated weights on the host master copy, then
 		 * to the device */
-		int ret =
-			tp_allgather_v(t->c, op->hbuf + op->mine, op->hbuf, op->counts, TP_FLOAT32);
+		int ret = tp_allgather_v(t->c, op->hbuf + op->mine, op->hbuf, op->counts,
+					 DEV_FLOAT32);
 
 		if (ret == 0 && op->hbuf != op->buf)
 			ret = tp_dev_comm_ops(t->d)->from_host(op->buf, op->hbuf, op->count * 4);
@@ -169,9 +169,9 @@ static void cthread_run(struct cthread *t, struct cop *op, int ret)
 		op->hval = fnv1a(FNV_INIT, op->buf, op->count * 4);
 	if (ret == 0 && t->async && (op->kind == COP_SEND || op->kind == COP_RECV)) {
 		memset(&op->req, 0, sizeof(op->req));
-		ret = op->kind == COP_SEND ? tp_dev_isend(t->d, op->buf, op->count, TP_FLOAT32,
+		ret = op->kind == COP_SEND ? tp_dev_isend(t->d, op->buf, op->count, DEV_FLOAT32,
 							  op->peer, &op->req)
-					   : tp_dev_irecv(t->d, op->buf, op->count, TP_FLOAT32,
+					   : tp_dev_irecv(t->d, op->buf, op->count, DEV_FLOAT32,
 							  op->peer, &op->req);
 		if (ret == 0) {
 			op->fly_next = t->fly;
@@ -227,7 +227,7 @@ static int cthread_start(struct cthread *t, struct tp_dev_comm *d)
 	t->d = d;
 	t->c = tp_dev_comm_base(d);
 	t->e = tp_comm_engine(t->c);
-	t->async = tp_dev_comm_ops(d)->kind == TP_MEM_HOST;
+	t->async = tp_dev_comm_ops(d)->kind == DEV_MEM_HOST;
 	pthread_mutex_init(&t->mu, NULL);
 	pthread_cond_init(&t->cv_done, NULL);
 	ret = pthread_create(&t->th, NULL, cthread_main, t);
@@ -349,7 +349,7 @@ struct rank {
 	struct itr_rank_result *me;
 	int r, n;
 	const struct trn_profile *prof;
-	const struct tp_mem_ops *ops;
+	const struct dev_mem_ops *ops;
 	bool host;    /* host memory: the weights are their own master copy */
 	bool sharded; /* DP with a sharded optimizer step (trn_optim) */
 	struct trn_emu emu;
@@ -526,7 +526,7 @@ static int loss_grad(struct rank *k, int slot, const float *negt, int rows)
 	const float *h;
 	int ret;
 
-	ret = k->ops->reduce(y, negt, cnt, TP_FLOAT32, TP_SUM);
+	ret = k->ops->reduce(y, negt, cnt, DEV_FLOAT32, DEV_SUM);
 	if (ret < 0)
 		return ret;
 	h = host_view(k, y, cnt);
@@ -888,7 +888,7 @@ static int setup_acts(struct rank *k, int row0, int nrows, bool first, bool last
 
 static void free_rank(struct rank *k)
 {
-	const struct tp_mem_ops *o = k->ops;
+	const struct dev_mem_ops *o = k->ops;
 
 	if (o == NULL)
 		return;
@@ -947,11 +947,11 @@ static int time_op(struct tp_dev_comm *d, int what, float *buf, size_t count, in
 		if (i == 0)
 			t0 = now_s();
 		if (what == 0)
-			ret = tp_dev_allreduce(d, buf, buf, count, TP_FLOAT32, TP_SUM,
+			ret = tp_dev_allreduce(d, buf, buf, count, DEV_FLOAT32, DEV_SUM,
 					       TP_STAGE_AUTO);
 		else
 			ret = tp_dev_sendrecv(d, buf, (r + 1) % n, buf + count, (r + n - 1) % n,
-					      count, TP_FLOAT32);
+					      count, DEV_FLOAT32);
 	}
 	if (ret < 0)
 		return ret;
@@ -1607,8 +1607,8 @@ static int run_rank(struct rank *k, struct tp_comm_cfg *cc)
 	char why[256] = "";
 	int kind, ret, r2;
 
-	kind = j->dev[k->r].emulated ? TP_MEM_HOST : tp_mem_kind_parse(j->dev[k->r].kind);
-	k->ops = kind < 0 ? NULL : tp_mem_ops_get((enum tp_mem_kind)kind);
+	kind = j->dev[k->r].emulated ? DEV_MEM_HOST : dev_mem_kind_parse(j->dev[k->r].kind);
+	k->ops = kind < 0 ? NULL : dev_mem_ops_get((enum dev_mem_kind)kind);
 	if (k->ops == NULL) {
 		fprintf(stderr, "ice-train: rank %d: device '%s' needs %s memory: not built in\n",
 			k->r, k->prof->name, k->prof->kind);
@@ -1620,7 +1620,7 @@ static int run_rank(struct rank *k, struct tp_comm_cfg *cc)
 			k->prof->name, k->ops->name, why[0] ? why : strerror(-ret));
 		return 2;
 	}
-	k->host = k->ops->kind == TP_MEM_HOST;
+	k->host = k->ops->kind == DEV_MEM_HOST;
 	k->sharded = j->scheme == ITR_DP && m->optim == TRN_OPTIM_SHARDED && k->n > 1;
 	k->emu.gflops = k->prof->gflops;
 	k->emu.mem_gbps = k->prof->mem_gbps;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * tp_devrt: the C ABI between the device backends' host logic
- * (tp_mem_gpu.c, linked into every ICE binary) and a device runtime plugin
+ * dev_rt: the C ABI between the device backends' host logic
+ * (dev_gpu.c, linked into every ICE binary) and a device runtime plugin
  * (libice-cuda.so built by nvcc, libice-hip.so built by hipcc), loaded with
  * dlopen at run time so binaries start on machines without a GPU or
  * without the vendor runtime. The plugin is a thin layer: each entry is
@@ -9,7 +9,7 @@
  * and error mapping live on the host side.
  *
  * Every entry returns 0 or the runtime's native error code (cudaError_t,
- * hipError_t as int); classify() maps a native code to enum tp_devrt_err
+ * hipError_t as int); classify() maps a native code to enum dev_rt_err
  * and error_string() names it. Streams and events are opaque handles.
  *
  * Threads: like the vendor runtimes, the current device is a property of
@@ -20,8 +20,8 @@
  * its return value is the launch's own status, not an earlier call's.
  * Test doubles (tests/dev/fake_devrt.c) implement the same table on the CPU.
  */
-#ifndef TP_DEVRT_H
-#define TP_DEVRT_H
+#ifndef DEV_RT_H
+#define DEV_RT_H
 
 #include <stddef.h>
 
@@ -29,29 +29,29 @@
 extern "C" {
 #endif
 
-#define TP_DEVRT_ABI   2
-#define TP_DEVRT_ENTRY "tp_devrt_get" /* const struct tp_devrt *tp_devrt_get(unsigned abi) */
+#define DEV_RT_ABI   2
+#define DEV_RT_ENTRY "dev_rt_get" /* const struct dev_rt *dev_rt_get(unsigned abi) */
 
-enum tp_devrt_err {
-	TP_DEVRT_OK = 0,
-	TP_DEVRT_ENOMEM,   /* out of device or pinned memory */
-	TP_DEVRT_EINVAL,   /* bad argument, bad pointer */
-	TP_DEVRT_ENODEV,   /* no device, or the device index does not exist */
-	TP_DEVRT_ENODRV,   /* no driver, or the driver is older than the runtime */
-	TP_DEVRT_ELAUNCH,  /* kernel launch failed or faulted */
-	TP_DEVRT_EUNSUPP,  /* dtype / op the plugin does not know */
-	TP_DEVRT_ENOIMAGE, /* no kernel binary / PTX in the plugin for this GPU */
-	TP_DEVRT_EOTHER,
+enum dev_rt_err {
+	DEV_RT_OK = 0,
+	DEV_RT_ENOMEM,	 /* out of device or pinned memory */
+	DEV_RT_EINVAL,	 /* bad argument, bad pointer */
+	DEV_RT_ENODEV,	 /* no device, or the device index does not exist */
+	DEV_RT_ENODRV,	 /* no driver, or the driver is older than the runtime */
+	DEV_RT_ELAUNCH,	 /* kernel launch failed or faulted */
+	DEV_RT_EUNSUPP,	 /* dtype / op the plugin does not know */
+	DEV_RT_ENOIMAGE, /* no kernel binary / PTX in the plugin for this GPU */
+	DEV_RT_EOTHER,
 };
 
-enum tp_devrt_copy {
-	TP_DEVRT_D2H = 0,
-	TP_DEVRT_H2D,
-	TP_DEVRT_D2D,
+enum dev_rt_copy {
+	DEV_RT_D2H = 0,
+	DEV_RT_H2D,
+	DEV_RT_D2D,
 };
 
-struct tp_devrt {
-	unsigned abi;	  /* TP_DEVRT_ABI */
+struct dev_rt {
+	unsigned abi;	  /* DEV_RT_ABI */
 	const char *name; /* "cuda", "hip" */
 	int (*classify)(int native);
 	const char *(*error_string)(int native);
@@ -73,7 +73,7 @@ struct tp_devrt {
 	int (*stream_wait_event)(void *s, void *e);
 	int (*memcpy_async)(void *dst, const void *src, size_t len, int dir, void *s);
 	/* Kernel launches on stream s (asynchronous); dtype / op are the
-	 * values of enum tp_dtype / enum tp_redop. */
+	 * values of enum dev_dtype / enum dev_redop. */
 	int (*reduce)(void *dst, const void *src, size_t count, int dtype, int op, void *s);
 	int (*scale_div)(void *buf, size_t count, int dtype, int n, void *s);
 	int (*sgemm)(int ta, int tb, int m, int n, int k, float alpha, const float *a,
@@ -85,10 +85,10 @@ struct tp_devrt {
 	const char *built_for;
 };
 
-typedef const struct tp_devrt *(*tp_devrt_get_fn)(unsigned abi);
+typedef const struct dev_rt *(*dev_rt_get_fn)(unsigned abi);
 
 #ifdef __cplusplus
 }
 #endif
 
-#endif /* TP_DEVRT_H */
+#endif /* DEV_RT_H */

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * tp_reduce: reduction kernels (see tp_reduce.h).
+ * dev_reduce: reduction kernels (see dev.h).
  *
  * Every (type, op) pair is a plain loop over restrict-qualified pointers,
  * stamped out by macros, so gcc's vectoriser sees one simple loop each.
  * Three shapes per pair: d op= s (two distinct buffers), d op= d (dst ==
- * src) and d = a op b (three distinct buffers); tp_reduce3() with dst equal
+ * src) and d = a op b (three distinct buffers); dev_reduce3() with dst equal
  * to a or b uses the two-buffer shape, which is exact because every op here
  * is commutative.
  *
@@ -15,14 +15,14 @@
  *  - floats: max and min propagate NaN (a NaN in either input gives a NaN,
  *    like IEEE 754-2019 maximum/minimum, and unlike fmax). -0 and +0 compare
  *    equal; the result is then the second operand (src / b).
- *  - f16 / bf16: converted to f32 in blocks of TP_CVT_BLOCK elements, reduced
+ *  - f16 / bf16: converted to f32 in blocks of DEV_CVT_BLOCK elements, reduced
  *    in f32, rounded back to nearest even. f32 carries at least 2p + 2 bits
  *    of the 16-bit formats, so the double rounding of a sum, product or
  *    quotient is innocuous: results are correctly rounded.
  *  - conversions are plain C (branch-free, vectorisable); with -mf16c the
  *    f16 ones use the F16C instructions instead.
  */
-#include "tp_reduce.h"
+#include "dev.h"
 
 #include <math.h>
 #include <string.h>
@@ -31,49 +31,51 @@
 #include <immintrin.h>
 #endif
 
-#define TP_CVT_BLOCK 64
+#define DEV_CVT_BLOCK 64
 
 /* ---- names ---- */
 
 static const struct {
 	const char *name;
 	size_t size;
-} dtype_info[TP_DTYPE_MAX] = {
-	[TP_INT8] = {"int8", 1},	 [TP_UINT8] = {"uint8", 1},   [TP_INT32] = {"int32", 4},
-	[TP_UINT32] = {"uint32", 4},	 [TP_INT64] = {"int64", 8},   [TP_UINT64] = {"uint64", 8},
-	[TP_FLOAT16] = {"half", 2},	 [TP_FLOAT32] = {"float", 4}, [TP_FLOAT64] = {"double", 8},
-	[TP_BFLOAT16] = {"bfloat16", 2},
+} dtype_info[DEV_DTYPE_MAX] = {
+	[DEV_INT8] = {"int8", 1},      [DEV_UINT8] = {"uint8", 1},
+	[DEV_INT32] = {"int32", 4},    [DEV_UINT32] = {"uint32", 4},
+	[DEV_INT64] = {"int64", 8},    [DEV_UINT64] = {"uint64", 8},
+	[DEV_FLOAT16] = {"half", 2},   [DEV_FLOAT32] = {"float", 4},
+	[DEV_FLOAT64] = {"double", 8}, [DEV_BFLOAT16] = {"bfloat16", 2},
 };
 
 static const struct {
 	const char *alias;
-	enum tp_dtype t;
+	enum dev_dtype t;
 } dtype_alias[] = {
-	{"i8", TP_INT8},	 {"u8", TP_UINT8},	  {"i32", TP_INT32},
-	{"u32", TP_UINT32},	 {"i64", TP_INT64},	  {"u64", TP_UINT64},
-	{"f16", TP_FLOAT16},	 {"float16", TP_FLOAT16}, {"f32", TP_FLOAT32},
-	{"float32", TP_FLOAT32}, {"f64", TP_FLOAT64},	  {"float64", TP_FLOAT64},
-	{"bf16", TP_BFLOAT16},
+	{"i8", DEV_INT8},	  {"u8", DEV_UINT8},	    {"i32", DEV_INT32},
+	{"u32", DEV_UINT32},	  {"i64", DEV_INT64},	    {"u64", DEV_UINT64},
+	{"f16", DEV_FLOAT16},	  {"float16", DEV_FLOAT16}, {"f32", DEV_FLOAT32},
+	{"float32", DEV_FLOAT32}, {"f64", DEV_FLOAT64},	    {"float64", DEV_FLOAT64},
+	{"bf16", DEV_BFLOAT16},
 };
 
-static const char *const redop_names[TP_REDOP_MAX] = {
-	[TP_SUM] = "sum", [TP_PROD] = "prod", [TP_MAX] = "max", [TP_MIN] = "min", [TP_AVG] = "avg",
+static const char *const redop_names[DEV_REDOP_MAX] = {
+	[DEV_SUM] = "sum", [DEV_PROD] = "prod", [DEV_MAX] = "max",
+	[DEV_MIN] = "min", [DEV_AVG] = "avg",
 };
 
-size_t tp_dtype_size(enum tp_dtype t)
+size_t dev_dtype_size(enum dev_dtype t)
 {
-	if ((unsigned)t >= TP_DTYPE_MAX)
+	if ((unsigned)t >= DEV_DTYPE_MAX)
 		return 0;
 	return dtype_info[t].size;
 }
 
-int tp_dtype_parse(const char *s)
+int dev_dtype_parse(const char *s)
 {
 	size_t i;
 
 	if (s == NULL)
 		return -1;
-	for (i = 0; i < TP_DTYPE_MAX; i++)
+	for (i = 0; i < DEV_DTYPE_MAX; i++)
 		if (strcmp(s, dtype_info[i].name) == 0)
 			return (int)i;
 	for (i = 0; i < sizeof(dtype_alias) / sizeof(dtype_alias[0]); i++)
@@ -82,28 +84,28 @@ int tp_dtype_parse(const char *s)
 	return -1;
 }
 
-const char *tp_dtype_name(enum tp_dtype t)
+const char *dev_dtype_name(enum dev_dtype t)
 {
-	if ((unsigned)t >= TP_DTYPE_MAX)
+	if ((unsigned)t >= DEV_DTYPE_MAX)
 		return "unknown";
 	return dtype_info[t].name;
 }
 
-int tp_redop_parse(const char *s)
+int dev_redop_parse(const char *s)
 {
 	int i;
 
 	if (s == NULL)
 		return -1;
-	for (i = 0; i < TP_REDOP_MAX; i++)
+	for (i = 0; i < DEV_REDOP_MAX; i++)
 		if (strcmp(s, redop_names[i]) == 0)
 			return i;
 	return -1;
 }
 
-const char *tp_redop_name(enum tp_redop op)
+const char *dev_redop_name(enum dev_redop op)
 {
-	if ((unsigned)op >= TP_REDOP_MAX)
+	if ((unsigned)op >= DEV_REDOP_MAX)
 		return "unknown";
 	return redop_names[op];
 }
@@ -176,22 +178,22 @@ static inline uint16_t float_to_bf16(float f)
 	return (uint16_t)((u & 0x7fffffff) > 0x7f800000 ? q : r);
 }
 
-float tp_half_to_float(uint16_t h)
+float dev_half_to_float(uint16_t h)
 {
 	return half_to_float(h);
 }
 
-uint16_t tp_float_to_half(float f)
+uint16_t dev_float_to_half(float f)
 {
 	return float_to_half(f);
 }
 
-float tp_bf16_to_float(uint16_t b)
+float dev_bf16_to_float(uint16_t b)
 {
 	return bf16_to_float(b);
 }
 
-uint16_t tp_float_to_bf16(float f)
+uint16_t dev_float_to_bf16(float f)
 {
 	return float_to_bf16(f);
 }
@@ -253,7 +255,7 @@ static void float_block_to_bf16(uint16_t *restrict d, const float *restrict s, s
 /* Stamps the three loop shapes of one (type, op), with the signature of the
  * dispatch table. The 8-bit products are computed in int ((UT)x * (UT)y
  * promotes, which cannot overflow for 8 bits) and wrap on the cast back. */
-#define TP_KERNELS(name, T, UT, OP)                                                                \
+#define DEV_KERNELS(name, T, UT, OP)                                                               \
 	static void name##_2(void *restrict dv, const void *restrict sv, size_t n)                 \
 	{                                                                                          \
 		T *restrict d = dv;                                                                \
@@ -277,36 +279,36 @@ static void float_block_to_bf16(uint16_t *restrict d, const float *restrict s, s
 			d[i] = OP(T, UT, a[i], b[i]);                                              \
 	}
 
-#define TP_INT_KERNELS(tn, T, UT)                                                                  \
-	TP_KERNELS(tn##_sum, T, UT, OP_ISUM)                                                       \
-	TP_KERNELS(tn##_prod, T, UT, OP_IPROD)                                                     \
-	TP_KERNELS(tn##_max, T, UT, OP_IMAX)                                                       \
-	TP_KERNELS(tn##_min, T, UT, OP_IMIN)
+#define DEV_INT_KERNELS(tn, T, UT)                                                                 \
+	DEV_KERNELS(tn##_sum, T, UT, OP_ISUM)                                                      \
+	DEV_KERNELS(tn##_prod, T, UT, OP_IPROD)                                                    \
+	DEV_KERNELS(tn##_max, T, UT, OP_IMAX)                                                      \
+	DEV_KERNELS(tn##_min, T, UT, OP_IMIN)
 
-#define TP_FLT_KERNELS(tn, T)                                                                      \
-	TP_KERNELS(tn##_sum, T, T, OP_FSUM)                                                        \
-	TP_KERNELS(tn##_prod, T, T, OP_FPROD)                                                      \
-	TP_KERNELS(tn##_max, T, T, OP_FMAX)                                                        \
-	TP_KERNELS(tn##_min, T, T, OP_FMIN)
+#define DEV_FLT_KERNELS(tn, T)                                                                     \
+	DEV_KERNELS(tn##_sum, T, T, OP_FSUM)                                                       \
+	DEV_KERNELS(tn##_prod, T, T, OP_FPROD)                                                     \
+	DEV_KERNELS(tn##_max, T, T, OP_FMAX)                                                       \
+	DEV_KERNELS(tn##_min, T, T, OP_FMIN)
 
-TP_INT_KERNELS(i8, int8_t, uint8_t)
-TP_INT_KERNELS(u8, uint8_t, uint8_t)
-TP_INT_KERNELS(i32, int32_t, uint32_t)
-TP_INT_KERNELS(u32, uint32_t, uint32_t)
-TP_INT_KERNELS(i64, int64_t, uint64_t)
-TP_INT_KERNELS(u64, uint64_t, uint64_t)
-TP_FLT_KERNELS(f32, float)
-TP_FLT_KERNELS(f64, double)
+DEV_INT_KERNELS(i8, int8_t, uint8_t)
+DEV_INT_KERNELS(u8, uint8_t, uint8_t)
+DEV_INT_KERNELS(i32, int32_t, uint32_t)
+DEV_INT_KERNELS(u32, uint32_t, uint32_t)
+DEV_INT_KERNELS(i64, int64_t, uint64_t)
+DEV_INT_KERNELS(u64, uint64_t, uint64_t)
+DEV_FLT_KERNELS(f32, float)
+DEV_FLT_KERNELS(f64, double)
 
 /* 16-bit floats: through f32 blocks on the stack, using the f32 kernels. */
-#define TP_HALF_KERNELS(name, to_f32, from_f32, f32op)                                             \
+#define DEV_HALF_KERNELS(name, to_f32, from_f32, f32op)                                            \
 	static void name##_2(void *restrict dv, const void *restrict sv, size_t n)                 \
 	{                                                                                          \
 		uint16_t *restrict d = dv;                                                         \
 		const uint16_t *restrict s = sv;                                                   \
-		float fd[TP_CVT_BLOCK], fs[TP_CVT_BLOCK];                                          \
-		for (size_t i = 0; i < n; i += TP_CVT_BLOCK) {                                     \
-			size_t m = n - i < TP_CVT_BLOCK ? n - i : TP_CVT_BLOCK;                    \
+		float fd[DEV_CVT_BLOCK], fs[DEV_CVT_BLOCK];                                        \
+		for (size_t i = 0; i < n; i += DEV_CVT_BLOCK) {                                    \
+			size_t m = n - i < DEV_CVT_BLOCK ? n - i : DEV_CVT_BLOCK;                  \
 			to_f32(fd, d + i, m);                                                      \
 			to_f32(fs, s + i, m);                                                      \
 			f32op##_2(fd, fs, m);                                                      \
@@ -316,9 +318,9 @@ TP_FLT_KERNELS(f64, double)
 	static void name##_1(void *restrict dv, size_t n)                                          \
 	{                                                                                          \
 		uint16_t *restrict d = dv;                                                         \
-		float fd[TP_CVT_BLOCK];                                                            \
-		for (size_t i = 0; i < n; i += TP_CVT_BLOCK) {                                     \
-			size_t m = n - i < TP_CVT_BLOCK ? n - i : TP_CVT_BLOCK;                    \
+		float fd[DEV_CVT_BLOCK];                                                           \
+		for (size_t i = 0; i < n; i += DEV_CVT_BLOCK) {                                    \
+			size_t m = n - i < DEV_CVT_BLOCK ? n - i : DEV_CVT_BLOCK;                  \
 			to_f32(fd, d + i, m);                                                      \
 			f32op##_1(fd, m);                                                          \
 			from_f32(d + i, fd, m);                                                    \
@@ -330,9 +332,9 @@ TP_FLT_KERNELS(f64, double)
 		uint16_t *restrict d = dv;                                                         \
 		const uint16_t *restrict a = av;                                                   \
 		const uint16_t *restrict b = bv;                                                   \
-		float fa[TP_CVT_BLOCK], fb[TP_CVT_BLOCK];                                          \
-		for (size_t i = 0; i < n; i += TP_CVT_BLOCK) {                                     \
-			size_t m = n - i < TP_CVT_BLOCK ? n - i : TP_CVT_BLOCK;                    \
+		float fa[DEV_CVT_BLOCK], fb[DEV_CVT_BLOCK];                                        \
+		for (size_t i = 0; i < n; i += DEV_CVT_BLOCK) {                                    \
+			size_t m = n - i < DEV_CVT_BLOCK ? n - i : DEV_CVT_BLOCK;                  \
 			to_f32(fa, a + i, m);                                                      \
 			to_f32(fb, b + i, m);                                                      \
 			f32op##_2(fa, fb, m);                                                      \
@@ -340,50 +342,52 @@ TP_FLT_KERNELS(f64, double)
 		}                                                                                  \
 	}
 
-#define TP_HALF_TYPE_KERNELS(tn, to_f32, from_f32)                                                 \
-	TP_HALF_KERNELS(tn##_sum, to_f32, from_f32, f32_sum)                                       \
-	TP_HALF_KERNELS(tn##_prod, to_f32, from_f32, f32_prod)                                     \
-	TP_HALF_KERNELS(tn##_max, to_f32, from_f32, f32_max)                                       \
-	TP_HALF_KERNELS(tn##_min, to_f32, from_f32, f32_min)
+#define DEV_HALF_TYPE_KERNELS(tn, to_f32, from_f32)                                                \
+	DEV_HALF_KERNELS(tn##_sum, to_f32, from_f32, f32_sum)                                      \
+	DEV_HALF_KERNELS(tn##_prod, to_f32, from_f32, f32_prod)                                    \
+	DEV_HALF_KERNELS(tn##_max, to_f32, from_f32, f32_max)                                      \
+	DEV_HALF_KERNELS(tn##_min, to_f32, from_f32, f32_min)
 
-TP_HALF_TYPE_KERNELS(f16, half_block_to_float, float_block_to_half)
-TP_HALF_TYPE_KERNELS(bf16, bf16_block_to_float, float_block_to_bf16)
+DEV_HALF_TYPE_KERNELS(f16, half_block_to_float, float_block_to_half)
+DEV_HALF_TYPE_KERNELS(bf16, bf16_block_to_float, float_block_to_bf16)
 
 /* ---- dispatch ---- */
 
-typedef void (*tp_k2_fn)(void *restrict d, const void *restrict s, size_t n);
-typedef void (*tp_k1_fn)(void *restrict d, size_t n);
-typedef void (*tp_k3_fn)(void *restrict d, const void *restrict a, const void *restrict b,
-			 size_t n);
+typedef void (*dev_k2_fn)(void *restrict d, const void *restrict s, size_t n);
+typedef void (*dev_k1_fn)(void *restrict d, size_t n);
+typedef void (*dev_k3_fn)(void *restrict d, const void *restrict a, const void *restrict b,
+			  size_t n);
 
-struct tp_kernel {
-	tp_k2_fn k2;
-	tp_k1_fn k1;
-	tp_k3_fn k3;
+struct dev_kernel {
+	dev_k2_fn k2;
+	dev_k1_fn k1;
+	dev_k3_fn k3;
 };
 
-#define TP_K(name)                                                                                 \
+#define DEV_K(name)                                                                                \
 	{                                                                                          \
 		name##_2, name##_1, name##_3                                                       \
 	}
-#define TP_KROW(tn)                                                                                \
+#define DEV_KROW(tn)                                                                               \
 	{                                                                                          \
-		[TP_SUM] = TP_K(tn##_sum), [TP_PROD] = TP_K(tn##_prod), [TP_MAX] = TP_K(tn##_max), \
-		[TP_MIN] = TP_K(tn##_min), [TP_AVG] = TP_K(tn##_sum),                              \
+		[DEV_SUM] = DEV_K(tn##_sum), [DEV_PROD] = DEV_K(tn##_prod),                        \
+		[DEV_MAX] = DEV_K(tn##_max), [DEV_MIN] = DEV_K(tn##_min),                          \
+		[DEV_AVG] = DEV_K(tn##_sum),                                                       \
 	}
 
-static const struct tp_kernel kernels[TP_DTYPE_MAX][TP_REDOP_MAX] = {
-	[TP_INT8] = TP_KROW(i8),       [TP_UINT8] = TP_KROW(u8),    [TP_INT32] = TP_KROW(i32),
-	[TP_UINT32] = TP_KROW(u32),    [TP_INT64] = TP_KROW(i64),   [TP_UINT64] = TP_KROW(u64),
-	[TP_FLOAT16] = TP_KROW(f16),   [TP_FLOAT32] = TP_KROW(f32), [TP_FLOAT64] = TP_KROW(f64),
-	[TP_BFLOAT16] = TP_KROW(bf16),
+static const struct dev_kernel kernels[DEV_DTYPE_MAX][DEV_REDOP_MAX] = {
+	[DEV_INT8] = DEV_KROW(i8),     [DEV_UINT8] = DEV_KROW(u8),
+	[DEV_INT32] = DEV_KROW(i32),   [DEV_UINT32] = DEV_KROW(u32),
+	[DEV_INT64] = DEV_KROW(i64),   [DEV_UINT64] = DEV_KROW(u64),
+	[DEV_FLOAT16] = DEV_KROW(f16), [DEV_FLOAT32] = DEV_KROW(f32),
+	[DEV_FLOAT64] = DEV_KROW(f64), [DEV_BFLOAT16] = DEV_KROW(bf16),
 };
 
-void tp_reduce(void *dst, const void *src, size_t count, enum tp_dtype t, enum tp_redop op)
+void dev_reduce(void *dst, const void *src, size_t count, enum dev_dtype t, enum dev_redop op)
 {
-	const struct tp_kernel *k;
+	const struct dev_kernel *k;
 
-	if (count == 0 || (unsigned)t >= TP_DTYPE_MAX || (unsigned)op >= TP_REDOP_MAX)
+	if (count == 0 || (unsigned)t >= DEV_DTYPE_MAX || (unsigned)op >= DEV_REDOP_MAX)
 		return;
 	k = &kernels[t][op];
 	if (dst == src)
@@ -392,12 +396,12 @@ void tp_reduce(void *dst, const void *src, size_t count, enum tp_dtype t, enum t
 		k->k2(dst, src, count);
 }
 
-void tp_reduce3(void *dst, const void *a, const void *b, size_t count, enum tp_dtype t,
-		enum tp_redop op)
+void dev_reduce3(void *dst, const void *a, const void *b, size_t count, enum dev_dtype t,
+		 enum dev_redop op)
 {
-	const struct tp_kernel *k;
+	const struct dev_kernel *k;
 
-	if (count == 0 || (unsigned)t >= TP_DTYPE_MAX || (unsigned)op >= TP_REDOP_MAX)
+	if (count == 0 || (unsigned)t >= DEV_DTYPE_MAX || (unsigned)op >= DEV_REDOP_MAX)
 		return;
 	k = &kernels[t][op];
 	if (dst == a && dst == b)
@@ -412,7 +416,7 @@ void tp_reduce3(void *dst, const void *a, const void *b, size_t count, enum tp_d
 
 /* ---- AVG's final step ---- */
 
-#define TP_DIV_LOOP(T, buf, count, n)                                                              \
+#define DEV_DIV_LOOP(T, buf, count, n)                                                             \
 	do {                                                                                       \
 		T *restrict p_ = (buf);                                                            \
 		for (size_t i_ = 0; i_ < (count); i_++)                                            \
@@ -421,10 +425,10 @@ void tp_reduce3(void *dst, const void *a, const void *b, size_t count, enum tp_d
 
 static void div_half(uint16_t *restrict p, size_t count, float n, int bf)
 {
-	float f[TP_CVT_BLOCK];
+	float f[DEV_CVT_BLOCK];
 
-	for (size_t i = 0; i < count; i += TP_CVT_BLOCK) {
-		size_t m = count - i < TP_CVT_BLOCK ? count - i : TP_CVT_BLOCK;
+	for (size_t i = 0; i < count; i += DEV_CVT_BLOCK) {
+		size_t m = count - i < DEV_CVT_BLOCK ? count - i : DEV_CVT_BLOCK;
 
 		if (bf)
 			bf16_block_to_float(f, p + i, m);
@@ -439,39 +443,39 @@ static void div_half(uint16_t *restrict p, size_t count, float n, int bf)
 	}
 }
 
-void tp_scale_div(void *buf, size_t count, enum tp_dtype t, int n)
+void dev_scale_div(void *buf, size_t count, enum dev_dtype t, int n)
 {
 	if (n <= 0 || count == 0)
 		return;
 	switch (t) {
-	case TP_INT8:
-		TP_DIV_LOOP(int8_t, buf, count, n);
+	case DEV_INT8:
+		DEV_DIV_LOOP(int8_t, buf, count, n);
 		break;
-	case TP_UINT8:
-		TP_DIV_LOOP(uint8_t, buf, count, (unsigned)n);
+	case DEV_UINT8:
+		DEV_DIV_LOOP(uint8_t, buf, count, (unsigned)n);
 		break;
-	case TP_INT32:
-		TP_DIV_LOOP(int32_t, buf, count, (int32_t)n);
+	case DEV_INT32:
+		DEV_DIV_LOOP(int32_t, buf, count, (int32_t)n);
 		break;
-	case TP_UINT32:
-		TP_DIV_LOOP(uint32_t, buf, count, (uint32_t)n);
+	case DEV_UINT32:
+		DEV_DIV_LOOP(uint32_t, buf, count, (uint32_t)n);
 		break;
-	case TP_INT64:
-		TP_DIV_LOOP(int64_t, buf, count, (int64_t)n);
+	case DEV_INT64:
+		DEV_DIV_LOOP(int64_t, buf, count, (int64_t)n);
 		break;
-	case TP_UINT64:
-		TP_DIV_LOOP(uint64_t, buf, count, (uint64_t)n);
+	case DEV_UINT64:
+		DEV_DIV_LOOP(uint64_t, buf, count, (uint64_t)n);
 		break;
-	case TP_FLOAT32:
-		TP_DIV_LOOP(float, buf, count, (float)n);
+	case DEV_FLOAT32:
+		DEV_DIV_LOOP(float, buf, count, (float)n);
 		break;
-	case TP_FLOAT64:
-		TP_DIV_LOOP(double, buf, count, (double)n);
+	case DEV_FLOAT64:
+		DEV_DIV_LOOP(double, buf, count, (double)n);
 		break;
-	case TP_FLOAT16:
+	case DEV_FLOAT16:
 		div_half(buf, count, (float)n, 0);
 		break;
-	case TP_BFLOAT16:
+	case DEV_BFLOAT16:
 		div_half(buf, count, (float)n, 1);
 		break;
 	default:
@@ -513,44 +517,44 @@ static double sat(double v, double lo, double hi)
 	return trunc(v);
 }
 
-void tp_elem_set(void *buf, size_t i, enum tp_dtype t, double v)
+void dev_elem_set(void *buf, size_t i, enum dev_dtype t, double v)
 {
 	switch (t) {
-	case TP_INT8:
+	case DEV_INT8:
 		((int8_t *)buf)[i] = (int8_t)sat(v, INT8_MIN, INT8_MAX);
 		break;
-	case TP_UINT8:
+	case DEV_UINT8:
 		((uint8_t *)buf)[i] = (uint8_t)sat(v, 0, UINT8_MAX);
 		break;
-	case TP_INT32:
+	case DEV_INT32:
 		((int32_t *)buf)[i] = (int32_t)sat(v, INT32_MIN, INT32_MAX);
 		break;
-	case TP_UINT32:
+	case DEV_UINT32:
 		((uint32_t *)buf)[i] = (uint32_t)sat(v, 0, UINT32_MAX);
 		break;
-	case TP_INT64:
+	case DEV_INT64:
 		/* 2^63 is not an int64; INT64_MAX as double rounds up to it */
 		if (!isnan(v) && v >= 0x1p63)
 			((int64_t *)buf)[i] = INT64_MAX;
 		else
 			((int64_t *)buf)[i] = (int64_t)sat(v, -0x1p63, 0x1p63);
 		break;
-	case TP_UINT64:
+	case DEV_UINT64:
 		if (!isnan(v) && v >= 0x1p64)
 			((uint64_t *)buf)[i] = UINT64_MAX;
 		else
 			((uint64_t *)buf)[i] = (uint64_t)sat(v, 0, 0x1p64);
 		break;
-	case TP_FLOAT16:
+	case DEV_FLOAT16:
 		((uint16_t *)buf)[i] = float_to_half(double_to_float_odd(v));
 		break;
-	case TP_FLOAT32:
+	case DEV_FLOAT32:
 		((float *)buf)[i] = (float)v;
 		break;
-	case TP_FLOAT64:
+	case DEV_FLOAT64:
 		((double *)buf)[i] = v;
 		break;
-	case TP_BFLOAT16:
+	case DEV_BFLOAT16:
 		((uint16_t *)buf)[i] = float_to_bf16(double_to_float_odd(v));
 		break;
 	default:
@@ -558,28 +562,28 @@ void tp_elem_set(void *buf, size_t i, enum tp_dtype t, double v)
 	}
 }
 
-double tp_elem_get(const void *buf, size_t i, enum tp_dtype t)
+double dev_elem_get(const void *buf, size_t i, enum dev_dtype t)
 {
 	switch (t) {
-	case TP_INT8:
+	case DEV_INT8:
 		return ((const int8_t *)buf)[i];
-	case TP_UINT8:
+	case DEV_UINT8:
 		return ((const uint8_t *)buf)[i];
-	case TP_INT32:
+	case DEV_INT32:
 		return ((const int32_t *)buf)[i];
-	case TP_UINT32:
+	case DEV_UINT32:
 		return ((const uint32_t *)buf)[i];
-	case TP_INT64:
+	case DEV_INT64:
 		return (double)((const int64_t *)buf)[i];
-	case TP_UINT64:
+	case DEV_UINT64:
 		return (double)((const uint64_t *)buf)[i];
-	case TP_FLOAT16:
+	case DEV_FLOAT16:
 		return half_to_float(((const uint16_t *)buf)[i]);
-	case TP_FLOAT32:
+	case DEV_FLOAT32:
 		return ((const float *)buf)[i];
-	case TP_FLOAT64:
+	case DEV_FLOAT64:
 		return ((const double *)buf)[i];
-	case TP_BFLOAT16:
+	case DEV_BFLOAT16:
 		return bf16_to_float(((const uint16_t *)buf)[i]);
 	default:
 		return 0;

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * tp_mem_gpu: the host half of the device memory backends (tp_mem_gpu.h).
+ * dev_gpu: the host half of the device memory backends (dev_gpu.h).
  *
  * Threads and streams: the current device is per host thread in the vendor
  * runtimes, so each thread's first call selects $ICE_DEVICE on it and
  * creates that thread's compute and copy streams and copy event (struct
- * tp_gpu_thread behind a pthread key; freed at thread exit). Every
+ * dev_gpu_thread behind a pthread key; freed at thread exit). Every
  * synchronous operation (to_host, from_host, reduce, scale_div, sgemm) runs
  * on the calling thread's compute stream and waits for it before
  * returning. copy_async runs on its copy stream and records the copy_done
@@ -30,10 +30,10 @@
  * silently make the copy synchronous.
  *
  * Errors: the plugin returns native codes; gpu_err() classifies them
- * (tp_devrt.h) into -ENOMEM, -EINVAL, -ENODEV, -EOPNOTSUPP or -EIO and logs
+ * (dev_rt.h) into -ENOMEM, -EINVAL, -ENODEV, -EOPNOTSUPP or -EIO and logs
  * the runtime's own message once per failing call.
  */
-#include "tp_mem_gpu.h"
+#include "dev_gpu.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -46,7 +46,7 @@
 
 #include "ice_log.h"
 
-static int gpu_err(struct tp_gpu *g, int native, const char *what)
+static int gpu_err(struct dev_gpu *g, int native, const char *what)
 {
 	int cls, ret;
 
@@ -54,18 +54,18 @@ static int gpu_err(struct tp_gpu *g, int native, const char *what)
 		return 0;
 	cls = g->rt->classify(native);
 	switch (cls) {
-	case TP_DEVRT_ENOMEM:
+	case DEV_RT_ENOMEM:
 		ret = -ENOMEM;
 		break;
-	case TP_DEVRT_EINVAL:
+	case DEV_RT_EINVAL:
 		ret = -EINVAL;
 		break;
-	case TP_DEVRT_ENODEV:
-	case TP_DEVRT_ENODRV:
-	case TP_DEVRT_ENOIMAGE:
+	case DEV_RT_ENODEV:
+	case DEV_RT_ENODRV:
+	case DEV_RT_ENOIMAGE:
 		ret = -ENODEV;
 		break;
-	case TP_DEVRT_EUNSUPP:
+	case DEV_RT_EUNSUPP:
 		ret = -EOPNOTSUPP;
 		break;
 	default:
@@ -91,10 +91,10 @@ static void *try_dlopen(const char *path, char *err, size_t len)
 	return h;
 }
 
-static int gpu_fail(struct tp_gpu *g, int err, const char *fmt, ...)
+static int gpu_fail(struct dev_gpu *g, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static int gpu_fail(struct tp_gpu *g, int err, const char *fmt, ...)
+static int gpu_fail(struct dev_gpu *g, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -106,12 +106,12 @@ static int gpu_fail(struct tp_gpu *g, int err, const char *fmt, ...)
 	return err;
 }
 
-static int gpu_open_plugin(struct tp_gpu *g)
+static int gpu_open_plugin(struct dev_gpu *g)
 {
 	const char *env = getenv(g->env);
 	const char *cands[3] = {g->build_path, g->install_path, g->lib};
 	char err[192] = "";
-	tp_devrt_get_fn get;
+	dev_rt_get_fn get;
 
 	if (env != NULL && env[0] != '\0') {
 		g->dl = try_dlopen(env, err, sizeof(err));
@@ -131,22 +131,22 @@ static int gpu_open_plugin(struct tp_gpu *g)
 			return gpu_fail(g, -ENODEV, "%s=%s cannot be loaded: %s", g->env, env, err);
 		return gpu_fail(g, -ENODEV, "%s not found (set %s): %s", g->lib, g->env, err);
 	}
-	*(void **)&get = dlsym(g->dl, TP_DEVRT_ENTRY);
+	*(void **)&get = dlsym(g->dl, DEV_RT_ENTRY);
 	if (get == NULL)
 		return gpu_fail(g, -ENODEV, "%s has no %s: not an ICE device plugin", g->lib,
-				TP_DEVRT_ENTRY);
-	g->rt = get(TP_DEVRT_ABI);
-	if (g->rt == NULL || g->rt->abi != TP_DEVRT_ABI)
+				DEV_RT_ENTRY);
+	g->rt = get(DEV_RT_ABI);
+	if (g->rt == NULL || g->rt->abi != DEV_RT_ABI)
 		return gpu_fail(g, -ENODEV, "%s speaks another plugin ABI than %d", g->lib,
-				TP_DEVRT_ABI);
+				DEV_RT_ABI);
 	return 0;
 }
 
 /* ---- per-thread state ---- */
 
-static void gpu_thread_destroy(struct tp_gpu_thread *t)
+static void gpu_thread_destroy(struct dev_gpu_thread *t)
 {
-	const struct tp_devrt *rt = t->g->rt;
+	const struct dev_rt *rt = t->g->rt;
 
 	if (t->copy_done != NULL)
 		rt->event_destroy(t->copy_done);
@@ -165,9 +165,9 @@ static void gpu_thread_free(void *p)
 
 /* This thread's state, made on its first call: select the device on this
  * thread, then create its streams and event; 0 or -errno. */
-static int gpu_thread_new(struct tp_gpu *g, struct tp_gpu_thread **tp)
+static int gpu_thread_new(struct dev_gpu *g, struct dev_gpu_thread **tp)
 {
-	struct tp_gpu_thread *t = calloc(1, sizeof(*t));
+	struct dev_gpu_thread *t = calloc(1, sizeof(*t));
 	int ret;
 
 	if (t == NULL)
@@ -192,13 +192,13 @@ static int gpu_thread_new(struct tp_gpu *g, struct tp_gpu_thread **tp)
 }
 
 /* A one-element kernel on the stream, waited for; 0 or a native error. */
-static int gpu_probe_kernel(struct tp_gpu *g, struct tp_gpu_thread *t)
+static int gpu_probe_kernel(struct dev_gpu *g, struct dev_gpu_thread *t)
 {
 	void *p = NULL;
 	int ret = g->rt->malloc(&p, 1);
 
 	if (ret == 0) {
-		ret = g->rt->scale_div(p, 1, (int)TP_UINT8, 1, t->compute);
+		ret = g->rt->scale_div(p, 1, (int)DEV_UINT8, 1, t->compute);
 		if (ret == 0)
 			ret = g->rt->stream_sync(t->compute);
 		g->rt->free(p);
@@ -206,20 +206,20 @@ static int gpu_probe_kernel(struct tp_gpu *g, struct tp_gpu_thread *t)
 	return ret;
 }
 
-static int gpu_open_device(struct tp_gpu *g)
+static int gpu_open_device(struct dev_gpu *g)
 {
 	const char *sel = getenv("ICE_DEVICE");
-	struct tp_gpu_thread *t;
+	struct dev_gpu_thread *t;
 	char name[128] = "?";
 	int n = 0, ret, cls;
 
 	ret = g->rt->device_count(&n);
 	if (ret != 0) {
 		cls = g->rt->classify(ret);
-		if (cls == TP_DEVRT_ENODEV)
+		if (cls == DEV_RT_ENODEV)
 			return gpu_fail(g, -ENODEV, "no %s device (%s)", g->vendor,
 					g->rt->error_string(ret));
-		if (cls == TP_DEVRT_ENODRV)
+		if (cls == DEV_RT_ENODRV)
 			return gpu_fail(g, -ENODEV, "no usable %s driver (%s)", g->vendor,
 					g->rt->error_string(ret));
 		return gpu_fail(g, -EIO, "%s device query failed: %s", g->vendor,
@@ -255,7 +255,7 @@ static int gpu_open_device(struct tp_gpu *g)
 		pthread_setspecific(g->tkey, NULL);
 		gpu_thread_destroy(t);
 		cls = g->rt->classify(ret);
-		if (cls == TP_DEVRT_ENOIMAGE)
+		if (cls == DEV_RT_ENOIMAGE)
 			return gpu_fail(g, -ENODEV,
 					"no kernel image for this GPU (%s, %s); built for %s",
 					g->arch, name, g->rt->built_for);
@@ -270,7 +270,7 @@ static int gpu_open_device(struct tp_gpu *g)
 }
 
 /* Load the plugin and open the device, once; 0 or the remembered error. */
-static int gpu_ready(struct tp_gpu *g)
+static int gpu_ready(struct dev_gpu *g)
 {
 	int ret;
 
@@ -287,7 +287,7 @@ static int gpu_ready(struct tp_gpu *g)
 	return ret;
 }
 
-int tp_gpu_probe(struct tp_gpu *g, char *why, size_t len)
+int dev_gpu_probe(struct dev_gpu *g, char *why, size_t len)
 {
 	int ret = gpu_ready(g);
 
@@ -298,7 +298,7 @@ int tp_gpu_probe(struct tp_gpu *g, char *why, size_t len)
 
 /* ---- allocation tracking (under lock) ---- */
 
-static struct tp_gpu_alloc *find_alloc(struct tp_gpu *g, const void *p)
+static struct dev_gpu_alloc *find_alloc(struct dev_gpu *g, const void *p)
 {
 	uintptr_t a = (uintptr_t)p;
 
@@ -313,10 +313,10 @@ static struct tp_gpu_alloc *find_alloc(struct tp_gpu *g, const void *p)
 
 /* 0 when [p, p + len) fits in the allocation that holds p, if any, and
  * that allocation is of the wanted sort; need_known: p must be tracked. */
-static int check_range(struct tp_gpu *g, const void *p, size_t len, bool pinned, bool need_known,
+static int check_range(struct dev_gpu *g, const void *p, size_t len, bool pinned, bool need_known,
 		       const char *what)
 {
-	struct tp_gpu_alloc *a;
+	struct dev_gpu_alloc *a;
 	int ret = 0;
 
 	pthread_mutex_lock(&g->lock);
@@ -336,7 +336,7 @@ static int check_range(struct tp_gpu *g, const void *p, size_t len, bool pinned,
 
 /* The backend is loaded and this thread set up (device selected on it,
  * its streams made): 0 or -errno. */
-static int gpu_enter(struct tp_gpu *g, struct tp_gpu_thread **tp)
+static int gpu_enter(struct dev_gpu *g, struct dev_gpu_thread **tp)
 {
 	int ret = gpu_ready(g);
 
@@ -348,9 +348,9 @@ static int gpu_enter(struct tp_gpu *g, struct tp_gpu_thread **tp)
 	return gpu_thread_new(g, tp);
 }
 
-void *tp_gpu_alloc(struct tp_gpu *g, size_t len, bool pinned)
+void *dev_gpu_alloc(struct dev_gpu *g, size_t len, bool pinned)
 {
-	struct tp_gpu_thread *t;
+	struct dev_gpu_thread *t;
 	void *p = NULL;
 	int ret = gpu_enter(g, &t);
 
@@ -363,7 +363,7 @@ void *tp_gpu_alloc(struct tp_gpu *g, size_t len, bool pinned)
 	pthread_mutex_lock(&g->lock);
 	if (g->nallocs == g->cap_allocs) {
 		size_t cap = g->cap_allocs ? 2 * g->cap_allocs : 16;
-		struct tp_gpu_alloc *na = realloc(g->allocs, cap * sizeof(*na));
+		struct dev_gpu_alloc *na = realloc(g->allocs, cap * sizeof(*na));
 
 		if (na == NULL) {
 			pthread_mutex_unlock(&g->lock);
@@ -380,7 +380,7 @@ void *tp_gpu_alloc(struct tp_gpu *g, size_t len, bool pinned)
 		errno = -ret;
 		return NULL;
 	}
-	g->allocs[g->nallocs++] = (struct tp_gpu_alloc){.p = p, .len = len, .pinned = pinned};
+	g->allocs[g->nallocs++] = (struct dev_gpu_alloc){.p = p, .len = len, .pinned = pinned};
 	if (pinned)
 		g->pinned_bytes += len;
 	else
@@ -389,10 +389,10 @@ void *tp_gpu_alloc(struct tp_gpu *g, size_t len, bool pinned)
 	return p;
 }
 
-void tp_gpu_free(struct tp_gpu *g, void *p, bool pinned)
+void dev_gpu_free(struct dev_gpu *g, void *p, bool pinned)
 {
-	struct tp_gpu_thread *t;
-	struct tp_gpu_alloc *a;
+	struct dev_gpu_thread *t;
+	struct dev_gpu_alloc *a;
 	int ret;
 
 	if (p == NULL)
@@ -424,7 +424,7 @@ void tp_gpu_free(struct tp_gpu *g, void *p, bool pinned)
 /* ---- copies and kernels ---- */
 
 /* Order this thread's compute stream after its in-flight copies. */
-static int compute_after_copies(struct tp_gpu *g, struct tp_gpu_thread *t)
+static int compute_after_copies(struct dev_gpu *g, struct dev_gpu_thread *t)
 {
 	int ret;
 
@@ -442,7 +442,8 @@ static int compute_after_copies(struct tp_gpu *g, struct tp_gpu_thread *t)
 	return ret;
 }
 
-static int compute_sync(struct tp_gpu *g, struct tp_gpu_thread *t, int launch_ret, const char *what)
+static int compute_sync(struct dev_gpu *g, struct dev_gpu_thread *t, int launch_ret,
+			const char *what)
 {
 	int ret = gpu_err(g, launch_ret, what);
 
@@ -451,18 +452,18 @@ static int compute_sync(struct tp_gpu *g, struct tp_gpu_thread *t, int launch_re
 	return ret;
 }
 
-int tp_gpu_copy(struct tp_gpu *g, void *dst, const void *src, size_t len, enum tp_copy_dir dir)
+int dev_gpu_copy(struct dev_gpu *g, void *dst, const void *src, size_t len, enum dev_copy_dir dir)
 {
-	struct tp_gpu_thread *t;
+	struct dev_gpu_thread *t;
 	int ret = gpu_enter(g, &t);
-	const void *dev = dir == TP_COPY_TO_HOST ? src : dst;
-	const void *host = dir == TP_COPY_TO_HOST ? dst : src;
+	const void *dev = dir == DEV_COPY_TO_HOST ? src : dst;
+	const void *host = dir == DEV_COPY_TO_HOST ? dst : src;
 
 	if (ret != 0)
 		return ret;
 	if (len == 0)
 		return 0;
-	if (dir != TP_COPY_TO_HOST && dir != TP_COPY_FROM_HOST)
+	if (dir != DEV_COPY_TO_HOST && dir != DEV_COPY_FROM_HOST)
 		return -EINVAL;
 	ret = check_range(g, dev, len, false, false, "copy");
 	/* pageable host memory is not tracked; pinned memory from host_alloc
@@ -475,36 +476,35 @@ int tp_gpu_copy(struct tp_gpu *g, void *dst, const void *src, size_t len, enum t
 		ret = compute_sync(
 			g, t,
 			g->rt->memcpy_async(dst, src, len,
-					    dir == TP_COPY_TO_HOST ? TP_DEVRT_D2H : TP_DEVRT_H2D,
+					    dir == DEV_COPY_TO_HOST ? DEV_RT_D2H : DEV_RT_H2D,
 					    t->compute),
 			"copy");
 	return ret;
 }
 
-int tp_gpu_copy_async(struct tp_gpu *g, void *dst, const void *src, size_t len,
-		      enum tp_copy_dir dir)
+int dev_gpu_copy_async(struct dev_gpu *g, void *dst, const void *src, size_t len,
+		       enum dev_copy_dir dir)
 {
-	const void *dev = dir == TP_COPY_TO_HOST ? src : dst;
-	const void *host = dir == TP_COPY_TO_HOST ? dst : src;
-	struct tp_gpu_thread *t;
+	const void *dev = dir == DEV_COPY_TO_HOST ? src : dst;
+	const void *host = dir == DEV_COPY_TO_HOST ? dst : src;
+	struct dev_gpu_thread *t;
 	int ret = gpu_enter(g, &t);
 
 	if (ret != 0)
 		return ret;
 	if (len == 0)
 		return 0;
-	if (dir != TP_COPY_TO_HOST && dir != TP_COPY_FROM_HOST)
+	if (dir != DEV_COPY_TO_HOST && dir != DEV_COPY_FROM_HOST)
 		return -EINVAL;
 	ret = check_range(g, host, len, true, true, "copy_async (host side)");
 	if (ret == 0)
 		ret = check_range(g, dev, len, false, false, "copy_async (device side)");
 	if (ret == 0)
-		ret = gpu_err(
-			g,
-			g->rt->memcpy_async(dst, src, len,
-					    dir == TP_COPY_TO_HOST ? TP_DEVRT_D2H : TP_DEVRT_H2D,
-					    t->copy),
-			"copy_async");
+		ret = gpu_err(g,
+			      g->rt->memcpy_async(dst, src, len,
+						  dir == DEV_COPY_TO_HOST ? DEV_RT_D2H : DEV_RT_H2D,
+						  t->copy),
+			      "copy_async");
 	if (ret != 0)
 		return ret;
 	/* queued: pending from now on, whatever happens to the event */
@@ -516,9 +516,9 @@ int tp_gpu_copy_async(struct tp_gpu *g, void *dst, const void *src, size_t len,
 	return ret;
 }
 
-int tp_gpu_copy_wait(struct tp_gpu *g)
+int dev_gpu_copy_wait(struct dev_gpu *g)
 {
-	struct tp_gpu_thread *t;
+	struct dev_gpu_thread *t;
 	int ret = gpu_enter(g, &t);
 
 	if (ret != 0)
@@ -530,20 +530,20 @@ int tp_gpu_copy_wait(struct tp_gpu *g)
 	return ret;
 }
 
-int tp_gpu_reduce(struct tp_gpu *g, void *dst, const void *src, size_t count, enum tp_dtype t,
-		  enum tp_redop op)
+int dev_gpu_reduce(struct dev_gpu *g, void *dst, const void *src, size_t count, enum dev_dtype t,
+		   enum dev_redop op)
 {
-	struct tp_gpu_thread *th;
+	struct dev_gpu_thread *th;
 	int ret = gpu_enter(g, &th);
 	size_t len;
 
 	if (ret != 0)
 		return ret;
-	if ((unsigned)t >= TP_DTYPE_MAX || (unsigned)op >= TP_REDOP_MAX)
+	if ((unsigned)t >= DEV_DTYPE_MAX || (unsigned)op >= DEV_REDOP_MAX)
 		return -EINVAL;
 	if (count == 0)
 		return 0;
-	len = count * tp_dtype_size(t);
+	len = count * dev_dtype_size(t);
 	ret = check_range(g, dst, len, false, false, "reduce dst");
 	if (ret == 0)
 		ret = check_range(g, src, len, false, false, "reduce src");
@@ -556,18 +556,18 @@ int tp_gpu_reduce(struct tp_gpu *g, void *dst, const void *src, size_t count, en
 	return ret;
 }
 
-int tp_gpu_scale_div(struct tp_gpu *g, void *buf, size_t count, enum tp_dtype t, int n)
+int dev_gpu_scale_div(struct dev_gpu *g, void *buf, size_t count, enum dev_dtype t, int n)
 {
-	struct tp_gpu_thread *th;
+	struct dev_gpu_thread *th;
 	int ret = gpu_enter(g, &th);
 
 	if (ret != 0)
 		return ret;
-	if ((unsigned)t >= TP_DTYPE_MAX || n <= 0)
+	if ((unsigned)t >= DEV_DTYPE_MAX || n <= 0)
 		return -EINVAL;
 	if (count == 0)
 		return 0;
-	ret = check_range(g, buf, count * tp_dtype_size(t), false, false, "scale_div");
+	ret = check_range(g, buf, count * dev_dtype_size(t), false, false, "scale_div");
 	if (ret == 0)
 		ret = compute_after_copies(g, th);
 	if (ret == 0)
@@ -576,10 +576,10 @@ int tp_gpu_scale_div(struct tp_gpu *g, void *buf, size_t count, enum tp_dtype t,
 	return ret;
 }
 
-int tp_gpu_sgemm(struct tp_gpu *g, bool ta, bool tb, int m, int n, int k, float alpha,
-		 const float *a, const float *b, float beta, float *c)
+int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, float alpha,
+		  const float *a, const float *b, float beta, float *c)
 {
-	struct tp_gpu_thread *t;
+	struct dev_gpu_thread *t;
 	int ret = gpu_enter(g, &t);
 
 	if (ret != 0)

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * libice-hip.so: the HIP device runtime plugin (tp_devrt.h), built by
- * hipcc and loaded by tp_mem_gpu.c with dlopen. Same kernels and body as
- * the CUDA plugin (tp_dev_kernels.cuh, tp_devrt_impl.inc).
+ * libice-hip.so: the HIP device runtime plugin (dev_rt.h), built by
+ * hipcc and loaded by dev_gpu.c with dlopen. Same kernels and body as
+ * the CUDA plugin (dev_kernels.cuh, dev_rt_impl.inc).
  */
 #include <hip/hip_runtime.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "tp_dev_kernels.cuh"
+#include "dev_kernels.cuh"
 
 #define GPU(x)			 hip##x
 #define DEVRT_NAME		 "hip"
@@ -16,37 +16,37 @@
 #define DEVRT_HOST_FREE(p)	 hipHostFree(p)
 #define DEVRT_PROP		 hipDeviceProp_t
 
-#include "tp_devrt.h"
+#include "dev_rt.h"
 
 static int devrt_classify(int native)
 {
 	switch ((hipError_t)native) {
 	case hipSuccess:
-		return TP_DEVRT_OK;
+		return DEV_RT_OK;
 	case hipErrorOutOfMemory:
-		return TP_DEVRT_ENOMEM;
+		return DEV_RT_ENOMEM;
 	case hipErrorInvalidValue:
 	case hipErrorInvalidDevicePointer:
 	case hipErrorInvalidMemcpyDirection:
 	case hipErrorInvalidHandle:
-		return TP_DEVRT_EINVAL;
+		return DEV_RT_EINVAL;
 	case hipErrorNoDevice:
 	case hipErrorInvalidDevice:
-		return TP_DEVRT_ENODEV;
+		return DEV_RT_ENODEV;
 	case hipErrorInsufficientDriver:
 	case hipErrorNotInitialized:
-		return TP_DEVRT_ENODRV;
+		return DEV_RT_ENODRV;
 	case hipErrorNoBinaryForGpu:
 	case hipErrorInvalidDeviceFunction:
 	case hipErrorInvalidImage:
-		return TP_DEVRT_ENOIMAGE;
+		return DEV_RT_ENOIMAGE;
 	case hipErrorLaunchFailure:
 	case hipErrorIllegalAddress:
 	case hipErrorLaunchOutOfResources:
 	case hipErrorInvalidConfiguration:
-		return TP_DEVRT_ELAUNCH;
+		return DEV_RT_ELAUNCH;
 	default:
-		return TP_DEVRT_EOTHER;
+		return DEV_RT_EOTHER;
 	}
 }
 
@@ -56,4 +56,4 @@ static void devrt_arch_name(const hipDeviceProp_t &prop, char *buf, size_t len)
 	snprintf(buf, len, "%.*s", (int)strcspn(prop.gcnArchName, ":"), prop.gcnArchName);
 }
 
-#include "tp_devrt_impl.inc"
+#include "dev_rt_impl.inc"

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * tp_mem: the host backend and the backend registry (see tp_mem.h). The
- * CUDA and HIP backends live in tp_mem_cuda.c / tp_mem_hip.c and register
- * through tp_mem_cuda_ops() / tp_mem_hip_ops() when built.
+ * dev_mem: the host backend and the backend registry (see dev.h). The
+ * CUDA and HIP backends live in dev_mem_cuda.c / dev_mem_hip.c and register
+ * through dev_mem_cuda_ops() / dev_mem_hip_ops() when built.
  */
-#include "tp_mem.h"
+#include "dev.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tp_mem_dev.h"
+#include "dev_backends.h"
 
 static int host_probe(char *why, size_t len)
 {
@@ -43,7 +43,7 @@ static int host_copy(void *dst, const void *src, size_t len)
 	return 0;
 }
 
-static int host_copy_async(void *dst, const void *src, size_t len, enum tp_copy_dir dir)
+static int host_copy_async(void *dst, const void *src, size_t len, enum dev_copy_dir dir)
 {
 	(void)dir;
 	return host_copy(dst, src, len);
@@ -54,19 +54,20 @@ static int host_copy_wait(void)
 	return 0;
 }
 
-static int host_reduce(void *dst, const void *src, size_t count, enum tp_dtype t, enum tp_redop op)
+static int host_reduce(void *dst, const void *src, size_t count, enum dev_dtype t,
+		       enum dev_redop op)
 {
-	if (t >= TP_DTYPE_MAX || op >= TP_REDOP_MAX)
+	if (t >= DEV_DTYPE_MAX || op >= DEV_REDOP_MAX)
 		return -EINVAL;
-	tp_reduce(dst, src, count, t, op);
+	dev_reduce(dst, src, count, t, op);
 	return 0;
 }
 
-static int host_scale_div(void *buf, size_t count, enum tp_dtype t, int n)
+static int host_scale_div(void *buf, size_t count, enum dev_dtype t, int n)
 {
-	if (t >= TP_DTYPE_MAX || n <= 0)
+	if (t >= DEV_DTYPE_MAX || n <= 0)
 		return -EINVAL;
-	tp_scale_div(buf, count, t, n);
+	dev_scale_div(buf, count, t, n);
 	return 0;
 }
 
@@ -224,8 +225,8 @@ SG_CLONES static void sgemm_any(bool ta, bool tb, int m, int n, int k, float alp
 	free(bt);
 }
 
-void tp_host_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
-		   const float *b, float beta, float *c)
+void dev_host_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
+		    const float *b, float beta, float *c)
 {
 	sgemm_any(ta, tb, m, n, k, alpha, a, b, beta, c);
 }
@@ -235,12 +236,12 @@ static int host_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const 
 {
 	if (m < 0 || n < 0 || k < 0)
 		return -EINVAL;
-	tp_host_sgemm(ta, tb, m, n, k, alpha, a, b, beta, c);
+	dev_host_sgemm(ta, tb, m, n, k, alpha, a, b, beta, c);
 	return 0;
 }
 
-static const struct tp_mem_ops host_ops = {
-	.kind = TP_MEM_HOST,
+static const struct dev_mem_ops host_ops = {
+	.kind = DEV_MEM_HOST,
 	.name = "host",
 	.probe = host_probe,
 	.alloc = host_alloc,
@@ -256,18 +257,18 @@ static const struct tp_mem_ops host_ops = {
 	.sgemm = host_sgemm,
 };
 
-const struct tp_mem_ops *tp_mem_ops_get(enum tp_mem_kind kind)
+const struct dev_mem_ops *dev_mem_ops_get(enum dev_mem_kind kind)
 {
-	const struct tp_mem_ops *o = NULL;
+	const struct dev_mem_ops *o = NULL;
 
 	switch (kind) {
-	case TP_MEM_HOST:
+	case DEV_MEM_HOST:
 		return &host_ops;
-	case TP_MEM_CUDA:
-		o = tp_mem_cuda_ops();
+	case DEV_MEM_CUDA:
+		o = dev_mem_cuda_ops();
 		break;
-	case TP_MEM_HIP:
-		o = tp_mem_hip_ops();
+	case DEV_MEM_HIP:
+		o = dev_mem_hip_ops();
 		break;
 	default:
 		break;
@@ -277,11 +278,11 @@ const struct tp_mem_ops *tp_mem_ops_get(enum tp_mem_kind kind)
 	return o;
 }
 
-int tp_mem_kind_parse(const char *s)
+int dev_mem_kind_parse(const char *s)
 {
 	static const char *const names[] = {"host", "cuda", "hip"};
 
-	for (int i = 0; i < TP_MEM_KIND_MAX; i++)
+	for (int i = 0; i < DEV_MEM_KIND_MAX; i++)
 		if (strcmp(s, names[i]) == 0)
 			return i;
 	return -1;

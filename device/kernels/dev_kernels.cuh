@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Device kernels shared by the CUDA and HIP plugins (included by
- * tp_devrt_cuda.cu and tp_devrt_hip.hip after the vendor runtime header).
+ * dev_rt_cuda.cu and dev_rt_hip.hip after the vendor runtime header).
  * Written in the common subset of CUDA C++ and HIP C++: __global__,
  * __device__, __shared__, threadIdx/blockIdx, <<<>>> launches.
  *
- * Semantics follow transport/tp_reduce.c exactly, so a device rank and a
+ * Semantics follow device/dev_reduce.c exactly, so a device rank and a
  * host rank of one communicator compute the same bits:
  *  - integers: sum and prod wrap modulo 2^bits (computed in the unsigned
  *    type); AVG reduces as a sum; scale_div truncates;
@@ -16,8 +16,8 @@
  *    conversions below, not the vendor intrinsics, so both vendors agree
  *    with the host bit for bit).
  */
-#ifndef TP_DEV_KERNELS_CUH
-#define TP_DEV_KERNELS_CUH
+#ifndef DEV_KERNELS_CUH
+#define DEV_KERNELS_CUH
 
 #include <stddef.h>
 #include <stdint.h>
@@ -122,7 +122,7 @@ template <typename T, typename U> struct el_int {
 	{
 		return x < y ? x : y;
 	}
-	/* n > 0 in a wide type, like tp_scale_div: (C)n would wrap for int8
+	/* n > 0 in a wide type, like dev_scale_div: (C)n would wrap for int8
 	 * at n >= 128 and give 0 for uint8 at n = 256 */
 	static __device__ __forceinline__ C div(C x, int n)
 	{
@@ -346,4 +346,4 @@ __global__ void __launch_bounds__(SG_TX *SG_TY)
 
 } /* namespace tpk */
 
-#endif /* TP_DEV_KERNELS_CUH */
+#endif /* DEV_KERNELS_CUH */

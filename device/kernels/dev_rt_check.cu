@@ -4,7 +4,7 @@
 #include <hip/hip_runtime.h>
 #endif
 
-__global__ void tp_devrt_check(int *p)
+__global__ void dev_rt_check(int *p)
 {
 	p[threadIdx.x] = (int)threadIdx.x;
 }

@@ -1,44 +1,44 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * tp_mem_gpu: the host half of the CUDA and HIP memory backends (internal
- * to transport/). One struct tp_gpu per vendor holds where its runtime
- * plugin (tp_devrt.h) is found and, once loaded, the plugin, the selected
+ * dev_gpu: the host half of the CUDA and HIP memory backends (internal
+ * to device/). One struct dev_gpu per vendor holds where its runtime
+ * plugin (dev_rt.h) is found and, once loaded, the plugin, the selected
  * device, the compute and copy streams, and the table of allocations.
- * tp_mem_cuda.c / tp_mem_hip.c stamp out their tp_mem_ops with
- * TP_GPU_DEFINE_OPS.
+ * dev_mem_cuda.c / dev_mem_hip.c stamp out their dev_mem_ops with
+ * DEV_GPU_DEFINE_OPS.
  *
  * Loading is lazy (first probe or allocation) and happens once per process:
  * $ICE_<VENDOR>_LIB when set, else the build directory's plugin, else the
  * installed one, else the loader's search path. Failure is not fatal: the
  * backend then reports the reason through probe() and -ENODEV / ENODEV.
  *
- * Threading (the contract is in tp_mem.h): loading and the allocation table
+ * Threading (the contract is in dev.h): loading and the allocation table
  * are under lock; everything that queues work is per host thread. A thread's
  * first call selects the device on it (the vendor runtimes keep the current
  * device per thread, and a second thread starts on device 0) and creates
  * its own compute stream, copy stream and copy event (struct
- * tp_gpu_thread, reached through a pthread key, destroyed when the thread
+ * dev_gpu_thread, reached through a pthread key, destroyed when the thread
  * exits), so two threads never share a stream or a pending-copy count.
  */
-#ifndef TP_MEM_GPU_H
-#define TP_MEM_GPU_H
+#ifndef DEV_GPU_H
+#define DEV_GPU_H
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "tp_devrt.h"
-#include "tp_mem.h"
+#include "dev_rt.h"
+#include "dev.h"
 
-struct tp_gpu_alloc {
+struct dev_gpu_alloc {
 	void *p;
 	size_t len;
 	bool pinned; /* pinned host memory (host_alloc), else device memory */
 };
 
-struct tp_gpu {
+struct dev_gpu {
 	/* set by the vendor file */
-	enum tp_mem_kind kind;
+	enum dev_mem_kind kind;
 	const char *name;	  /* "cuda" */
 	const char *vendor;	  /* "CUDA", for messages */
 	const char *runtime;	  /* "libcudart", for messages */
@@ -52,91 +52,91 @@ struct tp_gpu {
 	int load_err; /* 0 or -errno, after loading */
 	char why[256];
 	void *dl;
-	const struct tp_devrt *rt;
+	const struct dev_rt *rt;
 	int dev;
 	char arch[32];	    /* "sm_90", for messages */
-	pthread_key_t tkey; /* this thread's struct tp_gpu_thread */
-	struct tp_gpu_alloc *allocs;
+	pthread_key_t tkey; /* this thread's struct dev_gpu_thread */
+	struct dev_gpu_alloc *allocs;
 	size_t nallocs, cap_allocs;
 	size_t dev_bytes, pinned_bytes;
 };
 
 /* One host thread's device state: its own streams, and the copies it
  * queued on its copy stream that no copy_wait has waited for yet. */
-struct tp_gpu_thread {
-	struct tp_gpu *g;
+struct dev_gpu_thread {
+	struct dev_gpu *g;
 	void *compute, *copy; /* streams */
 	void *copy_done;      /* event recorded after the last copy_async */
 	unsigned copies_pending;
 	bool copy_event_ok; /* copy_done follows every pending copy */
 };
 
-int tp_gpu_probe(struct tp_gpu *g, char *why, size_t len);
-void *tp_gpu_alloc(struct tp_gpu *g, size_t len, bool pinned);
-void tp_gpu_free(struct tp_gpu *g, void *p, bool pinned);
-int tp_gpu_copy(struct tp_gpu *g, void *dst, const void *src, size_t len, enum tp_copy_dir dir);
-int tp_gpu_copy_async(struct tp_gpu *g, void *dst, const void *src, size_t len,
-		      enum tp_copy_dir dir);
-int tp_gpu_copy_wait(struct tp_gpu *g);
-int tp_gpu_reduce(struct tp_gpu *g, void *dst, const void *src, size_t count, enum tp_dtype t,
-		  enum tp_redop op);
-int tp_gpu_scale_div(struct tp_gpu *g, void *buf, size_t count, enum tp_dtype t, int n);
-int tp_gpu_sgemm(struct tp_gpu *g, bool ta, bool tb, int m, int n, int k, float alpha,
-		 const float *a, const float *b, float beta, float *c);
+int dev_gpu_probe(struct dev_gpu *g, char *why, size_t len);
+void *dev_gpu_alloc(struct dev_gpu *g, size_t len, bool pinned);
+void dev_gpu_free(struct dev_gpu *g, void *p, bool pinned);
+int dev_gpu_copy(struct dev_gpu *g, void *dst, const void *src, size_t len, enum dev_copy_dir dir);
+int dev_gpu_copy_async(struct dev_gpu *g, void *dst, const void *src, size_t len,
+		       enum dev_copy_dir dir);
+int dev_gpu_copy_wait(struct dev_gpu *g);
+int dev_gpu_reduce(struct dev_gpu *g, void *dst, const void *src, size_t count, enum dev_dtype t,
+		   enum dev_redop op);
+int dev_gpu_scale_div(struct dev_gpu *g, void *buf, size_t count, enum dev_dtype t, int n);
+int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, float alpha,
+		  const float *a, const float *b, float beta, float *c);
 
 /* The ops table of one vendor: static wrappers that bind G; K its kind. */
-#define TP_GPU_DEFINE_OPS(pfx, G, K)                                                               \
+#define DEV_GPU_DEFINE_OPS(pfx, G, K)                                                              \
 	static int pfx##_probe(char *why, size_t len)                                              \
 	{                                                                                          \
-		return tp_gpu_probe(G, why, len);                                                  \
+		return dev_gpu_probe(G, why, len);                                                 \
 	}                                                                                          \
 	static void *pfx##_alloc(size_t len)                                                       \
 	{                                                                                          \
-		return tp_gpu_alloc(G, len, false);                                                \
+		return dev_gpu_alloc(G, len, false);                                               \
 	}                                                                                          \
 	static void pfx##_free(void *p)                                                            \
 	{                                                                                          \
-		tp_gpu_free(G, p, false);                                                          \
+		dev_gpu_free(G, p, false);                                                         \
 	}                                                                                          \
 	static int pfx##_to_host(void *dst, const void *src, size_t len)                           \
 	{                                                                                          \
-		return tp_gpu_copy(G, dst, src, len, TP_COPY_TO_HOST);                             \
+		return dev_gpu_copy(G, dst, src, len, DEV_COPY_TO_HOST);                           \
 	}                                                                                          \
 	static int pfx##_from_host(void *dst, const void *src, size_t len)                         \
 	{                                                                                          \
-		return tp_gpu_copy(G, dst, src, len, TP_COPY_FROM_HOST);                           \
+		return dev_gpu_copy(G, dst, src, len, DEV_COPY_FROM_HOST);                         \
 	}                                                                                          \
 	static void *pfx##_host_alloc(size_t len)                                                  \
 	{                                                                                          \
-		return tp_gpu_alloc(G, len, true);                                                 \
+		return dev_gpu_alloc(G, len, true);                                                \
 	}                                                                                          \
 	static void pfx##_host_free(void *p)                                                       \
 	{                                                                                          \
-		tp_gpu_free(G, p, true);                                                           \
+		dev_gpu_free(G, p, true);                                                          \
 	}                                                                                          \
-	static int pfx##_copy_async(void *dst, const void *src, size_t len, enum tp_copy_dir dir)  \
+	static int pfx##_copy_async(void *dst, const void *src, size_t len, enum dev_copy_dir dir) \
 	{                                                                                          \
-		return tp_gpu_copy_async(G, dst, src, len, dir);                                   \
+		return dev_gpu_copy_async(G, dst, src, len, dir);                                  \
 	}                                                                                          \
 	static int pfx##_copy_wait(void)                                                           \
 	{                                                                                          \
-		return tp_gpu_copy_wait(G);                                                        \
+		return dev_gpu_copy_wait(G);                                                       \
 	}                                                                                          \
-	static int pfx##_reduce(void *dst, const void *src, size_t count, enum tp_dtype t,         \
-				enum tp_redop op)                                                  \
+	static int pfx##_reduce(void *dst, const void *src, size_t count, enum dev_dtype t,        \
+				enum dev_redop op)                                                 \
 	{                                                                                          \
-		return tp_gpu_reduce(G, dst, src, count, t, op);                                   \
+		return dev_gpu_reduce(G, dst, src, count, t, op);                                  \
 	}                                                                                          \
-	static int pfx##_scale_div(void *buf, size_t count, enum tp_dtype t, int n)                \
+	static int pfx##_scale_div(void *buf, size_t count, enum dev_dtype t, int n)               \
 	{                                                                                          \
-		return tp_gpu_scale_div(G, buf, count, t, n);                                      \
+		return dev_gpu_scale_div(G, buf, count, t, n);                                     \
 	}                                                                                          \
 	static int pfx##_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, \
 			       const float *b, float beta, float *c)                               \
 	{                                                                                          \
-		return tp_gpu_sgemm(G, ta, tb, m, n, k, alpha, a, b, beta, c);                     \
+		return dev_gpu_sgemm(G, ta, tb, m, n, k, alpha, a, b, beta, c);                    \
 	}                                                                                          \
-	static const struct tp_mem_ops pfx##_ops = {                                               \
+	static const struct dev_mem_ops pfx##_ops = {                                              \
 		.kind = (K),                                                                       \
 		.name = #pfx,                                                                      \
 		.probe = pfx##_probe,                                                              \
@@ -153,4 +153,4 @@ int tp_gpu_sgemm(struct tp_gpu *g, bool ta, bool tb, int m, int n, int k, float 
 		.sgemm = pfx##_sgemm,                                                              \
 	}
 
-#endif /* TP_MEM_GPU_H */
+#endif /* DEV_GPU_H */
