@@ -106,14 +106,6 @@ void *ccl_realloc(void *p, size_t n)
 	return realloc(p, n);
 }
 
-uint64_t ccl_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- the event sender
  *
  * Events wait in a bounded queue and leave in batches by one sendmmsg. The
@@ -256,13 +248,13 @@ static void ccl_flush_locked(void)
 		memcpy(&ccl_q.q[0], &ccl_q.out[done], keep * sizeof(ccl_q.q[0]));
 		ccl_q.n += keep;
 		ccl_q.dropped += n - done - keep;
-		ccl_q.busy_until = ccl_now_ns() + CCL_BUSY_NS;
+		ccl_q.busy_until = ice_wall_ns() + CCL_BUSY_NS;
 	} else if (r < 0) {
 		ccl_q.dropped += n;
 		/* no agent (or a broken sender): stop trying for a while */
 		ccl_q.dropped += ccl_q.n;
 		ccl_q.n = 0;
-		__atomic_store_n(&ccl_q.dead_until, ccl_now_ns() + CCL_BACKOFF_NS,
+		__atomic_store_n(&ccl_q.dead_until, ice_wall_ns() + CCL_BACKOFF_NS,
 				 __ATOMIC_RELAXED);
 	} else {
 		ccl_q.dropped += n - (unsigned)r;

@@ -13,6 +13,7 @@
 
 #include "ice_event.h"
 #include "ice_log.h"
+#include "ice_time.h"
 
 #define CCL_SUB ICE_SUB_COLL
 
@@ -40,9 +41,6 @@ void ccl_init(void);
 /* malloc/realloc that honour ICE_CCL_FAULT=alloc; NULL on failure. */
 void *ccl_alloc(size_t n);
 void *ccl_realloc(void *p, size_t n);
-
-/* CLOCK_REALTIME in ns (the event timestamps). */
-uint64_t ccl_now_ns(void);
 
 /* Queue one event (call time already in ev->ts_ns) for the agent. Never
  * blocks for long, never fails the caller; events are sent in batches by

@@ -294,7 +294,7 @@ static void prof_put(struct prof_ev *e)
 
 		if (e->is_op) {
 			e->ev.kind = ICE_EV_COLL_END;
-			e->ev.ts_ns = ccl_now_ns();
+			e->ev.ts_ns = ice_wall_ns();
 			ccl_emit(&e->ev);
 		}
 		free(e);
@@ -338,7 +338,7 @@ static ccl_result_t prof_start(struct prof_ctx *ctx, void **handle, const struct
 	e->refs = 1;
 	e->is_op = true;
 	e->ev.kind = ICE_EV_COLL_START;
-	e->ev.ts_ns = ccl_now_ns();
+	e->ev.ts_ns = ice_wall_ns();
 	e->ev.op = prof_op(n->func, n->func_v1);
 	e->ev.comm_id = ctx->comm_id != 0 ? ctx->comm_id : n->comm_hash;
 	e->ev.rank = ctx->rank >= 0 ? ctx->rank : n->rank;

@@ -268,7 +268,7 @@ static void ccl_qp_report(const struct ccl_qp_rec *r)
 
 	memset(&ev, 0, sizeof(ev));
 	ev.kind = ICE_EV_QP;
-	ev.ts_ns = ccl_now_ns();
+	ev.ts_ns = ice_wall_ns();
 	ev.rank = -1;
 	ev.nranks = -1;
 	ev.dtype = (uint32_t)-1;
@@ -464,7 +464,7 @@ void ccl_verbs_poll(void)
 
 	if (n == 0)
 		return;
-	now = ccl_now_ns();
+	now = ice_wall_ns();
 	if (now < __atomic_load_n(&ccl_v.next_poll, __ATOMIC_RELAXED))
 		return;
 	__atomic_store_n(&ccl_v.next_poll, now + CCL_POLL_NS, __ATOMIC_RELAXED);

@@ -237,7 +237,7 @@ static void ccl_comm_gone(const struct ccl_vendor *v, ccl_comm_t comm)
 	if (ccl_cfg.disable)
 		return;
 	if (ccl_recording()) {
-		ccl_ev_init(&ev, v, ICE_EV_COMM_DESTROY, comm, ccl_now_ns());
+		ccl_ev_init(&ev, v, ICE_EV_COMM_DESTROY, comm, ice_wall_ns());
 		ccl_emit(&ev);
 		ccl_flush();
 	}
@@ -257,7 +257,7 @@ static ccl_result_t ccl_init_rank(struct ccl_vendor *v, ccl_comm_t *comm, int nr
 				  ccl_unique_id_t id, int rank)
 {
 	CCL_REAL(v, CommInitRank, ccl_comm_t *, int, ccl_unique_id_t, int);
-	uint64_t ts = ccl_now_ns();
+	uint64_t ts = ice_wall_ns();
 	ccl_result_t rc = real(comm, nranks, id, rank);
 
 	if ((rc == CCL_SUCCESS || rc == CCL_IN_PROGRESS) && comm != NULL)
@@ -270,7 +270,7 @@ static ccl_result_t ccl_init_rank_config(struct ccl_vendor *v, ccl_comm_t *comm,
 					 ccl_unique_id_t id, int rank, ccl_config_t *config)
 {
 	CCL_REAL(v, CommInitRankConfig, ccl_comm_t *, int, ccl_unique_id_t, int, ccl_config_t *);
-	uint64_t ts = ccl_now_ns();
+	uint64_t ts = ice_wall_ns();
 	ccl_result_t rc = real(comm, nranks, id, rank, config);
 
 	if ((rc == CCL_SUCCESS || rc == CCL_IN_PROGRESS) && comm != NULL)
@@ -284,7 +284,7 @@ static ccl_result_t ccl_init_all(struct ccl_vendor *v, ccl_comm_t *comms, int nd
 {
 	CCL_REAL(v, CommInitAll, ccl_comm_t *, int, const int *);
 	static uint64_t seq;
-	uint64_t ts = ccl_now_ns();
+	uint64_t ts = ice_wall_ns();
 	ccl_result_t rc = real(comms, ndev, devlist);
 
 	if (rc == CCL_SUCCESS && comms != NULL) {
@@ -303,7 +303,7 @@ static ccl_result_t ccl_split(struct ccl_vendor *v, ccl_comm_t comm, int color, 
 			      ccl_comm_t *newcomm, ccl_config_t *config)
 {
 	CCL_REAL(v, CommSplit, ccl_comm_t, int, int, ccl_comm_t *, ccl_config_t *);
-	uint64_t ts = ccl_now_ns();
+	uint64_t ts = ice_wall_ns();
 	ccl_result_t rc = real(comm, color, key, newcomm, config);
 
 	if ((rc == CCL_SUCCESS || rc == CCL_IN_PROGRESS) && newcomm != NULL && *newcomm != NULL &&
@@ -351,7 +351,7 @@ static ccl_result_t ccl_allreduce(struct ccl_vendor *v, const void *s, void *r, 
 	CCL_REAL(v, AllReduce, const void *, void *, size_t, ccl_dtype_t, ccl_redop_t, ccl_comm_t,
 		 ccl_stream_t);
 	bool rec = ccl_sampled();
-	uint64_t ts = rec ? ccl_now_ns() : 0;
+	uint64_t ts = rec ? ice_wall_ns() : 0;
 	ccl_result_t rc = real(s, r, n, t, op, c, st);
 
 	if (rec)
@@ -365,7 +365,7 @@ static ccl_result_t ccl_reducescatter(struct ccl_vendor *v, const void *s, void 
 	CCL_REAL(v, ReduceScatter, const void *, void *, size_t, ccl_dtype_t, ccl_redop_t,
 		 ccl_comm_t, ccl_stream_t);
 	bool rec = ccl_sampled();
-	uint64_t ts = rec ? ccl_now_ns() : 0;
+	uint64_t ts = rec ? ice_wall_ns() : 0;
 	ccl_result_t rc = real(s, r, n, t, op, c, st);
 
 	if (rec)
@@ -378,7 +378,7 @@ static ccl_result_t ccl_allgather(struct ccl_vendor *v, const void *s, void *r, 
 {
 	CCL_REAL(v, AllGather, const void *, void *, size_t, ccl_dtype_t, ccl_comm_t, ccl_stream_t);
 	bool rec = ccl_sampled();
-	uint64_t ts = rec ? ccl_now_ns() : 0;
+	uint64_t ts = rec ? ice_wall_ns() : 0;
 	ccl_result_t rc = real(s, r, n, t, c, st);
 
 	if (rec)
@@ -392,7 +392,7 @@ static ccl_result_t ccl_broadcast(struct ccl_vendor *v, const void *s, void *r, 
 	CCL_REAL(v, Broadcast, const void *, void *, size_t, ccl_dtype_t, int, ccl_comm_t,
 		 ccl_stream_t);
 	bool rec = ccl_sampled();
-	uint64_t ts = rec ? ccl_now_ns() : 0;
+	uint64_t ts = rec ? ice_wall_ns() : 0;
 	ccl_result_t rc = real(s, r, n, t, root, c, st);
 
 	if (rec)
@@ -407,7 +407,7 @@ static ccl_result_t ccl_reduce(struct ccl_vendor *v, const void *s, void *r, siz
 	CCL_REAL(v, Reduce, const void *, void *, size_t, ccl_dtype_t, ccl_redop_t, int, ccl_comm_t,
 		 ccl_stream_t);
 	bool rec = ccl_sampled();
-	uint64_t ts = rec ? ccl_now_ns() : 0;
+	uint64_t ts = rec ? ice_wall_ns() : 0;
 	ccl_result_t rc = real(s, r, n, t, op, root, c, st);
 
 	if (rec)
@@ -420,7 +420,7 @@ static ccl_result_t ccl_alltoall(struct ccl_vendor *v, const void *s, void *r, s
 {
 	CCL_REAL(v, AlltoAll, const void *, void *, size_t, ccl_dtype_t, ccl_comm_t, ccl_stream_t);
 	bool rec = ccl_sampled();
-	uint64_t ts = rec ? ccl_now_ns() : 0;
+	uint64_t ts = rec ? ice_wall_ns() : 0;
 	ccl_result_t rc = real(s, r, n, t, c, st);
 
 	if (rec)
@@ -433,7 +433,7 @@ static ccl_result_t ccl_send(struct ccl_vendor *v, const void *s, size_t n, ccl_
 {
 	CCL_REAL(v, Send, const void *, size_t, ccl_dtype_t, int, ccl_comm_t, ccl_stream_t);
 	bool rec = ccl_sampled();
-	uint64_t ts = rec ? ccl_now_ns() : 0;
+	uint64_t ts = rec ? ice_wall_ns() : 0;
 	ccl_result_t rc = real(s, n, t, peer, c, st);
 
 	if (rec)
@@ -446,7 +446,7 @@ static ccl_result_t ccl_recv(struct ccl_vendor *v, void *r, size_t n, ccl_dtype_
 {
 	CCL_REAL(v, Recv, void *, size_t, ccl_dtype_t, int, ccl_comm_t, ccl_stream_t);
 	bool rec = ccl_sampled();
-	uint64_t ts = rec ? ccl_now_ns() : 0;
+	uint64_t ts = rec ? ice_wall_ns() : 0;
 	ccl_result_t rc = real(r, n, t, peer, c, st);
 
 	if (rec)

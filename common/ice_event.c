@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ice_time.h"
+
 #define ICE_EVENT_BATCH_MAX 64
 
 struct ice_event_tx {
@@ -51,16 +53,13 @@ void ice_event_tx_close(struct ice_event_tx *tx)
 
 int ice_event_send(struct ice_event_tx *tx, struct ice_event *ev)
 {
-	struct timespec ts;
-
 	if (tx == NULL)
 		return -EBADF;
-	clock_gettime(CLOCK_REALTIME, &ts);
 	ev->magic = ICE_EVENT_MAGIC;
 	ev->version = ICE_EVENT_VERSION;
 	ev->pid = (uint32_t)getpid();
 	ev->seq = ++tx->seq;
-	ev->ts_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	ev->ts_ns = ice_wall_ns();
 	memcpy(ev->lib, tx->lib, sizeof(ev->lib));
 	if (sendto(tx->fd, ev, sizeof(*ev), MSG_DONTWAIT, (struct sockaddr *)&tx->to,
 		   sizeof(tx->to)) < 0) {
@@ -84,12 +83,8 @@ int ice_event_send_many(struct ice_event_tx *tx, struct ice_event *evs, unsigned
 		struct ice_event *ev = &evs[i];
 
 		if (ev->ts_ns == 0) {
-			if (now == 0) {
-				struct timespec ts;
-
-				clock_gettime(CLOCK_REALTIME, &ts);
-				now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-			}
+			if (now == 0)
+				now = ice_wall_ns();
 			ev->ts_ns = now;
 		}
 		ev->magic = ICE_EVENT_MAGIC;

@@ -28,6 +28,21 @@ static inline uint64_t ice_wall_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / ICE_NSEC_PER_MSEC;
 }
 
+/* CLOCK_REALTIME in nanoseconds (event and probe timestamps). */
+static inline uint64_t ice_wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * ICE_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC in seconds, for benchmarks and planner budgets. */
+static inline double ice_now_s(void)
+{
+	return (double)ice_now_ns() * 1e-9;
+}
+
 /* Sleep for ns nanoseconds (restarts after signals). */
 void ice_sleep_ns(uint64_t ns);
 

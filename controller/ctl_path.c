@@ -66,7 +66,7 @@ static int plan_kempe(struct ctl_planner *p, struct ctl_demand *d, bool *movable
 		      const struct ctl_plan_opts *o, double bound, struct ctl_plan_stats *st,
 		      double *u)
 {
-	double t0 = now_s(), t1;
+	double t0 = ice_now_s(), t1;
 	int ret;
 
 	*u = INFINITY;
@@ -80,13 +80,13 @@ static int plan_kempe(struct ctl_planner *p, struct ctl_demand *d, bool *movable
 		return ret;
 	*u = ctl_loads_of(p, d, 0);
 	st->kempe_util = *u;
-	t1 = now_s();
+	t1 = ice_now_s();
 	st->greedy_s += t1 - t0;
 	if (*u > bound * (1 + 1e-9)) {
 		ret = ctl_local_search(p, d, movable, o->search_budget_s, bound, st);
 		*u = ctl_loads_of(p, d, 0);
 	}
-	st->search_s += now_s() - t1;
+	st->search_s += ice_now_s() - t1;
 	return ret;
 }
 
@@ -96,7 +96,7 @@ static int plan_kempe(struct ctl_planner *p, struct ctl_demand *d, bool *movable
 static int plan_from(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 		     const struct ctl_plan_opts *o, double bound, struct ctl_plan_stats *st)
 {
-	double t0 = now_s(), t1, kc_u, budget = o->search_budget_s;
+	double t0 = ice_now_s(), t1, kc_u, budget = o->search_budget_s;
 	struct ctl_route *kc = NULL;
 	bool search = !o->no_search;
 	int ret;
@@ -113,10 +113,10 @@ static int plan_from(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 		for (uint32_t i = 0; i < d->n; i++)
 			kc[i] = d->flows[i].path;
 		if (budget > 0) {
-			budget -= now_s() - t0;
+			budget -= ice_now_s() - t0;
 			search = budget > 0;
 		}
-		t0 = now_s();
+		t0 = ice_now_s();
 	}
 	memset(p->load, 0, sizeof(double) * 2 * p->t->nlinks);
 	for (uint32_t i = 0; i < d->n; i++) {
@@ -126,11 +126,11 @@ static int plan_from(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 			route_add(p, &d->flows[i].path, flow_bits(d, &d->flows[i]));
 	}
 	ret = greedy(p, d, movable);
-	t1 = now_s();
+	t1 = ice_now_s();
 	st->greedy_s += t1 - t0;
 	if (ret == 0 && search)
 		ret = ctl_local_search(p, d, movable, budget, bound, st);
-	st->search_s += now_s() - t1;
+	st->search_s += ice_now_s() - t1;
 	if (ret == 0 && kc != NULL && ctl_loads_of(p, d, 0) > kc_u) {
 		for (uint32_t i = 0; i < d->n; i++)
 			d->flows[i].path = kc[i];
@@ -180,7 +180,7 @@ int ctl_plan_paths(struct ctl_planner *p, struct ctl_demand *d, const struct ctl
 	struct ctl_plan_stats tmp;
 	struct ctl_route *old = NULL;
 	bool *movable;
-	double t0 = now_s(), bound;
+	double t0 = ice_now_s(), bound;
 	int ret = 0;
 
 	if (o == NULL) {
@@ -254,7 +254,7 @@ int ctl_plan_paths(struct ctl_planner *p, struct ctl_demand *d, const struct ctl
 	if (ret == 0)
 		st->max_util = ctl_loads_of(p, d, 0);
 out:
-	st->total_s = now_s() - t0;
+	st->total_s = ice_now_s() - t0;
 	free(old);
 	free(movable);
 	return ret;

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "ctl.h"
+#include "ice_time.h"
 
 #define EPS	  1e-9
 #define NONE	  UINT32_MAX
@@ -66,14 +67,6 @@ struct ctl_planner {
 	double *load;		  /* [2 * nlinks] scratch */
 	struct ctl_pathmap model; /* the hash models (ctl_pathmap_model) */
 };
-
-static inline double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static inline uint32_t peer_node(const struct topo *t, uint32_t port)
 {

@@ -322,7 +322,7 @@ int ctl_local_search(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 	uint32_t nd = 2 * p->t->nlinks;
 	uint64_t kicks = 0, max_kicks = 2 * (uint64_t)d->n + 64;
 	struct ctl_route *best = NULL;
-	double t0 = now_s(), best_u = INFINITY;
+	double t0 = ice_now_s(), best_u = INFINITY;
 	int ret = -ENOMEM;
 
 	s.head = malloc(sizeof(uint32_t) * (nd + 1));
@@ -367,7 +367,7 @@ int ctl_local_search(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 		}
 		if (U <= bound * (1 + 1e-9))
 			break; /* optimal */
-		if (budget_s > 0 && (it & 15) == 0 && now_s() - t0 > budget_s) {
+		if (budget_s > 0 && (it & 15) == 0 && ice_now_s() - t0 > budget_s) {
 			st->budget_hit = true;
 			break;
 		}

@@ -20,14 +20,7 @@
 #include <time.h>
 
 #include "ctl.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "ice_time.h"
 
 static uint64_t rng_state = 1;
 
@@ -155,7 +148,7 @@ int main(int argc, char **argv)
 		usage();
 	rng_state = seed;
 
-	t0 = now_s();
+	t0 = ice_now_s();
 	topo_gen_opts_default(&go);
 	go.host_rate_bps = go.fabric_rate_bps = (uint64_t)(rate_g * 1e9);
 	if (spines > 0) {
@@ -172,14 +165,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ice-sim: cannot generate the topology: %s\n", strerror(errno));
 		return 1;
 	}
-	t_gen = now_s() - t0;
-	t0 = now_s();
+	t_gen = ice_now_s() - t0;
+	t0 = ice_now_s();
 	p = ctl_planner_new(t);
 	if (p == NULL) {
 		fprintf(stderr, "ice-sim: planner: %s\n", strerror(errno));
 		return 1;
 	}
-	t_idx = now_s() - t0;
+	t_idx = ice_now_s() - t0;
 
 	/* jobs: hosts in NIC order (rack-aligned) or shuffled, cut into njobs */
 	nn = topo_nic_count(t);
@@ -202,7 +195,7 @@ int main(int argc, char **argv)
 			nics[j] = x;
 		}
 	per = nn / njobs;
-	t0 = now_s();
+	t0 = ice_now_s();
 	ctl_demand_init(&d, CTL_UNIT_BPS);
 	for (uint32_t j = 0; j < njobs; j++) {
 		/* offered load: each NIC sends at line rate, split over its flows */
@@ -222,19 +215,19 @@ int main(int argc, char **argv)
 		bits[j] = 8 * vol / qps;
 		ideal[j] = 8.0 * (double)vol * peers / (rate_g * 1e9);
 	}
-	t_dem = now_s() - t0;
+	t_dem = ice_now_s() - t0;
 
-	t0 = now_s();
+	t0 = ice_now_s();
 	ret = ctl_plan_ecmp(ctl_pathmap_model(p), &d);
-	t_ecmp = now_s() - t0;
+	t_ecmp = ice_now_s() - t0;
 	if (ret < 0) {
 		fprintf(stderr, "ice-sim: ecmp: %s\n", strerror(-ret));
 		return 1;
 	}
 	ecmp_util = ctl_max_util(p, &d, 1);
-	t0 = now_s();
+	t0 = ice_now_s();
 	bound = ctl_bound(p, &d);
-	double t_bound = now_s() - t0;
+	double t_bound = ice_now_s() - t0;
 
 	ctl_plan_opts_default(&po);
 	po.search_budget_s = budget;
@@ -243,11 +236,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ice-sim: plan: %s\n", strerror(-ret));
 		return 1;
 	}
-	t0 = now_s();
+	t0 = ice_now_s();
 	ctl_plan_rates(p, &d, 1, 1.0);
 	job_times(&d, njobs, bits, ideal, je);
 	ctl_plan_rates(p, &d, 0, 1.0);
-	t_rate = now_s() - t0;
+	t_rate = ice_now_s() - t0;
 	job_times(&d, njobs, bits, ideal, ji);
 
 	printf("fabric: %s, %u switches+hosts, %u links, %u hosts at %.0f Gbit/s (generated in "
@@ -273,10 +266,10 @@ int main(int argc, char **argv)
 		       "alternating-path recolourings\n",
 		       st.kempe_util, (unsigned long long)st.kempe_chains);
 	if (sports) {
-		t0 = now_s();
+		t0 = ice_now_s();
 		ret = ctl_plan_sports(ctl_pathmap_model(p), &d);
 		printf("source ports: %s in %.3f s for %zu flows\n",
-		       ret == 0 ? "all found" : "FAILED", now_s() - t0, d.n);
+		       ret == 0 ? "all found" : "FAILED", ice_now_s() - t0, d.n);
 	}
 	ctl_demand_fini(&d);
 	ctl_planner_free(p);

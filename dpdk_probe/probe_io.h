@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "ice_time.h"
+
 #include "probe.h"
 
 struct probe_pkt {
@@ -60,13 +62,5 @@ const struct probe_io_ops *probe_io_ops_get(int backend);
 
 /* Interface name of the NIC holding addr (getifaddrs); 0 or -ENODEV. */
 int probe_ifname_of(struct in_addr addr, char *ifname, size_t len);
-
-static inline uint64_t probe_wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 #endif /* ICE_PROBE_IO_H */

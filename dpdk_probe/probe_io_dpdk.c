@@ -284,7 +284,7 @@ static int dpdk_recv(struct probe_io *io, struct probe_pkt *pkts, int max, uint6
 		uint16_t n = rte_eth_rx_burst(d->port, 0, m, DPDK_BURST);
 		/* CLOCK_REALTIME at rx_burst, the clock t1 is stamped with: the TSC
 		 * rate DPDK estimates in a VM drifts by ms per second against it */
-		uint64_t now = probe_wall_ns();
+		uint64_t now = ice_wall_ns();
 
 		for (uint16_t i = 0; i < n; i++) {
 			const struct rte_ether_hdr *eh = rte_pktmbuf_mtod(m[i], void *);

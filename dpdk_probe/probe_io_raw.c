@@ -256,7 +256,7 @@ static int raw_read(struct raw_io *r, int fd, struct probe_pkt *pkt)
 		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
 	pkt->ts_ns = raw_cmsg_ts(r, &msg, &ttl);
 	if (pkt->ts_ns == 0)
-		pkt->ts_ns = probe_wall_ns();
+		pkt->ts_ns = ice_wall_ns();
 	if (fd == r->icmp_fd) {
 		pkt->len = (uint16_t)n; /* a raw socket gives the IP header */
 		return 1;

@@ -73,7 +73,7 @@ int probe_sess_send(struct probe_sess *s, struct in_addr dst, uint16_t sport, ui
 
 	sess_rate_wait(s, PROBE_WIRE_BYTES);
 	o = probe_track_add(&s->track, &h, dst, sport, ttl, kind, path, pair);
-	h.t1 = probe_wall_ns();
+	h.t1 = ice_wall_ns();
 	pkt.len = (uint16_t)probe_build(pkt.data, s->local, dst, sport,
 					(uint16_t)s->cfg->responder_port, ttl, &h);
 	ret = s->io->ops->send(s->io, &pkt, 1);
@@ -94,7 +94,7 @@ static void sess_answer(struct probe_sess *s, const struct probe_rx *rx, uint64_
 	h.kind = PROBE_KIND_REPLY;
 	h.flags = rx->hdr.kind; /* what was asked */
 	h.t2 = rx_ts;
-	h.t3 = probe_wall_ns();
+	h.t3 = ice_wall_ns();
 	pkt.len = (uint16_t)probe_build(pkt.data, s->local, rx->from, rx->dport, rx->sport, 64, &h);
 	udp = pkt.data + 20;
 	(void)udp;

@@ -18,6 +18,7 @@
 #include <linux/magic.h>
 
 #include "ice_log.h"
+#include "ice_time.h"
 #include "ice_switch_loader.h"
 #include "ice_bpf_util.h"
 #include "ice_switch.skel.h"
@@ -395,14 +396,6 @@ static int sw_pinned_fd(const char *pin_dir, const char *name)
 	return fd;
 }
 
-static __u64 sw_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts); /* bpf_ktime_get_ns()'s clock */
-	return (__u64)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 int ice_sw_counters(const char *pin_dir, int ifindex, struct ice_port_stats *out)
 {
 	struct ice_port_state st;
@@ -428,7 +421,7 @@ int ice_sw_counters(const char *pin_dir, int ifindex, struct ice_port_stats *out
 	memset(out, 0, sizeof(*out));
 	out->c = st.c;
 	out->depth_now = st.c.depth;
-	now = sw_now_ns();
+	now = ice_now_ns() /* bpf_ktime_get_ns()'s clock */;
 	if ((cfg.rate_bps >> 3) != 0 && now > st.last_ns) {
 		__u64 dt = now - st.last_ns;
 		/* dt in us * bytes per us, in 128 bits to be safe at any rate. */

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "ice_log.h"
+#include "ice_time.h"
 #include "dev.h"
 #include "trn.h"
 
@@ -108,14 +109,6 @@ static int devprof_finish(void *obj, const char *path, struct ice_cfg_err *err)
 	return 0;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* One benchmark: run op until budget seconds pass (at least 3 times after a
  * warm-up); the best repetition's rate of units per second. */
 struct bench {
@@ -168,14 +161,14 @@ static int measure(struct bench *b, bench_fn fn, double units, double budget, do
 
 	if (ret < 0)
 		return ret;
-	t_end = now_s() + budget;
-	while (reps < 3 || now_s() < t_end) {
-		double t0 = now_s(), dt;
+	t_end = ice_now_s() + budget;
+	while (reps < 3 || ice_now_s() < t_end) {
+		double t0 = ice_now_s(), dt;
 
 		ret = fn(b);
 		if (ret < 0)
 			return ret;
-		dt = now_s() - t0;
+		dt = ice_now_s() - t0;
 		if (dt > 0 && (best == 0 || dt < best))
 			best = dt;
 		reps++;

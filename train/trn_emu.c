@@ -19,14 +19,7 @@
 #include <time.h>
 
 #include "trn.h"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "ice_time.h"
 
 /* A call follows on from the previous one when it begins within this long
  * of its return; what the stream hides is bounded by EMU_HIDE_MAX_NS (a
@@ -41,7 +34,7 @@ void trn_emu_idle(struct trn_emu *e)
 
 void trn_emu_begin(struct trn_emu *e)
 {
-	uint64_t now = now_ns();
+	uint64_t now = ice_now_ns();
 
 	e->real_ns = now;
 	e->t0_ns = now;
@@ -57,7 +50,7 @@ void trn_emu_begin(struct trn_emu *e)
 /* End a call whose stated time is stated ns. */
 static void emu_end(struct trn_emu *e, uint64_t stated)
 {
-	uint64_t target, now = now_ns();
+	uint64_t target, now = ice_now_ns();
 	struct timespec ts;
 
 	e->calls++;
@@ -81,7 +74,7 @@ static void emu_end(struct trn_emu *e, uint64_t stated)
 		ts.tv_nsec = (long)(target % 1000000000ull);
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 			;
-		now = now_ns();
+		now = ice_now_ns();
 		e->fresh_ns = now > target ? now - target : 0; /* woke late */
 	}
 	e->woke_ns = now;
