@@ -25,6 +25,7 @@
 #include "ice_config.h"
 #include "ice_dcqcn.h"
 #include "ice_plan.h"
+#include "ice_roce.h"
 #include "topo.h"
 
 /* ---- demand ---------------------------------------------------------------- */
@@ -86,10 +87,6 @@ void ctl_demand_init(struct ctl_demand *d, enum ctl_unit unit);
 void ctl_demand_fini(struct ctl_demand *d); /* NULL-safe */
 /* Append a copy of f (outputs reset); 0 or -ENOMEM. */
 int ctl_demand_add(struct ctl_demand *d, const struct ctl_flow *f);
-
-/* rdma-core's default RoCEv2 source port for a QP pair (flow label from the
- * QPNs, ibv_flow_label_to_udp_sport): what a NIC picks without ICE. */
-uint16_t ctl_sport_default(uint32_t lqpn, uint32_t rqpn);
 
 /*
  * The flows of one announced collective over nranks ranks whose NICs (topo
@@ -207,7 +204,7 @@ int ctl_route_of_sport(struct ctl_pathmap *m, const struct ctl_flow *f, uint16_t
  * first). 0 or -errno. */
 int ctl_plan_sports(struct ctl_pathmap *m, struct ctl_demand *d);
 /* Fill flow->ecmp with the route of the flow's default source port
- * (ctl_sport_default) by m; where m does not know it, by the hash models.
+ * (ice_roce_sport_default) by m; where m does not know it, by the hash models.
  * 0 or -errno. */
 int ctl_plan_ecmp(struct ctl_pathmap *m, struct ctl_demand *d);
 

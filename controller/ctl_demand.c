@@ -46,17 +46,6 @@ int ctl_demand_add(struct ctl_demand *d, const struct ctl_flow *f)
 	return 0;
 }
 
-/* rdma-core: ibv_flow_label_to_udp_sport(compute_flow_label(lqpn, rqpn)). */
-uint16_t ctl_sport_default(uint32_t lqpn, uint32_t rqpn)
-{
-	uint64_t fl = (uint64_t)lqpn * rqpn;
-
-	fl ^= fl >> 20;
-	fl ^= fl >> 40;
-	fl &= 0xFFFFF;
-	return (uint16_t)(((fl & 0x3FFF) ^ ((fl & 0xFC000) >> 14)) | 0xC000);
-}
-
 static const char *const coll_names[CTL_COLL_OP_MAX] = {
 	[CTL_COLL_ANY] = "any",
 	[CTL_COLL_ALL_REDUCE] = "all_reduce",

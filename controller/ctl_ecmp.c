@@ -23,7 +23,7 @@ static void flow_tuple(const struct topo *t, const struct ctl_flow *f, uint16_t 
 	x->daddr = t->ports[f->dst_port].addr.s_addr;
 	x->proto = IPPROTO_UDP;
 	x->sport = htons(sport);
-	x->dport = htons(ROCE_PORT);
+	x->dport = htons(ICE_ROCE_UDP_PORT);
 }
 
 int ctl_model_route(struct ctl_planner *p, const struct ctl_flow *f, uint16_t sport,
@@ -319,7 +319,7 @@ int ctl_plan_ecmp(struct ctl_pathmap *m, struct ctl_demand *d)
 {
 	for (size_t i = 0; i < d->n; i++) {
 		struct ctl_flow *f = &d->flows[i];
-		uint16_t sport = ctl_sport_default(f->lqpn, f->rqpn);
+		uint16_t sport = ice_roce_sport_default(f->lqpn, f->rqpn);
 		struct ctl_route r;
 		int ret = m->ops->route_of(m, f, sport, &r);
 

@@ -155,7 +155,7 @@ static int ecmp_start(struct ctl_planner *p, struct ctl_demand *d, bool *movable
 		struct ctl_flow *f = &d->flows[i];
 
 		mine[i] = f->path;
-		ret = ctl_model_route(p, f, ctl_sport_default(f->lqpn, f->rqpn), &f->path);
+		ret = ctl_model_route(p, f, ice_roce_sport_default(f->lqpn, f->rqpn), &f->path);
 	}
 	if (ret < 0)
 		goto out;

@@ -21,11 +21,10 @@
 #include "ctl.h"
 #include "ice_time.h"
 
-#define EPS	  1e-9
-#define NONE	  UINT32_MAX
-#define TERM	  (UINT32_MAX - 1)
-#define MAXH	  TOPO_PATH_MAX_HOPS
-#define ROCE_PORT 4791
+#define EPS  1e-9
+#define NONE UINT32_MAX
+#define TERM (UINT32_MAX - 1)
+#define MAXH TOPO_PATH_MAX_HOPS
 
 struct dag_nh {
 	uint32_t eg;	/* egress port id */

@@ -22,8 +22,8 @@
 #include <stdio.h>
 
 #include "ice_config.h"
+#include "ice_roce.h"
 
-#define PROBE_ROCE_PORT 4791
 #define PROBE_PKT_MAX	512
 #define PROBE_MAX_HOPS	8 /* switches on a path (and the highest TTL tried) */
 #define PROBE_MAX_PATHS 64

@@ -92,7 +92,7 @@ void probe_cfg_defaults(struct probe_cfg *c)
 	c->map_refresh = 300 * S;
 	c->link_share = 0.001;
 	c->burst = 16384;
-	c->responder_port = PROBE_ROCE_PORT;
+	c->responder_port = ICE_ROCE_UDP_PORT;
 	snprintf(c->dpdk_eal, sizeof(c->dpdk_eal), "%s",
 		 "-l 0 --no-huge -m 256 --no-pci --no-telemetry --vdev=net_af_packet0,iface={if}");
 }

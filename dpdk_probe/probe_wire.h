@@ -23,9 +23,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ice_roce.h"
+
 #define PROBE_MAGIC	  0x49434550u /* "ICEP" */
 #define PROBE_VERSION	  1
-#define PROBE_BTH_LEN	  12
 #define PROBE_PAYLOAD_LEN 64
 #define PROBE_IP_LEN	  (20 + 8 + PROBE_PAYLOAD_LEN)
 #define PROBE_WIRE_BYTES  (PROBE_IP_LEN + 14 + 4 + 20) /* + Ethernet, FCS, preamble/IFG */

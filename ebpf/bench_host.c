@@ -24,6 +24,7 @@
 
 #include <bpf/bpf.h>
 
+#include "ice_roce.h"
 #include "ice_host_loader.h"
 #include "ice_log.h"
 
@@ -167,11 +168,14 @@ int main(int argc, char **argv)
 	printf("| %-36s | %10s | %10s | %10s |\n", "scenario", "ns/pkt", "test_run", "runs");
 	printf("|--------------------------------------|------------|------------|------------|\n");
 	if (empty_fd >= 0)
-		bench(h, empty_fd, "empty tc program (the stats' floor)", 4791, 0, runs);
-	bench(h, ice_host_egress_fd(h), "data packet, known flow", 4791, 0, runs);
-	bench(h, ice_host_egress_fd(h), "data packet, new flow each packet", 4791, 1, runs / 10);
+		bench(h, empty_fd, "empty tc program (the stats' floor)", ICE_ROCE_UDP_PORT, 0,
+		      runs);
+	bench(h, ice_host_egress_fd(h), "data packet, known flow", ICE_ROCE_UDP_PORT, 0, runs);
+	bench(h, ice_host_egress_fd(h), "data packet, new flow each packet", ICE_ROCE_UDP_PORT, 1,
+	      runs / 10);
 	bench(h, ice_host_egress_fd(h), "UDP to another port (not RoCE)", 4792, 0, runs);
-	bench(hs, ice_host_egress_fd(hs), "data packet, known flow, sample 16", 4791, 0, runs);
+	bench(hs, ice_host_egress_fd(hs), "data packet, known flow, sample 16", ICE_ROCE_UDP_PORT,
+	      0, runs);
 	printf("\nns/pkt: BPF run-time stats (run_time_ns / run_cnt), the attached cost.\n"
 	       "test_run: bpf_prog_test_run's own per-run duration (includes its loop).\n");
 	if (ice_host_stats(h, st) == 0)

@@ -25,6 +25,7 @@
 #include <linux/ip.h>
 #include <linux/pkt_cls.h>
 
+#include "ice_roce.h"
 #include "ice_log.h"
 #include "ice_switch_loader.h"
 
@@ -50,7 +51,7 @@ static size_t frame(uint8_t *b, size_t size, uint16_t sport)
 	ip->saddr = inet_addr("10.1.0.5");
 	ip->daddr = inet_addr("10.3.1.1");
 	ports[0] = htons(sport);
-	ports[1] = htons(4791);
+	ports[1] = htons(ICE_ROCE_UDP_PORT);
 	return ETH_HLEN + 1028;
 }
 

@@ -43,6 +43,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "ice_host.h"
+#include "ice_roce.h"
 
 #define EEXIST 17 /* <errno.h> is libc's, not uapi */
 
@@ -53,23 +54,11 @@
 #define INET_ECN_MASK 3
 #define INET_ECN_CE   3
 
-#define BTH_LEN		   12
-#define RETH_LEN	   16
-#define AETH_LEN	   4
-#define IMM_LEN		   4
-#define DETH_LEN	   8
-#define ATOMIC_ETH_LEN	   28
-#define ATOMIC_ACK_ETH_LEN 8
-#define ICRC_LEN	   4
-#define OP_CNP		   0x81
-#define AETH_CLASS_MASK	   0x60 /* bits 6..5 of the syndrome; bit 7 is reserved */
-#define AETH_ACK	   0x00
-#define AETH_RNR_NAK	   0x20
-#define AETH_NAK	   0x60
+#define AETH_CLASS_MASK 0x60 /* bits 6..5 of the syndrome; bit 7 is reserved */
 
 /* Tunables, set by the loader between open and load. */
-const volatile __u16 roce_port = 4791; /* UDP destination port */
-const volatile __u32 sample = 0;       /* count 1 in `sample` RoCE packets; 0, 1 = all */
+const volatile __u16 roce_port = ICE_ROCE_UDP_PORT; /* UDP destination port */
+const volatile __u32 sample = 0; /* count 1 in `sample` RoCE packets; 0, 1 = all */
 
 /* Per-direction flow counters (struct ice_flow_key -> struct ice_flow_stats). */
 struct {
@@ -124,11 +113,11 @@ static __always_inline int op_classify(__u8 op, __u32 *ext)
 	__u8 tc = op >> 5, code = op & 0x1f;
 
 	*ext = 0;
-	if (op == OP_CNP)
+	if (op == ICE_ROCE_OP_CNP)
 		return OK_CNP;
 	if (tc == 3) { /* UD: SEND_ONLY (+IMM), with a DETH */
 		if (code == 0x04 || code == 0x05) {
-			*ext = DETH_LEN + (code == 0x05 ? IMM_LEN : 0);
+			*ext = ICE_ROCE_DETH_LEN + (code == 0x05 ? ICE_ROCE_IMMDT_LEN : 0);
 			return OK_REQ;
 		}
 		return OK_OTHER;
@@ -148,32 +137,32 @@ static __always_inline int op_classify(__u8 op, __u32 *ext)
 	case 0x09: /* WRITE_LAST_IMM */
 	case 0x16: /* SEND_LAST_INV (IETH) */
 	case 0x17: /* SEND_ONLY_INV (IETH) */
-		*ext = IMM_LEN;
+		*ext = ICE_ROCE_IMMDT_LEN;
 		return OK_REQ;
 	case 0x06: /* WRITE_FIRST */
 	case 0x0a: /* WRITE_ONLY */
 	case 0x0c: /* READ_REQUEST */
-		*ext = RETH_LEN;
+		*ext = ICE_ROCE_RETH_LEN;
 		return OK_REQ;
 	case 0x0b: /* WRITE_ONLY_IMM */
-		*ext = RETH_LEN + IMM_LEN;
+		*ext = ICE_ROCE_RETH_LEN + ICE_ROCE_IMMDT_LEN;
 		return OK_REQ;
 	case 0x0d: /* READ_RESPONSE_FIRST */
 	case 0x0f: /* READ_RESPONSE_LAST */
 	case 0x10: /* READ_RESPONSE_ONLY */
-		*ext = AETH_LEN;
+		*ext = ICE_ROCE_AETH_LEN;
 		return OK_READ_RESP;
 	case 0x0e: /* READ_RESPONSE_MIDDLE */
 		return OK_READ_RESP;
 	case 0x11: /* ACK */
-		*ext = AETH_LEN;
+		*ext = ICE_ROCE_AETH_LEN;
 		return OK_ACK;
 	case 0x12: /* ATOMIC_ACK */
-		*ext = AETH_LEN + ATOMIC_ACK_ETH_LEN;
+		*ext = ICE_ROCE_AETH_LEN + ICE_ROCE_ATOMIC_ACK_ETH_LEN;
 		return OK_ACK;
 	case 0x13: /* COMPARE_SWAP */
 	case 0x14: /* FETCH_ADD */
-		*ext = ATOMIC_ETH_LEN;
+		*ext = ICE_ROCE_ATOMIC_ETH_LEN;
 		return OK_OTHER;
 	default:
 		return OK_OTHER;
@@ -182,7 +171,7 @@ static __always_inline int op_classify(__u8 op, __u32 *ext)
 
 /* The BTH and the first AETH byte, wherever in the skb they are. */
 struct roce_hdr {
-	__u8 bth[BTH_LEN];
+	__u8 bth[ICE_ROCE_BTH_LEN];
 	__u8 syndrome; /* AETH byte 0, when the opcode has one first */
 };
 
@@ -294,7 +283,8 @@ static __always_inline int ice_host_count(struct __sk_buff *skb, __u8 dir)
 		return TC_ACT_UNSPEC;
 	}
 	/* The whole packet must be there: IP length within the skb's bytes. */
-	if (ip_len < sizeof(*udp) + BTH_LEN + ICRC_LEN || l4off + ip_len > skb->len) {
+	if (ip_len < sizeof(*udp) + ICE_ROCE_BTH_LEN + ICE_ROCE_ICRC_LEN ||
+	    l4off + ip_len > skb->len) {
 		stat_inc(ICE_HS_TRUNCATED);
 		return TC_ACT_UNSPEC;
 	}
@@ -302,7 +292,7 @@ static __always_inline int ice_host_count(struct __sk_buff *skb, __u8 dir)
 	/* BTH (+ AETH syndrome): direct when linear, else copied out. */
 	if ((void *)(udp + 1) + sizeof(rh) <= end) {
 		__builtin_memcpy(&rh, udp + 1, sizeof(rh));
-	} else if (bpf_skb_load_bytes(skb, l4off + sizeof(*udp), &rh, BTH_LEN) != 0) {
+	} else if (bpf_skb_load_bytes(skb, l4off + sizeof(*udp), &rh, ICE_ROCE_BTH_LEN) != 0) {
 		stat_inc(ICE_HS_TRUNCATED);
 		return TC_ACT_UNSPEC;
 	} else {
@@ -311,14 +301,15 @@ static __always_inline int ice_host_count(struct __sk_buff *skb, __u8 dir)
 	op = rh.bth[0];
 	pad = (rh.bth[1] >> 4) & 3;
 	kind = op_classify(op, &ext);
-	need = sizeof(*udp) + BTH_LEN + ext + pad + ICRC_LEN;
+	need = sizeof(*udp) + ICE_ROCE_BTH_LEN + ext + pad + ICE_ROCE_ICRC_LEN;
 	if (ip_len < need) {
 		stat_inc(ICE_HS_TRUNCATED);
 		return TC_ACT_UNSPEC;
 	}
 	payload = ip_len - need;
 	if (kind == OK_ACK && (void *)(udp + 1) + sizeof(rh) > end &&
-	    bpf_skb_load_bytes(skb, l4off + sizeof(*udp) + BTH_LEN, &rh.syndrome, 1) != 0) {
+	    bpf_skb_load_bytes(skb, l4off + sizeof(*udp) + ICE_ROCE_BTH_LEN, &rh.syndrome, 1) !=
+		    0) {
 		stat_inc(ICE_HS_TRUNCATED);
 		return TC_ACT_UNSPEC;
 	}
@@ -364,9 +355,9 @@ static __always_inline int ice_host_count(struct __sk_buff *skb, __u8 dir)
 		} else if (kind == OK_ACK) {
 			__u8 cls = rh.syndrome & AETH_CLASS_MASK;
 
-			init.acks = cls == AETH_ACK;
-			init.rnr_naks = cls == AETH_RNR_NAK;
-			init.naks = cls == AETH_NAK;
+			init.acks = cls == ICE_ROCE_AETH_ACK;
+			init.rnr_naks = cls == ICE_ROCE_AETH_RNR_NAK;
+			init.naks = cls == ICE_ROCE_AETH_NAK;
 		}
 		err = bpf_map_update_elem(&ice_host_flows, &key, &init, BPF_NOEXIST);
 		if (err == 0) {
@@ -413,11 +404,11 @@ static __always_inline int ice_host_count(struct __sk_buff *skb, __u8 dir)
 	} else if (kind == OK_ACK) {
 		__u8 cls = rh.syndrome & AETH_CLASS_MASK;
 
-		if (cls == AETH_ACK)
+		if (cls == ICE_ROCE_AETH_ACK)
 			st->acks++;
-		else if (cls == AETH_RNR_NAK)
+		else if (cls == ICE_ROCE_AETH_RNR_NAK)
 			st->rnr_naks++;
-		else if (cls == AETH_NAK)
+		else if (cls == ICE_ROCE_AETH_NAK)
 			st->naks++;
 	}
 	st->udp_sport = bpf_ntohs(udp->source);

@@ -28,6 +28,7 @@
 #include "ice_bpf_util.h"
 #include "ice_host.skel.h"
 #include "ice_log.h"
+#include "ice_roce.h"
 
 #define HOST_SUB	   ICE_SUB_COMMON
 #define HOST_TCX_INGRESS   46 /* BPF_TCX_INGRESS */
@@ -90,7 +91,7 @@ struct ice_host *ice_host_open(const char *pin_dir, const struct ice_host_opts *
 	if (o != NULL)
 		h->opts = *o;
 	if (h->opts.roce_port == 0)
-		h->opts.roce_port = 4791;
+		h->opts.roce_port = ICE_ROCE_UDP_PORT;
 	if (pin_dir != NULL &&
 	    snprintf(h->pin_dir, sizeof(h->pin_dir), "%s", pin_dir) >= (int)sizeof(h->pin_dir)) {
 		ice_err(HOST_SUB, "pin directory '%s': expected at most %zu characters", pin_dir,

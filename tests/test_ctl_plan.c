@@ -557,7 +557,7 @@ static void test_collective_demand(void **state)
 	assert_int_equal(d.n, 3);
 	assert_int_equal(d.flows[2].demand, 4000);
 	/* the default port is rdma-core's formula */
-	assert_int_equal(ctl_sport_default(0x11, 0x22),
+	assert_int_equal(ice_roce_sport_default(0x11, 0x22),
 			 (((0x11 * 0x22) & 0x3FFF) ^ (((0x11 * 0x22) & 0xFC000) >> 14)) | 0xC000);
 	ctl_demand_fini(&d);
 	topo_free(t);

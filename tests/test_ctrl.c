@@ -136,8 +136,9 @@ static void test_control_block(void **state)
 		ice_ctrl_set(ctl, slot, 0, 0, 0, NULL, 44);
 		pump(a, b, 2);
 		assert_int_not_equal(tp_qp_sport(qa), planned);
-		assert_int_equal(tp_qp_sport(qa), tp_flow_label_to_udp_sport(tp_calc_flow_label(
-							  tp_qp_num(qa), tp_qp_num(qb))));
+		assert_int_equal(tp_qp_sport(qa),
+				 ice_roce_flow_label_to_udp_sport(
+					 ice_roce_calc_flow_label(tp_qp_num(qa), tp_qp_num(qb))));
 		assert_int_equal(tp_qp_dcqcn_params(qa)->rp_ai_rate, 5);
 		assert_true(tp_qp_rate(qa) > 9.9e9);
 		ice_ctrl_set(ctl, slot, ICE_CTRL_SET_SPORT, planned, 0, NULL, 45);

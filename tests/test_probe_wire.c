@@ -56,7 +56,7 @@ static void send_one(struct fixture *f, uint8_t ttl, uint8_t kind)
 	memset(&f->h, 0, sizeof(f->h));
 	f->o = probe_track_add(&f->t, &f->h, f->dst, 49152, ttl, kind, 0, 0);
 	f->h.t1 = 1000;
-	probe_build(f->probe, f->me, f->dst, 49152, PROBE_ROCE_PORT, ttl, &f->h);
+	probe_build(f->probe, f->me, f->dst, 49152, ICE_ROCE_UDP_PORT, ttl, &f->h);
 }
 
 static void test_request_roundtrip(void **state)
@@ -66,7 +66,7 @@ static void test_request_roundtrip(void **state)
 
 	send_one(&f, 64, PROBE_KIND_ECHO);
 	assert_int_equal(probe_ip_csum(f.probe, 20), 0);
-	assert_int_equal(probe_parse(f.probe, sizeof(f.probe), PROBE_ROCE_PORT, &rx),
+	assert_int_equal(probe_parse(f.probe, sizeof(f.probe), ICE_ROCE_UDP_PORT, &rx),
 			 PROBE_RX_REQUEST);
 	assert_true(rx.has_hdr);
 	assert_int_equal(rx.hdr.seq, f.h.seq);
@@ -84,13 +84,13 @@ static void test_time_exceeded_matches(void **state)
 
 	send_one(&f, 2, PROBE_KIND_TRACE);
 	n = icmp_wrap(pkt, f.hop, f.me, 11, 0, f.probe, sizeof(f.probe));
-	assert_int_equal(probe_parse(pkt, n, PROBE_ROCE_PORT, &rx), PROBE_RX_HOP);
+	assert_int_equal(probe_parse(pkt, n, ICE_ROCE_UDP_PORT, &rx), PROBE_RX_HOP);
 	assert_true(rx.has_hdr);
 	assert_int_equal(rx.from.s_addr, f.hop.s_addr);
 	assert_ptr_equal(probe_track_match(&f.t, &rx, f.me), f.o);
 	/* RFC 792 minimum quote: IP header + 8 bytes; the IP id names the probe */
 	n = icmp_wrap(pkt, f.hop, f.me, 11, 0, f.probe, 28);
-	assert_int_equal(probe_parse(pkt, n, PROBE_ROCE_PORT, &rx), PROBE_RX_HOP);
+	assert_int_equal(probe_parse(pkt, n, ICE_ROCE_UDP_PORT, &rx), PROBE_RX_HOP);
 	assert_false(rx.has_hdr);
 	assert_ptr_equal(probe_track_match(&f.t, &rx, f.me), f.o);
 }
@@ -105,18 +105,18 @@ static void test_truncated(void **state)
 	send_one(&f, 2, PROBE_KIND_TRACE);
 	/* the outer header says more than arrived */
 	n = icmp_wrap(pkt, f.hop, f.me, 11, 0, f.probe, sizeof(f.probe));
-	assert_int_equal(probe_parse(pkt, n - 10, PROBE_ROCE_PORT, &rx), -PROBE_DROP_TRUNCATED);
+	assert_int_equal(probe_parse(pkt, n - 10, ICE_ROCE_UDP_PORT, &rx), -PROBE_DROP_TRUNCATED);
 	/* a quote without the UDP header */
 	n = icmp_wrap(pkt, f.hop, f.me, 11, 0, f.probe, 24);
-	assert_int_equal(probe_parse(pkt, n, PROBE_ROCE_PORT, &rx), -PROBE_DROP_TRUNCATED);
+	assert_int_equal(probe_parse(pkt, n, ICE_ROCE_UDP_PORT, &rx), -PROBE_DROP_TRUNCATED);
 	/* ICMP header cut */
 	n = icmp_wrap(pkt, f.hop, f.me, 11, 0, f.probe, 0);
 	pkt[3] = 24;
-	assert_int_equal(probe_parse(pkt, 24, PROBE_ROCE_PORT, &rx), -PROBE_DROP_TRUNCATED);
+	assert_int_equal(probe_parse(pkt, 24, ICE_ROCE_UDP_PORT, &rx), -PROBE_DROP_TRUNCATED);
 	/* less than an IP header */
-	assert_int_equal(probe_parse(f.probe, 12, PROBE_ROCE_PORT, &rx), -PROBE_DROP_TRUNCATED);
+	assert_int_equal(probe_parse(f.probe, 12, ICE_ROCE_UDP_PORT, &rx), -PROBE_DROP_TRUNCATED);
 	/* a reply whose UDP length exceeds the packet */
-	assert_int_equal(probe_parse(f.probe, 40, PROBE_ROCE_PORT, &rx), -PROBE_DROP_TRUNCATED);
+	assert_int_equal(probe_parse(f.probe, 40, ICE_ROCE_UDP_PORT, &rx), -PROBE_DROP_TRUNCATED);
 }
 
 static void test_forged_nonce(void **state)
@@ -130,14 +130,14 @@ static void test_forged_nonce(void **state)
 	memcpy(bad, f.probe, sizeof(bad));
 	bad[20 + 8 + 24 + 7] ^= 1; /* nonce */
 	n = icmp_wrap(pkt, f.hop, f.me, 11, 0, bad, sizeof(bad));
-	assert_int_equal(probe_parse(pkt, n, PROBE_ROCE_PORT, &rx), PROBE_RX_HOP);
+	assert_int_equal(probe_parse(pkt, n, ICE_ROCE_UDP_PORT, &rx), PROBE_RX_HOP);
 	assert_null(probe_track_match(&f.t, &rx, f.me));
 	assert_int_equal(f.t.drops[PROBE_DROP_FORGED], 1);
 	/* a reply with a wrong nonce */
 	f.h.kind = PROBE_KIND_REPLY;
 	f.h.nonce ^= 0x100;
-	probe_build(pkt, f.dst, f.me, PROBE_ROCE_PORT, 49152, 60, &f.h);
-	assert_int_equal(probe_parse(pkt, PROBE_IP_LEN, PROBE_ROCE_PORT, &rx), PROBE_RX_REPLY);
+	probe_build(pkt, f.dst, f.me, ICE_ROCE_UDP_PORT, 49152, 60, &f.h);
+	assert_int_equal(probe_parse(pkt, PROBE_IP_LEN, ICE_ROCE_UDP_PORT, &rx), PROBE_RX_REPLY);
 	assert_null(probe_track_match(&f.t, &rx, f.me));
 	assert_int_equal(f.t.drops[PROBE_DROP_FORGED], 2);
 	assert_true(f.o->live);
@@ -152,8 +152,8 @@ static void test_unexpected_and_unknown(void **state)
 	send_one(&f, 64, PROBE_KIND_ECHO);
 	/* a correct reply, but from another address */
 	f.h.kind = PROBE_KIND_REPLY;
-	probe_build(pkt, ip("10.2.0.3"), f.me, PROBE_ROCE_PORT, 49152, 60, &f.h);
-	assert_int_equal(probe_parse(pkt, PROBE_IP_LEN, PROBE_ROCE_PORT, &rx), PROBE_RX_REPLY);
+	probe_build(pkt, ip("10.2.0.3"), f.me, ICE_ROCE_UDP_PORT, 49152, 60, &f.h);
+	assert_int_equal(probe_parse(pkt, PROBE_IP_LEN, ICE_ROCE_UDP_PORT, &rx), PROBE_RX_REPLY);
 	assert_null(probe_track_match(&f.t, &rx, f.me));
 	assert_int_equal(f.t.drops[PROBE_DROP_UNEXPECTED], 1);
 	/* ICMP about a packet another host sent */
@@ -161,15 +161,15 @@ static void test_unexpected_and_unknown(void **state)
 		uint8_t other[PROBE_IP_LEN];
 		size_t n;
 
-		probe_build(other, ip("10.1.0.3"), f.dst, 49152, PROBE_ROCE_PORT, 2, &f.h);
+		probe_build(other, ip("10.1.0.3"), f.dst, 49152, ICE_ROCE_UDP_PORT, 2, &f.h);
 		n = icmp_wrap(pkt, f.hop, f.me, 11, 0, other, sizeof(other));
-		assert_int_equal(probe_parse(pkt, n, PROBE_ROCE_PORT, &rx), PROBE_RX_HOP);
+		assert_int_equal(probe_parse(pkt, n, ICE_ROCE_UDP_PORT, &rx), PROBE_RX_HOP);
 		assert_null(probe_track_match(&f.t, &rx, f.me));
 		assert_int_equal(f.t.drops[PROBE_DROP_UNEXPECTED], 2);
 	}
 	/* the right reply matches once; a duplicate is unknown */
-	probe_build(pkt, f.dst, f.me, PROBE_ROCE_PORT, 49152, 60, &f.h);
-	assert_int_equal(probe_parse(pkt, PROBE_IP_LEN, PROBE_ROCE_PORT, &rx), PROBE_RX_REPLY);
+	probe_build(pkt, f.dst, f.me, ICE_ROCE_UDP_PORT, 49152, 60, &f.h);
+	assert_int_equal(probe_parse(pkt, PROBE_IP_LEN, ICE_ROCE_UDP_PORT, &rx), PROBE_RX_REPLY);
 	assert_ptr_equal(probe_track_match(&f.t, &rx, f.me), f.o);
 	f.o->live = false;
 	assert_null(probe_track_match(&f.t, &rx, f.me));
@@ -185,20 +185,20 @@ static void test_other_traffic(void **state)
 
 	send_one(&f, 2, PROBE_KIND_TRACE);
 	n = icmp_wrap(pkt, f.hop, f.me, 8, 0, f.probe, 8); /* echo request */
-	assert_int_equal(probe_parse(pkt, n, PROBE_ROCE_PORT, &rx), -PROBE_DROP_OTHER);
+	assert_int_equal(probe_parse(pkt, n, ICE_ROCE_UDP_PORT, &rx), -PROBE_DROP_OTHER);
 	/* time exceeded for RoCE traffic that is not a probe (no magic) */
 	memcpy(q, f.probe, sizeof(q));
 	q[20 + 8 + 12] = 0;
 	n = icmp_wrap(pkt, f.hop, f.me, 11, 0, q, sizeof(q));
-	assert_int_equal(probe_parse(pkt, n, PROBE_ROCE_PORT, &rx), -PROBE_DROP_OTHER);
+	assert_int_equal(probe_parse(pkt, n, ICE_ROCE_UDP_PORT, &rx), -PROBE_DROP_OTHER);
 	/* a probe header with a bad version */
 	memcpy(q, f.probe, sizeof(q));
 	q[20 + 8 + 16] = 9;
-	assert_int_equal(probe_parse(q, sizeof(q), PROBE_ROCE_PORT, &rx), -PROBE_DROP_MALFORMED);
+	assert_int_equal(probe_parse(q, sizeof(q), ICE_ROCE_UDP_PORT, &rx), -PROBE_DROP_MALFORMED);
 	/* UDP to another port */
 	memcpy(q, f.probe, sizeof(q));
 	q[22] = 0x13;
-	assert_int_equal(probe_parse(q, sizeof(q), PROBE_ROCE_PORT, &rx), -PROBE_DROP_OTHER);
+	assert_int_equal(probe_parse(q, sizeof(q), ICE_ROCE_UDP_PORT, &rx), -PROBE_DROP_OTHER);
 }
 
 static const char *pl_err(const char *text, struct probe_pinglist *pl)

@@ -32,7 +32,7 @@ static struct tp_icrc_addr test_addr(void)
 		.saddr = htonl(0x0a000001), /* 10.0.0.1 */
 		.daddr = htonl(0x0a000002), /* 10.0.0.2 */
 		.sport = 0xc123,
-		.dport = TP_ROCE_UDP_PORT,
+		.dport = ICE_ROCE_UDP_PORT,
 		.ip_id = 0,
 	};
 	return a;
@@ -214,9 +214,9 @@ static void test_bth_layout(void **state)
 	uint8_t buf[12];
 	struct tp_bth d;
 
-	assert_int_equal(tp_bth_encode(&h, buf), TP_BTH_LEN);
+	assert_int_equal(tp_bth_encode(&h, buf), ICE_ROCE_BTH_LEN);
 	assert_memory_equal(buf, want, sizeof(want));
-	assert_int_equal(tp_bth_decode(want, &d), TP_BTH_LEN);
+	assert_int_equal(tp_bth_decode(want, &d), ICE_ROCE_BTH_LEN);
 	assert_bth_equal(&d, &h);
 
 	/* All-ones fields, as a CNP-ish header from the spec's bit positions. */
@@ -269,12 +269,12 @@ static void test_bth_roundtrip_boundaries(void **state)
 						.ack_req = f & 16,
 						.psn = v24[s],
 					};
-					uint8_t buf[TP_BTH_LEN + 1];
+					uint8_t buf[ICE_ROCE_BTH_LEN + 1];
 					struct tp_bth d;
 
-					buf[TP_BTH_LEN] = 0x5a;
+					buf[ICE_ROCE_BTH_LEN] = 0x5a;
 					tp_bth_encode(&h, buf);
-					assert_int_equal(buf[TP_BTH_LEN], 0x5a);
+					assert_int_equal(buf[ICE_ROCE_BTH_LEN], 0x5a);
 					/* reserved bits stay zero */
 					assert_int_equal(buf[4] & 0x3f, 0);
 					assert_int_equal(buf[8] & 0x7f, 0);
@@ -294,9 +294,9 @@ static void test_reth_layout_roundtrip(void **state)
 	uint8_t buf[16];
 	struct tp_reth d;
 
-	assert_int_equal(tp_reth_encode(&h, buf), TP_RETH_LEN);
+	assert_int_equal(tp_reth_encode(&h, buf), ICE_ROCE_RETH_LEN);
 	assert_memory_equal(buf, want, 16);
-	assert_int_equal(tp_reth_decode(want, &d), TP_RETH_LEN);
+	assert_int_equal(tp_reth_decode(want, &d), ICE_ROCE_RETH_LEN);
 	assert_true(d.va == h.va);
 	assert_int_equal(d.rkey, h.rkey);
 	assert_int_equal(d.dma_len, h.dma_len);
@@ -318,21 +318,21 @@ static void test_reth_layout_roundtrip(void **state)
 static void test_aeth_layout_roundtrip(void **state)
 {
 	/* NAK, PSN sequence error, MSN 0x010203 */
-	struct tp_aeth h = {.syndrome = TP_AETH_NAK | TP_NAK_PSN_SEQ_ERR, .msn = 0x010203};
+	struct tp_aeth h = {.syndrome = ICE_ROCE_AETH_NAK | TP_NAK_PSN_SEQ_ERR, .msn = 0x010203};
 	const uint8_t want[4] = {0x60, 0x01, 0x02, 0x03};
-	static const uint8_t syns[] = {TP_AETH_ACK | TP_AETH_ACK_NO_CREDIT, TP_AETH_ACK,
-				       TP_AETH_RNR_NAK | 0x0e, TP_AETH_NAK | TP_NAK_REMOTE_OP,
-				       0xff};
+	static const uint8_t syns[] = {ICE_ROCE_AETH_ACK | TP_AETH_ACK_NO_CREDIT, ICE_ROCE_AETH_ACK,
+				       ICE_ROCE_AETH_RNR_NAK | 0x0e,
+				       ICE_ROCE_AETH_NAK | TP_NAK_REMOTE_OP, 0xff};
 	static const uint32_t msns[] = {0, 1, 0x7fffff, 0x800000, 0xffffff};
 	uint8_t buf[4];
 	struct tp_aeth d;
 
-	assert_int_equal(tp_aeth_encode(&h, buf), TP_AETH_LEN);
+	assert_int_equal(tp_aeth_encode(&h, buf), ICE_ROCE_AETH_LEN);
 	assert_memory_equal(buf, want, 4);
-	assert_int_equal(tp_aeth_decode(want, &d), TP_AETH_LEN);
+	assert_int_equal(tp_aeth_decode(want, &d), ICE_ROCE_AETH_LEN);
 	assert_int_equal(d.syndrome, 0x60);
 	assert_int_equal(d.msn, 0x010203);
-	assert_int_equal(d.syndrome & TP_AETH_CLASS_MASK, TP_AETH_NAK);
+	assert_int_equal(d.syndrome & TP_AETH_CLASS_MASK, ICE_ROCE_AETH_NAK);
 
 	for (size_t i = 0; i < ARRAY_SIZE(syns); i++)
 		for (size_t j = 0; j < ARRAY_SIZE(msns); j++) {
@@ -693,7 +693,7 @@ static bool op_is_not_last(uint8_t op)
 static size_t min_payload_for(uint8_t op)
 {
 	if (tp_op_has_imm(op))
-		return TP_IMMDT_LEN;
+		return ICE_ROCE_IMMDT_LEN;
 	if (op_is_not_last(op))
 		return 4;
 	return 0;
@@ -724,8 +724,8 @@ static int build_valid(uint8_t op, size_t plen, uint32_t seed, uint8_t *out, siz
 	reth->va = 0xfedcba9876543210ull ^ seed;
 	reth->rkey = 0xa5a5a5a5u ^ seed;
 	reth->dma_len = (uint32_t)plen;
-	aeth->syndrome = (uint8_t)((seed & 1) ? (TP_AETH_NAK | TP_NAK_PSN_SEQ_ERR)
-					      : (TP_AETH_ACK | TP_AETH_ACK_NO_CREDIT));
+	aeth->syndrome = (uint8_t)((seed & 1) ? (ICE_ROCE_AETH_NAK | TP_NAK_PSN_SEQ_ERR)
+					      : (ICE_ROCE_AETH_ACK | TP_AETH_ACK_NO_CREDIT));
 	aeth->msn = (seed & 2) ? 0xffffff : seed & 0xffff;
 	for (size_t i = 0; i < plen; i++)
 		payload[i] = (uint8_t)(i * 31 + seed);
@@ -754,7 +754,7 @@ static void test_build_parse_every_opcode(void **state)
 				len = build_valid(op, plen, seed, out, sizeof(out), &bth, &reth,
 						  &aeth, payload);
 				assert_int_equal(len, (int)(tp_op_hdr_len(op) + plen +
-							    tp_pad_for(plen) + TP_ICRC_LEN));
+							    tp_pad_for(plen) + ICE_ROCE_ICRC_LEN));
 				assert_int_equal(bth.pad, tp_pad_for(plen));
 				assert_int_equal(len % 4, 0);
 				assert_int_equal(tp_pkt_parse(out, (size_t)len, &a, &pkt), 0);
@@ -779,7 +779,7 @@ static void test_build_parse_every_opcode(void **state)
 				assert_int_equal(pkt.icrc, tp_icrc_load(out + len - 4));
 				if (op == TP_OP_CNP) {
 					assert_true(pkt.bth.becn);
-					for (size_t k = TP_BTH_LEN; k < 28; k++)
+					for (size_t k = ICE_ROCE_BTH_LEN; k < 28; k++)
 						assert_int_equal(out[k], 0);
 				}
 				n++;
@@ -792,13 +792,13 @@ static void test_ack_nak(void **state)
 {
 	struct tp_icrc_addr a = test_addr();
 	static const uint8_t syns[] = {
-		TP_AETH_ACK | TP_AETH_ACK_NO_CREDIT,
-		TP_AETH_ACK | 3,
-		TP_AETH_RNR_NAK | 0x1f,
-		TP_AETH_NAK | TP_NAK_PSN_SEQ_ERR,
-		TP_AETH_NAK | TP_NAK_INVALID_REQ,
-		TP_AETH_NAK | TP_NAK_REMOTE_ACCESS,
-		TP_AETH_NAK | TP_NAK_REMOTE_OP,
+		ICE_ROCE_AETH_ACK | TP_AETH_ACK_NO_CREDIT,
+		ICE_ROCE_AETH_ACK | 3,
+		ICE_ROCE_AETH_RNR_NAK | 0x1f,
+		ICE_ROCE_AETH_NAK | TP_NAK_PSN_SEQ_ERR,
+		ICE_ROCE_AETH_NAK | TP_NAK_INVALID_REQ,
+		ICE_ROCE_AETH_NAK | TP_NAK_REMOTE_ACCESS,
+		ICE_ROCE_AETH_NAK | TP_NAK_REMOTE_OP,
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(syns); i++) {
@@ -1043,11 +1043,11 @@ static void test_flow_label_sport(void **state)
 	uint32_t x = 1;
 
 	for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
-		assert_int_equal(tp_calc_flow_label(t[i].l, t[i].r), t[i].fl);
-		assert_int_equal(tp_flow_label_to_udp_sport(t[i].fl), t[i].sport);
+		assert_int_equal(ice_roce_calc_flow_label(t[i].l, t[i].r), t[i].fl);
+		assert_int_equal(ice_roce_flow_label_to_udp_sport(t[i].fl), t[i].sport);
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(s); i++)
-		assert_int_equal(tp_flow_label_to_udp_sport(s[i].fl), s[i].sport);
+		assert_int_equal(ice_roce_flow_label_to_udp_sport(s[i].fl), s[i].sport);
 
 	for (int i = 0; i < 100000; i++) {
 		uint32_t l, r, fl;
@@ -1062,9 +1062,9 @@ static void test_flow_label_sport(void **state)
 		f = (uint64_t)l * r;
 		f ^= f >> 20;
 		f ^= f >> 40;
-		fl = tp_calc_flow_label(l, r);
+		fl = ice_roce_calc_flow_label(l, r);
 		assert_int_equal(fl, (uint32_t)(f & 0xfffff));
-		port = tp_flow_label_to_udp_sport(fl);
+		port = ice_roce_flow_label_to_udp_sport(fl);
 		assert_true(port >= 49152);
 		assert_int_equal(port, ((fl & 0x3fff) ^ ((fl & 0xfc000) >> 14)) | 0xc000);
 	}

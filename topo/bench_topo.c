@@ -11,6 +11,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 
+#include "ice_roce.h"
 #include "ice_time.h"
 #include "topo.h"
 
@@ -38,7 +39,7 @@ static void bench(const char *label, struct topo *t, uint32_t src, uint32_t dst,
 	struct topo_5tuple tu = {
 		.saddr = t->ports[src].addr.s_addr,
 		.daddr = t->ports[dst].addr.s_addr,
-		.dport = htons(4791),
+		.dport = htons(ICE_ROCE_UDP_PORT),
 		.proto = 17,
 	};
 	int n = topo_paths(t, src, dst, paths, 256);

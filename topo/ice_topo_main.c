@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ice_roce.h"
 #include "ice_time.h"
 #include "topo.h"
 
@@ -440,7 +441,7 @@ static int cmd_predict(int argc, char **argv)
 			.saddr = t->ports[src].addr.s_addr,
 			.daddr = t->ports[dst].addr.s_addr,
 			.sport = htons((uint16_t)sp),
-			.dport = htons(4791),
+			.dport = htons(ICE_ROCE_UDP_PORT),
 			.proto = 17,
 		};
 		struct topo_path p;

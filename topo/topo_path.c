@@ -15,9 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ice_roce.h"
 #include "topo_internal.h"
-
-#define ROCE_DPORT 4791
 
 /* topo_route_dist(), not crossing the links marked in down (NULL: none). */
 static void route_dist(const struct topo *t, uint32_t dst_sw, const bool *down, uint32_t *dist,
@@ -368,7 +367,7 @@ static int port_map(const struct topo *t, uint32_t src_port, uint32_t dst_port, 
 	pm.tuple.saddr = t->ports[src_port].addr.s_addr;
 	pm.tuple.daddr = t->ports[dst_port].addr.s_addr;
 	pm.tuple.proto = IPPROTO_UDP;
-	pm.tuple.dport = htons(ROCE_DPORT);
+	pm.tuple.dport = htons(ICE_ROCE_UDP_PORT);
 	root = pm_build(&pm, topo_port_peer_node(t, src_port), 1);
 	if (root < 0) {
 		ret = root == -EHOSTUNREACH ? -EHOSTUNREACH : (int)root;

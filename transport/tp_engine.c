@@ -27,7 +27,7 @@ void tp_engine_cfg_default(struct tp_engine_cfg *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->addr.s_addr = htonl(INADDR_LOOPBACK);
-	c->port = TP_ROCE_UDP_PORT;
+	c->port = ICE_ROCE_UDP_PORT;
 	c->mtu = 4096;
 	c->window_pkts = 512;
 	c->ack_every = 32;

@@ -203,7 +203,7 @@ struct tp_engine {
 	struct mmsghdr tx_msgs[TP_TX_BATCH];
 	struct iovec tx_iov[TP_TX_BATCH][3];
 	uint8_t tx_hdr[TP_TX_BATCH][TP_MAX_HDR_LEN];
-	uint8_t tx_trail[TP_TX_BATCH][TP_ICRC_LEN];
+	uint8_t tx_trail[TP_TX_BATCH][ICE_ROCE_ICRC_LEN];
 	uint8_t *tx_bounce; /* TP_TX_BATCH * (mtu + 4): payloads that need pad */
 
 	/* the NIC's port: every QP's packets share its line rate, served in

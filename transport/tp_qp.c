@@ -190,7 +190,8 @@ int tp_qp_connect(struct tp_qp *qp, const struct tp_qp_conn *c)
 	if (c->rqpn > TP_QPN_MASK || c->rport == 0)
 		return -EINVAL;
 	if (sport == 0)
-		sport = tp_flow_label_to_udp_sport(tp_calc_flow_label(qp->qpn, c->rqpn));
+		sport = ice_roce_flow_label_to_udp_sport(
+			ice_roce_calc_flow_label(qp->qpn, c->rqpn));
 	fd = tp_sock_tx_open(qp->e, sport);
 	if (fd < 0)
 		return fd;
@@ -455,8 +456,8 @@ void tp_qp_rx_ack(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 	struct tp_engine *e = qp->e;
 
 	switch (syn & TP_AETH_CLASS_MASK) {
-	case TP_AETH_ACK:
-	case TP_AETH_ACK | 0x10: /* 000x xxxx: the credit field is 5 bits */
+	case ICE_ROCE_AETH_ACK:
+	case ICE_ROCE_AETH_ACK | 0x10: /* 000x xxxx: the credit field is 5 bits */
 		if (!ack_psn_valid(qp, psn)) {
 			e->st.drops[TP_DROP_BAD_ACK]++;
 			return;
@@ -466,8 +467,8 @@ void tp_qp_rx_ack(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 		qp->rnr_count = 0;
 		ack_through(qp, psn, now);
 		return;
-	case TP_AETH_RNR_NAK:
-	case TP_AETH_NAK:
+	case ICE_ROCE_AETH_RNR_NAK:
+	case ICE_ROCE_AETH_NAK:
 		/* psn is the first PSN the responder did not take */
 		if (!ack_psn_valid(qp, tp_psn_add(psn, TP_PSN_MASK))) {
 			/* behind what is acknowledged: a stale NAK, harmless */
@@ -488,7 +489,7 @@ void tp_qp_rx_ack(struct tp_qp *qp, const struct tp_pkt *pkt, uint64_t now)
 		 * answering, whatever it asks */
 		qp->heard_ns = qp->alive_ns = now;
 		ack_through(qp, tp_psn_add(psn, TP_PSN_MASK), now);
-		if ((syn & TP_AETH_CLASS_MASK) == TP_AETH_RNR_NAK) {
+		if ((syn & TP_AETH_CLASS_MASK) == ICE_ROCE_AETH_RNR_NAK) {
 			e->st.rnr_nak_rx++;
 			qp->st.rnr_rx++;
 			qp->rnr_count++;
@@ -654,13 +655,13 @@ static size_t build_data(struct tp_qp *qp, int n, const struct tp_swqe *w, uint3
 	e->tx_iov[n][1].iov_base = (void *)payload;
 	e->tx_iov[n][1].iov_len = dlen;
 	e->tx_iov[n][2].iov_base = e->tx_trail[n];
-	e->tx_iov[n][2].iov_len = TP_ICRC_LEN;
+	e->tx_iov[n][2].iov_len = ICE_ROCE_ICRC_LEN;
 	memset(mh, 0, sizeof(*mh));
 	mh->msg_name = &qp->peer;
 	mh->msg_namelen = sizeof(qp->peer);
 	mh->msg_iov = e->tx_iov[n];
 	mh->msg_iovlen = 3;
-	return hlen + dlen + TP_ICRC_LEN;
+	return hlen + dlen + ICE_ROCE_ICRC_LEN;
 }
 
 /* Queue one PSN for a selective resend, with the reason it goes again. */

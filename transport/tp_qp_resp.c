@@ -48,7 +48,7 @@ static int take_unexpected(struct tp_qp *qp, void *buf, size_t len, uint64_t wr_
 			/* the rest of it is on its way: a local length error,
 			 * fatal as on a NIC (the requester learns by the NAK) */
 			qp->rcv_active = qp->rcv_staging = false;
-			send_nak(qp, TP_AETH_NAK | TP_NAK_INVALID_REQ);
+			send_nak(qp, ICE_ROCE_AETH_NAK | TP_NAK_INVALID_REQ);
 			tp_qp_fail(qp, -EMSGSIZE, "message longer than the posted receive buffer");
 			return 0;
 		}
@@ -159,7 +159,7 @@ void tp_qp_flush_ack(struct tp_qp *qp)
 	if (qp->state != TP_QPS_RTS)
 		return;
 	send_ctrl(qp, TP_OP_ACK, tp_psn_add(qp->epsn, TP_PSN_MASK),
-		  TP_AETH_ACK | TP_AETH_ACK_NO_CREDIT, qp->e->cfg.dscp);
+		  ICE_ROCE_AETH_ACK | TP_AETH_ACK_NO_CREDIT, qp->e->cfg.dscp);
 	qp->e->st.ack_tx++;
 }
 
@@ -167,7 +167,7 @@ static void send_nak(struct tp_qp *qp, uint8_t syndrome)
 {
 	send_ctrl(qp, TP_OP_ACK, qp->epsn, syndrome, qp->e->cfg.dscp);
 	qp->nak_sent = true;
-	if ((syndrome & TP_AETH_CLASS_MASK) == TP_AETH_RNR_NAK) {
+	if ((syndrome & TP_AETH_CLASS_MASK) == ICE_ROCE_AETH_RNR_NAK) {
 		qp->e->st.rnr_nak_tx++;
 	} else {
 		qp->e->st.nak_tx++;
@@ -195,7 +195,7 @@ static void complete_recv(struct tp_qp *qp, int status)
 static void rx_fatal(struct tp_qp *qp, uint8_t nak_code, enum tp_drop_reason r, const char *why)
 {
 	qp->e->st.drops[r]++;
-	send_nak(qp, TP_AETH_NAK | nak_code);
+	send_nak(qp, ICE_ROCE_AETH_NAK | nak_code);
 	if (qp->rcv_active)
 		complete_recv(qp, -EMSGSIZE);
 	tp_qp_fail(qp, -EREMOTEIO, why);
@@ -207,7 +207,7 @@ static void rx_fatal(struct tp_qp *qp, uint8_t nak_code, enum tp_drop_reason r, 
 static void rnr(struct tp_qp *qp)
 {
 	qp->e->st.drops[TP_DROP_NO_RECV_WQE]++;
-	send_nak(qp, TP_AETH_RNR_NAK | 0x01);
+	send_nak(qp, ICE_ROCE_AETH_RNR_NAK | 0x01);
 }
 
 /* Start keeping an unexpected SEND; false when the queue is full. */
@@ -377,7 +377,7 @@ static enum rx_status rx_in_order(struct tp_qp *qp, const struct tp_pkt *pkt)
 			if (dst == NULL) {
 				/* the requester learns it (and fails, as a
 				 * NIC's would); this QP stays up */
-				send_nak(qp, TP_AETH_NAK | TP_NAK_REMOTE_ACCESS);
+				send_nak(qp, ICE_ROCE_AETH_NAK | TP_NAK_REMOTE_ACCESS);
 				return rx_drop(qp, TP_DROP_BAD_ACCESS, pkt,
 					       "RDMA WRITE outside every registered region");
 			}
@@ -466,7 +466,7 @@ static void ooo_drain(struct tp_qp *qp)
 	}
 	/* another gap behind: ask for it now rather than at the next arrival */
 	if ((qp->ooo_count > 0 || dropped) && !qp->nak_sent && qp->state == TP_QPS_RTS)
-		send_nak(qp, TP_AETH_NAK | TP_NAK_PSN_SEQ_ERR);
+		send_nak(qp, ICE_ROCE_AETH_NAK | TP_NAK_PSN_SEQ_ERR);
 }
 
 static void rx_data(struct tp_qp *qp, const struct tp_pkt *pkt)
@@ -484,7 +484,7 @@ static void rx_data(struct tp_qp *qp, const struct tp_pkt *pkt)
 		 * a gap, a NAK names the gap (its probe after a timeout, or
 		 * a resend that crossed our NAK, learns what is missing) */
 		if (qp->ooo_count > 0)
-			send_nak(qp, TP_AETH_NAK | TP_NAK_PSN_SEQ_ERR);
+			send_nak(qp, ICE_ROCE_AETH_NAK | TP_NAK_PSN_SEQ_ERR);
 		else
 			queue_ack(qp);
 		return;
@@ -495,7 +495,7 @@ static void rx_data(struct tp_qp *qp, const struct tp_pkt *pkt)
 		/* NAK the gap once; again when the requester asks (AckReq:
 		 * e.g. a tail probe after our NAK was lost) */
 		if (!qp->nak_sent || pkt->bth.ack_req)
-			send_nak(qp, TP_AETH_NAK | TP_NAK_PSN_SEQ_ERR);
+			send_nak(qp, ICE_ROCE_AETH_NAK | TP_NAK_PSN_SEQ_ERR);
 		return;
 	}
 	if (rx_in_order(qp, pkt) == RX_OK && qp->ooo_count > 0)

@@ -69,7 +69,7 @@ size_t tp_bth_encode(const struct tp_bth *h, uint8_t *buf)
 	put_be24(buf + 5, h->dest_qp & TP_QPN_MASK);
 	buf[8] = h->ack_req ? 0x80 : 0;
 	put_be24(buf + 9, h->psn & TP_PSN_MASK);
-	return TP_BTH_LEN;
+	return ICE_ROCE_BTH_LEN;
 }
 
 size_t tp_bth_decode(const uint8_t *buf, struct tp_bth *h)
@@ -85,7 +85,7 @@ size_t tp_bth_decode(const uint8_t *buf, struct tp_bth *h)
 	h->dest_qp = get_be24(buf + 5);
 	h->ack_req = buf[8] & 0x80;
 	h->psn = get_be24(buf + 9);
-	return TP_BTH_LEN;
+	return ICE_ROCE_BTH_LEN;
 }
 
 size_t tp_reth_encode(const struct tp_reth *h, uint8_t *buf)
@@ -94,7 +94,7 @@ size_t tp_reth_encode(const struct tp_reth *h, uint8_t *buf)
 	put_be32(buf + 4, (uint32_t)h->va);
 	put_be32(buf + 8, h->rkey);
 	put_be32(buf + 12, h->dma_len);
-	return TP_RETH_LEN;
+	return ICE_ROCE_RETH_LEN;
 }
 
 size_t tp_reth_decode(const uint8_t *buf, struct tp_reth *h)
@@ -102,21 +102,21 @@ size_t tp_reth_decode(const uint8_t *buf, struct tp_reth *h)
 	h->va = ((uint64_t)get_be32(buf) << 32) | get_be32(buf + 4);
 	h->rkey = get_be32(buf + 8);
 	h->dma_len = get_be32(buf + 12);
-	return TP_RETH_LEN;
+	return ICE_ROCE_RETH_LEN;
 }
 
 size_t tp_aeth_encode(const struct tp_aeth *h, uint8_t *buf)
 {
 	buf[0] = h->syndrome;
 	put_be24(buf + 1, h->msn & 0xffffff);
-	return TP_AETH_LEN;
+	return ICE_ROCE_AETH_LEN;
 }
 
 size_t tp_aeth_decode(const uint8_t *buf, struct tp_aeth *h)
 {
 	h->syndrome = buf[0];
 	h->msn = get_be24(buf + 1);
-	return TP_AETH_LEN;
+	return ICE_ROCE_AETH_LEN;
 }
 
 bool tp_op_is_send(uint8_t op)
@@ -208,12 +208,12 @@ size_t tp_op_hdr_len(uint8_t op)
 	if (!tp_op_known(op))
 		return 0;
 	if (op == TP_OP_CNP)
-		return TP_BTH_LEN + TP_CNP_RSVD_LEN;
+		return ICE_ROCE_BTH_LEN + ICE_ROCE_CNP_RSVD_LEN;
 	if (tp_op_has_reth(op))
-		return TP_BTH_LEN + TP_RETH_LEN;
+		return ICE_ROCE_BTH_LEN + ICE_ROCE_RETH_LEN;
 	if (tp_op_has_aeth(op))
-		return TP_BTH_LEN + TP_AETH_LEN;
-	return TP_BTH_LEN;
+		return ICE_ROCE_BTH_LEN + ICE_ROCE_AETH_LEN;
+	return ICE_ROCE_BTH_LEN;
 }
 
 /* Opcodes whose packets carry no payload (and so no pad) at all. */
@@ -253,7 +253,7 @@ uint32_t tp_icrc_compute(const struct tp_icrc_addr *a, const uint8_t *hdr, size_
 	/* The 8 bytes of 0xff stand for the masked InfiniBand LRH. */
 	static const uint8_t lrh_mask[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 	uint8_t pseudo[TP_IPV4_HDR_LEN + TP_UDP_HDR_LEN];
-	size_t udp_len = TP_UDP_HDR_LEN + hdr_len + data_len + TP_ICRC_LEN;
+	size_t udp_len = TP_UDP_HDR_LEN + hdr_len + data_len + ICE_ROCE_ICRC_LEN;
 	uint8_t *ip = pseudo;
 	uint8_t *udp = pseudo + TP_IPV4_HDR_LEN;
 	uint32_t crc;
@@ -335,12 +335,12 @@ int tp_pkt_parse(const uint8_t *buf, size_t len, const struct tp_icrc_addr *a, s
 	size_t hdr_len, body;
 	uint8_t op;
 
-	if (len < TP_BTH_LEN + TP_ICRC_LEN)
+	if (len < ICE_ROCE_BTH_LEN + ICE_ROCE_ICRC_LEN)
 		return tp_drop(TP_DROP_TRUNCATED);
 	memset(pkt, 0, sizeof(*pkt));
-	pkt->icrc = tp_icrc_load(buf + len - TP_ICRC_LEN);
+	pkt->icrc = tp_icrc_load(buf + len - ICE_ROCE_ICRC_LEN);
 	/* A corrupted packet says nothing reliable: check the ICRC first. */
-	if (a != NULL && tp_icrc_compute(a, buf, len - TP_ICRC_LEN, NULL, 0) != pkt->icrc)
+	if (a != NULL && tp_icrc_compute(a, buf, len - ICE_ROCE_ICRC_LEN, NULL, 0) != pkt->icrc)
 		return tp_drop(TP_DROP_BAD_ICRC);
 
 	tp_bth_decode(buf, &pkt->bth);
@@ -351,14 +351,14 @@ int tp_pkt_parse(const uint8_t *buf, size_t len, const struct tp_icrc_addr *a, s
 		return tp_drop(TP_DROP_BAD_OPCODE);
 
 	hdr_len = tp_op_hdr_len(op);
-	if (len - TP_ICRC_LEN < hdr_len)
+	if (len - ICE_ROCE_ICRC_LEN < hdr_len)
 		return tp_drop(op == TP_OP_CNP ? TP_DROP_BAD_LENGTH : TP_DROP_TRUNCATED);
 	if (tp_op_has_reth(op))
-		tp_reth_decode(buf + TP_BTH_LEN, &pkt->reth);
+		tp_reth_decode(buf + ICE_ROCE_BTH_LEN, &pkt->reth);
 	if (tp_op_has_aeth(op))
-		tp_aeth_decode(buf + TP_BTH_LEN, &pkt->aeth);
+		tp_aeth_decode(buf + ICE_ROCE_BTH_LEN, &pkt->aeth);
 
-	body = len - TP_ICRC_LEN - hdr_len;
+	body = len - ICE_ROCE_ICRC_LEN - hdr_len;
 	if (tp_op_no_payload(op) && body != 0)
 		return tp_drop(TP_DROP_BAD_LENGTH);
 	if (pkt->bth.pad > body || (pkt->bth.pad != 0 && tp_op_not_last(op)) || (body & 3) != 0)
@@ -366,7 +366,7 @@ int tp_pkt_parse(const uint8_t *buf, size_t len, const struct tp_icrc_addr *a, s
 
 	pkt->payload = buf + hdr_len;
 	pkt->payload_len = body - pkt->bth.pad;
-	if (tp_op_has_imm(op) && pkt->payload_len < TP_IMMDT_LEN)
+	if (tp_op_has_imm(op) && pkt->payload_len < ICE_ROCE_IMMDT_LEN)
 		return tp_drop(TP_DROP_BAD_LENGTH);
 	/* FIRST and MIDDLE packets carry a full path MTU, never nothing. */
 	if (tp_op_not_last(op) && pkt->payload_len == 0)
@@ -389,7 +389,7 @@ int tp_pkt_build(uint8_t *out, size_t cap, struct tp_bth *bth, const struct tp_r
 		return -EINVAL;
 	if (tp_op_no_payload(op) && payload_len != 0)
 		return -EINVAL;
-	if (tp_op_has_imm(op) && payload_len < TP_IMMDT_LEN)
+	if (tp_op_has_imm(op) && payload_len < ICE_ROCE_IMMDT_LEN)
 		return -EINVAL;
 	if (tp_op_not_last(op) && (payload_len == 0 || (payload_len & 3) != 0))
 		return -EINVAL;
@@ -398,7 +398,7 @@ int tp_pkt_build(uint8_t *out, size_t cap, struct tp_bth *bth, const struct tp_r
 	if (payload_len > cap)
 		return -ENOSPC;
 	pad = tp_pad_for(payload_len);
-	total = hdr_len + payload_len + pad + TP_ICRC_LEN;
+	total = hdr_len + payload_len + pad + ICE_ROCE_ICRC_LEN;
 	if (total > cap || total > INT32_MAX)
 		return -ENOSPC;
 
@@ -409,8 +409,8 @@ int tp_pkt_build(uint8_t *out, size_t cap, struct tp_bth *bth, const struct tp_r
 	if (aeth != NULL)
 		off += tp_aeth_encode(aeth, out + off);
 	if (op == TP_OP_CNP) {
-		memset(out + off, 0, TP_CNP_RSVD_LEN);
-		off += TP_CNP_RSVD_LEN;
+		memset(out + off, 0, ICE_ROCE_CNP_RSVD_LEN);
+		off += ICE_ROCE_CNP_RSVD_LEN;
 	}
 	if (payload_len != 0)
 		memcpy(out + off, payload, payload_len);
@@ -419,14 +419,4 @@ int tp_pkt_build(uint8_t *out, size_t cap, struct tp_bth *bth, const struct tp_r
 	off += pad;
 	tp_icrc_store(tp_icrc_compute(a, out, off, NULL, 0), out + off);
 	return (int)total;
-}
-
-uint32_t tp_calc_flow_label(uint32_t lqpn, uint32_t rqpn)
-{
-	return ice_roce_calc_flow_label(lqpn, rqpn);
-}
-
-uint16_t tp_flow_label_to_udp_sport(uint32_t fl)
-{
-	return ice_roce_flow_label_to_udp_sport(fl);
 }

@@ -17,18 +17,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TP_ROCE_UDP_PORT 4791
-#define TP_BTH_LEN	 12
-#define TP_RETH_LEN	 16
-#define TP_AETH_LEN	 4
-#define TP_CNP_RSVD_LEN	 16
-#define TP_ICRC_LEN	 4
-#define TP_IMMDT_LEN	 4
-#define TP_PSN_MASK	 0xffffffu
-#define TP_QPN_MASK	 0xffffffu
-#define TP_DEFAULT_PKEY	 0xffff
+#include "ice_roce.h"
+
+#define TP_PSN_MASK	0xffffffu
+#define TP_QPN_MASK	0xffffffu
+#define TP_DEFAULT_PKEY 0xffff
 /* Largest header stack we emit before the payload: BTH + RETH. */
-#define TP_MAX_HDR_LEN (TP_BTH_LEN + TP_RETH_LEN)
+#define TP_MAX_HDR_LEN (ICE_ROCE_BTH_LEN + ICE_ROCE_RETH_LEN)
 
 /* RC opcodes (IBA table 38) and the RoCEv2 CNP. */
 enum tp_opcode {
@@ -45,16 +40,14 @@ enum tp_opcode {
 	TP_OP_WRITE_ONLY = 0x0a,
 	TP_OP_WRITE_ONLY_IMM = 0x0b,
 	TP_OP_READ_REQ = 0x0c,
-	TP_OP_ACK = 0x11,
-	TP_OP_CNP = 0x81,
+	TP_OP_ACK = ICE_ROCE_OP_ACK,
+	TP_OP_CNP = ICE_ROCE_OP_CNP,
 };
 
-/* AETH syndrome classes (IBA 9.7.5.1.1): bits 7..5 of the syndrome byte. */
-#define TP_AETH_ACK	   0x00 /* 000x xxxx: ACK, low 5 bits credit count */
-#define TP_AETH_RNR_NAK	   0x20 /* 001x xxxx: RNR NAK, low 5 bits timer */
-#define TP_AETH_NAK	   0x60 /* 011x xxxx: NAK, low 5 bits code */
+/* The AETH syndrome's class (ICE_ROCE_AETH_*) with the reserved bit 7: a
+ * syndrome that sets it matches no class and is dropped. */
 #define TP_AETH_CLASS_MASK 0xe0
-/* NAK codes (low 5 bits with TP_AETH_NAK). */
+/* NAK codes (low 5 bits with ICE_ROCE_AETH_NAK). */
 #define TP_NAK_PSN_SEQ_ERR   0
 #define TP_NAK_INVALID_REQ   1
 #define TP_NAK_REMOTE_ACCESS 2
@@ -228,14 +221,5 @@ static inline uint8_t tp_pad_for(size_t payload_len)
 {
 	return (uint8_t)((4 - (payload_len & 3)) & 3);
 }
-
-/*
- * Default UDP source port of a QP pair, as Linux computes it when no flow
- * label is set: flow label = rdma_calc_flow_label(lqpn, rqpn), then
- * port = ((fl & 0x3fff) ^ ((fl & 0xfc000) >> 14)) | 0xc000 (rdma-core's
- * ibv_flow_label_to_udp_sport). Ports land in 49152-65535.
- */
-uint32_t tp_calc_flow_label(uint32_t lqpn, uint32_t rqpn);
-uint16_t tp_flow_label_to_udp_sport(uint32_t fl);
 
 #endif /* TP_WIRE_H */

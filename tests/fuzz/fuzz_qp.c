@@ -498,7 +498,7 @@ static uint64_t get_be(const uint8_t *p, int n)
 /* Apply the record's fix-ups to the packet's headers (in place). */
 static void fix_packet(uint8_t *p, size_t len, const struct tp_qp *qp, uint8_t fix)
 {
-	if (len < TP_BTH_LEN)
+	if (len < ICE_ROCE_BTH_LEN)
 		return;
 	if (fix & 0x01)
 		put24(p + 5, qp->qpn);
@@ -511,8 +511,8 @@ static void fix_packet(uint8_t *p, size_t len, const struct tp_qp *qp, uint8_t f
 		p[2] = (uint8_t)(qp->pkey >> 8);
 		p[3] = (uint8_t)qp->pkey;
 	}
-	if (tp_op_has_reth(p[0]) && len >= TP_BTH_LEN + TP_RETH_LEN) {
-		uint8_t *reth = p + TP_BTH_LEN;
+	if (tp_op_has_reth(p[0]) && len >= ICE_ROCE_BTH_LEN + ICE_ROCE_RETH_LEN) {
+		uint8_t *reth = p + ICE_ROCE_BTH_LEN;
 
 		if (fix & 0x08)
 			put_be(reth + 8, F.mr->rkey, 4);
@@ -532,10 +532,10 @@ static void trace(const uint8_t *p, size_t len, const struct tp_qp *qp, const ui
 	const struct tp_engine_stats *st = tp_engine_stats(F.e);
 
 	fprintf(stderr, "fuzz_qp: %zu bytes %s", len, len ? tp_op_name(p[0]) : "-");
-	if (len >= TP_BTH_LEN + TP_AETH_LEN && p[0] == TP_OP_ACK)
-		fprintf(stderr, " (syndrome 0x%02x)", p[TP_BTH_LEN]);
+	if (len >= ICE_ROCE_BTH_LEN + ICE_ROCE_AETH_LEN && p[0] == TP_OP_ACK)
+		fprintf(stderr, " (syndrome 0x%02x)", p[ICE_ROCE_BTH_LEN]);
 	fprintf(stderr, " PSN %u -> QP 0x%x: epsn %u una %u next %u max %u%s",
-		len >= TP_BTH_LEN ? (unsigned)p[9] << 16 | (unsigned)p[10] << 8 | p[11] : 0,
+		len >= ICE_ROCE_BTH_LEN ? (unsigned)p[9] << 16 | (unsigned)p[10] << 8 | p[11] : 0,
 		qp->qpn, qp->epsn, qp->una_psn, qp->next_psn, qp->max_psn,
 		qp->state == TP_QPS_ERROR ? " (failed)" : "");
 	for (int r = 0; r < TP_DROP_REASON_MAX; r++)

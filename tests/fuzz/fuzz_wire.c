@@ -37,7 +37,7 @@ static struct tp_icrc_addr fuzz_addr_get(void)
 		.saddr = htonl(0x0a000001),
 		.daddr = htonl(0x0a000002),
 		.sport = 0xc123,
-		.dport = TP_ROCE_UDP_PORT,
+		.dport = ICE_ROCE_UDP_PORT,
 		.ip_id = 0,
 	};
 	return a;
@@ -65,14 +65,14 @@ static bool aeth_equal(const struct tp_aeth *x, const struct tp_aeth *y)
  * every non-reserved bit of bytes. */
 static void check_header_codecs(const uint8_t *buf, const struct tp_pkt *pkt)
 {
-	uint8_t enc[TP_RETH_LEN];
+	uint8_t enc[ICE_ROCE_RETH_LEN];
 	struct tp_bth bth;
 	struct tp_reth reth;
 	struct tp_aeth aeth;
 	uint8_t op = pkt->bth.opcode;
 
-	fuzz_check(tp_bth_encode(&pkt->bth, enc) == TP_BTH_LEN);
-	fuzz_check(tp_bth_decode(enc, &bth) == TP_BTH_LEN);
+	fuzz_check(tp_bth_encode(&pkt->bth, enc) == ICE_ROCE_BTH_LEN);
+	fuzz_check(tp_bth_decode(enc, &bth) == ICE_ROCE_BTH_LEN);
 	fuzz_check(bth_equal(&bth, &pkt->bth));
 	fuzz_check(enc[0] == buf[0] && enc[1] == buf[1] && enc[2] == buf[2] && enc[3] == buf[3]);
 	fuzz_check(enc[4] == (buf[4] & 0xc0));
@@ -81,15 +81,15 @@ static void check_header_codecs(const uint8_t *buf, const struct tp_pkt *pkt)
 	fuzz_check(memcmp(enc + 9, buf + 9, 3) == 0);
 
 	if (tp_op_has_reth(op)) {
-		fuzz_check(tp_reth_encode(&pkt->reth, enc) == TP_RETH_LEN);
-		fuzz_check(memcmp(enc, buf + TP_BTH_LEN, TP_RETH_LEN) == 0);
-		fuzz_check(tp_reth_decode(enc, &reth) == TP_RETH_LEN);
+		fuzz_check(tp_reth_encode(&pkt->reth, enc) == ICE_ROCE_RETH_LEN);
+		fuzz_check(memcmp(enc, buf + ICE_ROCE_BTH_LEN, ICE_ROCE_RETH_LEN) == 0);
+		fuzz_check(tp_reth_decode(enc, &reth) == ICE_ROCE_RETH_LEN);
 		fuzz_check(reth_equal(&reth, &pkt->reth));
 	}
 	if (tp_op_has_aeth(op)) {
-		fuzz_check(tp_aeth_encode(&pkt->aeth, enc) == TP_AETH_LEN);
-		fuzz_check(memcmp(enc, buf + TP_BTH_LEN, TP_AETH_LEN) == 0);
-		fuzz_check(tp_aeth_decode(enc, &aeth) == TP_AETH_LEN);
+		fuzz_check(tp_aeth_encode(&pkt->aeth, enc) == ICE_ROCE_AETH_LEN);
+		fuzz_check(memcmp(enc, buf + ICE_ROCE_BTH_LEN, ICE_ROCE_AETH_LEN) == 0);
+		fuzz_check(tp_aeth_decode(enc, &aeth) == ICE_ROCE_AETH_LEN);
 		fuzz_check(aeth_equal(&aeth, &pkt->aeth));
 	}
 }
@@ -124,12 +124,13 @@ static void check_rebuild(const uint8_t *buf, size_t len, const struct tp_pkt *p
 	 * byte-identical; either way its ICRC must verify (checked above). */
 	if (icrc_ok && (buf[4] & 0x3f) == 0 && (buf[8] & 0x7f) == 0) {
 		bool canonical = true;
-		size_t pad_at = len - TP_ICRC_LEN - pkt->bth.pad;
+		size_t pad_at = len - ICE_ROCE_ICRC_LEN - pkt->bth.pad;
 
-		for (size_t i = pad_at; i < len - TP_ICRC_LEN; i++)
+		for (size_t i = pad_at; i < len - ICE_ROCE_ICRC_LEN; i++)
 			canonical &= buf[i] == 0;
 		if (op == TP_OP_CNP)
-			for (size_t i = TP_BTH_LEN; i < TP_BTH_LEN + TP_CNP_RSVD_LEN; i++)
+			for (size_t i = ICE_ROCE_BTH_LEN;
+			     i < ICE_ROCE_BTH_LEN + ICE_ROCE_CNP_RSVD_LEN; i++)
 				canonical &= buf[i] == 0;
 		if (canonical)
 			fuzz_check(memcmp(out, buf, len) == 0);
@@ -165,8 +166,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_check(pkt.bth.tver == 0);
 	fuzz_check(pkt.payload >= data && pkt.payload + pkt.payload_len <= data + size);
 	fuzz_check(pkt.payload == data + tp_op_hdr_len(pkt.bth.opcode));
-	fuzz_check(size ==
-		   tp_op_hdr_len(pkt.bth.opcode) + pkt.payload_len + pkt.bth.pad + TP_ICRC_LEN);
+	fuzz_check(size == tp_op_hdr_len(pkt.bth.opcode) + pkt.payload_len + pkt.bth.pad +
+				   ICE_ROCE_ICRC_LEN);
 	fuzz_check(pkt.bth.pad == tp_pad_for(pkt.payload_len));
 	check_header_codecs(data, &pkt);
 	if (size <= FUZZ_MAX_PKT)
@@ -190,9 +191,9 @@ void fuzz_replay_fixup(uint8_t *buf, size_t len)
 {
 	struct tp_icrc_addr a = fuzz_addr_get();
 
-	if (len >= TP_ICRC_LEN)
-		tp_icrc_store(tp_icrc_compute(&a, buf, len - TP_ICRC_LEN, NULL, 0),
-			      buf + len - TP_ICRC_LEN);
+	if (len >= ICE_ROCE_ICRC_LEN)
+		tp_icrc_store(tp_icrc_compute(&a, buf, len - ICE_ROCE_ICRC_LEN, NULL, 0),
+			      buf + len - ICE_ROCE_ICRC_LEN);
 }
 
 void fuzz_replay_note(const uint8_t *buf, size_t len)
