@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ice-train: the communication side of a rank.
+ *
+ * Two threads per rank. The compute thread runs forward, backward and the
+ * optimizer. The communication thread owns the communicator while training
+ * runs (every tp_* call comes from it, as tp.h requires): it takes
+ * operations (all-reduce, reduce-scatter, all-gather, send, receive) from
+ * a FIFO queue. On host memory
+ * a send or receive is only posted (tp_dev_isend / tp_dev_irecv), so sends
+ * and receives to both neighbours progress together and complete in any
+ * order; an all-reduce, and any operation on device memory, runs to its end
+ * before the next is taken. When the queue is empty the thread keeps
+ * driving the engine: messages in flight move, and peers' SENDs are
+ * acknowledged while this rank computes. Before and after training the
+ * compute thread uses the communicator itself (calibration, checks): the
+ * thread's creation and join hand it over.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ice_log.h"
+#include "ice_time.h"
+#include "ice_train_internal.h"
+
+/* The idle communication thread waits in the engine this long at most; a
+ * packet, a transport timer or a queued operation (tp_engine_wake) ends
+ * the wait earlier, so this only bounds how often an idle thread wakes. */
+#define ITR_IDLE_WAIT_NS (5 * ICE_NSEC_PER_MSEC)
+
+/* ---- communication thread ------------------------------------------------ */
+
+static int cop_run(struct itr_cthread *t, struct itr_cop *op)
+{
+	switch (op->kind) {
+	case COP_ALLREDUCE:
+		return tp_dev_allreduce(t->d, op->buf, op->buf, op->count, DEV_FLOAT32, DEV_SUM,
+					TP_STAGE_AUTO);
+	case COP_SEND:
+		return tp_dev_sendrecv(t->d, op->buf, op->peer, NULL, -1, op->count, DEV_FLOAT32);
+	case COP_RECV:
+		return tp_dev_sendrecv(t->d, NULL, -1, op->buf, op->peer, op->count, DEV_FLOAT32);
+	case COP_RS:
+		/* the gradient to host memory (device ranks), reduced in
+		 * place there: this rank's shard ends at hbuf + mine */
+		if (op->hbuf != op->buf) {
+			int ret = tp_dev_comm_ops(t->d)->to_host(op->hbuf, op->buf, op->count * 4);
+
+			if (ret < 0)
+				return ret;
+		}
+		return tp_reduce_scatter_v(t->c, op->hbuf, op->hbuf + op->mine, op->counts,
+					   DEV_FLOAT32, DEV_SUM);
+	case COP_AG: {
+		/* the owners' updated weights on the host master copy, then
+		 * to the device */
+		int ret = tp_allgather_v(t->c, op->hbuf + op->mine, op->hbuf, op->counts,
+					 DEV_FLOAT32);
+
+		if (ret == 0 && op->hbuf != op->buf)
+			ret = tp_dev_comm_ops(t->d)->from_host(op->buf, op->hbuf, op->count * 4);
+		return ret;
+	}
+	}
+	return -EINVAL;
+}
+
+/* The thread's end of an operation: hash a received buffer, hand it back. */
+static void cop_finish(struct itr_cthread *t, struct itr_cop *op, int ret)
+{
+	if (ret == 0 && op->hash && op->kind == COP_RECV)
+		op->hval = itr_fnv1a(ITR_FNV_INIT, op->buf, op->count * 4);
+	op->t_end = ice_now_ns();
+	pthread_mutex_lock(&t->mu);
+	if (ret < 0 && t->err == 0)
+		t->err = ret;
+	op->ret = ret;
+	op->done = true;
+	pthread_cond_broadcast(&t->cv_done);
+	pthread_mutex_unlock(&t->mu);
+}
+
+/* Hand back the in-flight operations that completed (all of them, failed,
+ * when the engine did: ret < 0). */
+static void cthread_retire(struct itr_cthread *t, int ret)
+{
+	struct itr_cop **pp = &t->fly;
+
+	while (*pp != NULL) {
+		struct itr_cop *op = *pp;
+
+		if (ret >= 0 && op->req.pending > 0) {
+			pp = &op->fly_next;
+			continue;
+		}
+		*pp = op->fly_next;
+		cop_finish(t, op, ret < 0 ? ret : op->req.status);
+	}
+}
+
+/* Take op off the queue and start it: a send or receive on host memory is
+ * posted and left in flight; anything else runs to its end here (in-flight
+ * messages progress meanwhile, as the engine is the same). */
+static void cthread_run(struct itr_cthread *t, struct itr_cop *op, int ret)
+{
+	op->t_start = ice_now_ns();
+	if (ret == 0 && op->hash && op->kind == COP_SEND)
+		op->hval = itr_fnv1a(ITR_FNV_INIT, op->buf, op->count * 4);
+	if (ret == 0 && t->async && (op->kind == COP_SEND || op->kind == COP_RECV)) {
+		memset(&op->req, 0, sizeof(op->req));
+		ret = op->kind == COP_SEND ? tp_dev_isend(t->d, op->buf, op->count, DEV_FLOAT32,
+							  op->peer, &op->req)
+					   : tp_dev_irecv(t->d, op->buf, op->count, DEV_FLOAT32,
+							  op->peer, &op->req);
+		if (ret == 0) {
+			op->fly_next = t->fly;
+			t->fly = op;
+			return;
+		}
+	} else if (ret == 0) {
+		ret = cop_run(t, op);
+	}
+	cop_finish(t, op, ret);
+}
+
+static void *cthread_main(void *arg)
+{
+	struct itr_cthread *t = arg;
+	int ret;
+
+	pthread_mutex_lock(&t->mu);
+	for (;;) {
+		struct itr_cop *op = t->head;
+
+		if (op != NULL) {
+			t->head = op->next;
+			if (t->head == NULL)
+				t->tail = NULL;
+			ret = t->err;
+			pthread_mutex_unlock(&t->mu);
+			cthread_run(t, op, ret);
+			cthread_retire(t, 0);
+			pthread_mutex_lock(&t->mu);
+			continue;
+		}
+		if (t->quit && t->fly == NULL)
+			break;
+		/* nothing queued: move what is in flight, and keep
+		 * acknowledging the peers */
+		pthread_mutex_unlock(&t->mu);
+		ret = tp_comm_progress(t->c, ITR_IDLE_WAIT_NS);
+		cthread_retire(t, ret);
+		pthread_mutex_lock(&t->mu);
+		if (ret < 0 && t->err == 0)
+			t->err = ret;
+	}
+	pthread_mutex_unlock(&t->mu);
+	return NULL;
+}
+
+int itr_cthread_start(struct itr_cthread *t, struct tp_dev_comm *d)
+{
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	t->d = d;
+	t->c = tp_dev_comm_base(d);
+	t->e = tp_comm_engine(t->c);
+	t->async = tp_dev_comm_ops(d)->kind == DEV_MEM_HOST;
+	pthread_mutex_init(&t->mu, NULL);
+	pthread_cond_init(&t->cv_done, NULL);
+	ret = pthread_create(&t->th, NULL, cthread_main, t);
+	if (ret != 0) {
+		pthread_cond_destroy(&t->cv_done);
+		pthread_mutex_destroy(&t->mu);
+		return -ret;
+	}
+	return 0;
+}
+
+/* Wait for the queue to drain and the thread to end; returns its error. */
+int itr_cthread_stop(struct itr_cthread *t)
+{
+	pthread_mutex_lock(&t->mu);
+	t->quit = true;
+	pthread_mutex_unlock(&t->mu);
+	tp_engine_wake(t->e);
+	pthread_join(t->th, NULL);
+	pthread_cond_destroy(&t->cv_done);
+	pthread_mutex_destroy(&t->mu);
+	return t->err;
+}
+
+void itr_cop_post(struct itr_cthread *t, struct itr_cop *op, enum itr_cop_kind kind, float *buf,
+		  size_t count, int peer)
+{
+	op->kind = kind;
+	op->buf = buf;
+	op->count = count;
+	op->peer = peer;
+	op->ret = 0;
+	op->done = false;
+	op->posted = true;
+	op->next = NULL;
+	op->t_post = ice_now_ns();
+	op->t_start = op->t_end = 0;
+	pthread_mutex_lock(&t->mu);
+	if (t->tail != NULL)
+		t->tail->next = op;
+	else
+		t->head = op;
+	t->tail = op;
+	pthread_mutex_unlock(&t->mu);
+	tp_engine_wake(t->e); /* the communication thread may be waiting for packets */
+}
+
+/* Is op (posted) done? */
+bool itr_cop_done(struct itr_cthread *t, const struct itr_cop *op)
+{
+	bool done;
+
+	pthread_mutex_lock(&t->mu);
+	done = op->done;
+	pthread_mutex_unlock(&t->mu);
+	return done;
+}
+
+/* Wait for op; *blocked: it was not done yet. */
+static int cop_wait(struct itr_cthread *t, struct itr_cop *op, bool *blocked)
+{
+	int ret;
+
+	*blocked = false;
+	if (!op->posted)
+		return 0;
+	pthread_mutex_lock(&t->mu);
+	*blocked = !op->done;
+	while (!op->done)
+		pthread_cond_wait(&t->cv_done, &t->mu);
+	ret = op->ret;
+	pthread_mutex_unlock(&t->mu);
+	op->posted = false;
+	return ret;
+}
+
+/* Wait for op (of kind, for the trace and the figures). The hand-off is
+ * the part of the wait spent between the threads rather than on the wire:
+ * queued -> taken by the communication thread, done -> this thread back. */
+int itr_wait_op(struct itr_rank *k, struct itr_cop *op, enum itr_ev_kind kind)
+{
+	uint64_t t0, t1, h = 0;
+	bool blocked;
+	double w;
+	int ret;
+
+	if (!op->posted)
+		return 0;
+	t0 = ice_now_ns();
+	ret = cop_wait(&k->ct, op, &blocked);
+	t1 = ice_now_ns();
+	if (blocked)
+		trn_emu_idle(&k->emu); /* the device waited for the data too */
+	if (op->hsum != NULL) {
+		/* device memory: the receive is hashed here (a send was at
+		 * its post) */
+		if (!op->hash && op->kind == COP_RECV)
+			op->hval = itr_buf_hash(k, op->buf, op->count);
+		*op->hsum += op->hval;
+		op->hsum = NULL;
+	}
+	w = (double)(t1 - t0) * 1e-9;
+	k->t_exposed += w;
+	if (kind == EV_RECV_ACT)
+		k->t_wait_act += w;
+	else if (kind == EV_RECV_GRAD)
+		k->t_wait_grad += w;
+	else if (kind == EV_SEND_ACT || kind == EV_SEND_GRAD)
+		k->t_wait_send += w;
+	if (op->t_start > t0)
+		h += op->t_start - (op->t_post > t0 ? op->t_post : t0);
+	if (op->t_end > t0)
+		h += t1 - op->t_end;
+	k->t_handoff += (double)h * 1e-9;
+	itr_trace_add(k, kind, op->tag, op->t_post, op->t_start, op->t_end, t1);
+	return ret;
+}
+
+/* ---- network calibration ------------------------------------------------- */
+
+static int time_op(struct tp_dev_comm *d, int what, float *buf, size_t count, int iters,
+		   double *out)
+{
+	struct tp_comm *c = tp_dev_comm_base(d);
+	int n = tp_comm_nranks(c), r = tp_comm_rank(c);
+	double t0 = 0;
+	int ret;
+
+	ret = tp_comm_barrier(c);
+	for (int i = -2; ret == 0 && i < iters; i++) {
+		if (i == 0)
+			t0 = itr_now_s();
+		if (what == 0)
+			ret = tp_dev_allreduce(d, buf, buf, count, DEV_FLOAT32, DEV_SUM,
+					       TP_STAGE_AUTO);
+		else
+			ret = tp_dev_sendrecv(d, buf, (r + 1) % n, buf + count, (r + n - 1) % n,
+					      count, DEV_FLOAT32);
+	}
+	if (ret < 0)
+		return ret;
+	*out = (itr_now_s() - t0) / iters;
+	return tp_comm_oob_max(c, out);
+}
+
+/* Measure the all-reduce bus bandwidth on one bucket, the point-to-point
+ * bandwidth on one activation and the latency on one float, on this job's
+ * communicator; every rank ends with the same figures (the slowest). */
+int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, struct trn_net *net)
+{
+	size_t cnt = bucket_count > 2 * act_count ? bucket_count : 2 * act_count;
+	double t_ar, t_lat, t_p2p;
+	float *buf;
+	float *h;
+	int ret;
+
+	net->overlap = k->job->overlap;
+	if (k->n == 1) {
+		/* nothing to talk to: communication costs nothing */
+		net->busbw_gbps = 1e6;
+		net->p2p_gbps = 1e6;
+		net->lat_s = 0;
+		return 0;
+	}
+	h = calloc(cnt, 4);
+	buf = itr_dev_alloc(k, cnt * 4);
+	if (h == NULL || buf == NULL) {
+		free(h);
+		k->ops->free(buf);
+		return -ENOMEM;
+	}
+	ret = k->host ? 0 : k->ops->from_host(buf, h, cnt * 4);
+	if (k->host)
+		memset(buf, 0, cnt * 4);
+	if (ret == 0)
+		ret = time_op(k->d, 0, buf, bucket_count, 5, &t_ar);
+	if (ret == 0)
+		ret = time_op(k->d, 1, buf, 1, 20, &t_lat);
+	if (ret == 0)
+		ret = time_op(k->d, 1, buf, act_count, 5, &t_p2p);
+	free(h);
+	k->ops->free(buf);
+	if (ret < 0)
+		return ret;
+	net->busbw_gbps = (double)bucket_count * 4 / t_ar * 2.0 * (k->n - 1) / k->n / 1e9;
+	net->lat_s = t_lat;
+	net->p2p_gbps = (double)act_count * 4 / (t_p2p > t_lat ? t_p2p - t_lat : t_p2p) / 1e9;
+	return 0;
+}

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ice-train: a rank's compute. Real fp32 matrix multiplies on the rank's
+ * memory kind (dev_mem_ops->sgemm): forward, the loss gradient, backward
+ * (whole, or ZB's B and W), the SGD update; on an emulated device padded to
+ * the profile's speed. And what every part uses: the clock, FNV-1a, host
+ * views of device buffers, --trace events.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ice_log.h"
+#include "ice_time.h"
+#include "ice_train_internal.h"
+
+/* ---- helpers --------------------------------------------------------------- */
+
+double itr_now_s(void)
+{
+	return (double)ice_now_ns() * 1e-9;
+}
+
+uint64_t itr_fnv1a(uint64_t h, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* Host memory for a device buffer's bytes: the buffer itself on host
+ * memory, else a copy in hscratch. */
+const float *itr_host_view(struct itr_rank *k, const float *buf, size_t count)
+{
+	if (k->host)
+		return buf;
+	if (count > k->hscratch_len || k->ops->to_host(k->hscratch, buf, count * 4) < 0)
+		return NULL;
+	return k->hscratch;
+}
+
+uint64_t itr_buf_hash(struct itr_rank *k, const float *buf, size_t count)
+{
+	const float *h = itr_host_view(k, buf, count);
+
+	return h != NULL ? itr_fnv1a(ITR_FNV_INIT, h, count * 4) : 0;
+}
+
+void itr_trace_add(struct itr_rank *k, enum itr_ev_kind kind, int mb, uint64_t t0, uint64_t t1,
+		   uint64_t t2, uint64_t t3)
+{
+	struct itr_ev *e;
+
+	if (k->job->trace[0] == '\0')
+		return;
+	if (k->nev == k->evcap) {
+		int cap = k->evcap ? 2 * k->evcap : 4096;
+		struct itr_ev *n = realloc(k->ev, (size_t)cap * sizeof(*n));
+
+		if (n == NULL)
+			return; /* the trace ends here; training goes on */
+		k->ev = n;
+		k->evcap = cap;
+	}
+	e = &k->ev[k->nev++];
+	e->kind = kind;
+	e->step = k->step;
+	e->mb = mb;
+	e->t[0] = t0;
+	e->t[1] = t1;
+	e->t[2] = t2;
+	e->t[3] = t3;
+}
+
+/* ---- compute --------------------------------------------------------------- */
+
+/* C[m x n] = op(A) op(B) + beta C on the rank's device, timed; on an
+ * emulated device padded to the profile's speed. */
+int itr_matmul(struct itr_rank *k, bool ta, bool tb, int m, int n, int kk, const float *a,
+	       const float *b, float beta, float *c)
+{
+	double t0 = itr_now_s();
+	int ret;
+
+	if (k->prof->emulated)
+		trn_emu_begin(&k->emu);
+	ret = k->ops->sgemm(ta, tb, m, n, kk, 1.0f, a, b, beta, c);
+	if (k->prof->emulated)
+		trn_emu_end(&k->emu, 2.0 * m * n * kk);
+	k->t_compute += itr_now_s() - t0;
+	if (ret < 0)
+		ice_err(ICE_SUB_BENCH, "rank %d: sgemm %dx%dx%d failed: %s", k->r, m, n, kk,
+			strerror(-ret));
+	return ret;
+}
+
+int itr_forward(struct itr_rank *k, int slot, const float *in, int rows)
+{
+	k->xin[slot] = in;
+	for (int j = 0; j < k->nl; j++) {
+		const float *x = j == 0 ? in : k->act[slot][j];
+		int ret = itr_matmul(k, false, false, rows, itr_lout(k, j), itr_lin(k, j), x,
+				     k->w[j], 0.0f, k->act[slot][j + 1]);
+
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* The top of the model: dY = Y - target in place of Y, and the loss. */
+int itr_loss_grad(struct itr_rank *k, int slot, const float *negt, int rows)
+{
+	float *y = k->act[slot][k->nl];
+	size_t cnt = (size_t)rows * (size_t)itr_lout(k, k->nl - 1);
+	double t0 = itr_now_s(), l = 0;
+	const float *h;
+	int ret;
+
+	ret = k->ops->reduce(y, negt, cnt, DEV_FLOAT32, DEV_SUM);
+	if (ret < 0)
+		return ret;
+	h = itr_host_view(k, y, cnt);
+	if (h == NULL)
+		return -EIO;
+	for (size_t i = 0; i < cnt; i++)
+		l += 0.5 * (double)h[i] * (double)h[i];
+	k->loss += l;
+	k->t_compute += itr_now_s() - t0;
+	return 0;
+}
+
+/* Backward of one micro-batch from gradient g (rows x out of the last local
+ * layer). dx: where the input gradient of local layer 0 goes (NULL: a
+ * scratch buffer). beta: 0 for the first micro-batch of a step, else 1. */
+int itr_backward(struct itr_rank *k, int slot, const float *g, int rows, float *dx, float beta)
+{
+	int t = 0;
+
+	for (int j = k->nl - 1; j >= 0; j--) {
+		const float *x = j == 0 ? k->xin[slot] : k->act[slot][j];
+		float *dst = (j == 0 && dx != NULL) ? dx : k->tmp[t];
+		int ret;
+
+		ret = itr_matmul(k, true, false, itr_lin(k, j), itr_lout(k, j), rows, x, g, beta,
+				 k->grad + k->goff[j]);
+		if (ret < 0)
+			return ret;
+		ret = itr_matmul(k, false, true, rows, itr_lin(k, j), itr_lout(k, j), g, k->w[j],
+				 0.0f, dst);
+		if (ret < 0)
+			return ret;
+		g = dst;
+		t ^= 1;
+	}
+	return 0;
+}
+
+/* ZB's B of one micro-batch: only the input gradients dX = dY W^T, from
+ * the top gradient g down through every local layer; each layer's output
+ * gradient is kept (dy, dtop) for the W. dx: where the input gradient of
+ * local layer 0 goes (NULL: a scratch buffer). */
+int itr_backward_input(struct itr_rank *k, int slot, const float *g, int rows, float *dx)
+{
+	k->dtop[slot] = g;
+	for (int j = k->nl - 1; j >= 0; j--) {
+		float *dst = j > 0 ? k->dy[slot][j - 1] : (dx != NULL ? dx : k->tmp[0]);
+		int ret = itr_matmul(k, false, true, rows, itr_lin(k, j), itr_lout(k, j), g,
+				     k->w[j], 0.0f, dst);
+
+		if (ret < 0)
+			return ret;
+		g = dst;
+	}
+	return 0;
+}
+
+/* ZB's W of one micro-batch: dW += X^T dY of every local layer, from the
+ * inputs kept by F and the output gradients kept by B. beta: 0 for the
+ * first micro-batch of a step, else 1. */
+int itr_backward_weights(struct itr_rank *k, int slot, int rows, float beta)
+{
+	for (int j = k->nl - 1; j >= 0; j--) {
+		const float *x = j == 0 ? k->xin[slot] : k->act[slot][j];
+		const float *g = j == k->nl - 1 ? k->dtop[slot] : k->dy[slot][j];
+		int ret = itr_matmul(k, true, false, itr_lin(k, j), itr_lout(k, j), rows, x, g,
+				     beta, k->grad + k->goff[j]);
+
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* Weights [off, off + cnt) (grad's layout) -= lr * g / global_batch, g the
+ * gradient of that range in host memory, on the host master copy (the
+ * same arithmetic on every rank, so replicas stay bit-identical); to_dev:
+ * then copy the range to the device. Device time: an emulated device
+ * moves TRN_SGD_TRAFFIC bytes per parameter byte at its mem_gbps. */
+int itr_sgd_range(struct itr_rank *k, const float *g, size_t off, size_t cnt, bool to_dev)
+{
+	float scale = (float)(k->job->lr / k->m->global_batch);
+	float *w = k->wmblk + off;
+	double t0 = itr_now_s();
+	int ret = 0;
+
+	if (k->prof->emulated)
+		trn_emu_begin(&k->emu);
+	for (size_t i = 0; i < cnt; i++)
+		w[i] -= scale * g[i];
+	if (k->prof->emulated)
+		trn_emu_end_bytes(&k->emu, TRN_SGD_TRAFFIC * 4.0 * (double)cnt);
+	if (to_dev && !k->host)
+		ret = k->ops->from_host(k->wblk + off, w, cnt * 4);
+	k->t_update += itr_now_s() - t0;
+	return ret;
+}
+
+/* The whole optimizer step on this rank's weights (PP, replicated DP). */
+int itr_sgd_update(struct itr_rank *k)
+{
+	uint64_t t0 = ice_now_ns();
+	int ret = 0;
+
+	if (!k->host)
+		ret = k->ops->to_host(k->gh, k->grad, k->nparam * 4);
+	if (ret == 0)
+		ret = itr_sgd_range(k, k->gh, 0, k->nparam, true);
+	itr_trace_add(k, EV_UPD, -1, t0, ice_now_ns(), 0, 0);
+	return ret;
+}

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ice-train: what the files of one rank share; not for use outside
+ * train/run/. The rank (ice_train_rank.c: setup, memory, the run, checks,
+ * --trace) drives the steps (ice_train_step.c: DP and PP), which compute
+ * (ice_train_compute.c: matrix multiplies, loss, SGD) and communicate through
+ * the communication thread (ice_train_comm.c, also the network calibration).
+ */
+#ifndef ICE_TRAIN_INTERNAL_H
+#define ICE_TRAIN_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ice_train.h"
+#include "tp.h"
+#include "tp_dev.h"
+#include "dev.h"
+
+/* ---- the communication thread (ice_train_comm.c) ------------------------- */
+
+enum itr_cop_kind {
+	COP_ALLREDUCE,
+	COP_SEND,
+	COP_RECV,
+	COP_RS, /* a bucket's gradient reduce-scattered into the owners' shards */
+	COP_AG, /* a bucket's updated shards all-gathered */
+};
+
+/* One queued operation; the poster owns it and waits for done. */
+struct itr_cop {
+	enum itr_cop_kind kind;
+	float *buf;
+	size_t count;
+	int peer;
+	float *hbuf;	      /* RS, AG: buf's host copy (buf itself on host memory) */
+	const size_t *counts; /* RS, AG: every rank's shard of buf */
+	size_t mine;	      /* RS, AG: where this rank's shard starts in buf */
+	int ret;
+	int tag;	/* the micro-batch, for the trace */
+	bool hash;	/* the communication thread hashes buf (host memory): a
+			 * send's before it goes, a receive's once it is in */
+	uint64_t hval;	/* FNV-1a of buf's bytes, as sent or received */
+	uint64_t *hsum; /* the compute thread adds hval here when it waits */
+	bool done;
+	bool posted;			 /* posted and not yet waited for */
+	uint64_t t_post, t_start, t_end; /* queued, taken by the thread, finished */
+	struct itr_cop *next;
+	struct tp_req req;	  /* a send or receive in flight */
+	struct itr_cop *fly_next; /* the thread's in-flight list */
+};
+
+struct itr_cthread {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv_done;
+	struct itr_cop *head, *tail;
+	bool quit;
+	int err; /* first failure; later operations fail with it */
+	struct tp_dev_comm *d;
+	struct tp_comm *c;
+	struct tp_engine *e;
+	bool async;	     /* host memory: sends and receives are posted, not run */
+	struct itr_cop *fly; /* posted sends and receives, not complete (this thread's) */
+};
+
+/* ---- rank state ---------------------------------------------------------- */
+
+/* One --trace event: a compute span (t0..t1) or an operation (queued t0,
+ * taken by the communication thread t1, done t2, compute thread back t3). */
+enum itr_ev_kind {
+	EV_FWD,
+	EV_BWD,
+	EV_RECV_ACT,
+	EV_RECV_GRAD,
+	EV_SEND_ACT,
+	EV_SEND_GRAD,
+	EV_ALLREDUCE,
+	EV_WGT,
+	EV_RS,
+	EV_AG,
+	EV_UPD,
+};
+
+struct itr_ev {
+	enum itr_ev_kind kind;
+	int step, mb;
+	uint64_t t[4];
+};
+
+struct itr_bucket {
+	int close_at; /* local layer whose gradient completes the bucket */
+	size_t off, count;
+	struct itr_cop op;	       /* the all-reduce, or (sharded) the reduce-scatter */
+	struct itr_cop ag;	       /* sharded: the all-gather of the updated weights */
+	size_t shard[TRN_MAX_DEVICES]; /* sharded: every rank's part */
+	size_t mine;		       /* sharded: where this rank's part starts */
+	bool updated;		       /* sharded: this step's shard update done */
+};
+
+struct itr_rank {
+	const struct itr_job *job;
+	const struct trn_model *m;
+	struct itr_result *res;
+	struct itr_rank_result *me;
+	int r, n;
+	const struct trn_profile *prof;
+	const struct dev_mem_ops *ops;
+	bool host;    /* host memory: the weights are their own master copy */
+	bool sharded; /* DP with a sharded optimizer step (trn_optim) */
+	struct trn_emu emu;
+	struct tp_comm *c;
+	struct tp_dev_comm *d;
+	struct itr_cthread ct;
+
+	int l0, nl;	     /* global layers [l0, l0 + nl) */
+	int mb;		     /* rows per micro-batch */
+	float **w;	     /* weights of local layer j, in the rank's memory (in wblk) */
+	float **wm;	     /* host master copy (== w on host memory; in wmblk) */
+	float *wblk, *wmblk; /* all weights, laid out as grad (goff) */
+	float *grad;
+	float *gh; /* host copy of grad for the update (== grad on host memory) */
+	size_t *goff;
+	size_t nparam;
+	struct itr_bucket *bk;
+	int nbk;
+	int nclosed, nrs, nag; /* DP, this step: buckets complete, reduce-scatters
+				* (or all-reduces) and all-gathers posted */
+
+	int nslots;
+	float ***act;	    /* act[slot][j]: input of local layer j (j >= 1), output at nl */
+	const float **xin;  /* per slot: input of local layer 0 */
+	float **dytop;	    /* per slot: gradient received from the next stage */
+	float **gsend;	    /* per slot: input gradient sent to the previous stage */
+	float ***dy;	    /* ZB: dy[slot][j], gradient at the output of local layer
+			     * j < nl - 1, kept from B for W */
+	const float **dtop; /* ZB, per slot: the gradient at the output of the
+			     * last local layer (dytop or, last stage, act) */
+	float *tmp[2];
+	struct itr_cop *op_fwd, *op_bwd;    /* per slot: sends in flight */
+	struct itr_cop *op_ract, *op_rgrad; /* per slot: receives (queued ahead) */
+	struct trn_pp_plan pp;		    /* PP: the split and schedule used */
+	struct trn_pp_op *pp_ops;	    /* PP: this stage's operations of a step */
+	int pp_nops;
+	float *x, *negt; /* input rows, negated target rows */
+	float *hscratch; /* host memory for reading device buffers */
+	size_t hscratch_len;
+
+	struct trn_dp_plan dp; /* the split used (the same on every rank) */
+	double t_compute, t_exposed, t_update;
+	double t_wait_act, t_wait_grad, t_wait_send; /* PP: parts of t_exposed */
+	double t_handoff;			     /* PP: thread hand-offs inside the waits */
+	struct itr_ev *ev;			     /* --trace: events of this rank */
+	int nev, evcap, step;
+	double loss;
+	uint64_t h_sent_fwd, h_recv_fwd, h_sent_bwd, h_recv_bwd;
+};
+
+/* ---- ice_train_comm.c ----------------------------------------------------- */
+
+/* Start the communication thread on d; it owns d's communicator until
+ * itr_cthread_stop(). 0 or -errno. */
+int itr_cthread_start(struct itr_cthread *t, struct tp_dev_comm *d);
+/* Wait for the queue to drain and the thread to end; returns its error. */
+int itr_cthread_stop(struct itr_cthread *t);
+/* Queue op (the poster owns it until it is waited for). */
+void itr_cop_post(struct itr_cthread *t, struct itr_cop *op, enum itr_cop_kind kind, float *buf,
+		  size_t count, int peer);
+/* Is op (posted) done? */
+bool itr_cop_done(struct itr_cthread *t, const struct itr_cop *op);
+/* Wait for op (of kind, for the trace and the figures); 0 when not posted. */
+int itr_wait_op(struct itr_rank *k, struct itr_cop *op, enum itr_ev_kind kind);
+/* The network's figures for the planner, measured on k's communicator. */
+int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, struct trn_net *net);
+
+/* ---- ice_train_compute.c -------------------------------------------------- */
+
+#define ITR_FNV_INIT 0xcbf29ce484222325ull
+uint64_t itr_fnv1a(uint64_t h, const void *p, size_t len);
+double itr_now_s(void);
+/* Host memory for a device buffer's bytes (NULL when it cannot be read). */
+const float *itr_host_view(struct itr_rank *k, const float *buf, size_t count);
+uint64_t itr_buf_hash(struct itr_rank *k, const float *buf, size_t count);
+void itr_trace_add(struct itr_rank *k, enum itr_ev_kind kind, int mb, uint64_t t0, uint64_t t1,
+		   uint64_t t2, uint64_t t3);
+
+/* Input and output features of local layer j. */
+static inline int itr_lin(const struct itr_rank *k, int j)
+{
+	return k->m->in[k->l0 + j];
+}
+
+static inline int itr_lout(const struct itr_rank *k, int j)
+{
+	return k->m->out[k->l0 + j];
+}
+
+int itr_matmul(struct itr_rank *k, bool ta, bool tb, int m, int n, int kk, const float *a,
+	       const float *b, float beta, float *c);
+int itr_forward(struct itr_rank *k, int slot, const float *in, int rows);
+int itr_loss_grad(struct itr_rank *k, int slot, const float *negt, int rows);
+int itr_backward(struct itr_rank *k, int slot, const float *g, int rows, float *dx, float beta);
+int itr_backward_input(struct itr_rank *k, int slot, const float *g, int rows, float *dx);
+int itr_backward_weights(struct itr_rank *k, int slot, int rows, float beta);
+int itr_sgd_range(struct itr_rank *k, const float *g, size_t off, size_t cnt, bool to_dev);
+int itr_sgd_update(struct itr_rank *k);
+
+/* ---- ice_train_step.c ----------------------------------------------------- */
+
+int itr_dp_step(struct itr_rank *k, int nrows);
+/* more: another step follows (its first receive may be queued). */
+int itr_pp_step(struct itr_rank *k, bool more);
+int itr_pp_slots(const struct trn_pp_op *ops, int n, enum trn_pp_sched sched);
+
+/* ---- ice_train_rank.c ----------------------------------------------------- */
+
+/* size bytes of the rank's memory (an error printed when there are none). */
+void *itr_dev_alloc(struct itr_rank *k, size_t bytes);
+
+#endif /* ICE_TRAIN_INTERNAL_H */
