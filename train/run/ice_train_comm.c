@@ -300,7 +300,7 @@ static int time_op(struct tp_dev_comm *d, int what, float *buf, size_t count, in
 	ret = tp_comm_barrier(c);
 	for (int i = -2; ret == 0 && i < iters; i++) {
 		if (i == 0)
-			t0 = itr_now_s();
+			t0 = ice_now_s();
 		if (what == 0)
 			ret = tp_dev_allreduce(d, buf, buf, count, DEV_FLOAT32, DEV_SUM,
 					       TP_STAGE_AUTO);
@@ -310,7 +310,7 @@ static int time_op(struct tp_dev_comm *d, int what, float *buf, size_t count, in
 	}
 	if (ret < 0)
 		return ret;
-	*out = (itr_now_s() - t0) / iters;
+	*out = (ice_now_s() - t0) / iters;
 	return tp_comm_oob_max(c, out);
 }
 

@@ -16,11 +16,6 @@
 
 /* ---- helpers --------------------------------------------------------------- */
 
-double itr_now_s(void)
-{
-	return (double)ice_now_ns() * 1e-9;
-}
-
 uint64_t itr_fnv1a(uint64_t h, const void *p, size_t len)
 {
 	const uint8_t *b = p;
@@ -83,7 +78,7 @@ void itr_trace_add(struct itr_rank *k, enum itr_ev_kind kind, int mb, uint64_t t
 int itr_matmul(struct itr_rank *k, bool ta, bool tb, int m, int n, int kk, const float *a,
 	       const float *b, float beta, float *c)
 {
-	double t0 = itr_now_s();
+	double t0 = ice_now_s();
 	int ret;
 
 	if (k->prof->emulated)
@@ -91,7 +86,7 @@ int itr_matmul(struct itr_rank *k, bool ta, bool tb, int m, int n, int kk, const
 	ret = k->ops->sgemm(ta, tb, m, n, kk, 1.0f, a, b, beta, c);
 	if (k->prof->emulated)
 		trn_emu_end(&k->emu, 2.0 * m * n * kk);
-	k->t_compute += itr_now_s() - t0;
+	k->t_compute += ice_now_s() - t0;
 	if (ret < 0)
 		ice_err(ICE_SUB_BENCH, "rank %d: sgemm %dx%dx%d failed: %s", k->r, m, n, kk,
 			strerror(-ret));
@@ -117,7 +112,7 @@ int itr_loss_grad(struct itr_rank *k, int slot, const float *negt, int rows)
 {
 	float *y = k->act[slot][k->nl];
 	size_t cnt = (size_t)rows * (size_t)itr_lout(k, k->nl - 1);
-	double t0 = itr_now_s(), l = 0;
+	double t0 = ice_now_s(), l = 0;
 	const float *h;
 	int ret;
 
@@ -130,7 +125,7 @@ int itr_loss_grad(struct itr_rank *k, int slot, const float *negt, int rows)
 	for (size_t i = 0; i < cnt; i++)
 		l += 0.5 * (double)h[i] * (double)h[i];
 	k->loss += l;
-	k->t_compute += itr_now_s() - t0;
+	k->t_compute += ice_now_s() - t0;
 	return 0;
 }
 
@@ -205,7 +200,7 @@ int itr_sgd_range(struct itr_rank *k, const float *g, size_t off, size_t cnt, bo
 {
 	float scale = (float)(k->job->lr / k->m->global_batch);
 	float *w = k->wmblk + off;
-	double t0 = itr_now_s();
+	double t0 = ice_now_s();
 	int ret = 0;
 
 	if (k->prof->emulated)
@@ -216,7 +211,7 @@ int itr_sgd_range(struct itr_rank *k, const float *g, size_t off, size_t cnt, bo
 		trn_emu_end_bytes(&k->emu, TRN_SGD_TRAFFIC * 4.0 * (double)cnt);
 	if (to_dev && !k->host)
 		ret = k->ops->from_host(k->wblk + off, w, cnt * 4);
-	k->t_update += itr_now_s() - t0;
+	k->t_update += ice_now_s() - t0;
 	return ret;
 }
 

@@ -179,7 +179,6 @@ int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, str
 
 #define ITR_FNV_INIT 0xcbf29ce484222325ull
 uint64_t itr_fnv1a(uint64_t h, const void *p, size_t len);
-double itr_now_s(void);
 /* Host memory for a device buffer's bytes (NULL when it cannot be read). */
 const float *itr_host_view(struct itr_rank *k, const float *buf, size_t count);
 uint64_t itr_buf_hash(struct itr_rank *k, const float *buf, size_t count);

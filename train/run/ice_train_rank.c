@@ -468,7 +468,7 @@ static int train(struct itr_rank *k)
 			k->t_wait_act = k->t_wait_grad = k->t_wait_send = k->t_handoff = 0;
 			emu0 = k->emu;
 			cpu0 = cpu_seconds();
-			wall0 = itr_now_s();
+			wall0 = ice_now_s();
 		}
 		k->loss = 0;
 		ret = j->scheme == ITR_DP ? itr_dp_step(k, k->me->samples)
@@ -480,7 +480,7 @@ static int train(struct itr_rank *k)
 		}
 		k->me->step_end_ns[step + 1] = ice_now_ns();
 	}
-	k->me->wall_s = itr_now_s() - wall0;
+	k->me->wall_s = ice_now_s() - wall0;
 	k->me->cpu_s = cpu_seconds() - cpu0;
 	k->me->compute_s = k->t_compute / j->steps;
 	k->me->exposed_s = k->t_exposed / j->steps;
