@@ -17,6 +17,8 @@
 
 #include "ccl_internal.h"
 
+ICE_LOG_SUBSYSTEM(ccl_log_sub, "ccl");
+
 struct ccl_cfg ccl_cfg = {.events = 1, .verbs = 1, .sample = 1, .flush_us = 2000};
 
 /* ---- configuration: every environment control is one row */

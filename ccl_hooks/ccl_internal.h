@@ -15,7 +15,8 @@
 #include "ice_log.h"
 #include "ice_time.h"
 
-#define CCL_SUB ICE_SUB_COLL
+extern uint32_t ccl_log_sub; /* ICE_LOG=...,debug=ccl */
+#define CCL_SUB ccl_log_sub
 
 /* ICE_CCL_FAULT bits: test-only failure injection inside the hooks. */
 #define CCL_FAULT_ALLOC 0x1u /* ccl_alloc() fails */

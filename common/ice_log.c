@@ -8,15 +8,33 @@
 #include <strings.h>
 #include <time.h>
 
-static const struct {
-	const char *name;
+#define SUB_FIXED 10 /* the enum's subsystems and "all" */
+#define SUB_MAX	  (SUB_FIXED + 32 - 9)
+
+/* Subsystem names: the enum's, then those modules register at start-up
+ * (ICE_LOG_SUBSYSTEM), each with the next free bit from 1 << 9. */
+static struct {
+	char name[16];
 	uint32_t bit;
-} sub_names[] = {
+} sub_names[SUB_MAX] = {
 	{"common", ICE_SUB_COMMON}, {"config", ICE_SUB_CONFIG}, {"wire", ICE_SUB_WIRE},
 	{"qp", ICE_SUB_QP},	    {"dcqcn", ICE_SUB_DCQCN},	{"engine", ICE_SUB_ENGINE},
 	{"comm", ICE_SUB_COMM},	    {"coll", ICE_SUB_COLL},	{"bench", ICE_SUB_BENCH},
 	{"all", ICE_SUB_ALL},
 };
+static size_t nsub = SUB_FIXED;
+
+uint32_t ice_log_register(const char *name)
+{
+	for (size_t i = 0; i < nsub; i++)
+		if (strcmp(sub_names[i].name, name) == 0)
+			return sub_names[i].bit;
+	if (nsub == SUB_MAX || strlen(name) >= sizeof(sub_names[0].name))
+		return ICE_SUB_COMMON;
+	snprintf(sub_names[nsub].name, sizeof(sub_names[0].name), "%s", name);
+	sub_names[nsub].bit = 1u << (9 + nsub - SUB_FIXED);
+	return sub_names[nsub++].bit;
+}
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
@@ -81,10 +99,10 @@ static int parse_subs(const char *s, uint32_t *mask)
 		size_t n = strcspn(s, "+");
 		size_t i;
 
-		for (i = 0; i < sizeof(sub_names) / sizeof(sub_names[0]); i++)
+		for (i = 0; i < nsub; i++)
 			if (strlen(sub_names[i].name) == n && strncmp(s, sub_names[i].name, n) == 0)
 				break;
-		if (i == sizeof(sub_names) / sizeof(sub_names[0]))
+		if (i == nsub)
 			return -EINVAL;
 		*mask |= sub_names[i].bit;
 		s += n;

@@ -38,6 +38,23 @@ enum ice_log_sub {
 	ICE_SUB_ALL = 0xffffffffu,
 };
 
+/*
+ * A module's own subsystem, registered at start-up (before main, so ICE_LOG
+ * may name it): in one of the module's .c files
+ *     ICE_LOG_SUBSYSTEM(agent_log_sub, "agent");
+ * and in its internal header
+ *     extern uint32_t agent_log_sub;
+ * then ice_info(agent_log_sub, ...), ICE_LOG=info,debug=agent. Names are up
+ * to 15 characters; the same name gives the same bit.
+ */
+uint32_t ice_log_register(const char *name);
+#define ICE_LOG_SUBSYSTEM(var, name)                                                               \
+	uint32_t var = ICE_SUB_COMMON;                                                             \
+	__attribute__((constructor)) static void var##_register(void)                              \
+	{                                                                                          \
+		var = ice_log_register(name);                                                      \
+	}
+
 /* A sink receives the fully formatted line (no trailing newline). */
 typedef void (*ice_log_sink_fn)(int level, uint32_t sub, const char *line, void *arg);
 

@@ -89,6 +89,14 @@ int ice_rkey(char *buf, size_t len, enum ice_rkey k, const char *fabric, const c
 	return 0;
 }
 
+const char *ice_rkey_str(char *buf, size_t len, enum ice_rkey k, const char *fabric,
+			 const char *host, const char *arg)
+{
+	if (ice_rkey(buf, len, k, fabric, host, arg) < 0 && len > 0)
+		snprintf(buf, len, "%s", ICE_RKEY_INVALID);
+	return buf;
+}
+
 int ice_redis_addr_parse(const char *addr, char *host, size_t hlen, int *port, bool *is_unix)
 {
 	const char *colon;
@@ -184,6 +192,7 @@ void ice_redis_init(struct ice_redis *r, const char *addr, uint64_t timeout_ns)
 	snprintf(r->addr, sizeof(r->addr), "%s", addr);
 	r->timeout_ns = timeout_ns;
 	r->backoff_ns = BACKOFF_MIN_NS;
+	r->backoff_max_ns = BACKOFF_MAX_NS;
 }
 
 void ice_redis_fini(struct ice_redis *r)
@@ -208,7 +217,7 @@ int ice_redis_up(struct ice_redis *r, uint64_t now_ns)
 	}
 	r->connects++;
 	r->failures = 0;
-	r->backoff_ns = BACKOFF_MIN_NS;
+	r->backoff_ns = BACKOFF_MIN_NS < r->backoff_max_ns ? BACKOFF_MIN_NS : r->backoff_max_ns;
 	return 1;
 }
 
@@ -223,5 +232,6 @@ void ice_redis_down(struct ice_redis *r, uint64_t now_ns, const char *why)
 	ice_redis_fini(r);
 	r->failures++;
 	r->next_try_ns = now_ns + r->backoff_ns;
-	r->backoff_ns = r->backoff_ns * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : r->backoff_ns * 2;
+	r->backoff_ns =
+		r->backoff_ns * 2 > r->backoff_max_ns ? r->backoff_max_ns : r->backoff_ns * 2;
 }

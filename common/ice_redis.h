@@ -67,6 +67,13 @@ const char *ice_rkey_pattern(enum ice_rkey k);
 int ice_rkey(char *buf, size_t len, enum ice_rkey k, const char *fabric, const char *host,
 	     const char *arg);
 
+/* ice_rkey() for names read from Redis or checked before: returns buf; a
+ * key that cannot be rendered comes out as ICE_RKEY_INVALID, which no
+ * writer uses, so a read finds nothing and a pipeline keeps its count. */
+#define ICE_RKEY_INVALID "ice:-invalid-"
+const char *ice_rkey_str(char *buf, size_t len, enum ice_rkey k, const char *fabric,
+			 const char *host, const char *arg);
+
 /* "HOST:PORT" (port 1-65535), "unix:/PATH" or "/PATH" into host (or the path),
  * port (0 for unix) and is_unix. 0 or -EINVAL. */
 int ice_redis_addr_parse(const char *addr, char *host, size_t hlen, int *port, bool *is_unix);
@@ -87,12 +94,13 @@ void ice_redis_free_replies(redisReply **r, size_t n); /* NULL slots skipped */
 struct ice_redis {
 	char addr[128];
 	uint64_t timeout_ns;
-	redisContext *c;      /* NULL while down */
-	uint64_t next_try_ns; /* no attempt before this (CLOCK_MONOTONIC) */
-	uint64_t backoff_ns;  /* the next wait after a failure */
-	uint32_t connects;    /* successful connections so far */
-	uint32_t failures;    /* failures since the last success */
-	char why[160];	      /* the last failure */
+	redisContext *c;	 /* NULL while down */
+	uint64_t next_try_ns;	 /* no attempt before this (CLOCK_MONOTONIC) */
+	uint64_t backoff_ns;	 /* the next wait after a failure */
+	uint64_t backoff_max_ns; /* the waits double up to this (8 s; callers may lower it) */
+	uint32_t connects;	 /* successful connections so far */
+	uint32_t failures;	 /* failures since the last success */
+	char why[160];		 /* the last failure */
 };
 
 void ice_redis_init(struct ice_redis *r, const char *addr, uint64_t timeout_ns);

@@ -24,6 +24,8 @@
 #include "ice_log.h"
 #include "ice_time.h"
 
+ICE_LOG_SUBSYSTEM(ctld_log_sub, "ctl");
+
 /* ---- pure helpers (unit-tested) */
 
 static bool entry_same(const struct ice_plan_entry *a, const struct ice_plan_entry *b)
@@ -378,15 +380,17 @@ struct ctld *ctld_new(const struct ctld_cfg *cfg)
 	}
 	d->probe = cfg->sports == CTLD_SPORTS_PROBE ||
 		   (cfg->sports == CTLD_SPORTS_AUTO && d->topo->ecmp == TOPO_ECMP_KERNEL);
-#define K(f, ...) snprintf(d->f, sizeof(d->f), __VA_ARGS__)
-	K(k_leader, "ice:%s:ctl:leader", cfg->fabric);
-	K(k_epoch, "ice:%s:ctl:epoch", cfg->fabric);
-	K(k_pub, "ice:%s:ctl:published", cfg->fabric);
-	K(k_log, "ice:%s:ctl:log", cfg->fabric);
-	K(k_links, "ice:%s:links", cfg->fabric);
-	K(k_status, "ice:%s:ctl:status", cfg->fabric);
-	K(k_hosts, "ice:%s:hosts", cfg->fabric);
+#define K(f, k) (ice_rkey(d->f, sizeof(d->f), k, cfg->fabric, NULL, NULL) < 0)
+	if (K(k_leader, ICE_RK_CTL_LEADER) || K(k_epoch, ICE_RK_CTL_EPOCH) ||
+	    K(k_pub, ICE_RK_CTL_PUBLISHED) || K(k_log, ICE_RK_CTL_LOG) ||
+	    K(k_links, ICE_RK_LINKS) || K(k_status, ICE_RK_CTL_STATUS) ||
+	    K(k_hosts, ICE_RK_HOSTS)) {
+		ice_err(SUB, "fabric '%s': empty or too long for a Redis key", cfg->fabric);
+		goto err;
+	}
 #undef K
+	ice_redis_init(&d->link, cfg->redis, cfg->redis_timeout);
+	d->link.backoff_max_ns = 500 * ICE_NSEC_PER_MSEC; /* a leader must come back fast */
 	ice_info(SUB,
 		 "ice-controller %s: fabric %s, %s (%u links), every %.0f ms, QPs every %.0f ms, "
 		 "re-optimise every %.1f s, plans live %.1f s, lease %.0f ms, source ports from "
@@ -426,7 +430,7 @@ int ctld_run(struct ctld *d)
 			if (now >= d->next_qp_ns) {
 				ctld_read_qps(d);
 				d->next_qp_ns = now + d->cfg.qp_interval;
-				if (!d->started && d->rc != NULL) {
+				if (!d->started && d->link.c != NULL) {
 					d->started = true;
 					d->trig |= TRIG_REOPT; /* the first plan */
 				}
@@ -446,7 +450,7 @@ int ctld_run(struct ctld *d)
 			if (d->leader && d->last_pub_ns != 0 &&
 			    now - d->last_pub_ns >= d->cfg.lifetime / 3)
 				d->trig |= TRIG_REOPT; /* refresh before the lifetime ends */
-			if (d->rc != NULL && d->trig != 0 && d->started &&
+			if (d->link.c != NULL && d->trig != 0 && d->started &&
 			    (d->leader || d->cfg.dry_run)) {
 				plan(d);
 				if (d->cfg.once)
@@ -473,8 +477,7 @@ void ctld_free(struct ctld *d)
 	if (d == NULL)
 		return;
 	ctld_lease_release(d);
-	if (d->rc != NULL)
-		redisFree(d->rc);
+	ice_redis_fini(&d->link);
 	for (size_t i = 0; i < d->ncolls; i++)
 		ctld_coll_free(&d->colls[i]);
 	free(d->colls);

@@ -17,9 +17,11 @@
 
 #include "ctl_daemon.h"
 #include "ctl_pmap.h"
+#include "ice_redis.h"
 #include "ice_time.h"
 
-#define SUB ICE_SUB_COMMON
+extern uint32_t ctld_log_sub; /* ICE_LOG=...,debug=ctl */
+#define SUB ctld_log_sub
 
 #define LINK_DOWN_BPS	     1000 /* capacity the planner sees for a down link */
 #define APPLY_WAIT_MS	     3000 /* give up waiting for every host's write-back */
@@ -92,8 +94,7 @@ struct ctld {
 	struct ctl_planner *pl;
 	struct ctl_policy *pol;
 	struct ice_plan_key key;
-	redisContext *rc;
-	uint64_t next_connect_ns;
+	struct ice_redis link; /* link.c: NULL while down */
 
 	char k_leader[128], k_epoch[128], k_pub[128], k_log[128], k_links[128], k_status[128],
 		k_hosts[128];

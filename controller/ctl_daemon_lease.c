@@ -64,7 +64,7 @@ void ctld_lease_release(struct ctld *d)
 {
 	redisReply *r;
 
-	if (d->rc == NULL || !d->leader)
+	if (d->link.c == NULL || !d->leader)
 		return;
 	r = ctld_cmd(d, "EVAL %s 1 %s %s", LUA_RELEASE, d->k_leader, d->cfg.id);
 	if (r != NULL)

@@ -89,12 +89,14 @@ static uint64_t epoch_floor(struct ctld *d)
 {
 	redisReply **r = calloc(d->nhosts + 1, sizeof(*r));
 	uint64_t floor = d->last_epoch;
+	char key[ICE_RKEY_MAX];
 
 	if (r == NULL)
 		return floor;
 	for (uint32_t i = 0; i < d->nhosts; i++)
-		redisAppendCommand(d->rc, "HMGET ice:%s:{%s}:plan:applied epoch last_epoch",
-				   d->cfg.fabric, d->hosts[i].name);
+		redisAppendCommand(d->link.c, "HMGET %s epoch last_epoch",
+				   ice_rkey_str(key, sizeof(key), ICE_RK_PLAN_APPLIED,
+						d->cfg.fabric, d->hosts[i].name, NULL));
 	if (ctld_pipe(d, d->nhosts, r) == 0) {
 		for (uint32_t i = 0; i < d->nhosts; i++)
 			for (size_t j = 0; r[i]->type == REDIS_REPLY_ARRAY && j < r[i]->elements;
@@ -139,13 +141,14 @@ int ctld_publish(struct ctld *d, struct ice_host_plan *hps, uint32_t nh, uint64_
 		hps[i].epoch = epoch;
 		hps[i].issued_ms = now;
 		hps[i].lifetime_ms = (uint32_t)(d->cfg.lifetime / ICE_NSEC_PER_MSEC);
-		own[2 * i] = malloc(192);
+		own[2 * i] = malloc(ICE_RKEY_MAX);
 		own[2 * i + 1] = ice_plan_sign(&hps[i], &d->key);
 		if (own[2 * i] == NULL || own[2 * i + 1] == NULL) {
 			ret = -ENOMEM;
 			goto out;
 		}
-		snprintf(own[2 * i], 192, "ice:%s:{%s}:plan", d->cfg.fabric, hps[i].host);
+		ice_rkey_str(own[2 * i], ICE_RKEY_MAX, ICE_RK_PLAN, d->cfg.fabric, hps[i].host,
+			     NULL);
 		if (strlen(hostlist) + strlen(hps[i].host) + 2 < sizeof(hostlist)) {
 			if (i > 0)
 				strcat(hostlist, ",");
@@ -225,16 +228,17 @@ void ctld_read_applied(struct ctld *d)
 	redisReply **r;
 	uint64_t max_ts = 0, now = ice_wall_ms();
 	uint32_t ok = 0;
-	char key[256];
+	char key[ICE_RKEY_MAX];
 
-	if (!p->on || d->rc == NULL)
+	if (!p->on || d->link.c == NULL)
 		return;
 	r = calloc(p->nhosts, sizeof(*r));
 	if (r == NULL)
 		return;
 	for (uint32_t i = 0; i < p->nhosts; i++) {
-		snprintf(key, sizeof(key), "ice:%s:{%s}:plan:applied", d->cfg.fabric, p->hosts[i]);
-		redisAppendCommand(d->rc, "HMGET %s epoch ts_ms", key);
+		ice_rkey_str(key, sizeof(key), ICE_RK_PLAN_APPLIED, d->cfg.fabric, p->hosts[i],
+			     NULL);
+		redisAppendCommand(d->link.c, "HMGET %s epoch ts_ms", key);
 	}
 	if (ctld_pipe(d, p->nhosts, r) < 0) {
 		free(r);

@@ -152,7 +152,10 @@ static int pmap_known(const struct ctld *d, const char *pair, uint64_t ts_ms)
  * are kept, only new ones are fetched. On a Redis failure the old ones stay. */
 void ctld_read_pmaps(struct ctld *d)
 {
-	redisReply *hs = ctld_cmd(d, "SMEMBERS ice:%s:probe:hosts", d->cfg.fabric);
+	char key[ICE_RKEY_MAX];
+	redisReply *hs = ctld_cmd(
+		d, "SMEMBERS %s",
+		ice_rkey_str(key, sizeof(key), ICE_RK_PROBE_HOSTS, d->cfg.fabric, NULL, NULL));
 	redisReply **pr = NULL, **mr = NULL;
 	struct ctl_pmap *nm = NULL;
 	int *keep = NULL;
@@ -166,8 +169,9 @@ void ctld_read_pmaps(struct ctld *d)
 	if (pr == NULL)
 		goto out;
 	for (size_t i = 0; i < nh; i++)
-		redisAppendCommand(d->rc, "ZRANGE ice:%s:{%s}:probe:pairs 0 -1 WITHSCORES",
-				   d->cfg.fabric, hs->element[i]->str);
+		redisAppendCommand(d->link.c, "ZRANGE %s 0 -1 WITHSCORES",
+				   ice_rkey_str(key, sizeof(key), ICE_RK_PROBE_PAIRS, d->cfg.fabric,
+						hs->element[i]->str, NULL));
 	if (ctld_pipe(d, nh, pr) < 0) {
 		free(pr);
 		pr = NULL;
@@ -190,8 +194,9 @@ void ctld_read_pmaps(struct ctld *d)
 			keep[npairs] = pmap_known(d, pair, sc ? strtoull(sc, NULL, 10) : 0);
 			if (keep[npairs] >= 0)
 				continue;
-			redisAppendCommand(d->rc, "HGET ice:%s:{%s}:probe:map:%s json",
-					   d->cfg.fabric, hs->element[i]->str, pair);
+			redisAppendCommand(d->link.c, "HGET %s json",
+					   ice_rkey_str(key, sizeof(key), ICE_RK_PROBE_MAP,
+							d->cfg.fabric, hs->element[i]->str, pair));
 			nget++;
 		}
 	mr = calloc(nget + 1, sizeof(*mr));
@@ -368,7 +373,7 @@ static void coll_event(struct ctld *d, const struct chost *h, const char *nic, j
 void ctld_read_events(struct ctld *d)
 {
 	const char *argv[ARGV_MAX];
-	char keys[256][160];
+	char keys[256][ICE_RKEY_MAX];
 	uint32_t n = 0;
 	int argc = 0;
 	redisReply *r;
@@ -380,8 +385,8 @@ void ctld_read_events(struct ctld *d)
 	argv[argc++] = "1000";
 	argv[argc++] = "STREAMS";
 	for (uint32_t i = 0; i < d->nhosts && n < 256; i++, n++) {
-		snprintf(keys[n], sizeof(keys[n]), "ice:%s:{%s}:events", d->cfg.fabric,
-			 d->hosts[i].name);
+		ice_rkey_str(keys[n], sizeof(keys[n]), ICE_RK_EVENTS, d->cfg.fabric,
+			     d->hosts[i].name, NULL);
 		argv[argc++] = keys[n];
 	}
 	for (uint32_t i = 0; i < n; i++)
@@ -461,14 +466,14 @@ static double rate_of(const char *js)
 void ctld_read_qps(struct ctld *d)
 {
 	uint64_t stale = 3 * d->cfg.qp_interval / ICE_NSEC_PER_MSEC;
-	char key[256], min[32];
+	char key[ICE_RKEY_MAX], min[32];
 	redisReply **rep = NULL, **hr = NULL;
 	struct cqp *nq = NULL;
 	size_t nn = 0, cap = 0, nhm = 0;
 	bool changed = false;
 
 	read_hosts(d);
-	if (d->rc == NULL || d->nhosts == 0)
+	if (d->link.c == NULL || d->nhosts == 0)
 		return;
 	if (stale < QP_STALE_MIN_MS)
 		stale = QP_STALE_MIN_MS;
@@ -477,8 +482,8 @@ void ctld_read_qps(struct ctld *d)
 	if (rep == NULL)
 		return;
 	for (uint32_t i = 0; i < d->nhosts; i++) {
-		snprintf(key, sizeof(key), "ice:%s:{%s}:qps", d->cfg.fabric, d->hosts[i].name);
-		redisAppendCommand(d->rc, "ZRANGEBYSCORE %s %s +inf", key, min);
+		ice_rkey_str(key, sizeof(key), ICE_RK_QPS, d->cfg.fabric, d->hosts[i].name, NULL);
+		redisAppendCommand(d->link.c, "ZRANGEBYSCORE %s %s +inf", key, min);
 	}
 	if (ctld_pipe(d, d->nhosts, rep) < 0)
 		goto out;
@@ -486,11 +491,11 @@ void ctld_read_qps(struct ctld *d)
 		for (size_t j = 0; rep[i]->type == REDIS_REPLY_ARRAY && j < rep[i]->elements; j++) {
 			if (strchr(rep[i]->element[j]->str, '>') != NULL)
 				continue; /* an unjoined BPF flow: no QP to steer */
-			snprintf(key, sizeof(key), "ice:%s:{%s}:qp:%s", d->cfg.fabric,
-				 d->hosts[i].name, rep[i]->element[j]->str);
+			ice_rkey_str(key, sizeof(key), ICE_RK_QP, d->cfg.fabric, d->hosts[i].name,
+				     rep[i]->element[j]->str);
 			redisAppendCommand(
-				d->rc, "HMGET %s local remote qpn rqpn sport rate ts_ms closed_ms",
-				key);
+				d->link.c,
+				"HMGET %s local remote qpn rqpn sport rate ts_ms closed_ms", key);
 			nhm++;
 		}
 	hr = calloc(nhm + 1, sizeof(*hr));
@@ -579,7 +584,7 @@ void ctld_read_qps(struct ctld *d)
 out:
 	if (hr != NULL)
 		ctld_freev(hr, nhm);
-	if (rep != NULL && d->rc != NULL)
+	if (rep != NULL && d->link.c != NULL)
 		ctld_freev(rep, d->nhosts);
 	free(hr);
 	free(rep);

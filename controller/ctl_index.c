@@ -25,6 +25,8 @@
 #include "ctl_path_internal.h"
 #include "ice_log.h"
 
+ICE_LOG_SUBSYSTEM(ctl_log_sub, "plan");
+
 static inline bool reach_has(const struct ctl_planner *p, uint32_t sw, uint32_t lvl, uint32_t e)
 {
 	const uint64_t *r = p->reach + ((size_t)sw * p->levels + lvl) * p->words;
@@ -337,7 +339,7 @@ struct ctl_planner *ctl_planner_new(const struct topo *t)
 		ret = planner_selfcheck(p);
 	if (ret < 0) {
 		if (ret == -ENOTSUP)
-			ice_err(ICE_SUB_COMMON,
+			ice_err(ctl_log_sub,
 				"ctl: topology %s has shortest paths that are not "
 				"up-down; the planner does not support it",
 				t->name);

@@ -21,6 +21,8 @@
 #include "ctl.h"
 #include "ice_time.h"
 
+extern uint32_t ctl_log_sub; /* ICE_LOG=...,debug=plan */
+
 #define EPS  1e-9
 #define NONE UINT32_MAX
 #define TERM (UINT32_MAX - 1)

@@ -371,7 +371,7 @@ int ctl_local_search(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 			st->budget_hit = true;
 			break;
 		}
-		ice_dbg(ICE_SUB_COMMON, "ctl: local search: top link %u dir %u at %.4f", top / 2,
+		ice_dbg(ctl_log_sub, "ctl: local search: top link %u dir %u at %.4f", top / 2,
 			top & 1, U);
 		r = ls_try_move(&s, top, U);
 		if (r == 0)

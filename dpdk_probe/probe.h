@@ -31,7 +31,8 @@
 #define PROBE_NAME_MAX	32
 #define PROBE_PATH_NAME (PROBE_MAX_HOPS * (PROBE_NAME_MAX + 1))
 #define PROBE_MAX_PAIRS 256
-#define PROBE_LOG	(1u << 20) /* ice_log bit (no name in ice_log.c yet: debug=all) */
+extern uint32_t probe_log_sub; /* ICE_LOG=...,debug=probe */
+#define PROBE_LOG probe_log_sub
 
 enum probe_backend {
 	PROBE_BACKEND_RAW,

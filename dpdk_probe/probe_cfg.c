@@ -8,9 +8,12 @@
 #include <string.h>
 
 #include "ice_config.h"
+#include "ice_log.h"
 #include "ice_time.h"
 #include "probe.h"
 #include "topo.h"
+
+ICE_LOG_SUBSYSTEM(probe_log_sub, "probe");
 
 #define MS ICE_NSEC_PER_MSEC
 #define S  ICE_NSEC_PER_SEC

@@ -15,7 +15,9 @@
 
 #include "ice_log.h"
 
-#define ICE_BPF_LOG_SUB ICE_SUB_COMMON
+ICE_LOG_SUBSYSTEM(bpf_log_sub, "bpf");
+
+#define ICE_BPF_LOG_SUB bpf_log_sub
 
 /* Messages libbpf prints when we probe for things that may be absent. */
 static const char *const expected_noise[] = {

@@ -5,6 +5,9 @@
 #define ICE_BPF_UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+extern uint32_t bpf_log_sub; /* ICE_LOG=...,debug=bpf */
 
 struct bpf_object;
 

@@ -30,7 +30,7 @@
 #include "ice_log.h"
 #include "ice_roce.h"
 
-#define HOST_SUB	   ICE_SUB_COMMON
+#define HOST_SUB	   bpf_log_sub
 #define HOST_TCX_INGRESS   46 /* BPF_TCX_INGRESS */
 #define HOST_TCX_EGRESS	   47 /* BPF_TCX_EGRESS */
 #define HOST_LINK_TYPE_TCX 11 /* BPF_LINK_TYPE_TCX */

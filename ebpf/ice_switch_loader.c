@@ -23,7 +23,7 @@
 #include "ice_bpf_util.h"
 #include "ice_switch.skel.h"
 
-#define SW_SUB ICE_SUB_COMMON
+#define SW_SUB bpf_log_sub
 
 struct ice_sw {
 	struct ice_switch_bpf *skel;

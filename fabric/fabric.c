@@ -33,12 +33,12 @@ int fab_up(const struct topo *t, const struct fab_opts *o)
 	enum topo_routing routing = o->routing >= 0 ? (enum topo_routing)o->routing : t->routing;
 
 	if (geteuid() != 0) {
-		ice_err(ICE_SUB_COMMON, "ice-fabric up needs root (namespaces, qdiscs, BPF)");
+		ice_err(FAB_SUB, "ice-fabric up needs root (namespaces, qdiscs, BPF)");
 		return -EPERM;
 	}
 	fab_state_path(t->name, NULL, path, sizeof(path));
 	if (fab_dir_exists(path) || fab_ns_exist(t->name)) {
-		ice_err(ICE_SUB_COMMON,
+		ice_err(FAB_SUB,
 			"fabric '%s' is already up (or was left half-made): run "
 			"`ice-fabric down %s` first",
 			t->name, t->name);
@@ -50,7 +50,7 @@ int fab_up(const struct topo *t, const struct fab_opts *o)
 	mkdir(FAB_STATE_DIR, 0755);
 	if (mkdir(path, 0755) < 0) {
 		ret = -errno;
-		ice_err(ICE_SUB_COMMON, "cannot create %s: %s", path, strerror(-ret));
+		ice_err(FAB_SUB, "cannot create %s: %s", path, strerror(-ret));
 		return ret;
 	}
 	fab_state_path(t->name, "topo.yaml", path, sizeof(path));
@@ -59,7 +59,7 @@ int fab_up(const struct topo *t, const struct fab_opts *o)
 		ret = -EIO;
 		if (f != NULL)
 			fclose(f);
-		ice_err(ICE_SUB_COMMON, "cannot write %s", path);
+		ice_err(FAB_SUB, "cannot write %s", path);
 		goto err;
 	}
 	fclose(f);
@@ -107,8 +107,7 @@ int fab_up(const struct topo *t, const struct fab_opts *o)
 		       (double)(ice_now_ns() - t0) * 1e-9);
 	return 0;
 err:
-	ice_err(ICE_SUB_COMMON, "fabric %s: bringing it up failed; removing what was made",
-		t->name);
+	ice_err(FAB_SUB, "fabric %s: bringing it up failed; removing what was made", t->name);
 	fab_down(t->name);
 	return ret;
 }
@@ -181,7 +180,7 @@ struct topo *fab_topo(const char *name)
 
 	fab_state_path(name, "topo.yaml", path, sizeof(path));
 	if (access(path, R_OK) < 0) {
-		ice_err(ICE_SUB_COMMON, "fabric '%s' is not up (no %s)", name, path);
+		ice_err(FAB_SUB, "fabric '%s' is not up (no %s)", name, path);
 		errno = ENOENT;
 		return NULL;
 	}
@@ -189,7 +188,7 @@ struct topo *fab_topo(const char *name)
 	if (t == NULL) {
 		char buf[640];
 
-		ice_err(ICE_SUB_COMMON, "%s", ice_cfg_err_str(&err, buf, sizeof(buf)));
+		ice_err(FAB_SUB, "%s", ice_cfg_err_str(&err, buf, sizeof(buf)));
 		return NULL;
 	}
 	/* `up --routing` may have overridden the file */
@@ -240,7 +239,7 @@ int fab_exec(const char *name, const char *node, char **argv)
 		return -ENOENT;
 	n = topo_node_by_name(t, node);
 	if (n == NULL) {
-		ice_err(ICE_SUB_COMMON, "fabric %s has no node '%s'", name, node);
+		ice_err(FAB_SUB, "fabric %s has no node '%s'", name, node);
 		topo_free(t);
 		return -ENOENT;
 	}
@@ -249,7 +248,7 @@ int fab_exec(const char *name, const char *node, char **argv)
 	snprintf(path, sizeof(path), "/run/netns/%s", ns);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || setns(fd, CLONE_NEWNET) < 0) {
-		ice_err(ICE_SUB_COMMON, "cannot enter %s: %s", ns, strerror(errno));
+		ice_err(FAB_SUB, "cannot enter %s: %s", ns, strerror(errno));
 		return -errno;
 	}
 	setenv("ICE_FABRIC", name, 1);
@@ -258,6 +257,6 @@ int fab_exec(const char *name, const char *node, char **argv)
 		setenv("ICE_REDIS", env, 1);
 	}
 	execvp(argv[0], argv);
-	ice_err(ICE_SUB_COMMON, "cannot run %s in %s: %s", argv[0], ns, strerror(errno));
+	ice_err(FAB_SUB, "cannot run %s in %s: %s", argv[0], ns, strerror(errno));
 	return -errno;
 }

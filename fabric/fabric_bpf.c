@@ -35,7 +35,7 @@ static int setup_switch_bpf(void *arg)
 	sw = ice_sw_open(a->pin, model ? ICE_SW_F_ECMP_MODEL : 0);
 	if (sw == NULL) {
 		ret = -errno;
-		ice_err(ICE_SUB_COMMON, "switch %s: cannot load the BPF port model: %s", n->name,
+		ice_err(FAB_SUB, "switch %s: cannot load the BPF port model: %s", n->name,
 			strerror(-ret));
 		return ret;
 	}
@@ -71,7 +71,7 @@ static int setup_switch_bpf(void *arg)
 			if (k < 2)
 				continue; /* one way only: the kernel's route does it */
 			if (k > ICE_SW_MAX_MEMBERS) {
-				ice_err(ICE_SUB_COMMON,
+				ice_err(FAB_SUB,
 					"switch %s: %d equal-cost next hops to %s: the BPF model "
 					"takes at most %d (use ecmp: kernel)",
 					n->name, k, d->ifname, ICE_SW_MAX_MEMBERS);
@@ -89,7 +89,7 @@ static int setup_switch_bpf(void *arg)
 		}
 	}
 	if (ret < 0)
-		ice_err(ICE_SUB_COMMON, "switch %s: BPF setup failed: %s", n->name, strerror(-ret));
+		ice_err(FAB_SUB, "switch %s: BPF setup failed: %s", n->name, strerror(-ret));
 	ice_sw_close(sw); /* the tc attachments and pinned maps stay */
 	return ret;
 }
@@ -253,10 +253,10 @@ int fab_bpf_failover(const struct topo *t, const bool *down)
 		fab_ns_name(t, &t->nodes[i], ns, sizeof(ns));
 		r = fab_in_netns(ns, failover_switch, &fa);
 		if (r < 0)
-			ice_err(ICE_SUB_COMMON, "switch %s: ECMP failover: %s", t->nodes[i].name,
+			ice_err(FAB_SUB, "switch %s: ECMP failover: %s", t->nodes[i].name,
 				strerror(-r));
 		else if (fa.changed > 0)
-			ice_info(ICE_SUB_COMMON, "switch %s: %d ECMP members changed state",
+			ice_info(FAB_SUB, "switch %s: %d ECMP members changed state",
 				 t->nodes[i].name, fa.changed);
 		if (r < 0 && ret == 0)
 			ret = r;

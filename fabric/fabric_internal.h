@@ -19,6 +19,9 @@
 
 #include "fabric.h"
 
+extern uint32_t fabric_log_sub; /* ICE_LOG=...,debug=fabric */
+#define FAB_SUB fabric_log_sub
+
 #define FAB_MGMT_NET "10.253" /* 10.253.<fabric byte>.0/24 */
 
 /* ---- fabric_run.c ---------------------------------------------------------------- */

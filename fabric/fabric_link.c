@@ -53,7 +53,7 @@ int fab_mgmt_free(const char *fabric)
 	fab_mgmt_bridge(fabric, br, sizeof(br));
 	for (struct if_nameindex *i = ifs; i != NULL && i->if_index != 0 && ret == 0; i++)
 		if (strncmp(i->if_name, br, 7) == 0) {
-			ice_err(ICE_SUB_COMMON,
+			ice_err(FAB_SUB,
 				"fabric '%s': root link %s already exists, and this fabric's root "
 				"links are named %.7s*; another fabric whose name hashes alike is "
 				"up: "
@@ -70,7 +70,7 @@ int fab_mgmt_free(const char *fabric)
 				continue;
 			fab_addr_str(((struct sockaddr_in *)a->ifa_addr)->sin_addr, have);
 			if (strncmp(have, want, strlen(want)) == 0) {
-				ice_err(ICE_SUB_COMMON,
+				ice_err(FAB_SUB,
 					"fabric '%s': its management subnet %s0/24 is in use (%s "
 					"on "
 					"%s): choose another fabric name",
@@ -314,7 +314,7 @@ int fab_link(const char *name, const char *dev, bool up)
 	snprintf(a, sizeof(a), "%s", dev);
 	b = strchr(a, ':');
 	if (b == NULL) {
-		ice_err(ICE_SUB_COMMON, "link '%s': expected NODE:NODE or NODE:IFNAME", dev);
+		ice_err(FAB_SUB, "link '%s': expected NODE:NODE or NODE:IFNAME", dev);
 		topo_free(t);
 		return -EINVAL;
 	}
@@ -329,7 +329,7 @@ int fab_link(const char *name, const char *dev, bool up)
 			link = (int)i;
 	}
 	if (link < 0) {
-		ice_err(ICE_SUB_COMMON, "fabric %s has no link '%s'", name, dev);
+		ice_err(FAB_SUB, "fabric %s has no link '%s'", name, dev);
 		topo_free(t);
 		return -ENOENT;
 	}

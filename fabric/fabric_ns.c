@@ -64,7 +64,7 @@ static int set_sysctls(void *arg)
 		int ret = write_file(tab[i].path, tab[i].val);
 
 		if (ret < 0 && strstr(tab[i].path, "ipv6") == NULL) {
-			ice_err(ICE_SUB_COMMON, "sysctl %s = %s: %s", tab[i].path, tab[i].val,
+			ice_err(FAB_SUB, "sysctl %s = %s: %s", tab[i].path, tab[i].val,
 				strerror(-ret));
 			return ret;
 		}

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * fabric: the fabric's Redis (up --redis): redis-server on the management
- * bridge, and the link states recorded there for the controller. The
- * commands go over a plain socket in RESP; nothing else here speaks Redis.
+ * bridge, and the link states recorded there for the controller (over
+ * common/ice_redis).
  */
 #include "fabric_internal.h"
 
@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "ice_log.h"
+#include "ice_redis.h"
 #include "ice_time.h"
 
 /* Can something listen on addr:port (TCP)? 0 or -errno (EADDRINUSE). */
@@ -60,7 +60,7 @@ int fab_redis_start(const char *fabric, unsigned int port)
 	snprintf(bind, sizeof(bind), FAB_MGMT_NET ".%u.1", fab_mgmt_byte(fabric));
 	ret = port_free(bind, port);
 	if (ret < 0) {
-		ice_err(ICE_SUB_COMMON, "--redis %u: cannot listen on %s:%u: %s", port, bind, port,
+		ice_err(FAB_SUB, "--redis %u: cannot listen on %s:%u: %s", port, bind, port,
 			strerror(-ret));
 		return ret;
 	}
@@ -68,7 +68,7 @@ int fab_redis_start(const char *fabric, unsigned int port)
 	fab_state_path(fabric, NULL, dir, sizeof(dir));
 	ret = fab_run(argv, NULL, NULL, err, sizeof(err));
 	if (ret != 0) {
-		ice_err(ICE_SUB_COMMON, "redis-server on %s:%u did not start: %s", bind, port, err);
+		ice_err(FAB_SUB, "redis-server on %s:%u did not start: %s", bind, port, err);
 		return -EIO;
 	}
 	for (int i = 0; i < 150; i++) { /* the pid file appears once it serves */
@@ -76,7 +76,7 @@ int fab_redis_start(const char *fabric, unsigned int port)
 			return 0;
 		ice_sleep_ns(20 * ICE_NSEC_PER_MSEC);
 	}
-	ice_err(ICE_SUB_COMMON, "redis-server on %s:%u did not come up within 3 s", bind, port);
+	ice_err(FAB_SUB, "redis-server on %s:%u did not come up within 3 s", bind, port);
 	return -ETIMEDOUT;
 }
 
@@ -102,34 +102,26 @@ bool fab_redis_port(const char *fabric, char port[16])
  * a failure is logged, the link change stands. */
 void fab_redis_link_record(const char *name, const char *link, bool up)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	struct timeval tv = {.tv_sec = 1};
-	char port[16], ip[32], val[96], key[128], cmd[768], rep[256];
-	int fd, n, len = 0;
+	char port[16], addr[48], val[96], key[ICE_RKEY_MAX], why[160];
+	uint32_t errors = 0;
+	redisContext *c;
 
-	if (!fab_redis_port(name, port))
+	if (!fab_redis_port(name, port) ||
+	    ice_rkey(key, sizeof(key), ICE_RK_LINKS, name, NULL, NULL) < 0)
 		return;
-	snprintf(ip, sizeof(ip), FAB_MGMT_NET ".%u.1", fab_mgmt_byte(name));
-	sa.sin_port = htons((uint16_t)atoi(port));
-	inet_pton(AF_INET, ip, &sa.sin_addr);
+	snprintf(addr, sizeof(addr), FAB_MGMT_NET ".%u.1:%s", fab_mgmt_byte(name), port);
 	snprintf(val, sizeof(val), "{\"state\":\"%s\",\"ts_ms\":%llu}", up ? "up" : "down",
 		 (unsigned long long)ice_wall_ms());
-	snprintf(key, sizeof(key), "ice:%s:links", name);
-	len += snprintf(cmd + len, sizeof(cmd) - (size_t)len,
-			"*4\r\n$4\r\nHSET\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n",
-			strlen(key), key, strlen(link), link, strlen(val), val);
-	len += snprintf(cmd + len, sizeof(cmd) - (size_t)len,
-			"*3\r\n$7\r\nPUBLISH\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n", strlen(key), key,
-			strlen(link), link);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	c = ice_redis_connect(addr, ICE_NSEC_PER_SEC, why, sizeof(why));
+	if (c == NULL) {
+		ice_warn(FAB_SUB, "link %s: cannot record its state in redis at %s: %s", link, addr,
+			 why);
 		return;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    write(fd, cmd, (size_t)len) != len || (n = (int)read(fd, rep, sizeof(rep) - 1)) <= 0 ||
-	    rep[0] == '-')
-		ice_warn(ICE_SUB_COMMON, "link %s: cannot record its state in redis at %s:%s", link,
-			 ip, port);
-	close(fd);
+	}
+	redisAppendCommand(c, "HSET %s %s %s", key, link, val);
+	redisAppendCommand(c, "PUBLISH %s %s", key, link);
+	if (ice_redis_replies(c, 2, NULL, &errors) < 0 || errors != 0)
+		ice_warn(FAB_SUB, "link %s: cannot record its state in redis at %s: %s", link, addr,
+			 c->errstr[0] ? c->errstr : "error reply");
+	redisFree(c);
 }

@@ -162,7 +162,7 @@ static int frr_write_configs(const struct topo *t, const struct topo_node *n, co
 	fb = fopen(path, "w");
 	if (fz == NULL || fb == NULL) {
 		ret = -errno;
-		ice_err(ICE_SUB_COMMON, "cannot write the FRR configuration in %s: %s", dir,
+		ice_err(FAB_SUB, "cannot write the FRR configuration in %s: %s", dir,
 			strerror(-ret));
 		goto out;
 	}
@@ -230,7 +230,7 @@ static int frr_spawn(const char *ns, const char *dir, const char *daemon)
 	if (waitpid(child, &status, 0) < 0)
 		return -errno;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		ice_err(ICE_SUB_COMMON, "%s in %s did not start (%s %d); see %s/%s.log", daemon, ns,
+		ice_err(FAB_SUB, "%s in %s did not start (%s %d); see %s/%s.log", daemon, ns,
 			WIFEXITED(status) ? "exit" : "signal",
 			WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), dir, daemon);
 		return -EIO;
@@ -264,12 +264,11 @@ int fab_frr_start(const struct topo *t)
 	int ret;
 
 	if (pw == NULL) {
-		ice_err(ICE_SUB_COMMON, "routing frr: there is no user 'frr' (is FRR installed?)");
+		ice_err(FAB_SUB, "routing frr: there is no user 'frr' (is FRR installed?)");
 		return -ENOENT;
 	}
 	if (access(FRR_DIR "/zebra", X_OK) < 0 || access(FRR_DIR "/bgpd", X_OK) < 0) {
-		ice_err(ICE_SUB_COMMON,
-			"routing frr: " FRR_DIR "/zebra and bgpd are needed (FRR 8)");
+		ice_err(FAB_SUB, "routing frr: " FRR_DIR "/zebra and bgpd are needed (FRR 8)");
 		return -ENOENT;
 	}
 	frr_dir(t->name, NULL, dir, sizeof(dir));
@@ -287,7 +286,7 @@ int fab_frr_start(const struct topo *t)
 				if (mkdir(dir, 0755) < 0 ||
 				    chown(dir, pw->pw_uid, pw->pw_gid) < 0) {
 					ret = -errno;
-					ice_err(ICE_SUB_COMMON, "cannot make %s for frr: %s", dir,
+					ice_err(FAB_SUB, "cannot make %s for frr: %s", dir,
 						strerror(-ret));
 					return ret;
 				}
@@ -298,8 +297,8 @@ int fab_frr_start(const struct topo *t)
 				snprintf(path, sizeof(path), "%s/zserv.api", dir);
 				ret = wait_for_file(path, 10 * ICE_NSEC_PER_SEC);
 				if (ret < 0)
-					ice_err(ICE_SUB_COMMON, "zebra of %s does not serve %s",
-						n->name, path);
+					ice_err(FAB_SUB, "zebra of %s does not serve %s", n->name,
+						path);
 				else
 					ret = frr_spawn(ns, dir, "bgpd");
 			}
@@ -386,7 +385,7 @@ int fab_frr_wait_converged(const struct topo *t, bool quiet)
 	while (!routes_converged(t, NULL, &nroutes)) {
 		if (ice_now_ns() > end) {
 			routes_converged(t, &missing, &nroutes);
-			ice_err(ICE_SUB_COMMON,
+			ice_err(FAB_SUB,
 				"FRR did not converge within %d s; missing ECMP routes:%s "
 				"(logs: " FAB_STATE_DIR "/%s/frr/<switch>/*.log)",
 				FRR_CONVERGE_S, missing.p ? missing.p : "", t->name);

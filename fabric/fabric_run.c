@@ -20,6 +20,8 @@
 
 #include "ice_log.h"
 
+ICE_LOG_SUBSYSTEM(fabric_log_sub, "fabric");
+
 /* ---- text buffers and tools --------------------------------------------------- */
 
 void fab_bprintf(struct fab_buf *b, const char *fmt, ...)
@@ -139,7 +141,7 @@ int fab_batch(const char *tool, const char *ns, const char *text)
 	argv[i] = NULL;
 	ret = fab_run(argv, text, NULL, err, sizeof(err));
 	if (ret != 0) {
-		ice_err(ICE_SUB_COMMON, "%s -batch in %s failed (%d): %s", tool,
+		ice_err(FAB_SUB, "%s -batch in %s failed (%d): %s", tool,
 			ns ? ns : "the root namespace", ret, err);
 		return -EIO;
 	}
@@ -220,17 +222,17 @@ int fab_in_netns(const char *ns, int (*fn)(void *arg), void *arg)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (self < 0 || fd < 0) {
 		ret = -errno;
-		ice_err(ICE_SUB_COMMON, "namespace %s: %s", ns, strerror(-ret));
+		ice_err(FAB_SUB, "namespace %s: %s", ns, strerror(-ret));
 		goto out;
 	}
 	if (setns(fd, CLONE_NEWNET) < 0) {
 		ret = -errno;
-		ice_err(ICE_SUB_COMMON, "cannot enter %s: %s", ns, strerror(-ret));
+		ice_err(FAB_SUB, "cannot enter %s: %s", ns, strerror(-ret));
 		goto out;
 	}
 	ret = fn(arg);
 	if (setns(self, CLONE_NEWNET) < 0) {
-		ice_err(ICE_SUB_COMMON, "cannot return from %s: %s", ns, strerror(errno));
+		ice_err(FAB_SUB, "cannot return from %s: %s", ns, strerror(errno));
 		abort(); /* we would configure the wrong namespace from here on */
 	}
 out:

@@ -25,6 +25,8 @@
 #include "ice_ctrl.h"
 #include "ice_time.h"
 
+ICE_LOG_SUBSYSTEM(agent_log_sub, "agent");
+
 #define EV_MAX_PER_INTERVAL 16384
 #define ANNOUNCED_MAX	    4096
 /* A collective the host has not run lately is news for the controller: the

@@ -13,7 +13,8 @@
 #include "ice_redis.h"
 
 /* Log subsystem of the agent (debug mask: "all" or "common"). */
-#define AGENT_SUB ICE_SUB_COMMON
+extern uint32_t agent_log_sub; /* ICE_LOG=...,debug=agent */
+#define AGENT_SUB agent_log_sub
 
 /* ---- JSON (agent_json.c); the caller owns the returned json_t */
 json_t *agent_qp_json(const struct agent_qp *q, const struct agent_sample *s);

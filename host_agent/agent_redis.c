@@ -81,8 +81,7 @@ void agent_buf_cmd(struct agent_buf *b, const char *arg0, ...)
  * part. Names are checked at start-up, so a key always fits. */
 static void rk(char *buf, size_t len, const struct agent_cfg *c, enum ice_rkey k, const char *arg)
 {
-	if (ice_rkey(buf, len, k, c->fabric, c->host, arg) < 0)
-		snprintf(buf, len, "ice:invalid");
+	ice_rkey_str(buf, len, k, c->fabric, c->host, arg);
 }
 
 static char *dump(json_t *o)

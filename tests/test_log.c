@@ -124,6 +124,26 @@ static void test_debug_mask(void **state)
 	assert_int_equal(ice_log_get_level(), ICE_LOG_DEBUG);
 }
 
+/* A module's subsystem, registered before main as the modules do. */
+ICE_LOG_SUBSYSTEM(test_log_sub, "testmod");
+
+static void test_registered_subsystem(void **state)
+{
+	(void)state;
+	assert_true(test_log_sub > ICE_SUB_BENCH); /* a bit of its own */
+	assert_int_equal(ice_log_register("testmod"), test_log_sub);
+	assert_int_not_equal(ice_log_register("othermod"), test_log_sub);
+	assert_int_equal(ice_log_setup("warn,debug=testmod"), 0);
+	assert_true(ice_log_enabled(ICE_LOG_DEBUG, test_log_sub));
+	assert_false(ice_log_enabled(ICE_LOG_DEBUG, ICE_SUB_QP));
+	ice_dbg(test_log_sub, "seen");
+	assert_int_equal(cap.calls, 1);
+	assert_int_equal(cap.sub, test_log_sub);
+	assert_int_equal(ice_log_setup("warn,debug=testmodx"), -EINVAL);
+	/* names too long for the table fall back to common */
+	assert_int_equal(ice_log_register("a-name-far-too-long"), ICE_SUB_COMMON);
+}
+
 static void test_bad_specs(void **state)
 {
 	static const char *const bad[] = {
@@ -274,6 +294,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_level_filter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_debug_mask, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_registered_subsystem, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_specs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_init_env, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errno_preserved, setup, teardown),
