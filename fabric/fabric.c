@@ -3,7 +3,8 @@
  * fabric: see fabric.h. The commands: up (in the order below: namespaces,
  * links, addresses, routes and qdiscs, BPF, Redis, FRR), down, and what
  * reads a fabric that is up. The parts are in fabric_ns.c, fabric_link.c,
- * fabric_route.c, fabric_bpf.c and fabric_redis.c (fabric_internal.h).
+ * fabric_route.c, fabric_bpf.c, fabric_redis.c and fabric_run.c
+ * (fabric_internal.h).
  */
 #include "fabric_internal.h"
 

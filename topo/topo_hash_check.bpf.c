@@ -2,7 +2,7 @@
 /*
  * Compile check: topo_hash.h builds for BPF (clang -target bpf -O2), so the
  * tc program that plays a switch in the test bed can share the hash models
- * with user space. tests/meson.build compiles it; by hand the verifier
+ * with user space. tests/topo/meson.build compiles it; by hand the verifier
  * accepts it (bpftool prog load OBJ /sys/fs/bpf/ice_x type classifier).
  */
 #include <linux/bpf.h>

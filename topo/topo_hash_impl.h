@@ -5,7 +5,7 @@
  * bytes x 8 bits = 104 steps, constant bounds), Toeplitz derives its 40-byte
  * key on the stack, so the BPF verifier accepts every loop.
  *
- * Definitions (all checked in tests/test_topo_hash.c):
+ * Definitions (all checked in tests/topo/test_topo_hash.c):
  *   CRC32       reflected 0xEDB88320, init = seed, no final xor. With seed
  *               0xffffffff it is the bitwise complement of CRC-32/IEEE:
  *               "123456789" -> ~0xCBF43926 = 0x340BC6D9.

@@ -18,7 +18,7 @@
  * host side calls set_device on every thread before anything else. A kernel
  * entry clears the thread's pending runtime error before it launches, so
  * its return value is the launch's own status, not an earlier call's.
- * Test doubles (tests/dev/fake_devrt.c) implement the same table on the CPU.
+ * Test doubles (tests/device/fake_devrt.c) implement the same table on the CPU.
  */
 #ifndef DEV_RT_H
 #define DEV_RT_H

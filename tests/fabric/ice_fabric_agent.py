@@ -121,7 +121,8 @@ def cmd_bytes(r, fab, snd, rcv, rcv_ip):
     # payload received; BPF counts IP lengths: 28 (IP + UDP) more per packet
     # sent, 44 (IP + UDP + BTH + ICRC) more per SEND packet received. Both
     # count retransmissions sent; the receiving transport does not count what
-    # it discards (go-back-N after a loss): as many as the sender resent.
+    # it discards (duplicates of packets it has): at most as many as the
+    # sender resent.
     retx = s["tp"]["retx"]
     mtu = s["tp"]["tx_bytes"] // max(1, s["tp"]["tx_pkts"])
     rows = [

@@ -267,7 +267,7 @@ def seeds():
     q.ack(6, flags=PROGRESS)
     s['psn_wrap'] = q.bytes()
 
-    # -- tests/test_qp.c's test_forged_packets_refused, as packets here -------
+    # -- tests/transport/test_qp.c's test_forged_packets_refused, as packets here -------
     q = Seq(0)  # engine 0: MTU 256, window 16, expected PSN 0x10 (slot 0)
     # a SEND_MIDDLE 15 ahead: the last out-of-order slot, 64 bytes over the MTU
     q.data(SEND_MIDDLE, WINDOW[0] - 1, b'\xa5' * (MTU[0] + 64))

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # Collectives over a lossy network: four namespaces on a bridge, and a tc BPF
-# program (tests/bpf/ice_drop.bpf.c) on every host's veth egress that drops
+# program (tests/integration/ice_drop.bpf.c) on every host's veth egress that drops
 # 1% of the RoCEv2 packets at random. Every collective must still produce
 # the right result, and the transport must have resent packets. One run uses
 # the program's deterministic mode (every 50th packet), checked against the

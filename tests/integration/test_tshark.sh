@@ -99,7 +99,7 @@ for i, (dport, sport, ipid, opc, dqp, psn) in enumerate(rows):
             steps += 1
         elif d < (1 << 23):  # ahead: lost before the capture point, resent later
             skipped += [(dqp, (last_psn[dqp] + 1 + k) % (1 << 24), i) for k in range(d)]
-        else:  # behind: go-back-N after a NAK or a timeout
+        else:  # behind: a resend after a NAK or a timeout
             rewinds += 1
     last_psn[dqp] = psn
 # A PSN skipped and never resent was on the wire (the transport got it
@@ -153,7 +153,7 @@ for linktype, frame in records(pcap):
 
 print(f"{op}: {len(rows)} packets ({data} data, {acks} ACKs), opcodes {sorted(seen_ops)}, "
       f"QPs {[hex(q) for q in last_psn]}, {steps} PSN steps of +1, {len(skipped)} PSNs "
-      f"lost before the capture point ({len(missed)} of them missed by the capture), {rewinds} go-back-N rewinds (ice-perf: {resent} resent), "
+      f"lost before the capture point ({len(missed)} of them missed by the capture), {rewinds} PSN rewinds (ice-perf: {resent} resent), "
       f"{checked} ICRCs recomputed")
 if bad:
     for b in sorted(set(bad))[:20]:

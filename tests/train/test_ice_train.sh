@@ -75,7 +75,7 @@ w_rep=$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dp-rep")
 [ "$w_auto" = "$w_rep" ] ||
 	fail "dp: sharded and replicated optimizer end with different weights ('$w_auto' / '$w_rep')"
 
-echo "## dp with a CUDA rank (the runtime double, tests/dev/fake_devrt.c) and a CPU rank"
+echo "## dp with a CUDA rank (the runtime double, tests/device/fake_devrt.c) and a CPU rank"
 # the device rank's gradient goes through host memory for the sharded
 # reduce-scatter and its weights come back after the all-gather: the same
 # weights on both ranks and in both optimizer modes

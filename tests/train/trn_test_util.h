@@ -14,7 +14,7 @@ static inline const char *trn_fixture(const char *name)
 	const char *dir = getenv("ICE_TRN_FIXTURES");
 	char *p = path[next++ % 4];
 
-	snprintf(p, sizeof(path[0]), "%s/%s", dir != NULL ? dir : "tests/trn", name);
+	snprintf(p, sizeof(path[0]), "%s/%s", dir != NULL ? dir : "tests/train", name);
 	return p;
 }
 

@@ -19,7 +19,7 @@ static const char *fixture(const char *name)
 	static char path[512];
 	const char *dir = getenv("ICE_AGENT_FIXTURES");
 
-	snprintf(path, sizeof(path), "%s/%s", dir != NULL ? dir : "tests/agent", name);
+	snprintf(path, sizeof(path), "%s/%s", dir != NULL ? dir : "tests/host_agent", name);
 	return path;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * test_ccl_hooks: libice-ccl.so (LD_PRELOAD) over test doubles of libnccl
- * and libibverbs (tests/ccl/: no GPU and no RDMA device exist here).
+ * and libibverbs (tests/ccl_hooks/: no GPU and no RDMA device exist here).
  *
  * The controls are read once per process, so each case runs a child
  * (this program with a scenario name) under its own environment. The child
@@ -26,8 +26,8 @@
 #include <cmocka.h>
 #include <dlfcn.h>
 
-#include "ccl/fake_nccl.h"
-#include "ccl/fake_verbs.h"
+#include "fake_nccl.h"
+#include "fake_verbs.h"
 #include "ice_ctrl.h"
 #include "ice_event.h"
 #include "ice_roce.h"

@@ -2,7 +2,7 @@
 /*
  * controller policy: profiles bound to ice_dcqcn_fields() with safe ranges,
  * rules (first match wins), the default, and every refusal naming its
- * file:line and key. Fixtures in tests/ctl/.
+ * file:line and key. Fixtures in tests/controller/.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -22,7 +22,7 @@ static const char *fixture(const char *name)
 	static char path[512];
 	const char *dir = getenv("ICE_CTL_FIXTURES");
 
-	snprintf(path, sizeof(path), "%s/%s", dir != NULL ? dir : "tests/ctl", name);
+	snprintf(path, sizeof(path), "%s/%s", dir != NULL ? dir : "tests/controller", name);
 	return path;
 }
 
