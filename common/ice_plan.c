@@ -42,6 +42,15 @@ int ice_plan_key_load(const char *path, struct ice_plan_key *key, struct ice_cfg
 		ice_cfg_fail(err, NULL, "key", "cannot stat key file %s: %s", path, strerror(-ret));
 		goto out;
 	}
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		ice_cfg_fail(err, NULL, "key",
+			     "key file %s is owned by uid %u; expected the service's user (uid %u) "
+			     "or root (chown %u %s)",
+			     path, (unsigned)st.st_uid, (unsigned)geteuid(), (unsigned)geteuid(),
+			     path);
+		ret = -EPERM;
+		goto out;
+	}
 	if (st.st_mode & 077) {
 		ice_cfg_fail(err, NULL, "key",
 			     "key file %s is accessible by group or others (mode %04o); expected "
@@ -351,6 +360,16 @@ int ice_plan_verify(const char *json, const struct ice_plan_key *key, uint64_t l
 	}
 	if (now_ms == 0)
 		now_ms = ice_wall_ms();
+	if (hp.issued_ms > now_ms + ICE_PLAN_SKEW_MS) {
+		ice_cfg_fail(
+			err, NULL, "issued_ms",
+			"plan issued in the future: at %llu ms, now %llu ms (clocks may differ "
+			"by at most %u ms)",
+			(unsigned long long)hp.issued_ms, (unsigned long long)now_ms,
+			ICE_PLAN_SKEW_MS);
+		ret = -ETIME;
+		goto out;
+	}
 	if (hp.issued_ms + hp.lifetime_ms <= now_ms) {
 		ice_cfg_fail(err, NULL, "lifetime_ms",
 			     "plan expired: issued at %llu ms + lifetime %u ms <= now %llu ms",

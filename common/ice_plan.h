@@ -28,6 +28,7 @@
 #define ICE_PLAN_RATE_MAX	 400000u /* Mbit/s */
 #define ICE_PLAN_ENTRIES_MAX	 65536u
 #define ICE_PLAN_LIFETIME_MAX_MS 86400000u /* a day */
+#define ICE_PLAN_SKEW_MS	 5000u	   /* plans issued further ahead are refused */
 
 struct ice_plan_key {
 	uint8_t bytes[ICE_PLAN_KEY_MAX];
@@ -35,7 +36,8 @@ struct ice_plan_key {
 };
 
 /* The file's bytes (a trailing newline dropped). Refuses files that group or
- * others may access (-EPERM), keys under ICE_PLAN_KEY_MIN bytes (-EINVAL);
+ * others may access or that neither this process's user nor root owns
+ * (-EPERM), keys under ICE_PLAN_KEY_MIN bytes (-EINVAL);
  * err says which and what to do. */
 int ice_plan_key_load(const char *path, struct ice_plan_key *key, struct ice_cfg_err *err);
 
@@ -68,15 +70,12 @@ uint32_t ice_plan_mbps(double bps);
  * Returns a malloc'd string the caller frees, NULL + errno. */
 char *ice_plan_sign(const struct ice_host_plan *hp, const struct ice_plan_key *key);
 
-/* Checks the signature, epoch > last_epoch, issued_ms + lifetime_ms >
- * now_ms (now_ms 0: the real clock) and every value's safe range. 0 with
- * *out filled (caller runs ice_host_plan_fini), or
- *   -EBADMSG not a plan (JSON, missing or mistyped field)
- *   -EPERM   bad signature
- *   -ESTALE  epoch not newer than last_epoch
- *   -ETIME   lifetime over
- *   -ERANGE  a value out of its safe range
- * with err->key naming the field ("entries[2].sport") and err->msg why. */
+/* Checks the signature, epoch > last_epoch, issued_ms <= now_ms +
+ * ICE_PLAN_SKEW_MS, issued_ms + lifetime_ms > now_ms (now_ms 0: the real clock) and every value's
+ * safe range. 0 with *out filled (caller runs ice_host_plan_fini), or -EBADMSG not a plan (JSON,
+ * missing or mistyped field) -EPERM   bad signature -ESTALE  epoch not newer than last_epoch -ETIME
+ * lifetime over, or issued more than ICE_PLAN_SKEW_MS ahead of now -ERANGE  a value out of its safe
+ * range with err->key naming the field ("entries[2].sport") and err->msg why. */
 int ice_plan_verify(const char *json, const struct ice_plan_key *key, uint64_t last_epoch,
 		    uint64_t now_ms, struct ice_host_plan *out, struct ice_cfg_err *err);
 

@@ -145,6 +145,12 @@ static void test_refusals(void **state)
 	assert_int_equal(verify(js, &k, 0, NOW + 5000, &err), -ETIME);
 	assert_string_equal(err.key, "lifetime_ms");
 	assert_int_equal(verify(js, &k, 0, NOW + 4999, &err), 0);
+	/* issued in the future beyond the clock-skew allowance (a replay
+	 * prepared ahead, or a controller with a wrong clock) */
+	assert_int_equal(verify(js, &k, 0, NOW - ICE_PLAN_SKEW_MS - 1, &err), -ETIME);
+	assert_string_equal(err.key, "issued_ms");
+	assert_non_null(strstr(err.msg, "future"));
+	assert_int_equal(verify(js, &k, 0, NOW - ICE_PLAN_SKEW_MS, &err), 0);
 	/* not JSON, not a plan */
 	assert_int_equal(verify("{\"plan\":", &k, 0, NOW, &err), -EBADMSG);
 	assert_int_equal(verify("{\"plan\":{},\"sig\":\"00\",\"x\":1}", &k, 0, NOW, &err),
@@ -203,6 +209,14 @@ static void test_key_files(void **state)
 	assert_int_equal(ice_plan_key_load(write_key("ok", "0123456789abcdef", 0400), &k, &err), 0);
 	assert_int_equal(k.len, 16);
 	assert_int_equal(ice_plan_key_load("/nonexistent/ice.key", &k, &err), -ENOENT);
+	/* owned by another user (not root): refused; needs root to chown */
+	if (geteuid() == 0) {
+		const char *p = write_key("foreign", "0123456789abcdef", 0600);
+
+		assert_int_equal(chown(p, 12345, 12345), 0);
+		assert_int_equal(ice_plan_key_load(p, &k, &err), -EPERM);
+		assert_non_null(strstr(err.msg, "owned by uid 12345"));
+	}
 }
 
 static void test_build_from_demand(void **state)
