@@ -109,6 +109,19 @@ struct ice_cfg_field {
 		     size_t msg_len);
 };
 
+/* A row bound to member m of struct type T (size too: strings need it);
+ * more designated initializers follow: .alias = 'b', .help = "...". */
+#define ICE_CFG_ROW(T, k, t, m, ...)                                                               \
+	{                                                                                          \
+		.key = (k), .type = (t), .offset = offsetof(T, m), .size = sizeof(((T *)0)->m),    \
+		__VA_ARGS__                                                                        \
+	}
+/* A row whose own parser fn (ICE_CFG_FUNC) stores the value. */
+#define ICE_CFG_FUNC_ROW(k, fn, ...)                                                               \
+	{                                                                                          \
+		.key = (k), .type = ICE_CFG_FUNC, .parse = (fn), __VA_ARGS__                       \
+	}
+
 #define ICE_CFG_STRICT 0x1u /* unknown keys in the mapping are errors */
 
 /* Bind the keys of mapping node map onto obj using fields[]. Keys absent

@@ -190,7 +190,7 @@ static void synopsis_args(FILE *out, const struct ice_cfg_field *args, size_t na
 static void builtin_help(FILE *out, const struct ice_cfg_cli *cli)
 {
 	help_line(out, cli->config_alias == 'c' ? "-c, --config FILE" : "    --config FILE",
-		  "YAML file of these options' keys ('_' for '-'); flags override it");
+		  "YAML file of these keys ('_' for '-'); flags override it");
 	help_line(out, "    --log SPEC", "logging: LEVEL[,debug=SUB+SUB] (also ICE_LOG)");
 	help_line(out, "-h, --help", "this help");
 }
@@ -574,8 +574,12 @@ static int parse(struct cli_state *st, const struct ice_cfg_cli *cli, int argc, 
 			if (strcmp(cli->cmds[i].name, name) == 0)
 				st->cmd = &cli->cmds[i];
 		if (st->cmd == NULL) {
-			fprintf(stderr, "%s: %s '%s'; expected one of:", cli->tool,
-				argc > 1 ? "unknown command" : "expected a command", name);
+			if (argc > 1)
+				fprintf(stderr,
+					"%s: unknown command '%s'; expected one of:", cli->tool,
+					name);
+			else
+				fprintf(stderr, "%s: expected a command, one of:", cli->tool);
 			for (size_t i = 0; i < cli->ncmds; i++)
 				fprintf(stderr, "%s %s", i > 0 ? "," : "", cli->cmds[i].name);
 			fprintf(stderr, " (see --help)\n");
