@@ -3,7 +3,8 @@
  * ice_config: errors with positions, and table-driven binding: a YAML
  * mapping, key=value strings, a file, flags and a daemon's command line, all
  * through one ice_cfg_field table. YAML loading is in ice_config_yaml.c,
- * value parsing in ice_config_value.c (ice_config_internal.h).
+ * value parsing in ice_config_value.c, command lines in ice_config_cli.c
+ * (ice_config_internal.h).
  */
 #include "ice_config_internal.h"
 
@@ -11,8 +12,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "ice_log.h"
 
 /* ---- errors --------------------------------------------------------------- */
 
@@ -101,7 +100,7 @@ static const struct ice_cfg_field *field_find(const struct ice_cfg_field *fields
 }
 
 /* Levenshtein distance, capped: returns a value > cap when further. */
-static size_t edit_distance(const char *a, const char *b, size_t cap)
+size_t ice_cfg_edit_distance(const char *a, const char *b, size_t cap)
 {
 	size_t la = strlen(a), lb = strlen(b);
 	size_t row[64];
@@ -130,14 +129,14 @@ static size_t edit_distance(const char *a, const char *b, size_t cap)
 }
 
 /* "unknown key; did you mean 'x'? expected one of: a, b, c" */
-static void unknown_key_msg(const struct ice_cfg_field *fields, size_t nfields, const char *key,
-			    char *msg, size_t msg_len)
+void ice_cfg_unknown_key_msg(const struct ice_cfg_field *fields, size_t nfields, const char *key,
+			     char *msg, size_t msg_len)
 {
 	const char *best = NULL;
 	size_t best_d = 3, off = 0;
 
 	for (size_t i = 0; i < nfields; i++) {
-		size_t d = edit_distance(key, fields[i].key, 2);
+		size_t d = ice_cfg_edit_distance(key, fields[i].key, 2);
 
 		if (d < best_d) {
 			best_d = d;
@@ -184,7 +183,7 @@ int ice_cfg_bind(const struct ice_yaml_doc *doc, const struct ice_yaml_node *map
 		if (f == NULL) {
 			if (!(flags & ICE_CFG_STRICT))
 				continue;
-			unknown_key_msg(fields, nfields, k->scalar, msg, sizeof(msg));
+			ice_cfg_unknown_key_msg(fields, nfields, k->scalar, msg, sizeof(msg));
 			ice_cfg_errf(err, doc, k, path, "%s", msg);
 			return -EINVAL;
 		}
@@ -214,7 +213,7 @@ int ice_cfg_set(const struct ice_cfg_field *fields, size_t nfields, void *obj, c
 	}
 	f = field_find(fields, nfields, key);
 	if (f == NULL) {
-		unknown_key_msg(fields, nfields, key, msg, sizeof(msg));
+		ice_cfg_unknown_key_msg(fields, nfields, key, msg, sizeof(msg));
 		ice_cfg_err_set(err, NULL, 0, 0, key, "%s", msg);
 		return -ENOENT;
 	}
@@ -317,106 +316,4 @@ bool ice_cfg_name_ok(const char *s)
 		if (!ice_cfg_name_char(*s))
 			return false;
 	return true;
-}
-
-void ice_cfg_usage(const struct ice_cfg_field *fields, size_t nfields, FILE *f)
-{
-	fprintf(f, "keys (YAML file or flags; '-' and '_' alike in flags):\n");
-	for (size_t i = 0; i < nfields; i++)
-		fprintf(f, "  --%-14s %s\n", fields[i].key, fields[i].help);
-}
-
-static int cli_error(const struct ice_cfg_cli *cli, const struct ice_cfg_err *err, const char *flag)
-{
-	char buf[768];
-
-	if (flag != NULL)
-		fprintf(stderr, "%s: flag --%s: %s\n", cli->tool, flag, err->msg);
-	else
-		fprintf(stderr, "%s: %s\n", cli->tool, ice_cfg_err_str(err, buf, sizeof(buf)));
-	return -EINVAL;
-}
-
-static bool bool_word(const char *s)
-{
-	bool v;
-
-	return ice_cfg_parse_bool(s, &v) == 0;
-}
-
-static bool cli_bool_flag(const struct ice_cfg_cli *cli, const char *flag)
-{
-	const struct ice_cfg_field *f;
-	char key[64];
-
-	flag_key(flag, key, sizeof(key));
-	f = field_find(cli->fields, cli->nfields, key);
-	return f != NULL && f->type == ICE_CFG_BOOL;
-}
-
-int ice_cfg_parse_args(const struct ice_cfg_cli *cli, int argc, char **argv)
-{
-	const char *config = NULL;
-	struct ice_cfg_err err;
-	int ret;
-
-	/* first the file, then the flags over it */
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
-			config = argv[++i];
-		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			printf("%s\n", cli->synopsis);
-			ice_cfg_usage(cli->fields, cli->nfields, stdout);
-			printf("exit status: 0 ok, 1 run-time failure, 2 bad configuration\n");
-			return 1;
-		}
-	}
-	if (config != NULL &&
-	    ice_cfg_load_file(config, cli->fields, cli->nfields, cli->obj, &err) < 0)
-		return cli_error(cli, &err, NULL);
-	for (int i = 1; i < argc; i++) {
-		bool dashes = strncmp(argv[i], "--", 2) == 0;
-		const char *flag = dashes ? argv[i] + 2 : NULL;
-
-		if (strcmp(argv[i], "--config") == 0) {
-			i++;
-		} else if (cli->switch_flag != NULL && strcmp(argv[i], cli->switch_flag) == 0) {
-			*cli->switch_set = true;
-		} else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc) {
-			if (ice_log_setup(argv[++i]) < 0) {
-				fprintf(stderr,
-					"%s: flag --log: expected LEVEL[,debug=SUB+SUB], got "
-					"'%s'\n",
-					cli->tool, argv[i]);
-				return -EINVAL;
-			}
-		} else if (dashes && cli_bool_flag(cli, flag)) {
-			/* "--KEY" alone means true; "--KEY false" (a boolean word
-			 * next) sets that value */
-			const char *v = "true";
-
-			if (i + 1 < argc && bool_word(argv[i + 1]))
-				v = argv[++i];
-			if (ice_cfg_set_flag(cli->fields, cli->nfields, cli->obj, flag, v, &err) <
-			    0)
-				return cli_error(cli, &err, flag);
-		} else if (dashes && i + 1 < argc) {
-			ret = ice_cfg_set_flag(cli->fields, cli->nfields, cli->obj, flag,
-					       argv[i + 1], &err);
-			if (ret == -ENOENT) {
-				fprintf(stderr, "%s: unknown flag '%s' (see --help)\n", cli->tool,
-					argv[i]);
-				return -EINVAL;
-			}
-			if (ret < 0)
-				return cli_error(cli, &err, flag);
-			i++;
-		} else {
-			fprintf(stderr, "%s: unexpected '%s' (see --help)\n", cli->tool, argv[i]);
-			return -EINVAL;
-		}
-	}
-	if (cli->finish(cli->obj, config, &err) < 0)
-		return cli_error(cli, &err, NULL);
-	return 0;
 }

@@ -80,7 +80,14 @@ enum ice_cfg_type {
 	ICE_CFG_SIZE,	  /* uint64_t bytes, "4K" style */
 	ICE_CFG_RATE,	  /* uint64_t bit/s, "200mbit" style */
 	ICE_CFG_ENUM,	  /* int: index of the scalar in 'choices' (NULL-terminated) */
+	ICE_CFG_I32,	  /* int in [min, max] */
+	ICE_CFG_FUNC,	  /* parse(): the field's own form (lists, KEY=VALUE, actions) */
+	ICE_CFG_ARGV,	  /* char **: positional only: the rest of argv, verbatim */
 };
+
+/* ice_cfg_field.flags */
+#define ICE_CFG_SWITCH	 0x1u /* a flag without a value: BOOL sets true, FUNC gets NULL */
+#define ICE_CFG_REQUIRED 0x2u /* must be given (a flag, a positional or a YAML key) */
 
 struct ice_cfg_field {
 	const char *key;
@@ -90,8 +97,30 @@ struct ice_cfg_field {
 	double min, max;
 	uint64_t unit;		    /* ICE_CFG_DURATION: unit of bare numbers, ns */
 	const char *const *choices; /* ICE_CFG_ENUM */
-	const char *help;	    /* one line: meaning and unit */
+	const char *help;	    /* meaning and unit; '\n' continues it in --help */
+	/* command lines (ice_cfg_parse_args); all optional */
+	char alias;	 /* short flag: 'b' for -b; 0 for none */
+	unsigned flags;	 /* ICE_CFG_SWITCH, ICE_CFG_REQUIRED */
+	const char *arg; /* the value's name in --help ("SIZE"); default from the type */
+	/* ICE_CFG_FUNC: store text (NULL for an ICE_CFG_SWITCH) into obj; on a
+	 * bad value write "expected ..., got '...'" into msg, return -EINVAL.
+	 * Called once per occurrence, so a FUNC flag may be repeated. */
+	int (*parse)(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		     size_t msg_len);
 };
+
+/* A row bound to member m of struct type T (size too: strings need it);
+ * more designated initializers follow: .alias = 'b', .help = "...". */
+#define ICE_CFG_ROW(T, k, t, m, ...)                                                               \
+	{                                                                                          \
+		.key = (k), .type = (t), .offset = offsetof(T, m), .size = sizeof(((T *)0)->m),    \
+		__VA_ARGS__                                                                        \
+	}
+/* A row whose own parser fn (ICE_CFG_FUNC) stores the value. */
+#define ICE_CFG_FUNC_ROW(k, fn, ...)                                                               \
+	{                                                                                          \
+		.key = (k), .type = ICE_CFG_FUNC, .parse = (fn), __VA_ARGS__                       \
+	}
 
 #define ICE_CFG_STRICT 0x1u /* unknown keys in the mapping are errors */
 
@@ -136,27 +165,73 @@ static inline bool ice_cfg_name_char(char ch)
 /* A non-empty string of ice_cfg_name_char() characters. */
 bool ice_cfg_name_ok(const char *s);
 
-/* The keys' lines of a daemon's --help: "  --KEY  help" for each field. */
+/* The keys' lines of a --help: "  -a, --KEY VALUE  help" for each field. */
 void ice_cfg_usage(const struct ice_cfg_field *fields, size_t nfields, FILE *f);
 
-/* A daemon's command line: [--config FILE] [--log SPEC] [--KEY VALUE]...
- * over one ice_cfg_field table. A flag naming an ICE_CFG_BOOL field takes
- * no value (it sets true). */
+/* More options bound to their own struct, e.g. options several tools share. */
+struct ice_cfg_table {
+	const char *title; /* heading in --help ("transport options"), or NULL */
+	const struct ice_cfg_field *fields;
+	size_t nfields;
+	void *obj;
+};
+
+/* A subcommand: "TOOL NAME [options] ARGS..." (ice-fabric up FILE). Its
+ * flags and positionals bind to the tool's obj, next to the tool's own
+ * fields, which every command accepts. */
+struct ice_cfg_cmd {
+	const char *name;
+	const char *help; /* one line in the tool's --help */
+	const struct ice_cfg_field *fields;
+	size_t nfields;
+	const struct ice_cfg_field *args; /* positionals, in order */
+	size_t nargs;
+	int (*run)(void *obj); /* returns the exit status */
+};
+
+/*
+ * A tool's command line over ice_cfg_field tables:
+ *   TOOL [CMD] [--config FILE] [--log SPEC] [-h|--help] [--KEY VALUE | -A VALUE]... ARGS...
+ * Flags may come anywhere; "--KEY=VALUE" and "-AVALUE" work too, '-' and
+ * '_' are alike in keys, and "--" ends the flags. A flag naming an
+ * ICE_CFG_BOOL field takes no value (it sets true; a boolean word right
+ * after it sets that value unless the field is an ICE_CFG_SWITCH).
+ * Positionals bind in order to args[]. The flags apply in order, after the
+ * --config file, so a flag overrides the file.
+ */
 struct ice_cfg_cli {
 	const char *tool;     /* prefix of messages, e.g. "ice-agent" */
 	const char *synopsis; /* first line of --help: "usage: ..." */
 	const struct ice_cfg_field *fields;
 	size_t nfields;
 	void *obj; /* the bound struct, with its defaults set */
-	/* checks and completes obj; path is the --config file or NULL */
+	/* checks and completes obj; path is the --config file or NULL; may be NULL */
 	int (*finish)(void *obj, const char *path, struct ice_cfg_err *err);
 	const char *switch_flag; /* one more switch outside the table ("--once"), or NULL */
 	bool *switch_set;	 /* set true when switch_flag is given */
+	/* all optional below */
+	const struct ice_cfg_table *more; /* further tables, after fields in --help */
+	size_t nmore;
+	const struct ice_cfg_field *args; /* positionals, in order */
+	size_t nargs;
+	const struct ice_cfg_cmd *cmds; /* subcommands: the first argument names one */
+	size_t ncmds;
+	char config_alias;  /* short flag for --config ('c'), or 0 */
+	const char *epilog; /* last lines of --help, or NULL */
+	/* out: the command chosen (cmds only) */
+	const struct ice_cfg_cmd **cmd;
 };
 
 /* Load --config, then apply the flags over it in order (--log SPEC sets
  * the log), then cli->finish(). Returns 0 to run, 1 after printing --help
- * (exit 0), or -EINVAL after printing what is wrong (exit 2). */
+ * (exit 0), or -EINVAL after printing what is wrong (exit 2):
+ *   TOOL: flag -b: expected a size such as 4096, 4K, 64M or 1G, got 'x'
+ *   TOOL: unknown flag '--sise'; did you mean '--size'? (see --help)
+ *   TOOL CMD: expected FILE (see TOOL CMD --help) */
 int ice_cfg_parse_args(const struct ice_cfg_cli *cli, int argc, char **argv);
+
+/* ice_cfg_parse_args(), then the chosen command's run(obj): its exit
+ * status, 0 after --help, 2 after a bad command line. */
+int ice_cfg_main(const struct ice_cfg_cli *cli, int argc, char **argv);
 
 #endif /* ICE_CONFIG_H */

@@ -4,7 +4,9 @@
  *   ice_config_yaml.c   loading YAML into nodes with positions, navigation
  *   ice_config_value.c  parsing a value into a field: forms, ranges, messages
  *   ice_config.c        errors, binding a mapping or key=value to a table,
- *                       files, flags and command lines
+ *                       files and flags
+ *   ice_config_cli.c    command lines: aliases, switches, positionals,
+ *                       subcommands, --help
  */
 #ifndef ICE_CONFIG_INTERNAL_H
 #define ICE_CONFIG_INTERNAL_H
@@ -45,6 +47,11 @@ void ice_cfg_err_set(struct ice_cfg_err *err, const char *file, int line, int co
 /* snprintf at *off into buf[len], never moving *off past the end. */
 void ice_cfg_buf_add(char *buf, size_t len, size_t *off, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* Levenshtein distance of a and b; a value above cap when further. */
+size_t ice_cfg_edit_distance(const char *a, const char *b, size_t cap);
+/* "unknown key 'k'; did you mean 'x'? expected one of: a, b, c" into msg. */
+void ice_cfg_unknown_key_msg(const struct ice_cfg_field *fields, size_t nfields, const char *key,
+			     char *msg, size_t msg_len);
 
 /* ---- ice_config_yaml.c ----------------------------------------------------- */
 

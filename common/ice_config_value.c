@@ -270,15 +270,23 @@ int ice_cfg_field_store(const struct ice_cfg_field *f, void *obj, const char *te
 			 "expected a boolean (true/false, yes/no, on/off, 1/0), got '%s'", text);
 		return ret;
 	}
-	case ICE_CFG_INT: {
+	case ICE_CFG_INT:
+	case ICE_CFG_I32: {
 		int64_t v, lo, hi;
 
 		field_irange(f, &lo, &hi);
+		if (f->type == ICE_CFG_I32) {
+			lo = lo < INT32_MIN ? INT32_MIN : lo;
+			hi = hi > INT32_MAX ? INT32_MAX : hi;
+		}
 		ret = parse_i64(text, &v);
 		if (ret == 0 && (v < lo || v > hi))
 			ret = -ERANGE;
 		if (ret == 0) {
-			*(int64_t *)p = v;
+			if (f->type == ICE_CFG_I32)
+				*(int *)p = (int)v;
+			else
+				*(int64_t *)p = v;
 			return 0;
 		}
 		snprintf(msg, msg_len, "expected an integer in [%lld, %lld], got '%s'",
@@ -393,6 +401,21 @@ int ice_cfg_field_store(const struct ice_cfg_field *f, void *obj, const char *te
 		ice_cfg_buf_add(msg, msg_len, &off, "; got '%s'", text);
 		return -EINVAL;
 	}
+	case ICE_CFG_FUNC: {
+		bool on;
+
+		if (!(f->flags & ICE_CFG_SWITCH))
+			return f->parse(f, obj, text, msg, msg_len);
+		/* a switch in a file or key=value: true does it, false does not */
+		if (ice_cfg_parse_bool(text, &on) < 0) {
+			snprintf(msg, msg_len, "expected a boolean (true/false), got '%s'", text);
+			return -EINVAL;
+		}
+		return on ? f->parse(f, obj, NULL, msg, msg_len) : 0;
+	}
+	case ICE_CFG_ARGV:
+		snprintf(msg, msg_len, "expected on the command line only");
+		return -EINVAL;
 	}
 	snprintf(msg, msg_len, "field has unknown type %d", (int)f->type);
 	return -EINVAL;

@@ -13,13 +13,14 @@
  *           [--budget SEC] [--seed S] [--sports]
  */
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "ctl.h"
+#include "ice_config.h"
 #include "ice_time.h"
 
 static uint64_t rng_state = 1;
@@ -34,13 +35,51 @@ static uint64_t rng(void)
 	return z ^ (z >> 31);
 }
 
-static void usage(void)
+struct sim_opts {
+	uint32_t k, njobs, qps, spines, leaves, hpl;
+	uint64_t bytes, seed;
+	double rate_g, budget;
+	int placement; /* 0 random, 1 rack */
+	int op;	       /* 0 all_reduce, 1 all_to_all */
+	bool sports;
+};
+
+static int set_leaf_spine(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+			  size_t len)
 {
-	fprintf(stderr, "usage: ice-sim [--k K | --leaf-spine S,L,H] [--jobs N] "
-			"[--placement random|rack] [--op all_reduce|all_to_all] [--qps Q] "
-			"[--bytes B] [--rate GBIT] [--budget SEC] [--seed S] [--sports]\n");
-	exit(2);
+	struct sim_opts *o = obj;
+	char end;
+
+	(void)f;
+	if (sscanf(text, "%u,%u,%u%c", &o->spines, &o->leaves, &o->hpl, &end) != 3 ||
+	    o->spines == 0 || o->leaves == 0 || o->hpl == 0) {
+		snprintf(msg, len, "expected SPINES,LEAVES,HOSTS_PER_LEAF, got '%s'", text);
+		return -EINVAL;
+	}
+	return 0;
 }
+
+#define F(k, t, m, ...) ICE_CFG_ROW(struct sim_opts, k, t, m, __VA_ARGS__)
+static const char *const placements[] = {"random", "rack", NULL};
+static const char *const ops[] = {"all_reduce", "all_to_all", NULL};
+static const struct ice_cfg_field sim_fields[] = {
+	F("k", ICE_CFG_U32, k, .min = 2, .max = 64, .help = "fat-tree arity (16)"),
+	ICE_CFG_FUNC_ROW("leaf_spine", set_leaf_spine, .arg = "S,L,H",
+			 .help = "a leaf-spine instead: spines, leaves, hosts per leaf"),
+	F("jobs", ICE_CFG_U32, njobs, .min = 1, .max = 1 << 20, .help = "training jobs (1)"),
+	F("placement", ICE_CFG_ENUM, placement, .choices = placements,
+	  .help = "hosts of a job: random, or rack-aligned (random)"),
+	F("op", ICE_CFG_ENUM, op, .choices = ops, .help = "the collective (all_reduce)"),
+	F("qps", ICE_CFG_U32, qps, .min = 1, .max = 1024, .help = "QPs per connection (1)"),
+	F("bytes", ICE_CFG_SIZE, bytes, .min = 1, .max = 1e18, .help = "bytes per collective (1G)"),
+	F("rate", ICE_CFG_DOUBLE, rate_g, .min = 1e-6, .max = 1e6, .arg = "GBIT",
+	  .help = "link rate, Gbit/s (100)"),
+	F("budget", ICE_CFG_DOUBLE, budget, .min = 0, .max = 86400, .arg = "SEC",
+	  .help = "the planner's time budget (1)"),
+	F("seed", ICE_CFG_UINT, seed, .help = "placement seed (1)"),
+	F("sports", ICE_CFG_BOOL, sports, .flags = ICE_CFG_SWITCH,
+	  .help = "print the planned source ports"),
+};
 
 struct job_time {
 	double worst_s; /* slowest flow: bits / rate */
@@ -67,25 +106,25 @@ static void job_times(const struct ctl_demand *d, uint32_t njobs, const uint64_t
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{"k", required_argument, NULL, 'k'},
-		{"leaf-spine", required_argument, NULL, 'L'},
-		{"jobs", required_argument, NULL, 'j'},
-		{"placement", required_argument, NULL, 'p'},
-		{"op", required_argument, NULL, 'o'},
-		{"qps", required_argument, NULL, 'q'},
-		{"bytes", required_argument, NULL, 'b'},
-		{"rate", required_argument, NULL, 'r'},
-		{"budget", required_argument, NULL, 'B'},
-		{"seed", required_argument, NULL, 's'},
-		{"sports", no_argument, NULL, 'S'},
-		{NULL, 0, NULL, 0},
+	struct sim_opts so = {.k = 16,
+			      .njobs = 1,
+			      .qps = 1,
+			      .bytes = 1ull << 30,
+			      .seed = 1,
+			      .rate_g = 100,
+			      .budget = 1.0};
+	struct ice_cfg_cli cli = {
+		.tool = "ice-sim",
+		.synopsis = "usage: ice-sim [--k K | --leaf-spine S,L,H] [options]",
+		.fields = sim_fields,
+		.nfields = sizeof(sim_fields) / sizeof(sim_fields[0]),
+		.obj = &so,
 	};
-	uint32_t k = 16, njobs = 1, qps = 1, spines = 0, leaves = 0, hpl = 0;
-	uint64_t bytes = 1ull << 30, seed = 1;
-	double rate_g = 100, budget = 1.0;
-	bool rack = false, sports = false;
-	enum ctl_coll_op op = CTL_COLL_ALL_REDUCE;
+	uint32_t k, njobs, qps, spines, leaves, hpl;
+	uint64_t bytes, seed;
+	double rate_g, budget;
+	bool rack, sports;
+	enum ctl_coll_op op;
 	struct topo_gen_opts go;
 	struct topo *t;
 	struct ctl_planner *p;
@@ -96,56 +135,24 @@ int main(int argc, char **argv)
 	uint64_t *bits;
 	double *ideal, t0, t_gen, t_idx, t_dem, t_ecmp, t_rate, ecmp_util, bound;
 	struct job_time *je, *ji;
-	int c, ret;
+	int ret;
 
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		switch (c) {
-		case 'k':
-			k = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 'L':
-			if (sscanf(optarg, "%u,%u,%u", &spines, &leaves, &hpl) != 3)
-				usage();
-			break;
-		case 'j':
-			njobs = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 'p':
-			if (strcmp(optarg, "rack") == 0)
-				rack = true;
-			else if (strcmp(optarg, "random") != 0)
-				usage();
-			break;
-		case 'o':
-			ret = ctl_coll_op_parse(optarg);
-			if (ret != CTL_COLL_ALL_REDUCE && ret != CTL_COLL_ALL_TO_ALL)
-				usage();
-			op = (enum ctl_coll_op)ret;
-			break;
-		case 'q':
-			qps = (uint32_t)strtoul(optarg, NULL, 0);
-			break;
-		case 'b':
-			bytes = strtoull(optarg, NULL, 0);
-			break;
-		case 'r':
-			rate_g = strtod(optarg, NULL);
-			break;
-		case 'B':
-			budget = strtod(optarg, NULL);
-			break;
-		case 's':
-			seed = strtoull(optarg, NULL, 0);
-			break;
-		case 'S':
-			sports = true;
-			break;
-		default:
-			usage();
-		}
-	}
-	if (njobs == 0 || qps == 0 || rate_g <= 0)
-		usage();
+	ret = ice_cfg_parse_args(&cli, argc, argv);
+	if (ret != 0)
+		return ret > 0 ? 0 : 2;
+	k = so.k;
+	njobs = so.njobs;
+	qps = so.qps;
+	bytes = so.bytes;
+	seed = so.seed;
+	spines = so.spines;
+	leaves = so.leaves;
+	hpl = so.hpl;
+	rate_g = so.rate_g;
+	budget = so.budget;
+	rack = so.placement == 1;
+	sports = so.sports;
+	op = so.op == 0 ? CTL_COLL_ALL_REDUCE : CTL_COLL_ALL_TO_ALL;
 	rng_state = seed;
 
 	t0 = ice_now_s();

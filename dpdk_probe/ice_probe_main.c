@@ -7,7 +7,8 @@
  *   ice-probe responder [options]           answer probes on this NIC
  *
  * Options: -c FILE (YAML config), --json, and --KEY VALUE for every config
- * key (dashes or underscores), e.g. --backend dpdk --report-interval 500ms.
+ * key (dashes or underscores), e.g. --backend dpdk --report-interval 500ms,
+ * all through ice_config's tables (probe_cfg_fields).
  * Exit 0 on success, 1 on a run-time failure, 2 on bad usage or config.
  */
 #include <arpa/inet.h>
@@ -16,18 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ice_config.h"
 #include "ice_log.h"
 #include "probe_internal.h"
 #include "topo.h"
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: ice-probe paths SRC DST [--json] [options]\n"
-		   "       ice-probe watch [--json] [options]\n"
-		   "       ice-probe responder [options]\n"
-		   "options: -c FILE, --json, --KEY VALUE for these keys:\n");
-	probe_cfg_help(f);
-}
 
 static void print_drops(const struct probe_sess *s, json_t *o)
 {
@@ -39,108 +32,111 @@ static void print_drops(const struct probe_sess *s, json_t *o)
 	json_object_set_new(o, "ignored", d);
 }
 
+/* The command line: the config table's keys for every command. */
+struct probe_cli {
+	struct probe_cfg cfg;
+	bool json;
+	char src[64], dst[64]; /* paths SRC DST */
+};
+
+#define F(k, t, m, ...) ICE_CFG_ROW(struct probe_cli, k, t, m, __VA_ARGS__)
+static const struct ice_cfg_field json_field[] = {
+	F("json", ICE_CFG_BOOL, json, .flags = ICE_CFG_SWITCH, .help = "JSON output"),
+};
+static const struct ice_cfg_field paths_args[] = {
+	F("src", ICE_CFG_STRING, src, .flags = ICE_CFG_REQUIRED, .arg = "SRC",
+	  .help = "local NIC address (IPv4)"),
+	F("dst", ICE_CFG_STRING, dst, .flags = ICE_CFG_REQUIRED, .arg = "DST",
+	  .help = "the peer's address (IPv4)"),
+};
+static const struct ice_cfg_cmd cmds[] = {
+	{"paths", "discover the paths from SRC to DST", json_field, 1, paths_args, 2, NULL},
+	{"watch", "continuous health of the pinglist", json_field, 1, NULL, 0, NULL},
+	{"responder", "answer probes on this NIC", NULL, 0, NULL, 0, NULL},
+};
+
+static int probe_finish(void *obj, const char *path, struct ice_cfg_err *err)
+{
+	struct probe_cli *c = obj;
+	struct in_addr a;
+
+	(void)path;
+	if (c->src[0] != '\0') {
+		if (inet_pton(AF_INET, c->dst, &a) != 1)
+			return ice_cfg_fail(err, NULL, "DST", "expected an IPv4 address, got '%s'",
+					    c->dst);
+		if (inet_pton(AF_INET, c->src, &a) != 1)
+			return ice_cfg_fail(err, NULL, "SRC", "expected an IPv4 address, got '%s'",
+					    c->src);
+		inet_ntop(AF_INET, &a, c->cfg.src, sizeof(c->cfg.src));
+	}
+	return probe_cfg_check(&c->cfg, err);
+}
+
 int main(int argc, char **argv)
 {
-	struct probe_cfg cfg;
+	static struct probe_cli c;
 	struct ice_cfg_err err;
 	struct probe_sess sess;
 	struct probe_redis *redis = NULL;
 	struct topo *topo = NULL;
 	const struct probe_io_ops *ops;
-	const char *cmd, *pos[2] = {NULL, NULL};
+	const struct ice_cfg_cmd *cmdp = NULL;
+	struct ice_cfg_table keys = {.title = "keys (also in a -c FILE)",
+				     .fields = probe_cfg_fields,
+				     .nfields = probe_cfg_nfields,
+				     .obj = &c.cfg};
+	struct ice_cfg_cli cli = {
+		.tool = "ice-probe",
+		.synopsis = "usage: ice-probe COMMAND [options] ARGS",
+		.obj = &c,
+		.finish = probe_finish,
+		.more = &keys,
+		.nmore = 1,
+		.cmds = cmds,
+		.ncmds = sizeof(cmds) / sizeof(cmds[0]),
+		.config_alias = 'c',
+		.epilog = "exit status: 0 ok, 1 run-time failure, 2 bad usage or config\n",
+		.cmd = &cmdp,
+	};
+	const char *cmd, *pos[2] = {c.src, c.dst};
 	char ebuf[768];
-	bool json = false;
-	int npos = 0, ret, rc = 1;
+	bool json;
+	int ret, rc = 1;
 	struct in_addr src, dst;
 
 	ice_log_set_level(ICE_LOG_WARN);
 	ice_log_init_env();
-	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
-	}
-	cmd = argv[1];
-	if (strcmp(cmd, "paths") && strcmp(cmd, "watch") && strcmp(cmd, "responder")) {
-		fprintf(stderr, "ice-probe: unknown command '%s'\n", cmd);
-		usage(stderr);
-		return 2;
-	}
-	probe_cfg_defaults(&cfg);
-	/* the config file first, so flags override it */
-	for (int i = 2; i < argc - 1; i++)
-		if (strcmp(argv[i], "-c") == 0 &&
-		    probe_cfg_load_file(&cfg, argv[i + 1], &err) < 0) {
-			fprintf(stderr, "ice-probe: %s\n",
-				ice_cfg_err_str(&err, ebuf, sizeof(ebuf)));
-			return 2;
-		}
-	for (int i = 2; i < argc; i++) {
-		char key[64];
-
-		if (strcmp(argv[i], "-c") == 0) {
-			i++;
-		} else if (strcmp(argv[i], "--json") == 0) {
-			json = true;
-		} else if (strncmp(argv[i], "--", 2) == 0) {
-			snprintf(key, sizeof(key), "%s", argv[i] + 2);
-			for (char *p = key; *p; p++)
-				*p = *p == '-' ? '_' : *p;
-			if (i + 1 >= argc) {
-				fprintf(stderr, "ice-probe: flag %s: expected a value\n", argv[i]);
-				return 2;
-			}
-			ret = ice_cfg_set(probe_cfg_fields, probe_cfg_nfields, &cfg, key, argv[++i],
-					  &err);
-			if (ret < 0) {
-				fprintf(stderr, "ice-probe: flag --%s: %s\n", argv[i - 1] + 2,
-					ret == -ENOENT ? "unknown option (see --help)" : err.msg);
-				return 2;
-			}
-		} else if (npos < 2) {
-			pos[npos++] = argv[i];
-		} else {
-			fprintf(stderr, "ice-probe: unexpected argument '%s'\n", argv[i]);
-			return 2;
-		}
-	}
-	if (strcmp(cmd, "paths") == 0) {
-		if (npos != 2 || inet_pton(AF_INET, pos[0], &src) != 1 ||
-		    inet_pton(AF_INET, pos[1], &dst) != 1) {
-			fprintf(stderr, "ice-probe: paths: expected SRC DST IPv4 addresses\n");
-			return 2;
-		}
-		inet_ntop(AF_INET, &src, cfg.src, sizeof(cfg.src));
-	} else if (npos != 0) {
-		fprintf(stderr, "ice-probe: %s: unexpected argument '%s'\n", cmd, pos[0]);
-		return 2;
-	}
-	if (probe_cfg_check(&cfg, &err) < 0) {
-		fprintf(stderr, "ice-probe: %s\n", ice_cfg_err_str(&err, ebuf, sizeof(ebuf)));
-		return 2;
-	}
-	if (cfg.src[0] == '\0') {
+	probe_cfg_defaults(&c.cfg);
+	ret = ice_cfg_parse_args(&cli, argc, argv);
+	if (ret != 0)
+		return ret > 0 ? 0 : 2;
+	cmd = cmdp->name;
+	json = c.json;
+	inet_pton(AF_INET, c.dst, &dst);
+	if (c.cfg.src[0] == '\0') {
 		fprintf(stderr, "ice-probe: %s: expected --src ADDR (the local NIC)\n", cmd);
 		return 2;
 	}
-	inet_pton(AF_INET, cfg.src, &src);
-	ops = probe_io_ops_get(cfg.backend);
+	inet_pton(AF_INET, c.cfg.src, &src);
+	ops = probe_io_ops_get(c.cfg.backend);
 	if (ops == NULL) {
 		fprintf(stderr, "ice-probe: backend dpdk: not built (DPDK was not found)\n");
 		return 2;
 	}
-	if (cfg.topo[0] != '\0') {
-		topo = topo_load(cfg.topo, &err);
-		if (topo == NULL && strncmp(cfg.topo, "/run/ice/", 9) != 0) {
+	if (c.cfg.topo[0] != '\0') {
+		topo = topo_load(c.cfg.topo, &err);
+		if (topo == NULL && strncmp(c.cfg.topo, "/run/ice/", 9) != 0) {
 			fprintf(stderr, "ice-probe: topo: %s\n",
 				ice_cfg_err_str(&err, ebuf, sizeof(ebuf)));
 			return 2;
 		}
 	}
-	if (cfg.redis[0] != '\0')
-		redis = probe_redis_new(&cfg);
-	ret = probe_sess_init(&sess, &cfg, ops, src, topo);
+	if (c.cfg.redis[0] != '\0')
+		redis = probe_redis_new(&c.cfg);
+	ret = probe_sess_init(&sess, &c.cfg, ops, src, topo);
 	if (ret < 0) {
-		fprintf(stderr, "ice-probe: backend %s on %s: %s\n", ops->name, cfg.src,
+		fprintf(stderr, "ice-probe: backend %s on %s: %s\n", ops->name, c.cfg.src,
 			strerror(-ret));
 		rc = ret == -EALREADY || ret == -ENODEV ? 1 : 3;
 		goto out;
@@ -178,8 +174,8 @@ int main(int argc, char **argv)
 
 		if (pl == NULL)
 			goto out_sess;
-		if (cfg.pinglist[0] != '\0')
-			ret = probe_pinglist_load(cfg.pinglist, topo, pl, &err);
+		if (c.cfg.pinglist[0] != '\0')
+			ret = probe_pinglist_load(c.cfg.pinglist, topo, pl, &err);
 		else if (redis != NULL &&
 			 (ret = probe_redis_pinglist(redis, topo, pl, &err)) != -EINVAL && ret < 0)
 			ret = topo != NULL ? probe_pinglist_default(topo, src, pl) : -ENOENT;
@@ -193,7 +189,7 @@ int main(int argc, char **argv)
 			fprintf(stderr,
 				"ice-probe: watch: no pinglist (give --pinglist FILE, "
 				"the Redis key ice:%s:probe:pinglist, or --topo FILE)\n",
-				cfg.fabric);
+				c.cfg.fabric);
 			rc = 2;
 		} else {
 			ret = probe_watch(&sess, pl, &o);

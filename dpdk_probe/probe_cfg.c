@@ -19,15 +19,20 @@ ICE_LOG_SUBSYSTEM(probe_log_sub, "probe");
 #define S  ICE_NSEC_PER_SEC
 #define F(k, t, field, lo, hi, u, h)                                                               \
 	{                                                                                          \
-		k, t, offsetof(struct probe_cfg, field), sizeof(((struct probe_cfg *)0)->field),   \
-			lo, hi, u, NULL, h                                                         \
+		.key = k, .type = t, .offset = offsetof(struct probe_cfg, field),                  \
+		.size = sizeof(((struct probe_cfg *)0)->field), .min = lo, .max = hi, .unit = u,   \
+		.help = h                                                                          \
 	}
 
 static const char *const backend_names[] = {"raw", "dpdk", NULL};
 
 const struct ice_cfg_field probe_cfg_fields[] = {
-	{"backend", ICE_CFG_ENUM, offsetof(struct probe_cfg, backend), sizeof(int), 0, 0, 0,
-	 backend_names, "I/O backend: raw (sockets) or dpdk"},
+	{.key = "backend",
+	 .type = ICE_CFG_ENUM,
+	 .offset = offsetof(struct probe_cfg, backend),
+	 .size = sizeof(int),
+	 .choices = backend_names,
+	 .help = "I/O backend: raw (sockets) or dpdk"},
 	F("fabric", ICE_CFG_STRING, fabric, 0, 0, 0, "Redis namespace ice:<fabric>:"),
 	F("host", ICE_CFG_STRING, host, 0, 0, 0, "host name in Redis keys; default: src"),
 	F("redis", ICE_CFG_STRING, redis, 0, 0, 0, "ADDR:PORT or unix socket path; '' = none"),

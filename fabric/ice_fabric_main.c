@@ -13,25 +13,14 @@
  * NAME may be left out when exactly one fabric is up.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fabric.h"
+#include "ice_config.h"
 #include "ice_log.h"
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage:\n"
-		   "  ice-fabric up TOPO.yaml [--routing static|frr] [--no-bpf] [--redis PORT]\n"
-		   "  ice-fabric down [NAME]\n"
-		   "  ice-fabric status [NAME]\n"
-		   "  ice-fabric stats [NAME] [--json] [--new-peak]\n"
-		   "  ice-fabric exec [--fabric NAME] NODE -- CMD [ARGS...]\n"
-		   "  ice-fabric link [--fabric NAME] NODE:NODE|NODE:IFNAME up|down\n"
-		   "  ice-fabric list\n"
-		   "NAME may be left out when exactly one fabric is up.\n");
-}
 
 /* The fabric to act on: the one named, or the only one that is up. */
 static const char *pick(const char *name)
@@ -58,140 +47,158 @@ static const char *pick(const char *name)
 	return only;
 }
 
-static int cmd_up(int argc, char **argv)
+/* Everything the commands take; one command's fields bind here. */
+struct fab_cli {
+	struct fab_opts up;
+	char file[512];
+	char name[64]; /* NAME or --fabric NAME; "" = the only one up */
+	bool json, new_peak;
+	char node[64];
+	char link[160];
+	int state; /* link: 0 up, 1 down */
+	char **cmd;
+};
+
+static const char *name_of(const struct fab_cli *c)
 {
-	struct fab_opts o = {.routing = -1};
-	const char *file = NULL;
+	return pick(c->name[0] != '\0' ? c->name : NULL);
+}
+
+static int set_routing(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		       size_t len)
+{
+	struct fab_cli *c = obj;
+
+	(void)f;
+	if (strcmp(text, "static") == 0) {
+		c->up.routing = TOPO_ROUTING_STATIC;
+	} else if (strcmp(text, "frr") == 0) {
+		c->up.routing = TOPO_ROUTING_FRR;
+	} else {
+		snprintf(msg, len, "expected static or frr, got '%s'", text);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int cmd_up(void *obj)
+{
+	struct fab_cli *c = obj;
 	struct ice_cfg_err err;
 	struct topo *t;
 	int ret;
 
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--routing") == 0 && i + 1 < argc) {
-			i++;
-			if (strcmp(argv[i], "static") == 0)
-				o.routing = TOPO_ROUTING_STATIC;
-			else if (strcmp(argv[i], "frr") == 0)
-				o.routing = TOPO_ROUTING_FRR;
-			else {
-				fprintf(stderr,
-					"ice-fabric: --routing '%s': expected static or frr\n",
-					argv[i]);
-				return 2;
-			}
-		} else if (strcmp(argv[i], "--no-bpf") == 0) {
-			o.no_bpf = true;
-		} else if (strcmp(argv[i], "--redis") == 0 && i + 1 < argc) {
-			char *end;
-			long p = strtol(argv[++i], &end, 10);
-
-			if (*end != '\0' || p < 1 || p > 65535) {
-				fprintf(stderr,
-					"ice-fabric: --redis '%s': expected a port 1-65535\n",
-					argv[i]);
-				return 2;
-			}
-			o.redis_port = (unsigned int)p;
-		} else if (argv[i][0] == '-' || file != NULL) {
-			fprintf(stderr, "ice-fabric up: unexpected '%s'\n", argv[i]);
-			return 2;
-		} else {
-			file = argv[i];
-		}
-	}
-	if (file == NULL) {
-		usage(stderr);
-		return 2;
-	}
-	t = topo_load(file, &err);
+	t = topo_load(c->file, &err);
 	if (t == NULL) {
 		char buf[640];
 
 		fprintf(stderr, "ice-fabric: %s\n", ice_cfg_err_str(&err, buf, sizeof(buf)));
 		return 2;
 	}
-	ret = fab_up(t, &o);
+	ret = fab_up(t, &c->up);
 	topo_free(t);
 	return ret < 0 ? 1 : 0;
 }
 
-/* Split "[--fabric NAME] rest..." */
-static const char *fabric_opt(int *argc, char ***argv)
+static int cmd_down(void *obj)
 {
-	if (*argc >= 2 && strcmp((*argv)[0], "--fabric") == 0) {
-		const char *n = (*argv)[1];
+	int ret = fab_down(name_of(obj));
 
-		*argc -= 2;
-		*argv += 2;
-		return n;
-	}
-	return NULL;
+	/* idempotent: nothing left to remove is success, silently */
+	return ret < 0 && ret != -ENOENT ? 1 : 0;
 }
+
+static int cmd_status(void *obj)
+{
+	return fab_status(name_of(obj), stdout) < 0 ? 1 : 0;
+}
+
+static int cmd_stats(void *obj)
+{
+	struct fab_cli *c = obj;
+
+	return fab_stats(name_of(c), c->json, c->new_peak, stdout) < 0 ? 1 : 0;
+}
+
+static int cmd_list(void *obj)
+{
+	(void)obj;
+	fab_list(stdout);
+	return 0;
+}
+
+static int cmd_exec(void *obj)
+{
+	struct fab_cli *c = obj;
+
+	return fab_exec(name_of(c), c->node, c->cmd) < 0 ? 127 : 0;
+}
+
+static int cmd_link(void *obj)
+{
+	struct fab_cli *c = obj;
+
+	return fab_link(name_of(c), c->link, c->state == 0) < 0 ? 1 : 0;
+}
+
+#define F(k, t, m, ...) ICE_CFG_ROW(struct fab_cli, k, t, m, __VA_ARGS__)
+#define SW		ICE_CFG_SWITCH
+#define REQ		ICE_CFG_REQUIRED
+static const char *const states[] = {"up", "down", NULL};
+static const struct ice_cfg_field up_fields[] = {
+	ICE_CFG_FUNC_ROW("routing", set_routing, .arg = "static|frr",
+			 .help = "routing of the switches (default: the topology's)"),
+	F("no_bpf", ICE_CFG_BOOL, up.no_bpf, .flags = SW, .help = "no switch egress model (TBF)"),
+	F("redis", ICE_CFG_U32, up.redis_port, .min = 1, .max = 65535, .arg = "PORT",
+	  .help = "start redis-server on the management bridge"),
+};
+static const struct ice_cfg_field up_args[] = {
+	F("topo", ICE_CFG_STRING, file, .flags = REQ, .arg = "TOPO.yaml", .help = "ice-topo gen's"),
+};
+static const struct ice_cfg_field name_arg[] = {
+	F("name", ICE_CFG_STRING, name, .help = "the fabric"),
+};
+static const struct ice_cfg_field stats_fields[] = {
+	F("json", ICE_CFG_BOOL, json, .flags = SW, .help = "one JSON object"),
+	F("new_peak", ICE_CFG_BOOL, new_peak, .flags = SW,
+	  .help = "start a new peak-queue window after reading"),
+};
+static const struct ice_cfg_field fabric_field[] = {
+	F("fabric", ICE_CFG_STRING, name, .arg = "NAME", .help = "the fabric"),
+};
+static const struct ice_cfg_field exec_args[] = {
+	F("node", ICE_CFG_STRING, node, .flags = REQ, .help = "a host or switch"),
+	F("cmd", ICE_CFG_ARGV, cmd, .flags = REQ, .arg = "-- CMD", .help = "the command"),
+};
+static const struct ice_cfg_field link_args[] = {
+	F("link", ICE_CFG_STRING, link, .flags = REQ, .arg = "NODE:NODE|NODE:IFNAME"),
+	F("state", ICE_CFG_ENUM, state, .choices = states, .flags = REQ, .arg = "up|down"),
+};
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+static const struct ice_cfg_cmd cmds[] = {
+	{"up", "bring a fabric up", up_fields, N(up_fields), up_args, N(up_args), cmd_up},
+	{"down", "tear it down (nothing to remove is fine)", NULL, 0, name_arg, 1, cmd_down},
+	{"status", "its nodes and links", NULL, 0, name_arg, 1, cmd_status},
+	{"stats", "per switch port: bytes, CE marks, drops, queue", stats_fields, N(stats_fields),
+	 name_arg, 1, cmd_stats},
+	{"exec", "run CMD in NODE's namespace", fabric_field, 1, exec_args, N(exec_args), cmd_exec},
+	{"link", "take a link down or up", fabric_field, 1, link_args, N(link_args), cmd_link},
+	{"list", "the fabrics that are up", NULL, 0, NULL, 0, cmd_list},
+};
 
 int main(int argc, char **argv)
 {
-	const char *cmd;
+	struct fab_cli c = {.up.routing = -1};
+	struct ice_cfg_cli cli = {
+		.tool = "ice-fabric",
+		.synopsis = "usage: ice-fabric COMMAND [options] ARGS",
+		.obj = &c,
+		.cmds = cmds,
+		.ncmds = N(cmds),
+		.epilog = "NAME may be left out when exactly one fabric is up.\n",
+	};
 
 	ice_log_set_level(ICE_LOG_INFO);
 	ice_log_init_env();
-	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
-	}
-	cmd = argv[1];
-	argc -= 2;
-	argv += 2;
-	if (strcmp(cmd, "up") == 0)
-		return cmd_up(argc, argv);
-	if (strcmp(cmd, "down") == 0) {
-		const char *n = pick(argc > 0 ? argv[0] : NULL);
-		int ret = fab_down(n);
-
-		/* idempotent: nothing left to remove is success, silently */
-		return ret < 0 && ret != -ENOENT ? 1 : 0;
-	}
-	if (strcmp(cmd, "status") == 0)
-		return fab_status(pick(argc > 0 ? argv[0] : NULL), stdout) < 0 ? 1 : 0;
-	if (strcmp(cmd, "stats") == 0) {
-		bool json = false, new_peak = false;
-		const char *n = NULL;
-
-		for (int i = 0; i < argc; i++) {
-			if (strcmp(argv[i], "--json") == 0)
-				json = true;
-			else if (strcmp(argv[i], "--new-peak") == 0)
-				new_peak = true;
-			else
-				n = argv[i];
-		}
-		return fab_stats(pick(n), json, new_peak, stdout) < 0 ? 1 : 0;
-	}
-	if (strcmp(cmd, "list") == 0) {
-		fab_list(stdout);
-		return 0;
-	}
-	if (strcmp(cmd, "exec") == 0) {
-		const char *n = fabric_opt(&argc, &argv);
-
-		if (argc < 3 || strcmp(argv[1], "--") != 0) {
-			fprintf(stderr,
-				"usage: ice-fabric exec [--fabric NAME] NODE -- CMD [ARGS...]\n");
-			return 2;
-		}
-		return fab_exec(pick(n), argv[0], argv + 2) < 0 ? 127 : 0;
-	}
-	if (strcmp(cmd, "link") == 0) {
-		const char *n = fabric_opt(&argc, &argv);
-
-		if (argc != 2 || (strcmp(argv[1], "up") != 0 && strcmp(argv[1], "down") != 0)) {
-			fprintf(stderr,
-				"usage: ice-fabric link [--fabric NAME] NODE:NODE|NODE:IFNAME "
-				"up|down\n");
-			return 2;
-		}
-		return fab_link(pick(n), argv[0], strcmp(argv[1], "up") == 0) < 0 ? 1 : 0;
-	}
-	fprintf(stderr, "ice-fabric: unknown command '%s'\n", cmd);
-	usage(stderr);
-	return 2;
+	return ice_cfg_main(&cli, argc, argv);
 }

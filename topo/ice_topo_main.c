@@ -12,193 +12,60 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ice_config.h"
 #include "ice_roce.h"
 #include "ice_time.h"
 #include "topo.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: ice-topo gen leaf-spine|fat-tree|rail [options] [-o FILE]\n"
-		   "       ice-topo validate FILE\n"
-		   "       ice-topo paths FILE SRC DST      (SRC/DST: HOST or HOST:NIC)\n"
-		   "       ice-topo ports FILE SRC DST [--json]\n"
-		   "       ice-topo frr FILE NODE\n"
-		   "       ice-topo predict FILE SRC DST SPORT...  (RoCEv2: UDP to 4791)\n"
-		   "       ice-topo rto FILE    a retransmission timer floor above the worst\n"
-		   "                            queueing round trip (for --rto-min)\n"
-		   "gen options:\n"
-		   "  --name NAME            fabric name (namespaces are ice<NAME>-<node>)\n"
-		   "  --spines N --leaves N --hosts-per-leaf N     leaf-spine (2, 2, 4)\n"
-		   "  --k N                  fat-tree arity, even (4)\n"
-		   "  --rails N --groups N --hosts-per-group N      rail-optimised (4, 2, 4)\n"
-		   "  --rate R               host link rate (200mbit)\n"
-		   "  --fabric-rate R        switch-to-switch rate (same as --rate)\n"
-		   "  --mtu N                1500, or 9000 for jumbo frames\n"
-		   "  --ecmp kernel|model    --routing static|frr\n"
-		   "  --hash ALG             crc32, crc32c, crc16, crc16-ansi, xor, toeplitz\n"
-		   "  --seed N               hash seed (0xffffffff)\n"
-		   "  -o FILE                write there instead of stdout\n");
-}
-
-static int __attribute__((format(printf, 1, 2))) bad_usage(const char *fmt, ...)
+static int __attribute__((format(printf, 1, 2))) usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	fprintf(stderr, "ice-topo: ");
+	fprintf(stderr, "ice-topo ");
 	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
+	fprintf(stderr, " (see --help)\n");
 	va_end(ap);
-	fprintf(stderr, "usage: ice-topo --help\n");
 	return 2;
 }
 
-static int parse_u32(const char *s, uint32_t *out)
-{
-	char *end;
-	unsigned long long v;
+/* Everything the commands take; one command's fields bind here. */
+struct topo_cli {
+	struct topo_gen_opts gen;
+	int layout; /* gen: leaf-spine, fat-tree, rail */
+	char out[512];
+	char file[512];
+	char src[64], dst[64], node[64];
+	bool json;
+	char **sports;
+};
 
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno != 0 || *end != '\0' || end == s || v > UINT32_MAX)
-		return -EINVAL;
-	*out = (uint32_t)v;
-	return 0;
-}
+static const char *const layouts[] = {"leaf-spine", "fat-tree", "rail", NULL};
 
-static int cmd_gen(int argc, char **argv)
+static int cmd_gen(void *obj)
 {
-	static const struct option opts[] = {
-		{"name", required_argument, NULL, 'n'},
-		{"spines", required_argument, NULL, 'S'},
-		{"leaves", required_argument, NULL, 'L'},
-		{"hosts-per-leaf", required_argument, NULL, 'H'},
-		{"k", required_argument, NULL, 'k'},
-		{"rails", required_argument, NULL, 'R'},
-		{"groups", required_argument, NULL, 'G'},
-		{"hosts-per-group", required_argument, NULL, 'P'},
-		{"rate", required_argument, NULL, 'r'},
-		{"fabric-rate", required_argument, NULL, 'f'},
-		{"mtu", required_argument, NULL, 'm'},
-		{"ecmp", required_argument, NULL, 'e'},
-		{"routing", required_argument, NULL, 't'},
-		{"hash", required_argument, NULL, 'a'},
-		{"seed", required_argument, NULL, 's'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	struct topo_gen_opts o;
-	const char *kind, *out = NULL;
+	struct topo_cli *c = obj;
+	struct topo_gen_opts o = c->gen;
+	const char *kind = layouts[c->layout], *out = c->out[0] != '\0' ? c->out : NULL;
 	struct topo *t;
 	FILE *f = stdout;
-	bool fabric_rate_given = false;
-	int c, ret;
+	int ret;
 
-	if (argc < 2)
-		return bad_usage("gen: expected a layout: leaf-spine, fat-tree or rail");
-	kind = argv[1];
-	topo_gen_opts_default(&o);
-	optind = 2;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-		uint32_t *u32 = NULL;
-		int alg;
-
-		switch (c) {
-		case 'n':
-			if (strlen(optarg) >= sizeof(o.name))
-				return bad_usage("--name '%s': expected at most 31 characters",
-						 optarg);
-			snprintf(o.name, sizeof(o.name), "%s", optarg);
-			break;
-		case 'S':
-			u32 = &o.spines;
-			break;
-		case 'L':
-		case 'G':
-			u32 = &o.leaves;
-			break;
-		case 'H':
-			u32 = &o.hosts_per_leaf;
-			break;
-		case 'k':
-			u32 = &o.k;
-			break;
-		case 'R':
-			u32 = &o.rails;
-			break;
-		case 'P':
-			u32 = &o.hosts_per_rail_group;
-			break;
-		case 'm':
-			u32 = &o.mtu;
-			break;
-		case 's':
-			if (parse_u32(optarg, &o.hash.seed) < 0)
-				return bad_usage("--seed '%s': expected a 32-bit number", optarg);
-			break;
-		case 'r':
-		case 'f':
-			if (ice_parse_rate(optarg,
-					   c == 'r' ? &o.host_rate_bps : &o.fabric_rate_bps) < 0)
-				return bad_usage("rate '%s': expected a rate such as 200mbit or "
-						 "10gbit",
-						 optarg);
-			fabric_rate_given |= c == 'f';
-			break;
-		case 'e':
-			if (strcmp(optarg, "kernel") != 0 && strcmp(optarg, "model") != 0)
-				return bad_usage("--ecmp '%s': expected kernel or model", optarg);
-			o.ecmp = optarg[0] == 'k' ? TOPO_ECMP_KERNEL : TOPO_ECMP_MODEL;
-			break;
-		case 't':
-			if (strcmp(optarg, "static") != 0 && strcmp(optarg, "frr") != 0)
-				return bad_usage("--routing '%s': expected static or frr", optarg);
-			o.routing = optarg[0] == 's' ? TOPO_ROUTING_STATIC : TOPO_ROUTING_FRR;
-			break;
-		case 'a':
-			alg = topo_hash_alg_parse(optarg);
-			if (alg < 0)
-				return bad_usage("--hash '%s': expected crc32, crc32c, crc16, "
-						 "crc16-ansi, xor or toeplitz",
-						 optarg);
-			o.hash.alg = (uint32_t)alg;
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-		if (u32 != NULL && (parse_u32(optarg, u32) < 0 || *u32 == 0))
-			return bad_usage("'%s': expected a positive integer", optarg);
-	}
-	if (optind != argc)
-		return bad_usage("gen: unexpected argument '%s'", argv[optind]);
-	if (!fabric_rate_given)
+	if (o.fabric_rate_bps == 0)
 		o.fabric_rate_bps = o.host_rate_bps; /* follows --rate */
-	if (strcmp(kind, "leaf-spine") == 0) {
+	if (c->layout == 0) {
 		t = topo_gen_leaf_spine(&o);
-	} else if (strcmp(kind, "fat-tree") == 0) {
-		if (o.k % 2 != 0 || o.k > 64)
-			return bad_usage("--k: expected an even number from 2 to 64");
+	} else if (c->layout == 1) {
+		if (o.k % 2 != 0)
+			return usage_error("gen: flag --k: expected an even number, got %u", o.k);
 		t = topo_gen_fat_tree(&o);
-	} else if (strcmp(kind, "rail") == 0) {
-		if (o.rails > 16)
-			return bad_usage("--rails: expected at most 16");
-		t = topo_gen_rail(&o);
 	} else {
-		return bad_usage("gen: unknown layout '%s'; expected leaf-spine, fat-tree or rail",
-				 kind);
+		t = topo_gen_rail(&o);
 	}
 	if (t == NULL) {
 		fprintf(stderr, "ice-topo: gen %s: %s\n", kind, strerror(errno));
@@ -280,27 +147,15 @@ static void print_path(const struct topo *t, const struct topo_path *p, uint32_t
 
 #define MAX_PATHS 4096
 
-static int cmd_paths(int argc, char **argv, bool ports)
+static int paths_or_ports(const struct topo_cli *c, bool ports)
 {
-	bool json = false;
+	const char *args[3] = {c->file, c->src, c->dst};
+	bool json = c->json;
 	struct topo_path *paths = NULL;
 	struct topo *t;
 	int64_t src, dst;
-	int n, ret = 1, nargs = 0;
-	const char *args[3];
+	int n, ret = 1;
 
-	for (int i = 1; i < argc; i++) {
-		if (ports && strcmp(argv[i], "--json") == 0)
-			json = true;
-		else if (argv[i][0] == '-' && argv[i][1] == '-')
-			return bad_usage("unknown option '%s'", argv[i]);
-		else if (nargs < 3)
-			args[nargs++] = argv[i];
-		else
-			return bad_usage("unexpected argument '%s'", argv[i]);
-	}
-	if (nargs != 3)
-		return bad_usage("%s: expected FILE SRC DST", argv[0]);
 	t = load(args[0]);
 	if (t == NULL)
 		return 1;
@@ -396,20 +251,29 @@ out:
 	return ret;
 }
 
-static int cmd_frr(int argc, char **argv)
+static int cmd_paths(void *obj)
 {
+	return paths_or_ports(obj, false);
+}
+
+static int cmd_ports(void *obj)
+{
+	return paths_or_ports(obj, true);
+}
+
+static int cmd_frr(void *obj)
+{
+	const struct topo_cli *c = obj;
 	const struct topo_node *n;
 	struct topo *t;
 	int ret;
 
-	if (argc != 3)
-		return bad_usage("frr: expected FILE NODE");
-	t = load(argv[1]);
+	t = load(c->file);
 	if (t == NULL)
 		return 1;
-	n = topo_node_by_name(t, argv[2]);
+	n = topo_node_by_name(t, c->node);
 	if (n == NULL || n->kind != TOPO_SWITCH) {
-		fprintf(stderr, "ice-topo: '%s': expected a switch of %s\n", argv[2], argv[1]);
+		fprintf(stderr, "ice-topo: '%s': expected a switch of %s\n", c->node, c->file);
 		topo_free(t);
 		return 1;
 	}
@@ -419,24 +283,23 @@ static int cmd_frr(int argc, char **argv)
 }
 
 /* The path each source port takes (UDP to 4791): "SPORT NODE NODE ..." */
-static int cmd_predict(int argc, char **argv)
+static int cmd_predict(void *obj)
 {
+	const struct topo_cli *c = obj;
 	struct topo *t;
 	int64_t src, dst;
 	int ret = 1;
 
-	if (argc < 5)
-		return bad_usage("predict: expected FILE SRC DST SPORT...");
-	t = load(argv[1]);
+	t = load(c->file);
 	if (t == NULL)
 		return 1;
-	src = endpoint(t, argv[2]);
-	dst = endpoint(t, argv[3]);
+	src = endpoint(t, c->src);
+	dst = endpoint(t, c->dst);
 	if (src < 0 || dst < 0 || src == dst)
 		goto out;
-	for (int i = 4; i < argc; i++) {
+	for (char **a = c->sports; *a != NULL; a++) {
 		char *end;
-		long sp = strtol(argv[i], &end, 10);
+		long sp = strtol(*a, &end, 10);
 		struct topo_5tuple k = {
 			.saddr = t->ports[src].addr.s_addr,
 			.daddr = t->ports[dst].addr.s_addr,
@@ -447,8 +310,7 @@ static int cmd_predict(int argc, char **argv)
 		struct topo_path p;
 
 		if (*end != '\0' || sp < 1 || sp > 65535) {
-			fprintf(stderr, "ice-topo: predict: port '%s': expected 1-65535\n",
-				argv[i]);
+			fprintf(stderr, "ice-topo: predict: port '%s': expected 1-65535\n", *a);
 			goto out;
 		}
 		if (topo_predict(t, (uint32_t)src, (uint32_t)dst, &k, &p) < 0) {
@@ -466,61 +328,135 @@ out:
 	return ret;
 }
 
+static int cmd_validate(void *obj)
+{
+	const struct topo_cli *c = obj;
+	struct topo *t = load(c->file);
+	uint32_t sw = 0;
+
+	if (t == NULL)
+		return 1;
+	for (uint32_t i = 0; i < t->nnodes; i++)
+		sw += t->nodes[i].kind == TOPO_SWITCH;
+	printf("%s: ok: fabric %s, %u switches, %u hosts, %u NICs, %u links\n", c->file, t->name,
+	       sw, t->nnodes - sw, topo_nic_count(t), t->nlinks);
+	topo_free(t);
+	return 0;
+}
+
+/* A retransmission timer floor: data one way through full buffers, its ACK
+ * back behind data of the other direction; 20 % above, rounded up to 10 ms */
+static int cmd_rto(void *obj)
+{
+	const struct topo_cli *c = obj;
+	struct topo *t = load(c->file);
+	uint64_t q, rto;
+
+	if (t == NULL)
+		return 1;
+	q = topo_worst_queueing_ns(t);
+	rto = (q * 2 * 12 / 10 + 9999999) / 10000000 * 10;
+	fprintf(stderr, "ice-topo: %s: worst queueing %.1f ms one way, %.1f ms round trip\n",
+		c->file, q / 1e6, 2 * q / 1e6);
+	printf("%llums\n", (unsigned long long)(rto ? rto : 10));
+	topo_free(t);
+	return 0;
+}
+
+static int set_hash(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		    size_t len)
+{
+	int alg = topo_hash_alg_parse(text);
+
+	(void)f;
+	if (alg < 0) {
+		snprintf(msg, len,
+			 "expected crc32, crc32c, crc16, crc16-ansi, xor or toeplitz, got '%s'",
+			 text);
+		return -EINVAL;
+	}
+	((struct topo_cli *)obj)->gen.hash.alg = (uint32_t)alg;
+	return 0;
+}
+
+#define F(k, t, m, ...) ICE_CFG_ROW(struct topo_cli, k, t, m, __VA_ARGS__)
+#define N(a)		(sizeof(a) / sizeof((a)[0]))
+#define POS(k, t, m, h) F(k, t, m, .min = 1, .max = UINT32_MAX, .help = h)
+static const char *const ecmp_names[] = {"kernel", "model", NULL};
+static const char *const routing_names[] = {"static", "frr", NULL};
+static const struct ice_cfg_field gen_fields[] = {
+	F("name", ICE_CFG_STRING, gen.name, .arg = "NAME",
+	  .help = "fabric name (namespaces are ice<NAME>-<node>)"),
+	POS("spines", ICE_CFG_U32, gen.spines, "leaf-spine: spines (2)"),
+	POS("leaves", ICE_CFG_U32, gen.leaves, "leaf-spine: leaves (2)"),
+	F("hosts_per_leaf", ICE_CFG_U32, gen.hosts_per_leaf, .min = 1, .max = UINT32_MAX,
+	  .help = "leaf-spine: hosts per leaf (4)"),
+	F("k", ICE_CFG_U32, gen.k, .min = 2, .max = 64, .help = "fat-tree arity, even (4)"),
+	F("rails", ICE_CFG_U32, gen.rails, .min = 1, .max = 16,
+	  .help = "rail: rails, NICs per host (4)"),
+	POS("groups", ICE_CFG_U32, gen.leaves, "rail: host groups (2)"),
+	F("hosts_per_group", ICE_CFG_U32, gen.hosts_per_rail_group, .min = 1, .max = UINT32_MAX,
+	  .help = "rail: hosts per group (4)"),
+	F("rate", ICE_CFG_RATE, gen.host_rate_bps, .min = 1, .max = 1e13,
+	  .help = "host link rate (200mbit)"),
+	F("fabric_rate", ICE_CFG_RATE, gen.fabric_rate_bps, .min = 1, .max = 1e13,
+	  .help = "switch-to-switch rate (same as --rate)"),
+	F("mtu", ICE_CFG_U32, gen.mtu, .min = 1, .max = UINT32_MAX,
+	  .help = "1500, or 9000 for jumbo frames"),
+	F("ecmp", ICE_CFG_ENUM, gen.ecmp, .choices = ecmp_names, .help = "next hops (kernel)"),
+	F("routing", ICE_CFG_ENUM, gen.routing, .choices = routing_names,
+	  .help = "static routes or FRR eBGP (static)"),
+	ICE_CFG_FUNC_ROW("hash", set_hash, .arg = "ALG",
+			 .help = "crc32, crc32c, crc16, crc16-ansi, xor, toeplitz"),
+	F("seed", ICE_CFG_U32, gen.hash.seed, .help = "hash seed (0xffffffff)"),
+	F("out", ICE_CFG_STRING, out, .alias = 'o', .arg = "FILE",
+	  .help = "write there instead of stdout"),
+};
+static const struct ice_cfg_field gen_args[] = {
+	F("layout", ICE_CFG_ENUM, layout, .choices = layouts, .flags = ICE_CFG_REQUIRED,
+	  .arg = "leaf-spine|fat-tree|rail"),
+};
+static const struct ice_cfg_field json_field[] = {
+	F("json", ICE_CFG_BOOL, json, .flags = ICE_CFG_SWITCH, .help = "one JSON object"),
+};
+#define ARG(k, m, a, h) F(k, ICE_CFG_STRING, m, .flags = ICE_CFG_REQUIRED, .arg = a, .help = h)
+static const struct ice_cfg_field file_args[] = {
+	ARG("file", file, "FILE", "a topology (YAML)"),
+	ARG("src", src, "SRC", "HOST or HOST:NIC"),
+	ARG("dst", dst, "DST", "HOST or HOST:NIC"),
+	F("sports", ICE_CFG_ARGV, sports, .flags = ICE_CFG_REQUIRED, .arg = "SPORT",
+	  .help = "UDP source ports (RoCEv2: to 4791)"),
+};
+static const struct ice_cfg_field frr_args[] = {
+	ARG("file", file, "FILE", "a topology (YAML)"),
+	ARG("node", node, "NODE", "a switch"),
+};
+static const struct ice_cfg_cmd cmds[] = {
+	{"gen", "generate a topology", gen_fields, N(gen_fields), gen_args, 1, cmd_gen},
+	{"validate", "check a topology", NULL, 0, file_args, 1, cmd_validate},
+	{"paths", "the equal-cost paths from SRC to DST", NULL, 0, file_args, 3, cmd_paths},
+	{"ports", "source ports that cover each path", json_field, 1, file_args, 3, cmd_ports},
+	{"frr", "a switch's FRR configuration", NULL, 0, frr_args, 2, cmd_frr},
+	{"predict", "the path each source port takes", NULL, 0, file_args, 4, cmd_predict},
+	{"rto",
+	 "a retransmission timer floor above the worst queueing\nround trip (for "
+	 "--rto-min)",
+	 NULL, 0, file_args, 1, cmd_rto},
+};
+
 int main(int argc, char **argv)
 {
-	if (argc < 2)
-		return bad_usage("expected a command: %s", "gen, validate, paths, ports or frr");
-	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-		usage(stdout);
-		return 0;
-	}
-	if (strcmp(argv[1], "gen") == 0)
-		return cmd_gen(argc - 1, argv + 1);
-	if (strcmp(argv[1], "validate") == 0) {
-		struct topo *t;
-		uint32_t sw = 0;
+	struct topo_cli c = {0};
+	struct ice_cfg_cli cli = {
+		.tool = "ice-topo",
+		.synopsis = "usage: ice-topo COMMAND [options] ARGS",
+		.obj = &c,
+		.cmds = cmds,
+		.ncmds = N(cmds),
+		.epilog = "exit status: 0 done, 1 a bad file or a failed query, 2 bad usage\n",
+	};
 
-		if (argc != 3)
-			return bad_usage("validate: expected FILE");
-		t = load(argv[2]);
-		if (t == NULL)
-			return 1;
-		for (uint32_t i = 0; i < t->nnodes; i++)
-			sw += t->nodes[i].kind == TOPO_SWITCH;
-		printf("%s: ok: fabric %s, %u switches, %u hosts, %u NICs, %u links\n", argv[2],
-		       t->name, sw, t->nnodes - sw, topo_nic_count(t), t->nlinks);
-		topo_free(t);
-		return 0;
-	}
-	if (strcmp(argv[1], "paths") == 0)
-		return cmd_paths(argc - 1, argv + 1, false);
-	if (strcmp(argv[1], "ports") == 0)
-		return cmd_paths(argc - 1, argv + 1, true);
-	if (strcmp(argv[1], "frr") == 0)
-		return cmd_frr(argc - 1, argv + 1);
-	if (strcmp(argv[1], "predict") == 0)
-		return cmd_predict(argc - 1, argv + 1);
-	if (strcmp(argv[1], "rto") == 0) {
-		struct topo *t;
-		uint64_t q, rto;
-
-		if (argc != 3)
-			return bad_usage("rto: expected FILE");
-		t = load(argv[2]);
-		if (t == NULL)
-			return 1;
-		/* data one way through full buffers, its ACK back behind data
-		 * of the other direction; 20 % above, rounded up to 10 ms */
-		q = topo_worst_queueing_ns(t);
-		rto = (q * 2 * 12 / 10 + 9999999) / 10000000 * 10;
-		fprintf(stderr,
-			"ice-topo: %s: worst queueing %.1f ms one way, %.1f ms round trip\n",
-			argv[2], q / 1e6, 2 * q / 1e6);
-		printf("%llums\n", (unsigned long long)(rto ? rto : 10));
-		topo_free(t);
-		return 0;
-	}
-	return bad_usage(
-		"unknown command '%s'; expected gen, validate, paths, ports, frr, predict or rto",
-		argv[1]);
+	topo_gen_opts_default(&c.gen);
+	c.gen.fabric_rate_bps = 0; /* follows --rate unless given */
+	return ice_cfg_main(&cli, argc, argv);
 }

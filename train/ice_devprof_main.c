@@ -61,8 +61,8 @@ static const struct ice_cfg_field devprof_fields[] = {
 	F("k", ICE_CFG_INT, k, .min = 1, .max = 65536, .help = "sgemm inner size (default 1024)"),
 	F("mb", ICE_CFG_INT, mb, .min = 1, .max = 16384,
 	  .help = "MiB per buffer of the bandwidth tests (default 64)"),
-	F("output", ICE_CFG_STRING, output, .size = 512,
-	  .help = "profile file to write or update (also -o; default stdout)"),
+	F("output", ICE_CFG_STRING, output, .size = 512, .alias = 'o', .arg = "FILE",
+	  .help = "profile file to write or update (default stdout)"),
 	F("emulate", ICE_CFG_STRING, emulate, .size = TRN_NAME_MAX,
 	  .help = "write a stated emulated profile of this name, measure nothing"),
 	F("gflops", ICE_CFG_DOUBLE, gflops, .min = 1e-6, .max = 1e9,
@@ -335,20 +335,11 @@ int main(int argc, char **argv)
 		.finish = devprof_finish,
 	};
 	struct trn_profile p;
-	char *args[256];
 	int ret;
 
 	ice_log_set_level(ICE_LOG_INFO);
 	ice_log_init_env();
-	if (argc > 255) {
-		fprintf(stderr, "ice-devprof: too many arguments\n");
-		return 2;
-	}
-	/* -o FILE is --output FILE */
-	for (int i = 0; i < argc; i++)
-		args[i] = strcmp(argv[i], "-o") == 0 ? "--output" : argv[i];
-	args[argc] = NULL;
-	ret = ice_cfg_parse_args(&cli, argc, args);
+	ret = ice_cfg_parse_args(&cli, argc, argv);
 	if (ret != 0)
 		return ret > 0 ? 0 : 2;
 	if (cfg.emulate[0] != '\0') {

@@ -16,7 +16,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <ifaddrs.h>
 #include <math.h>
 #include <net/if.h>
@@ -49,8 +48,8 @@ enum coll {
 	COLL_MAX,
 };
 
-static const char *const coll_names[COLL_MAX] = {
-	"allreduce", "reducescatter", "allgather", "broadcast", "alltoall", "sendrecv",
+static const char *const coll_names[COLL_MAX + 1] = {
+	"allreduce", "reducescatter", "allgather", "broadcast", "alltoall", "sendrecv", NULL,
 };
 
 struct opts {
@@ -68,71 +67,141 @@ struct opts {
 
 static FILE *human; /* stdout, or stderr with --json */
 
-static void usage(FILE *f)
+/* ---- options ------------------------------------------------------------- */
+
+static int set_stepfactor(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+			  size_t len)
 {
-	fprintf(f,
-		"usage: ice-bench [options]\n"
-		"  -C, --coll NAME        allreduce (default), reducescatter, allgather, "
-		"broadcast,\n"
-		"                         alltoall, sendrecv\n"
-		"  -b, --minbytes SIZE    smallest size (default 8)\n"
-		"  -e, --maxbytes SIZE    largest size (default 64M)\n"
-		"  -i, --stepbytes SIZE   add this between sizes (instead of -f)\n"
-		"  -f, --stepfactor N     multiply by this between sizes (default 2)\n"
-		"  -n, --iters N          timed iterations per size (default 20)\n"
-		"  -w, --warmup_iters N   untimed iterations first (default 5)\n"
-		"  -c, --check 0|1        check results (default 1)\n"
-		"  -d, --datatype T       int8 uint8 int32 uint32 int64 uint64 half float double\n"
-		"                         bfloat16 (default float)\n"
-		"  -o, --op OP            sum prod max min avg (default sum)\n"
-		"  -r, --root N           root of broadcast (default 0)\n"
-		"  -N, --nranks N         ranks; without --rank they are started here\n"
-		"      --split 0|1        split messages over the QPs (1, default) or take QPs\n"
-		"                         in turn (0), like NCCL_IB_SPLIT_DATA_ON_QPS\n"
-		"      --slice SIZE       ring pipelining unit (default 1M)\n"
-		"      --json             one JSON object on stdout at the end (the table goes\n"
-		"                         to stderr)\n");
-	tp_opts_usage(f, "127.20.0.1");
-	fprintf(f,
-		"  -v, --verbose          more logging (ICE_LOG=debug,debug=qp+coll also works)\n"
-		"  -h, --help\n");
+	struct opts *o = obj;
+	char *end;
+
+	(void)f;
+	o->stepfactor = strtod(text, &end);
+	if (end == text || *end != '\0' || !(o->stepfactor > 1.0) || !isfinite(o->stepfactor)) {
+		snprintf(msg, len, "expected a number greater than 1, got '%s'", text);
+		return -EINVAL;
+	}
+	return 0;
 }
 
-static void parse_opts(int argc, char **argv, struct opts *o)
+static int set_dtype(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		     size_t len)
 {
-	enum {
-		O_SPLIT = TP_OPT_END,
-		O_SLICE,
-		O_JSON,
+	(void)f;
+	((struct opts *)obj)->dtype = dev_dtype_parse(text);
+	if (((struct opts *)obj)->dtype >= 0)
+		return 0;
+	snprintf(msg, len,
+		 "expected int8, uint8, int32, uint32, int64, uint64, half, float, double or "
+		 "bfloat16, got '%s'",
+		 text);
+	return -EINVAL;
+}
+
+static int set_op(const struct ice_cfg_field *f, void *obj, const char *text, char *msg, size_t len)
+{
+	(void)f;
+	((struct opts *)obj)->op = dev_redop_parse(text);
+	if (((struct opts *)obj)->op >= 0)
+		return 0;
+	snprintf(msg, len, "expected sum, prod, max, min or avg, got '%s'", text);
+	return -EINVAL;
+}
+
+static int set_split(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		     size_t len)
+{
+	struct opts *o = obj;
+
+	(void)f;
+	if (strcmp(text, "0") != 0 && strcmp(text, "1") != 0) {
+		snprintf(msg, len, "expected 0 or 1, got '%s'", text);
+		return -EINVAL;
+	}
+	o->tp.cc.spread = text[0] == '1' ? TP_SPREAD_SPLIT : TP_SPREAD_ROUND_ROBIN;
+	return 0;
+}
+
+static int set_verbose(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		       size_t len)
+{
+	(void)f, (void)obj, (void)text, (void)msg, (void)len;
+	ice_log_setup("info,debug=comm+coll");
+	return 0;
+}
+
+#define F(k, t, m, ...) ICE_CFG_ROW(struct opts, k, t, m, __VA_ARGS__)
+#define FN		ICE_CFG_FUNC_ROW
+static const struct ice_cfg_field bench_fields[] = {
+	F("coll", ICE_CFG_ENUM, coll, .choices = coll_names, .alias = 'C', .arg = "NAME",
+	  .help = "allreduce (default), reducescatter, allgather, broadcast,\nalltoall, sendrecv"),
+	F("minbytes", ICE_CFG_SIZE, minbytes, .alias = 'b', .help = "smallest size (default 8)"),
+	F("maxbytes", ICE_CFG_SIZE, maxbytes, .alias = 'e', .help = "largest size (default 64M)"),
+	F("stepbytes", ICE_CFG_SIZE, stepbytes, .alias = 'i',
+	  .help = "add this between sizes (instead of -f)"),
+	FN("stepfactor", set_stepfactor, .alias = 'f', .arg = "N",
+	   .help = "multiply by this between sizes (default 2)"),
+	F("iters", ICE_CFG_I32, iters, .min = 1, .max = 1000000, .alias = 'n',
+	  .help = "timed iterations per size (default 20)"),
+	F("warmup_iters", ICE_CFG_I32, warmup, .min = 0, .max = 1000000, .alias = 'w',
+	  .help = "untimed iterations first (default 5)"),
+	F("check", ICE_CFG_I32, check, .min = 0, .max = 1, .alias = 'c', .arg = "0|1",
+	  .help = "check results (default 1)"),
+	FN("datatype", set_dtype, .alias = 'd', .arg = "T",
+	   .help = "int8 uint8 int32 uint32 int64 uint64 half float double\nbfloat16 (default "
+		   "float)"),
+	FN("op", set_op, .alias = 'o', .arg = "OP", .help = "sum prod max min avg (default sum)"),
+	F("root", ICE_CFG_I32, root, .min = 0, .max = 4095, .alias = 'r',
+	  .help = "root of broadcast (default 0)"),
+	F("nranks", ICE_CFG_I32, nranks, .min = 1, .max = 4095, .alias = 'N',
+	  .help = "ranks; without --rank they are started here"),
+	FN("split", set_split, .arg = "0|1",
+	   .help = "split messages over the QPs (1, default) or take QPs\nin turn (0), like "
+		   "NCCL_IB_SPLIT_DATA_ON_QPS"),
+	F("slice", ICE_CFG_SIZE, tp.cc.slice_bytes, .help = "ring pipelining unit (default 1M)"),
+	F("json", ICE_CFG_BOOL, json, .flags = ICE_CFG_SWITCH,
+	  .help = "one JSON object on stdout at the end (the table goes\nto stderr)"),
+	FN("verbose", set_verbose, .flags = ICE_CFG_SWITCH, .alias = 'v',
+	   .help = "more logging (ICE_LOG=debug,debug=qp+coll also works)"),
+};
+
+static int bench_finish(void *obj, const char *path, struct ice_cfg_err *err)
+{
+	struct opts *o = obj;
+
+	if (o->minbytes > o->maxbytes)
+		return ice_cfg_fail(err, path, "minbytes", "-b %llu is larger than -e %llu",
+				    (unsigned long long)o->minbytes,
+				    (unsigned long long)o->maxbytes);
+	if (o->tp.netns == NULL && o->root >= o->nranks)
+		return ice_cfg_fail(err, path, "root", "--root %d: expected 0..%d", o->root,
+				    o->nranks - 1);
+	if (o->coll == COLL_ALLTOALL && o->op != DEV_SUM)
+		o->op = DEV_SUM;
+	return 0;
+}
+
+/* 0 to run, 1 after --help, -EINVAL after a bad option (printed) */
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	struct ice_cfg_table tp;
+	struct ice_cfg_cli cli = {
+		.tool = "ice-bench",
+		.synopsis = "usage: ice-bench [options]",
+		.fields = bench_fields,
+		.nfields = sizeof(bench_fields) / sizeof(bench_fields[0]),
+		.obj = o,
+		.finish = bench_finish,
+		.more = &tp,
+		.nmore = 1,
+		.epilog = "local ranks take --addr-base 127.20.0.1, .2, ... unless it is given\n",
 	};
-	static const struct option lo[] = {
-		{"coll", 1, 0, 'C'},
-		{"minbytes", 1, 0, 'b'},
-		{"maxbytes", 1, 0, 'e'},
-		{"stepbytes", 1, 0, 'i'},
-		{"stepfactor", 1, 0, 'f'},
-		{"iters", 1, 0, 'n'},
-		{"warmup_iters", 1, 0, 'w'},
-		{"check", 1, 0, 'c'},
-		{"datatype", 1, 0, 'd'},
-		{"op", 1, 0, 'o'},
-		{"root", 1, 0, 'r'},
-		{"nranks", 1, 0, 'N'},
-		{"split", 1, 0, O_SPLIT},
-		{"slice", 1, 0, O_SLICE},
-		{"json", 0, 0, O_JSON},
-		TP_OPTS_LONGOPTS,
-		{"verbose", 0, 0, 'v'},
-		{"help", 0, 0, 'h'},
-		{0, 0, 0, 0},
-	};
-	struct tp_opts *t = &o->tp;
-	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->argc = argc;
 	o->argv = argv;
-	tp_opts_init(t, "ice-bench", 4095, "127.20.0.1");
+	tp_opts_init(&o->tp, "ice-bench", "127.20.0.1");
+	tp = tp_opts_table(&o->tp);
 	o->coll = COLL_ALLREDUCE;
 	o->minbytes = 8;
 	o->maxbytes = 64u << 20;
@@ -143,105 +212,7 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	o->dtype = DEV_FLOAT32;
 	o->op = DEV_SUM;
 	o->nranks = 2;
-	while ((c = getopt_long(argc, argv, "C:b:e:i:f:n:w:c:d:o:r:N:vh" TP_OPTS_SHORTOPTS, lo,
-				NULL)) != -1) {
-		if (tp_opts_handle(t, c, optarg))
-			continue;
-		switch (c) {
-		case 'C': {
-			int i;
-
-			for (i = 0; i < COLL_MAX; i++)
-				if (strcmp(optarg, coll_names[i]) == 0)
-					break;
-			if (i == COLL_MAX)
-				tp_opts_die(t, "--coll", optarg,
-					    "allreduce, reducescatter, allgather, "
-					    "broadcast, alltoall or sendrecv");
-			o->coll = (enum coll)i;
-			break;
-		}
-		case 'b':
-			o->minbytes = tp_opts_size(t, "-b", optarg);
-			break;
-		case 'e':
-			o->maxbytes = tp_opts_size(t, "-e", optarg);
-			break;
-		case 'i':
-			o->stepbytes = tp_opts_size(t, "-i", optarg);
-			break;
-		case 'f': {
-			char *end;
-
-			o->stepfactor = strtod(optarg, &end);
-			if (*end != '\0' || !(o->stepfactor > 1.0))
-				tp_opts_die(t, "-f", optarg, "a number greater than 1");
-			break;
-		}
-		case 'n':
-			o->iters = (int)tp_opts_long(t, "-n", optarg, 1, 1000000);
-			break;
-		case 'w':
-			o->warmup = (int)tp_opts_long(t, "-w", optarg, 0, 1000000);
-			break;
-		case 'c':
-			o->check = (int)tp_opts_long(t, "-c", optarg, 0, 1);
-			break;
-		case 'd':
-			o->dtype = dev_dtype_parse(optarg);
-			if (o->dtype < 0)
-				tp_opts_die(t, "-d", optarg,
-					    "int8, uint8, int32, uint32, int64, uint64, "
-					    "half, float, double or bfloat16");
-			break;
-		case 'o':
-			o->op = dev_redop_parse(optarg);
-			if (o->op < 0)
-				tp_opts_die(t, "-o", optarg, "sum, prod, max, min or avg");
-			break;
-		case 'r':
-			o->root = (int)tp_opts_long(t, "-r", optarg, 0, 4095);
-			break;
-		case 'N':
-			o->nranks = (int)tp_opts_long(t, "-N", optarg, 1, 4095);
-			break;
-		case 'v':
-			ice_log_setup("info,debug=comm+coll");
-			break;
-		case O_SPLIT:
-			o->tp.cc.spread = tp_opts_long(t, "--split", optarg, 0, 1)
-						  ? TP_SPREAD_SPLIT
-						  : TP_SPREAD_ROUND_ROBIN;
-			break;
-		case O_SLICE:
-			o->tp.cc.slice_bytes = tp_opts_size(t, "--slice", optarg);
-			break;
-		case O_JSON:
-			o->json = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			usage(stderr);
-			exit(2);
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "ice-bench: unexpected argument '%s'\n", argv[optind]);
-		exit(2);
-	}
-	if (o->minbytes > o->maxbytes) {
-		fprintf(stderr, "ice-bench: -b %llu is larger than -e %llu\n",
-			(unsigned long long)o->minbytes, (unsigned long long)o->maxbytes);
-		exit(2);
-	}
-	if (t->netns == NULL && o->root >= o->nranks) {
-		fprintf(stderr, "ice-bench: --root %d: expected 0..%d\n", o->root, o->nranks - 1);
-		exit(2);
-	}
-	if (o->coll == COLL_ALLTOALL && o->op != DEV_SUM)
-		o->op = DEV_SUM;
+	return ice_cfg_parse_args(&cli, argc, argv);
 }
 
 /* ---- data and checking ---------------------------------------------------- */
@@ -872,9 +843,12 @@ static int rank_entry(void *arg)
 int main(int argc, char **argv)
 {
 	struct opts o;
+	int ret;
 
 	ice_log_init_env();
-	parse_opts(argc, argv, &o);
+	ret = parse_opts(argc, argv, &o);
+	if (ret != 0)
+		return ret > 0 ? 0 : 2;
 	human = o.json ? stderr : stdout;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	return tp_opts_run(&o.tp, o.nranks, rank_entry, &o);

@@ -21,7 +21,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <ifaddrs.h>
 #include <jansson.h>
 #include <net/if.h>
@@ -80,126 +79,80 @@ struct side {
 
 static FILE *human; /* stdout, or stderr with --json */
 
-static void usage(FILE *f)
+static int set_op(const struct ice_cfg_field *f, void *obj, const char *text, char *msg, size_t len)
 {
-	fprintf(f, "usage: ice-perf [options]\n"
-		   "  -s, --size SIZE        message size (default 64K)\n"
-		   "      --op send|write    SEND (default) or RDMA WRITE\n"
-		   "  -D, --time SEC         timed phase in seconds (default 5)\n"
-		   "      --warmup SEC       untimed phase first (default 1)\n"
-		   "  -n, --iters N          count N messages instead of timing\n"
-		   "      --warmup-iters N   untimed messages first with --iters (default 64)\n"
-		   "  -t, --depth N          messages outstanding per QP (default: two windows)\n"
-		   "      --json             one JSON object on stdout (human lines go to stderr)\n"
-		   "  rank 0 sends, rank 1 receives; --netns takes SENDER,RECEIVER\n");
-	tp_opts_usage(f, "127.30.0.1");
-	fprintf(f, "  -v, --verbose          more logging\n"
-		   "  -h, --help\n");
+	struct opts *o = obj;
+
+	(void)f;
+	if (strcmp(text, "send") != 0 && strcmp(text, "write") != 0) {
+		snprintf(msg, len, "expected send or write, got '%s'", text);
+		return -EINVAL;
+	}
+	o->op = text[0] == 's' ? PERF_SEND : PERF_WRITE;
+	return 0;
 }
 
-static uint64_t parse_seconds(const struct tp_opts *t, const char *opt, const char *s, double min)
+/* --time and --warmup: seconds as a number (0.5), as before; f->min is the least */
+static int set_seconds(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		       size_t len)
 {
 	char *end;
 	double v;
 
 	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || *end != '\0' || end == s || !(v >= min) || v > 86400) {
-		char buf[96];
-
-		snprintf(buf, sizeof(buf), "seconds, a number in [%g, 86400]", min);
-		tp_opts_die(t, opt, s, buf);
+	v = strtod(text, &end);
+	if (errno != 0 || *end != '\0' || end == text || !(v >= f->min) || v > 86400) {
+		snprintf(msg, len, "expected seconds, a number in [%g, 86400], got '%s'", f->min,
+			 text);
+		return -EINVAL;
 	}
-	return (uint64_t)(v * 1e9);
+	*(uint64_t *)((char *)obj + f->offset) = (uint64_t)(v * 1e9);
+	return 0;
 }
 
-static void parse_opts(int argc, char **argv, struct opts *o)
+static int set_verbose(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		       size_t len)
 {
-	enum {
-		O_OP = TP_OPT_END,
-		O_WARMUP,
-		O_WARMUP_ITERS,
-		O_JSON,
-	};
-	static const struct option lo[] = {
-		{"size", 1, 0, 's'},  {"op", 1, 0, O_OP},
-		{"time", 1, 0, 'D'},  {"warmup", 1, 0, O_WARMUP},
-		{"iters", 1, 0, 'n'}, {"warmup-iters", 1, 0, O_WARMUP_ITERS},
-		{"depth", 1, 0, 't'}, {"json", 0, 0, O_JSON},
-		TP_OPTS_LONGOPTS,     {"verbose", 0, 0, 'v'},
-		{"help", 0, 0, 'h'},  {0, 0, 0, 0},
-	};
-	struct tp_opts *t = &o->tp;
-	int c;
+	(void)f, (void)obj, (void)text, (void)msg, (void)len;
+	ice_log_setup("info,debug=comm+qp");
+	return 0;
+}
 
-	memset(o, 0, sizeof(*o));
-	tp_opts_init(t, "ice-perf", 1, "127.30.0.1");
-	o->op = PERF_SEND;
-	o->size = 64u << 10;
-	o->time_ns = 5 * ICE_NSEC_PER_SEC;
-	o->warmup_ns = 1 * ICE_NSEC_PER_SEC;
-	o->warmup_iters = 64;
-	while ((c = getopt_long(argc, argv, "s:D:n:t:vh" TP_OPTS_SHORTOPTS, lo, NULL)) != -1) {
-		if (tp_opts_handle(t, c, optarg))
-			continue;
-		switch (c) {
-		case 's':
-			if (ice_parse_size(optarg, &o->size) < 0 || o->size < 1 ||
-			    o->size > (1u << 30))
-				tp_opts_die(t, "--size", optarg,
-					    "a size from 1 to 1G, like 4096, 64K or 1M");
-			break;
-		case O_OP:
-			if (strcmp(optarg, "send") == 0)
-				o->op = PERF_SEND;
-			else if (strcmp(optarg, "write") == 0)
-				o->op = PERF_WRITE;
-			else
-				tp_opts_die(t, "--op", optarg, "send or write");
-			break;
-		case 'D':
-			o->time_ns = parse_seconds(t, "--time", optarg, 0.01);
-			break;
-		case O_WARMUP:
-			o->warmup_ns = parse_seconds(t, "--warmup", optarg, 0);
-			break;
-		case 'n':
-			o->iters = (uint64_t)tp_opts_long(t, "--iters", optarg, 1, 1L << 40);
-			break;
-		case O_WARMUP_ITERS:
-			o->warmup_iters =
-				(uint64_t)tp_opts_long(t, "--warmup-iters", optarg, 0, 1L << 40);
-			break;
-		case 't':
-			o->depth = (uint32_t)tp_opts_long(t, "--depth", optarg, 1, PERF_MAX_DEPTH);
-			break;
-		case O_JSON:
-			o->json = true;
-			break;
-		case 'v':
-			ice_log_setup("info,debug=comm+qp");
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			usage(stderr);
-			exit(2);
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "ice-perf: unexpected argument '%s'\n", argv[optind]);
-		exit(2);
-	}
-	if (t->netns != NULL && t->rank >= 0) {
-		fprintf(stderr, "ice-perf: --netns and --rank exclude each other\n");
-		exit(2);
-	}
-	if (o->size > (uint64_t)o->tp.cc.eng.mtu << 22) {
-		fprintf(stderr, "ice-perf: --size %llu: expected at most 2^22 packets of MTU %u\n",
-			(unsigned long long)o->size, o->tp.cc.eng.mtu);
-		exit(2);
-	}
+#define F(k, t, m, ...) ICE_CFG_ROW(struct opts, k, t, m, __VA_ARGS__)
+#define FN		ICE_CFG_FUNC_ROW
+static const struct ice_cfg_field perf_fields[] = {
+	F("size", ICE_CFG_SIZE, size, .min = 1, .max = 1u << 30, .alias = 's',
+	  .help = "message size (default 64K)"),
+	FN("op", set_op, .arg = "send|write", .help = "SEND (default) or RDMA WRITE"),
+	FN("time", set_seconds, .offset = offsetof(struct opts, time_ns), .min = 0.01, .alias = 'D',
+	   .arg = "SEC", .help = "timed phase in seconds (default 5)"),
+	FN("warmup", set_seconds, .offset = offsetof(struct opts, warmup_ns), .arg = "SEC",
+	   .help = "untimed phase first (default 1)"),
+	F("iters", ICE_CFG_UINT, iters, .min = 1, .max = 1ull << 40, .alias = 'n',
+	  .help = "count N messages instead of timing"),
+	F("warmup_iters", ICE_CFG_UINT, warmup_iters, .min = 0, .max = 1ull << 40,
+	  .help = "untimed messages first with --iters (default 64)"),
+	F("depth", ICE_CFG_U32, depth, .min = 1, .max = PERF_MAX_DEPTH, .alias = 't',
+	  .help = "messages outstanding per QP (default: two windows)"),
+	F("json", ICE_CFG_BOOL, json, .flags = ICE_CFG_SWITCH,
+	  .help = "one JSON object on stdout (human lines go to stderr)"),
+	FN("verbose", set_verbose, .flags = ICE_CFG_SWITCH, .alias = 'v', .help = "more logging"),
+};
+
+static int perf_finish(void *obj, const char *path, struct ice_cfg_err *err)
+{
+	struct opts *o = obj;
+	const char *ns = o->tp.netns;
+
+	if (ns != NULL && o->tp.rank >= 0)
+		return ice_cfg_fail(err, path, "netns", "--netns and --rank exclude each other");
+	if (ns != NULL && (strchr(ns, ',') == NULL || strchr(ns, ',') != strrchr(ns, ',')))
+		return ice_cfg_fail(err, path, "netns",
+				    "expected two namespaces, SENDER,RECEIVER, got '%s'", ns);
+	if (o->size > (uint64_t)o->tp.cc.eng.mtu << 22)
+		return ice_cfg_fail(err, path, "size",
+				    "--size %llu: expected at most 2^22 packets of MTU %u",
+				    (unsigned long long)o->size, o->tp.cc.eng.mtu);
 	if (o->depth == 0) {
 		/* two windows of packets in flight per QP */
 		uint64_t pkts = (o->size + o->tp.cc.eng.mtu - 1) / o->tp.cc.eng.mtu;
@@ -208,6 +161,35 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		o->depth = (uint32_t)(d < 4 ? 4 : d > PERF_MAX_DEPTH ? PERF_MAX_DEPTH : d);
 	}
 	o->tp.cc.nranks = 2;
+	return 0;
+}
+
+/* 0 to run, 1 after --help, -EINVAL after a bad option (printed) */
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	struct ice_cfg_table tp;
+	struct ice_cfg_cli cli = {
+		.tool = "ice-perf",
+		.synopsis = "usage: ice-perf [options]\n"
+			    "rank 0 sends, rank 1 receives; --netns takes SENDER,RECEIVER",
+		.fields = perf_fields,
+		.nfields = sizeof(perf_fields) / sizeof(perf_fields[0]),
+		.obj = o,
+		.finish = perf_finish,
+		.more = &tp,
+		.nmore = 1,
+		.epilog = "local ranks take --addr-base 127.30.0.1, .2 unless it is given\n",
+	};
+
+	memset(o, 0, sizeof(*o));
+	tp_opts_init(&o->tp, "ice-perf", "127.30.0.1");
+	tp = tp_opts_table(&o->tp);
+	o->op = PERF_SEND;
+	o->size = 64u << 10;
+	o->time_ns = 5 * ICE_NSEC_PER_SEC;
+	o->warmup_ns = 1 * ICE_NSEC_PER_SEC;
+	o->warmup_iters = 64;
+	return ice_cfg_parse_args(&cli, argc, argv);
 }
 
 /* ---- measurement ------------------------------------------------------------ */
@@ -795,15 +777,13 @@ static int rank_entry(void *arg)
 int main(int argc, char **argv)
 {
 	struct opts o;
+	int ret;
 
 	ice_log_init_env();
-	parse_opts(argc, argv, &o);
+	ret = parse_opts(argc, argv, &o);
+	if (ret != 0)
+		return ret > 0 ? 0 : 2;
 	human = o.json ? stderr : stdout;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (o.tp.netns != NULL && (strchr(o.tp.netns, ',') == NULL ||
-				   strchr(o.tp.netns, ',') != strrchr(o.tp.netns, ','))) {
-		fprintf(stderr, "ice-perf: --netns: expected two namespaces, SENDER,RECEIVER\n");
-		return 2;
-	}
 	return tp_opts_run(&o.tp, 2, rank_entry, &o);
 }

@@ -2,151 +2,150 @@
 #include "tp_opts.h"
 
 #include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ice_config.h"
+#include "ice_dcqcn.h"
 #include "ice_time.h"
 #include "tp_launch.h"
 
-void tp_opts_init(struct tp_opts *t, const char *tool, int max_rank, const char *addr_base)
+void tp_opts_init(struct tp_opts *t, const char *tool, const char *addr_base)
 {
 	memset(t, 0, sizeof(*t));
 	tp_comm_cfg_default(&t->cc);
 	t->tool = tool;
-	t->max_rank = max_rank;
 	t->rank = -1;
 	snprintf(t->addr_base, sizeof(t->addr_base), "%s", addr_base);
 }
 
-void tp_opts_die(const struct tp_opts *t, const char *opt, const char *val, const char *expect)
+static int set_netns(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		     size_t len)
 {
-	fprintf(stderr, "%s: %s '%s': expected %s\n", t->tool, opt, val, expect);
-	exit(2);
-}
+	struct tp_opts *t = obj;
 
-long tp_opts_long(const struct tp_opts *t, const char *opt, const char *s, long min, long max)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || *end != '\0' || end == s || v < min || v > max) {
-		char buf[96];
-
-		snprintf(buf, sizeof(buf), "an integer in [%ld, %ld]", min, max);
-		tp_opts_die(t, opt, s, buf);
+	(void)f;
+	if (text[0] == '\0' || strlen(text) >= sizeof(t->netns_buf)) {
+		snprintf(msg, len, "expected namespaces A,B,... (at most %zu characters), got '%s'",
+			 sizeof(t->netns_buf) - 1, text);
+		return -EINVAL;
 	}
-	return v;
+	snprintf(t->netns_buf, sizeof(t->netns_buf), "%s", text);
+	t->netns = t->netns_buf;
+	return 0;
 }
 
-uint64_t tp_opts_size(const struct tp_opts *t, const char *opt, const char *s)
+static int set_port(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		    size_t len)
 {
-	uint64_t v;
+	struct ice_cfg_field u = {.key = f->key, .type = ICE_CFG_U32, .min = 1, .max = 65535};
+	uint32_t v;
+	int ret = ice_cfg_set(&u, 1, &v, f->key, text, NULL);
 
-	if (ice_parse_size(s, &v) < 0)
-		tp_opts_die(t, opt, s, "a size like 8, 4K, 64M or 1G");
-	return v;
-}
-
-bool tp_opts_handle(struct tp_opts *t, int c, const char *arg)
-{
-	struct tp_engine_cfg *e = &t->cc.eng;
-
-	switch (c) {
-	case 'q':
-		t->cc.qps_per_conn = (uint32_t)tp_opts_long(t, "--qps", arg, 1, 64);
-		break;
-	case TP_OPT_RANK:
-		t->rank = (int)tp_opts_long(t, "--rank", arg, 0, t->max_rank);
-		break;
-	case TP_OPT_BOOT:
-		snprintf(t->bootstrap, sizeof(t->bootstrap), "%s", arg);
-		break;
-	case TP_OPT_ADDR:
-		snprintf(t->addr, sizeof(t->addr), "%s", arg);
-		break;
-	case TP_OPT_ADDR_BASE:
-		snprintf(t->addr_base, sizeof(t->addr_base), "%s", arg);
-		break;
-	case TP_OPT_NETNS:
-		t->netns = (char *)arg;
-		break;
-	case TP_OPT_PORT:
-		e->port = (uint16_t)tp_opts_long(t, "--port", arg, 1, 65535);
-		break;
-	case TP_OPT_MTU: {
-		long m = tp_opts_long(t, "--mtu", arg, 256, 4096);
-
-		if (m & (m - 1))
-			tp_opts_die(t, "--mtu", arg, "256, 512, 1024, 2048 or 4096");
-		e->mtu = (uint32_t)m;
-		break;
+	if (ret < 0) {
+		snprintf(msg, len, "expected an integer in [1, 65535], got '%s'", text);
+		return ret;
 	}
-	case TP_OPT_LINE:
-		if (ice_parse_rate(arg, &e->line_rate_bps) < 0)
-			tp_opts_die(t, "--line-rate", arg, "a rate like 200mbit or 10gbit");
-		break;
-	case TP_OPT_DCQCN: {
-		size_t nf;
-		const struct ice_cfg_field *df = ice_dcqcn_fields(&nf);
-		struct ice_cfg_err ce;
-		char buf[512];
+	((struct tp_opts *)obj)->cc.eng.port = (uint16_t)v;
+	return 0;
+}
 
-		if (ice_cfg_set_kv(df, nf, &e->dcqcn, arg, &ce) < 0) {
-			fprintf(stderr, "%s: --dcqcn %s: %s\n", t->tool, arg,
-				ice_cfg_err_str(&ce, buf, sizeof(buf)));
-			exit(2);
+static int set_mtu(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		   size_t len)
+{
+	static const char *const mtus[] = {"256", "512", "1024", "2048", "4096", NULL};
+
+	(void)f;
+	for (int i = 0; mtus[i] != NULL; i++)
+		if (strcmp(text, mtus[i]) == 0) {
+			((struct tp_opts *)obj)->cc.eng.mtu = 256u << i;
+			return 0;
 		}
-		break;
-	}
-	case TP_OPT_NODCQCN:
-		e->dcqcn.enable = 0;
-		break;
-	case TP_OPT_NOICRC:
-		e->icrc_verify = false;
-		break;
-	case TP_OPT_DROP:
-		e->rx_drop_ppm = (uint32_t)tp_opts_long(t, "--drop-ppm", arg, 0, 500000);
-		break;
-	case TP_OPT_RTO_MIN:
-		if (ice_parse_duration(arg, ICE_NSEC_PER_MSEC, &e->retx_timeout_ns) < 0 ||
-		    e->retx_timeout_ns == 0 || e->retx_timeout_ns > e->rto_max_ns)
-			tp_opts_die(t, "--rto-min", arg, "a time like 100ms, above 0 and up to 1s");
-		break;
-	case TP_OPT_PEER_TIMEOUT:
-		if (ice_parse_duration(arg, ICE_NSEC_PER_SEC, &e->peer_timeout_ns) < 0 ||
-		    e->peer_timeout_ns == 0)
-			tp_opts_die(t, "--peer-timeout", arg, "a time like 5s, above 0");
-		break;
-	default:
-		return false;
-	}
-	return true;
+	snprintf(msg, len, "expected 256, 512, 1024, 2048 or 4096, got '%s'", text);
+	return -EINVAL;
 }
 
-void tp_opts_usage(FILE *f, const char *addr_base)
+static int set_dcqcn(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		     size_t len)
 {
-	fprintf(f,
-		"      --rank R           run only rank R (needs --bootstrap and --addr)\n"
-		"      --bootstrap IP:PORT  rank 0's rendezvous address\n"
-		"      --addr IP          this rank's RoCEv2 address\n"
-		"      --addr-base IP     local ranks use IP, IP+1, ... (default %s)\n"
-		"      --netns A,B,...    start one rank in each network namespace\n"
-		"      --port N           RoCEv2 UDP port (default 4791)\n"
-		"  -q, --qps N            QPs per connection (default 1)\n"
-		"      --mtu N            RoCE payload MTU: 256, 512, ... 4096 (default 4096)\n"
-		"      --line-rate RATE   NIC line rate for DCQCN and the pacer, e.g. 200mbit\n"
-		"                         (default none)\n"
-		"      --dcqcn KEY=VALUE  set a DCQCN parameter (mlx5 names); repeatable\n"
-		"      --no-dcqcn         no congestion control (send at line rate)\n"
-		"      --no-icrc-verify   do not check received ICRCs (like a NIC offload)\n"
-		"      --drop-ppm N       drop N per million received packets (loss tests)\n"
-		"      --rto-min TIME     retransmission timer floor, above the fabric's worst\n"
-		"                         queueing delay (default 67ms, a NIC's timeout 14)\n"
-		"      --peer-timeout TIME  a QP fails after this long without progress (5s)\n",
-		addr_base);
+	struct tp_opts *t = obj;
+	const struct ice_cfg_field *df;
+	struct ice_cfg_err ce;
+	size_t nf;
+	int ret;
+
+	(void)f;
+	df = ice_dcqcn_fields(&nf);
+	ret = ice_cfg_set_kv(df, nf, &t->cc.eng.dcqcn, text, &ce);
+	if (ret < 0) {
+		if (ce.key[0] != '\0')
+			snprintf(msg, len, "key '%s': %s", ce.key, ce.msg);
+		else
+			snprintf(msg, len, "%s", ce.msg);
+	}
+	return ret;
+}
+
+static int set_no_dcqcn(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+			size_t len)
+{
+	(void)f, (void)text, (void)msg, (void)len;
+	((struct tp_opts *)obj)->cc.eng.dcqcn.enable = 0;
+	return 0;
+}
+
+static int set_no_icrc(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		       size_t len)
+{
+	(void)f, (void)text, (void)msg, (void)len;
+	((struct tp_opts *)obj)->cc.eng.icrc_verify = false;
+	return 0;
+}
+
+#define MS		ICE_NSEC_PER_MSEC
+#define S		ICE_NSEC_PER_SEC
+#define F(k, t, m, ...) ICE_CFG_ROW(struct tp_opts, k, t, m, __VA_ARGS__)
+#define FN		ICE_CFG_FUNC_ROW
+static const struct ice_cfg_field tp_fields[] = {
+	F("rank", ICE_CFG_I32, rank, .min = 0, .max = 4095, .arg = "R",
+	  .help = "run only rank R (needs --bootstrap and --addr)"),
+	F("bootstrap", ICE_CFG_STRING, bootstrap, .arg = "IP:PORT",
+	  .help = "rank 0's rendezvous address"),
+	F("addr", ICE_CFG_STRING, addr, .arg = "IP", .help = "this rank's RoCEv2 address"),
+	F("addr_base", ICE_CFG_STRING, addr_base, .arg = "IP",
+	  .help = "local ranks use IP, IP+1, ..."),
+	FN("netns", set_netns, .arg = "A,B,...",
+	   .help = "start one rank in each network namespace"),
+	FN("port", set_port, .arg = "N", .help = "RoCEv2 UDP port (default 4791)"),
+	F("qps", ICE_CFG_U32, cc.qps_per_conn, .min = 1, .max = 64, .alias = 'q',
+	  .help = "QPs per connection (default 1)"),
+	FN("mtu", set_mtu, .arg = "N",
+	   .help = "RoCE payload MTU: 256, 512, ... 4096 (default 4096)"),
+	F("line_rate", ICE_CFG_RATE, cc.eng.line_rate_bps,
+	  .help = "NIC line rate for DCQCN and the pacer, e.g. 200mbit\n(default none)"),
+	FN("dcqcn", set_dcqcn, .arg = "KEY=VALUE",
+	   .help = "set a DCQCN parameter (mlx5 names); repeatable"),
+	FN("no_dcqcn", set_no_dcqcn, .flags = ICE_CFG_SWITCH,
+	   .help = "no congestion control (send at line rate)"),
+	FN("no_icrc_verify", set_no_icrc, .flags = ICE_CFG_SWITCH,
+	   .help = "do not check received ICRCs (like a NIC offload)"),
+	F("drop_ppm", ICE_CFG_U32, cc.eng.rx_drop_ppm, .min = 0, .max = 500000,
+	  .help = "drop N per million received packets (loss tests)"),
+	/* up to the engine's rto_max_ns */
+	F("rto_min", ICE_CFG_DURATION, cc.eng.retx_timeout_ns, .min = 1, .max = S, .unit = MS,
+	  .help = "retransmission timer floor, above the fabric's worst\nqueueing delay "
+		  "(default 67ms, a NIC's timeout 14)"),
+	F("peer_timeout", ICE_CFG_DURATION, cc.eng.peer_timeout_ns, .min = 1, .max = 86400 * S,
+	  .unit = S, .help = "a QP fails after this long without progress (5s)"),
+};
+
+struct ice_cfg_table tp_opts_table(struct tp_opts *t)
+{
+	return (struct ice_cfg_table){.title = "transport and ranks",
+				      .fields = tp_fields,
+				      .nfields = sizeof(tp_fields) / sizeof(tp_fields[0]),
+				      .obj = t};
 }
 
 int tp_opts_run(struct tp_opts *t, int nranks, int (*fn)(void *arg), void *arg)

@@ -14,7 +14,6 @@
  * and reports the mixed-training efficiency.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -34,8 +33,8 @@
 #define ITR_MAX_REPEAT 9
 
 struct opts {
-	const char *model_path, *profiles_path, *devices, *trace;
-	enum itr_scheme scheme;
+	char model_path[512], profiles_path[512], devices[1024], trace[256];
+	enum itr_scheme scheme; /* ICE_CFG_ENUM: stored as an int */
 	enum itr_split split;
 	enum trn_pp_sched sched;
 	int steps, warmup;
@@ -60,203 +59,136 @@ struct job_out {
 	double tput_lo, tput_hi; /* over the runs (--repeat) */
 };
 
-static void usage(FILE *f)
+static const char *const scheme_names[] = {"dp", "pp", NULL};
+static const char *const split_names[] = {"plan", "even", NULL};
+static const char *const sched_names[] = {"zb", "1f1b", NULL};
+static const char *const optim_names[] = {"sharded", "replicated", NULL};
+
+static int set_lr(const struct ice_cfg_field *f, void *obj, const char *text, char *msg, size_t len)
 {
-	fprintf(f, "usage: ice-train --model M.yaml --profiles P.yaml --devices NAME[*N],... "
-		   "[options]\n"
-		   "  --model FILE           model description (trn_model_load)\n"
-		   "  --profiles FILE        device profiles (trn_profiles_load)\n"
-		   "  --devices LIST         one rank per device: NAME,NAME*COUNT,...\n"
-		   "  --scheme dp|pp         data or pipeline parallelism (default dp)\n"
-		   "  --split plan|even      the planner's split or the even one (default plan)\n"
-		   "  --pp-schedule zb|1f1b  pipeline schedule: zero bubble (default) or 1F1B\n"
-		   "  --steps N              timed steps (default 5)\n"
-		   "  --warmup N             untimed steps first (default 2: a pipeline's\n"
-		   "                         stages settle in the second)\n"
-		   "  --lr X                 SGD learning rate (default 0.001)\n"
-		   "  --seed N               weights and data seed (default 1)\n"
-		   "  --dp-tail N|auto       DP: run the backward of the last N micro-batches\n"
-		   "                         layer by layer, so the gradient all-reduce hides\n"
-		   "                         behind it (default auto: long enough for it)\n"
-		   "  --optimizer sharded|replicated\n"
-		   "                         DP: each rank updates a part of the weights sized\n"
-		   "                         by its memory bandwidth (reduce-scatter, update,\n"
-		   "                         all-gather; default), or all of them after an\n"
-		   "                         all-reduce\n"
-		   "  --overlap X            share of backward the predictor may hide the DP\n"
-		   "                         all-reduce behind (default: the tail's)\n"
-		   "  --efficiency           run each device group alone, then the mixed job with\n"
-		   "                         the planned and the even split; print the efficiency\n"
-		   "  --repeat N             run every job N times, in turn, and keep each job's\n"
-		   "                         run of median throughput (default 1)\n"
-		   "  --json                 print one JSON object instead of text\n"
-		   "  --trace FILE           write every rank's compute spans and communication\n"
-		   "                         operations (CSV, ns) to FILE\n");
-	tp_opts_usage(f, "127.21.0.1");
-	fprintf(f, "  -v, --verbose          more logging\n"
-		   "  -h, --help\n");
+	struct opts *o = obj;
+	char *end;
+
+	(void)f;
+	o->lr = strtod(text, &end);
+	if (*end != '\0' || end == text || !(o->lr >= 0) || !isfinite(o->lr)) {
+		snprintf(msg, len, "expected a number >= 0, got '%s'", text);
+		return -EINVAL;
+	}
+	return 0;
 }
 
-static void parse_opts(int argc, char **argv, struct opts *o)
+static int set_dp_tail(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		       size_t len)
 {
-	enum {
-		O_MODEL = TP_OPT_END,
-		O_PROFILES,
-		O_DEVICES,
-		O_SCHEME,
-		O_SPLIT,
-		O_STEPS,
-		O_WARMUP,
-		O_LR,
-		O_SEED,
-		O_OVERLAP,
-		O_EFF,
-		O_JSON,
-		O_TRACE,
-		O_PP_SCHED,
-		O_DP_TAIL,
-		O_REPEAT,
-		O_OPTIM,
+	struct ice_cfg_field n = {
+		.key = f->key, .type = ICE_CFG_I32, .min = 1, .max = 1 << 20, .offset = f->offset};
+
+	if (strcmp(text, "auto") == 0) {
+		((struct opts *)obj)->dp_tail = 0;
+		return 0;
+	}
+	if (ice_cfg_set(&n, 1, obj, f->key, text, NULL) == 0)
+		return 0;
+	snprintf(msg, len, "expected auto or an integer in [1, %d], got '%s'", 1 << 20, text);
+	return -EINVAL;
+}
+
+static int set_verbose(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		       size_t len)
+{
+	(void)f, (void)obj, (void)text, (void)msg, (void)len;
+	ice_log_setup("info,debug=comm+coll");
+	return 0;
+}
+
+#define F(k, t, m, ...) ICE_CFG_ROW(struct opts, k, t, m, __VA_ARGS__)
+#define REQ		ICE_CFG_REQUIRED
+static const struct ice_cfg_field train_fields[] = {
+	F("model", ICE_CFG_STRING, model_path, .flags = REQ, .arg = "FILE",
+	  .help = "model description (trn_model_load)"),
+	F("profiles", ICE_CFG_STRING, profiles_path, .flags = REQ, .arg = "FILE",
+	  .help = "device profiles (trn_profiles_load)"),
+	F("devices", ICE_CFG_STRING, devices, .flags = REQ, .arg = "LIST",
+	  .help = "one rank per device: NAME,NAME*COUNT,..."),
+	F("scheme", ICE_CFG_ENUM, scheme, .choices = scheme_names,
+	  .help = "data or pipeline parallelism (default dp)"),
+	F("split", ICE_CFG_ENUM, split, .choices = split_names,
+	  .help = "the planner's split or the even one (default plan)"),
+	F("pp_schedule", ICE_CFG_ENUM, sched, .choices = sched_names,
+	  .help = "pipeline schedule: zero bubble (default) or 1F1B"),
+	F("steps", ICE_CFG_I32, steps, .min = 1, .max = ITR_MAX_STEPS / 2,
+	  .help = "timed steps (default 5)"),
+	F("warmup", ICE_CFG_I32, warmup, .min = 0, .max = ITR_MAX_STEPS / 2,
+	  .help = "untimed steps first (default 2: a pipeline's\nstages settle in the second)"),
+	ICE_CFG_FUNC_ROW("lr", set_lr, .arg = "X", .help = "SGD learning rate (default 0.001)"),
+	F("seed", ICE_CFG_U32, seed, .min = 0, .max = 0x7fffffff,
+	  .help = "weights and data seed (default 1)"),
+	ICE_CFG_FUNC_ROW("dp_tail", set_dp_tail, .offset = offsetof(struct opts, dp_tail),
+			 .arg = "N|auto",
+			 .help = "DP: run the backward of the last N micro-batches\nlayer by "
+				 "layer, so the gradient all-reduce hides\nbehind it (default "
+				 "auto: long enough for it)"),
+	F("optimizer", ICE_CFG_ENUM, optim, .choices = optim_names,
+	  .help = "DP: each rank updates a part of the weights sized\nby its memory bandwidth "
+		  "(reduce-scatter, update,\nall-gather; default), or all of them after an\n"
+		  "all-reduce"),
+	F("overlap", ICE_CFG_DOUBLE, overlap, .min = 0, .max = 1,
+	  .help = "share of backward the predictor may hide the DP\nall-reduce behind (default: "
+		  "the tail's)"),
+	F("efficiency", ICE_CFG_BOOL, efficiency, .flags = ICE_CFG_SWITCH,
+	  .help = "run each device group alone, then the mixed job with\nthe planned and the "
+		  "even split; print the efficiency"),
+	F("repeat", ICE_CFG_I32, repeat, .min = 1, .max = ITR_MAX_REPEAT,
+	  .help = "run every job N times, in turn, and keep each job's\nrun of median "
+		  "throughput (default 1)"),
+	F("json", ICE_CFG_BOOL, json, .flags = ICE_CFG_SWITCH,
+	  .help = "print one JSON object instead of text"),
+	F("trace", ICE_CFG_STRING, trace, .arg = "FILE",
+	  .help = "write every rank's compute spans and communication\noperations (CSV, ns) to "
+		  "FILE"),
+	ICE_CFG_FUNC_ROW("verbose", set_verbose, .flags = ICE_CFG_SWITCH, .alias = 'v',
+			 .help = "more logging"),
+};
+
+static int train_finish(void *obj, const char *path, struct ice_cfg_err *err)
+{
+	struct opts *o = obj;
+
+	if (o->tp.rank >= 0)
+		return ice_cfg_fail(err, path, "rank",
+				    "ice-train starts its ranks itself (local addresses or "
+				    "--netns)");
+	return 0;
+}
+
+/* 0 to run, 1 after --help, -EINVAL after a bad option (printed) */
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	struct ice_cfg_table tp;
+	struct ice_cfg_cli cli = {
+		.tool = "ice-train",
+		.synopsis = "usage: ice-train --model M.yaml --profiles P.yaml --devices "
+			    "NAME[*N],... [options]",
+		.fields = train_fields,
+		.nfields = sizeof(train_fields) / sizeof(train_fields[0]),
+		.obj = o,
+		.finish = train_finish,
+		.more = &tp,
+		.nmore = 1,
+		.epilog = "local ranks take --addr-base 127.21.0.1, .2, ... unless it is given\n",
 	};
-	static const struct option lo[] = {
-		{"model", 1, 0, O_MODEL},
-		{"profiles", 1, 0, O_PROFILES},
-		{"devices", 1, 0, O_DEVICES},
-		{"scheme", 1, 0, O_SCHEME},
-		{"split", 1, 0, O_SPLIT},
-		{"steps", 1, 0, O_STEPS},
-		{"warmup", 1, 0, O_WARMUP},
-		{"lr", 1, 0, O_LR},
-		{"seed", 1, 0, O_SEED},
-		{"overlap", 1, 0, O_OVERLAP},
-		{"efficiency", 0, 0, O_EFF},
-		{"json", 0, 0, O_JSON},
-		{"trace", 1, 0, O_TRACE},
-		{"pp-schedule", 1, 0, O_PP_SCHED},
-		{"dp-tail", 1, 0, O_DP_TAIL},
-		{"repeat", 1, 0, O_REPEAT},
-		{"optimizer", 1, 0, O_OPTIM},
-		TP_OPTS_LONGOPTS,
-		{"verbose", 0, 0, 'v'},
-		{"help", 0, 0, 'h'},
-		{0, 0, 0, 0},
-	};
-	struct tp_opts *t = &o->tp;
-	char *end;
-	int c;
 
 	memset(o, 0, sizeof(*o));
-	tp_opts_init(t, "ice-train", TRN_MAX_DEVICES - 1, "127.21.0.1");
+	tp_opts_init(&o->tp, "ice-train", "127.21.0.1");
+	tp = tp_opts_table(&o->tp);
 	o->steps = 5;
 	o->warmup = 2;
 	o->repeat = 1;
 	o->lr = 1e-3;
 	o->overlap = -1;
 	o->seed = 1;
-	while ((c = getopt_long(argc, argv, "vh" TP_OPTS_SHORTOPTS, lo, NULL)) != -1) {
-		if (tp_opts_handle(t, c, optarg))
-			continue;
-		switch (c) {
-		case O_MODEL:
-			o->model_path = optarg;
-			break;
-		case O_PROFILES:
-			o->profiles_path = optarg;
-			break;
-		case O_DEVICES:
-			o->devices = optarg;
-			break;
-		case O_SCHEME:
-			if (strcmp(optarg, "dp") == 0)
-				o->scheme = ITR_DP;
-			else if (strcmp(optarg, "pp") == 0)
-				o->scheme = ITR_PP;
-			else
-				tp_opts_die(t, "--scheme", optarg, "dp or pp");
-			break;
-		case O_SPLIT:
-			if (strcmp(optarg, "plan") == 0)
-				o->split = ITR_SPLIT_PLAN;
-			else if (strcmp(optarg, "even") == 0)
-				o->split = ITR_SPLIT_EVEN;
-			else
-				tp_opts_die(t, "--split", optarg, "plan or even");
-			break;
-		case O_STEPS:
-			o->steps = (int)tp_opts_long(t, "--steps", optarg, 1, ITR_MAX_STEPS / 2);
-			break;
-		case O_WARMUP:
-			o->warmup = (int)tp_opts_long(t, "--warmup", optarg, 0, ITR_MAX_STEPS / 2);
-			break;
-		case O_REPEAT:
-			o->repeat = (int)tp_opts_long(t, "--repeat", optarg, 1, ITR_MAX_REPEAT);
-			break;
-		case O_LR:
-			o->lr = strtod(optarg, &end);
-			if (*end != '\0' || end == optarg || !(o->lr >= 0) || !isfinite(o->lr))
-				tp_opts_die(t, "--lr", optarg, "a number >= 0");
-			break;
-		case O_SEED:
-			o->seed = (uint32_t)tp_opts_long(t, "--seed", optarg, 0, 0x7fffffff);
-			break;
-		case O_OVERLAP:
-			o->overlap = strtod(optarg, &end);
-			if (*end != '\0' || end == optarg || !(o->overlap >= 0 && o->overlap <= 1))
-				tp_opts_die(t, "--overlap", optarg, "a number in [0, 1]");
-			break;
-		case O_EFF:
-			o->efficiency = true;
-			break;
-		case O_JSON:
-			o->json = true;
-			break;
-		case O_TRACE:
-			o->trace = optarg;
-			break;
-		case O_PP_SCHED: {
-			int sc = trn_pp_sched_parse(optarg);
-
-			if (sc < 0)
-				tp_opts_die(t, "--pp-schedule", optarg, "zb or 1f1b");
-			o->sched = (enum trn_pp_sched)sc;
-			break;
-		}
-		case O_OPTIM:
-			o->optim = trn_optim_parse(optarg);
-			if (o->optim < 0)
-				tp_opts_die(t, "--optimizer", optarg, "sharded or replicated");
-			break;
-		case O_DP_TAIL:
-			o->dp_tail =
-				strcmp(optarg, "auto") == 0
-					? 0
-					: (int)tp_opts_long(t, "--dp-tail", optarg, 1, 1 << 20);
-			break;
-		case 'v':
-			ice_log_setup("info,debug=comm+coll");
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			usage(stderr);
-			exit(2);
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "ice-train: unexpected argument '%s'\n", argv[optind]);
-		exit(2);
-	}
-	if (o->model_path == NULL || o->profiles_path == NULL || o->devices == NULL) {
-		fprintf(stderr, "ice-train: --model, --profiles and --devices are required\n");
-		usage(stderr);
-		exit(2);
-	}
-	if (t->rank >= 0) {
-		fprintf(stderr, "ice-train: --rank: ice-train starts its ranks itself (local "
-				"addresses or --netns)\n");
-		exit(2);
-	}
+	return ice_cfg_parse_args(&cli, argc, argv);
 }
 
 /* "a,b*2,c" -> profile indices; exits 2 with a message on errors. */
@@ -740,7 +672,7 @@ static void job_init(struct itr_job *j, const struct opts *o, const struct trn_m
 	j->overlap = o->overlap; /* < 0: from the DP tails (trn_dp_tails) */
 	j->dp_tail = o->dp_tail;
 	j->seed = o->seed;
-	if (o->trace != NULL)
+	if (o->trace[0] != '\0')
 		snprintf(j->trace, sizeof(j->trace), "%s", o->trace);
 }
 
@@ -789,7 +721,9 @@ int main(int argc, char **argv)
 	struct opts o;
 
 	ice_log_init_env();
-	parse_opts(argc, argv, &o);
+	rc = parse_opts(argc, argv, &o);
+	if (rc != 0)
+		return rc > 0 ? 0 : 2;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	np = trn_profiles_load(o.profiles_path, prof, TRN_MAX_DEVICES, &ce);
 	if (np < 0) {
@@ -841,7 +775,7 @@ int main(int argc, char **argv)
 				"not take --netns\n");
 		return 2;
 	}
-	if (o.trace != NULL) {
+	if (o.trace[0] != '\0') {
 		FILE *f = strlen(o.trace) < sizeof(jobs[0].job.trace) ? fopen(o.trace, "w") : NULL;
 
 		if (f == NULL) {
