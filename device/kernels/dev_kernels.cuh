@@ -95,7 +95,8 @@ __device__ __forceinline__ uint16_t f32_to_bf16(float f)
 
 /* ---- element traits: storage S, compute C, the four operators -------- */
 
-template <typename T, typename U> struct el_int {
+/* stored and computed as T */
+template <typename T> struct el_plain {
 	typedef T S;
 	typedef T C;
 	static __device__ __forceinline__ C load(S x)
@@ -106,6 +107,10 @@ template <typename T, typename U> struct el_int {
 	{
 		return x;
 	}
+};
+
+template <typename T, typename U> struct el_int : el_plain<T> {
+	typedef T C; /* a dependent base's names are not found unqualified */
 	static __device__ __forceinline__ C add(C x, C y)
 	{
 		return (C)(U)((U)x + (U)y);
@@ -132,17 +137,8 @@ template <typename T, typename U> struct el_int {
 	}
 };
 
-template <typename T> struct el_float {
-	typedef T S;
+template <typename T> struct el_float : el_plain<T> {
 	typedef T C;
-	static __device__ __forceinline__ C load(S x)
-	{
-		return x;
-	}
-	static __device__ __forceinline__ S store(C x)
-	{
-		return x;
-	}
 	static __device__ __forceinline__ C add(C x, C y)
 	{
 		return x + y;
