@@ -83,66 +83,41 @@ struct prof_descr_v1 {
 	};
 };
 
-struct prof_descr_v2 {
-	uint8_t type;
-	void *parent;
-	int rank;
-	union {
-		struct {
-			const char *name;
-			uint64_t comm_hash, seq;
-			const char *func;
-			const void *sendbuf;
-			void *recvbuf;
-			size_t count;
-			int root;
-			const char *datatype;
-			size_t traffic_bytes;
-			uint8_t max_channels, nwarps;
-			const char *algo, *proto;
-		} coll;
-		struct {
-			const char *name;
-			uint64_t comm_hash;
-			const char *func;
-			void *buf;
-			const char *datatype;
-			size_t count;
-			int peer;
-		} p2p;
-		struct prof_proxy_op proxy_op;
-	};
-};
+/* v2 and v3 differ only in the collective's trafficBytes (v3 drops it, and
+ * adds kernel/net events); coll_extra is what v2 has there. */
+#define PROF_DESCR_V23(ver, coll_extra)                                                            \
+	struct prof_descr_##ver {                                                                  \
+		uint8_t type;                                                                      \
+		void *parent;                                                                      \
+		int rank;                                                                          \
+		union {                                                                            \
+			struct {                                                                   \
+				const char *name;                                                  \
+				uint64_t comm_hash, seq;                                           \
+				const char *func;                                                  \
+				const void *sendbuf;                                               \
+				void *recvbuf;                                                     \
+				size_t count;                                                      \
+				int root;                                                          \
+				const char *datatype;                                              \
+				coll_extra uint8_t max_channels, nwarps;                           \
+				const char *algo, *proto;                                          \
+			} coll;                                                                    \
+			struct {                                                                   \
+				const char *name;                                                  \
+				uint64_t comm_hash;                                                \
+				const char *func;                                                  \
+				void *buf;                                                         \
+				const char *datatype;                                              \
+				size_t count;                                                      \
+				int peer;                                                          \
+			} p2p;                                                                     \
+			struct prof_proxy_op proxy_op;                                             \
+		};                                                                                 \
+	}
 
-struct prof_descr_v3 { /* v2 without trafficBytes, plus kernel/net events */
-	uint8_t type;
-	void *parent;
-	int rank;
-	union {
-		struct {
-			const char *name;
-			uint64_t comm_hash, seq;
-			const char *func;
-			const void *sendbuf;
-			void *recvbuf;
-			size_t count;
-			int root;
-			const char *datatype;
-			uint8_t max_channels, nwarps;
-			const char *algo, *proto;
-		} coll;
-		struct {
-			const char *name;
-			uint64_t comm_hash;
-			const char *func;
-			void *buf;
-			const char *datatype;
-			size_t count;
-			int peer;
-		} p2p;
-		struct prof_proxy_op proxy_op;
-	};
-};
+PROF_DESCR_V23(v2, size_t traffic_bytes;);
+PROF_DESCR_V23(v3, );
 
 struct prof_coll_v4 {
 	uint64_t seq;
@@ -420,58 +395,34 @@ static ccl_result_t prof_init_v5(void **ctx, uint64_t comm_id, int *mask, const 
 	return prof_init_common(ctx, mask, comm_id, nranks, rank);
 }
 
-#define PROF_NORM_PROXY(n, d)                                                                      \
-	do {                                                                                       \
-		(n).peer = (d)->proxy_op.peer;                                                     \
-		(n).is_send = (d)->proxy_op.is_send;                                               \
-	} while (0)
-
-static ccl_result_t prof_start_v1(void *ctx, void **h, struct prof_descr_v1 *d)
-{
-	struct prof_norm n = {.type = d->type, .parent = d->parent, .rank = d->rank};
-
-	if (d->type == PROF_COLL) {
-		n.comm_hash = d->coll.comm_hash;
-		n.func_v1 = d->coll.func;
-		n.dtype_v1 = d->coll.datatype;
-		n.count = d->coll.count;
-		n.root = d->coll.root;
-	} else if (d->type == PROF_P2P) {
-		n.comm_hash = d->p2p.comm_hash;
-		n.func_v1 = d->p2p.func;
-		n.dtype_v1 = d->p2p.datatype;
-		n.count = d->p2p.count;
-		n.peer = d->p2p.peer;
-	} else if (d->type == PROF_PROXY_OP) {
-		PROF_NORM_PROXY(n, d);
-	}
-	return prof_start(ctx, h, &n);
-}
-
-#define PROF_START_V23(ver)                                                                        \
+/* v1 numbers func and datatype (n.func_v1, n.dtype_v1), v2 and v3 name them
+ * (n.func, n.dtype). */
+#define PROF_START_V123(ver, func_f, dtype_f)                                                      \
 	static ccl_result_t prof_start_##ver(void *ctx, void **h, struct prof_descr_##ver *d)      \
 	{                                                                                          \
 		struct prof_norm n = {.type = d->type, .parent = d->parent, .rank = d->rank};      \
                                                                                                    \
 		if (d->type == PROF_COLL) {                                                        \
 			n.comm_hash = d->coll.comm_hash;                                           \
-			n.func = d->coll.func;                                                     \
-			n.dtype = d->coll.datatype;                                                \
+			n.func_f = d->coll.func;                                                   \
+			n.dtype_f = d->coll.datatype;                                              \
 			n.count = d->coll.count;                                                   \
 			n.root = d->coll.root;                                                     \
 		} else if (d->type == PROF_P2P) {                                                  \
 			n.comm_hash = d->p2p.comm_hash;                                            \
-			n.func = d->p2p.func;                                                      \
-			n.dtype = d->p2p.datatype;                                                 \
+			n.func_f = d->p2p.func;                                                    \
+			n.dtype_f = d->p2p.datatype;                                               \
 			n.count = d->p2p.count;                                                    \
 			n.peer = d->p2p.peer;                                                      \
 		} else if (d->type == PROF_PROXY_OP) {                                             \
-			PROF_NORM_PROXY(n, d);                                                     \
+			n.peer = d->proxy_op.peer;                                                 \
+			n.is_send = d->proxy_op.is_send;                                           \
 		}                                                                                  \
 		return prof_start(ctx, h, &n);                                                     \
 	}
-PROF_START_V23(v2)
-PROF_START_V23(v3)
+PROF_START_V123(v1, func_v1, dtype_v1)
+PROF_START_V123(v2, func, dtype)
+PROF_START_V123(v3, func, dtype)
 
 static void prof_norm_v4(struct prof_norm *n, unsigned type, const struct prof_coll_v4 *c,
 			 const struct prof_p2p_v4 *p, const struct prof_proxy_op *x)

@@ -182,15 +182,35 @@ static void ccl_ev_init(struct ice_event *ev, const struct ccl_vendor *v, unsign
 	memcpy(ev->lib, v->lib, sizeof(ev->lib));
 }
 
-/* An operation returned: report it when it was issued. count_per_rank is
- * multiplied by nranks for the operations whose total is nranks buffers. */
-static void ccl_op_done(const struct ccl_vendor *v, ccl_result_t rc, uint64_t ts, unsigned op,
-			ccl_comm_t comm, size_t count, bool times_nranks, ccl_dtype_t dt, int redop,
-			int root, int peer)
+/* Whether an operation is reported (ccl_sampled), and when it was issued. */
+struct ccl_sample {
+	bool rec;
+	uint64_t ts;
+};
+
+/* Before issuing an operation. */
+static inline struct ccl_sample ccl_sample_begin(void)
 {
+	struct ccl_sample smp = {.rec = ccl_sampled(), .ts = 0};
+
+	if (smp.rec)
+		smp.ts = ice_wall_ns();
+	return smp;
+}
+
+/* An operation returned rc: report it when it was sampled and issued; returns
+ * rc. count is multiplied by nranks for the operations whose total is nranks
+ * buffers (times_nranks). */
+static ccl_result_t ccl_op_done(const struct ccl_vendor *v, struct ccl_sample smp, ccl_result_t rc,
+				unsigned op, ccl_comm_t comm, size_t count, bool times_nranks,
+				ccl_dtype_t dt, int redop, int root, int peer)
+{
+	uint64_t ts = smp.ts;
 	struct ice_event ev;
 	int saved = errno;
 
+	if (!smp.rec)
+		return rc;
 	if ((rc != CCL_SUCCESS && rc != CCL_IN_PROGRESS) || ccl_emit_idle(ts))
 		goto out;
 	ccl_ev_init(&ev, v, ICE_EV_COLL_START, comm, ts);
@@ -205,6 +225,7 @@ static void ccl_op_done(const struct ccl_vendor *v, ccl_result_t rc, uint64_t ts
 	ccl_verbs_poll();
 out:
 	errno = saved;
+	return rc;
 }
 
 static void ccl_comm_added(const struct ccl_vendor *v, ccl_comm_t comm, uint64_t id, int rank,
@@ -253,17 +274,24 @@ static void ccl_comm_gone(const struct ccl_vendor *v, ccl_comm_t comm)
 	if (real == NULL)                                                                          \
 	return CCL_INTERNAL_ERROR
 
+/* A CommInitRank* returned rc: note the new communicator; returns rc. */
+static ccl_result_t ccl_rank_init_done(const struct ccl_vendor *v, ccl_result_t rc,
+				       ccl_comm_t *comm, const ccl_unique_id_t *id, int rank,
+				       int nranks, uint64_t ts)
+{
+	if ((rc == CCL_SUCCESS || rc == CCL_IN_PROGRESS) && comm != NULL)
+		ccl_comm_added(v, *comm, ccl_comm_hash(id->internal, sizeof(id->internal)), rank,
+			       nranks, ts);
+	return rc;
+}
+
 static ccl_result_t ccl_init_rank(struct ccl_vendor *v, ccl_comm_t *comm, int nranks,
 				  ccl_unique_id_t id, int rank)
 {
 	CCL_REAL(v, CommInitRank, ccl_comm_t *, int, ccl_unique_id_t, int);
 	uint64_t ts = ice_wall_ns();
-	ccl_result_t rc = real(comm, nranks, id, rank);
 
-	if ((rc == CCL_SUCCESS || rc == CCL_IN_PROGRESS) && comm != NULL)
-		ccl_comm_added(v, *comm, ccl_comm_hash(id.internal, sizeof(id.internal)), rank,
-			       nranks, ts);
-	return rc;
+	return ccl_rank_init_done(v, real(comm, nranks, id, rank), comm, &id, rank, nranks, ts);
 }
 
 static ccl_result_t ccl_init_rank_config(struct ccl_vendor *v, ccl_comm_t *comm, int nranks,
@@ -271,12 +299,9 @@ static ccl_result_t ccl_init_rank_config(struct ccl_vendor *v, ccl_comm_t *comm,
 {
 	CCL_REAL(v, CommInitRankConfig, ccl_comm_t *, int, ccl_unique_id_t, int, ccl_config_t *);
 	uint64_t ts = ice_wall_ns();
-	ccl_result_t rc = real(comm, nranks, id, rank, config);
 
-	if ((rc == CCL_SUCCESS || rc == CCL_IN_PROGRESS) && comm != NULL)
-		ccl_comm_added(v, *comm, ccl_comm_hash(id.internal, sizeof(id.internal)), rank,
-			       nranks, ts);
-	return rc;
+	return ccl_rank_init_done(v, real(comm, nranks, id, rank, config), comm, &id, rank, nranks,
+				  ts);
 }
 
 static ccl_result_t ccl_init_all(struct ccl_vendor *v, ccl_comm_t *comms, int ndev,
@@ -350,13 +375,10 @@ static ccl_result_t ccl_allreduce(struct ccl_vendor *v, const void *s, void *r, 
 {
 	CCL_REAL(v, AllReduce, const void *, void *, size_t, ccl_dtype_t, ccl_redop_t, ccl_comm_t,
 		 ccl_stream_t);
-	bool rec = ccl_sampled();
-	uint64_t ts = rec ? ice_wall_ns() : 0;
-	ccl_result_t rc = real(s, r, n, t, op, c, st);
+	struct ccl_sample smp = ccl_sample_begin();
 
-	if (rec)
-		ccl_op_done(v, rc, ts, ICE_OP_ALLREDUCE, c, n, false, t, op, -1, -1);
-	return rc;
+	return ccl_op_done(v, smp, real(s, r, n, t, op, c, st), ICE_OP_ALLREDUCE, c, n, false, t,
+			   op, -1, -1);
 }
 
 static ccl_result_t ccl_reducescatter(struct ccl_vendor *v, const void *s, void *r, size_t n,
@@ -364,26 +386,20 @@ static ccl_result_t ccl_reducescatter(struct ccl_vendor *v, const void *s, void 
 {
 	CCL_REAL(v, ReduceScatter, const void *, void *, size_t, ccl_dtype_t, ccl_redop_t,
 		 ccl_comm_t, ccl_stream_t);
-	bool rec = ccl_sampled();
-	uint64_t ts = rec ? ice_wall_ns() : 0;
-	ccl_result_t rc = real(s, r, n, t, op, c, st);
+	struct ccl_sample smp = ccl_sample_begin();
 
-	if (rec)
-		ccl_op_done(v, rc, ts, ICE_OP_REDUCESCATTER, c, n, true, t, op, -1, -1);
-	return rc;
+	return ccl_op_done(v, smp, real(s, r, n, t, op, c, st), ICE_OP_REDUCESCATTER, c, n, true, t,
+			   op, -1, -1);
 }
 
 static ccl_result_t ccl_allgather(struct ccl_vendor *v, const void *s, void *r, size_t n,
 				  ccl_dtype_t t, ccl_comm_t c, ccl_stream_t st)
 {
 	CCL_REAL(v, AllGather, const void *, void *, size_t, ccl_dtype_t, ccl_comm_t, ccl_stream_t);
-	bool rec = ccl_sampled();
-	uint64_t ts = rec ? ice_wall_ns() : 0;
-	ccl_result_t rc = real(s, r, n, t, c, st);
+	struct ccl_sample smp = ccl_sample_begin();
 
-	if (rec)
-		ccl_op_done(v, rc, ts, ICE_OP_ALLGATHER, c, n, true, t, -1, -1, -1);
-	return rc;
+	return ccl_op_done(v, smp, real(s, r, n, t, c, st), ICE_OP_ALLGATHER, c, n, true, t, -1, -1,
+			   -1);
 }
 
 static ccl_result_t ccl_broadcast(struct ccl_vendor *v, const void *s, void *r, size_t n,
@@ -391,13 +407,10 @@ static ccl_result_t ccl_broadcast(struct ccl_vendor *v, const void *s, void *r, 
 {
 	CCL_REAL(v, Broadcast, const void *, void *, size_t, ccl_dtype_t, int, ccl_comm_t,
 		 ccl_stream_t);
-	bool rec = ccl_sampled();
-	uint64_t ts = rec ? ice_wall_ns() : 0;
-	ccl_result_t rc = real(s, r, n, t, root, c, st);
+	struct ccl_sample smp = ccl_sample_begin();
 
-	if (rec)
-		ccl_op_done(v, rc, ts, ICE_OP_BROADCAST, c, n, false, t, -1, root, -1);
-	return rc;
+	return ccl_op_done(v, smp, real(s, r, n, t, root, c, st), ICE_OP_BROADCAST, c, n, false, t,
+			   -1, root, -1);
 }
 
 static ccl_result_t ccl_reduce(struct ccl_vendor *v, const void *s, void *r, size_t n,
@@ -406,52 +419,40 @@ static ccl_result_t ccl_reduce(struct ccl_vendor *v, const void *s, void *r, siz
 {
 	CCL_REAL(v, Reduce, const void *, void *, size_t, ccl_dtype_t, ccl_redop_t, int, ccl_comm_t,
 		 ccl_stream_t);
-	bool rec = ccl_sampled();
-	uint64_t ts = rec ? ice_wall_ns() : 0;
-	ccl_result_t rc = real(s, r, n, t, op, root, c, st);
+	struct ccl_sample smp = ccl_sample_begin();
 
-	if (rec)
-		ccl_op_done(v, rc, ts, ICE_OP_REDUCE, c, n, false, t, op, root, -1);
-	return rc;
+	return ccl_op_done(v, smp, real(s, r, n, t, op, root, c, st), ICE_OP_REDUCE, c, n, false, t,
+			   op, root, -1);
 }
 
 static ccl_result_t ccl_alltoall(struct ccl_vendor *v, const void *s, void *r, size_t n,
 				 ccl_dtype_t t, ccl_comm_t c, ccl_stream_t st)
 {
 	CCL_REAL(v, AlltoAll, const void *, void *, size_t, ccl_dtype_t, ccl_comm_t, ccl_stream_t);
-	bool rec = ccl_sampled();
-	uint64_t ts = rec ? ice_wall_ns() : 0;
-	ccl_result_t rc = real(s, r, n, t, c, st);
+	struct ccl_sample smp = ccl_sample_begin();
 
-	if (rec)
-		ccl_op_done(v, rc, ts, ICE_OP_ALLTOALL, c, n, true, t, -1, -1, -1);
-	return rc;
+	return ccl_op_done(v, smp, real(s, r, n, t, c, st), ICE_OP_ALLTOALL, c, n, true, t, -1, -1,
+			   -1);
 }
 
 static ccl_result_t ccl_send(struct ccl_vendor *v, const void *s, size_t n, ccl_dtype_t t, int peer,
 			     ccl_comm_t c, ccl_stream_t st)
 {
 	CCL_REAL(v, Send, const void *, size_t, ccl_dtype_t, int, ccl_comm_t, ccl_stream_t);
-	bool rec = ccl_sampled();
-	uint64_t ts = rec ? ice_wall_ns() : 0;
-	ccl_result_t rc = real(s, n, t, peer, c, st);
+	struct ccl_sample smp = ccl_sample_begin();
 
-	if (rec)
-		ccl_op_done(v, rc, ts, ICE_OP_SEND, c, n, false, t, -1, -1, peer);
-	return rc;
+	return ccl_op_done(v, smp, real(s, n, t, peer, c, st), ICE_OP_SEND, c, n, false, t, -1, -1,
+			   peer);
 }
 
 static ccl_result_t ccl_recv(struct ccl_vendor *v, void *r, size_t n, ccl_dtype_t t, int peer,
 			     ccl_comm_t c, ccl_stream_t st)
 {
 	CCL_REAL(v, Recv, void *, size_t, ccl_dtype_t, int, ccl_comm_t, ccl_stream_t);
-	bool rec = ccl_sampled();
-	uint64_t ts = rec ? ice_wall_ns() : 0;
-	ccl_result_t rc = real(r, n, t, peer, c, st);
+	struct ccl_sample smp = ccl_sample_begin();
 
-	if (rec)
-		ccl_op_done(v, rc, ts, ICE_OP_RECV, c, n, false, t, -1, -1, peer);
-	return rc;
+	return ccl_op_done(v, smp, real(r, n, t, peer, c, st), ICE_OP_RECV, c, n, false, t, -1, -1,
+			   peer);
 }
 
 static ccl_result_t ccl_group_start(struct ccl_vendor *v)

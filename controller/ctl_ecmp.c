@@ -26,35 +26,33 @@ static void flow_tuple(const struct topo *t, const struct ctl_flow *f, uint16_t 
 	x->dport = htons(ICE_ROCE_UDP_PORT);
 }
 
+struct hash_walk {
+	const struct topo *t;
+	struct topo_5tuple x;
+};
+
+/* The next hop the switch's hash model picks for the flow's 5-tuple. */
+static int pick_by_hash(void *arg, const struct dag *g, const struct dag_node *n)
+{
+	const struct hash_walk *w = arg;
+
+	if (n->n == 0)
+		return 0;
+	return (int)topo_hash_pick(&w->t->nodes[n->node].hash, &w->x, n->n);
+}
+
 int ctl_model_route(struct ctl_planner *p, const struct ctl_flow *f, uint16_t sport,
 		    struct ctl_route *out)
 {
-	const struct topo *t = p->t;
-	struct topo_5tuple x;
-	uint32_t src, dn, h = 0, idx = 0;
+	struct hash_walk w = {.t = p->t};
+	uint32_t src;
 	struct dag *g;
 	int ret = ctl_flow_dag(p, f, &g, &src);
 
 	if (ret < 0)
 		return ret;
-	flow_tuple(t, f, sport, &x);
-	out->dlink[h++] = dlink_of(t, f->src_port);
-	for (dn = src; h < MAXH;) {
-		const struct dag_node *n = &g->nodes[dn];
-		const struct dag_nh *nh;
-
-		if (n->n == 0) {
-			out->dlink[h++] = dlink_of(t, t->ports[f->dst_port].peer);
-			break;
-		}
-		nh = &g->nh[n->first + topo_hash_pick(&t->nodes[n->node].hash, &x, n->n)];
-		out->dlink[h++] = dlink_of(t, nh->eg);
-		idx += nh->off;
-		dn = nh->child;
-	}
-	out->nhops = h;
-	out->idx = (int32_t)idx;
-	return 0;
+	flow_tuple(w.t, f, sport, &w.x);
+	return ctl_route_walk(p, f, g, src, pick_by_hash, &w, out);
 }
 
 static int cmp_pair(const void *a, const void *b, void *arg)

@@ -144,6 +144,14 @@ struct search {
 };
 
 int ctl_search_run(struct search *s, uint32_t src);
+/* Picks the next hop at the DAG node n: an index below n->n, or a negative
+ * errno; called with n->n == 0 at the last switch too, where a negative
+ * result refuses the route. */
+typedef int (*ctl_pick_fn)(void *arg, const struct dag *g, const struct dag_node *n);
+/* The route of f from src over its DAG g, the next hops as pick chooses. 0 or
+ * pick's negative errno. */
+int ctl_route_walk(const struct ctl_planner *p, const struct ctl_flow *f, const struct dag *g,
+		   uint32_t src, ctl_pick_fn pick, void *arg, struct ctl_route *out);
 /* Best route for f given the loads (f's own load not in them). */
 int ctl_best_route(struct ctl_planner *p, const struct ctl_demand *d, const struct ctl_flow *f,
 		   struct ctl_route *out, double *mx);

@@ -100,19 +100,27 @@ int ctl_search_run(struct search *s, uint32_t src)
 	return s->best.idx >= 0 || s->nall > 0 || s->found ? 0 : -EHOSTUNREACH;
 }
 
+/* Runs s (p, f and the mode set) over the DAG of s->f: ctl_flow_dag's error
+ * (s->g stays NULL), else ctl_search_run's result. */
+static int search_flow(struct search *s)
+{
+	uint32_t src;
+	struct dag *g;
+	int ret = ctl_flow_dag(s->p, s->f, &g, &src);
+
+	if (ret < 0)
+		return ret;
+	s->g = g;
+	return ctl_search_run(s, src);
+}
+
 /* Best route for f given the loads (f's own load not in them). */
 int ctl_best_route(struct ctl_planner *p, const struct ctl_demand *d, const struct ctl_flow *f,
 		   struct ctl_route *out, double *mx)
 {
 	struct search s = {.p = p, .f = f, .add = flow_bits(d, f), .prune = true, .want = -1};
-	uint32_t src;
-	struct dag *g;
-	int ret = ctl_flow_dag(p, f, &g, &src);
+	int ret = search_flow(&s);
 
-	if (ret < 0)
-		return ret;
-	s.g = g;
-	ret = ctl_search_run(&s, src);
 	if (ret < 0)
 		return ret;
 	*out = s.best;
@@ -125,14 +133,10 @@ int ctl_route_by_index(struct ctl_planner *p, const struct ctl_flow *f, int32_t 
 		       struct ctl_route *out)
 {
 	struct search s = {.p = p, .f = f, .want = idx};
-	uint32_t src;
-	struct dag *g;
-	int ret = ctl_flow_dag(p, f, &g, &src);
+	int ret = search_flow(&s);
 
-	if (ret < 0)
+	if (s.g == NULL)
 		return ret;
-	s.g = g;
-	ctl_search_run(&s, src);
 	if (!s.found)
 		return -ENOENT;
 	*out = s.best;
@@ -187,45 +191,25 @@ int ctl_route_name(const struct ctl_planner *p, const struct ctl_route *r, char 
 	return 0;
 }
 
-int ctl_route_by_name(struct ctl_planner *p, const struct ctl_flow *f, const char *hops,
-		      struct ctl_route *out)
+int ctl_route_walk(const struct ctl_planner *p, const struct ctl_flow *f, const struct dag *g,
+		   uint32_t src, ctl_pick_fn pick, void *arg, struct ctl_route *out)
 {
 	const struct topo *t = p->t;
-	char buf[256], *save = NULL, *tok;
-	uint32_t src, dn, h = 0, idx = 0;
-	struct dag *g;
-	int ret = ctl_flow_dag(p, f, &g, &src);
+	uint32_t dn = src, h = 0, idx = 0;
 
-	if (ret < 0)
-		return ret;
-	if (snprintf(buf, sizeof(buf), "%s", hops) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	tok = strtok_r(buf, ">", &save);
-	if (tok == NULL || strcmp(tok, t->nodes[g->nodes[src].node].name) != 0)
-		return -ENOENT;
 	out->dlink[h++] = dlink_of(t, f->src_port);
-	for (dn = src; h < MAXH;) {
+	while (h < MAXH) {
 		const struct dag_node *n = &g->nodes[dn];
-		const struct dag_nh *nh = NULL;
+		const struct dag_nh *nh;
+		int i = pick(arg, g, n);
 
-		tok = strtok_r(NULL, ">", &save);
+		if (i < 0)
+			return i;
 		if (n->n == 0) {
-			if (tok != NULL)
-				return -ENOENT; /* longer than any equal-cost route */
 			out->dlink[h++] = dlink_of(t, t->ports[f->dst_port].peer);
 			break;
 		}
-		for (uint32_t i = 0; tok != NULL && i < n->n; i++) {
-			const struct dag_nh *c = &g->nh[n->first + i];
-
-			if (c->child < TERM &&
-			    strcmp(t->nodes[g->nodes[c->child].node].name, tok) == 0) {
-				nh = c;
-				break;
-			}
-		}
-		if (nh == NULL)
-			return -ENOENT;
+		nh = &g->nh[n->first + (uint32_t)i];
 		out->dlink[h++] = dlink_of(t, nh->eg);
 		idx += nh->off;
 		dn = nh->child;
@@ -233,4 +217,45 @@ int ctl_route_by_name(struct ctl_planner *p, const struct ctl_flow *f, const cha
 	out->nhops = h;
 	out->idx = (int32_t)idx;
 	return 0;
+}
+
+struct name_walk {
+	const struct topo *t;
+	char *save; /* strtok_r's */
+};
+
+/* The next hop named by the next switch name of the list. */
+static int pick_by_name(void *arg, const struct dag *g, const struct dag_node *n)
+{
+	struct name_walk *w = arg;
+	const char *tok = strtok_r(NULL, ">", &w->save);
+
+	if (n->n == 0)
+		return tok != NULL ? -ENOENT : 0; /* longer than any equal-cost route */
+	for (uint32_t i = 0; tok != NULL && i < n->n; i++) {
+		const struct dag_nh *c = &g->nh[n->first + i];
+
+		if (c->child < TERM && strcmp(w->t->nodes[g->nodes[c->child].node].name, tok) == 0)
+			return (int)i;
+	}
+	return -ENOENT;
+}
+
+int ctl_route_by_name(struct ctl_planner *p, const struct ctl_flow *f, const char *hops,
+		      struct ctl_route *out)
+{
+	struct name_walk w = {.t = p->t, .save = NULL};
+	char buf[256], *tok;
+	uint32_t src;
+	struct dag *g;
+	int ret = ctl_flow_dag(p, f, &g, &src);
+
+	if (ret < 0)
+		return ret;
+	if (snprintf(buf, sizeof(buf), "%s", hops) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	tok = strtok_r(buf, ">", &w.save);
+	if (tok == NULL || strcmp(tok, w.t->nodes[g->nodes[src].node].name) != 0)
+		return -ENOENT;
+	return ctl_route_walk(p, f, g, src, pick_by_name, &w, out);
 }

@@ -26,6 +26,8 @@ struct ls {
 	struct ctl_heap heap; /* links by utilisation, most utilised on top */
 	uint64_t *tabu;	      /* a kicked flow stays put until this iteration */
 	uint64_t it;
+	struct ctl_route *all; /* one flow's routes (LS_ALL_MAX), ls_all_routes */
+	double *allmx;	       /* and their max utilisation */
 };
 
 static double ls_util(const struct ls *s, uint32_t dl)
@@ -181,35 +183,47 @@ static bool route_covers(const struct ctl_route *r, const uint32_t *dl, uint32_t
 
 #define SWAP_PATHS 16
 #define SWAP_FLOWS 8
+#define LS_ALL_MAX 4096 /* routes collected per flow */
+
+/* Takes flow fi's load off and collects its routes with their max
+ * utilisation into s->all and s->allmx, in se. Returns false, leaving the
+ * load on, when the flow has no DAG. */
+static bool ls_all_routes(struct ls *s, uint32_t fi, struct search *se)
+{
+	struct ctl_flow *f = &s->d->flows[fi];
+	uint32_t src;
+	struct dag *g;
+
+	*se = (struct search){.p = s->p, .f = f, .add = flow_bits(s->d, f), .want = -1};
+	if (ctl_flow_dag(s->p, f, &g, &src) < 0)
+		return false;
+	ls_load(s, fi, -1);
+	se->g = g;
+	se->all = s->all;
+	se->allmx = s->allmx;
+	se->capall = LS_ALL_MAX;
+	ctl_search_run(se, src);
+	return true;
+}
 
 static int ls_try_swap(struct ls *s, uint32_t dl, double U)
 {
 	struct ctl_planner *p = s->p;
 	uint32_t n, *fs = ls_flows_on(s, dl, &n);
-	struct ctl_route *all = malloc(sizeof(*all) * 4096);
-	double *allmx = malloc(sizeof(double) * 4096);
+	struct ctl_route *all = s->all;
+	const double *allmx = s->allmx;
 	int ret = 0;
 
-	if (fs == NULL || all == NULL || allmx == NULL) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	if (fs == NULL)
+		return -ENOMEM;
 	for (uint32_t i = 0; i < n && i < SWAP_FLOWS && ret == 0; i++) {
 		uint32_t fi = fs[i];
-		struct ctl_flow *f = &s->d->flows[fi];
-		struct ctl_route old = f->path;
-		struct search se = {.p = p, .f = f, .add = flow_bits(s->d, f), .want = -1};
-		uint32_t src, tried = 0;
-		struct dag *g;
+		struct ctl_route old = s->d->flows[fi].path;
+		uint32_t tried = 0;
+		struct search se;
 
-		if (ctl_flow_dag(p, f, &g, &src) < 0)
+		if (!ls_all_routes(s, fi, &se))
 			continue;
-		ls_load(s, fi, -1);
-		se.g = g;
-		se.all = all;
-		se.allmx = allmx;
-		se.capall = 4096;
-		ctl_search_run(&se, src);
 		for (uint32_t k = 0; k < se.nall && tried < SWAP_PATHS && ret == 0; k++) {
 			uint32_t blk[MAXH], nb = 0, gn, *gs;
 
@@ -259,10 +273,7 @@ static int ls_try_swap(struct ls *s, uint32_t dl, double U)
 		if (ret == 0)
 			ret = ls_load(s, fi, +1);
 	}
-out:
 	free(fs);
-	free(all);
-	free(allmx);
 	return ret;
 }
 
@@ -271,46 +282,31 @@ out:
  * can unwind a chain. 1 kicked, 0 nothing to kick, -errno. */
 static int ls_kick(struct ls *s, uint32_t dl, double U, uint64_t kicks)
 {
-	struct ctl_planner *p = s->p;
 	uint32_t n, *fs = ls_flows_on(s, dl, &n);
-	struct ctl_route *all = malloc(sizeof(*all) * 4096);
-	double *allmx = malloc(sizeof(double) * 4096);
 	int ret = 0;
 
-	if (fs == NULL || all == NULL || allmx == NULL) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	if (fs == NULL)
+		return -ENOMEM;
 	for (uint32_t i = 0; i < n && ret == 0; i++) {
-		uint32_t fi = fs[(i + kicks) % n], src, pick = NONE;
+		uint32_t fi = fs[(i + kicks) % n], pick = NONE;
 		struct ctl_flow *f = &s->d->flows[fi];
-		struct search se = {.p = p, .f = f, .add = flow_bits(s->d, f), .want = -1};
-		struct dag *g;
+		struct search se;
 
-		if (ctl_flow_dag(p, f, &g, &src) < 0)
+		if (!ls_all_routes(s, fi, &se))
 			continue;
-		ls_load(s, fi, -1);
-		se.g = g;
-		se.all = all;
-		se.allmx = allmx;
-		se.capall = 4096;
-		ctl_search_run(&se, src);
 		for (uint32_t k = 0; k < se.nall; k++)
-			if (all[k].idx != f->path.idx && allmx[k] <= U * (1 + EPS) &&
-			    (pick == NONE || allmx[k] < allmx[pick] - EPS))
+			if (s->all[k].idx != f->path.idx && s->allmx[k] <= U * (1 + EPS) &&
+			    (pick == NONE || s->allmx[k] < s->allmx[pick] - EPS))
 				pick = k;
 		if (pick == NONE) {
 			ret = ls_load(s, fi, +1);
 			continue;
 		}
-		ret = ls_set(s, fi, &all[pick]);
+		ret = ls_set(s, fi, &s->all[pick]);
 		s->tabu[fi] = s->it + 8 + (kicks % 7);
 		ret = ret < 0 ? ret : 1;
 	}
-out:
 	free(fs);
-	free(all);
-	free(allmx);
 	return ret;
 }
 
@@ -329,8 +325,11 @@ int ctl_local_search(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 	s.next = malloc(sizeof(uint32_t) * (d->n * MAXH + 1));
 	s.prev = malloc(sizeof(uint32_t) * (d->n * MAXH + 1));
 	s.tabu = calloc(d->n + 1, sizeof(uint64_t));
+	s.all = malloc(sizeof(*s.all) * LS_ALL_MAX);
+	s.allmx = malloc(sizeof(*s.allmx) * LS_ALL_MAX);
 	best = malloc(sizeof(*best) * (d->n + 1));
-	if (s.head == NULL || s.next == NULL || s.prev == NULL || s.tabu == NULL || best == NULL)
+	if (s.head == NULL || s.next == NULL || s.prev == NULL || s.tabu == NULL || s.all == NULL ||
+	    s.allmx == NULL || best == NULL)
 		goto out;
 	for (uint32_t f = 0; f < d->n; f++)
 		best[f] = d->flows[f].path;
@@ -411,6 +410,8 @@ out:
 	free(s.head);
 	free(s.next);
 	free(s.prev);
+	free(s.all);
+	free(s.allmx);
 	ctl_heap_fini(&s.heap);
 	return ret;
 }

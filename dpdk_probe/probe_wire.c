@@ -189,6 +189,21 @@ static int parse_icmp(const uint8_t *icmp, size_t len, uint16_t probe_port, stru
 	return rx->kind;
 }
 
+/* A request or reply of kind from rx->from:sport to rx->to:dport: the
+ * probe's ends; a reply answers the probe psrc:sport -> pdst:probe_port,
+ * so its own ends are the probe's swapped. Returns kind. */
+static int rx_probe_ends(struct probe_rx *rx, int kind, uint16_t sport, uint16_t dport)
+{
+	bool reply = kind == PROBE_RX_REPLY;
+
+	rx->kind = kind;
+	rx->psrc = reply ? rx->to : rx->from;
+	rx->pdst = reply ? rx->from : rx->to;
+	rx->sport = reply ? dport : sport;
+	rx->dport = reply ? sport : dport;
+	return kind;
+}
+
 int probe_parse(const uint8_t *pkt, size_t len, uint16_t probe_port, struct probe_rx *rx)
 {
 	const uint8_t *udp;
@@ -232,22 +247,11 @@ int probe_parse(const uint8_t *pkt, size_t len, uint16_t probe_port, struct prob
 	if (rx->hdr.kind == PROBE_KIND_REPLY) {
 		if (sport != probe_port)
 			return -PROBE_DROP_MALFORMED;
-		/* the probe this answers went psrc:sport -> pdst:probe_port */
-		rx->kind = PROBE_RX_REPLY;
-		rx->psrc = rx->to;
-		rx->pdst = rx->from;
-		rx->sport = dport;
-		rx->dport = sport;
-		return PROBE_RX_REPLY;
+		return rx_probe_ends(rx, PROBE_RX_REPLY, sport, dport);
 	}
 	if (dport != probe_port)
 		return -PROBE_DROP_MALFORMED;
-	rx->kind = PROBE_RX_REQUEST;
-	rx->psrc = rx->from;
-	rx->pdst = rx->to;
-	rx->sport = sport;
-	rx->dport = dport;
-	return PROBE_RX_REQUEST;
+	return rx_probe_ends(rx, PROBE_RX_REQUEST, sport, dport);
 }
 
 /* ---- outstanding probes ---------------------------------------------------- */

@@ -94,11 +94,44 @@ add_node_fmt(struct topo *t, enum topo_node_kind kind, uint32_t tier, uint32_t p
 	return topo_add_node(t, nm, kind, tier, pod, 0);
 }
 
+/* Adds n nodes named <prefix>1..<prefix>n; returns the first one's id, or
+ * -1 on failure. */
+static int add_nodes(struct topo *t, enum topo_node_kind kind, uint32_t tier, const char *prefix,
+		     uint32_t n)
+{
+	int first = (int)t->nnodes;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (add_node_fmt(t, kind, tier, 0, "%s%u", prefix, i + 1) < 0)
+			return -1;
+	return first;
+}
+
+/* Links each of the na nodes from a0 to each of the nb nodes from b0. */
+static int link_all(struct topo *t, uint32_t a0, uint32_t na, uint32_t b0, uint32_t nb,
+		    const struct topo_link *l)
+{
+	for (uint32_t a = 0; a < na; a++)
+		for (uint32_t b = 0; b < nb; b++)
+			if (topo_add_link(t, a0 + a, NULL, b0 + b, NULL, l, 0) < 0)
+				return -1;
+	return 0;
+}
+
+/* A generator's failure after gen_start: frees t. */
+static struct topo *gen_fail(struct topo *t)
+{
+	topo_free(t);
+	errno = ENOMEM;
+	return NULL;
+}
+
 struct topo *topo_gen_leaf_spine(const struct topo_gen_opts *o)
 {
+	uint32_t nhosts = o->leaves * o->hosts_per_leaf;
 	struct topo_link hl, fl;
 	struct topo *t;
-	uint32_t spine0, leaf0, host0, h;
+	int spine0, leaf0, host0;
 
 	if (o->spines == 0 || o->leaves == 0 || o->hosts_per_leaf == 0) {
 		errno = EINVAL;
@@ -107,31 +140,19 @@ struct topo *topo_gen_leaf_spine(const struct topo_gen_opts *o)
 	t = gen_start(o, "ls", &hl, &fl);
 	if (t == NULL)
 		return NULL;
-	spine0 = t->nnodes;
-	for (uint32_t s = 0; s < o->spines; s++)
-		if (add_node_fmt(t, TOPO_SWITCH, 2, 0, "spine%u", s + 1) < 0)
+	if ((spine0 = add_nodes(t, TOPO_SWITCH, 2, "spine", o->spines)) < 0 ||
+	    (leaf0 = add_nodes(t, TOPO_SWITCH, 1, "leaf", o->leaves)) < 0 ||
+	    (host0 = add_nodes(t, TOPO_HOST, 0, "h", nhosts)) < 0)
+		goto err;
+	for (uint32_t h = 0; h < nhosts; h++)
+		if (topo_add_link(t, (uint32_t)host0 + h, NULL,
+				  (uint32_t)leaf0 + h / o->hosts_per_leaf, NULL, &hl, 0) < 0)
 			goto err;
-	leaf0 = t->nnodes;
-	for (uint32_t l = 0; l < o->leaves; l++)
-		if (add_node_fmt(t, TOPO_SWITCH, 1, 0, "leaf%u", l + 1) < 0)
-			goto err;
-	host0 = t->nnodes;
-	for (h = 0; h < o->leaves * o->hosts_per_leaf; h++)
-		if (add_node_fmt(t, TOPO_HOST, 0, 0, "h%u", h + 1) < 0)
-			goto err;
-	for (h = 0; h < o->leaves * o->hosts_per_leaf; h++)
-		if (topo_add_link(t, host0 + h, NULL, leaf0 + h / o->hosts_per_leaf, NULL, &hl, 0) <
-		    0)
-			goto err;
-	for (uint32_t l = 0; l < o->leaves; l++)
-		for (uint32_t s = 0; s < o->spines; s++)
-			if (topo_add_link(t, leaf0 + l, NULL, spine0 + s, NULL, &fl, 0) < 0)
-				goto err;
+	if (link_all(t, (uint32_t)leaf0, o->leaves, (uint32_t)spine0, o->spines, &fl) < 0)
+		goto err;
 	return gen_finish(t);
 err:
-	topo_free(t);
-	errno = ENOMEM;
-	return NULL;
+	return gen_fail(t);
 }
 
 /* A hash for the aggregation tier that is not a bijection of the ToR's:
@@ -166,8 +187,9 @@ struct topo *topo_gen_fat_tree(const struct topo_gen_opts *o)
 {
 	struct topo_link hl, fl;
 	struct topo *t;
-	uint32_t k = o->k, half, core0, agg0, tor0, host0;
+	uint32_t k = o->k, half, core0, agg0, tor0;
 	struct topo_hash_cfg ah;
+	int host0;
 
 	if (k < 2 || k % 2 != 0 || k > 64) {
 		errno = EINVAL;
@@ -179,9 +201,8 @@ struct topo *topo_gen_fat_tree(const struct topo_gen_opts *o)
 		return NULL;
 	ah = agg_hash(&t->hash);
 	core0 = t->nnodes;
-	for (uint32_t c = 0; c < half * half; c++)
-		if (add_node_fmt(t, TOPO_SWITCH, 3, 0, "c%u", c + 1) < 0)
-			goto err;
+	if (add_nodes(t, TOPO_SWITCH, 3, "c", half * half) < 0)
+		goto err;
 	agg0 = t->nnodes;
 	for (uint32_t p = 0; p < k; p++)
 		for (uint32_t a = 0; a < half; a++) {
@@ -196,12 +217,11 @@ struct topo *topo_gen_fat_tree(const struct topo_gen_opts *o)
 		for (uint32_t e = 0; e < half; e++)
 			if (add_node_fmt(t, TOPO_SWITCH, 1, p + 1, "p%ut%u", p + 1, e + 1) < 0)
 				goto err;
-	host0 = t->nnodes;
+	host0 = add_nodes(t, TOPO_HOST, 0, "h", k * half * half);
+	if (host0 < 0)
+		goto err;
 	for (uint32_t h = 0; h < k * half * half; h++)
-		if (add_node_fmt(t, TOPO_HOST, 0, 0, "h%u", h + 1) < 0)
-			goto err;
-	for (uint32_t h = 0; h < k * half * half; h++)
-		if (topo_add_link(t, host0 + h, NULL, tor0 + h / half, NULL, &hl, 0) < 0)
+		if (topo_add_link(t, (uint32_t)host0 + h, NULL, tor0 + h / half, NULL, &hl, 0) < 0)
 			goto err;
 	for (uint32_t p = 0; p < k; p++)
 		for (uint32_t e = 0; e < half; e++)
@@ -217,9 +237,7 @@ struct topo *topo_gen_fat_tree(const struct topo_gen_opts *o)
 					goto err;
 	return gen_finish(t);
 err:
-	topo_free(t);
-	errno = ENOMEM;
-	return NULL;
+	return gen_fail(t);
 }
 
 struct topo *topo_gen_rail(const struct topo_gen_opts *o)
@@ -227,7 +245,8 @@ struct topo *topo_gen_rail(const struct topo_gen_opts *o)
 	uint32_t groups = o->leaves, rails = o->rails, hpg = o->hosts_per_rail_group;
 	struct topo_link hl, fl;
 	struct topo *t;
-	uint32_t spine0, leaf0, host0;
+	uint32_t leaf0;
+	int spine0, host0;
 
 	if (o->spines == 0 || groups == 0 || rails == 0 || hpg == 0 || rails > 16) {
 		errno = EINVAL;
@@ -236,31 +255,23 @@ struct topo *topo_gen_rail(const struct topo_gen_opts *o)
 	t = gen_start(o, "rail", &hl, &fl);
 	if (t == NULL)
 		return NULL;
-	spine0 = t->nnodes;
-	for (uint32_t s = 0; s < o->spines; s++)
-		if (add_node_fmt(t, TOPO_SWITCH, 2, 0, "spine%u", s + 1) < 0)
-			goto err;
+	spine0 = add_nodes(t, TOPO_SWITCH, 2, "spine", o->spines);
+	if (spine0 < 0)
+		goto err;
 	leaf0 = t->nnodes;
 	for (uint32_t g = 0; g < groups; g++)
 		for (uint32_t r = 0; r < rails; r++)
 			if (add_node_fmt(t, TOPO_SWITCH, 1, r + 1, "g%ur%u", g + 1, r + 1) < 0)
 				goto err;
-	host0 = t->nnodes;
+	host0 = add_nodes(t, TOPO_HOST, 0, "h", groups * hpg);
+	if (host0 < 0)
+		goto err;
 	for (uint32_t h = 0; h < groups * hpg; h++)
-		if (add_node_fmt(t, TOPO_HOST, 0, 0, "h%u", h + 1) < 0)
+		if (link_all(t, (uint32_t)host0 + h, 1, leaf0 + (h / hpg) * rails, rails, &hl) < 0)
 			goto err;
-	for (uint32_t h = 0; h < groups * hpg; h++)
-		for (uint32_t r = 0; r < rails; r++)
-			if (topo_add_link(t, host0 + h, NULL, leaf0 + (h / hpg) * rails + r, NULL,
-					  &hl, 0) < 0)
-				goto err;
-	for (uint32_t l = 0; l < groups * rails; l++)
-		for (uint32_t s = 0; s < o->spines; s++)
-			if (topo_add_link(t, leaf0 + l, NULL, spine0 + s, NULL, &fl, 0) < 0)
-				goto err;
+	if (link_all(t, leaf0, groups * rails, (uint32_t)spine0, o->spines, &fl) < 0)
+		goto err;
 	return gen_finish(t);
 err:
-	topo_free(t);
-	errno = ENOMEM;
-	return NULL;
+	return gen_fail(t);
 }

@@ -184,6 +184,12 @@ struct loader {
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* "prefix.key", or "key" when prefix is empty. */
+static void join_key(char *buf, size_t len, const char *prefix, const char *key)
+{
+	snprintf(buf, len, "%s%s%s", prefix, prefix[0] ? "." : "", key);
+}
+
 /* Unknown keys of map are errors; allowed[] lists the keys. */
 static int check_keys(struct loader *ld, const struct ice_yaml_node *map, const char *prefix,
 		      const char *const *allowed, size_t n)
@@ -209,7 +215,7 @@ static int check_keys(struct loader *ld, const struct ice_yaml_node *map, const 
 		for (size_t j = 0; j < n && off < sizeof(list); j++)
 			off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s",
 						j > 0 ? ", " : "", allowed[j]);
-		snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", ks);
+		join_key(path, sizeof(path), prefix, ks);
 		ice_cfg_errf(ld->err, ld->doc, k, path, "unknown key '%s'; expected one of: %s", ks,
 			     list);
 		return -EINVAL;
@@ -225,7 +231,7 @@ static const struct ice_yaml_node *require(struct loader *ld, const struct ice_y
 
 	if (v != NULL)
 		return v;
-	snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", key);
+	join_key(path, sizeof(path), prefix, key);
 	ice_cfg_errf(ld->err, ld->doc, map, path, "missing required key '%s'; expected %s", key,
 		     what);
 	return NULL;
@@ -331,7 +337,7 @@ static int parse_link_params(struct loader *ld, const struct ice_yaml_node *map,
 	ecn = ice_yaml_get(map, "ecn");
 	if (ecn == NULL)
 		return 0;
-	snprintf(path, sizeof(path), "%s%secn", prefix, prefix[0] ? "." : "");
+	join_key(path, sizeof(path), prefix, "ecn");
 	return parse_ecn(ld, ecn, path, &l->ecn);
 }
 
@@ -369,6 +375,23 @@ bad:
 	return -EINVAL;
 }
 
+/* A node named name must not exist yet; m is its mapping at pfx. */
+static int check_new_name(struct loader *ld, const struct ice_yaml_node *m, const char *pfx,
+			  const char *name)
+{
+	const struct topo_node *dup = topo_node_by_name(ld->t, name);
+	char key[80];
+
+	if (dup == NULL)
+		return 0;
+	snprintf(key, sizeof(key), "%s.name", pfx);
+	ice_cfg_errf(ld->err, ld->doc, ice_yaml_get(m, "name"), key,
+		     "duplicate name '%s' (first defined at line %d); expected "
+		     "unique node names",
+		     name, dup->line);
+	return -EINVAL;
+}
+
 static int parse_switches(struct loader *ld, const struct ice_yaml_node *seq)
 {
 	static const char *const keys[] = {"name", "tier", "pod", "asn", "loopback", "hash"};
@@ -376,7 +399,6 @@ static int parse_switches(struct loader *ld, const struct ice_yaml_node *seq)
 	for (size_t i = 0; i < ice_yaml_len(seq); i++) {
 		const struct ice_yaml_node *m = ice_yaml_at(seq, i), *v;
 		struct switch_tmp s = {0};
-		const struct topo_node *dup;
 		char pfx[64], key[80];
 		int id;
 
@@ -388,15 +410,8 @@ static int parse_switches(struct loader *ld, const struct ice_yaml_node *seq)
 		    ice_cfg_bind(ld->doc, m, pfx, switch_fields, ARRAY_LEN(switch_fields), &s, 0,
 				 ld->err) < 0)
 			return -EINVAL;
-		dup = topo_node_by_name(ld->t, s.name);
-		if (dup != NULL) {
-			snprintf(key, sizeof(key), "%s.name", pfx);
-			ice_cfg_errf(ld->err, ld->doc, ice_yaml_get(m, "name"), key,
-				     "duplicate name '%s' (first defined at line %d); expected "
-				     "unique node names",
-				     s.name, dup->line);
+		if (check_new_name(ld, m, pfx, s.name) < 0)
 			return -EINVAL;
-		}
 		id = topo_add_node(ld->t, s.name, TOPO_SWITCH, s.tier, s.pod, ice_yaml_line(m));
 		if (id < 0)
 			return id;
@@ -486,6 +501,25 @@ static int parse_nics(struct loader *ld, uint32_t id, const struct ice_yaml_node
 	return 0;
 }
 
+/* ld->nics has room for need hosts' entries, the new ones zeroed. */
+static int reserve_nics(struct loader *ld, uint32_t need)
+{
+	uint32_t cap = ld->nics_cap ? 2 * ld->nics_cap : 64;
+	struct host_nics *p;
+
+	if (need <= ld->nics_cap)
+		return 0;
+	while (cap < need)
+		cap *= 2;
+	p = realloc(ld->nics, cap * sizeof(*p));
+	if (p == NULL)
+		return -ENOMEM;
+	memset(p + ld->nics_cap, 0, (cap - ld->nics_cap) * sizeof(*p));
+	ld->nics = p;
+	ld->nics_cap = cap;
+	return 0;
+}
+
 static int parse_hosts(struct loader *ld, const struct ice_yaml_node *seq)
 {
 	static const char *const keys[] = {"name", "nics"};
@@ -493,8 +527,7 @@ static int parse_hosts(struct loader *ld, const struct ice_yaml_node *seq)
 	for (size_t i = 0; i < ice_yaml_len(seq); i++) {
 		const struct ice_yaml_node *m = ice_yaml_at(seq, i), *v;
 		struct host_tmp h = {0};
-		const struct topo_node *dup;
-		char pfx[64], key[80];
+		char pfx[64];
 		int id, ret;
 
 		snprintf(pfx, sizeof(pfx), "hosts[%zu]", i);
@@ -503,31 +536,13 @@ static int parse_hosts(struct loader *ld, const struct ice_yaml_node *seq)
 		    ice_cfg_bind(ld->doc, m, pfx, host_fields, ARRAY_LEN(host_fields), &h, 0,
 				 ld->err) < 0)
 			return -EINVAL;
-		dup = topo_node_by_name(ld->t, h.name);
-		if (dup != NULL) {
-			snprintf(key, sizeof(key), "%s.name", pfx);
-			ice_cfg_errf(ld->err, ld->doc, ice_yaml_get(m, "name"), key,
-				     "duplicate name '%s' (first defined at line %d); expected "
-				     "unique node names",
-				     h.name, dup->line);
+		if (check_new_name(ld, m, pfx, h.name) < 0)
 			return -EINVAL;
-		}
 		id = topo_add_node(ld->t, h.name, TOPO_HOST, 0, 0, ice_yaml_line(m));
 		if (id < 0)
 			return id;
-		if ((uint32_t)id >= ld->nics_cap) {
-			uint32_t cap = ld->nics_cap ? 2 * ld->nics_cap : 64;
-			struct host_nics *p;
-
-			while (cap <= (uint32_t)id)
-				cap *= 2;
-			p = realloc(ld->nics, cap * sizeof(*p));
-			if (p == NULL)
-				return -ENOMEM;
-			memset(p + ld->nics_cap, 0, (cap - ld->nics_cap) * sizeof(*p));
-			ld->nics = p;
-			ld->nics_cap = cap;
-		}
+		if (reserve_nics(ld, (uint32_t)id + 1) < 0)
+			return -ENOMEM;
 		v = ice_yaml_get(m, "nics");
 		if (v != NULL) {
 			ret = parse_nics(ld, (uint32_t)id, v, pfx);
@@ -740,14 +755,9 @@ static struct topo *load_doc(const struct ice_yaml_doc *doc, struct ice_cfg_err 
 	if (ret < 0)
 		goto err;
 	if (ld.nics_cap < t->nnodes) {
-		struct host_nics *p = realloc(ld.nics, (t->nnodes + 1) * sizeof(*p));
-
-		ret = -ENOMEM;
-		if (p == NULL)
+		ret = reserve_nics(&ld, t->nnodes + 1);
+		if (ret < 0)
 			goto err;
-		memset(p + ld.nics_cap, 0, (t->nnodes + 1 - ld.nics_cap) * sizeof(*p));
-		ld.nics = p;
-		ld.nics_cap = t->nnodes + 1;
 	}
 	ret = parse_links(&ld, ls);
 	if (ret < 0)
@@ -771,9 +781,9 @@ err:
 	return NULL;
 }
 
-struct topo *topo_load(const char *path, struct ice_cfg_err *err)
+/* load_doc(doc), then frees doc (NULL: the parse error is in err). */
+static struct topo *load_doc_free(struct ice_yaml_doc *doc, struct ice_cfg_err *err)
 {
-	struct ice_yaml_doc *doc = ice_yaml_load_file(path, err);
 	struct topo *t;
 	int e;
 
@@ -784,50 +794,51 @@ struct topo *topo_load(const char *path, struct ice_cfg_err *err)
 	ice_yaml_free(doc);
 	errno = e;
 	return t;
+}
+
+struct topo *topo_load(const char *path, struct ice_cfg_err *err)
+{
+	return load_doc_free(ice_yaml_load_file(path, err), err);
 }
 
 struct topo *topo_load_string(const char *name, const char *yaml, size_t len,
 			      struct ice_cfg_err *err)
 {
-	struct ice_yaml_doc *doc = ice_yaml_load_string(name, yaml, len, err);
-	struct topo *t;
-	int e;
-
-	if (doc == NULL)
-		return NULL;
-	t = load_doc(doc, err);
-	e = errno;
-	ice_yaml_free(doc);
-	errno = e;
-	return t;
+	return load_doc_free(ice_yaml_load_string(name, yaml, len, err), err);
 }
 
 /* ---- writing --------------------------------------------------------------- */
 
+/* v in the largest of the units unit[0..2] that divides it, else in unit[3]. */
+static const char *fmt_scaled(uint64_t v, const uint64_t unit[4], const char *const sfx[4],
+			      char *buf, size_t len)
+{
+	int i = 0;
+
+	while (i < 3 && v % unit[i] != 0)
+		i++;
+	snprintf(buf, len, "%llu%s", (unsigned long long)(v / unit[i]), sfx[i]);
+	return buf;
+}
+
 static const char *fmt_rate(uint64_t bps, char *buf, size_t len)
 {
-	if (bps % 1000000000ull == 0)
-		snprintf(buf, len, "%llugbit", (unsigned long long)(bps / 1000000000ull));
-	else if (bps % 1000000ull == 0)
-		snprintf(buf, len, "%llumbit", (unsigned long long)(bps / 1000000ull));
-	else if (bps % 1000ull == 0)
-		snprintf(buf, len, "%llukbit", (unsigned long long)(bps / 1000ull));
-	else
-		snprintf(buf, len, "%llubit", (unsigned long long)bps);
-	return buf;
+	static const uint64_t unit[4] = {1000000000ull, 1000000ull, 1000ull, 1};
+	static const char *const sfx[4] = {"gbit", "mbit", "kbit", "bit"};
+
+	return fmt_scaled(bps, unit, sfx, buf, len);
 }
 
 static const char *fmt_size(uint64_t b, char *buf, size_t len)
 {
-	if (b != 0 && b % (1ull << 30) == 0)
-		snprintf(buf, len, "%lluG", (unsigned long long)(b >> 30));
-	else if (b != 0 && b % (1ull << 20) == 0)
-		snprintf(buf, len, "%lluM", (unsigned long long)(b >> 20));
-	else if (b != 0 && b % (1ull << 10) == 0)
-		snprintf(buf, len, "%lluK", (unsigned long long)(b >> 10));
-	else
-		snprintf(buf, len, "%llu", (unsigned long long)b);
-	return buf;
+	static const uint64_t unit[4] = {1ull << 30, 1ull << 20, 1ull << 10, 1};
+	static const char *const sfx[4] = {"G", "M", "K", ""};
+
+	if (b == 0) {
+		snprintf(buf, len, "0");
+		return buf;
+	}
+	return fmt_scaled(b, unit, sfx, buf, len);
 }
 
 /* Shortest text that reads back to the same double. */

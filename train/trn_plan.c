@@ -272,6 +272,68 @@ int trn_plan_dp_even(const struct trn_model *m, const struct trn_profile *dev, i
 	return trn_predict_dp(m, dev, ndev, net, out);
 }
 
+/* A local search over the plans next to a plan. */
+struct climb {
+	const struct trn_model *m;
+	const struct trn_profile *dev;
+	int ndev;
+	const struct trn_net *net;
+	/* Turns q, a copy of the current plan, into its neighbour i and
+	 * predicts it (*step). Returns 1, 0 when there is no neighbour i, or a
+	 * negative errno. */
+	int (*move)(const struct climb *c, void *q, int i, double *step);
+};
+
+/* Steepest descent from the plan p of size bytes (predicted step): each
+ * round moves p to the neighbour among 0..nmoves-1 that shortens the step
+ * most, until none does or rounds ran out. scratch holds two plans. */
+static int climb(const struct climb *c, void *p, size_t size, void *scratch, double step,
+		 int rounds, int nmoves)
+{
+	void *best = scratch, *q = (char *)scratch + size;
+
+	for (int round = 0; round < rounds; round++) {
+		double best_step = step;
+
+		memcpy(best, p, size);
+		for (int i = 0; i < nmoves; i++) {
+			double q_step;
+			int ret;
+
+			memcpy(q, p, size);
+			ret = c->move(c, q, i, &q_step);
+			if (ret < 0)
+				return ret;
+			if (ret > 0 && q_step < best_step * (1 - 1e-12)) {
+				memcpy(best, q, size);
+				best_step = q_step;
+			}
+		}
+		if (best_step >= step)
+			return 0;
+		memcpy(p, best, size);
+		step = best_step;
+	}
+	return 0;
+}
+
+/* Neighbour a * ndev + b: one micro-batch (or what is left) from a to b. */
+static int dp_move(const struct climb *c, void *qv, int i, double *step)
+{
+	struct trn_dp_plan *q = qv;
+	int a = i / c->ndev, b = i % c->ndev;
+	int mv = q->samples[a] < c->m->micro_batch ? q->samples[a] : c->m->micro_batch;
+	int ret;
+
+	if (a == b || mv == 0)
+		return 0;
+	q->samples[a] -= mv;
+	q->samples[b] += mv;
+	ret = trn_predict_dp(c->m, c->dev, c->ndev, c->net, q);
+	*step = q->step_s;
+	return ret < 0 ? ret : 1;
+}
+
 /*
  * The exposed all-reduce depends on which device is slowest (its backward
  * hides it), and a device whose optimizer step makes it the slowest may
@@ -281,32 +343,10 @@ int trn_plan_dp_even(const struct trn_model *m, const struct trn_profile *dev, i
 static int dp_improve(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		      const struct trn_net *net, struct trn_dp_plan *p)
 {
-	for (int round = 0; round < 4 * m->global_batch; round++) {
-		struct trn_dp_plan best = *p, q;
+	const struct climb c = {.m = m, .dev = dev, .ndev = ndev, .net = net, .move = dp_move};
+	struct trn_dp_plan scratch[2];
 
-		for (int a = 0; a < ndev; a++) {
-			for (int b = 0; b < ndev; b++) {
-				int mv = p->samples[a] < m->micro_batch ? p->samples[a]
-									: m->micro_batch;
-				int ret;
-
-				if (a == b || mv == 0)
-					continue;
-				q = *p;
-				q.samples[a] -= mv;
-				q.samples[b] += mv;
-				ret = trn_predict_dp(m, dev, ndev, net, &q);
-				if (ret < 0)
-					return ret;
-				if (q.step_s < best.step_s * (1 - 1e-12))
-					best = q;
-			}
-		}
-		if (best.step_s >= p->step_s)
-			return 0;
-		*p = best;
-	}
-	return 0;
+	return climb(&c, p, sizeof(*p), scratch, p->step_s, 4 * m->global_batch, ndev * ndev);
 }
 
 /*
@@ -897,6 +937,24 @@ static int pp_consider(const struct pp_search *ps, struct trn_pp_plan *best)
 	return ret;
 }
 
+/* Neighbour 2 * s + (d > 0): the boundary between stages s and s + 1 moves
+ * by d = -1 or +1 layer. */
+static int pp_move(const struct climb *c, void *qv, int i, double *step)
+{
+	struct trn_pp_plan *q = qv;
+	int s = i / 2, d = i % 2 != 0 ? 1 : -1;
+	int ret;
+
+	q->nlayers[s] += d;
+	q->nlayers[s + 1] -= d;
+	q->first[s + 1] += d;
+	if (q->nlayers[s] < 1 || q->nlayers[s + 1] < 1)
+		return 0;
+	ret = trn_predict_pp(c->m, c->dev, c->ndev, c->net, q);
+	*step = q->step_s;
+	return ret < 0 ? ret : 1;
+}
+
 /*
  * est is exact for compute and messages but only an estimate of where the
  * optimizer steps end up (a late stage's can hide behind the drain of the
@@ -906,32 +964,10 @@ static int pp_consider(const struct pp_search *ps, struct trn_pp_plan *best)
 static int pp_improve(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		      const struct trn_net *net, struct trn_pp_plan *p)
 {
-	for (int round = 0; round < 2 * m->nlayers; round++) {
-		struct trn_pp_plan best = *p, q;
+	const struct climb c = {.m = m, .dev = dev, .ndev = ndev, .net = net, .move = pp_move};
+	struct trn_pp_plan scratch[2];
 
-		for (int s = 0; s + 1 < ndev; s++) {
-			for (int d = -1; d <= 1; d += 2) {
-				int ret;
-
-				/* boundary between s and s + 1 moves by d */
-				q = *p;
-				q.nlayers[s] += d;
-				q.nlayers[s + 1] -= d;
-				q.first[s + 1] += d;
-				if (q.nlayers[s] < 1 || q.nlayers[s + 1] < 1)
-					continue;
-				ret = trn_predict_pp(m, dev, ndev, net, &q);
-				if (ret < 0)
-					return ret;
-				if (q.step_s < best.step_s * (1 - 1e-12))
-					best = q;
-			}
-		}
-		if (best.step_s >= p->step_s)
-			return 0;
-		*p = best;
-	}
-	return 0;
+	return climb(&c, p, sizeof(*p), scratch, p->step_s, 2 * m->nlayers, 2 * (ndev - 1));
 }
 
 /*

@@ -99,9 +99,14 @@ static int parse_hostport(const char *s, struct sockaddr_in *sa)
 	return 0;
 }
 
-/* Full-buffer I/O on a blocking TCP socket, bounded by deadline. */
-static int io_all(int fd, void *buf, size_t len, bool wr, uint64_t deadline)
+/*
+ * Full-buffer I/O on a TCP socket, bounded by deadline. Without c it waits
+ * for the socket in poll; with c (out of band, once the engine runs) it only
+ * polls the socket and keeps c's engine going while it is not ready.
+ */
+static int io_all(struct tp_comm *c, int fd, void *buf, size_t len, bool wr, uint64_t deadline)
 {
+	int flags = c != NULL ? MSG_DONTWAIT : 0;
 	uint8_t *p = buf;
 
 	while (len > 0) {
@@ -111,9 +116,17 @@ static int io_all(int fd, void *buf, size_t len, bool wr, uint64_t deadline)
 
 		if (now >= deadline)
 			return -ETIMEDOUT;
-		if (poll(&pfd, 1, (int)((deadline - now) / ICE_NSEC_PER_MSEC) + 1) <= 0)
+		if (c == NULL) {
+			if (poll(&pfd, 1, (int)((deadline - now) / ICE_NSEC_PER_MSEC) + 1) <= 0)
+				continue;
+		} else if (poll(&pfd, 1, 0) <= 0) {
+			int ret = tp_comm_progress(c, 200 * ICE_NSEC_PER_USEC);
+
+			if (ret < 0)
+				return ret;
 			continue;
-		n = wr ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+		}
+		n = wr ? send(fd, p, len, MSG_NOSIGNAL | flags) : recv(fd, p, len, flags);
 		if (n == 0)
 			return -ECONNRESET;
 		if (n < 0) {
@@ -192,9 +205,9 @@ static uint8_t *bootstrap(struct tp_comm *c, const uint8_t *mine, size_t rec_len
 			goto err;
 		}
 		c->oob[0] = fd;
-		err = io_all(fd, (void *)mine, rec_len, true, deadline);
+		err = io_all(NULL, fd, (void *)mine, rec_len, true, deadline);
 		if (err == 0)
-			err = io_all(fd, table, total, false, deadline);
+			err = io_all(NULL, fd, table, total, false, deadline);
 		if (err < 0) {
 			ice_err(ICE_SUB_COMM, "rank %d: bootstrap exchange failed: %s", c->rank,
 				strerror(-err));
@@ -229,15 +242,15 @@ static uint8_t *bootstrap(struct tp_comm *c, const uint8_t *mine, size_t rec_len
 			continue;
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		err = io_all(fd, &h, sizeof(h), false, deadline);
+		err = io_all(NULL, fd, &h, sizeof(h), false, deadline);
 		if (err == 0 &&
 		    (h.magic != BOOT_MAGIC || h.nranks != (uint32_t)c->nranks || h.k != c->k ||
 		     h.rank == 0 || h.rank >= (uint32_t)c->nranks || c->oob[h.rank] >= 0))
 			err = -EPROTO;
 		if (err == 0) {
 			memcpy(table + rec_len * h.rank, &h, sizeof(h));
-			err = io_all(fd, table + rec_len * h.rank + sizeof(h), rec_len - sizeof(h),
-				     false, deadline);
+			err = io_all(NULL, fd, table + rec_len * h.rank + sizeof(h),
+				     rec_len - sizeof(h), false, deadline);
 		}
 		if (err < 0) {
 			ice_err(ICE_SUB_COMM,
@@ -250,7 +263,7 @@ static uint8_t *bootstrap(struct tp_comm *c, const uint8_t *mine, size_t rec_len
 		c->oob[h.rank] = fd;
 	}
 	for (int r = 1; r < c->nranks; r++) {
-		err = io_all(c->oob[r], table, total, true, deadline);
+		err = io_all(NULL, c->oob[r], table, total, true, deadline);
 		if (err < 0)
 			goto err;
 	}
@@ -543,35 +556,7 @@ int tp_comm_irecv(struct tp_comm *c, int peer, void *buf, size_t len, struct tp_
 /* Read or write len bytes on an oob socket while keeping the engine going. */
 static int oob_io(struct tp_comm *c, int fd, void *buf, size_t len, bool wr)
 {
-	uint64_t deadline = ice_now_ns() + c->cfg.bootstrap_timeout_ns * 4;
-	uint8_t *p = buf;
-
-	while (len > 0) {
-		struct pollfd pfd = {.fd = fd, .events = wr ? POLLOUT : POLLIN};
-		ssize_t n;
-
-		if (ice_now_ns() > deadline)
-			return -ETIMEDOUT;
-		if (poll(&pfd, 1, 0) <= 0) {
-			int ret = tp_comm_progress(c, 200 * ICE_NSEC_PER_USEC);
-
-			if (ret < 0)
-				return ret;
-			continue;
-		}
-		n = wr ? send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT)
-		       : recv(fd, p, len, MSG_DONTWAIT);
-		if (n == 0)
-			return -ECONNRESET;
-		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return io_all(c, fd, buf, len, wr, ice_now_ns() + c->cfg.bootstrap_timeout_ns * 4);
 }
 
 /* Every rank contributes v; rank 0 combines (op 0: max, 1: sum) and returns

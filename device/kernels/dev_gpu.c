@@ -452,19 +452,39 @@ static int compute_sync(struct dev_gpu *g, struct dev_gpu_thread *t, int launch_
 	return ret;
 }
 
-int dev_gpu_copy(struct dev_gpu *g, void *dst, const void *src, size_t len, enum dev_copy_dir dir)
+/* The checks every copy starts with: 1 when there is nothing to copy, 0 to
+ * go on (*t is the calling thread's state), or a negative errno. */
+static int copy_enter(struct dev_gpu *g, struct dev_gpu_thread **t, size_t len,
+		      enum dev_copy_dir dir)
 {
-	struct dev_gpu_thread *t;
-	int ret = gpu_enter(g, &t);
-	const void *dev = dir == DEV_COPY_TO_HOST ? src : dst;
-	const void *host = dir == DEV_COPY_TO_HOST ? dst : src;
+	int ret = gpu_enter(g, t);
 
 	if (ret != 0)
 		return ret;
 	if (len == 0)
-		return 0;
+		return 1;
 	if (dir != DEV_COPY_TO_HOST && dir != DEV_COPY_FROM_HOST)
 		return -EINVAL;
+	return 0;
+}
+
+/* Queues the copy on stream s; the runtime's result. */
+static int copy_queue(struct dev_gpu *g, void *dst, const void *src, size_t len,
+		      enum dev_copy_dir dir, void *s)
+{
+	return g->rt->memcpy_async(dst, src, len, dir == DEV_COPY_TO_HOST ? DEV_RT_D2H : DEV_RT_H2D,
+				   s);
+}
+
+int dev_gpu_copy(struct dev_gpu *g, void *dst, const void *src, size_t len, enum dev_copy_dir dir)
+{
+	struct dev_gpu_thread *t;
+	int ret = copy_enter(g, &t, len, dir);
+	const void *dev = dir == DEV_COPY_TO_HOST ? src : dst;
+	const void *host = dir == DEV_COPY_TO_HOST ? dst : src;
+
+	if (ret != 0)
+		return ret < 0 ? ret : 0;
 	ret = check_range(g, dev, len, false, false, "copy");
 	/* pageable host memory is not tracked; pinned memory from host_alloc
 	 * is, and a copy must stay inside it */
@@ -473,12 +493,7 @@ int dev_gpu_copy(struct dev_gpu *g, void *dst, const void *src, size_t len, enum
 	if (ret == 0)
 		ret = compute_after_copies(g, t);
 	if (ret == 0)
-		ret = compute_sync(
-			g, t,
-			g->rt->memcpy_async(dst, src, len,
-					    dir == DEV_COPY_TO_HOST ? DEV_RT_D2H : DEV_RT_H2D,
-					    t->compute),
-			"copy");
+		ret = compute_sync(g, t, copy_queue(g, dst, src, len, dir, t->compute), "copy");
 	return ret;
 }
 
@@ -488,23 +503,15 @@ int dev_gpu_copy_async(struct dev_gpu *g, void *dst, const void *src, size_t len
 	const void *dev = dir == DEV_COPY_TO_HOST ? src : dst;
 	const void *host = dir == DEV_COPY_TO_HOST ? dst : src;
 	struct dev_gpu_thread *t;
-	int ret = gpu_enter(g, &t);
+	int ret = copy_enter(g, &t, len, dir);
 
 	if (ret != 0)
-		return ret;
-	if (len == 0)
-		return 0;
-	if (dir != DEV_COPY_TO_HOST && dir != DEV_COPY_FROM_HOST)
-		return -EINVAL;
+		return ret < 0 ? ret : 0;
 	ret = check_range(g, host, len, true, true, "copy_async (host side)");
 	if (ret == 0)
 		ret = check_range(g, dev, len, false, false, "copy_async (device side)");
 	if (ret == 0)
-		ret = gpu_err(g,
-			      g->rt->memcpy_async(dst, src, len,
-						  dir == DEV_COPY_TO_HOST ? DEV_RT_D2H : DEV_RT_H2D,
-						  t->copy),
-			      "copy_async");
+		ret = gpu_err(g, copy_queue(g, dst, src, len, dir, t->copy), "copy_async");
 	if (ret != 0)
 		return ret;
 	/* queued: pending from now on, whatever happens to the event */

@@ -95,7 +95,8 @@ __device__ __forceinline__ uint16_t f32_to_bf16(float f)
 
 /* ---- element traits: storage S, compute C, the four operators -------- */
 
-template <typename T, typename U> struct el_int {
+/* stored and computed as T */
+template <typename T> struct el_plain {
 	typedef T S;
 	typedef T C;
 	static __device__ __forceinline__ C load(S x)
@@ -106,6 +107,10 @@ template <typename T, typename U> struct el_int {
 	{
 		return x;
 	}
+};
+
+template <typename T, typename U> struct el_int : el_plain<T> {
+	typedef T C; /* a dependent base's names are not found unqualified */
 	static __device__ __forceinline__ C add(C x, C y)
 	{
 		return (C)(U)((U)x + (U)y);
@@ -132,17 +137,8 @@ template <typename T, typename U> struct el_int {
 	}
 };
 
-template <typename T> struct el_float {
-	typedef T S;
+template <typename T> struct el_float : el_plain<T> {
 	typedef T C;
-	static __device__ __forceinline__ C load(S x)
-	{
-		return x;
-	}
-	static __device__ __forceinline__ S store(C x)
-	{
-		return x;
-	}
 	static __device__ __forceinline__ C add(C x, C y)
 	{
 		return x + y;
@@ -178,35 +174,21 @@ template <bool BF> struct el_half : el_float<float> {
 	}
 };
 
-/* operator tags (AVG is launched as SUM) */
-struct op_sum {
-	template <class E>
-	static __device__ __forceinline__ typename E::C f(typename E::C x, typename E::C y)
-	{
-		return E::add(x, y);
+/* operator tags (AVG is launched as SUM): name::f<E> is E's fn */
+#define DEV_OP_TAG(name, fn)                                                                       \
+	struct name {                                                                              \
+		template <class E>                                                                 \
+		static __device__ __forceinline__ typename E::C f(typename E::C x,                 \
+								  typename E::C y)                 \
+		{                                                                                  \
+			return E::fn(x, y);                                                        \
+		}                                                                                  \
 	}
-};
-struct op_prod {
-	template <class E>
-	static __device__ __forceinline__ typename E::C f(typename E::C x, typename E::C y)
-	{
-		return E::mul(x, y);
-	}
-};
-struct op_max {
-	template <class E>
-	static __device__ __forceinline__ typename E::C f(typename E::C x, typename E::C y)
-	{
-		return E::max(x, y);
-	}
-};
-struct op_min {
-	template <class E>
-	static __device__ __forceinline__ typename E::C f(typename E::C x, typename E::C y)
-	{
-		return E::min(x, y);
-	}
-};
+DEV_OP_TAG(op_sum, add);
+DEV_OP_TAG(op_prod, mul);
+DEV_OP_TAG(op_max, max);
+DEV_OP_TAG(op_min, min);
+#undef DEV_OP_TAG
 
 /* ---- reduce / scale_div: grid-stride, coalesced ---------------------- */
 
@@ -257,13 +239,20 @@ static inline unsigned elt_blocks(size_t n)
  * Row tiles are blockIdx.x; column tiles start at blockIdx.y and step by
  * gridDim.y (grid.y is limited to 65535, so wide C loops). ---- */
 
-enum { SG_BM = 64, SG_BN = SG_BM /* one tile loader for both */, SG_BK = 16, SG_TX = 16, SG_TY = 16, SG_MAX_GRID_Y = 65535 };
+enum {
+	SG_BM = 64,
+	SG_BN = SG_BM /* one tile loader for both */,
+	SG_BK = 16,
+	SG_TX = 16,
+	SG_TY = 16,
+	SG_MAX_GRID_Y = 65535
+};
 
 /* One SG_BK x 64 tile t[p][x] = X[x0 + x][k0 + p] of an operand X with
  * nx rows of k (zero outside), read along the stored matrix's contiguous
  * direction: X stored nx x k when rows, else k x nx (X transposed). */
-__device__ static void sg_load_tile(float (*t)[SG_BM + 1], const float *__restrict__ src,
-				    bool rows, int nx, int k, int x0, int xr, int k0, int kr, int tid)
+__device__ static void sg_load_tile(float (*t)[SG_BM + 1], const float *__restrict__ src, bool rows,
+				    int nx, int k, int x0, int xr, int k0, int kr, int tid)
 {
 	for (int l = 0; l < (SG_BM * SG_BK) / (SG_TX * SG_TY); l++) {
 		int idx = tid + l * SG_TX * SG_TY, x, p;
@@ -337,7 +326,8 @@ __global__ void __launch_bounds__(SG_TX *SG_TY)
 					float *cij = c + (size_t)(bm + i) * n + (size_t)(bn + j);
 
 					/* beta == 0: C is not read (may hold NaN), like the host */
-					*cij = alpha * acc[r][q] + (beta != 0.0f ? beta * *cij : 0.0f);
+					*cij = alpha * acc[r][q] +
+					       (beta != 0.0f ? beta * *cij : 0.0f);
 				}
 			}
 		}
