@@ -122,14 +122,6 @@ static int set_split(const struct ice_cfg_field *f, void *obj, const char *text,
 	return 0;
 }
 
-static int set_verbose(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
-		       size_t len)
-{
-	(void)f, (void)obj, (void)text, (void)msg, (void)len;
-	ice_log_setup("info,debug=comm+coll");
-	return 0;
-}
-
 #define F(k, t, m, ...) ICE_CFG_ROW(struct opts, k, t, m, __VA_ARGS__)
 #define FN		ICE_CFG_FUNC_ROW
 static const struct ice_cfg_field bench_fields[] = {
@@ -161,8 +153,6 @@ static const struct ice_cfg_field bench_fields[] = {
 	F("slice", ICE_CFG_SIZE, tp.cc.slice_bytes, .help = "ring pipelining unit (default 1M)"),
 	F("json", ICE_CFG_BOOL, json, .flags = ICE_CFG_SWITCH,
 	  .help = "one JSON object on stdout at the end (the table goes\nto stderr)"),
-	FN("verbose", set_verbose, .flags = ICE_CFG_SWITCH, .alias = 'v',
-	   .help = "more logging (ICE_LOG=debug,debug=qp+coll also works)"),
 };
 
 static int bench_finish(void *obj, const char *path, struct ice_cfg_err *err)

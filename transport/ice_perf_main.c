@@ -110,14 +110,6 @@ static int set_seconds(const struct ice_cfg_field *f, void *obj, const char *tex
 	return 0;
 }
 
-static int set_verbose(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
-		       size_t len)
-{
-	(void)f, (void)obj, (void)text, (void)msg, (void)len;
-	ice_log_setup("info,debug=comm+qp");
-	return 0;
-}
-
 #define F(k, t, m, ...) ICE_CFG_ROW(struct opts, k, t, m, __VA_ARGS__)
 #define FN		ICE_CFG_FUNC_ROW
 static const struct ice_cfg_field perf_fields[] = {
@@ -136,7 +128,6 @@ static const struct ice_cfg_field perf_fields[] = {
 	  .help = "messages outstanding per QP (default: two windows)"),
 	F("json", ICE_CFG_BOOL, json, .flags = ICE_CFG_SWITCH,
 	  .help = "one JSON object on stdout (human lines go to stderr)"),
-	FN("verbose", set_verbose, .flags = ICE_CFG_SWITCH, .alias = 'v', .help = "more logging"),
 };
 
 static int perf_finish(void *obj, const char *path, struct ice_cfg_err *err)

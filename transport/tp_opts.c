@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ice_dcqcn.h"
+#include "ice_log.h"
 #include "ice_time.h"
 #include "tp_launch.h"
 
@@ -103,11 +104,21 @@ static int set_no_icrc(const struct ice_cfg_field *f, void *obj, const char *tex
 	return 0;
 }
 
-#define MS		ICE_NSEC_PER_MSEC
-#define S		ICE_NSEC_PER_SEC
+#define MS ICE_NSEC_PER_MSEC
+#define S  ICE_NSEC_PER_SEC
+static int set_verbose(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		       size_t len)
+{
+	(void)f, (void)obj, (void)text, (void)msg, (void)len;
+	ice_log_setup("info,debug=comm+coll+qp");
+	return 0;
+}
+
 #define F(k, t, m, ...) ICE_CFG_ROW(struct tp_opts, k, t, m, __VA_ARGS__)
 #define FN		ICE_CFG_FUNC_ROW
 static const struct ice_cfg_field tp_fields[] = {
+	FN("verbose", set_verbose, .flags = ICE_CFG_SWITCH, .alias = 'v',
+	   .help = "more logging: info, debug=comm+coll+qp (ICE_LOG=... also works)"),
 	F("rank", ICE_CFG_I32, rank, .min = 0, .max = 4095, .arg = "R",
 	  .help = "run only rank R (needs --bootstrap and --addr)"),
 	F("bootstrap", ICE_CFG_STRING, bootstrap, .arg = "IP:PORT",

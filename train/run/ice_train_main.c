@@ -94,14 +94,6 @@ static int set_dp_tail(const struct ice_cfg_field *f, void *obj, const char *tex
 	return -EINVAL;
 }
 
-static int set_verbose(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
-		       size_t len)
-{
-	(void)f, (void)obj, (void)text, (void)msg, (void)len;
-	ice_log_setup("info,debug=comm+coll");
-	return 0;
-}
-
 #define F(k, t, m, ...) ICE_CFG_ROW(struct opts, k, t, m, __VA_ARGS__)
 #define REQ		ICE_CFG_REQUIRED
 static const struct ice_cfg_field train_fields[] = {
@@ -147,8 +139,6 @@ static const struct ice_cfg_field train_fields[] = {
 	F("trace", ICE_CFG_STRING, trace, .arg = "FILE",
 	  .help = "write every rank's compute spans and communication\noperations (CSV, ns) to "
 		  "FILE"),
-	ICE_CFG_FUNC_ROW("verbose", set_verbose, .flags = ICE_CFG_SWITCH, .alias = 'v',
-			 .help = "more logging"),
 };
 
 static int train_finish(void *obj, const char *path, struct ice_cfg_err *err)
