@@ -74,7 +74,6 @@ extern const size_t probe_cfg_nfields;
 int probe_cfg_load_file(struct probe_cfg *c, const char *path, struct ice_cfg_err *err);
 /* Checks across fields; -EINVAL with err. */
 int probe_cfg_check(const struct probe_cfg *c, struct ice_cfg_err *err);
-void probe_cfg_help(FILE *f);
 
 /* ---- pinglist ------------------------------------------------------------- */
 

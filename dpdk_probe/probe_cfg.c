@@ -129,12 +129,6 @@ int probe_cfg_check(const struct probe_cfg *c, struct ice_cfg_err *err)
 	return 0;
 }
 
-void probe_cfg_help(FILE *f)
-{
-	for (size_t i = 0; i < probe_cfg_nfields; i++)
-		fprintf(f, "  %-16s %s\n", probe_cfg_fields[i].key, probe_cfg_fields[i].help);
-}
-
 /* ---- pinglist --------------------------------------------------------------- */
 
 static int pl_addr(const struct ice_yaml_doc *doc, const struct ice_yaml_node *n, const char *key,
