@@ -196,8 +196,10 @@ static void test_overrun_made_up(void **state)
 	trn_emu_begin(&e);
 	if (e.real_ns - e.woke_ns < 1000000ull) { /* unless preempted */
 		assert_true(e.t0_ns == due);
-		/* hidden: the 29 ms overrun (and the gap), counted once */
-		assert_true(e.hidden_s > 0.028 && e.hidden_s < 0.029 + 0.002);
+		/* hidden: the overrun (29 ms, more when the nap itself ran
+		 * late on a loaded box) and the gap, counted once */
+		assert_true(e.hidden_s >= e.overrun_s);
+		assert_true(e.hidden_s < e.overrun_s + 0.001);
 	}
 	trn_emu_end(&e, 100e6); /* 100 ms stated */
 	dt = now_s() - t0;
