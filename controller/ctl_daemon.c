@@ -378,8 +378,18 @@ struct ctld *ctld_new(const struct ctld_cfg *cfg)
 		ice_err(SUB, "key: %s", err.msg);
 		goto err;
 	}
+	/* The hash models are an operator's statement about the switches: a
+	 * topology without one can only be steered from measured maps. */
+	if (cfg->sports == CTLD_SPORTS_MODEL && !d->topo->hash_known) {
+		ice_err(SUB,
+			"%s: no switch hash (`hash:`): sports model needs the switches' hash; "
+			"without it, use sports probe (ice-probe's maps)",
+			cfg->topology);
+		goto err;
+	}
 	d->probe = cfg->sports == CTLD_SPORTS_PROBE ||
-		   (cfg->sports == CTLD_SPORTS_AUTO && d->topo->ecmp == TOPO_ECMP_KERNEL);
+		   (cfg->sports == CTLD_SPORTS_AUTO &&
+		    (d->topo->ecmp == TOPO_ECMP_KERNEL || !d->topo->hash_known));
 #define K(f, k) (ice_rkey(d->f, sizeof(d->f), k, cfg->fabric, NULL, NULL) < 0)
 	if (K(k_leader, ICE_RK_CTL_LEADER) || K(k_epoch, ICE_RK_CTL_EPOCH) ||
 	    K(k_pub, ICE_RK_CTL_PUBLISHED) || K(k_log, ICE_RK_CTL_LOG) ||

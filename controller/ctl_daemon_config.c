@@ -56,8 +56,9 @@ const struct ice_cfg_field ctld_cfg_fields[] = {
 	 .offset = offsetof(struct ctld_cfg, sports),
 	 .size = sizeof(int),
 	 .choices = (const char *const[]){"auto", "model", "probe", NULL},
-	 .help = "source ports from: model (switch hash models), probe (ice-probe's maps), "
-		 "auto (probe when the topology's ECMP is the kernel's)"},
+	 .help = "source ports from: model (the topology's switch hash; refused without "
+		 "one), probe (ice-probe's maps), auto (probe when the topology's ECMP is the "
+		 "kernel's or it states no hash)"},
 };
 
 const size_t ctld_cfg_nfields = sizeof(ctld_cfg_fields) / sizeof(ctld_cfg_fields[0]);

@@ -328,6 +328,46 @@ out:
 	return ret;
 }
 
+/* The loaded model as one JSON object, for scripts that must not parse the
+ * YAML themselves (tools/ice-demo): nodes with their tier and, for hosts,
+ * their NICs' addresses; links with both ends' nodes and the rate. */
+static int print_json(const struct topo *t)
+{
+	json_t *nodes = json_array(), *links = json_array(), *root;
+
+	for (uint32_t i = 0; i < t->nnodes; i++) {
+		const struct topo_node *n = &t->nodes[i];
+		json_t *nics = json_array();
+
+		for (uint32_t j = 0; j < n->nports && n->kind == TOPO_HOST; j++) {
+			const struct topo_port *p = &t->ports[n->ports[j]];
+
+			json_array_append_new(nics, json_pack("{s:s, s:s}", "name", p->ifname,
+							      "addr", inet_ntoa(p->addr)));
+		}
+		json_array_append_new(nodes,
+				      json_pack("{s:s, s:s, s:i, s:o}", "name", n->name, "kind",
+						n->kind == TOPO_HOST ? "host" : "switch", "tier",
+						(int)n->tier, "nics", nics));
+	}
+	for (uint32_t i = 0; i < t->nlinks; i++) {
+		const struct topo_link *l = &t->links[i];
+
+		json_array_append_new(links, json_pack("{s:s, s:s, s:I}", "a",
+						       t->nodes[t->ports[l->a].node].name, "b",
+						       t->nodes[t->ports[l->b].node].name,
+						       "rate_bps", (json_int_t)l->rate_bps));
+	}
+	root = json_pack("{s:s, s:i, s:s, s:o, s:o}", "name", t->name, "mtu", (int)t->mtu, "ecmp",
+			 t->ecmp == TOPO_ECMP_MODEL ? "model" : "kernel", "nodes", nodes, "links",
+			 links);
+	if (root == NULL || json_dumpf(root, stdout, JSON_COMPACT) < 0)
+		return 1;
+	putchar('\n');
+	json_decref(root);
+	return 0;
+}
+
 static int cmd_validate(void *obj)
 {
 	const struct topo_cli *c = obj;
@@ -336,6 +376,12 @@ static int cmd_validate(void *obj)
 
 	if (t == NULL)
 		return 1;
+	if (c->json) {
+		int ret = print_json(t);
+
+		topo_free(t);
+		return ret;
+	}
 	for (uint32_t i = 0; i < t->nnodes; i++)
 		sw += t->nodes[i].kind == TOPO_SWITCH;
 	printf("%s: ok: fabric %s, %u switches, %u hosts, %u NICs, %u links\n", c->file, t->name,
@@ -433,7 +479,8 @@ static const struct ice_cfg_field frr_args[] = {
 };
 static const struct ice_cfg_cmd cmds[] = {
 	{"gen", "generate a topology", gen_fields, N(gen_fields), gen_args, 1, cmd_gen},
-	{"validate", "check a topology", NULL, 0, file_args, 1, cmd_validate},
+	{"validate", "check a topology (--json: print its model)", json_field, 1, file_args, 1,
+	 cmd_validate},
 	{"paths", "the equal-cost paths from SRC to DST", NULL, 0, file_args, 3, cmd_paths},
 	{"ports", "source ports that cover each path", json_field, 1, file_args, 3, cmd_ports},
 	{"frr", "a switch's FRR configuration", NULL, 0, frr_args, 2, cmd_frr},

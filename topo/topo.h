@@ -88,6 +88,7 @@ struct topo {
 	enum topo_ecmp_mode ecmp;
 	enum topo_routing routing;
 	struct topo_hash_cfg hash; /* default switch hash */
+	bool hash_known;	   /* the file states a hash (top level or a switch) */
 	uint32_t kernel_hash_seed; /* net.ipv4.fib_multipath_hash_seed in kernel mode */
 	struct topo_node *nodes;
 	uint32_t nnodes;

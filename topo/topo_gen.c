@@ -47,6 +47,7 @@ static struct topo *gen_start(const struct topo_gen_opts *o, const char *def_nam
 	t->ecmp = o->ecmp;
 	t->routing = o->routing;
 	t->hash = o->hash;
+	t->hash_known = true;
 	if (t->hash.fields == 0)
 		t->hash.fields = TOPO_HF_5TUPLE;
 	t->kernel_hash_seed = o->hash.seed != 0 ? o->hash.seed : 1;

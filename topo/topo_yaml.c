@@ -425,6 +425,7 @@ static int parse_switches(struct loader *ld, const struct ice_yaml_node *seq)
 		snprintf(key, sizeof(key), "%s.hash", pfx);
 		if (v != NULL && parse_hash(ld, v, key, &ld->t->nodes[id].hash) < 0)
 			return -EINVAL;
+		ld->t->hash_known |= v != NULL;
 	}
 	return 0;
 }
@@ -731,6 +732,7 @@ static struct topo *load_doc(const struct ice_yaml_doc *doc, struct ice_cfg_err 
 	v = ice_yaml_get(root, "hash");
 	if (v != NULL && parse_hash(&ld, v, "hash", &t->hash) < 0)
 		goto err;
+	t->hash_known = v != NULL;
 	t->kernel_hash_seed = top.kernel_hash_seed != 0 ? top.kernel_hash_seed
 			      : t->hash.seed != 0	? t->hash.seed
 							: 1;
