@@ -89,3 +89,36 @@ int ice_dcqcn_params_check(const struct ice_dcqcn_params *p, struct ice_cfg_err 
 	}
 	return 0;
 }
+
+int ice_dcqcn_load(const char *path, struct ice_dcqcn_params *p, struct ice_cfg_err *err)
+{
+	struct ice_dcqcn_params v = *p;
+	struct ice_cfg_err scratch;
+	struct ice_yaml_doc *doc;
+	int ret;
+
+	if (err == NULL)
+		err = &scratch;
+	doc = ice_yaml_load_file(path, err);
+	if (doc == NULL)
+		return errno != 0 ? -errno : -EINVAL;
+	ret = ice_cfg_bind(doc, ice_yaml_root(doc), NULL, dcqcn_fields,
+			   sizeof(dcqcn_fields) / sizeof(dcqcn_fields[0]), &v, ICE_CFG_STRICT, err);
+	if (ret == 0) {
+		ret = ice_dcqcn_params_check(&v, err);
+		if (ret < 0) {
+			/* at the key's line, or the file's start when it comes from p */
+			const struct ice_yaml_node *at = ice_yaml_get(ice_yaml_root(doc), err->key);
+			char msg[sizeof(err->msg)], key[sizeof(err->key)];
+
+			snprintf(msg, sizeof(msg), "%s", err->msg);
+			snprintf(key, sizeof(key), "%s", err->key);
+			ice_cfg_errf(err, doc, at != NULL ? at : ice_yaml_root(doc), key, "%s%s",
+				     msg, at != NULL ? "" : " (not set by this file)");
+		}
+	}
+	ice_yaml_free(doc);
+	if (ret == 0)
+		*p = v;
+	return ret;
+}

@@ -40,5 +40,13 @@ void ice_dcqcn_params_default(struct ice_dcqcn_params *p);
 int ice_dcqcn_params_check(const struct ice_dcqcn_params *p, struct ice_cfg_err *err);
 /* The binding table (one row per parameter: key, unit, safe range). */
 const struct ice_cfg_field *ice_dcqcn_fields(size_t *n);
+/* Load a DCQCN parameter file, a flat YAML mapping of ice_dcqcn_fields()
+ * keys (fabric/dcqcn-testbed.yaml), onto p: the keys it sets replace p's
+ * values, the others keep them (callers start from
+ * ice_dcqcn_params_default()); the result is checked as a whole. 0, or a
+ * negative errno (-ENOENT & co when the file cannot be read, -EINVAL for
+ * its contents) with err naming file:line, key and what was expected; p
+ * is then unchanged. */
+int ice_dcqcn_load(const char *path, struct ice_dcqcn_params *p, struct ice_cfg_err *err);
 
 #endif /* ICE_DCQCN_H */

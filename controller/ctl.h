@@ -237,6 +237,10 @@ struct ctl_rule {
 };
 
 struct ctl_policy {
+	/* what unset keys of a profile take: the `baseline:` file's values
+	 * (over ConnectX-5 defaults), or the defaults without one */
+	struct ice_dcqcn_params baseline;
+	char baseline_file[512]; /* as opened (resolved); "" without one */
 	struct ctl_profile *profiles;
 	uint32_t nprofiles;
 	struct ctl_rule *rules;
@@ -244,7 +248,10 @@ struct ctl_policy {
 	uint32_t default_profile;
 };
 
-/* NULL + errno on failure, err naming file:line, key and the expectation. */
+/* NULL + errno on failure, err naming file:line, key and the expectation
+ * (an error inside the baseline file names that file). A relative
+ * `baseline:` path is taken from the policy file's directory; from the
+ * current directory for ctl_policy_load_string(). */
 struct ctl_policy *ctl_policy_load(const char *path, struct ice_cfg_err *err);
 struct ctl_policy *ctl_policy_load_string(const char *name, const char *yaml, size_t len,
 					  struct ice_cfg_err *err);

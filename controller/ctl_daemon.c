@@ -373,6 +373,9 @@ struct ctld *ctld_new(const struct ctld_cfg *cfg)
 			ice_err(SUB, "%s", ice_cfg_err_str(&err, buf, sizeof(buf)));
 			goto err;
 		}
+		ice_info(SUB, "policy %s: %u profiles over %s", cfg->policy, d->pol->nprofiles,
+			 d->pol->baseline_file[0] != '\0' ? d->pol->baseline_file
+							  : "ConnectX-5 defaults");
 	}
 	if (cfg->key[0] != '\0' && ice_plan_key_load(cfg->key, &d->key, &err) < 0) {
 		ice_err(SUB, "key: %s", err.msg);

@@ -2,14 +2,18 @@
 /*
  * ctl_policy.c: the operator's DCQCN policy (YAML).
  *
+ *   baseline: ../fabric/dcqcn-testbed.yaml  # optional: what unset keys of a
+ *                             #  profile take (ice_dcqcn_load(); relative to
+ *                             #  the policy's directory); else ConnectX defaults
  *   profiles:                 # name -> DCQCN parameters (ice_dcqcn_fields(),
- *     testbed: {rp_ai_rate: 1, ...}   #  safe ranges); unset keys: defaults
+ *     testbed: {rp_ai_rate: 1, ...}   #  safe ranges); unset keys: the baseline
  *   rules:                    # first match wins; absent keys match anything
  *     - {op: all_reduce, min_bytes: 1M, max_bytes: 1G, comm: 7, tclass: 3,
  *        profile: testbed}
  *   default: testbed          # when no rule matches (required)
  */
 #include <errno.h>
+#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,7 +111,7 @@ static int load_profiles(struct ctl_policy *p, const struct ice_yaml_doc *doc,
 		}
 		snprintf(pr->name, sizeof(pr->name), "%s", name);
 		pr->line = ice_yaml_line(k);
-		ice_dcqcn_params_default(&pr->params);
+		pr->params = p->baseline;
 		ret = ice_cfg_bind(doc, v, key, fields, nf, &pr->params, ICE_CFG_STRICT, err);
 		if (ret < 0)
 			return ret;
@@ -193,7 +197,44 @@ static int load_rules(struct ctl_policy *p, const struct ice_yaml_doc *doc,
 	return 0;
 }
 
-static struct ctl_policy *policy_from_doc(struct ice_yaml_doc *doc, struct ice_cfg_err *err)
+/* The `baseline:` file (bn; NULL: none) into p->baseline; a relative path
+ * from dir (NULL: the current directory). */
+static int load_baseline(struct ctl_policy *p, const struct ice_yaml_doc *doc,
+			 const struct ice_yaml_node *bn, const char *dir, struct ice_cfg_err *err)
+{
+	const char *s = ice_yaml_scalar(bn);
+	int n, ret;
+
+	ice_dcqcn_params_default(&p->baseline);
+	if (bn == NULL)
+		return 0;
+	if (s == NULL || s[0] == '\0') {
+		ice_cfg_errf(err, doc, bn, "baseline",
+			     "expected the path of a DCQCN parameter file (relative to the "
+			     "policy's directory)");
+		return -EINVAL;
+	}
+	if (s[0] == '/' || dir == NULL)
+		n = snprintf(p->baseline_file, sizeof(p->baseline_file), "%s", s);
+	else
+		n = snprintf(p->baseline_file, sizeof(p->baseline_file), "%s/%s", dir, s);
+	if (n < 0 || (size_t)n >= sizeof(p->baseline_file)) {
+		ice_cfg_errf(err, doc, bn, "baseline", "expected a path of at most %zu characters",
+			     sizeof(p->baseline_file) - 1);
+		return -EINVAL;
+	}
+	ret = ice_dcqcn_load(p->baseline_file, &p->baseline, err);
+	if (ret < 0 && ret != -EINVAL)
+		/* not there, not readable: say where the policy names it */
+		ice_cfg_errf(err, doc, bn, "baseline",
+			     "expected a readable DCQCN parameter file; cannot read '%s': %s",
+			     p->baseline_file, strerror(-ret));
+	/* -EINVAL: err names the baseline file's line and key */
+	return ret;
+}
+
+static struct ctl_policy *policy_from_doc(struct ice_yaml_doc *doc, const char *dir,
+					  struct ice_cfg_err *err)
 {
 	const struct ice_yaml_node *root = ice_yaml_root(doc), *dn;
 	struct ctl_policy *p = calloc(1, sizeof(*p));
@@ -205,19 +246,23 @@ static struct ctl_policy *policy_from_doc(struct ice_yaml_doc *doc, struct ice_c
 	}
 	if (ice_yaml_kind(root) != ICE_YAML_MAP) {
 		ice_cfg_errf(err, doc, root, "",
-			     "expected a mapping with profiles, rules, default");
+			     "expected a mapping with baseline, profiles, rules, default");
 		goto err;
 	}
 	for (size_t i = 0; i < ice_yaml_len(root); i++) {
 		const char *k = ice_yaml_scalar(ice_yaml_key_at(root, i));
 
-		if (strcmp(k, "profiles") != 0 && strcmp(k, "rules") != 0 &&
-		    strcmp(k, "default") != 0) {
+		if (strcmp(k, "baseline") != 0 && strcmp(k, "profiles") != 0 &&
+		    strcmp(k, "rules") != 0 && strcmp(k, "default") != 0) {
 			ice_cfg_errf(err, doc, ice_yaml_key_at(root, i), k,
-				     "unknown key; expected one of: profiles, rules, default");
+				     "unknown key; expected one of: baseline, profiles, rules, "
+				     "default");
 			goto err;
 		}
 	}
+	ret = load_baseline(p, doc, ice_yaml_get(root, "baseline"), dir, err);
+	if (ret < 0)
+		goto err;
 	ret = load_profiles(p, doc, ice_yaml_get(root, "profiles"), err);
 	if (ret < 0)
 		goto err;
@@ -249,8 +294,23 @@ err:
 struct ctl_policy *ctl_policy_load(const char *path, struct ice_cfg_err *err)
 {
 	struct ice_yaml_doc *doc = ice_yaml_load_file(path, err);
+	struct ctl_policy *p;
+	char *copy;
+	int saved;
 
-	return doc != NULL ? policy_from_doc(doc, err) : NULL;
+	if (doc == NULL)
+		return NULL;
+	copy = strdup(path);
+	if (copy == NULL) {
+		ice_yaml_free(doc);
+		errno = ENOMEM;
+		return NULL;
+	}
+	p = policy_from_doc(doc, dirname(copy), err);
+	saved = errno;
+	free(copy);
+	errno = saved;
+	return p;
 }
 
 struct ctl_policy *ctl_policy_load_string(const char *name, const char *yaml, size_t len,
@@ -258,7 +318,7 @@ struct ctl_policy *ctl_policy_load_string(const char *name, const char *yaml, si
 {
 	struct ice_yaml_doc *doc = ice_yaml_load_string(name, yaml, len, err);
 
-	return doc != NULL ? policy_from_doc(doc, err) : NULL;
+	return doc != NULL ? policy_from_doc(doc, NULL, err) : NULL;
 }
 
 const struct ctl_profile *ctl_policy_match(const struct ctl_policy *p, enum ctl_coll_op op,

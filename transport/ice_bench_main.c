@@ -613,6 +613,65 @@ static json_t *json_rank0_transport(const struct tp_engine_stats *st)
 			 "spurious_timeouts", (json_int_t)st->spurious_timeouts);
 }
 
+/* Rank 0's QPs at the end of the run, as the transport reports them: "qps"
+ * (peer, addresses, QP number, the source port in use: a controller's plan
+ * may have moved it) and "dcqcn_effective", each distinct set of DCQCN
+ * parameters the QPs had (a plan may have changed them; the line rate fills
+ * in rp_max_rate 0) with how many had it, in the order first seen. Into j;
+ * 0 or -1 (out of memory). */
+static int json_rank0_qps(struct tp_comm *c, json_t *j)
+{
+	const struct tp_engine_cfg *ec = tp_engine_cfg(tp_comm_engine(c));
+	size_t cap = (size_t)tp_comm_nranks(c) * tp_comm_qps_per_conn(c), nsets = 0;
+	const struct ice_dcqcn_params **sets = calloc(cap + 1, sizeof(*sets));
+	size_t *count = calloc(cap + 1, sizeof(*count));
+	json_t *qps = json_array(), *eff = json_array();
+	char local[INET_ADDRSTRLEN], remote[INET_ADDRSTRLEN];
+	int ret = -1;
+
+	if (sets == NULL || count == NULL || qps == NULL || eff == NULL)
+		goto out;
+	inet_ntop(AF_INET, &ec->addr, local, sizeof(local));
+	for (int p = 0; p < tp_comm_nranks(c); p++) {
+		for (uint32_t q = 0; q < tp_comm_qps_per_conn(c); q++) {
+			struct tp_qp *qp = tp_comm_qp(c, p, q);
+			const struct ice_dcqcn_params *d;
+			struct in_addr ra;
+			size_t s;
+
+			if (qp == NULL)
+				continue;
+			ra = tp_qp_raddr(qp);
+			inet_ntop(AF_INET, &ra, remote, sizeof(remote));
+			if (json_array_append_new(qps,
+						  json_pack("{s:i, s:s, s:s, s:I, s:i}", "peer", p,
+							    "local", local, "remote", remote, "qpn",
+							    (json_int_t)tp_qp_num(qp), "sport",
+							    (int)tp_qp_sport(qp))) < 0)
+				goto out;
+			d = tp_qp_dcqcn_params(qp);
+			for (s = 0; s < nsets && memcmp(sets[s], d, sizeof(*d)) != 0; s++)
+				;
+			if (s == nsets)
+				sets[nsets++] = d;
+			count[s]++;
+		}
+	}
+	for (size_t s = 0; s < nsets; s++)
+		if (json_array_append_new(eff, json_pack("{s:I, s:o}", "qps", (json_int_t)count[s],
+							 "params", json_dcqcn(sets[s]))) < 0)
+			goto out;
+	if (json_object_set(j, "dcqcn_effective", eff) < 0 || json_object_set(j, "qps", qps) < 0)
+		goto out;
+	ret = 0;
+out:
+	json_decref(qps);
+	json_decref(eff);
+	free(sets);
+	free(count);
+	return ret;
+}
+
 /* The sums of sum_transport() over every rank's QPs and engine. */
 static json_t *json_all_transport(const double tot[6])
 {
@@ -640,7 +699,8 @@ static int print_json(const struct opts *o, struct tp_comm *c, json_t *rows, siz
 	    json_object_set_new(j, "transport_rank0",
 				json_rank0_transport(tp_engine_stats(tp_comm_engine(c)))) < 0 ||
 	    json_object_set_new(j, "transport_all_ranks",
-				tot != NULL ? json_all_transport(tot) : json_null()) < 0)
+				tot != NULL ? json_all_transport(tot) : json_null()) < 0 ||
+	    json_rank0_qps(c, j) < 0)
 		goto out;
 	if (json_dumpf(j, stdout, JSON_COMPACT) < 0 || fputc('\n', stdout) == EOF ||
 	    fflush(stdout) != 0)

@@ -141,6 +141,8 @@ int tp_qp_connect(struct tp_qp *qp, const struct tp_qp_conn *c);
  * port are still accepted by the peer, which tells QPs apart by QPN. */
 int tp_qp_set_sport(struct tp_qp *qp, uint16_t sport);
 uint16_t tp_qp_sport(const struct tp_qp *qp);
+/* The peer engine's address the QP sends to (INADDR_ANY before connect). */
+struct in_addr tp_qp_raddr(const struct tp_qp *qp);
 /* The QP's DCQCN parameters (a copy per QP): change fields at run time, then
  * call tp_qp_dcqcn_changed(). */
 struct ice_dcqcn_params *tp_qp_dcqcn_params(struct tp_qp *qp);

@@ -88,6 +88,25 @@ static int set_dcqcn(const struct ice_cfg_field *f, void *obj, const char *text,
 	return ret;
 }
 
+static int set_dcqcn_file(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+			  size_t len)
+{
+	struct tp_opts *t = obj;
+	struct ice_cfg_err ce;
+	int ret;
+
+	(void)f;
+	memset(&ce, 0, sizeof(ce));
+	ret = ice_dcqcn_load(text, &t->cc.eng.dcqcn, &ce);
+	if (ret < 0) {
+		char buf[sizeof(ce.file) + sizeof(ce.key) + sizeof(ce.msg) + 64];
+
+		snprintf(msg, len, "%s", ice_cfg_err_str(&ce, buf, sizeof(buf)));
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int set_no_dcqcn(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
 			size_t len)
 {
@@ -137,6 +156,9 @@ static const struct ice_cfg_field tp_fields[] = {
 	  .help = "NIC line rate for DCQCN and the pacer, e.g. 200mbit\n(default none)"),
 	FN("dcqcn", set_dcqcn, .arg = "KEY=VALUE",
 	   .help = "set a DCQCN parameter (mlx5 names); repeatable"),
+	FN("dcqcn_file", set_dcqcn_file, .arg = "FILE",
+	   .help = "DCQCN parameters from a YAML map of mlx5 names\n"
+		   "(fabric/dcqcn-testbed.yaml); a later --dcqcn overrides a key"),
 	FN("no_dcqcn", set_no_dcqcn, .flags = ICE_CFG_SWITCH,
 	   .help = "no congestion control (send at line rate)"),
 	FN("no_icrc_verify", set_no_icrc, .flags = ICE_CFG_SWITCH,

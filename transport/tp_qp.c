@@ -125,6 +125,11 @@ uint16_t tp_qp_sport(const struct tp_qp *qp)
 	return qp->sport;
 }
 
+struct in_addr tp_qp_raddr(const struct tp_qp *qp)
+{
+	return qp->peer.sin_addr;
+}
+
 bool tp_qp_failed(const struct tp_qp *qp)
 {
 	return qp->state == TP_QPS_ERROR;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * controller policy: profiles bound to ice_dcqcn_fields() with safe ranges,
- * rules (first match wins), the default, and every refusal naming its
- * file:line and key. Fixtures in tests/controller/.
+ * over an optional baseline file, rules (first match wins), the default,
+ * and every refusal naming its file:line and key. Fixtures in
+ * tests/controller/.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -60,6 +61,8 @@ static void test_good_policy(void **state)
 static void test_example_policy(void **state)
 {
 	const char *path = getenv("ICE_CTL_EXAMPLE");
+	const struct ctl_profile *pr;
+	struct ice_dcqcn_params bed;
 	struct ice_cfg_err err;
 	struct ctl_policy *p;
 	char buf[512];
@@ -76,7 +79,101 @@ static void test_example_policy(void **state)
 		ctl_policy_match(p, CTL_COLL_ALL_REDUCE, 8 << 20, 0, 0)->params.rp_max_rate, 100);
 	for (uint32_t i = 0; i < p->nprofiles; i++)
 		assert_int_equal(ice_dcqcn_params_check(&p->profiles[i].params, NULL), 0);
+	/* testbed-100m is the bed's baseline file as it stands */
+	assert_non_null(strstr(p->baseline_file, "fabric/dcqcn-testbed.yaml"));
+	ice_dcqcn_params_default(&bed);
+	assert_int_equal(ice_dcqcn_load(p->baseline_file, &bed, &err), 0);
+	assert_memory_equal(&p->baseline, &bed, sizeof(bed));
+	pr = ctl_policy_match(p, CTL_COLL_ALL_REDUCE, 8 << 20, 0, 0);
+	assert_string_equal(pr->name, "testbed-100m");
+	assert_memory_equal(&pr->params, &bed, sizeof(bed));
+	assert_int_equal(pr->params.rp_dce_tcp_rtt, 1500);
+	/* the ConnectX profiles keep ConnectX's microsecond timers */
+	for (uint32_t i = 0; i < p->nprofiles; i++)
+		if (strncmp(p->profiles[i].name, "cx-", 3) == 0) {
+			assert_int_equal(p->profiles[i].params.rp_dce_tcp_rtt, 1);
+			assert_int_equal(p->profiles[i].params.np_min_time_between_cnps, 4);
+			assert_int_equal(p->profiles[i].params.rp_rate_reduce_monitor_period, 4);
+		}
 	ctl_policy_free(p);
+}
+
+/* `baseline:` (relative to the policy's directory): unset keys of a
+ * profile take its values, then ConnectX defaults; `{}` is the baseline. */
+static void test_baseline(void **state)
+{
+	struct ice_dcqcn_params def, base;
+	const struct ctl_profile *pr;
+	struct ice_cfg_err err;
+	struct ctl_policy *p;
+	char buf[512], text[1024];
+
+	p = ctl_policy_load(fixture("baseline.yaml"), &err);
+	if (p == NULL)
+		fail_msg("%s", ice_cfg_err_str(&err, buf, sizeof(buf)));
+	assert_non_null(strstr(p->baseline_file, "baseline_dcqcn.yaml"));
+	ice_dcqcn_params_default(&def);
+	base = def;
+	base.rp_max_rate = 100;
+	base.rp_ai_rate = 1;
+	base.rp_time_reset = 4000;
+	base.rp_dce_tcp_rtt = 1500;
+	assert_memory_equal(&p->baseline, &base, sizeof(base));
+	pr = ctl_policy_match(p, CTL_COLL_ALL_REDUCE, 1, 0, 0);
+	assert_string_equal(pr->name, "bed");
+	assert_memory_equal(&pr->params, &base, sizeof(base));
+	pr = ctl_policy_match(p, CTL_COLL_ALL_TO_ALL, 1, 0, 0);
+	assert_string_equal(pr->name, "tuned");
+	assert_int_equal(pr->params.rp_ai_rate, 3);	  /* its own */
+	assert_int_equal(pr->params.rp_time_reset, 4000); /* the baseline's */
+	assert_int_equal(pr->params.rp_gd, def.rp_gd);	  /* neither: default */
+	ctl_policy_free(p);
+
+	/* no baseline: ConnectX defaults, no file */
+	p = ctl_policy_load(fixture("good.yaml"), &err);
+	assert_non_null(p);
+	assert_string_equal(p->baseline_file, "");
+	assert_memory_equal(&p->baseline, &def, sizeof(def));
+	ctl_policy_free(p);
+
+	/* from a string: an absolute path as given */
+	snprintf(text, sizeof(text), "baseline: %s\nprofiles: {a: {}}\ndefault: a\n",
+		 fixture("baseline_dcqcn.yaml"));
+	p = ctl_policy_load_string("<policy>", text, strlen(text), &err);
+	if (p == NULL)
+		fail_msg("%s", ice_cfg_err_str(&err, buf, sizeof(buf)));
+	assert_memory_equal(&p->profiles[0].params, &base, sizeof(base));
+	ctl_policy_free(p);
+}
+
+/* A baseline that is not there: the policy's line names it; a bad key in
+ * it: the baseline file's line and key. */
+static void test_bad_baseline(void **state)
+{
+	struct ice_cfg_err err;
+	struct ctl_policy *p;
+	char buf[512];
+
+	memset(&err, 0, sizeof(err));
+	p = ctl_policy_load(fixture("bad_baseline_missing.yaml"), &err);
+	ice_cfg_err_str(&err, buf, sizeof(buf));
+	if (p != NULL)
+		fail_msg("bad_baseline_missing.yaml: accepted");
+	assert_int_equal(errno, ENOENT);
+	if (strstr(err.file, "bad_baseline_missing.yaml") == NULL || err.line != 4 ||
+	    strcmp(err.key, "baseline") != 0 || strstr(err.msg, "no_such_dcqcn.yaml") == NULL ||
+	    strstr(err.msg, "cannot read") == NULL)
+		fail_msg("missing baseline: got '%s'", buf);
+
+	memset(&err, 0, sizeof(err));
+	p = ctl_policy_load(fixture("bad_baseline_key.yaml"), &err);
+	ice_cfg_err_str(&err, buf, sizeof(buf));
+	if (p != NULL)
+		fail_msg("bad_baseline_key.yaml: accepted");
+	assert_int_equal(errno, EINVAL);
+	if (strstr(err.file, "bad_baseline_dcqcn.yaml") == NULL || err.line != 3 ||
+	    strcmp(err.key, "rp_speed") != 0 || strstr(err.msg, "expected one of") == NULL)
+		fail_msg("bad key in the baseline: got '%s'", buf);
 }
 
 struct bad_case {
@@ -97,7 +194,8 @@ static const struct bad_case bad_cases[] = {
 	{"bad_tclass.yaml", 4, "rules[0].tclass", "7"},
 	{"bad_default.yaml", 3, "default", "'fast'"},
 	{"bad_no_default.yaml", 1, "default", "required"},
-	{"bad_top_key.yaml", 4, "rule", "profiles, rules, default"},
+	{"bad_top_key.yaml", 4, "rule", "baseline, profiles, rules, default"},
+	{"bad_baseline_type.yaml", 4, "baseline", "expected the path"},
 };
 
 static void test_bad_policies(void **state)
@@ -125,9 +223,9 @@ static void test_bad_policies(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_good_policy),
-		cmocka_unit_test(test_example_policy),
-		cmocka_unit_test(test_bad_policies),
+		cmocka_unit_test(test_good_policy),  cmocka_unit_test(test_example_policy),
+		cmocka_unit_test(test_bad_policies), cmocka_unit_test(test_baseline),
+		cmocka_unit_test(test_bad_baseline),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

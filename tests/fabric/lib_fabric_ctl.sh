@@ -76,14 +76,13 @@ ctl_start() {
 	ICE_PIDS+=($!)
 }
 
-# The bed-scaled DCQCN profile (testbed-100m of controller/policy.example.yaml)
-# as ice-perf options: ConnectX defaults on 100 Mbit/s links with millisecond
-# RTTs let one of two flows on a link starve the other (alpha decays every
-# microsecond), and a 94/4 split looks like no collision at all.
-POLICY=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/controller/policy.example.yaml
-read -r -a DCQCN_BED <<<"$(awk '/^  testbed-100m:/ {f = 1; next} f && /^  [a-z]/ {f = 0}
-	f && /^    [a-z_]+:/ {sub(":", "", $1); printf "--dcqcn %s=%s ", $1, $2}' "$POLICY")"
-[ ${#DCQCN_BED[@]} -gt 0 ] || { echo "no testbed-100m profile in $POLICY" >&2; exit 1; }
+# The bed's DCQCN baseline (fabric/dcqcn-testbed.yaml) as ice-perf options:
+# ConnectX defaults on 100 Mbit/s links with millisecond RTTs let one of two
+# flows on a link starve the other (alpha decays every microsecond), and a
+# 94/4 split looks like no collision at all.
+DCQCN_FILE=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/fabric/dcqcn-testbed.yaml
+[ -r "$DCQCN_FILE" ] || { echo "no DCQCN baseline $DCQCN_FILE" >&2; exit 1; }
+DCQCN_BED=(--dcqcn-file "$DCQCN_FILE")
 
 # perf SRC DST SECONDS: ice-perf SRC -> DST in the background ($PERF_PIDS)
 PERF_PIDS=()

@@ -15,7 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -499,6 +501,91 @@ static void test_params_check(void **state)
 	assert_int_equal(ice_dcqcn_params_check(&p, NULL), -EINVAL);
 }
 
+/* Write text to a fresh temporary file; its path in path[len]. */
+static void temp_yaml(const char *text, char *path, size_t len)
+{
+	FILE *f;
+	int fd;
+
+	snprintf(path, len, "/tmp/ice-test-dcqcn-XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	assert_true(fputs(text, f) >= 0);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* The test bed's baseline file, and what ice_dcqcn_load() refuses: every
+ * refusal names file:line and key, and leaves the parameters as they were. */
+static void test_load_file(void **state)
+{
+	const char *bed = getenv("ICE_DCQCN_TESTBED");
+	struct ice_dcqcn_params p, def, before;
+	struct ice_cfg_err err;
+	char path[64];
+
+	ice_dcqcn_params_default(&def);
+	p = def;
+	if (bed == NULL)
+		bed = "fabric/dcqcn-testbed.yaml";
+	assert_int_equal(ice_dcqcn_load(bed, &p, &err), 0);
+	assert_int_equal(p.rp_max_rate, 100);
+	assert_int_equal(p.rp_ai_rate, 1);
+	assert_int_equal(p.rp_hai_rate, 5);
+	assert_int_equal(p.rp_time_reset, 4000);
+	assert_int_equal(p.rp_threshold, 5);
+	assert_int_equal(p.rp_dce_tcp_rtt, 1500);
+	assert_int_equal(p.np_min_time_between_cnps, 50);
+	assert_int_equal(p.rp_gd, def.rp_gd); /* unset: as before */
+	assert_int_equal(p.enable, 1);
+
+	/* keys the file leaves out keep the caller's values */
+	temp_yaml("rp_ai_rate: 7 # comment\n", path, sizeof(path));
+	p.rp_gd = 9;
+	assert_int_equal(ice_dcqcn_load(path, &p, &err), 0);
+	assert_int_equal(p.rp_ai_rate, 7);
+	assert_int_equal(p.rp_gd, 9);
+	assert_int_equal(p.rp_time_reset, 4000);
+	unlink(path);
+
+	before = p;
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(ice_dcqcn_load("/nonexistent/dcqcn.yaml", &p, &err), -ENOENT);
+	assert_string_equal(err.file, "/nonexistent/dcqcn.yaml");
+	assert_non_null(strstr(err.msg, "cannot open"));
+
+	temp_yaml("rp_ai_rate: 1\nrp_speed: 3\n", path, sizeof(path));
+	assert_int_equal(ice_dcqcn_load(path, &p, &err), -EINVAL);
+	assert_string_equal(err.file, path);
+	assert_int_equal(err.line, 2);
+	assert_string_equal(err.key, "rp_speed");
+	assert_non_null(strstr(err.msg, "expected one of"));
+	unlink(path);
+
+	temp_yaml("rp_ai_rate: 2\nrp_gd: 40\n", path, sizeof(path));
+	assert_int_equal(ice_dcqcn_load(path, &p, &err), -EINVAL);
+	assert_int_equal(err.line, 2);
+	assert_string_equal(err.key, "rp_gd");
+	assert_non_null(strstr(err.msg, "[1, 15]"));
+	unlink(path);
+
+	/* a cross-key check at the key's line */
+	temp_yaml("rp_max_rate: 100\nrp_min_rate: 200\n", path, sizeof(path));
+	assert_int_equal(ice_dcqcn_load(path, &p, &err), -EINVAL);
+	assert_int_equal(err.line, 2);
+	assert_string_equal(err.key, "rp_min_rate");
+	assert_non_null(strstr(err.msg, "at most rp_max_rate"));
+	unlink(path);
+
+	temp_yaml("- rp_ai_rate\n", path, sizeof(path));
+	assert_int_equal(ice_dcqcn_load(path, &p, &err), -EINVAL);
+	assert_int_equal(err.line, 1);
+	assert_non_null(strstr(err.msg, "expected a mapping"));
+	unlink(path);
+	assert_memory_equal(&p, &before, sizeof(p));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -510,7 +597,7 @@ int main(void)
 		cmocka_unit_test(test_rate_on_first_cnp), cmocka_unit_test(test_unlimited),
 		cmocka_unit_test(test_planned_start),	  cmocka_unit_test(test_clamp_tgt_rate),
 		cmocka_unit_test(test_disabled),	  cmocka_unit_test(test_np_pacing),
-		cmocka_unit_test(test_params_check),
+		cmocka_unit_test(test_params_check),	  cmocka_unit_test(test_load_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
