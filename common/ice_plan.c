@@ -140,12 +140,16 @@ static json_t *plan_json(const struct ice_host_plan *hp)
 
 	for (uint32_t i = 0; entries != NULL && i < hp->n; i++) {
 		const struct ice_plan_entry *e = &hp->entries[i];
-		json_t *j =
-			json_pack("{s:I,s:I,s:I,s:I,s:I,s:o}", "qpn", (json_int_t)e->qpn, "sport",
-				  (json_int_t)e->sport, "start_mbps", (json_int_t)e->start_mbps,
-				  "target_mbps", (json_int_t)e->target_mbps, "path",
-				  (json_int_t)e->path, "dcqcn", dcqcn_json(&e->dcqcn));
+		json_t *j = json_pack("{s:I,s:I,s:I,s:I,s:I}", "qpn", (json_int_t)e->qpn, "sport",
+				      (json_int_t)e->sport, "start_mbps", (json_int_t)e->start_mbps,
+				      "target_mbps", (json_int_t)e->target_mbps, "path",
+				      (json_int_t)e->path);
 
+		if (j != NULL && e->has_dcqcn &&
+		    json_object_set_new(j, "dcqcn", dcqcn_json(&e->dcqcn)) < 0) {
+			json_decref(j);
+			j = NULL;
+		}
 		if (j == NULL || json_array_append_new(entries, j) < 0) {
 			json_decref(entries);
 			return NULL;
@@ -265,6 +269,9 @@ static int parse_entry(json_t *j, uint32_t i, struct ice_plan_entry *e, struct i
 		return -ERANGE;
 	}
 	dj = json_object_get(j, "dcqcn");
+	e->has_dcqcn = dj != NULL;
+	if (dj == NULL)
+		return 0; /* the QP keeps its own DCQCN parameters */
 	if (!json_is_object(dj) || json_object_size(dj) != nf) {
 		snprintf(key, sizeof(key), "entries[%u].dcqcn", i);
 		ice_cfg_fail(err, NULL, key, "expected an object with the %zu DCQCN parameters",

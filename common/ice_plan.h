@@ -15,6 +15,7 @@
 #ifndef ICE_PLAN_H
 #define ICE_PLAN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +48,7 @@ struct ice_plan_entry {
 	uint32_t start_mbps;  /* 0 = no planned rate */
 	uint32_t target_mbps; /* 0 = no planned rate */
 	int32_t path;	      /* path index, for reporting; -1 unknown */
+	bool has_dcqcn;	      /* false: the QP keeps its own parameters (JSON: no "dcqcn") */
 	struct ice_dcqcn_params dcqcn;
 };
 

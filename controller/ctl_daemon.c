@@ -31,8 +31,8 @@ ICE_LOG_SUBSYSTEM(ctld_log_sub, "ctl");
 static bool entry_same(const struct ice_plan_entry *a, const struct ice_plan_entry *b)
 {
 	return a->qpn == b->qpn && a->sport == b->sport && a->start_mbps == b->start_mbps &&
-	       a->target_mbps == b->target_mbps &&
-	       memcmp(&a->dcqcn, &b->dcqcn, sizeof(a->dcqcn)) == 0;
+	       a->target_mbps == b->target_mbps && a->has_dcqcn == b->has_dcqcn &&
+	       (!a->has_dcqcn || memcmp(&a->dcqcn, &b->dcqcn, sizeof(a->dcqcn)) == 0);
 }
 
 bool ctld_plans_same(const struct ice_host_plan *a, uint32_t na, const struct ice_host_plan *b,

@@ -82,6 +82,10 @@ int ctl_host_plans_build(const struct topo *t, const struct ctl_demand *d,
 		if (e->start_mbps > e->target_mbps)
 			e->start_mbps = e->target_mbps;
 		e->path = f->path.idx;
+		/* Without a policy or a planned rate the plan leaves DCQCN alone:
+		 * the QP keeps the parameters it was started with (the fabric's
+		 * baseline), so a paths-only plan changes nothing but paths. */
+		e->has_dcqcn = pol != NULL || e->target_mbps != 0;
 		if (pol != NULL)
 			e->dcqcn = ctl_policy_match(pol, f->op, f->msg_bytes, f->coll_id, f->tclass)
 					   ->params;

@@ -134,7 +134,8 @@ void agent_plan_reconcile(struct agent_plan *p)
 		const struct ice_plan_entry *e = qpn != 0 ? entry_of(p, qpn) : NULL;
 
 		if (e != NULL) {
-			uint32_t flags = ICE_CTRL_SET_SPORT | ICE_CTRL_SET_DCQCN;
+			uint32_t flags =
+				ICE_CTRL_SET_SPORT | (e->has_dcqcn ? ICE_CTRL_SET_DCQCN : 0);
 
 			applied++;
 			if (p->mine_qpn[i] == qpn && p->mine_epoch[i] == p->cur.epoch)

@@ -56,6 +56,7 @@ static void make_plan(struct ice_host_plan *hp)
 		hp->entries[i].start_mbps = 47;
 		hp->entries[i].target_mbps = 50;
 		hp->entries[i].path = (int32_t)i;
+		hp->entries[i].has_dcqcn = true;
 		ice_dcqcn_params_default(&hp->entries[i].dcqcn);
 	}
 	hp->entries[1].dcqcn.rp_ai_rate = 1;
@@ -98,7 +99,19 @@ static void test_round_trip(void **state)
 	assert_int_equal(out.epoch, 7);
 	assert_int_equal(out.n, 2);
 	assert_int_equal(out.entries[1].sport, 50001);
+	assert_true(out.entries[1].has_dcqcn);
 	assert_int_equal(out.entries[1].dcqcn.rp_ai_rate, 1);
+	ice_host_plan_fini(&out);
+	free(js);
+	/* an entry without DCQCN parameters: no "dcqcn" (the QP keeps its own) */
+	hp.entries[1].has_dcqcn = false;
+	js = ice_plan_sign(&hp, &k);
+	assert_non_null(js);
+	assert_null(strstr(strstr(js, "\"qpn\":257"), "dcqcn"));
+	assert_int_equal(ice_plan_verify(js, &k, 6, NOW + 1, &out, &err), 0);
+	assert_true(out.entries[0].has_dcqcn);
+	assert_false(out.entries[1].has_dcqcn);
+	hp.entries[1].has_dcqcn = true;
 	assert_int_equal(out.entries[0].start_mbps, 47);
 	assert_memory_equal(&out.entries[0].dcqcn, &hp.entries[0].dcqcn,
 			    sizeof(struct ice_dcqcn_params));

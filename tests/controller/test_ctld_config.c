@@ -142,8 +142,12 @@ static void test_errors(void **state)
 
 static struct ice_plan_entry entry(uint32_t qpn, uint16_t sport, uint32_t rate)
 {
-	struct ice_plan_entry e = {
-		.qpn = qpn, .sport = sport, .start_mbps = rate, .target_mbps = rate, .path = 0};
+	struct ice_plan_entry e = {.qpn = qpn,
+				   .sport = sport,
+				   .start_mbps = rate,
+				   .target_mbps = rate,
+				   .path = 0,
+				   .has_dcqcn = true};
 
 	ice_dcqcn_params_default(&e.dcqcn);
 	return e;
@@ -169,6 +173,9 @@ static void test_plans_same(void **state)
 	b1[1].dcqcn.rp_ai_rate++; /* another profile */
 	assert_false(ctld_plans_same(a, 2, b, 2));
 	b1[1].dcqcn.rp_ai_rate--;
+	b1[1].has_dcqcn = false; /* the QP's own parameters instead of a profile */
+	assert_false(ctld_plans_same(a, 2, b, 2));
+	b1[1].has_dcqcn = true;
 	assert_false(ctld_plans_same(a, 2, b, 1)); /* a host less */
 	b[0].host[1] = '3';
 	assert_false(ctld_plans_same(a, 2, b, 2)); /* another host */

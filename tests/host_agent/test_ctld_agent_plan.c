@@ -81,8 +81,13 @@ static char *plan(const char *host, uint64_t epoch, uint64_t issued, uint16_t sp
 		  const struct ice_plan_key *k)
 {
 	struct ice_plan_entry e[2] = {
-		{.qpn = 0x100, .sport = sport, .start_mbps = rate, .target_mbps = rate, .path = 1},
-		{.qpn = 0x200, .sport = sport + 1, .path = 0}};
+		{.qpn = 0x100,
+		 .sport = sport,
+		 .start_mbps = rate,
+		 .target_mbps = rate,
+		 .path = 1,
+		 .has_dcqcn = true},
+		{.qpn = 0x200, .sport = sport + 1, .path = 0}}; /* a path only: its own DCQCN */
 	struct ice_host_plan hp = {
 		.epoch = epoch, .lifetime_ms = 1000, .issued_ms = issued, .entries = e, .n = 2};
 	char *s;
@@ -169,11 +174,12 @@ static void test_apply_refuse_expire(void **state)
 	s2 = ice_ctrl_claim(ctrl, 0x200);
 	assert_true(s2 >= 0);
 	agent_plan_reconcile(p);
-	slot_is(s2, all, 50001, 0, 5);
+	slot_is(s2, ICE_CTRL_SET_SPORT, 50001, 0, 5); /* no DCQCN in its entry */
 
 	/* a newer plan that leaves 0x200 out: its slot goes back to defaults */
 	{
-		struct ice_plan_entry e = {.qpn = 0x100, .sport = 60000, .path = 1};
+		struct ice_plan_entry e = {
+			.qpn = 0x100, .sport = 60000, .path = 1, .has_dcqcn = true};
 		struct ice_host_plan hp = {
 			.epoch = 11, .lifetime_ms = 1000, .issued_ms = NOW, .entries = &e, .n = 1};
 
