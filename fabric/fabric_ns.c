@@ -59,7 +59,7 @@ static int set_sysctls(void *arg)
 		{"/proc/sys/net/ipv6/conf/default/disable_ipv6", "1"},
 	};
 
-	snprintf(seed, sizeof(seed), "%u", a->t->kernel_hash_seed);
+	snprintf(seed, sizeof(seed), "%u", topo_kernel_hash_seed(a->t, a->n));
 	for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
 		int ret = write_file(tab[i].path, tab[i].val);
 
