@@ -179,7 +179,7 @@ static void pmap_news(struct ctld *d, const struct ctl_pmap *m)
 	else if (d->started)
 		ice_info(SUB, "probe map of %s -> %s learned: re-planning", a, b);
 	d->trig |= TRIG_PMAP;
-	if (m->ts_ms > d->trig_ms) {
+	if ((o != NULL || d->started) && m->ts_ms > d->trig_ms) { /* time the reaction */
 		d->trig_ms = m->ts_ms;
 		d->trig_seen_ms = ice_wall_ms();
 		snprintf(d->trig_what, sizeof(d->trig_what), "probe map of %s -> %s %s", a, b,
