@@ -8,10 +8,11 @@
  * Each interval: renew (or try to take) the leader lease, read link state
  * and new events, every qp_interval the QPs (at once after a QP event);
  * plan when the view changed (new/idle QPs: incremental; a link, a
- * collective, a takeover or the periodic re-optimisation: global with
- * hysteresis); publish when the plans differ from the last ones or a third
- * of their lifetime has passed; read back which epoch each host applied and
- * print the reaction time.
+ * collective, a probe map that contradicts the last one (sports: probe), a
+ * takeover or the periodic re-optimisation: global with hysteresis);
+ * publish when the plans differ from the last ones or a third of their
+ * lifetime has passed; read back which epoch each host applied and print
+ * the reaction time.
  */
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -277,11 +278,12 @@ static void plan(struct ctld *d)
 			 "map has no port on the planned path",
 			 pm->unsteered, dem.n);
 	ice_info(SUB,
-		 "plan (%s%s%s%s%s): %zu flows (%u announced) on %u hosts, %s: max util %.3f "
+		 "plan (%s%s%s%s%s%s): %zu flows (%u announced) on %u hosts, %s: max util %.3f "
 		 "(bound %.3f, ECMP %.3f), moved %u, %.1f ms%s",
 		 trig & TRIG_QP ? "qps " : "", trig & TRIG_LINK ? "link " : "",
-		 trig & TRIG_COLL ? "collective " : "", trig & TRIG_REOPT ? "periodic " : "",
-		 trig & TRIG_TAKEOVER ? "takeover " : "", dem.n, nann, d->nhosts,
+		 trig & TRIG_COLL ? "collective " : "", trig & TRIG_PMAP ? "probe-map " : "",
+		 trig & TRIG_REOPT ? "periodic " : "", trig & TRIG_TAKEOVER ? "takeover " : "",
+		 dem.n, nann, d->nhosts,
 		 o.mode == CTL_PLAN_INCREMENTAL ? "incremental" : "re-optimised", st.max_util,
 		 st.bound, ecmp, st.moved, st.total_s * 1e3,
 		 down_used ? "; some flows cross a down link" : "");
@@ -470,8 +472,8 @@ int ctld_run(struct ctld *d)
 					break;
 			}
 			if (!d->leader && !d->cfg.dry_run)
-				d->trig &= TRIG_LINK | TRIG_COLL |
-					   TRIG_QP; /* standby: keep the view */
+				d->trig &= TRIG_LINK | TRIG_COLL | TRIG_QP |
+					   TRIG_PMAP; /* standby: keep the view */
 			if (d->leader)
 				ctld_read_applied(d);
 		}

@@ -32,11 +32,12 @@ extern uint32_t ctld_log_sub; /* ICE_LOG=...,debug=ctl */
 
 enum trig {
 	TRIG_NONE = 0,
-	TRIG_QP = 1,	   /* QPs appeared, went idle or away: incremental */
-	TRIG_LINK = 2,	   /* link state changed */
-	TRIG_COLL = 4,	   /* a collective was announced (or ended) */
-	TRIG_REOPT = 8,	   /* periodic */
-	TRIG_TAKEOVER = 16 /* became leader */
+	TRIG_QP = 1,	    /* QPs appeared, went idle or away: incremental */
+	TRIG_LINK = 2,	    /* link state changed */
+	TRIG_COLL = 4,	    /* a collective was announced (or ended) */
+	TRIG_REOPT = 8,	    /* periodic */
+	TRIG_TAKEOVER = 16, /* became leader */
+	TRIG_PMAP = 32	    /* a probe map changed (or a pair got its first) */
 };
 
 struct cqp {
@@ -126,7 +127,9 @@ struct ctld {
 	uint64_t next_pmap_ns;
 };
 
-#define PMAP_REFRESH_NS (1000 * ICE_NSEC_PER_MSEC)
+/* how often the probe maps' learning times are read (a changed map is
+ * fetched and re-planned for at once) */
+#define PMAP_REFRESH_NS (200 * ICE_NSEC_PER_MSEC)
 
 /* ---- ctl_daemon_redis.c */
 bool ctld_redis_up(struct ctld *d); /* connected, or connects (at most every 500 ms) */

@@ -148,8 +148,48 @@ static int pmap_known(const struct ctld *d, const char *pair, uint64_t ts_ms)
 	return -1;
 }
 
+/* The newest map of m's pair in the current view, or NULL. */
+static const struct ctl_pmap *pmap_before(const struct ctld *d, const struct ctl_pmap *m)
+{
+	const struct ctl_pmap *best = NULL;
+
+	for (uint32_t i = 0; i < d->npmaps; i++) {
+		const struct ctl_pmap *o = &d->pmaps[i];
+
+		if (o->paths != NULL && o->src.s_addr == m->src.s_addr &&
+		    o->dst.s_addr == m->dst.s_addr && (best == NULL || o->ts_ms > best->ts_ms))
+			best = o;
+	}
+	return best;
+}
+
+/* A newly fetched map: when it contradicts the one the plans used (a switch
+ * rehashed, a link changed), or is the pair's first, plan again now. */
+static void pmap_news(struct ctld *d, const struct ctl_pmap *m)
+{
+	const struct ctl_pmap *o = pmap_before(d, m);
+	char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
+
+	if (o != NULL && !ctl_pmap_differs(o, m))
+		return; /* learned again, the same */
+	inet_ntop(AF_INET, &m->src, a, sizeof(a));
+	inet_ntop(AF_INET, &m->dst, b, sizeof(b));
+	if (o != NULL)
+		ice_info(SUB, "probe map of %s -> %s changed: re-planning", a, b);
+	else if (d->started)
+		ice_info(SUB, "probe map of %s -> %s learned: re-planning", a, b);
+	d->trig |= TRIG_PMAP;
+	if ((o != NULL || d->started) && m->ts_ms > d->trig_ms) { /* time the reaction */
+		d->trig_ms = m->ts_ms;
+		d->trig_seen_ms = ice_wall_ms();
+		snprintf(d->trig_what, sizeof(d->trig_what), "probe map of %s -> %s %s", a, b,
+			 o != NULL ? "changed" : "learned");
+	}
+}
+
 /* Every map of every probing host; maps whose learning time did not change
- * are kept, only new ones are fetched. On a Redis failure the old ones stay. */
+ * are kept, only new ones are fetched, and a new one that contradicts the
+ * pair's old one triggers a re-plan. On a Redis failure the old ones stay. */
 void ctld_read_pmaps(struct ctld *d)
 {
 	char key[ICE_RKEY_MAX];
@@ -213,7 +253,7 @@ void ctld_read_pmaps(struct ctld *d)
 		}
 		if (mr[g]->type == REDIS_REPLY_STRING) { /* else expired between the reads */
 			if (ctl_pmap_parse(mr[g]->str, &nm[nn]) == 0)
-				nn++;
+				pmap_news(d, &nm[nn++]);
 			else
 				bad++;
 		}

@@ -98,6 +98,25 @@ int ctl_pmap_find(const struct ctl_pmap *m, const char *name)
 	return -1;
 }
 
+bool ctl_pmap_differs(const struct ctl_pmap *a, const struct ctl_pmap *b)
+{
+	if (a->npaths != b->npaths)
+		return true;
+	for (uint32_t i = 0; i < a->npaths; i++) {
+		int k = ctl_pmap_find(b, a->paths[i].name);
+
+		if (k < 0)
+			return true;
+		for (uint32_t j = 0; j < a->paths[i].nports; j++) {
+			int now = ctl_pmap_path_of(b, a->paths[i].ports[j]);
+
+			if (now >= 0 && now != k)
+				return true;
+		}
+	}
+	return false;
+}
+
 /* ---- the maps as a port -> path provider ------------------------------------------ */
 
 static const struct ctl_pathmap_probe *probe_of(const struct ctl_pathmap *m)

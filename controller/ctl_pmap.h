@@ -10,6 +10,7 @@
 #define CTL_PMAP_H
 
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ctl.h"
@@ -35,6 +36,10 @@ void ctl_pmap_fini(struct ctl_pmap *m); /* NULL-safe */
 int ctl_pmap_path_of(const struct ctl_pmap *m, uint16_t sport);
 /* The path named name, or -1. */
 int ctl_pmap_find(const struct ctl_pmap *m, const char *name);
+/* Does map b of a pair contradict map a: another set of paths, or a port
+ * both saw on different paths (a switch rehashed, a link changed)? Ports
+ * only one of them saw are no evidence. */
+bool ctl_pmap_differs(const struct ctl_pmap *a, const struct ctl_pmap *b);
 
 /*
  * The port -> path provider over a set of maps (struct ctl_pathmap, ctl.h),

@@ -6,9 +6,11 @@
  * = t4 - t1 - (t3 - t2) (min, p50, p99), the one-way delays' change against
  * their minimum over base_window, loss, and the queueing delay = RTT p50 -
  * base RTT (the minimum over base_window). Each interval also re-traces
- * each path's port at the TTLs that vary: a port that now crosses other
- * switches, or a path that stays silent for 2 intervals, makes the pair
- * rediscover its map; paths no longer found are reported dead.
+ * PROBE_CHECK_PORTS of each path's known ports (its echo port and the next
+ * ones in turn) at the TTLs that vary: a port that now crosses other
+ * switches (a link change, or a switch that rehashes after a reboot), or a
+ * path that stays silent for 2 intervals, makes the pair rediscover its
+ * map; paths no longer found are reported dead.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -165,7 +167,7 @@ static void watch_rx(struct probe_sess *s, const struct probe_rx *rx, struct pro
 			if (strcmp(want, h->vhop[o->ttl - 1]) != 0 && !p->remap) {
 				ice_info(PROBE_LOG,
 					 "path %s: port %u now crosses %s at hop %u: remap",
-					 h->name, h->sport, h->vhop[o->ttl - 1], o->ttl);
+					 h->name, o->sport, h->vhop[o->ttl - 1], o->ttl);
 				p->remap = true;
 			}
 		}
@@ -291,22 +293,38 @@ static json_t *health_report(struct watch *w, struct probe_pair_state *p, struct
 	return r;
 }
 
-/* Start this interval's path checks: trace the varying TTLs of each port. */
+/* Start this interval's path checks: trace the varying TTLs of each path's
+ * echo port and of PROBE_CHECK_PORTS - 1 more of its known ports, the next
+ * ones each interval (a rehash moves only some ports: one port per path
+ * would miss it half the time on two paths). */
 static void health_check_paths(struct watch *w, uint32_t pi)
 {
 	struct probe_pair_state *p = &w->ps[pi];
 
 	for (uint32_t i = 0; i < p->nh; i++) {
 		struct probe_health *h = p->h[i];
+		const struct probe_path *path;
+		uint16_t ports[PROBE_CHECK_PORTS];
+		uint32_t n = 0;
 
 		if (h->idx < 0)
 			continue;
-		for (uint32_t t = 1; t <= p->map.nhops; t++)
-			if (!(p->map.fixed_mask & (1u << (t - 1))) &&
-			    probe_sess_send(w->s, p->pair.dst, h->sport, (uint8_t)t,
-					    PROBE_KIND_TRACE, (uint16_t)i, pi) == 0)
-				h->vsent |= 1u << (t - 1);
+		path = &p->map.path[h->idx];
+		ports[n++] = h->sport;
+		for (uint32_t k = 0; k < path->nports && n < PROBE_CHECK_PORTS; k++) {
+			uint16_t sp = path->port[(p->check_turn + k) % path->nports];
+
+			if (sp != h->sport)
+				ports[n++] = sp;
+		}
+		for (uint32_t j = 0; j < n; j++)
+			for (uint32_t t = 1; t <= p->map.nhops; t++)
+				if (!(p->map.fixed_mask & (1u << (t - 1))) &&
+				    probe_sess_send(w->s, p->pair.dst, ports[j], (uint8_t)t,
+						    PROBE_KIND_TRACE, (uint16_t)i, pi) == 0)
+					h->vsent |= 1u << (t - 1);
 	}
+	p->check_turn += PROBE_CHECK_PORTS - 1;
 }
 
 static void watch_report(struct watch *w, uint64_t now, uint64_t seq)

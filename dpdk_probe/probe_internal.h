@@ -78,6 +78,7 @@ void probe_pathmap_print(const struct probe_pathmap *m, FILE *f);
 /* ---- health ------------------------------------------------------------------- */
 
 #define PROBE_RTT_SAMPLES 1024
+#define PROBE_CHECK_PORTS 4 /* ports of each path re-traced per interval */
 #define PROBE_BASE_WIN	  256
 
 struct probe_health {
@@ -111,6 +112,7 @@ struct probe_pair_state {
 	uint64_t next_refresh_ns;
 	bool remap; /* rediscover at the next report */
 	uint32_t remaps;
+	uint32_t check_turn; /* which of a path's ports the next path check traces */
 };
 
 struct probe_redis;

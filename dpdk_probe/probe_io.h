@@ -5,10 +5,12 @@
  * CLOCK_REALTIME nanosecond timestamps, so the layers above are the same
  * for every backend.
  *
- *   raw  — a UDP socket per source port (lazily bound to local:sport; the
- *          TTL per packet in an IP_TTL control message) and a raw ICMP
- *          socket; kernel receive timestamps (SO_TIMESTAMPING, hardware
- *          when the NIC gives them, else software).
+ *   raw  — raw IPv4 sockets, no UDP port bound (so it runs beside a RoCE
+ *          engine on 4791 and QPs on the probed ports): whole packets out
+ *          through IPPROTO_RAW, probe UDP in through a filtered IPPROTO_UDP
+ *          socket, ICMP through IPPROTO_ICMP; kernel receive timestamps
+ *          (SO_TIMESTAMPING, hardware when the NIC gives them, else
+ *          software).
  *   dpdk — one EAL port (cfg->dpdk_eal; an af_packet or tap vdev in the test
  *          bed), rte_eth_tx_burst / rte_eth_rx_burst, CLOCK_REALTIME read at
  *          rx_burst (the TSC-derived clock drifted against it in this VM).

@@ -1,15 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The raw-socket backend: UDP sockets per source port (bound on first use)
- * send the probes with a per-packet TTL and receive the replies; a raw ICMP
- * socket receives time-exceeded and unreachable messages. What the UDP
- * sockets receive is given to the parser as a synthesized IPv4/UDP packet
- * (addresses from recvmsg, TTL from IP_RECVTTL), so it sees what DPDK sees.
+ * The raw-socket backend. Three raw IPv4 sockets and no UDP port bound, so
+ * it runs beside a RoCE engine that owns UDP 4791 and beside QPs bound to
+ * the source ports it probes (the ports a controller hands out from its
+ * maps): whole probe packets (TTL in the header) go out through an
+ * IPPROTO_RAW socket; probe UDP packets come in through an IPPROTO_UDP raw
+ * socket, a copy next to whatever the kernel delivers, which a socket
+ * filter narrows to the probe's magic; a raw ICMP socket receives
+ * time-exceeded and unreachable messages. A host without a socket on the
+ * port answers with a port unreachable as well, which the layers above
+ * tell from a reply.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
 #include <linux/errqueue.h>
+#include <linux/filter.h>
 #include <linux/net_tstamp.h>
 #include <net/if.h>
 #include <stdlib.h>
@@ -21,13 +27,14 @@
 
 #include "ice_log.h"
 #include "probe_io.h"
+#include "probe_wire.h"
 
 struct raw_io {
 	struct probe_io io;
 	int epfd;
-	int icmp_fd;
-	int *udp_fd; /* by port, -1 when not open; 65536 entries */
-	int nudp;
+	int icmp_fd; /* ICMP in */
+	int udp_fd;  /* probe UDP in (filtered) */
+	int tx_fd;   /* whole IPv4 packets out */
 	bool hw_ts;
 };
 
@@ -69,34 +76,21 @@ static int raw_add_fd(struct raw_io *r, int fd)
 	return epoll_ctl(r->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
-/* The UDP socket of a source port, bound on first use; -errno. */
-static int raw_udp(struct raw_io *r, uint16_t port)
+/* Only UDP packets whose payload carries the probe magic reach the socket
+ * (the filter sees the IPv4 header at offset 0): the RoCE traffic of the
+ * host is not copied to user space. */
+static int udp_filter(int fd)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-	int fd, on = 1, ret;
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 0),			/* x = IP header len */
+		BPF_STMT(BPF_LD | BPF_W | BPF_IND, 8 + 12),		/* UDP payload + 12 */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROBE_MAGIC, 0, 1), /* "ICEP" */
+		BPF_STMT(BPF_RET | BPF_K, PROBE_PKT_MAX),
+		BPF_STMT(BPF_RET | BPF_K, 0),
+	};
+	struct sock_fprog prog = {.len = sizeof(code) / sizeof(code[0]), .filter = code};
 
-	if (r->udp_fd[port] >= 0)
-		return r->udp_fd[port];
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	sa.sin_addr = r->io.local;
-	setsockopt(fd, IPPROTO_IP, IP_RECVTTL, &on, sizeof(on));
-	set_timestamping(fd);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		ret = -errno;
-		goto err_close;
-	}
-	ret = raw_add_fd(r, fd);
-	if (ret < 0)
-		goto err_close;
-	r->udp_fd[port] = fd;
-	r->nudp++;
-	return fd;
-
-err_close:
-	close(fd);
-	return ret;
+	return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0 ? -errno : 0;
 }
 
 static void raw_close(struct probe_io *io)
@@ -105,11 +99,10 @@ static void raw_close(struct probe_io *io)
 
 	if (r == NULL)
 		return;
-	if (r->udp_fd != NULL)
-		for (int p = 0; p < 65536; p++)
-			if (r->udp_fd[p] >= 0)
-				close(r->udp_fd[p]);
-	free(r->udp_fd);
+	if (r->tx_fd >= 0)
+		close(r->tx_fd);
+	if (r->udp_fd >= 0)
+		close(r->udp_fd);
 	if (r->icmp_fd >= 0)
 		close(r->icmp_fd);
 	if (r->epfd >= 0)
@@ -126,23 +119,30 @@ static struct probe_io *raw_open(const struct probe_cfg *cfg, struct in_addr loc
 		return NULL;
 	r->io.ops = &probe_io_raw_ops;
 	r->io.local = local;
-	r->icmp_fd = -1;
+	r->icmp_fd = r->udp_fd = r->tx_fd = -1;
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
-	r->udp_fd = malloc(65536 * sizeof(int));
-	if (r->epfd < 0 || r->udp_fd == NULL) {
+	if (r->epfd < 0) {
 		err = errno;
 		goto err_free;
 	}
-	for (int p = 0; p < 65536; p++)
-		r->udp_fd[p] = -1;
 	r->icmp_fd = socket(AF_INET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_ICMP);
-	if (r->icmp_fd < 0) {
+	r->udp_fd = socket(AF_INET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
+	r->tx_fd = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
+	if (r->icmp_fd < 0 || r->udp_fd < 0 || r->tx_fd < 0) {
 		err = errno;
-		ice_err(PROBE_LOG, "raw ICMP socket: %s (needs CAP_NET_RAW)", strerror(err));
+		ice_err(PROBE_LOG, "raw IPv4 sockets: %s (needs CAP_NET_RAW)", strerror(err));
+		goto err_free;
+	}
+	err = -udp_filter(r->udp_fd);
+	if (err) {
+		ice_err(PROBE_LOG, "socket filter: %s", strerror(err));
 		goto err_free;
 	}
 	set_timestamping(r->icmp_fd);
+	set_timestamping(r->udp_fd);
 	err = -raw_add_fd(r, r->icmp_fd);
+	if (err == 0)
+		err = -raw_add_fd(r, r->udp_fd);
 	if (err)
 		goto err_free;
 	(void)cfg;
@@ -160,39 +160,14 @@ static int raw_send(struct probe_io *io, const struct probe_pkt *pkts, int n)
 	int sent = 0;
 
 	for (int i = 0; i < n; i++) {
-		const uint8_t *p = pkts[i].data;
-		size_t hl = (size_t)(p[0] & 0xf) * 4;
-		uint16_t sport = (uint16_t)(p[hl] << 8 | p[hl + 1]);
 		struct sockaddr_in to = {.sin_family = AF_INET};
-		union {
-			char buf[CMSG_SPACE(sizeof(int))];
-			struct cmsghdr align;
-		} c;
-		struct iovec iov;
-		struct msghdr msg = {.msg_name = &to,
-				     .msg_namelen = sizeof(to),
-				     .msg_iov = &iov,
-				     .msg_iovlen = 1,
-				     .msg_control = c.buf,
-				     .msg_controllen = sizeof(c.buf)};
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-		int fd = raw_udp(r, sport), ttl = p[8];
 
-		if (fd < 0) {
+		memcpy(&to.sin_addr, pkts[i].data + 16, 4);
+		if (sendto(r->tx_fd, pkts[i].data, pkts[i].len, MSG_DONTWAIT,
+			   (struct sockaddr *)&to, sizeof(to)) < 0) {
 			io->tx_err++;
-			ice_dbg(PROBE_LOG, "source port %u: %s", sport, strerror(-fd));
-			continue;
-		}
-		memcpy(&to.sin_addr, p + 16, 4);
-		memcpy(&to.sin_port, p + hl + 2, 2);
-		iov.iov_base = (void *)(p + hl + 8);
-		iov.iov_len = pkts[i].len - hl - 8;
-		cm->cmsg_level = IPPROTO_IP;
-		cm->cmsg_type = IP_TTL;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &ttl, sizeof(int));
-		if (sendmsg(fd, &msg, MSG_DONTWAIT) < 0) {
-			io->tx_err++;
+			ice_dbg(PROBE_LOG, "send to %s: %s", inet_ntoa(to.sin_addr),
+				strerror(errno));
 			continue;
 		}
 		sent++;
@@ -202,7 +177,7 @@ static int raw_send(struct probe_io *io, const struct probe_pkt *pkts, int n)
 }
 
 /* Arrival time from the control messages; 0 when none. */
-static uint64_t raw_cmsg_ts(struct raw_io *r, struct msghdr *msg, int *ttl)
+static uint64_t raw_cmsg_ts(struct raw_io *r, struct msghdr *msg)
 {
 	uint64_t ts = 0;
 
@@ -222,76 +197,38 @@ static uint64_t raw_cmsg_ts(struct raw_io *r, struct msghdr *msg, int *ttl)
 
 			memcpy(&t, CMSG_DATA(cm), sizeof(t));
 			ts = (uint64_t)t.tv_sec * 1000000000ull + t.tv_nsec;
-		} else if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_TTL && ttl) {
-			memcpy(ttl, CMSG_DATA(cm), sizeof(int));
 		}
 	}
 	return ts;
 }
 
-/* Read one datagram from fd into pkt (IPv4 packet); 1, 0 (nothing), -errno. */
+/* Read one IPv4 packet from a raw socket into pkt; 1, 0 (nothing), -errno. */
 static int raw_read(struct raw_io *r, int fd, struct probe_pkt *pkt)
 {
-	struct sockaddr_in from;
 	char cbuf[256];
-	struct iovec iov;
-	struct msghdr msg = {.msg_name = &from,
-			     .msg_namelen = sizeof(from),
-			     .msg_iov = &iov,
+	struct iovec iov = {.iov_base = pkt->data, .iov_len = sizeof(pkt->data)};
+	struct msghdr msg = {.msg_iov = &iov,
 			     .msg_iovlen = 1,
 			     .msg_control = cbuf,
 			     .msg_controllen = sizeof(cbuf)};
-	ssize_t n;
-	int ttl = 64;
+	ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT);
 
-	if (fd == r->icmp_fd) {
-		iov.iov_base = pkt->data;
-		iov.iov_len = sizeof(pkt->data);
-	} else {
-		iov.iov_base = pkt->data + 28;
-		iov.iov_len = sizeof(pkt->data) - 28;
-	}
-	n = recvmsg(fd, &msg, MSG_DONTWAIT);
 	if (n < 0)
 		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
-	pkt->ts_ns = raw_cmsg_ts(r, &msg, &ttl);
+	pkt->ts_ns = raw_cmsg_ts(r, &msg);
 	if (pkt->ts_ns == 0)
 		pkt->ts_ns = ice_wall_ns();
-	if (fd == r->icmp_fd) {
-		pkt->len = (uint16_t)n; /* a raw socket gives the IP header */
-		return 1;
-	}
-	{
-		struct sockaddr_in me;
-		socklen_t sl = sizeof(me);
-		uint8_t *ip = pkt->data, *udp = pkt->data + 20;
-		size_t tot = 28 + (size_t)n;
-
-		getsockname(fd, (struct sockaddr *)&me, &sl);
-		memset(ip, 0, 28);
-		ip[0] = 0x45;
-		ip[2] = tot >> 8;
-		ip[3] = tot;
-		ip[8] = ttl;
-		ip[9] = IPPROTO_UDP;
-		memcpy(ip + 12, &from.sin_addr, 4);
-		memcpy(ip + 16, &r->io.local, 4);
-		memcpy(udp, &from.sin_port, 2);
-		memcpy(udp + 2, &me.sin_port, 2);
-		udp[4] = (8 + n) >> 8;
-		udp[5] = 8 + n;
-		pkt->len = (uint16_t)tot;
-	}
+	pkt->len = (uint16_t)n; /* a raw socket gives the IP header */
 	return 1;
 }
 
 static int raw_recv(struct probe_io *io, struct probe_pkt *pkts, int max, uint64_t timeout_ns)
 {
 	struct raw_io *r = (struct raw_io *)io;
-	struct epoll_event ev[64];
+	struct epoll_event ev[8];
 	int got = 0, n, ms = (int)((timeout_ns + 999999) / 1000000);
 
-	n = epoll_wait(r->epfd, ev, 64, ms);
+	n = epoll_wait(r->epfd, ev, 8, ms);
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
 	for (int i = 0; i < n && got < max; i++) {
@@ -304,11 +241,13 @@ static int raw_recv(struct probe_io *io, struct probe_pkt *pkts, int max, uint64
 	return got;
 }
 
+/* Nothing to bind: the raw UDP socket sees the probes to any port, and
+ * binding would take the port from a RoCE engine that wants it. */
 static int raw_listen(struct probe_io *io, uint16_t port)
 {
-	int fd = raw_udp((struct raw_io *)io, port);
-
-	return fd < 0 ? fd : 0;
+	(void)io;
+	(void)port;
+	return 0;
 }
 
 static const char *raw_timestamps(struct probe_io *io)

@@ -584,6 +584,44 @@ int ice_sw_ecmp_down(const char *pin_dir, struct in_addr prefix, int plen, uint3
 	return changed;
 }
 
+int ice_sw_hash_get(const char *pin_dir, struct topo_hash_cfg *out)
+{
+	int fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_HASH), err = 0;
+	__u32 zero = 0;
+
+	if (fd < 0)
+		return fd;
+	if (bpf_map_lookup_elem(fd, &zero, out) != 0) {
+		err = -errno;
+		ice_err(SW_SUB, "%s: reading the hash model failed: %s", pin_dir, strerror(-err));
+	}
+	close(fd);
+	return err;
+}
+
+int ice_sw_hash_update(const char *pin_dir, const struct topo_hash_cfg *cfg)
+{
+	__u32 zero = 0;
+	int fd, err = 0;
+
+	if (cfg->alg >= TOPO_HASH_ALG_MAX) {
+		ice_err(SW_SUB, "hash algorithm %u: expected 0..%d (enum topo_hash_alg)", cfg->alg,
+			TOPO_HASH_ALG_MAX - 1);
+		return -EINVAL;
+	}
+	fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_HASH);
+	if (fd < 0)
+		return fd;
+	/* an array element is written in place: only a packet racing the
+	 * write can see it half-done (one packet on another member) */
+	if (bpf_map_update_elem(fd, &zero, cfg, BPF_EXIST) != 0) {
+		err = -errno;
+		ice_err(SW_SUB, "%s: writing the hash model failed: %s", pin_dir, strerror(-err));
+	}
+	close(fd);
+	return err;
+}
+
 int ice_sw_stats(const char *pin_dir, uint64_t out[ICE_SW_ST_MAX])
 {
 	int fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_STATS), err = 0;

@@ -101,6 +101,13 @@ int ice_sw_ecmp_hits(const char *pin_dir, struct in_addr prefix, int plen,
  * members changed state, or -errno (-ENOENT: no such group or switch).
  */
 int ice_sw_ecmp_down(const char *pin_dir, struct in_addr prefix, int plen, uint32_t down);
+/*
+ * The switch's ECMP hash model, read or replaced in place (a switch reboot
+ * or upgrade that changes the hash seed): packets after the update hash
+ * with cfg. -ENOENT: no switch pinned there; -EINVAL: unknown algorithm.
+ */
+int ice_sw_hash_get(const char *pin_dir, struct topo_hash_cfg *out);
+int ice_sw_hash_update(const char *pin_dir, const struct topo_hash_cfg *cfg);
 /* Switch-wide ingress counters, indexed by enum ice_sw_stat. */
 int ice_sw_stats(const char *pin_dir, uint64_t out[ICE_SW_ST_MAX]);
 /* Unpin the maps under pin_dir and remove the directory if empty. */

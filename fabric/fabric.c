@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * fabric: see fabric.h. The commands: up (in the order below: namespaces,
- * links, addresses, routes and qdiscs, BPF, Redis, FRR), down, and what
- * reads a fabric that is up. The parts are in fabric_ns.c, fabric_link.c,
+ * links, addresses, routes and qdiscs, BPF, Redis, FRR), down, what reads
+ * a fabric that is up, and a switch's new hash seed. The parts are in fabric_ns.c, fabric_link.c,
  * fabric_route.c, fabric_bpf.c, fabric_redis.c and fabric_run.c
  * (fabric_internal.h).
  */
@@ -21,6 +21,32 @@
 
 #include "ice_log.h"
 #include "ice_time.h"
+
+/* ---- the state's topology -------------------------------------------------------------- */
+
+/* FAB_STATE_DIR/<fabric>/topo.yaml from t, whole or not at all (readers
+ * never see half a file). */
+static int state_topo_write(const struct topo *t)
+{
+	char path[512], tmp[520];
+	FILE *f;
+	int ret = 0;
+
+	fab_state_path(t->name, "topo.yaml", path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	f = fopen(tmp, "w");
+	if (f == NULL || topo_write_yaml(t, f) < 0)
+		ret = -EIO;
+	if (f != NULL && fclose(f) != 0 && ret == 0)
+		ret = -EIO;
+	if (ret == 0 && rename(tmp, path) < 0)
+		ret = -errno;
+	if (ret < 0) {
+		unlink(tmp);
+		ice_err(FAB_SUB, "cannot write %s: %s", path, strerror(-ret));
+	}
+	return ret;
+}
 
 /* ---- up ------------------------------------------------------------------------------ */
 
@@ -54,16 +80,9 @@ int fab_up(const struct topo *t, const struct fab_opts *o)
 		ice_err(FAB_SUB, "cannot create %s: %s", path, strerror(-ret));
 		return ret;
 	}
-	fab_state_path(t->name, "topo.yaml", path, sizeof(path));
-	f = fopen(path, "w");
-	if (f == NULL || topo_write_yaml(t, f) < 0) {
-		ret = -EIO;
-		if (f != NULL)
-			fclose(f);
-		ice_err(FAB_SUB, "cannot write %s", path);
+	ret = state_topo_write(t);
+	if (ret < 0)
 		goto err;
-	}
-	fclose(f);
 	fab_state_path(t->name, "routing", path, sizeof(path));
 	f = fopen(path, "w");
 	if (f != NULL) {
@@ -203,6 +222,103 @@ struct topo *fab_topo(const char *name)
 		fclose(f);
 	}
 	return t;
+}
+
+/* Up to 8 switch names of t, for an error that says what was expected. */
+static void switch_names(const struct topo *t, char *buf, size_t len)
+{
+	size_t at = 0;
+	uint32_t n = 0;
+
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < t->nnodes && at < len; i++) {
+		if (t->nodes[i].kind != TOPO_SWITCH)
+			continue;
+		if (n++ == 8) {
+			snprintf(buf + at, len - at, ", ...");
+			break;
+		}
+		at += (size_t)snprintf(buf + at, len - at, "%s%s", n > 1 ? ", " : "",
+				       t->nodes[i].name);
+	}
+}
+
+int fab_hash_seed(const char *name, const char *node, uint32_t seed, bool quiet)
+{
+	const struct topo_node *n;
+	struct ice_cfg_err err;
+	char path[512], names[160];
+	bool bpf;
+	struct topo *t;
+	uint32_t old = 0;
+	int lock, ret;
+
+	fab_state_path(name, NULL, path, sizeof(path));
+	if (!fab_dir_exists(path)) {
+		ice_err(FAB_SUB, "fabric '%s' is not up (no %s)", name, path);
+		return -ENOENT;
+	}
+	/* one read-modify-write of the state's topology at a time */
+	fab_state_path(name, "topo.lock", path, sizeof(path));
+	lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lock < 0) {
+		ret = -errno;
+		ice_err(FAB_SUB, "cannot open %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	flock(lock, LOCK_EX);
+	fab_state_path(name, "topo.yaml", path, sizeof(path));
+	/* the file as up wrote it (fab_topo() would fold in `up --routing`) */
+	t = access(path, R_OK) == 0 ? topo_load(path, &err) : NULL;
+	if (t == NULL) {
+		ice_err(FAB_SUB, "fabric '%s' is not up (no %s)", name, path);
+		ret = -ENOENT;
+		goto out;
+	}
+	switch_names(t, names, sizeof(names));
+	n = topo_node_by_name(t, node);
+	if (n == NULL || n->kind != TOPO_SWITCH) {
+		if (n == NULL)
+			ice_err(FAB_SUB, "fabric %s has no switch '%s': expected one of %s", name,
+				node, names);
+		else
+			ice_err(FAB_SUB, "fabric %s: %s is a host: expected a switch (%s)", name,
+				node, names);
+		ret = n == NULL ? -ENOENT : -EINVAL;
+		goto out;
+	}
+	/* the hash model's switches in BPF, else (kernel ECMP, or `up --no-bpf`)
+	 * the kernel's multipath hash */
+	fab_pin_path(name, n->name, path, sizeof(path));
+	bpf = t->ecmp == TOPO_ECMP_MODEL && access(path, F_OK) == 0;
+	if (!bpf && seed == 0) {
+		ice_err(FAB_SUB,
+			"fabric %s: seed 0: expected 1..4294967295 for kernel ECMP (0 makes "
+			"the kernel pick a random seed)",
+			name);
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = bpf ? fab_bpf_hash_seed(t, n, seed, &old) : fab_ns_hash_seed(t, n, seed, &old);
+	if (ret < 0)
+		goto out;
+	/* the state says what the switch now does (for `status` and whoever
+	 * reads the fabric's copy; a controller's own copy stays as it was) */
+	if (bpf)
+		((struct topo_node *)n)->hash.seed = seed;
+	else
+		((struct topo_node *)n)->kernel_hash_seed = seed;
+	ret = state_topo_write(t);
+	if (ret == 0 && !quiet && bpf)
+		printf("ice-fabric: %s %s: hash seed 0x%x -> 0x%x (%s, BPF model)\n", name, n->name,
+		       old, seed, topo_hash_alg_name(n->hash.alg));
+	else if (ret == 0 && !quiet)
+		printf("ice-fabric: %s %s: fib_multipath_hash_seed %u -> %u (kernel ECMP)\n", name,
+		       n->name, old, seed);
+out:
+	topo_free(t);
+	close(lock);
+	return ret;
 }
 
 int fab_list(FILE *out)

@@ -42,6 +42,11 @@ int fab_exec(const char *name, const char *node, char **argv);
 /* Take a link down or up: dev is "nodeA:nodeB" (the link between them) or
  * "node:ifname" (one port, both ends of its link). */
 int fab_link(const char *name, const char *dev, bool up);
+/* Change switch `node`'s ECMP hash seed live, as a reboot or upgrade would:
+ * the BPF model's hash (`ecmp: model`), else the namespace's
+ * net.ipv4.fib_multipath_hash_seed; recorded in the fabric's state topology.
+ * Prints the change unless quiet. 0 or -errno with the reason printed. */
+int fab_hash_seed(const char *name, const char *node, uint32_t seed, bool quiet);
 /* The fabric names that are up (state directories), newline-separated. */
 int fab_list(FILE *out);
 /* Load the topology saved by fab_up(). NULL + errno. */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * fabric: the BPF switch model of ebpf/ on every switch port (egress queue,
- * ECN, drops, loss; with `ecmp: model` the hash model's next hops), its
- * counters (stats), and ECMP failover in the model switches.
+ * ECN, drops, loss; with `ecmp: model` the hash model's next hops), a live
+ * change of its hash seed, its counters (stats), and ECMP failover in the
+ * model switches.
  */
 #include "fabric_internal.h"
 
@@ -112,6 +113,23 @@ int fab_bpf_setup(const struct topo *t)
 		ret = fab_in_netns(ns, setup_switch_bpf, &ba);
 	}
 	return ret;
+}
+
+/* ---- a new hash seed --------------------------------------------------------- */
+
+int fab_bpf_hash_seed(const struct topo *t, const struct topo_node *n, uint32_t seed, uint32_t *old)
+{
+	struct topo_hash_cfg hc;
+	char pin[512];
+	int ret;
+
+	fab_pin_path(t->name, n->name, pin, sizeof(pin));
+	ret = ice_sw_hash_get(pin, &hc);
+	if (ret < 0)
+		return ret;
+	*old = hc.seed;
+	hc.seed = seed;
+	return ice_sw_hash_update(pin, &hc);
 }
 
 /* ---- its counters ------------------------------------------------------------ */

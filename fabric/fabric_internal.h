@@ -3,10 +3,11 @@
  * fabric: what its files share; not for use outside fabric/. fabric.c holds
  * the commands (up, down, exec, ...) and calls the parts:
  *   fabric_run.c    text buffers, tools in batch mode, names, paths, setns
- *   fabric_ns.c     namespaces: make (with sysctls), find, stop processes, delete
+ *   fabric_ns.c     namespaces: make (with sysctls), find, stop processes, delete,
+ *                   a switch's kernel hash seed
  *   fabric_link.c   veth pairs, management network, addresses, TBF, link state
  *   fabric_route.c  static ECMP routes, FRR, failover after a link change
- *   fabric_bpf.c    the BPF switch model: attach, counters, ECMP failover
+ *   fabric_bpf.c    the BPF switch model: attach, hash seed, counters, ECMP failover
  *   fabric_redis.c  the fabric's redis-server and the link states kept there
  */
 #ifndef FABRIC_INTERNAL_H
@@ -60,6 +61,8 @@ int fab_ns_create(const struct topo *t);
 /* Does any namespace ice<fabric>-* exist? */
 bool fab_ns_exist(const char *fabric);
 int fab_ns_stop_processes(const char *name);
+/* Set switch n's net.ipv4.fib_multipath_hash_seed; the one it had in *old. */
+int fab_ns_hash_seed(const struct topo *t, const struct topo_node *n, uint32_t seed, uint32_t *old);
 /* Delete the namespaces ice<name>-*; returns how many there were. */
 int fab_ns_delete(const char *name);
 
@@ -87,6 +90,10 @@ int fab_failover(const struct topo *t);
 int fab_bpf_setup(const struct topo *t);
 /* Mark the model switches' ECMP members out of use by down; first error. */
 int fab_bpf_failover(const struct topo *t, const bool *down);
+/* Replace the seed of model switch n's hash (its pinned map); the one it
+ * had in *old. -ENOENT: no BPF switch there. */
+int fab_bpf_hash_seed(const struct topo *t, const struct topo_node *n, uint32_t seed,
+		      uint32_t *old);
 
 /* ---- fabric_redis.c -------------------------------------------------------------- */
 

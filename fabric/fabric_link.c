@@ -227,6 +227,37 @@ static const char *state_of(const char *table, const char *ifname, char *buf, si
 	return "absent";
 }
 
+/* The switches' ECMP hash: the topology's, then the first switches that
+ * differ (their own in the file, or changed by `ice-fabric hash`). */
+static void hash_status(const struct topo *t, FILE *out)
+{
+	bool model = t->ecmp == TOPO_ECMP_MODEL;
+	uint32_t n_diff = 0;
+
+	if (model)
+		fprintf(out, "ECMP hash: %s seed 0x%x", topo_hash_alg_name(t->hash.alg),
+			t->hash.seed);
+	else
+		fprintf(out, "ECMP hash: kernel, seed %u", t->kernel_hash_seed);
+	for (uint32_t i = 0; i < t->nnodes; i++) {
+		const struct topo_node *n = &t->nodes[i];
+		bool h = model && (n->hash.alg != t->hash.alg || n->hash.seed != t->hash.seed);
+		bool k = topo_kernel_hash_seed(t, n) != t->kernel_hash_seed;
+
+		if (n->kind != TOPO_SWITCH || (!h && !k) || n_diff++ >= 8)
+			continue;
+		fprintf(out, "%s %s", n_diff == 1 ? "; differing:" : ",", n->name);
+		if (h)
+			fprintf(out, " %s seed 0x%x", topo_hash_alg_name(n->hash.alg),
+				n->hash.seed);
+		if (k)
+			fprintf(out, " kernel seed %u", topo_kernel_hash_seed(t, n));
+	}
+	if (n_diff > 8)
+		fprintf(out, " and %u more", n_diff - 8);
+	fprintf(out, "\n");
+}
+
 int fab_status(const char *name, FILE *out)
 {
 	struct topo *t = fab_topo(name);
@@ -250,6 +281,7 @@ int fab_status(const char *name, FILE *out)
 	if (port[0])
 		fprintf(out, ", redis at " FAB_MGMT_NET ".%u.1:%s", fab_mgmt_byte(name), port);
 	fprintf(out, "\n");
+	hash_status(t, out);
 	for (uint32_t i = 0; i < t->nlinks; i++) {
 		const struct topo_port *pa = &t->ports[t->links[i].a],
 				       *pb = &t->ports[t->links[i].b];

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * fabric: the namespaces, ice<fabric>-<node>. Made with their sysctls,
- * found by their prefix, emptied of their processes and deleted.
+ * found by their prefix, emptied of their processes and deleted; a
+ * switch's kernel ECMP hash seed changed live.
  */
 #include "fabric_internal.h"
 
@@ -59,7 +60,7 @@ static int set_sysctls(void *arg)
 		{"/proc/sys/net/ipv6/conf/default/disable_ipv6", "1"},
 	};
 
-	snprintf(seed, sizeof(seed), "%u", a->t->kernel_hash_seed);
+	snprintf(seed, sizeof(seed), "%u", topo_kernel_hash_seed(a->t, a->n));
 	for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
 		int ret = write_file(tab[i].path, tab[i].val);
 
@@ -92,6 +93,49 @@ int fab_ns_create(const struct topo *t)
 		fab_ns_name(t, &t->nodes[i], ns, sizeof(ns));
 		ret = fab_in_netns(ns, set_sysctls, &sa);
 	}
+	return ret;
+}
+
+/* ---- a switch's kernel hash seed --------------------------------------------- */
+
+struct seed_arg {
+	uint32_t seed, old;
+};
+
+static int swap_seed(void *arg)
+{
+	static const char path[] = "/proc/sys/net/ipv4/fib_multipath_hash_seed";
+	struct seed_arg *a = arg;
+	char buf[32] = "";
+	FILE *f = fopen(path, "r");
+	int ret;
+
+	if (f == NULL || fgets(buf, sizeof(buf), f) == NULL) {
+		ret = f == NULL ? -errno : -EIO;
+		if (f != NULL)
+			fclose(f);
+		ice_err(FAB_SUB, "cannot read %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	fclose(f);
+	a->old = (uint32_t)strtoul(buf, NULL, 10);
+	snprintf(buf, sizeof(buf), "%u", a->seed);
+	ret = write_file(path, buf);
+	if (ret < 0)
+		ice_err(FAB_SUB, "sysctl %s = %s: %s", path, buf, strerror(-ret));
+	return ret;
+}
+
+int fab_ns_hash_seed(const struct topo *t, const struct topo_node *n, uint32_t seed, uint32_t *old)
+{
+	struct seed_arg a = {.seed = seed};
+	char ns[64];
+	int ret;
+
+	fab_ns_name(t, n, ns, sizeof(ns));
+	ret = fab_in_netns(ns, swap_seed, &a);
+	if (ret == 0)
+		*old = a.old;
 	return ret;
 }
 

@@ -8,6 +8,7 @@
  *   ice-fabric stats [NAME] [--json] [--new-peak]
  *   ice-fabric exec [--fabric NAME] NODE -- CMD [ARGS...]
  *   ice-fabric link [--fabric NAME] NODE:NODE|NODE:IFNAME up|down
+ *   ice-fabric hash [--fabric NAME] SWITCH --seed S
  *   ice-fabric list
  *
  * NAME may be left out when exactly one fabric is up.
@@ -56,6 +57,7 @@ struct fab_cli {
 	char node[64];
 	char link[160];
 	int state; /* link: 0 up, 1 down */
+	uint32_t seed;
 	char **cmd;
 };
 
@@ -141,6 +143,13 @@ static int cmd_link(void *obj)
 	return fab_link(name_of(c), c->link, c->state == 0) < 0 ? 1 : 0;
 }
 
+static int cmd_hash(void *obj)
+{
+	struct fab_cli *c = obj;
+
+	return fab_hash_seed(name_of(c), c->node, c->seed, false) < 0 ? 1 : 0;
+}
+
 #define F(k, t, m, ...) ICE_CFG_ROW(struct fab_cli, k, t, m, __VA_ARGS__)
 #define SW		ICE_CFG_SWITCH
 #define REQ		ICE_CFG_REQUIRED
@@ -174,6 +183,14 @@ static const struct ice_cfg_field link_args[] = {
 	F("link", ICE_CFG_STRING, link, .flags = REQ, .arg = "NODE:NODE|NODE:IFNAME"),
 	F("state", ICE_CFG_ENUM, state, .choices = states, .flags = REQ, .arg = "up|down"),
 };
+static const struct ice_cfg_field hash_fields[] = {
+	F("fabric", ICE_CFG_STRING, name, .arg = "NAME", .help = "the fabric"),
+	F("seed", ICE_CFG_U32, seed, .flags = REQ, .arg = "S",
+	  .help = "the new seed, 0..0xffffffff (kernel ECMP: from 1)"),
+};
+static const struct ice_cfg_field hash_args[] = {
+	F("node", ICE_CFG_STRING, node, .flags = REQ, .arg = "SWITCH", .help = "a switch"),
+};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 static const struct ice_cfg_cmd cmds[] = {
 	{"up", "bring a fabric up", up_fields, N(up_fields), up_args, N(up_args), cmd_up},
@@ -183,6 +200,8 @@ static const struct ice_cfg_cmd cmds[] = {
 	 name_arg, 1, cmd_stats},
 	{"exec", "run CMD in NODE's namespace", fabric_field, 1, exec_args, N(exec_args), cmd_exec},
 	{"link", "take a link down or up", fabric_field, 1, link_args, N(link_args), cmd_link},
+	{"hash", "change a switch's ECMP hash seed live (a reboot or upgrade)", hash_fields,
+	 N(hash_fields), hash_args, N(hash_args), cmd_hash},
 	{"list", "the fabrics that are up", NULL, 0, NULL, 0, cmd_list},
 };
 

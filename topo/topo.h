@@ -76,6 +76,8 @@ struct topo_node {
 	uint32_t *ports; /* port ids */
 	uint32_t nports;
 	struct topo_hash_cfg hash; /* switches: ECMP hash model */
+	uint32_t kernel_hash_seed; /* switches: their own fib_multipath_hash_seed; 0: the topology's
+				    */
 	uint32_t asn;		   /* switches: BGP AS number */
 	struct in_addr loopback;   /* switches: router id / loopback */
 	int line;		   /* YAML line (0 when generated) */
@@ -134,6 +136,11 @@ struct topo *topo_gen_rail(const struct topo_gen_opts *o);
 /* ---- lookups ------------------------------------------------------------------ */
 
 const struct topo_node *topo_node_by_name(const struct topo *t, const char *name);
+/* The fib_multipath_hash_seed switch n runs with in kernel mode. */
+static inline uint32_t topo_kernel_hash_seed(const struct topo *t, const struct topo_node *n)
+{
+	return n->kernel_hash_seed != 0 ? n->kernel_hash_seed : t->kernel_hash_seed;
+}
 /* The port (NIC) of a host by its address; NULL when none. */
 const struct topo_port *topo_port_by_addr(const struct topo *t, struct in_addr a);
 /* Host NICs in id order: the i-th host port. */

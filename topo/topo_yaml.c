@@ -127,7 +127,7 @@ static const struct ice_cfg_field ecn_fields[] = {
 
 struct switch_tmp {
 	char name[TOPO_NAME_MAX];
-	uint32_t tier, pod, asn;
+	uint32_t tier, pod, asn, kernel_hash_seed;
 };
 
 static const struct ice_cfg_field switch_fields[] = {
@@ -146,6 +146,12 @@ static const struct ice_cfg_field switch_fields[] = {
 	 .offset = offsetof(struct switch_tmp, asn),
 	 .min = 1,
 	 .max = 4294967294.0},
+	{.key = "kernel_hash_seed",
+	 .type = ICE_CFG_U32,
+	 .offset = offsetof(struct switch_tmp, kernel_hash_seed),
+	 .min = 1,
+	 .max = 4294967295.0,
+	 .help = "this switch's fib_multipath_hash_seed in kernel mode"},
 };
 
 struct host_tmp {
@@ -394,7 +400,8 @@ static int check_new_name(struct loader *ld, const struct ice_yaml_node *m, cons
 
 static int parse_switches(struct loader *ld, const struct ice_yaml_node *seq)
 {
-	static const char *const keys[] = {"name", "tier", "pod", "asn", "loopback", "hash"};
+	static const char *const keys[] = {
+		"name", "tier", "pod", "asn", "loopback", "hash", "kernel_hash_seed"};
 
 	for (size_t i = 0; i < ice_yaml_len(seq); i++) {
 		const struct ice_yaml_node *m = ice_yaml_at(seq, i), *v;
@@ -416,6 +423,7 @@ static int parse_switches(struct loader *ld, const struct ice_yaml_node *seq)
 		if (id < 0)
 			return id;
 		ld->t->nodes[id].asn = s.asn;
+		ld->t->nodes[id].kernel_hash_seed = s.kernel_hash_seed;
 		v = ice_yaml_get(m, "loopback");
 		snprintf(key, sizeof(key), "%s.loopback", pfx);
 		if (v != NULL &&
@@ -741,7 +749,8 @@ static struct topo *load_doc(const struct ice_yaml_doc *doc, struct ice_cfg_err 
 	if (v != NULL && (check_keys(&ld, v, "defaults", dkeys, ARRAY_LEN(dkeys)) < 0 ||
 			  parse_link_params(&ld, v, "defaults", "link_rate", &ld.defaults) < 0))
 		goto err;
-	sw = get_seq(&ld, root, "switches", "switches ({name, tier, pod?, asn?, hash?})", &ret);
+	sw = get_seq(&ld, root, "switches",
+		     "switches ({name, tier, pod?, asn?, hash?, kernel_hash_seed?})", &ret);
 	if (sw == NULL)
 		goto err;
 	hs = get_seq(&ld, root, "hosts", "hosts ({name, nics?})", &ret);
@@ -925,6 +934,8 @@ int topo_write_yaml(const struct topo *t, FILE *f)
 			fprintf(f, ", hash: ");
 			write_hash(f, &n->hash);
 		}
+		if (n->kernel_hash_seed != 0 && n->kernel_hash_seed != t->kernel_hash_seed)
+			fprintf(f, ", kernel_hash_seed: %u", n->kernel_hash_seed);
 		fprintf(f, "}\n");
 	}
 	fprintf(f, "hosts:\n");

@@ -7,6 +7,8 @@
  * saw") must agree with the model: the route of every port the map knows,
  * ports that take the planned routes, the plain-ECMP routes; and where a
  * map knows nothing the probe provider says so (-ENOENT, unsteered flows).
+ * After a rehash (every port on another path) the new map contradicts the
+ * old, and the flows keep their routes on ports the new map knows.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -233,12 +235,108 @@ static void test_sports_and_ecmp_agree(void **state)
 	}
 }
 
+/* m with its paths' port lists rotated by one: every port now takes
+ * another path (a switch rehashed after a reboot). */
+static void rehash(const struct ctl_pmap *m, struct ctl_pmap *out, uint32_t drop_from)
+{
+	*out = *m;
+	out->ts_ms = m->ts_ms + 1;
+	out->paths = calloc(m->npaths, sizeof(*out->paths));
+	assert_non_null(out->paths);
+	for (uint32_t k = 0; k < m->npaths; k++) {
+		const struct ctl_pmap_path *from = &m->paths[(k + 1) % m->npaths];
+
+		out->paths[k] = m->paths[k];
+		out->paths[k].nports = from->nports < drop_from ? from->nports : drop_from;
+		out->paths[k].ports = calloc(from->nports + 1, sizeof(uint16_t));
+		assert_non_null(out->paths[k].ports);
+		memcpy(out->paths[k].ports, from->ports, out->paths[k].nports * sizeof(uint16_t));
+	}
+}
+
+/* A newer map contradicts an older one when a port both saw changed path
+ * or the paths differ; the same map, or one that saw fewer ports, does not. */
+static void test_pmap_differs(void **state)
+{
+	struct fixture *fx = *state;
+	const struct ctl_pmap *m = &fx->maps[0];
+	struct ctl_pmap same, fewer, moved, lost;
+
+	rehash(m, &moved, UINT32_MAX);
+	assert_true(ctl_pmap_differs(m, &moved));
+	assert_true(ctl_pmap_differs(&moved, m));
+	assert_false(ctl_pmap_differs(m, m));
+	/* learned again, the same */
+	same = *m;
+	same.ts_ms++;
+	assert_false(ctl_pmap_differs(m, &same));
+	/* fewer ports per path, each where it was: no evidence */
+	fewer = *m;
+	fewer.paths = calloc(m->npaths, sizeof(*fewer.paths));
+	assert_non_null(fewer.paths);
+	for (uint32_t k = 0; k < m->npaths; k++) {
+		fewer.paths[k] = m->paths[k];
+		fewer.paths[k].nports = m->paths[k].nports / 2;
+	}
+	assert_false(ctl_pmap_differs(m, &fewer));
+	/* a path gone (a link down) */
+	lost = fewer;
+	lost.npaths = m->npaths - 1;
+	assert_true(ctl_pmap_differs(m, &lost));
+	free(fewer.paths);
+	ctl_pmap_fini(&moved);
+}
+
+/* After a rehash: planned routes stay, every flow whose port the new map
+ * sends elsewhere gets a port the new map sees take its route. */
+static void test_sports_after_rehash(void **state)
+{
+	struct fixture *fx = *state;
+	struct ctl_pmap maps[NPAIRS];
+	struct ctl_pathmap_probe pp;
+	struct ctl_pathmap *pm;
+	struct ctl_demand dd;
+	uint32_t moved = 0;
+
+	for (uint32_t i = 0; i < NPAIRS; i++)
+		rehash(&fx->maps[i], &maps[i], 8); /* and saw only 8 ports per path */
+	pm = ctl_pathmap_probe_init(&pp, fx->p, maps, NPAIRS);
+	assert_int_equal(ctl_plan_paths(fx->p, &fx->d, NULL, NULL), 0);
+	ctl_demand_init(&dd, CTL_UNIT_BPS);
+	for (size_t i = 0; i < NPAIRS * QPS; i++) {
+		assert_int_equal(ctl_demand_add(&dd, &fx->d.flows[i]), 0);
+		dd.flows[i].path = fx->d.flows[i].path;
+	}
+	/* the ports planned with the old maps are the flows' current ones */
+	assert_int_equal(ctl_plan_sports(fx->pm[1], &dd), 0);
+	for (size_t i = 0; i < dd.n; i++) {
+		dd.flows[i].cur_sport = dd.flows[i].sport;
+		dd.flows[i].sport = 0;
+	}
+	assert_int_equal(ctl_plan_sports(pm, &dd), 0);
+	assert_int_equal(pm->unsteered, 0);
+	for (size_t i = 0; i < dd.n; i++) {
+		const struct ctl_flow *f = &dd.flows[i];
+		struct ctl_route r;
+
+		assert_int_equal(ctl_route_of_sport(pm, f, f->sport, &r), 0);
+		assert_route_equal(&r, &fx->d.flows[i].path);
+		moved += f->sport != f->cur_sport;
+	}
+	assert_int_equal(moved, dd.n); /* every old port now takes another path */
+	ctl_demand_fini(&dd);
+	for (uint32_t i = 0; i < NPAIRS; i++)
+		ctl_pmap_fini(&maps[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_route_of_sport_agrees),
 		cmocka_unit_test(test_sports_and_ecmp_agree),
+		cmocka_unit_test(test_pmap_differs),
+		cmocka_unit_test(test_sports_after_rehash),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

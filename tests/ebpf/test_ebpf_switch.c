@@ -675,6 +675,44 @@ static void test_ecmp_failover(void **state)
 			 -ENOENT);
 }
 
+/* A live seed change through the pinned map (ice-fabric hash): the model
+ * reads back, and the next packets follow the new seed, not the old one. */
+static void test_ecmp_hash_update(void **state)
+{
+	struct topo_hash_cfg old = {.alg = TOPO_HASH_CRC32, .seed = 99, .fields = TOPO_HF_5TUPLE};
+	struct topo_hash_cfg neu = old, got, bad = old;
+	int moved = 0;
+	uint32_t h;
+
+	ecmp_setup_routes();
+	assert_int_equal(ice_sw_hash_set(sw, &old), 0);
+	assert_int_equal(ice_sw_hash_get(pin_dir, &got), 0);
+	assert_memory_equal(&got, &old, sizeof(got));
+	neu.seed = 0x5eed1234;
+	assert_int_equal(ice_sw_hash_update(pin_dir, &neu), 0);
+	assert_int_equal(ice_sw_hash_get(pin_dir, &got), 0);
+	assert_memory_equal(&got, &neu, sizeof(got));
+	for (int i = 0; i < 64; i++) {
+		struct pkt_spec ps = {
+			.dst = "10.3.1.1", .sport = (uint16_t)(49152 + 131 * i), .dport = 4791};
+		uint8_t pkt[2048];
+		struct topo_5tuple t;
+		int member;
+
+		pkt_build(pkt, sizeof(pkt), &ps);
+		t = pkt_tuple(pkt, &ps);
+		member = failover_send(&neu, ps.sport, &h);
+		assert_int_equal(member, (int)(h % 4));
+		moved += member != (int)(topo_hash(&old, &t) % 4);
+	}
+	print_message("seed 99 -> 0x5eed1234: %d of 64 ports on another member\n", moved);
+	assert_true(moved > 0);
+	bad.alg = TOPO_HASH_ALG_MAX;
+	assert_int_equal(ice_sw_hash_update(pin_dir, &bad), -EINVAL);
+	assert_int_equal(ice_sw_hash_update("/sys/fs/bpf/ice-no-such-switch", &neu), -ENOENT);
+	assert_int_equal(ice_sw_hash_get("/sys/fs/bpf/ice-no-such-switch", &got), -ENOENT);
+}
+
 struct ingress_fixture {
 	const char *desc;
 	struct pkt_spec pkt;
@@ -859,6 +897,7 @@ int main(void)
 		cmocka_unit_test(test_ecmp_matches_topo),
 		cmocka_unit_test(test_ecmp_fields),
 		cmocka_unit_test(test_ecmp_failover),
+		cmocka_unit_test(test_ecmp_hash_update),
 		cmocka_unit_test(test_ingress_fixtures),
 		cmocka_unit_test(test_ecmp_replace_delete),
 		cmocka_unit_test(test_attached),

@@ -14,7 +14,8 @@ host's namespace with setns(). Runs inside the source host's
 namespace (ip netns exec); prints the split and exits 1 on any mismatch.
 
 usage: ice_fabric_ecmp.py FABRIC MODE TOPO SRC_HOST SRC_IP DST_HOST DST_IP
-                          SRC_LEAF DST_LEAF NPORTS
+                          SRC_LEAF DST_LEAF NPORTS [SEEN.json]
+SEEN.json: where to write the spine each port crossed ({"PORT": "spineN"}).
 """
 import ctypes
 import json
@@ -66,6 +67,7 @@ def send(socks, sport, dst_ip):
 def main():
     (fabric, mode, topo, src_host, src_ip, dst_host, dst_ip, src_leaf,
      dst_leaf, nports) = sys.argv[1:11]
+    seen_file = sys.argv[11] if len(sys.argv) > 11 else None
     ports = [49152 + 97 * i for i in range(int(nports))]
     if mode == "kernel":
         expect = {}
@@ -118,6 +120,9 @@ def main():
           f"{src} names; split {json.dumps(split, sort_keys=True)}")
     if bad:
         print("\n".join(bad))
+    if seen_file:
+        with open(seen_file, "w") as f:
+            json.dump({str(p): s for p, s in seen.items()}, f)
     return 0 if not bad and len(split) > 1 else 1
 
 

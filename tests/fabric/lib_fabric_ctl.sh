@@ -24,11 +24,14 @@ ctl_cleanup() {
 trap ctl_cleanup EXIT
 
 # ctl_fabric_up PREFIX [ECMP]: fabric ice<PREFIX><sfx> (ECMP: model, the
-# default, or kernel), Redis, key, agents
+# default, or kernel; more ice-topo gen options in CTL_GEN_OPTS), Redis,
+# key, agents
+CTL_GEN_OPTS=()
 ctl_fabric_up() {
 	name=$1$ICE_SFX
 	port=$((21000 + ICE_SFX))
-	file=$(ice_fab_gen "$name" --hosts-per-leaf 2 --rate 100mbit --mtu 9000 --ecmp "${2:-model}")
+	file=$(ice_fab_gen "$name" --hosts-per-leaf 2 --rate 100mbit --mtu 9000 --ecmp "${2:-model}" \
+		"${CTL_GEN_OPTS[@]}")
 	local h i=0
 	for h in "${HOSTS[@]}"; do
 		IP[$h]=$(awk -v n="$h" '$0 ~ "name: " n "$" {f=1} f && /addr:/ {sub(/.*addr: /,""); sub(/\/.*/,""); print; exit}' "$file")
@@ -66,11 +69,12 @@ ctl_fail() {
 }
 
 # ctl_start ID [options]: a controller in the root namespace (Redis is on
-# the management bridge); stdout in $ICE_TMP/ctl-ID.out, log in ctl-ID.log
+# the management bridge), with the topology file (or its own copy,
+# CTL_TOPO); stdout in $ICE_TMP/ctl-ID.out, log in ctl-ID.log
 ctl_start() {
 	local id=$1
 	shift
-	"$ICE_CONTROLLER" --fabric "$name" --topology "$file" --redis "$redis" --key "$KEY" \
+	"$ICE_CONTROLLER" --fabric "$name" --topology "${CTL_TOPO:-$file}" --redis "$redis" --key "$KEY" \
 		--id "$id" "$@" >"$ICE_TMP/ctl-$id.out" 2>"$ICE_TMP/ctl-$id.log" &
 	CPID=$!
 	ICE_PIDS+=($!)

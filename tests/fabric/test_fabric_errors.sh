@@ -4,7 +4,8 @@
 # key, expectation) and `ice-fabric up` of them creates nothing; a failed
 # up (--redis on a port already in use) leaves nothing behind; a second up
 # of a fabric that is up is refused; `down` is idempotent and quiet; the
-# management network reaches Redis from a host.
+# management network reaches Redis from a host; `ice-fabric hash` refuses an
+# unknown switch, a host, a bad seed in one line and changes nothing.
 . "$(dirname "$0")/lib_fabric.sh"
 ice_need_tool jq
 fixtures=${ICE_TOPO_FIXTURES:-$(dirname "$0")/../topo}
@@ -87,6 +88,25 @@ got=$("$ICE_FABRIC" exec --fabric "$name" h3 -- sh -c \
 [ "$got" = PONG ] || ice_fail "redis from h3 over the management network: '$got'"
 echo "redis from h3 via ICE_REDIS: $got"
 ice_fab_exec "$name" h1 ping -c1 -W2 -q 10.2.0.7 >/dev/null || ice_fail "the fabric broke"
+# ice-fabric hash: one line naming what was expected, nothing changed
+declare -A hash_want=(
+	["leaf9 --seed 5"]="fabric $name has no switch 'leaf9': expected one of spine1, spine2, leaf1, leaf2"
+	["h1 --seed 5"]="fabric $name: h1 is a host: expected a switch (spine1, spine2, leaf1, leaf2)"
+	["leaf1 --seed x5"]="flag --seed: expected an integer in [0, 4294967295], got 'x5'"
+	["leaf1 --seed 4294967296"]="flag --seed: expected an integer in [0, 4294967295]"
+	["leaf1"]="flag --seed: required"
+	["leaf1 --seed 0"]="seed 0: expected 1..4294967295 for kernel ECMP"
+)
+for a in "${!hash_want[@]}"; do
+	if "$ICE_FABRIC" hash --fabric "$name" $a >"$ICE_TMP/out" 2>&1; then
+		ice_fail "hash $a was accepted"
+	fi
+	[ "$(wc -l <"$ICE_TMP/out")" = 1 ] || ice_fail "hash $a: not one line: $(cat "$ICE_TMP/out")"
+	grep -qF "${hash_want[$a]}" "$ICE_TMP/out" || ice_fail "hash $a: expected '${hash_want[$a]}', got: $(cat "$ICE_TMP/out")"
+	echo "  hash $a: $(cat "$ICE_TMP/out")"
+done
+grep -q kernel_hash_seed: "/run/ice/$name/topo.yaml" && ! grep -q "leaf1.*kernel_hash_seed" "/run/ice/$name/topo.yaml" ||
+	ice_fail "a refused hash changed the fabric's topology"
 "$ICE_FABRIC" down "$name" >"$ICE_TMP/out" 2>&1 || ice_fail "down failed: $(cat "$ICE_TMP/out")"
 "$ICE_FABRIC" down "$name" >"$ICE_TMP/out" 2>&1 || ice_fail "second down failed: $(cat "$ICE_TMP/out")"
 [ -s "$ICE_TMP/out" ] && ice_fail "second down was not quiet: $(cat "$ICE_TMP/out")"

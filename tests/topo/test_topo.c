@@ -179,6 +179,8 @@ static void round_trip(struct topo *t)
 		assert_int_equal(u->nodes[i].asn, t->nodes[i].asn);
 		assert_int_equal(u->nodes[i].loopback.s_addr, t->nodes[i].loopback.s_addr);
 		assert_memory_equal(&u->nodes[i].hash, &t->nodes[i].hash, sizeof(t->nodes[i].hash));
+		assert_int_equal(topo_kernel_hash_seed(u, &u->nodes[i]),
+				 topo_kernel_hash_seed(t, &t->nodes[i]));
 	}
 	for (uint32_t i = 0; i < t->nports; i++) {
 		assert_string_equal(u->ports[i].ifname, t->ports[i].ifname);
@@ -209,6 +211,10 @@ static void test_round_trip(void **state)
 	topo_free(t);
 	topo_gen_opts_default(&o);
 	t = topo_gen_leaf_spine(&o);
+	round_trip(t);
+	/* a switch whose seed was changed (ice-fabric hash): both kinds kept */
+	((struct topo_node *)topo_node_by_name(t, "leaf1"))->hash.seed = 0x5eed;
+	((struct topo_node *)topo_node_by_name(t, "leaf1"))->kernel_hash_seed = 77;
 	round_trip(t);
 	topo_free(t);
 	o.k = 4;
