@@ -600,6 +600,36 @@ static uint32_t check_unique_addrs(const struct topo *t)
 
 /* Fat-trees past the small address plan (k > 22: more than 253 ToRs; k > 40:
  * more than 32768 switch links) take the wide one; small ones keep theirs. */
+/* hash_known: what a controller may trust; a topology stripped of its
+ * hash lines (as ice-demo gives the controller) states none */
+static void test_hash_known(void **state)
+{
+	struct topo *t = load_example();
+	struct topo_gen_opts o;
+	struct ice_cfg_err err;
+	char *stripped = strdup(example), *l;
+
+	(void)state;
+	assert_non_null(t);
+	assert_true(t->hash_known);
+	topo_free(t);
+	topo_gen_opts_default(&o);
+	t = topo_gen_leaf_spine(&o);
+	assert_true(t->hash_known);
+	topo_free(t);
+	/* drop the top-level hash line and leaf1's hash: no statement left */
+	l = strstr(stripped, "hash: {algorithm: toeplitz");
+	memmove(l, strchr(l, '\n') + 1, strlen(strchr(l, '\n') + 1) + 1);
+	l = strstr(stripped, ", hash: {algorithm: crc16}");
+	memmove(l, l + strlen(", hash: {algorithm: crc16}"),
+		strlen(l + strlen(", hash: {algorithm: crc16}")) + 1);
+	t = topo_load_string("stripped.yaml", stripped, strlen(stripped), &err);
+	assert_non_null(t);
+	assert_false(t->hash_known);
+	topo_free(t);
+	free(stripped);
+}
+
 static void test_wide_address_plan(void **state)
 {
 	struct topo_gen_opts o;
@@ -657,6 +687,7 @@ int main(void)
 		cmocka_unit_test(test_frr_config),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_wide_address_plan),
+		cmocka_unit_test(test_hash_known),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
