@@ -20,12 +20,14 @@ struct ice_event_tx {
 	uint64_t seq;
 	uint64_t dropped;
 	char lib[12];
+	char job[16]; /* ICE_JOB, read once */
 };
 
 struct ice_event_tx *ice_event_tx_open(const char *ipv4, const char *lib)
 {
 	struct ice_event_tx *tx = calloc(1, sizeof(*tx));
 	const char *env = getenv("ICE_AGENT_SOCK");
+	const char *job = getenv("ICE_JOB");
 
 	if (tx == NULL)
 		return NULL;
@@ -40,6 +42,10 @@ struct ice_event_tx *ice_event_tx_open(const char *ipv4, const char *lib)
 	else
 		snprintf(tx->to.sun_path, sizeof(tx->to.sun_path), ICE_EVENT_SOCK_FMT, ipv4);
 	snprintf(tx->lib, sizeof(tx->lib), "%s", lib);
+	/* a label longer than the field is cut, not refused: it names, it
+	 * does not identify (comm_id does) */
+	if (job != NULL)
+		memcpy(tx->job, job, strnlen(job, sizeof(tx->job)));
 	return tx;
 }
 
@@ -61,6 +67,8 @@ int ice_event_send(struct ice_event_tx *tx, struct ice_event *ev)
 	ev->seq = ++tx->seq;
 	ev->ts_ns = ice_wall_ns();
 	memcpy(ev->lib, tx->lib, sizeof(ev->lib));
+	if (ev->job[0] == '\0')
+		memcpy(ev->job, tx->job, sizeof(ev->job));
 	if (sendto(tx->fd, ev, sizeof(*ev), MSG_DONTWAIT, (struct sockaddr *)&tx->to,
 		   sizeof(tx->to)) < 0) {
 		tx->dropped++;
@@ -93,6 +101,8 @@ int ice_event_send_many(struct ice_event_tx *tx, struct ice_event *evs, unsigned
 		ev->seq = ++tx->seq;
 		if (ev->lib[0] == '\0')
 			memcpy(ev->lib, tx->lib, sizeof(ev->lib));
+		if (ev->job[0] == '\0')
+			memcpy(ev->job, tx->job, sizeof(ev->job));
 	}
 	while (done < n) {
 		unsigned int k = 0, left = n - done, at = done;

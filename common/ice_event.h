@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define ICE_EVENT_MAGIC	   0x31564549u /* "IEV1" */
-#define ICE_EVENT_VERSION  1
+#define ICE_EVENT_VERSION  2
 #define ICE_EVENT_SOCK_FMT "/run/ice/agent-%s.sock"
 /* A datagram carries 1 to ICE_EVENT_PER_DGRAM whole records, back to back:
  * batching senders pack them, so a burst of calls costs few datagrams
@@ -65,6 +65,9 @@ struct ice_event {
 	uint16_t group;	    /* ncclGroupStart/End block the op was issued in (per
 			     * sender, wraps; 0 = none); was padding */
 	char lib[12];	    /* "ice-tp", "nccl", "rccl", ... */
+	char job[16];	    /* the job's label: ICE_JOB in the sender's environment
+			     * (version 2); "" = none. A job is the ranks of one
+			     * communicator, comm_id; the label names it for people */
 };
 
 struct ice_event_tx;

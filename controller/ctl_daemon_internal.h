@@ -61,6 +61,7 @@ struct cqp {
 
 struct ccoll {
 	char comm[24];
+	char job[24]; /* the job's label (ICE_JOB), "" = none */
 	enum ctl_coll_op op;
 	uint64_t bytes;
 	uint32_t nranks;

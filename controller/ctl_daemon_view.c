@@ -352,6 +352,9 @@ static void coll_event(struct ctld *d, const struct chost *h, const char *nic, j
 		memset(c, 0, sizeof(*c));
 		snprintf(c->comm, sizeof(c->comm), "%s", comm);
 	}
+	if (json_is_string(json_object_get(o, "job")))
+		snprintf(c->job, sizeof(c->job), "%s",
+			 json_string_value(json_object_get(o, "job")));
 	if (c->nic != NULL && c->op == (enum ctl_coll_op)op && c->nranks == (uint32_t)nranks &&
 	    bucket(c->bytes) != bucket(bytes)) {
 		/* the same pattern at another size: its flows and their shares
@@ -402,11 +405,15 @@ static void coll_event(struct ctld *d, const struct chost *h, const char *nic, j
 		if (c->trigger_ms >= d->trig_ms) {
 			d->trig_ms = c->trigger_ms;
 			d->trig_seen_ms = ice_wall_ms();
-			snprintf(d->trig_what, sizeof(d->trig_what), "%s of %u ranks, comm %s",
-				 json_string_value(json_object_get(o, "op")), c->nranks, c->comm);
+			snprintf(d->trig_what, sizeof(d->trig_what), "%s of %u ranks, %s%s%s%s",
+				 json_string_value(json_object_get(o, "op")), c->nranks,
+				 c->job[0] ? "job " : "", c->job, c->job[0] ? ", comm " : "comm ",
+				 c->comm);
 		}
-		ice_info(SUB, "collective announced: %s, %" PRIu64 " bytes, %u ranks, comm %s",
-			 json_string_value(json_object_get(o, "op")), bytes, c->nranks, c->comm);
+		ice_info(SUB,
+			 "collective announced: %s, %" PRIu64 " bytes, %u ranks, %s%s%scomm %s",
+			 json_string_value(json_object_get(o, "op")), bytes, c->nranks,
+			 c->job[0] ? "job " : "", c->job, c->job[0] ? ", " : "", c->comm);
 	}
 }
 
@@ -481,8 +488,10 @@ void ctld_expire_colls(struct ctld *d)
 			if (d->colls[i].active) {
 				d->trig |= TRIG_COLL;
 				ice_info(SUB,
-					 "collective of comm %s ended (silent for %" PRIu64 " ms)",
-					 d->colls[i].comm, ttl);
+					 "collective of %s%s%scomm %s ended (silent for %" PRIu64
+					 " ms)",
+					 d->colls[i].job[0] ? "job " : "", d->colls[i].job,
+					 d->colls[i].job[0] ? ", " : "", d->colls[i].comm, ttl);
 			}
 			ctld_coll_free(&d->colls[i]);
 			d->colls[i] = d->colls[--d->ncolls];

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "agent_internal.h"
 
@@ -120,6 +121,14 @@ json_t *agent_event_json(const struct ice_event *ev)
 		return o;
 	}
 	json_object_set_new(o, "comm", json_string(hex));
+	if (ev->job[0] != '\0') {
+		char job[sizeof(ev->job) + 1];
+		size_t n = strnlen(ev->job, sizeof(ev->job));
+
+		memcpy(job, ev->job, n);
+		job[n] = '\0';
+		json_object_set_new(o, "job", json_stringn(job, n));
+	}
 	json_object_set_new(o, "rank", json_integer(ev->rank));
 	json_object_set_new(o, "nranks", json_integer(ev->nranks));
 	if (ev->kind == ICE_EV_COLL_START || ev->kind == ICE_EV_COLL_END) {

@@ -333,7 +333,9 @@ static void transport_start(void)
 	struct ice_ctrl_qp *q;
 
 	setenv("ICE_AGENT_SOCK", sock_path, 1);
+	setenv("ICE_JOB", "train-llama-70b-longer-than-16", 1); /* cut to 16 */
 	tx = ice_event_tx_open(addr, "ice-test");
+	unsetenv("ICE_JOB");
 	assert_non_null(tx);
 	ctrl = ice_ctrl_open(addr);
 	assert_non_null(ctrl);
@@ -586,6 +588,7 @@ static void test_agent_redis(void **state)
 	assert_non_null(strstr(s, "\"op\":\"allreduce\""));
 	assert_non_null(strstr(s, "\"comm\":\"0000000000abcdef\""));
 	assert_non_null(strstr(s, "\"lib\":\"ice-test\""));
+	assert_non_null(strstr(s, "\"job\":\"train-llama-70b-\""));
 	free(s);
 
 	/* a collective the host has not run lately (here: at another
