@@ -45,6 +45,10 @@ static const char *const patterns[ICE_RK_MAX] = {
 	[ICE_RK_PLAN] = "ice:<F>:{<H>}:plan",
 	[ICE_RK_PLAN_APPLIED] = "ice:<F>:{<H>}:plan:applied",
 	[ICE_RK_LINKS] = "ice:<F>:links",
+	[ICE_RK_SW_PORTS] = "ice:<F>:sw:ports",
+	[ICE_RK_SW_PORT] = "ice:<F>:sw:{<S>}:port:<port>",
+	[ICE_RK_SW_PORT_TS] = "ice:<F>:sw:{<S>}:port:<port>:ts",
+	[ICE_RK_SW_EXPORTER] = "ice:<F>:sw:exporter",
 };
 
 const char *ice_rkey_pattern(enum ice_rkey k)
@@ -67,7 +71,7 @@ int ice_rkey(char *buf, size_t len, enum ice_rkey k, const char *fabric, const c
 		if (*p == '<' && (end = strchr(p, '>')) != NULL) {
 			if (strncmp(p, "<F>", 3) == 0)
 				part = fabric;
-			else if (strncmp(p, "<H>", 3) == 0)
+			else if (strncmp(p, "<H>", 3) == 0 || strncmp(p, "<S>", 3) == 0)
 				part = host;
 			else
 				part = arg;

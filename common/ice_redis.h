@@ -5,8 +5,9 @@
  *   - The key schema (docs/redis-schema.md) as one table: ice_rkey() renders
  *     a key from its pattern, ice_rkey_pattern() gives the pattern, and
  *     tests/check_redis_schema.py checks the documentation against the
- *     table. Patterns name their parts <F> (fabric), <H> (host) and one
- *     more part, written <...>.
+ *     table. Patterns name their parts <F> (fabric), <H> (host) or <S>
+ *     (switch: a node name too, given in the host's place) and one more
+ *     part, written <...>.
  *   - Addresses: "HOST:PORT", "unix:/PATH" or "/PATH".
  *   - A connection that comes back by itself: struct ice_redis connects
  *     with a timeout (also on every command), and after a failure waits
@@ -53,6 +54,11 @@ enum ice_rkey {
 	ICE_RK_PLAN,
 	ICE_RK_PLAN_APPLIED,
 	ICE_RK_LINKS,
+	/* switch telemetry (ice-fabric export) */
+	ICE_RK_SW_PORTS,
+	ICE_RK_SW_PORT,
+	ICE_RK_SW_PORT_TS,
+	ICE_RK_SW_EXPORTER,
 	ICE_RK_MAX,
 };
 
@@ -61,7 +67,7 @@ enum ice_rkey {
 /* The key's pattern, e.g. "ice:<F>:{<H>}:qp:<id>"; NULL for an unknown k. */
 const char *ice_rkey_pattern(enum ice_rkey k);
 
-/* Render key k into buf: fabric for <F>, host for <H>, arg for the third
+/* Render key k into buf: fabric for <F>, host for <H> or <S>, arg for the third
  * part (NULL where the pattern has none). 0, or -EINVAL (a part the pattern
  * needs is NULL or empty, unknown k), -ENOSPC (does not fit). */
 int ice_rkey(char *buf, size_t len, enum ice_rkey k, const char *fabric, const char *host,

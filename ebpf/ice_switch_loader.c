@@ -396,32 +396,114 @@ static int sw_pinned_fd(const char *pin_dir, const char *name)
 	return fd;
 }
 
-int ice_sw_counters(const char *pin_dir, int ifindex, struct ice_port_stats *out)
+/* A switch's counter maps, open. */
+struct ice_sw_reader {
+	char pin_dir[PATH_MAX];
+	int st_fd, cfg_fd, peak_fd;
+	uint32_t id; /* the port state map's id */
+	dev_t dev;   /* its pin's inode: a new one is a new map */
+	ino_t ino;
+};
+
+struct ice_sw_reader *ice_sw_reader_open(const char *pin_dir)
+{
+	struct bpf_map_info info = {0};
+	__u32 len = sizeof(info);
+	struct ice_sw_reader *r;
+	char path[PATH_MAX];
+	struct stat sb;
+	int err;
+
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return NULL;
+	r->st_fd = r->cfg_fd = r->peak_fd = -1;
+	snprintf(r->pin_dir, sizeof(r->pin_dir), "%s", pin_dir);
+	err = ice_bpf_path(path, sizeof(path), pin_dir, ICE_SW_MAP_PORT_STATE);
+	if (err)
+		goto err_free;
+	/* the inode first: a map pinned anew after this reads as stale */
+	if (stat(path, &sb) != 0) {
+		err = -errno;
+		ice_dbg(SW_SUB, "%s: no switch pinned there: %s", pin_dir, strerror(-err));
+		goto err_free;
+	}
+	r->dev = sb.st_dev;
+	r->ino = sb.st_ino;
+	r->st_fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_PORT_STATE);
+	if (r->st_fd < 0) {
+		err = r->st_fd;
+		goto err_free;
+	}
+	r->cfg_fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_PORT_CFG);
+	if (r->cfg_fd < 0) {
+		err = r->cfg_fd;
+		goto err_st;
+	}
+	r->peak_fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_PEAK); /* optional: -1 reads as gen 0 */
+	if (bpf_obj_get_info_by_fd(r->st_fd, &info, &len) == 0)
+		r->id = info.id;
+	return r;
+
+err_st:
+	close(r->st_fd);
+err_free:
+	free(r);
+	errno = -err;
+	return NULL;
+}
+
+void ice_sw_reader_close(struct ice_sw_reader *r)
+{
+	if (r == NULL)
+		return;
+	if (r->peak_fd >= 0)
+		close(r->peak_fd);
+	close(r->cfg_fd);
+	close(r->st_fd);
+	free(r);
+}
+
+uint32_t ice_sw_reader_id(const struct ice_sw_reader *r)
+{
+	return r->id;
+}
+
+bool ice_sw_reader_stale(const struct ice_sw_reader *r)
+{
+	char path[PATH_MAX];
+	struct stat sb;
+
+	if (ice_bpf_path(path, sizeof(path), r->pin_dir, ICE_SW_MAP_PORT_STATE) != 0 ||
+	    stat(path, &sb) != 0)
+		return true;
+	return sb.st_ino != r->ino || sb.st_dev != r->dev;
+}
+
+int ice_sw_reader_port(struct ice_sw_reader *r, int ifindex, uint64_t now,
+		       struct ice_port_stats *out)
 {
 	struct ice_port_state st;
 	struct ice_port_cfg cfg;
-	__u32 key = ifindex;
-	int st_fd, cfg_fd, err;
-	__u64 now;
+	__u32 key = ifindex, zero = 0, gen = 0;
+	int err;
 
-	st_fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_PORT_STATE);
-	if (st_fd < 0)
-		return st_fd;
-	cfg_fd = sw_pinned_fd(pin_dir, ICE_SW_MAP_PORT_CFG);
-	if (cfg_fd < 0) {
-		err = cfg_fd;
-		goto err_st;
-	}
-	err = bpf_map_lookup_elem_flags(st_fd, &key, &st, BPF_F_LOCK);
+	err = bpf_map_lookup_elem_flags(r->st_fd, &key, &st, BPF_F_LOCK);
 	if (err == 0)
-		err = bpf_map_lookup_elem(cfg_fd, &key, &cfg);
-	if (err)
-		goto err_cfg;
+		err = bpf_map_lookup_elem(r->cfg_fd, &key, &cfg);
+	if (err) {
+		if (err == -ENOENT)
+			ice_dbg(SW_SUB, "%s: ifindex %d is not a port of this switch", r->pin_dir,
+				ifindex);
+		else
+			ice_err(SW_SUB, "%s: reading ifindex %d's counters failed: %s", r->pin_dir,
+				ifindex, strerror(-err));
+		return err;
+	}
 
 	memset(out, 0, sizeof(*out));
 	out->c = st.c;
 	out->depth_now = st.c.depth;
-	now = ice_now_ns() /* bpf_ktime_get_ns()'s clock */;
 	if ((cfg.rate_bps >> 3) != 0 && now > st.last_ns) {
 		__u64 dt = now - st.last_ns;
 		/* dt in us * bytes per us, in 128 bits to be safe at any rate. */
@@ -436,30 +518,22 @@ int ice_sw_counters(const char *pin_dir, int ifindex, struct ice_port_stats *out
 		out->c.depth_area += ice_sw_drain_area(q, drained >= q ? q : (__u64)drained, dt,
 						       cfg.rate_bps >> 3);
 	}
-	{
-		int gfd = sw_pinned_fd(pin_dir, ICE_SW_MAP_PEAK);
-		__u32 zero = 0, gen = 0;
-
-		if (gfd >= 0) {
-			bpf_map_lookup_elem(gfd, &zero, &gen);
-			close(gfd);
-		}
-		if (st.peak_gen != gen) /* no packet since ice_sw_peak_reset */
-			out->c.peak_depth = out->depth_now;
-	}
-	close(cfg_fd);
-	close(st_fd);
+	if (r->peak_fd >= 0)
+		bpf_map_lookup_elem(r->peak_fd, &zero, &gen);
+	if (st.peak_gen != gen) /* no packet since ice_sw_peak_reset */
+		out->c.peak_depth = out->depth_now;
 	return 0;
+}
 
-err_cfg:
-	if (err == -ENOENT)
-		ice_dbg(SW_SUB, "%s: ifindex %d is not a port of this switch", pin_dir, ifindex);
-	else
-		ice_err(SW_SUB, "%s: reading ifindex %d's counters failed: %s", pin_dir, ifindex,
-			strerror(-err));
-	close(cfg_fd);
-err_st:
-	close(st_fd);
+int ice_sw_counters(const char *pin_dir, int ifindex, struct ice_port_stats *out)
+{
+	struct ice_sw_reader *r = ice_sw_reader_open(pin_dir);
+	int err;
+
+	if (r == NULL)
+		return -errno;
+	err = ice_sw_reader_port(r, ifindex, ice_now_ns() /* bpf_ktime_get_ns()'s clock */, out);
+	ice_sw_reader_close(r);
 	return err;
 }
 

@@ -84,6 +84,24 @@ int ice_sw_hash_set(struct ice_sw *sw, const struct topo_hash_cfg *cfg);
  */
 /* A port's counters. -ENOENT when the port is not attached. */
 int ice_sw_counters(const char *pin_dir, int ifindex, struct ice_port_stats *out);
+/*
+ * The same for a process that reads every port many times a second: the
+ * switch's maps stay open between reads (three lookups a port, no path
+ * walks). ice_sw_reader_open(): NULL + errno (ENOENT: nothing pinned at
+ * pin_dir); the caller frees it with ice_sw_reader_close() (NULL-safe).
+ */
+struct ice_sw_reader;
+struct ice_sw_reader *ice_sw_reader_open(const char *pin_dir);
+void ice_sw_reader_close(struct ice_sw_reader *r);
+/* A port's counters as of now_ns (CLOCK_MONOTONIC, the programs' clock: the
+ * queue is drained to then); -ENOENT when the port is not attached. */
+int ice_sw_reader_port(struct ice_sw_reader *r, int ifindex, uint64_t now_ns,
+		       struct ice_port_stats *out);
+/* The kernel's id of the port state map the reader holds. */
+uint32_t ice_sw_reader_id(const struct ice_sw_reader *r);
+/* Are the maps at pin_dir no longer the ones held (unpinned, or pinned anew
+ * by a reloaded switch: its counters start again)? One stat(). */
+bool ice_sw_reader_stale(const struct ice_sw_reader *r);
 /* Start a new peak window on every port of the switch: c.peak_depth counts
  * from now on (each port's restarts at its next packet; until then it reads
  * as the current depth). -ENOENT: no switch pinned there. */

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * fabric: see fabric.h. The commands: up (in the order below: namespaces,
- * links, addresses, routes and qdiscs, BPF, Redis, FRR), down, what reads
- * a fabric that is up, and a switch's new hash seed. The parts are in fabric_ns.c, fabric_link.c,
- * fabric_route.c, fabric_bpf.c, fabric_redis.c and fabric_run.c
+ * links, addresses, routes and qdiscs, BPF, Redis, FRR, the telemetry
+ * exporter), down, what reads a fabric that is up, and a switch's new hash
+ * seed. The parts are in fabric_ns.c, fabric_link.c, fabric_route.c,
+ * fabric_bpf.c, fabric_redis.c, fabric_export.c and fabric_run.c
  * (fabric_internal.h).
  */
 #include "fabric_internal.h"
@@ -116,6 +117,11 @@ int fab_up(const struct topo *t, const struct fab_opts *o)
 		ret = fab_frr_start(t);
 		if (ret == 0)
 			ret = fab_frr_wait_converged(t, o->quiet);
+		if (ret < 0)
+			goto err;
+	}
+	if (o->redis_port != 0 && o->export_ns != 0) {
+		ret = fab_export_start(t->name, o->export_ns);
 		if (ret < 0)
 			goto err;
 	}

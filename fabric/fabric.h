@@ -17,6 +17,7 @@
 #define FABRIC_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "topo.h"
@@ -28,7 +29,17 @@ struct fab_opts {
 	int routing;		 /* -1: as the topology says; else enum topo_routing */
 	bool no_bpf;		 /* skip the switch egress model (plain TBF) */
 	unsigned int redis_port; /* start redis-server on the management bridge; 0 = no */
+	uint64_t export_ns;	 /* with redis_port: the switch telemetry exporter's
+				    interval (ns); 0 = no exporter */
 	bool quiet;
+};
+
+/* The switch telemetry exporter (fab_export_run). */
+struct fab_export_opts {
+	uint64_t interval_ns;	   /* between readings (default 100 ms) */
+	char redis[128];	   /* HOST:PORT or unix:/PATH; "" = the fabric's (up --redis) */
+	uint32_t stream_cap;	   /* entries kept per port stream (default 1000) */
+	uint64_t redis_timeout_ns; /* connect and reply timeout (default 200 ms) */
 };
 
 /* Bring the fabric up; 0 or -errno with the reason printed. */
@@ -47,6 +58,11 @@ int fab_link(const char *name, const char *dev, bool up);
  * net.ipv4.fib_multipath_hash_seed; recorded in the fabric's state topology.
  * Prints the change unless quiet. 0 or -errno with the reason printed. */
 int fab_hash_seed(const char *name, const char *node, uint32_t seed, bool quiet);
+/* Export every switch port's counters and status to Redis each interval
+ * (docs/redis-schema.md, "Switch telemetry") until SIGTERM or SIGINT, or
+ * until the fabric is down. One exporter per fabric (FAB_STATE_DIR/<name>/
+ * export.pid, locked). 0 after a clean stop, or -errno (-EBUSY: one runs). */
+int fab_export_run(const char *name, const struct fab_export_opts *o);
 /* The fabric names that are up (state directories), newline-separated. */
 int fab_list(FILE *out);
 /* Load the topology saved by fab_up(). NULL + errno. */

@@ -9,6 +9,7 @@
  *   fabric_route.c  static ECMP routes, FRR, failover after a link change
  *   fabric_bpf.c    the BPF switch model: attach, hash seed, counters, ECMP failover
  *   fabric_redis.c  the fabric's redis-server and the link states kept there
+ *   fabric_export.c the switch telemetry exporter (records: fabric_telem.c)
  */
 #ifndef FABRIC_INTERNAL_H
 #define FABRIC_INTERNAL_H
@@ -17,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "fabric.h"
 
@@ -101,5 +103,14 @@ int fab_redis_start(const char *fabric, unsigned int port);
 /* The port of the fabric's Redis into port; false (port "") when it has none. */
 bool fab_redis_port(const char *fabric, char port[16]);
 void fab_redis_link_record(const char *name, const char *link, bool up);
+
+/* ---- fabric_export.c ------------------------------------------------------------- */
+
+/* Start `ice-fabric export NAME` (this program, /proc/self/exe) in the
+ * background, output in FAB_STATE_DIR/<name>/export.log; returns once its
+ * pid file names it (0), or -errno with its output logged. */
+int fab_export_start(const char *name, uint64_t interval_ns);
+/* The pid of the fabric's running exporter (its pid file is locked), or 0. */
+pid_t fab_export_pid(const char *name);
 
 #endif /* FABRIC_INTERNAL_H */

@@ -227,6 +227,33 @@ static void pidset_add_netns(const char *ns, void *arg)
 	closedir(d);
 }
 
+/* Runs, and is not a zombie (daemons are reparented; their reaper may be
+ * slow, and a zombie holds nothing). */
+static bool pid_running(pid_t pid)
+{
+	char path[64], st[256];
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) != 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, st, sizeof(st) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	st[n] = '\0';
+	/* "pid (comm) S ...": the state follows the last ')' */
+	{
+		char *p = strrchr(st, ')');
+
+		return p == NULL || p[1] == '\0' || p[2] != 'Z';
+	}
+}
+
 /* SIGTERM all, wait up to 0.5 s, SIGKILL what is left (FRR takes 1-2 s
  * to withdraw routes from a namespace that is about to go anyway). */
 static void pidset_stop(struct pidset *ps)
@@ -240,16 +267,16 @@ static void pidset_stop(struct pidset *ps)
 		alive = 0;
 		for (int i = 0; i < ps->n; i++) {
 			waitpid(ps->pid[i], NULL, WNOHANG); /* our own children */
-			alive += kill(ps->pid[i], 0) == 0;
+			alive += pid_running(ps->pid[i]);
 		}
 	}
 	for (int i = 0; i < ps->n && alive > 0; i++)
-		if (kill(ps->pid[i], SIGKILL) == 0)
+		if (pid_running(ps->pid[i]) && kill(ps->pid[i], SIGKILL) == 0)
 			waitpid(ps->pid[i], NULL, WNOHANG);
 }
 
-/* Stop the fabric's processes: Redis, FRR, and anything else running in its
- * namespaces (a namespace with processes in it outlives its name). */
+/* Stop the fabric's processes: Redis, the exporter, FRR, and anything else
+ * running in its namespaces (a namespace with processes in it outlives its name). */
 int fab_ns_stop_processes(const char *name)
 {
 	char path[512];
@@ -262,6 +289,7 @@ int fab_ns_stop_processes(const char *name)
 		return -ENOMEM;
 	fab_state_path(name, "redis.pid", path, sizeof(path));
 	pidset_add_file(ps, path);
+	pidset_add(ps, fab_export_pid(name)); /* 0 (none running) is skipped */
 	fab_state_path(name, "frr", path, sizeof(path));
 	d = opendir(path);
 	if (d != NULL) {

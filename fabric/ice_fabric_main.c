@@ -3,6 +3,7 @@
  * ice-fabric: the emulated leaf-spine / fat-tree test bed (see fabric.h).
  *
  *   ice-fabric up TOPO.yaml [--routing static|frr] [--no-bpf] [--redis PORT]
+ *                  [--export-interval DUR]
  *   ice-fabric down [NAME]
  *   ice-fabric status [NAME]
  *   ice-fabric stats [NAME] [--json] [--new-peak]
@@ -10,6 +11,7 @@
  *   ice-fabric link [--fabric NAME] NODE:NODE|NODE:IFNAME up|down
  *   ice-fabric hash [--fabric NAME] SWITCH --seed S
  *   ice-fabric list
+ *   ice-fabric export [NAME] [--interval DUR] [--redis ADDR] [--stream-cap N]
  *
  * NAME may be left out when exactly one fabric is up.
  */
@@ -22,6 +24,7 @@
 #include "fabric.h"
 #include "ice_config.h"
 #include "ice_log.h"
+#include "ice_time.h"
 
 /* The fabric to act on: the one named, or the only one that is up. */
 static const char *pick(const char *name)
@@ -51,6 +54,7 @@ static const char *pick(const char *name)
 /* Everything the commands take; one command's fields bind here. */
 struct fab_cli {
 	struct fab_opts up;
+	struct fab_export_opts exp;
 	char file[512];
 	char name[64]; /* NAME or --fabric NAME; "" = the only one up */
 	bool json, new_peak;
@@ -122,6 +126,14 @@ static int cmd_stats(void *obj)
 	return fab_stats(name_of(c), c->json, c->new_peak, stdout) < 0 ? 1 : 0;
 }
 
+static int cmd_export(void *obj)
+{
+	struct fab_cli *c = obj;
+	int ret = fab_export_run(name_of(c), &c->exp);
+
+	return ret == -EINVAL ? 2 : ret < 0 ? 1 : 0;
+}
+
 static int cmd_list(void *obj)
 {
 	(void)obj;
@@ -160,6 +172,10 @@ static const struct ice_cfg_field up_fields[] = {
 	F("no_bpf", ICE_CFG_BOOL, up.no_bpf, .flags = SW, .help = "no switch egress model (TBF)"),
 	F("redis", ICE_CFG_U32, up.redis_port, .min = 1, .max = 65535, .arg = "PORT",
 	  .help = "start redis-server on the management bridge"),
+	F("export_interval", ICE_CFG_DURATION, up.export_ns, .min = 0, .max = 60e9,
+	  .unit = ICE_NSEC_PER_MSEC, .arg = "DUR",
+	  .help = "with --redis: the switch telemetry exporter's interval\n"
+		  "(default 100ms; 0 = no exporter; bare numbers in ms)"),
 };
 static const struct ice_cfg_field up_args[] = {
 	F("topo", ICE_CFG_STRING, file, .flags = REQ, .arg = "TOPO.yaml", .help = "ice-topo gen's"),
@@ -171,6 +187,18 @@ static const struct ice_cfg_field stats_fields[] = {
 	F("json", ICE_CFG_BOOL, json, .flags = SW, .help = "one JSON object"),
 	F("new_peak", ICE_CFG_BOOL, new_peak, .flags = SW,
 	  .help = "start a new peak-queue window after reading"),
+};
+static const struct ice_cfg_field export_fields[] = {
+	F("interval", ICE_CFG_DURATION, exp.interval_ns, .min = 10e6, .max = 60e9,
+	  .unit = ICE_NSEC_PER_MSEC, .arg = "DUR",
+	  .help = "between readings (default 100ms; bare numbers in ms)"),
+	F("redis", ICE_CFG_STRING, exp.redis, .arg = "ADDR",
+	  .help = "HOST:PORT or unix:/PATH (default: the fabric's, up --redis)"),
+	F("stream_cap", ICE_CFG_U32, exp.stream_cap, .min = 10, .max = 10000000,
+	  .help = "entries kept per port stream (default 1000)"),
+	F("redis_timeout", ICE_CFG_DURATION, exp.redis_timeout_ns, .min = 1e6, .max = 10e9,
+	  .unit = ICE_NSEC_PER_MSEC, .arg = "DUR",
+	  .help = "Redis connect and reply timeout (default 200ms)"),
 };
 static const struct ice_cfg_field fabric_field[] = {
 	F("fabric", ICE_CFG_STRING, name, .arg = "NAME", .help = "the fabric"),
@@ -203,11 +231,18 @@ static const struct ice_cfg_cmd cmds[] = {
 	{"hash", "change a switch's ECMP hash seed live (a reboot or upgrade)", hash_fields,
 	 N(hash_fields), hash_args, N(hash_args), cmd_hash},
 	{"list", "the fabrics that are up", NULL, 0, NULL, 0, cmd_list},
+	{"export", "switch port telemetry into Redis (up --redis runs it)", export_fields,
+	 N(export_fields), name_arg, 1, cmd_export},
 };
 
 int main(int argc, char **argv)
 {
-	struct fab_cli c = {.up.routing = -1};
+	struct fab_cli c = {
+		.up = {.routing = -1, .export_ns = 100 * ICE_NSEC_PER_MSEC},
+		.exp = {.interval_ns = 100 * ICE_NSEC_PER_MSEC,
+			.stream_cap = 1000,
+			.redis_timeout_ns = 200 * ICE_NSEC_PER_MSEC},
+	};
 	struct ice_cfg_cli cli = {
 		.tool = "ice-fabric",
 		.synopsis = "usage: ice-fabric COMMAND [options] ARGS",

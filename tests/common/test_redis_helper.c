@@ -28,6 +28,9 @@ static void keys_render(void **state)
 	assert_string_equal(k, "ice:lab:ctl:leader");
 	assert_int_equal(ice_rkey(k, sizeof(k), ICE_RK_PROBE_MAP, "f", "10.1.0.1", "a>b"), 0);
 	assert_string_equal(k, "ice:f:{10.1.0.1}:probe:map:a>b");
+	/* <S>, a switch, is given in the host's place */
+	assert_int_equal(ice_rkey(k, sizeof(k), ICE_RK_SW_PORT_TS, "lab", "leaf1", "spine2"), 0);
+	assert_string_equal(k, "ice:lab:sw:{leaf1}:port:spine2:ts");
 	/* every pattern renders, and starts with the fabric's namespace */
 	for (int i = 0; i < ICE_RK_MAX; i++) {
 		assert_non_null(ice_rkey_pattern(i));

@@ -437,6 +437,36 @@ static void test_egress_loss(void **state)
 	assert_in_range(dropped, 1000 - 170, 1000 + 170);
 }
 
+/* A reader that keeps the maps open reads what ice_sw_counters() reads, and
+ * says when the pins are no longer its maps. */
+static void test_reader(void **state)
+{
+	struct ice_port_cfg cfg = {.rate_bps = 0};
+	struct pkt_spec ps = {.payload = 100};
+	uint8_t pkt[2048], out[2048];
+	size_t len = pkt_build(pkt, sizeof(pkt), &ps);
+	struct ice_port_stats a, b;
+	struct ice_sw_reader *r;
+
+	assert_int_equal(ice_sw_port_config(sw, if_a, &cfg), 0);
+	assert_int_equal(ice_sw_port_reset(sw, if_a, 0, 0), 0);
+	for (int i = 0; i < 3; i++)
+		run_prog(ice_sw_egress_fd(sw), if_a, pkt, len, out, sizeof(out));
+	r = ice_sw_reader_open(pin_dir);
+	assert_non_null(r);
+	assert_true(ice_sw_reader_id(r) != 0);
+	assert_false(ice_sw_reader_stale(r));
+	assert_int_equal(ice_sw_reader_port(r, if_a, 0, &a), 0);
+	assert_int_equal(ice_sw_counters(pin_dir, if_a, &b), 0);
+	assert_int_equal(a.c.packets, 3);
+	assert_int_equal(a.c.bytes, 3 * len);
+	assert_int_equal(b.c.bytes, a.c.bytes);
+	assert_int_equal(ice_sw_reader_port(r, 999999, 0, &a), -ENOENT);
+	ice_sw_reader_close(r);
+	assert_null(ice_sw_reader_open("/sys/fs/bpf/ice-no-such-switch"));
+	assert_int_equal(errno, ENOENT);
+}
+
 /* The real clock: a queue preset at "now" is smaller after a sleep. */
 static void test_egress_drain_real_clock(void **state)
 {
@@ -893,6 +923,7 @@ int main(void)
 		cmocka_unit_test(test_egress_red_ramp),
 		cmocka_unit_test(test_egress_peak_reset),
 		cmocka_unit_test(test_egress_loss),
+		cmocka_unit_test(test_reader),
 		cmocka_unit_test(test_egress_drain_real_clock),
 		cmocka_unit_test(test_ecmp_matches_topo),
 		cmocka_unit_test(test_ecmp_fields),
