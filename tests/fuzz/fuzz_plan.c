@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * fuzz_plan: libFuzzer harness for the plan an agent accepts from Redis
+ * (common/ice_plan.c: ice_plan_verify).
+ *
+ * A plan's fields are interpreted only after its HMAC checks, so random
+ * envelopes would stop at the signature. The input is therefore the plan
+ * object itself: the harness signs it with a fixed key, as a controller (or
+ * an attacker holding the key) would, and hands the envelope to
+ * ice_plan_verify; the raw input is also verified as an envelope, which must
+ * fail unless it happens to carry the right signature. A plan that verifies
+ * must hold every documented range, sign again (ice_plan_sign) and verify to
+ * the same values. Any difference aborts.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ice_plan.h"
+#include "ice_roce.h"
+
+#define FUZZ_NOW_MS 1800000000000ull
+
+#define fuzz_check(cond)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "fuzz_plan: %s:%d: check failed: %s\n", __FILE__,          \
+				__LINE__, #cond);                                                  \
+			abort();                                                                   \
+		}                                                                                  \
+	} while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const struct ice_plan_key *fuzz_key(void)
+{
+	static struct ice_plan_key k;
+
+	if (k.len == 0) {
+		for (unsigned int i = 0; i < 32; i++)
+			k.bytes[i] = (unsigned char)(0x5a ^ i);
+		k.len = 32;
+	}
+	return &k;
+}
+
+/* {"plan": <plan>, "sig": HMAC-SHA256(canonical plan)}; NULL when the
+ * input is not a JSON object. */
+static char *envelope(const char *text)
+{
+	json_t *plan = json_loads(text, JSON_REJECT_DUPLICATES, NULL), *env = NULL;
+	unsigned char mac[EVP_MAX_MD_SIZE];
+	unsigned int len = 0;
+	char *canon = NULL, *out = NULL, hex[65];
+
+	if (!json_is_object(plan))
+		goto out;
+	canon = json_dumps(plan, JSON_SORT_KEYS | JSON_COMPACT);
+	if (canon == NULL || HMAC(EVP_sha256(), fuzz_key()->bytes, (int)fuzz_key()->len,
+				  (const unsigned char *)canon, strlen(canon), mac, &len) == NULL)
+		goto out;
+	for (unsigned int i = 0; i < len && i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+	env = json_pack("{s:O,s:s}", "plan", plan, "sig", hex);
+	if (env != NULL)
+		out = json_dumps(env, JSON_SORT_KEYS | JSON_COMPACT);
+out:
+	free(canon);
+	json_decref(plan);
+	json_decref(env);
+	return out;
+}
+
+static void check_ranges(const struct ice_host_plan *p)
+{
+	fuzz_check(p->epoch >= 1);
+	fuzz_check(p->host[0] != '\0' && strlen(p->host) < sizeof(p->host));
+	fuzz_check(p->lifetime_ms >= 1);
+	fuzz_check(p->issued_ms <= FUZZ_NOW_MS + ICE_PLAN_SKEW_MS);
+	fuzz_check(p->issued_ms + p->lifetime_ms > FUZZ_NOW_MS);
+	fuzz_check(p->n == 0 || p->entries != NULL);
+	for (uint32_t i = 0; i < p->n; i++) {
+		const struct ice_plan_entry *e = &p->entries[i];
+
+		fuzz_check(e->qpn <= 0xffffff);
+		fuzz_check(e->sport >= ICE_ROCE_SPORT_MIN);
+		fuzz_check(e->target_mbps == 0 || e->start_mbps <= e->target_mbps);
+		fuzz_check(e->start_mbps <= ICE_PLAN_RATE_MAX &&
+			   e->target_mbps <= ICE_PLAN_RATE_MAX);
+	}
+}
+
+static void round_trip(const struct ice_host_plan *p)
+{
+	struct ice_host_plan q;
+	struct ice_cfg_err err;
+	char *js = ice_plan_sign(p, fuzz_key());
+
+	fuzz_check(js != NULL);
+	fuzz_check(ice_plan_verify(js, fuzz_key(), 0, FUZZ_NOW_MS, &q, &err) == 0);
+	fuzz_check(strcmp(q.host, p->host) == 0 && q.epoch == p->epoch &&
+		   q.lifetime_ms == p->lifetime_ms && q.issued_ms == p->issued_ms && q.n == p->n);
+	for (uint32_t i = 0; i < p->n; i++) {
+		const struct ice_plan_entry *a = &p->entries[i], *b = &q.entries[i];
+
+		fuzz_check(a->qpn == b->qpn && a->sport == b->sport &&
+			   a->start_mbps == b->start_mbps && a->target_mbps == b->target_mbps &&
+			   a->path == b->path && a->has_dcqcn == b->has_dcqcn);
+		fuzz_check(!a->has_dcqcn || memcmp(&a->dcqcn, &b->dcqcn, sizeof(a->dcqcn)) == 0);
+	}
+	ice_host_plan_fini(&q);
+	free(js);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *text = malloc(size + 1), *env;
+	struct ice_host_plan p;
+	struct ice_cfg_err err;
+	int ret;
+
+	if (text == NULL)
+		return 0;
+	memcpy(text, data, size);
+	text[size] = '\0';
+	/* the raw input as an envelope: never accepted without the key's MAC */
+	ret = ice_plan_verify(text, fuzz_key(), 0, FUZZ_NOW_MS, &p, &err);
+	fuzz_check(ret <= 0);
+	ice_host_plan_fini(&p);
+	env = envelope(text);
+	if (env != NULL) {
+		ret = ice_plan_verify(env, fuzz_key(), 0, FUZZ_NOW_MS, &p, &err);
+		fuzz_check(ret == 0 || ret == -EBADMSG || ret == -ERANGE || ret == -ETIME ||
+			   ret == -ESTALE);
+		if (ret == 0) {
+			check_ranges(&p);
+			round_trip(&p);
+		} else {
+			fuzz_check(p.entries == NULL && p.n == 0); /* nothing half-filled */
+		}
+		ice_host_plan_fini(&p);
+		free(env);
+	}
+	free(text);
+	return 0;
+}
