@@ -44,6 +44,10 @@ struct agent_cfg {
 	uint64_t redis_timeout; /* ns, connect and reply timeout */
 	bool no_bpf;
 	char plan_key[256]; /* HMAC key file of the controller's plans; "" = no plans */
+	/* the highest accepted epoch, kept across restarts so that an old,
+	 * unexpired plan cannot be replayed to a restarted agent; "" =
+	 * <run_dir>/<fabric>/agent-<host>-<nic>.epoch, "none" = memory only */
+	char epoch_file[256];
 	/* resolved by agent_cfg_finish() */
 	uint32_t addr_be; /* network order */
 	int ifindex;

@@ -43,6 +43,9 @@ const struct ice_cfg_field agent_cfg_fields[] = {
 	F("no_bpf", ICE_CFG_BOOL, no_bpf, 0, 0, 0, "do not load the BPF programs"),
 	F("plan_key", ICE_CFG_STRING, plan_key, 0, 0, 0,
 	  "key file of the controller's signed plans: apply them (default: none)"),
+	F("epoch_file", ICE_CFG_STRING, epoch_file, 0, 0, 0,
+	  "the highest accepted plan epoch, kept across restarts (default "
+	  "<run_dir>/<fabric>/agent-<host>-<nic>.epoch; none: memory only)"),
 };
 
 const size_t agent_cfg_nfields = sizeof(agent_cfg_fields) / sizeof(agent_cfg_fields[0]);

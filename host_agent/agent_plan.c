@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "agent_internal.h"
 #include "agent_plan.h"
@@ -34,9 +37,10 @@ struct agent_plan {
 	bool fetch; /* a notification came: GET the plan now */
 
 	struct ice_host_plan cur;
-	bool have;	     /* cur is in force */
-	uint64_t last_epoch; /* highest epoch accepted */
-	char *last_json;     /* the last text offered */
+	bool have;	      /* cur is in force */
+	uint64_t last_epoch;  /* highest epoch accepted */
+	char epoch_path[512]; /* where last_epoch is kept; "" = memory only */
+	char *last_json;      /* the last text offered */
 	uint64_t refused;
 	bool wb_due; /* write-back pending */
 	uint64_t applied_ms;
@@ -50,6 +54,68 @@ struct agent_plan {
 	uint32_t mine_qpn[ICE_CTRL_SLOTS];
 	uint64_t mine_epoch[ICE_CTRL_SLOTS];
 };
+
+/* The epoch floor from its file: 0 and *floor set (0 when the file does not
+ * exist yet), or -errno with err naming the file. A file another user could
+ * have written is refused, like a key file. */
+static int epoch_load(const char *path, uint64_t *floor, struct ice_cfg_err *err)
+{
+	char buf[32], *end;
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	*floor = 0;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		ice_cfg_fail(err, path, "epoch_file", "cannot open: %s", strerror(errno));
+		return -errno;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & 022) != 0) {
+		close(fd);
+		ice_cfg_fail(err, path, "epoch_file",
+			     "expected a regular file owned by this user or root, not writable "
+			     "by group or others");
+		return -EPERM;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	errno = 0;
+	*floor = strtoull(buf, &end, 10);
+	if (n <= 0 || end == buf || (*end != '\n' && *end != '\0') || errno != 0) {
+		ice_cfg_fail(err, path, "epoch_file", "expected a decimal epoch, got '%.20s'", buf);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Written before the plan is applied, to a new file renamed over the old:
+ * a crash leaves the old floor or the new one, never a torn one. */
+static int epoch_store(const char *path, uint64_t epoch)
+{
+	char tmp[600], text[32];
+	int fd, len, ret = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	(void)unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	len = snprintf(text, sizeof(text), "%" PRIu64 "\n", epoch);
+	if (write(fd, text, (size_t)len) != len)
+		ret = -EIO;
+	if (close(fd) < 0 && ret == 0)
+		ret = -errno;
+	if (ret == 0 && rename(tmp, path) < 0)
+		ret = -errno;
+	if (ret < 0)
+		(void)unlink(tmp);
+	return ret;
+}
 
 struct agent_plan *agent_plan_new(const struct agent_cfg *cfg, struct ice_ctrl *ctrl,
 				  struct ice_cfg_err *err)
@@ -75,6 +141,32 @@ struct agent_plan *agent_plan_new(const struct agent_cfg *cfg, struct ice_ctrl *
 		free(p);
 		errno = EINVAL;
 		return NULL;
+	}
+	if (strcmp(cfg->epoch_file, "none") != 0) {
+		if (cfg->epoch_file[0] != '\0') {
+			snprintf(p->epoch_path, sizeof(p->epoch_path), "%s", cfg->epoch_file);
+		} else {
+			char dir[400];
+
+			snprintf(dir, sizeof(dir), "%s/%s", cfg->run_dir, cfg->fabric);
+			if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+				ice_cfg_fail(err, dir, "epoch_file", "cannot create: %s",
+					     strerror(errno));
+				free(p);
+				return NULL;
+			}
+			snprintf(p->epoch_path, sizeof(p->epoch_path), "%s/agent-%s-%s.epoch", dir,
+				 cfg->host, cfg->nic);
+		}
+		ret = epoch_load(p->epoch_path, &p->last_epoch, err);
+		if (ret < 0) {
+			free(p);
+			errno = -ret;
+			return NULL;
+		}
+		if (p->last_epoch > 0)
+			ice_info(AGENT_SUB, "plan epochs above %" PRIu64 " only (from %s)",
+				 p->last_epoch, p->epoch_path);
 	}
 	return p;
 }
@@ -206,6 +298,15 @@ int agent_plan_offer(struct agent_plan *p, const char *json, uint64_t now_ms,
 			 p->cfg->host);
 		ice_host_plan_fini(&hp);
 		ret = -EXDEV;
+	}
+	if (ret == 0 && p->epoch_path[0] != '\0' &&
+	    (ret = epoch_store(p->epoch_path, hp.epoch)) < 0) {
+		/* not applied unless the floor is kept: a restart must not
+		 * take this plan's epoch, or an older one, again */
+		snprintf(err->key, sizeof(err->key), "epoch_file");
+		snprintf(err->msg, sizeof(err->msg), "cannot keep the epoch in %.300s: %s",
+			 p->epoch_path, strerror(-ret));
+		ice_host_plan_fini(&hp);
 	}
 	if (ret < 0) {
 		refuse(p, ret, err);

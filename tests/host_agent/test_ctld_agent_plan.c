@@ -55,6 +55,7 @@ static int setup(void **state)
 	assert_non_null(mkdtemp(dir));
 	agent_cfg_defaults(&cfg);
 	snprintf(cfg.host, sizeof(cfg.host), "h1");
+	snprintf(cfg.epoch_file, sizeof(cfg.epoch_file), "%s/h1.epoch", dir);
 	key_file("plan.key", "0123456789abcdef0123456789abcdef", &key, cfg.plan_key);
 	key_file("other.key", "fedcba9876543210fedcba9876543210", &other_key, other);
 	snprintf(addr, sizeof(addr), "127.99.%d.%d", (int)(getpid() / 250 % 250),
@@ -225,6 +226,61 @@ static void test_key_refused(void **state)
 	assert_int_equal(errno, EPERM);
 }
 
+/* The epoch floor outlives the agent: a restarted agent refuses a replay of
+ * the plan it had applied (or an older one), takes a newer one; a floor
+ * file that is garbage or that others could write stops it from starting. */
+static void test_epoch_survives_restart(void **state)
+{
+	struct agent_cfg c = cfg;
+	struct ice_cfg_err err;
+	struct agent_plan *p;
+	char *js, path[300];
+	FILE *f;
+
+	(void)state;
+	snprintf(c.epoch_file, sizeof(c.epoch_file), "%s/restart.epoch", dir);
+	p = agent_plan_new(&c, ctrl, &err);
+	assert_non_null(p);
+	assert_int_equal(agent_plan_last_epoch(p), 0);
+	js = plan("h1", 40, NOW, 50000, 0, &key);
+	assert_int_equal(agent_plan_offer(p, js, NOW + 10, &err), 0);
+	agent_plan_free(p);
+
+	p = agent_plan_new(&c, ctrl, &err); /* the restart */
+	assert_non_null(p);
+	assert_int_equal(agent_plan_last_epoch(p), 40);
+	assert_int_equal(agent_plan_offer(p, js, NOW + 10, &err), -ESTALE); /* the replay */
+	free(js);
+	js = plan("h1", 41, NOW, 50000, 0, &key);
+	assert_int_equal(agent_plan_offer(p, js, NOW + 10, &err), 0);
+	free(js);
+	agent_plan_free(p);
+	f = fopen(c.epoch_file, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(path, sizeof(path), f));
+	fclose(f);
+	assert_string_equal(path, "41\n");
+
+	/* garbage, then a file others may write: refused at start */
+	f = fopen(c.epoch_file, "w");
+	fputs("forty-two\n", f);
+	fclose(f);
+	assert_null(agent_plan_new(&c, ctrl, &err));
+	assert_string_equal(err.key, "epoch_file");
+	f = fopen(c.epoch_file, "w");
+	fputs("42\n", f);
+	fclose(f);
+	chmod(c.epoch_file, 0666);
+	assert_null(agent_plan_new(&c, ctrl, &err));
+	assert_int_equal(errno, EPERM);
+	/* "none": memory only */
+	snprintf(c.epoch_file, sizeof(c.epoch_file), "none");
+	p = agent_plan_new(&c, ctrl, &err);
+	assert_non_null(p);
+	assert_int_equal(agent_plan_last_epoch(p), 0);
+	agent_plan_free(p);
+}
+
 /* Slots of a transport killed before it released them are freed; live and
  * re-claimed slots are not. */
 static void test_reap_dead_owner(void **state)
@@ -251,6 +307,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_apply_refuse_expire),
 		cmocka_unit_test(test_key_refused),
+		cmocka_unit_test(test_epoch_survives_restart),
 		cmocka_unit_test(test_reap_dead_owner),
 	};
 
