@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * fuzz_inputs: libFuzzer harness for the other bytes ICE takes from outside
+ * a process, the first input byte choosing which:
+ *   0  a packet ice-probe receives (dpdk_probe/probe_wire.c: probe_parse,
+ *      then the outstanding-probe match); a parsed probe header is built
+ *      again with probe_build and parsed to the same fields
+ *   1  a datagram on the agent's event socket (host_agent: agent_event_check,
+ *      and agent_event_json for what passes)
+ *   2  a topology file (topo/topo_yaml.c over common's YAML binding:
+ *      topo_load_string, then the model's own checks)
+ * Each must reject what it cannot use with an error, never crash, leak or
+ * read out of bounds (ASan/UBSan in build-san). Built as a libFuzzer binary
+ * with clang (-Dfuzz=true) and, always, with the replay driver in
+ * fuzz_main.c.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "agent_internal.h"
+#include "ice_event.h"
+#include "probe_wire.h"
+#include "topo.h"
+
+#define fuzz_check(cond)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "fuzz_inputs: %s:%d: check failed: %s\n", __FILE__,        \
+				__LINE__, #cond);                                                  \
+			abort();                                                                   \
+		}                                                                                  \
+	} while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void probe_packet(const uint8_t *d, size_t n)
+{
+	static struct probe_track track;
+	static bool init;
+	struct probe_rx rx, rx2;
+	uint8_t buf[PROBE_IP_LEN + 64];
+	int k = probe_parse(d, n, 4791, &rx);
+
+	if (!init) {
+		probe_track_init(&track, 1);
+		init = true;
+	}
+	fuzz_check(k != 0);
+	if (k < 0) {
+		fuzz_check(-k > 0 && -k < PROBE_DROP_N);
+		return;
+	}
+	(void)probe_track_match(&track, &rx, rx.to);
+	if (k == PROBE_RX_REQUEST && rx.has_hdr) {
+		size_t len = probe_build(buf, rx.psrc, rx.pdst, rx.sport, rx.dport, 64, &rx.hdr);
+
+		fuzz_check(len <= sizeof(buf));
+		fuzz_check(probe_parse(buf, len, rx.dport, &rx2) == PROBE_RX_REQUEST);
+		fuzz_check(rx2.sport == rx.sport && rx2.dport == rx.dport &&
+			   memcmp(&rx2.hdr, &rx.hdr, sizeof(rx.hdr)) == 0);
+	}
+}
+
+static void event_datagram(const uint8_t *d, size_t n)
+{
+	struct ice_event ev;
+	json_t *o;
+
+	if (agent_event_check(d, n) != AGENT_EV_OK)
+		return;
+	fuzz_check(n == sizeof(ev));
+	memcpy(&ev, d, sizeof(ev));
+	o = agent_event_json(&ev);
+	fuzz_check(o != NULL);
+	free(json_dumps(o, JSON_COMPACT));
+	json_decref(o);
+}
+
+static void topology(const uint8_t *d, size_t n)
+{
+	struct ice_cfg_err err;
+	struct topo *t = topo_load_string("fuzz.yaml", (const char *)d, n, &err);
+
+	if (t == NULL) {
+		fuzz_check(err.msg[0] != '\0'); /* a refusal says why */
+		return;
+	}
+	fuzz_check(topo_validate(t, &err) == 0);
+	topo_free(t);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	switch (data[0] % 3) {
+	case 0:
+		probe_packet(data + 1, size - 1);
+		break;
+	case 1:
+		event_datagram(data + 1, size - 1);
+		break;
+	default:
+		topology(data + 1, size - 1);
+	}
+	return 0;
+}
