@@ -348,7 +348,8 @@ int ice_plan_verify(const char *json, const struct ice_plan_key *key, uint64_t l
 		goto out;
 	}
 	snprintf(hp.host, sizeof(hp.host), "%s", json_string_value(host));
-	if ((ret = get_int(plan, "epoch", "epoch", 1, INT64_MAX, &v, err)) < 0)
+	if ((ret = get_int(plan, "epoch", "epoch", 1, (long long)ICE_PLAN_EPOCH_MAX - 1, &v, err)) <
+	    0)
 		goto out;
 	hp.epoch = (uint64_t)v;
 	if ((ret = get_int(plan, "lifetime_ms", "lifetime_ms", 1, ICE_PLAN_LIFETIME_MAX_MS, &v,

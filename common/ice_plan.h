@@ -30,6 +30,9 @@
 #define ICE_PLAN_ENTRIES_MAX	 65536u
 #define ICE_PLAN_LIFETIME_MAX_MS 86400000u /* a day */
 #define ICE_PLAN_SKEW_MS	 5000u	   /* plans issued further ahead are refused */
+/* Epochs stay below 2^48 (a plan a millisecond for 8,900 years): a number
+ * above it read from Redis is someone else's, not a controller's */
+#define ICE_PLAN_EPOCH_MAX (1ull << 48)
 
 struct ice_plan_key {
 	uint8_t bytes[ICE_PLAN_KEY_MAX];

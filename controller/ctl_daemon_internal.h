@@ -118,6 +118,7 @@ struct ctld {
 	struct ice_host_plan *last;
 	uint32_t nlast;
 	uint64_t last_pub_ns, last_epoch;
+	uint64_t bogus_epoch; /* the last floor ignored as not an epoch (said once) */
 	uint64_t plans;
 	struct pending pend;
 

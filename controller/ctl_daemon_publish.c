@@ -23,12 +23,13 @@
 
 /* The next epoch, above ARGV[2] (the highest this controller and the agents
  * know: a restarted Redis has forgotten the counter, the agents have not). */
-static const char LUA_EPOCH[] =
-	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end "
-	"local e = redis.call('INCR', KEYS[2]) "
-	"local floor = tonumber(ARGV[2]) "
-	"if e <= floor then e = floor + 1 redis.call('SET', KEYS[2], e) end "
-	"return e";
+static const char LUA_EPOCH[] = "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end "
+				"local c = tonumber(redis.call('GET', KEYS[2]) or '0') or 0 "
+				"local floor = tonumber(ARGV[2]) "
+				"if c >= tonumber(ARGV[3]) or c < 0 then c = 0 end "
+				"local e = math.max(c, floor) + 1 "
+				"redis.call('SET', KEYS[2], string.format('%d', e)) "
+				"return e";
 static const char LUA_PUBLISH[] =
 	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end "
 	"local last = tonumber(redis.call('HGET', KEYS[2], 'epoch') or '0') "
@@ -84,7 +85,11 @@ void ctld_dry_print(struct ctld *d, struct ice_host_plan *hps, uint32_t nh,
 	json_decref(o);
 }
 
-/* The highest epoch known: ours, and what the agents accepted last. */
+/* The highest epoch known: ours, and what the agents accepted last. A
+ * number at or above ICE_PLAN_EPOCH_MAX is not an epoch any controller
+ * issued (Redis has no users yet: anyone could have written it); taking it
+ * would number every later plan near the 64-bit limit, so it is ignored and
+ * said once. The counter in Redis is bounded the same way (LUA_EPOCH). */
 static uint64_t epoch_floor(struct ctld *d)
 {
 	redisReply **r = calloc(d->nhosts + 1, sizeof(*r));
@@ -104,6 +109,16 @@ static uint64_t epoch_floor(struct ctld *d)
 				const char *v = r[i]->element[j]->str;
 				uint64_t e = v != NULL ? strtoull(v, NULL, 10) : 0;
 
+				if (e >= ICE_PLAN_EPOCH_MAX) {
+					if (e != d->bogus_epoch)
+						ice_warn(SUB,
+							 "%s reports epoch %" PRIu64
+							 ", not one a controller issued "
+							 "(>= 2^48): ignored",
+							 d->hosts[i].name, e);
+					d->bogus_epoch = e;
+					continue;
+				}
 				if (e > floor)
 					floor = e;
 			}
@@ -125,7 +140,8 @@ int ctld_publish(struct ctld *d, struct ice_host_plan *hps, uint32_t nh, uint64_
 	if (argv == NULL || own == NULL)
 		goto out;
 	snprintf(ep, sizeof(ep), "%" PRIu64, epoch_floor(d));
-	r = ctld_cmd(d, "EVAL %s 2 %s %s %s %s", LUA_EPOCH, d->k_leader, d->k_epoch, d->cfg.id, ep);
+	r = ctld_cmd(d, "EVAL %s 2 %s %s %s %s %llu", LUA_EPOCH, d->k_leader, d->k_epoch, d->cfg.id,
+		     ep, (unsigned long long)ICE_PLAN_EPOCH_MAX);
 	if (r == NULL)
 		goto out;
 	if (r->type != REDIS_REPLY_INTEGER || r->integer <= 0) {

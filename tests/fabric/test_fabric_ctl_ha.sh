@@ -76,6 +76,23 @@ for h in h1 h2 h3 h4; do
 	[ "$e" -ge "$e1" ] || ctl_fail "$h applied epoch $e, not $e1"
 done
 
+# 1b. a hostile Redis client inflates the epoch floors (a huge last_epoch
+#     for h3, the counter near the 64-bit limit): the leader ignores them
+#     and numbers its next plan above the real epochs; the agents apply it
+rcli HSET "ice:$name:{h3}:plan:applied" last_epoch 9000000000000000000 >/dev/null
+rcli SET "ice:$name:ctl:epoch" 4611686018427387904 >/dev/null
+e2=$(rcli HGET "ice:$name:ctl:published" epoch)
+wait_for 6 bash -c "[ \"\$(redis-cli -h $rhost -p $rport HGET 'ice:$name:ctl:published' epoch)\" != $e2 ]" ||
+	ctl_fail "no plan published after the inflated floors"
+e3=$(rcli HGET "ice:$name:ctl:published" epoch)
+echo "inflated floors: next epoch $e3 (was $e2)"
+[ "$e3" -gt "$e2" ] && [ "$e3" -lt 281474976710656 ] || ctl_fail "epoch $e2 -> $e3 after the inflated floors"
+# (h3's agent writes its real last_epoch back on its next plan, so the
+# controller may or may not have read the inflated one: it says so when it did)
+echo "controller: $(grep -c 'reports epoch 9000000000000000000.*ignored' "$ICE_TMP/ctl-$other.log") warning(s) on the inflated last_epoch"
+wait_for 3 bash -c "[ \"\$(redis-cli -h $rhost -p $rport HGET 'ice:$name:{h1}:plan:applied' epoch)\" -ge $e3 ]" ||
+	ctl_fail "h1 did not apply epoch $e3"
+
 # 2. silence: the last plan lives 3 s, then the defaults come back
 p1=$(qp_field h1 sport) p2=$(qp_field h2 sport)
 { kill -KILL "${CP[$other]}"; wait "${CP[$other]}"; } 2>/dev/null
