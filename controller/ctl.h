@@ -149,6 +149,14 @@ struct ctl_plan_stats {
  * NICs are not NICs of the topology or are equal). */
 int ctl_plan_paths(struct ctl_planner *p, struct ctl_demand *d, const struct ctl_plan_opts *o,
 		   struct ctl_plan_stats *st);
+/* The capacity the planner sees on a directed link (2 * link id + 0 for
+ * a->b, + 1 for b->a), bit/s: the topology's rate from ctl_planner_new(); a
+ * caller may lower it, e.g. by measured traffic nobody announced (the
+ * daemon's feedback, ctl_telem.h). Paths, utilisations and rates use it; the
+ * lower bound keeps the topology's rates (still a lower bound). Set: 0, or
+ * -EINVAL (dlink out of range, bps not > 0); get: 0 when out of range. */
+int ctl_planner_set_cap(struct ctl_planner *p, uint32_t dlink, double bps);
+double ctl_planner_cap(const struct ctl_planner *p, uint32_t dlink);
 /* The max utilisation of the routes in flows (which = 0: path, 1: ecmp). */
 double ctl_max_util(struct ctl_planner *p, const struct ctl_demand *d, int which);
 /* Lower bound on the max utilisation of any routing (even split): max over

@@ -294,6 +294,19 @@ static int planner_index(struct ctl_planner *p)
 	return 0;
 }
 
+int ctl_planner_set_cap(struct ctl_planner *p, uint32_t dlink, double bps)
+{
+	if (dlink >= 2 * p->t->nlinks || !(bps > 0))
+		return -EINVAL;
+	p->cap[dlink] = bps;
+	return 0;
+}
+
+double ctl_planner_cap(const struct ctl_planner *p, uint32_t dlink)
+{
+	return dlink < 2 * p->t->nlinks ? p->cap[dlink] : 0;
+}
+
 /* Compare our routes with topo_paths() for a few pairs. */
 static int planner_selfcheck(struct ctl_planner *p)
 {

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ctl_telem: switch telemetry (docs/redis-schema.md, "Switch telemetry")
+ * as the planner needs it: per directed link of the topology, the load
+ * measured at the switch port that sends on it (bytes/s from out-octets
+ * over dt_ms), its queue (avg-queue-len, CE marks per interval), and the
+ * part of that load nobody planned: max(0, measured - known) smoothed
+ * (EWMA), which the daemon takes off the link's capacity (ctl_planner_set_cap).
+ *
+ * Pure: no Redis. The daemon reads the records (ctl_daemon_telem.c) and
+ * hands each one here. A switch port maps to a link by the switch's name and
+ * the port's interface name in the topology (topo_port.ifname: the test bed
+ * names a switch port after its peer). Bad input never stops the loop:
+ * ports not in the topology, counters that go back (a switch reloaded),
+ * readings skipped (a gap in seq) and readings that stop are counted, logged
+ * once per link (or port name) and kind, and the link falls back to
+ * demand-only (nothing subtracted) until two good readings follow.
+ */
+#ifndef CTL_TELEM_H
+#define CTL_TELEM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "topo.h"
+
+/* The port record's fields the controller reads, in this order (HMGET). */
+enum ctl_telem_field {
+	CTL_TF_SEQ,
+	CTL_TF_TS,
+	CTL_TF_DT,
+	CTL_TF_OCTETS,
+	CTL_TF_MARKS,
+	CTL_TF_AVGQ,
+	CTL_TF_OPER,
+	CTL_TF_RESETS,
+	CTL_TF_N,
+};
+extern const char *const ctl_telem_fields[CTL_TF_N];
+
+struct ctl_telem_rec {
+	uint64_t seq, ts_ms;
+	double dt_ms;
+	uint64_t octets, marks, resets;
+	double avg_q;			      /* bytes */
+	bool has_octets, has_marks, has_avgq; /* absent without the switch model */
+	int oper;			      /* 1 UP, 0 not UP, -1 unknown */
+};
+
+/* The values of ctl_telem_fields[] (NULL: field absent) into r. 0, or
+ * -EINVAL: seq or ts_ms missing, or a value that is not a number. */
+int ctl_telem_rec_parse(struct ctl_telem_rec *r, const char *const *vals);
+
+enum ctl_telem_state {
+	CTL_TL_NONE = 0, /* no telemetry for this link (yet): demand-only */
+	CTL_TL_OK,	 /* measured */
+	CTL_TL_RESET,	 /* counters went back: demand-only until the next reading */
+	CTL_TL_GAP,	 /* readings were skipped: demand-only until the next reading */
+	CTL_TL_STALE,	 /* no new reading for stale_ms: demand-only */
+	CTL_TL_STATE_MAX,
+};
+const char *ctl_telem_state_name(enum ctl_telem_state s);
+
+/* One directed link (2 * link id + 0: a->b, + 1: b->a), measured at the
+ * switch port that sends on it. */
+struct ctl_telem_link {
+	uint32_t port; /* topo port sending on it; UINT32_MAX: a host's (no telemetry) */
+	enum ctl_telem_state state;
+	/* the last reading */
+	bool have;
+	uint64_t seq, ts_ms, octets, marks, resets;
+	uint64_t seen_ms; /* caller's clock when the last new reading came */
+	/* the last interval */
+	double bytes_s; /* measured load */
+	double avg_q;	/* mean queue depth, bytes */
+	uint64_t ce;	/* CE marks */
+	bool oper_down;
+	bool fresh;	 /* a measurement ctl_telem_feedback() has not used yet */
+	uint32_t hot;	 /* consecutive intervals with avg queue > Kmin or CE marks */
+	uint64_t hot_ms; /* ts_ms of the first interval of that run */
+	/* feedback */
+	double known;	  /* bytes/s of the controller's own flows (its last call) */
+	double unplanned; /* bytes/s: smoothed max(0, measured - known) */
+	unsigned logged;  /* 1 << state: that kind was logged for this link */
+};
+
+struct ctl_telem {
+	const struct topo *t;
+	struct ctl_telem_link *dl; /* [2 * nlinks] */
+	uint32_t ndl;
+	double alpha;		/* EWMA weight of the newest interval (0.5) */
+	double deadband;	/* unplanned below this fraction of the rate counts 0 (0.05) */
+	double floor;		/* capacity never below this fraction of the rate (0.05) */
+	uint64_t stale_ms;	/* readings older than this: demand-only (1000) */
+	uint32_t hot_intervals; /* congested after this many hot intervals (2) */
+	/* counters */
+	uint64_t readings, unknown_ports, backwards, gaps, bad_records, stale;
+	char (*unknown)[64]; /* port names logged as unknown */
+	uint32_t nunknown;
+};
+
+/* 0 or -ENOMEM; t must outlive tm. */
+int ctl_telem_init(struct ctl_telem *tm, const struct topo *t);
+void ctl_telem_fini(struct ctl_telem *tm); /* NULL-safe */
+
+/* The directed link switch sw's port (interface name) sends on: 0, or
+ * -ENOENT (no such switch, or no such port on it). */
+int ctl_telem_dlink(const struct topo *t, const char *sw, const char *port, uint32_t *dlink);
+
+/* One reading of switch sw's port; now_ms: the caller's wall clock.
+ * 1: a new measurement; 0: nothing new (the same seq again, the link's first
+ * reading); -ENOENT: a port not in the topology; -ERANGE: a counter or seq
+ * went back, or `resets` grew; -EAGAIN: readings were skipped (seq gap);
+ * -EINVAL: a record without counters. Each counted and logged once per
+ * link (port name) and kind. */
+int ctl_telem_update(struct ctl_telem *tm, const char *sw, const char *port,
+		     const struct ctl_telem_rec *r, uint64_t now_ms);
+
+/* Links whose readings stopped (none new for stale_ms): demand-only. */
+void ctl_telem_expire(struct ctl_telem *tm, uint64_t now_ms);
+
+/* known[dl]: bytes/s the controller's own flows carry on each directed
+ * link. Updates the unplanned load of every link with a new measurement;
+ * a link not measured (state other than OK) has none. */
+void ctl_telem_feedback(struct ctl_telem *tm, const double *known);
+
+/* The capacity (bit/s) the planner should see on dl: the link's rate less
+ * the unplanned load, never below floor x rate. */
+double ctl_telem_cap(const struct ctl_telem *tm, uint32_t dl);
+
+/* dl's queue stayed above its Kmin, or it marked CE, for hot_intervals. */
+bool ctl_telem_congested(const struct ctl_telem *tm, uint32_t dl);
+
+#endif /* CTL_TELEM_H */
