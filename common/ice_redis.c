@@ -49,6 +49,8 @@ static const char *const patterns[ICE_RK_MAX] = {
 	[ICE_RK_SW_PORT] = "ice:<F>:sw:{<S>}:port:<port>",
 	[ICE_RK_SW_PORT_TS] = "ice:<F>:sw:{<S>}:port:<port>:ts",
 	[ICE_RK_SW_EXPORTER] = "ice:<F>:sw:exporter",
+	[ICE_RK_CTL_LINK] = "ice:<F>:ctl:link:<link>",
+	[ICE_RK_CTL_QP] = "ice:<F>:ctl:qp:<id>",
 };
 
 const char *ice_rkey_pattern(enum ice_rkey k)

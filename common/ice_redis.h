@@ -59,6 +59,9 @@ enum ice_rkey {
 	ICE_RK_SW_PORT,
 	ICE_RK_SW_PORT_TS,
 	ICE_RK_SW_EXPORTER,
+	/* controller: what it knows (closed loop) */
+	ICE_RK_CTL_LINK,
+	ICE_RK_CTL_QP,
 	ICE_RK_MAX,
 };
 

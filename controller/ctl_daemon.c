@@ -248,6 +248,9 @@ static void plan(struct ctld *d)
 		if (route_down(d, &r))
 			r.idx = -1;
 		f->path = r;
+		/* the move budget; a congestion trigger moves only the QPs crossing it */
+		if (r.idx >= 0 && o.mode == CTL_PLAN_REOPT && !ctld_telem_movable(d, q, trig))
+			f->flags |= CTL_FLOW_FIXED;
 	}
 	ret = ctl_plan_paths(d->pl, &dem, &o, &st);
 	if (ret == 0)
@@ -264,10 +267,17 @@ static void plan(struct ctld *d)
 		struct ctl_flow *f = &dem.flows[k];
 		struct cqp *q = &d->qps[qix[k]];
 
+		struct ctl_route old = q->route;
+		bool was = q->planned;
+
 		if (!(f->flags & CTL_FLOW_ANNOUNCED) || !d->cfg.rates)
 			f->start_bps = f->target_bps = 0; /* measured: DCQCN from line rate */
+		f->flags &= (uint8_t)~CTL_FLOW_FIXED;
 		q->planned = true;
 		q->route = f->path;
+		q->plan_bps = f->target_bps > 0 ? f->target_bps : (double)f->demand;
+		if (was && old.idx >= 0 && f->path.idx >= 0 && old.idx != f->path.idx)
+			ctld_telem_move(d, q, &old, trig);
 		q->sport = f->sport;
 		down_used += route_down(d, &f->path);
 	}
@@ -278,12 +288,12 @@ static void plan(struct ctld *d)
 			 "map has no port on the planned path",
 			 pm->unsteered, dem.n);
 	ice_info(SUB,
-		 "plan (%s%s%s%s%s%s): %zu flows (%u announced) on %u hosts, %s: max util %.3f "
+		 "plan (%s%s%s%s%s%s%s): %zu flows (%u announced) on %u hosts, %s: max util %.3f "
 		 "(bound %.3f, ECMP %.3f), moved %u, %.1f ms%s",
 		 trig & TRIG_QP ? "qps " : "", trig & TRIG_LINK ? "link " : "",
 		 trig & TRIG_COLL ? "collective " : "", trig & TRIG_PMAP ? "probe-map " : "",
-		 trig & TRIG_REOPT ? "periodic " : "", trig & TRIG_TAKEOVER ? "takeover " : "",
-		 dem.n, nann, d->nhosts,
+		 trig & TRIG_TELEM ? "congestion " : "", trig & TRIG_REOPT ? "periodic " : "",
+		 trig & TRIG_TAKEOVER ? "takeover " : "", dem.n, nann, d->nhosts,
 		 o.mode == CTL_PLAN_INCREMENTAL ? "incremental" : "re-optimised", st.max_util,
 		 st.bound, ecmp, st.moved, st.total_s * 1e3,
 		 down_used ? "; some flows cross a down link" : "");
@@ -310,6 +320,7 @@ static void plan(struct ctld *d)
 	d->nlast = nh;
 	hps = NULL;
 	ctld_pend_start(d, epoch, d->last, d->nlast, planned_ms);
+	ctld_telem_moves_publish(d, epoch);
 	{
 		char e[24], mu[24], b[24], ec[24], fl[24], mv[24], du[24], ts[24];
 		const char *kv[] = {"id",    d->cfg.id, "epoch",	   e,  "max_util", mu,
@@ -333,6 +344,8 @@ static void plan(struct ctld *d)
 out:
 	d->trig = 0;
 	d->trig_ms = 0;
+	d->nmoves = 0;
+	memset(d->hot, 0, sizeof(bool) * 2 * d->topo->nlinks);
 	ctl_host_plans_free(hps, nh);
 	ctl_demand_fini(&dem);
 	free(qix);
@@ -367,6 +380,10 @@ struct ctld *ctld_new(const struct ctld_cfg *cfg)
 	if (d->pl == NULL) {
 		ice_err(SUB, "%s: cannot plan on this topology: %s", cfg->topology,
 			strerror(errno));
+		goto err;
+	}
+	if (ctld_telem_init(d) < 0) {
+		ice_err(SUB, "out of memory (telemetry)");
 		goto err;
 	}
 	if (cfg->policy[0] != '\0') {
@@ -409,10 +426,11 @@ struct ctld *ctld_new(const struct ctld_cfg *cfg)
 	ice_info(SUB,
 		 "ice-controller %s: fabric %s, %s (%u links), every %.0f ms, QPs every %.0f ms, "
 		 "re-optimise every %.1f s, plans live %.1f s, lease %.0f ms, source ports from "
-		 "%s%s",
+		 "%s, switch telemetry every %.0f ms, feedback %s%s",
 		 cfg->id, cfg->fabric, cfg->topology, d->topo->nlinks, cfg->interval / 1e6,
 		 cfg->qp_interval / 1e6, cfg->reopt / 1e9, cfg->lifetime / 1e9,
 		 cfg->lease_ttl / 1e6, d->probe ? "ice-probe's maps" : "the hash models",
+		 cfg->telem_interval / 1e6, cfg->feedback ? "on" : "off (demand only)",
 		 cfg->dry_run ? ", dry run" : "");
 	return d;
 err:
@@ -438,6 +456,7 @@ int ctld_run(struct ctld *d)
 			if (!d->cfg.dry_run)
 				ctld_lease_tick(d);
 			ctld_read_links(d);
+			ctld_telem_tick(d);
 			if (d->probe && now >= d->next_pmap_ns) {
 				ctld_read_pmaps(d);
 				d->next_pmap_ns = now + PMAP_REFRESH_NS;
@@ -501,6 +520,7 @@ void ctld_free(struct ctld *d)
 	free(d->pend.hosts);
 	ctl_host_plans_free(d->last, d->nlast);
 	ctld_pmaps_free(d->pmaps, d->npmaps);
+	ctld_telem_fini(d);
 	ctl_planner_free(d->pl);
 	ctl_policy_free(d->pol);
 	topo_free(d->topo);

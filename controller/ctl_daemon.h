@@ -44,6 +44,11 @@ struct ctld_cfg {
 	bool dry_run;		/* compute and print plans, publish nothing */
 	bool once;		/* one plan, then exit */
 	int sports;		/* source ports from: CTLD_SPORTS_* */
+	/* closed loop (switch telemetry, ctl_daemon_telem.c) */
+	bool feedback;		 /* measured unplanned load off capacities, congestion re-plans */
+	uint64_t telem_interval; /* ns: how often switch telemetry is read; 0 = never */
+	uint64_t move_hold;	 /* a QP moves at most once per this many telemetry intervals */
+	double feedback_alpha;	 /* EWMA weight of the newest interval's unplanned load */
 };
 
 enum {

@@ -51,6 +51,15 @@ const struct ice_cfg_field ctld_cfg_fields[] = {
 	F("dry_run", ICE_CFG_BOOL, dry_run, 0, 0, 0,
 	  "compute and print plans as JSON, publish nothing"),
 	F("once", ICE_CFG_BOOL, once, 0, 0, 0, "plan once, then exit"),
+	F("feedback", ICE_CFG_BOOL, feedback, 0, 0, 0,
+	  "closed loop: measured load nobody planned is taken off link capacities, and "
+	  "congested links re-plan the QPs crossing them (true; false = demand only)"),
+	F("telem_interval", ICE_CFG_DURATION, telem_interval, 0, 10e9, ICE_NSEC_PER_MSEC,
+	  "how often switch telemetry is read, 0 = never (100 ms; bare numbers in ms)"),
+	F("move_hold", ICE_CFG_UINT, move_hold, 0, 1e6, 0,
+	  "a QP moves at most once per this many telemetry intervals (10)"),
+	F("feedback_alpha", ICE_CFG_DOUBLE, feedback_alpha, 0.01, 1, 0,
+	  "weight of the newest interval in the smoothed unplanned load (0.5)"),
 	{.key = "sports",
 	 .type = ICE_CFG_ENUM,
 	 .offset = offsetof(struct ctld_cfg, sports),
@@ -80,6 +89,10 @@ void ctld_cfg_defaults(struct ctld_cfg *c)
 	c->announce_ttl = 10 * ICE_NSEC_PER_SEC;
 	c->redis_timeout = 500 * ICE_NSEC_PER_MSEC;
 	c->search_budget = 0.2;
+	c->feedback = true;
+	c->telem_interval = 100 * ICE_NSEC_PER_MSEC;
+	c->move_hold = 10;
+	c->feedback_alpha = 0.5;
 }
 
 int ctld_cfg_load_file(struct ctld_cfg *c, const char *path, struct ice_cfg_err *err)

@@ -17,6 +17,7 @@
 
 #include "ctl_daemon.h"
 #include "ctl_pmap.h"
+#include "ctl_telem.h"
 #include "ice_redis.h"
 #include "ice_time.h"
 
@@ -37,7 +38,8 @@ enum trig {
 	TRIG_COLL = 4,	    /* a collective was announced (or ended) */
 	TRIG_REOPT = 8,	    /* periodic */
 	TRIG_TAKEOVER = 16, /* became leader */
-	TRIG_PMAP = 32	    /* a probe map changed (or a pair got its first) */
+	TRIG_PMAP = 32,	    /* a probe map changed (or a pair got its first) */
+	TRIG_TELEM = 64	    /* a link stayed congested (switch telemetry) */
 };
 
 struct cqp {
@@ -52,11 +54,23 @@ struct cqp {
 	bool planned;
 	uint16_t sport;
 	struct ctl_route route;
+	double plan_bps;     /* the planned rate (target, else the demand), bit/s */
+	uint64_t moved_tick; /* telemetry interval of its last move; 0 = never */
 	/* per plan */
 	double ann_bps;
 	uint32_t ann_flags;
 	enum ctl_coll_op op;
 	uint64_t coll_id, msg_bytes;
+};
+
+/* A QP's move in the plan being made, and why (published after it). */
+struct cmove {
+	char qp[32];		 /* "<local address>:<QPN>", the agent's QP id */
+	char rule[16];		 /* congestion, link-down, collective, qps, probe-map, periodic */
+	char link[96];		 /* the link that made it move, "leaf1>spine1" */
+	char from[128], to[128]; /* routes, "leaf1>spine1>leaf2" */
+	double measured, planned, unplanned; /* that link's loads, bytes/s */
+	uint64_t coll_id;
 };
 
 struct ccoll {
@@ -127,6 +141,20 @@ struct ctld {
 	struct ctl_pmap *pmaps;
 	uint32_t npmaps;
 	uint64_t next_pmap_ns;
+
+	/* switch telemetry and the closed loop (ctl_daemon_telem.c) */
+	struct ctl_telem tm;
+	char k_swports[128];
+	char (*swports)[64]; /* "<switch>:<port>" from ice:<F>:sw:ports */
+	uint32_t nswports;
+	uint64_t next_telem_ns;
+	uint64_t tick;	     /* telemetry intervals read so far */
+	double *planned;     /* [2 * nlinks] bytes/s of the current plan's rates */
+	double *known;	     /* [2 * nlinks] bytes/s its QPs measure (agents) */
+	uint64_t *hold_tick; /* [2 * nlinks] no congestion trigger before this tick */
+	bool *hot;	     /* [2 * nlinks] congested links of the pending trigger */
+	struct cmove *moves; /* this plan's */
+	uint32_t nmoves;
 };
 
 /* how often the probe maps' learning times are read (a changed map is
@@ -154,6 +182,25 @@ void ctld_expire_colls(struct ctld *d);
 void ctld_read_qps(struct ctld *d); /* also the hosts */
 void ctld_pmaps_free(struct ctl_pmap *m, uint32_t n);
 void ctld_coll_free(struct ccoll *c);
+
+/* ---- ctl_daemon_telem.c */
+int ctld_telem_init(struct ctld *d); /* 0 or -ENOMEM */
+void ctld_telem_fini(struct ctld *d);
+/* When due: read every switch port (one round trip), update the measured
+ * and unplanned loads, the planner's capacities (feedback), set TRIG_TELEM
+ * for a congested link that planned QPs cross, and (leader) publish what
+ * the controller knows per link. */
+void ctld_telem_tick(struct ctld *d);
+/* The planner's capacities from the unplanned loads (after a re-index too). */
+void ctld_telem_caps(struct ctld *d);
+/* May the flow of q move in this plan (move budget; a congestion-only
+ * trigger moves only QPs crossing a congested link)? */
+bool ctld_telem_movable(const struct ctld *d, const struct cqp *q, unsigned trig);
+/* q's route changes from old to now: log why, and record it (ctl:qp:<id>,
+ * written by ctld_telem_moves_publish). */
+void ctld_telem_move(struct ctld *d, struct cqp *q, const struct ctl_route *old, unsigned trig);
+/* Write the reasons of this plan's moves under epoch (pipelined). */
+void ctld_telem_moves_publish(struct ctld *d, uint64_t epoch);
 
 /* ---- ctl_daemon_publish.c */
 /* Publish one plan per host under a new fenced epoch: 0 with *epoch_out,

@@ -230,7 +230,7 @@ void ctld_pend_start(struct ctld *d, uint64_t epoch, struct ice_host_plan *hps, 
 	p->epoch = epoch;
 	p->pub_ms = ice_wall_ms();
 	p->planned_ms = planned_ms;
-	if (d->trig_ms != 0 && (d->trig & (TRIG_LINK | TRIG_COLL | TRIG_PMAP)) != 0) {
+	if (d->trig_ms != 0 && (d->trig & (TRIG_LINK | TRIG_COLL | TRIG_PMAP | TRIG_TELEM)) != 0) {
 		p->trigger_ms = d->trig_ms;
 		p->seen_ms = d->trig_seen_ms;
 		snprintf(p->what, sizeof(p->what), "%s", d->trig_what);

@@ -71,6 +71,7 @@ static int rebuild_planner(struct ctld *d)
 		return -errno;
 	ctl_planner_free(d->pl);
 	d->pl = p;
+	ctld_telem_caps(d); /* the unplanned loads stay off */
 	return 0;
 }
 
@@ -605,6 +606,8 @@ void ctld_read_qps(struct ctld *d)
 			q->planned = o->planned;
 			q->sport = o->sport;
 			q->route = o->route;
+			q->plan_bps = o->plan_bps;
+			q->moved_tick = o->moved_tick;
 			if (o->peak_bps * PEAK_DECAY > q->peak_bps)
 				q->peak_bps = o->peak_bps * PEAK_DECAY;
 		}

@@ -111,6 +111,7 @@ int ctl_telem_init(struct ctl_telem *tm, const struct topo *t)
 	tm->deadband = 0.05;
 	tm->floor = 0.05;
 	tm->stale_ms = 1000;
+	tm->gap_ms = 500;
 	tm->hot_intervals = 2;
 	return 0;
 }
@@ -212,15 +213,17 @@ int ctl_telem_update(struct ctl_telem *tm, const char *sw, const char *port,
 	tm->readings++;
 	back = x->have && (r->seq < x->seq || r->octets < x->octets ||
 			   (r->has_marks && r->marks < x->marks) || r->resets > x->resets);
-	gap = x->have && !back && (r->seq != x->seq + 1 || !(r->dt_ms > 0));
-	dt = r->dt_ms;
+	dt = r->seq == x->seq + 1 && r->dt_ms > 0 ? r->dt_ms : (double)r->ts_ms - (double)x->ts_ms;
+	gap = x->have && !back && (!(dt > 0) || r->ts_ms > x->ts_ms + tm->gap_ms);
+	if (x->have && !back && !gap && r->seq != x->seq + 1)
+		tm->skipped += r->seq - x->seq - 1;
 	if (back) {
 		tm->backwards++;
 		fall_back(tm, dl, CTL_TL_RESET,
 			  "counters went back (a switch reloaded, or its exporter restarted)");
 	} else if (gap) {
 		tm->gaps++;
-		fall_back(tm, dl, CTL_TL_GAP, "readings were skipped (a gap in seq)");
+		fall_back(tm, dl, CTL_TL_GAP, "a gap in its readings");
 	} else if (x->have) {
 		x->bytes_s = (double)(r->octets - x->octets) * 1e3 / dt;
 		x->ce = r->has_marks ? r->marks - x->marks : 0;

@@ -12,9 +12,11 @@
  * the port's interface name in the topology (topo_port.ifname: the test bed
  * names a switch port after its peer). Bad input never stops the loop:
  * ports not in the topology, counters that go back (a switch reloaded),
- * readings skipped (a gap in seq) and readings that stop are counted, logged
- * once per link (or port name) and kind, and the link falls back to
- * demand-only (nothing subtracted) until two good readings follow.
+ * gaps (readings further apart than gap_ms) and readings that stop are
+ * counted, logged once per link (or port name) and kind, and the link falls
+ * back to demand-only (nothing subtracted) until two good readings follow.
+ * A reading the reader missed (seq + 2, close in time: the reader ran late)
+ * is no gap: counters are totals, so the load is measured over the span.
  */
 #ifndef CTL_TELEM_H
 #define CTL_TELEM_H
@@ -92,9 +94,11 @@ struct ctl_telem {
 	double deadband;	/* unplanned below this fraction of the rate counts 0 (0.05) */
 	double floor;		/* capacity never below this fraction of the rate (0.05) */
 	uint64_t stale_ms;	/* readings older than this: demand-only (1000) */
+	uint64_t gap_ms;	/* readings further apart than this: a gap (500) */
 	uint32_t hot_intervals; /* congested after this many hot intervals (2) */
 	/* counters */
 	uint64_t readings, unknown_ports, backwards, gaps, bad_records, stale;
+	uint64_t skipped;    /* readings missed, measured over the longer span */
 	char (*unknown)[64]; /* port names logged as unknown */
 	uint32_t nunknown;
 };
@@ -110,7 +114,8 @@ int ctl_telem_dlink(const struct topo *t, const char *sw, const char *port, uint
 /* One reading of switch sw's port; now_ms: the caller's wall clock.
  * 1: a new measurement; 0: nothing new (the same seq again, the link's first
  * reading); -ENOENT: a port not in the topology; -ERANGE: a counter or seq
- * went back, or `resets` grew; -EAGAIN: readings were skipped (seq gap);
+ * went back, or `resets` grew; -EAGAIN: a gap (more than gap_ms between
+ * this reading and the last one seen);
  * -EINVAL: a record without counters. Each counted and logged once per
  * link (port name) and kind. */
 int ctl_telem_update(struct ctl_telem *tm, const char *sw, const char *port,

@@ -124,26 +124,31 @@ static void test_rates_and_bad_input(void **state)
 	assert_int_equal(ctl_telem_update(&tm, "leaf1", "spine9", &r, 1150), -ENOENT);
 	assert_int_equal(tm.unknown_ports, 2);
 	assert_int_equal(tm.nunknown, 1);
+	/* a reading missed (the reader ran late): measured over the span */
+	r = rec(13, 1300, 100, 3250000, 0, 0);
+	assert_int_equal(ctl_telem_update(&tm, "leaf1", "spine1", &r, 1300), 1);
+	assert_true(tm.dl[dl].bytes_s > 4.99e6 && tm.dl[dl].bytes_s < 5.01e6);
+	assert_int_equal(tm.skipped, 1);
 	/* a gap: not measured, demand-only; measured again on the next reading */
-	r = rec(14, 1400, 100, 3000000, 0, 0);
-	assert_int_equal(ctl_telem_update(&tm, "leaf1", "spine1", &r, 1400), -EAGAIN);
+	r = rec(20, 2000, 100, 4000000, 0, 0);
+	assert_int_equal(ctl_telem_update(&tm, "leaf1", "spine1", &r, 2000), -EAGAIN);
 	assert_int_equal(tm.dl[dl].state, CTL_TL_GAP);
 	assert_int_equal(tm.gaps, 1);
-	r = rec(15, 1500, 100, 3100000, 0, 0);
-	assert_int_equal(ctl_telem_update(&tm, "leaf1", "spine1", &r, 1500), 1);
+	r = rec(21, 2100, 100, 4100000, 0, 0);
+	assert_int_equal(ctl_telem_update(&tm, "leaf1", "spine1", &r, 2100), 1);
 	assert_true(tm.dl[dl].bytes_s > 0.99e6 && tm.dl[dl].bytes_s < 1.01e6);
 	/* counters go back (the switch reloaded): the same */
-	r = rec(16, 1600, 100, 5000, 0, 0);
-	assert_int_equal(ctl_telem_update(&tm, "leaf1", "spine1", &r, 1600), -ERANGE);
+	r = rec(22, 2200, 100, 5000, 0, 0);
+	assert_int_equal(ctl_telem_update(&tm, "leaf1", "spine1", &r, 2200), -ERANGE);
 	assert_int_equal(tm.dl[dl].state, CTL_TL_RESET);
 	assert_int_equal(tm.backwards, 1);
-	r = rec(17, 1700, 100, 105000, 0, 0);
-	assert_int_equal(ctl_telem_update(&tm, "leaf1", "spine1", &r, 1700), 1);
+	r = rec(23, 2300, 100, 105000, 0, 0);
+	assert_int_equal(ctl_telem_update(&tm, "leaf1", "spine1", &r, 2300), 1);
 	assert_true(tm.dl[dl].bytes_s > 0.99e6 && tm.dl[dl].bytes_s < 1.01e6);
 	/* readings stop: stale after stale_ms */
-	ctl_telem_expire(&tm, 1700 + 500);
+	ctl_telem_expire(&tm, 2300 + 500);
 	assert_int_equal(tm.dl[dl].state, CTL_TL_OK);
-	ctl_telem_expire(&tm, 1700 + tm.stale_ms);
+	ctl_telem_expire(&tm, 2300 + tm.stale_ms);
 	assert_int_equal(tm.dl[dl].state, CTL_TL_STALE);
 	assert_int_equal(tm.stale, 1);
 	ctl_telem_fini(&tm);

@@ -59,7 +59,9 @@ static void test_good_file(void **state)
 						"lease_ttl: 1500ms\n"
 						"lifetime: 20s\n"
 						"hysteresis: 0.1\n"
-						"min_rate: 10mbit\n");
+						"min_rate: 10mbit\n"
+						"telem_interval: 200\n"
+						"move_hold: 4\n");
 	struct ctld_cfg c;
 	struct ice_cfg_err err;
 
@@ -72,6 +74,11 @@ static void test_good_file(void **state)
 	assert_true(c.lease_ttl == 2 * ICE_NSEC_PER_SEC);
 	assert_true(c.lifetime == 20 * ICE_NSEC_PER_SEC);
 	assert_true(c.min_rate == 10000000);
+	assert_true(c.telem_interval == 200 * ICE_NSEC_PER_MSEC);
+	assert_true(c.move_hold == 4);
+	assert_true(c.feedback); /* the default */
+	assert_int_equal(ctld_cfg_set_flag(&c, "feedback", "false", &err), 0);
+	assert_false(c.feedback);
 	assert_true(c.id[0] != '\0'); /* <host>-<pid> */
 }
 

@@ -1,0 +1,439 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ctl_daemon_telem.c: the closed loop. Every telem_interval the daemon
+ * reads every switch port's record (ice-fabric export or a gNMI/SNMP
+ * collector; docs/redis-schema.md, "Switch telemetry") in one pipelined
+ * round trip and hands them to ctl_telem (controller/ctl_telem.h): per
+ * directed link the measured load, the queue, and the load nobody planned,
+ * max(0, measured - known) smoothed, where known is what the plan's own
+ * QPs measure (their agents' rates) on their planned routes. With feedback
+ * on, that unplanned load is taken off the planner's capacities (paths and
+ * rates), and a link that stays congested (avg queue above its Kmin, or CE
+ * marks, for two intervals) that planned QPs cross re-plans those QPs; no
+ * QP moves more than once per move_hold intervals, and each move is logged
+ * and published with its reason. The leader publishes per link what it
+ * knows (ice:<F>:ctl:link:<link>).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_daemon_internal.h"
+#include "ice_log.h"
+#include "ice_time.h"
+
+#define SWPORTS_MAX	 4096
+#define QP_REASON_TTL_MS (600 * 1000)
+
+int ctld_telem_init(struct ctld *d)
+{
+	uint32_t ndl = 2 * d->topo->nlinks;
+
+	if (ctl_telem_init(&d->tm, d->topo) < 0)
+		return -ENOMEM;
+	d->tm.alpha = d->cfg.feedback_alpha;
+	if (d->cfg.telem_interval != 0) {
+		/* stale after 10 intervals, at least a second */
+		d->tm.stale_ms = 10 * d->cfg.telem_interval / ICE_NSEC_PER_MSEC;
+		if (d->tm.stale_ms < 1000)
+			d->tm.stale_ms = 1000;
+		/* a gap: more than 5 intervals between two readings, at least 0.5 s */
+		d->tm.gap_ms = 5 * d->cfg.telem_interval / ICE_NSEC_PER_MSEC;
+		if (d->tm.gap_ms < 500)
+			d->tm.gap_ms = 500;
+	}
+	d->planned = calloc(ndl + 1, sizeof(double));
+	d->known = calloc(ndl + 1, sizeof(double));
+	d->hold_tick = calloc(ndl + 1, sizeof(uint64_t));
+	d->hot = calloc(ndl + 1, sizeof(bool));
+	if (d->planned == NULL || d->known == NULL || d->hold_tick == NULL || d->hot == NULL)
+		return -ENOMEM;
+	if (ice_rkey(d->k_swports, sizeof(d->k_swports), ICE_RK_SW_PORTS, d->cfg.fabric, NULL,
+		     NULL) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+void ctld_telem_fini(struct ctld *d)
+{
+	ctl_telem_fini(&d->tm);
+	free(d->swports);
+	free(d->planned);
+	free(d->known);
+	free(d->hold_tick);
+	free(d->hot);
+	free(d->moves);
+}
+
+/* "from>to" of a directed link */
+static void dl_name(const struct ctld *d, uint32_t dl, char *buf, size_t len)
+{
+	const struct topo *t = d->topo;
+	const struct topo_link *k = &t->links[dl / 2];
+	uint32_t from = dl & 1 ? k->b : k->a, to = dl & 1 ? k->a : k->b;
+
+	snprintf(buf, len, "%s>%s", t->nodes[t->ports[from].node].name,
+		 t->nodes[t->ports[to].node].name);
+}
+
+void ctld_telem_caps(struct ctld *d)
+{
+	for (uint32_t dl = 0; dl < d->tm.ndl; dl++) {
+		if (d->down[dl / 2])
+			continue; /* the planner sees LINK_DOWN_BPS */
+		ctl_planner_set_cap(d->pl, dl,
+				    d->cfg.feedback ? ctl_telem_cap(&d->tm, dl)
+						    : (double)d->rate0[dl / 2]);
+	}
+}
+
+/* The plan's own load per directed link: planned rates, and what its QPs
+ * measure (bytes/s). */
+static void own_loads(struct ctld *d)
+{
+	memset(d->planned, 0, sizeof(double) * d->tm.ndl);
+	memset(d->known, 0, sizeof(double) * d->tm.ndl);
+	for (size_t i = 0; i < d->nqps; i++) {
+		const struct cqp *q = &d->qps[i];
+
+		if (!q->planned || q->route.idx < 0)
+			continue;
+		for (uint32_t h = 0; h < q->route.nhops; h++) {
+			d->planned[q->route.dlink[h]] += q->plan_bps / 8;
+			d->known[q->route.dlink[h]] += q->rate_bps / 8;
+		}
+	}
+}
+
+/* Planned QPs cross dl? */
+static bool crossed(const struct ctld *d, uint32_t dl)
+{
+	for (size_t i = 0; i < d->nqps; i++) {
+		const struct cqp *q = &d->qps[i];
+
+		for (uint32_t h = 0; q->planned && q->route.idx >= 0 && h < q->route.nhops; h++)
+			if (q->route.dlink[h] == dl)
+				return true;
+	}
+	return false;
+}
+
+/* The port list changed: keep it for the next reads. */
+static void take_ports(struct ctld *d, const redisReply *r)
+{
+	char(*p)[64];
+	uint32_t n = 0;
+
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY)
+		return;
+	p = calloc(r->elements + 1, sizeof(*p));
+	if (p == NULL)
+		return;
+	for (size_t i = 0; i < r->elements && n < SWPORTS_MAX; i++)
+		if (r->element[i]->type == REDIS_REPLY_STRING &&
+		    strchr(r->element[i]->str, ':') != NULL &&
+		    strlen(r->element[i]->str) < sizeof(*p))
+			snprintf(p[n++], sizeof(*p), "%s", r->element[i]->str);
+	if (n != d->nswports)
+		ice_info(SUB, "switch telemetry: %u ports", n);
+	free(d->swports);
+	d->swports = p;
+	d->nswports = n;
+}
+
+static void congestion(struct ctld *d)
+{
+	for (uint32_t dl = 0; dl < d->tm.ndl; dl++) {
+		const struct ctl_telem_link *x = &d->tm.dl[dl];
+		char name[96];
+
+		if (!ctl_telem_congested(&d->tm, dl) || d->tick < d->hold_tick[dl] ||
+		    d->down[dl / 2] || !crossed(d, dl))
+			continue;
+		d->hold_tick[dl] = d->tick + (d->cfg.move_hold ? d->cfg.move_hold : 1);
+		d->hot[dl] = true;
+		d->trig |= TRIG_TELEM;
+		dl_name(d, dl, name, sizeof(name));
+		ice_info(
+			SUB,
+			"link %s congested for %u intervals (avg queue %.0f B, Kmin %u B, %" PRIu64
+			" CE marks): measured %.2f MB/s, planned %.2f, unplanned %.2f: re-planning "
+			"its QPs",
+			name, x->hot, x->avg_q, d->topo->links[dl / 2].ecn.kmin_bytes, x->ce,
+			x->bytes_s / 1e6, d->planned[dl] / 1e6, x->unplanned / 1e6);
+		if (d->trig_ms == 0 || x->hot_ms < d->trig_ms) {
+			d->trig_ms = x->hot_ms;
+			d->trig_seen_ms = ice_wall_ms();
+			snprintf(d->trig_what, sizeof(d->trig_what), "link %.70s congested", name);
+		}
+	}
+}
+
+/* What the controller knows per link, one hash each (one round trip). */
+static void publish_links(struct ctld *d)
+{
+	char key[ICE_RKEY_MAX], ts[24];
+	uint32_t n = 0;
+	redisReply **r;
+
+	r = calloc(d->topo->nlinks + 1, sizeof(*r));
+	if (r == NULL || d->link.c == NULL) {
+		free(r);
+		return;
+	}
+	snprintf(ts, sizeof(ts), "%" PRIu64, ice_wall_ms());
+	for (uint32_t l = 0; l < d->topo->nlinks; l++) {
+		char v[2][7][24];
+		const char *argv[2 + 2 * 2 * 7 + 2];
+		static const char *const f[2][7] = {
+			{"up_planned", "up_known", "up_measured", "up_unplanned", "up_capacity",
+			 "up_avg_queue", "up_state"},
+			{"down_planned", "down_known", "down_measured", "down_unplanned",
+			 "down_capacity", "down_avg_queue", "down_state"}};
+		int argc = 0;
+
+		if (ice_rkey(key, sizeof(key), ICE_RK_CTL_LINK, d->cfg.fabric, NULL, d->lname[l]) <
+		    0)
+			continue;
+		argv[argc++] = "HSET";
+		argv[argc++] = key;
+		for (int dir = 0; dir < 2; dir++) {
+			uint32_t dl = 2 * l + (uint32_t)dir;
+			const struct ctl_telem_link *x = &d->tm.dl[dl];
+
+			snprintf(v[dir][0], 24, "%.0f", d->planned[dl]);
+			snprintf(v[dir][1], 24, "%.0f", d->known[dl]);
+			snprintf(v[dir][2], 24, "%.0f", x->state == CTL_TL_OK ? x->bytes_s : 0);
+			snprintf(v[dir][3], 24, "%.0f", x->unplanned);
+			snprintf(v[dir][4], 24, "%.0f", ctl_planner_cap(d->pl, dl) / 8);
+			snprintf(v[dir][5], 24, "%.0f", x->avg_q);
+			snprintf(v[dir][6], 24, "%s",
+				 x->port == UINT32_MAX ? "host" : ctl_telem_state_name(x->state));
+			for (int k = 0; k < 7; k++) {
+				argv[argc++] = f[dir][k];
+				argv[argc++] = v[dir][k];
+			}
+		}
+		argv[argc++] = "ts_ms";
+		argv[argc++] = ts;
+		redisAppendCommandArgv(d->link.c, argc, argv, NULL);
+		n++;
+	}
+	if (n > 0 && ctld_pipe(d, n, r) == 0)
+		ctld_freev(r, n);
+	free(r);
+}
+
+static void status_counters(struct ctld *d)
+{
+	char v[7][24];
+	const char *kv[] = {
+		"telem_skipped",       v[6], "telem_readings",	v[0],
+		"telem_unknown_ports", v[1], "telem_backwards", v[2],
+		"telem_gaps",	       v[3], "telem_stale",	v[4],
+		"telem_bad_records",   v[5], "feedback",	d->cfg.feedback ? "on" : "off"};
+
+	snprintf(v[0], 24, "%" PRIu64, d->tm.readings);
+	snprintf(v[1], 24, "%" PRIu64, d->tm.unknown_ports);
+	snprintf(v[2], 24, "%" PRIu64, d->tm.backwards);
+	snprintf(v[3], 24, "%" PRIu64, d->tm.gaps);
+	snprintf(v[4], 24, "%" PRIu64, d->tm.stale);
+	snprintf(v[5], 24, "%" PRIu64, d->tm.bad_records);
+	snprintf(v[6], 24, "%" PRIu64, d->tm.skipped);
+	ctld_status_write(d, kv, sizeof(kv) / sizeof(kv[0]));
+}
+
+void ctld_telem_tick(struct ctld *d)
+{
+	uint64_t now = ice_now_ns(), now_ms;
+	redisReply **r;
+	char key[ICE_RKEY_MAX];
+	uint32_t n;
+
+	if (d->cfg.telem_interval == 0 || now < d->next_telem_ns || d->link.c == NULL)
+		return;
+	d->next_telem_ns = now + d->cfg.telem_interval;
+	/* the port list and every known port's record: one round trip */
+	n = d->nswports;
+	r = calloc(n + 2, sizeof(*r));
+	if (r == NULL)
+		return;
+	redisAppendCommand(d->link.c, "SMEMBERS %s", d->k_swports);
+	for (uint32_t i = 0; i < n; i++) {
+		const char *argv[3 + CTL_TF_N];
+		char sw[64], *port;
+
+		snprintf(sw, sizeof(sw), "%s", d->swports[i]);
+		port = strchr(sw, ':');
+		*port++ = '\0';
+		argv[0] = "HMGET";
+		argv[1] = ice_rkey_str(key, sizeof(key), ICE_RK_SW_PORT, d->cfg.fabric, sw, port);
+		for (int k = 0; k < CTL_TF_N; k++)
+			argv[2 + k] = ctl_telem_fields[k];
+		redisAppendCommandArgv(d->link.c, 2 + CTL_TF_N, argv, NULL);
+	}
+	if (ctld_pipe(d, n + 1, r) < 0) {
+		free(r);
+		return;
+	}
+	d->tick++;
+	now_ms = ice_wall_ms();
+	for (uint32_t i = 0; i < n; i++) {
+		const redisReply *x = r[i + 1];
+		const char *vals[CTL_TF_N];
+		struct ctl_telem_rec rec;
+		char sw[64], *port;
+
+		if (x == NULL || x->type != REDIS_REPLY_ARRAY || x->elements != CTL_TF_N)
+			continue;
+		for (int k = 0; k < CTL_TF_N; k++)
+			vals[k] = x->element[k]->type == REDIS_REPLY_STRING ? x->element[k]->str
+									    : NULL;
+		if (vals[CTL_TF_SEQ] == NULL)
+			continue; /* registered, no reading yet (or gone) */
+		snprintf(sw, sizeof(sw), "%s", d->swports[i]);
+		port = strchr(sw, ':');
+		*port++ = '\0';
+		if (ctl_telem_rec_parse(&rec, vals) < 0) {
+			d->tm.bad_records++;
+			continue;
+		}
+		ctl_telem_update(&d->tm, sw, port, &rec, now_ms);
+	}
+	take_ports(d, r[0]);
+	ctld_freev(r, n + 1);
+	free(r);
+	ctl_telem_expire(&d->tm, now_ms);
+	own_loads(d);
+	ctl_telem_feedback(&d->tm, d->known);
+	if (d->cfg.feedback) {
+		ctld_telem_caps(d);
+		congestion(d);
+	}
+	if (d->leader && !d->cfg.dry_run) {
+		publish_links(d);
+		if (d->tick % 10 == 1)
+			status_counters(d);
+	}
+}
+
+bool ctld_telem_movable(const struct ctld *d, const struct cqp *q, unsigned trig)
+{
+	bool crosses_hot = false;
+
+	if (!d->cfg.feedback || !q->planned || q->route.idx < 0)
+		return true;
+	if (q->moved_tick != 0 && d->tick < q->moved_tick + d->cfg.move_hold)
+		return false; /* moved lately */
+	if (trig != TRIG_TELEM)
+		return true;
+	for (uint32_t h = 0; h < q->route.nhops && !crosses_hot; h++)
+		crosses_hot = d->hot[q->route.dlink[h]];
+	return crosses_hot;
+}
+
+static const char *rule_of(unsigned trig)
+{
+	return trig & TRIG_LINK	      ? "link"
+	       : trig & TRIG_TELEM    ? "congestion"
+	       : trig & TRIG_PMAP     ? "probe-map"
+	       : trig & TRIG_COLL     ? "collective"
+	       : trig & TRIG_QP	      ? "qps"
+	       : trig & TRIG_TAKEOVER ? "takeover"
+				      : "periodic";
+}
+
+void ctld_telem_move(struct ctld *d, struct cqp *q, const struct ctl_route *old, unsigned trig)
+{
+	struct cmove *m;
+	struct in_addr a = {.s_addr = q->lip};
+	char ip[INET_ADDRSTRLEN];
+	int32_t why = -1;
+	double worst = -1;
+
+	m = realloc(d->moves, sizeof(*m) * (d->nmoves + 1));
+	if (m == NULL)
+		return;
+	d->moves = m;
+	m = &d->moves[d->nmoves++];
+	memset(m, 0, sizeof(*m));
+	inet_ntop(AF_INET, &a, ip, sizeof(ip));
+	snprintf(m->qp, sizeof(m->qp), "%s:%u", ip, q->qpn);
+	snprintf(m->rule, sizeof(m->rule), "%s", rule_of(trig));
+	m->coll_id = q->coll_id;
+	/* the link that made it move: a down one, a congested one, else its
+	 * old route's busiest (measured, else planned, over the capacity) */
+	for (uint32_t h = 0; h < old->nhops; h++) {
+		uint32_t dl = old->dlink[h];
+		const struct ctl_telem_link *x = &d->tm.dl[dl];
+		double load = x->state == CTL_TL_OK ? x->bytes_s : d->planned[dl], u;
+
+		u = load / ((double)d->rate0[dl / 2] / 8);
+		if (d->down[dl / 2])
+			u += 1e6;
+		else if (d->hot[dl])
+			u += 1e3;
+		if (u > worst) {
+			worst = u;
+			why = (int32_t)dl;
+		}
+	}
+	if (why >= 0) {
+		const struct ctl_telem_link *x = &d->tm.dl[why];
+
+		dl_name(d, (uint32_t)why, m->link, sizeof(m->link));
+		m->measured = x->state == CTL_TL_OK ? x->bytes_s : 0;
+		m->planned = d->planned[why];
+		m->unplanned = x->unplanned;
+	}
+	ctl_route_name(d->pl, old, m->from, sizeof(m->from));
+	ctl_route_name(d->pl, &q->route, m->to, sizeof(m->to));
+	q->moved_tick = d->tick;
+	ice_info(SUB,
+		 "move %s %s -> %s: rule %s, link %s: measured %.2f MB/s, planned %.2f, "
+		 "unplanned %.2f",
+		 m->qp, m->from, m->to, m->rule, m->link, m->measured / 1e6, m->planned / 1e6,
+		 m->unplanned / 1e6);
+}
+
+void ctld_telem_moves_publish(struct ctld *d, uint64_t epoch)
+{
+	char key[ICE_RKEY_MAX], ep[24], ts[24], ttl[24], co[24];
+	redisReply **r;
+	uint32_t n = 0;
+
+	if (d->nmoves == 0 || d->link.c == NULL)
+		goto out;
+	r = calloc(2 * d->nmoves + 1, sizeof(*r));
+	if (r == NULL)
+		goto out;
+	snprintf(ep, sizeof(ep), "%" PRIu64, epoch);
+	snprintf(ts, sizeof(ts), "%" PRIu64, ice_wall_ms());
+	snprintf(ttl, sizeof(ttl), "%u", QP_REASON_TTL_MS);
+	for (uint32_t i = 0; i < d->nmoves; i++) {
+		const struct cmove *m = &d->moves[i];
+		char me[24], pl[24], un[24];
+		const char *argv[] = {"HSET",	 key,	  "rule",      m->rule, "link",	    m->link,
+				      "from",	 m->from, "to",	       m->to,	"measured", me,
+				      "planned", pl,	  "unplanned", un,	"coll",	    co,
+				      "epoch",	 ep,	  "ts_ms",     ts};
+
+		if (ice_rkey(key, sizeof(key), ICE_RK_CTL_QP, d->cfg.fabric, NULL, m->qp) < 0)
+			continue;
+		snprintf(me, sizeof(me), "%.0f", m->measured);
+		snprintf(pl, sizeof(pl), "%.0f", m->planned);
+		snprintf(un, sizeof(un), "%.0f", m->unplanned);
+		snprintf(co, sizeof(co), "%016" PRIx64, m->coll_id);
+		redisAppendCommandArgv(d->link.c, sizeof(argv) / sizeof(argv[0]), argv, NULL);
+		redisAppendCommand(d->link.c, "PEXPIRE %s %s", key, ttl);
+		n += 2;
+	}
+	if (n > 0 && ctld_pipe(d, n, r) == 0)
+		ctld_freev(r, n);
+	free(r);
+out:
+	d->nmoves = 0;
+}
