@@ -1,0 +1,86 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# The controller closes the loop on switch telemetry (ice-fabric export),
+# on a 2x2 leaf-spine, 2 hosts per leaf, 100 Mbit/s everywhere:
+#   - background nobody announced: iperf3 UDP h2 -> h4 (-b 70M; it sends
+#     up to the line rate when it catches up), its source port one that
+#     hashes onto spine1 (ice-topo predict);
+#   - the job: ice-perf h1 -> h3, restarted until its QP's port hashes onto
+#     spine1 too;
+#   1. controller with --feedback false (demand only): it cannot see the
+#      background, the job stays on spine1;
+#   2. controller with feedback: leaf1 -> spine1 congests, the job's QP is
+#      re-planned onto spine2 (asserted from leaf1's byte counters), the
+#      move's reason and the link's loads are in Redis, the QP moved once;
+#      the reaction time (first congested interval to the plan applied) is
+#      printed.
+. "$(dirname "$0")/lib_fabric.sh"
+. "$(dirname "$0")/lib_fabric_ctl.sh"
+ice_need_tool iperf3
+ctl_fabric_up cl
+
+# spine_of SRC DST SPORT: the spine that port's path crosses
+spine_of() {
+	"$ICE_TOPO" predict "$file" "$1" "$2" "$3" | grep -o 'spine[0-9]*' | head -1
+}
+
+# the background: a port of h2 -> h4 that hashes onto spine1
+bgport=""
+for p in $(seq 40000 40063); do
+	[ "$(spine_of h2 h4 $p)" = spine1 ] && bgport=$p && break
+done
+[ -n "$bgport" ] || ctl_fail "no port of h2 -> h4 hashes onto spine1"
+"$ICE_FABRIC" exec --fabric "$name" h4 -- iperf3 -s -p 4791 -1 >"$ICE_TMP/iperf3-s.log" 2>&1 &
+ICE_PIDS+=($!)
+sleep 0.3
+"$ICE_FABRIC" exec --fabric "$name" h2 -- timeout 80 iperf3 -c "${IP[h4]}" -p 4791 -u -b 70M \
+	-l 1400 --cport "$bgport" -t 70 -i 1 --forceflush >"$ICE_TMP/iperf3-c.log" 2>&1 &
+ICE_PIDS+=($!)
+
+# the job on spine1 too
+for ((try = 1; try <= 10; try++)); do
+	perf h1 h3 70
+	sleep 1.2
+	sp=$(qp_field h1 sport)
+	[ -n "$sp" ] && [ "$(spine_of h1 h3 "$sp")" = spine1 ] && break
+	perf_stop
+done
+[ "$try" -le 10 ] || ice_skip "the job's QP never hashed onto spine1 in 10 tries"
+read -r s1 s2 <<<"$(spine_split 1)"
+echo "ECMP: background port $bgport and job port $sp on spine1: leaf1 -> spine1 / spine2: $s1 / $s2 bytes/s"
+
+# 1. demand only: the controller does not see the background
+ctl_start D --feedback false --reopt 1s --lifetime 5s
+wait_for 5 grep -q '^epoch ' "$ICE_TMP/ctl-D.out" || ctl_fail "no plan published in 5 s (demand only)"
+sleep 2.5
+n=$(qp_field h1 sport)
+echo "demand only: the job's port $sp -> $n ($(spine_of h1 h3 "$n"))"
+[ "$(spine_of h1 h3 "$n")" = spine1 ] || ctl_fail "demand only moved the job off spine1"
+kill "$CPID"
+wait "$CPID" 2>/dev/null
+
+# 2. feedback: congestion on leaf1 -> spine1 moves the job
+ctl_start F --reopt 30s --lifetime 5s
+wait_for 10 grep -q '^reaction: link leaf1>spine1 congested' "$ICE_TMP/ctl-F.out" ||
+	ctl_fail "no reaction to the congested leaf1 -> spine1"
+grep '^reaction: link' "$ICE_TMP/ctl-F.out" | head -1
+sleep 1
+n=$(qp_field h1 sport)
+echo "feedback: the job's port -> $n ($(spine_of h1 h3 "$n"))"
+[ "$(spine_of h1 h3 "$n")" = spine2 ] || ctl_fail "the job is not on spine2"
+read -r s1 s2 <<<"$(spine_split 1)"
+echo "ICE feedback: leaf1 -> spine1 / spine2: $s1 / $s2 bytes/s"
+[ "$s2" -gt 5000000 ] || ctl_fail "leaf1 -> spine2 carries $s2 bytes/s: the job did not move there"
+[ "$s1" -gt 6000000 ] || ctl_fail "leaf1 -> spine1 carries $s1 bytes/s: the background stopped"
+qp=$(qp_field h1 id)
+echo "move of $qp: $(rcli HGETALL "ice:$name:ctl:qp:$qp" | paste -sd' ')"
+[ "$(rcli HGET "ice:$name:ctl:qp:$qp" rule)" = congestion ] || ctl_fail "no congestion reason for $qp"
+moves=$(grep -c "move $qp " "$ICE_TMP/ctl-F.log")
+[ "$moves" = 1 ] || ctl_fail "$qp moved $moves times (once expected: no oscillation)"
+echo "link leaf1:spine1: $(rcli HMGET "ice:$name:ctl:link:leaf1:spine1" up_measured up_known up_unplanned up_capacity up_state | paste -sd' ')"
+un=$(rcli HGET "ice:$name:ctl:link:leaf1:spine1" up_unplanned)
+[ "${un:-0}" -gt 4000000 ] || ctl_fail "leaf1 -> spine1's unplanned load is ${un:-none} bytes/s, the background at least 8.75 MB/s"
+grep -q 'plan refused' "$ICE_TMP"/agent-*.log && ctl_fail "an agent refused a plan"
+echo "background (iperf3 -u, last second): $(grep -E 'sec .*bits/sec' "$ICE_TMP/iperf3-c.log" | tail -1)"
+perf_stop
+echo "PASS"
