@@ -146,6 +146,8 @@ static void take_ports(struct ctld *d, const redisReply *r)
 
 static void congestion(struct ctld *d)
 {
+	if (!d->leader && !d->cfg.dry_run)
+		return; /* a standby plans nothing; a takeover re-plans everything */
 	for (uint32_t dl = 0; dl < d->tm.ndl; dl++) {
 		const struct ctl_telem_link *x = &d->tm.dl[dl];
 		char name[96];
