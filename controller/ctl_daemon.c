@@ -456,6 +456,7 @@ int ctld_run(struct ctld *d)
 			if (!d->cfg.dry_run)
 				ctld_lease_tick(d);
 			ctld_read_links(d);
+			ctld_telem_poll(d);
 			ctld_telem_tick(d);
 			if (d->probe && now >= d->next_pmap_ns) {
 				ctld_read_pmaps(d);

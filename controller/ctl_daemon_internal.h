@@ -24,6 +24,8 @@
 extern uint32_t ctld_log_sub; /* ICE_LOG=...,debug=ctl */
 #define SUB ctld_log_sub
 
+#define LDOWN_KEY	     1u	  /* the fabric's link key (ice:<F>:links) says down */
+#define LDOWN_OPER	     2u	  /* a switch port's oper-status (telemetry) is not UP */
 #define LINK_DOWN_BPS	     1000 /* capacity the planner sees for a down link */
 #define APPLY_WAIT_MS	     3000 /* give up waiting for every host's write-back */
 #define QP_STALE_MIN_MS	     3000
@@ -105,7 +107,7 @@ struct ctld {
 	volatile sig_atomic_t stop;
 	struct topo *topo;
 	uint64_t *rate0;
-	bool *down;
+	uint8_t *down; /* per link: LDOWN_* of who says it is down; 0: up */
 	char (*lname)[64];
 	struct ctl_planner *pl;
 	struct ctl_policy *pol;
@@ -144,8 +146,9 @@ struct ctld {
 
 	/* switch telemetry and the closed loop (ctl_daemon_telem.c) */
 	struct ctl_telem tm;
-	char k_swports[128];
-	char (*swports)[64]; /* "<switch>:<port>" from ice:<F>:sw:ports */
+	char k_swports[128], k_swexp[128];
+	uint64_t oper_changes; /* the exporter's count, last seen */
+	char (*swports)[64];   /* "<switch>:<port>" from ice:<F>:sw:ports */
 	uint32_t nswports;
 	uint64_t next_telem_ns;
 	uint64_t tick;	     /* telemetry intervals read so far */
@@ -176,6 +179,11 @@ void ctld_lease_release(struct ctld *d); /* give it up when held */
 
 /* ---- ctl_daemon_view.c */
 void ctld_read_links(struct ctld *d);
+/* Who (LDOWN_*) says link l is down; true: the link changed state. */
+bool ctld_link_set(struct ctld *d, uint32_t l, uint8_t who, bool down);
+/* Links changed state: re-index the planner, re-plan (TRIG_LINK); ts_ms,
+ * what: the signal, for the reaction time. */
+void ctld_links_changed(struct ctld *d, uint64_t ts_ms, const char *what);
 void ctld_read_pmaps(struct ctld *d);
 void ctld_read_events(struct ctld *d);
 void ctld_expire_colls(struct ctld *d);
@@ -191,6 +199,9 @@ void ctld_telem_fini(struct ctld *d);
  * for a congested link that planned QPs cross, and (leader) publish what
  * the controller knows per link. */
 void ctld_telem_tick(struct ctld *d);
+/* Every interval: the exporter read an oper-status change? Then the ports
+ * are read at once. */
+void ctld_telem_poll(struct ctld *d);
 /* The planner's capacities from the unplanned loads (after a re-index too). */
 void ctld_telem_caps(struct ctld *d);
 /* May the flow of q move in this plan (move budget; a congestion-only

@@ -52,6 +52,8 @@ int ctld_telem_init(struct ctld *d)
 	if (d->planned == NULL || d->known == NULL || d->hold_tick == NULL || d->hot == NULL)
 		return -ENOMEM;
 	if (ice_rkey(d->k_swports, sizeof(d->k_swports), ICE_RK_SW_PORTS, d->cfg.fabric, NULL,
+		     NULL) < 0 ||
+	    ice_rkey(d->k_swexp, sizeof(d->k_swexp), ICE_RK_SW_EXPORTER, d->cfg.fabric, NULL,
 		     NULL) < 0)
 		return -EINVAL;
 	return 0;
@@ -166,7 +168,7 @@ static void congestion(struct ctld *d)
 			"its QPs",
 			name, x->hot, x->avg_q, d->topo->links[dl / 2].ecn.kmin_bytes, x->ce,
 			x->bytes_s / 1e6, d->planned[dl] / 1e6, x->unplanned / 1e6);
-		if (d->trig_ms == 0 || x->hot_ms < d->trig_ms) {
+		if (!(d->trig & TRIG_LINK) && (d->trig_ms == 0 || x->hot_ms < d->trig_ms)) {
 			d->trig_ms = x->hot_ms;
 			d->trig_seen_ms = ice_wall_ms();
 			snprintf(d->trig_what, sizeof(d->trig_what), "link %.70s congested", name);
@@ -248,6 +250,50 @@ static void status_counters(struct ctld *d)
 	ctld_status_write(d, kv, sizeof(kv) / sizeof(kv[0]));
 }
 
+/* Links whose switch ports' oper-status changed: down or back up (a gNMI
+ * or SNMP collector fills oper-status the same way). */
+static void oper_links(struct ctld *d)
+{
+	uint64_t ts_max = 0;
+	char what[96] = "";
+
+	for (uint32_t l = 0; l < d->topo->nlinks; l++) {
+		bool down = ctl_telem_link_down(&d->tm, l);
+		uint64_t ts = d->tm.dl[2 * l].ts_ms > d->tm.dl[2 * l + 1].ts_ms
+				      ? d->tm.dl[2 * l].ts_ms
+				      : d->tm.dl[2 * l + 1].ts_ms;
+
+		if (!ctld_link_set(d, l, LDOWN_OPER, down))
+			continue;
+		if (ts >= ts_max) {
+			ts_max = ts;
+			snprintf(what, sizeof(what), "link %s oper-status %s", d->lname[l],
+				 down ? "down" : "up");
+		}
+	}
+	if (what[0] != '\0')
+		ctld_links_changed(d, ts_max, what);
+}
+
+/* The exporter counts oper-status changes it read at once (ON_CHANGE):
+ * read the ports now rather than at the next interval. */
+void ctld_telem_poll(struct ctld *d)
+{
+	redisReply *r;
+	uint64_t n;
+
+	if (d->cfg.telem_interval == 0 || d->link.c == NULL)
+		return;
+	r = ctld_cmd(d, "HGET %s oper_changes", d->k_swexp);
+	if (r == NULL)
+		return;
+	n = r->type == REDIS_REPLY_STRING ? strtoull(r->str, NULL, 10) : 0;
+	freeReplyObject(r);
+	if (n != d->oper_changes)
+		d->next_telem_ns = 0;
+	d->oper_changes = n;
+}
+
 void ctld_telem_tick(struct ctld *d)
 {
 	uint64_t now = ice_now_ns(), now_ms;
@@ -309,6 +355,7 @@ void ctld_telem_tick(struct ctld *d)
 	ctld_freev(r, n + 1);
 	free(r);
 	ctl_telem_expire(&d->tm, now_ms);
+	oper_links(d);
 	own_loads(d);
 	ctl_telem_feedback(&d->tm, d->known);
 	if (d->cfg.feedback) {

@@ -75,6 +75,35 @@ static int rebuild_planner(struct ctld *d)
 	return 0;
 }
 
+bool ctld_link_set(struct ctld *d, uint32_t l, uint8_t who, bool down)
+{
+	uint8_t was = d->down[l];
+
+	d->down[l] = down ? was | who : was & (uint8_t)~who;
+	if ((was != 0) == (d->down[l] != 0))
+		return false;
+	ice_info(SUB, "link %s is %s (%s)", d->lname[l], down ? "down" : "up",
+		 who == LDOWN_OPER ? "a switch port's oper-status" : "the fabric's link state");
+	return true;
+}
+
+void ctld_links_changed(struct ctld *d, uint64_t ts_ms, const char *what)
+{
+	if (rebuild_planner(d) < 0) {
+		ice_err(SUB, "cannot re-index the topology after a link change: %s",
+			strerror(errno));
+		return;
+	}
+	/* the reaction is timed from the first link change, before any other
+	 * signal in the same plan: a link down is the one to be fast on */
+	if (ts_ms != 0 && (!(d->trig & TRIG_LINK) || ts_ms < d->trig_ms)) {
+		d->trig_ms = ts_ms;
+		d->trig_seen_ms = ice_wall_ms();
+		snprintf(d->trig_what, sizeof(d->trig_what), "%s", what);
+	}
+	d->trig |= TRIG_LINK;
+}
+
 void ctld_read_links(struct ctld *d)
 {
 	redisReply *r = ctld_cmd(d, "HGETALL %s", d->k_links);
@@ -91,34 +120,20 @@ void ctld_read_links(struct ctld *d)
 		uint64_t ts = o ? (uint64_t)json_integer_value(json_object_get(o, "ts_ms")) : 0;
 
 		for (uint32_t l = 0; st != NULL && name != NULL && l < d->topo->nlinks; l++) {
-			bool down = strcmp(st, "down") == 0;
-
-			if (strcmp(d->lname[l], name) != 0 || d->down[l] == down)
+			if (strcmp(d->lname[l], name) != 0 ||
+			    !ctld_link_set(d, l, LDOWN_KEY, strcmp(st, "down") == 0))
 				continue;
-			d->down[l] = down;
 			changed = true;
 			if (ts > ts_max) {
 				ts_max = ts;
 				snprintf(what, sizeof(what), "link %s %s", name, st);
 			}
-			ice_info(SUB, "link %s is %s", name, st);
 		}
 		json_decref(o);
 	}
 	freeReplyObject(r);
-	if (!changed)
-		return;
-	if (rebuild_planner(d) < 0) {
-		ice_err(SUB, "cannot re-index the topology after a link change: %s",
-			strerror(errno));
-		return;
-	}
-	d->trig |= TRIG_LINK;
-	if (ts_max > d->trig_ms) {
-		d->trig_ms = ts_max;
-		d->trig_seen_ms = ice_wall_ms();
-		snprintf(d->trig_what, sizeof(d->trig_what), "%s", what);
-	}
+	if (changed)
+		ctld_links_changed(d, ts_max, what);
 }
 
 /* ---- view: ice-probe's port -> path maps */
@@ -180,7 +195,8 @@ static void pmap_news(struct ctld *d, const struct ctl_pmap *m)
 	else if (d->started)
 		ice_info(SUB, "probe map of %s -> %s learned: re-planning", a, b);
 	d->trig |= TRIG_PMAP;
-	if ((o != NULL || d->started) && m->ts_ms > d->trig_ms) { /* time the reaction */
+	if ((o != NULL || d->started) && !(d->trig & TRIG_LINK) &&
+	    m->ts_ms > d->trig_ms) { /* time the reaction (a link change first) */
 		d->trig_ms = m->ts_ms;
 		d->trig_seen_ms = ice_wall_ms();
 		snprintf(d->trig_what, sizeof(d->trig_what), "probe map of %s -> %s %s", a, b,
@@ -403,7 +419,7 @@ static void coll_event(struct ctld *d, const struct chost *h, const char *nic, j
 	if (!c->active && c->seen == c->nranks) {
 		c->active = true;
 		d->trig |= TRIG_COLL;
-		if (c->trigger_ms >= d->trig_ms) {
+		if (!(d->trig & TRIG_LINK) && c->trigger_ms >= d->trig_ms) {
 			d->trig_ms = c->trigger_ms;
 			d->trig_seen_ms = ice_wall_ms();
 			snprintf(d->trig_what, sizeof(d->trig_what), "%s of %u ranks, %s%s%s%s",

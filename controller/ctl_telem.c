@@ -228,7 +228,6 @@ int ctl_telem_update(struct ctl_telem *tm, const char *sw, const char *port,
 		x->bytes_s = (double)(r->octets - x->octets) * 1e3 / dt;
 		x->ce = r->has_marks ? r->marks - x->marks : 0;
 		x->avg_q = r->has_avgq ? r->avg_q : 0;
-		x->oper_down = r->oper == 0;
 		x->state = CTL_TL_OK;
 		x->fresh = true;
 		kmin = tm->t->links[dl / 2].ecn.kmin_bytes;
@@ -238,6 +237,7 @@ int ctl_telem_update(struct ctl_telem *tm, const char *sw, const char *port,
 		if (!hot)
 			x->hot = 0;
 	}
+	x->oper_down = r->oper == 0; /* meaningful across a reset or a gap too */
 	x->have = true;
 	x->seq = r->seq;
 	x->ts_ms = r->ts_ms;
@@ -253,11 +253,12 @@ void ctl_telem_expire(struct ctl_telem *tm, uint64_t now_ms)
 	for (uint32_t dl = 0; dl < tm->ndl; dl++) {
 		struct ctl_telem_link *x = &tm->dl[dl];
 
-		if (x->state != CTL_TL_OK || now_ms < x->seen_ms + tm->stale_ms)
+		if (!x->have || now_ms < x->seen_ms + tm->stale_ms)
 			continue;
 		tm->stale++;
 		fall_back(tm, dl, CTL_TL_STALE, "its readings stopped");
 		x->have = false;
+		x->oper_down = false; /* unknown: up, as the topology says */
 	}
 }
 
@@ -298,4 +299,10 @@ double ctl_telem_cap(const struct ctl_telem *tm, uint32_t dl)
 bool ctl_telem_congested(const struct ctl_telem *tm, uint32_t dl)
 {
 	return dl < tm->ndl && tm->dl[dl].state == CTL_TL_OK && tm->dl[dl].hot >= tm->hot_intervals;
+}
+
+bool ctl_telem_link_down(const struct ctl_telem *tm, uint32_t link)
+{
+	return 2 * link + 1 < tm->ndl &&
+	       (tm->dl[2 * link].oper_down || tm->dl[2 * link + 1].oper_down);
 }

@@ -73,10 +73,10 @@ struct ctl_telem_link {
 	uint64_t seq, ts_ms, octets, marks, resets;
 	uint64_t seen_ms; /* caller's clock when the last new reading came */
 	/* the last interval */
-	double bytes_s; /* measured load */
-	double avg_q;	/* mean queue depth, bytes */
-	uint64_t ce;	/* CE marks */
-	bool oper_down;
+	double bytes_s;	 /* measured load */
+	double avg_q;	 /* mean queue depth, bytes */
+	uint64_t ce;	 /* CE marks */
+	bool oper_down;	 /* the newest reading's oper-status is not UP */
 	bool fresh;	 /* a measurement ctl_telem_feedback() has not used yet */
 	uint32_t hot;	 /* consecutive intervals with avg queue > Kmin or CE marks */
 	uint64_t hot_ms; /* ts_ms of the first interval of that run */
@@ -135,5 +135,9 @@ double ctl_telem_cap(const struct ctl_telem *tm, uint32_t dl);
 
 /* dl's queue stayed above its Kmin, or it marked CE, for hot_intervals. */
 bool ctl_telem_congested(const struct ctl_telem *tm, uint32_t dl);
+
+/* A switch port of the (undirected) link reports oper-status not UP in its
+ * newest reading; a link whose readings stopped is not (unknown). */
+bool ctl_telem_link_down(const struct ctl_telem *tm, uint32_t link);
 
 #endif /* CTL_TELEM_H */

@@ -40,6 +40,8 @@ struct fab_export_opts {
 	char redis[128];	   /* HOST:PORT or unix:/PATH; "" = the fabric's (up --redis) */
 	uint32_t stream_cap;	   /* entries kept per port stream (default 1000) */
 	uint64_t redis_timeout_ns; /* connect and reply timeout (default 200 ms) */
+	uint64_t oper_poll_ns;	   /* ports' oper-status checked this often between
+				    * readings; a change is exported at once (10 ms; 0: no) */
 };
 
 /* Bring the fabric up; 0 or -errno with the reason printed. */
@@ -51,8 +53,9 @@ int fab_stats(const char *name, bool json, bool new_peak, FILE *out);
 /* Run argv in the namespace of node `node` (does not return on success). */
 int fab_exec(const char *name, const char *node, char **argv);
 /* Take a link down or up: dev is "nodeA:nodeB" (the link between them) or
- * "node:ifname" (one port, both ends of its link). */
-int fab_link(const char *name, const char *dev, bool up);
+ * "node:ifname" (one port, both ends of its link); record: write its state
+ * to Redis (ice:<F>:links), else only the ports' oper-status tells. */
+int fab_link(const char *name, const char *dev, bool up, bool record);
 /* Change switch `node`'s ECMP hash seed live, as a reboot or upgrade would:
  * the BPF model's hash (`ecmp: model`), else the namespace's
  * net.ipv4.fib_multipath_hash_seed; recorded in the fabric's state topology.

@@ -7,7 +7,10 @@
  * into records (fabric_telem.c) and writes them to Redis in one round trip
  * (docs/redis-schema.md, "Switch telemetry"). A dead Redis never stops it:
  * it keeps reading, counts the intervals it could not write, and says how
- * many when it is back. `up --redis` starts it in the background with its
+ * many when it is back. Between readings it checks the ports' interface
+ * flags every oper_poll (10 ms): a port whose oper-status changed makes a
+ * reading at once (gNMI's ON_CHANGE), counted in the exporter's
+ * `oper_changes`, which the controller watches. `up --redis` starts it in the background with its
  * pid in FAB_STATE_DIR/<fabric>/export.pid (locked while it runs); `down`
  * stops it by that pid.
  */
@@ -72,7 +75,8 @@ struct exporter {
 	uint64_t missed; /* intervals not written in the current outage */
 	uint64_t missed_last, missed_total;
 	uint64_t resets, overruns, read_errors;
-	uint32_t errors; /* error replies */
+	uint64_t oper_changes; /* ports whose oper-status changed, read at once */
+	uint32_t errors;       /* error replies */
 	char key_exp[ICE_RKEY_MAX], key_ports[ICE_RKEY_MAX];
 };
 
@@ -312,6 +316,28 @@ static void read_all(struct exporter *e)
 	}
 }
 
+/* Ports whose oper-status differs from their last reading's: flags only,
+ * one ioctl each. */
+static uint32_t oper_changed(struct exporter *e)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < e->nsw; i++)
+		for (uint32_t j = 0; j < e->sw[i].nports; j++) {
+			const struct exp_port *p = &e->sw[i].ports[j];
+			struct ifreq ifr = {0};
+			enum fab_oper o = FAB_OPER_NOT_PRESENT;
+
+			snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", p->ifname);
+			if (ioctl(e->sw[i].sock, SIOCGIFFLAGS, &ifr) == 0)
+				o = (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING)
+					    ? FAB_OPER_UP
+					    : FAB_OPER_DOWN;
+			n += o != p->r.oper;
+		}
+	return n;
+}
+
 /* ---- writing them ------------------------------------------------------------------- */
 
 /* Append one command of argc words. */
@@ -372,7 +398,7 @@ static int exp_register(struct exporter *e)
 
 static int exp_publish(struct exporter *e)
 {
-	char cap[16], seq[24], ts[24], ports[16], rs[24], ov[24], re[24];
+	char cap[16], seq[24], ts[24], ports[16], rs[24], ov[24], re[24], oc[24];
 	const char *argv[6 + 2 * FAB_TELEM_MAX_FIELDS];
 	uint64_t wall = 0;
 	unsigned n = 0;
@@ -406,12 +432,13 @@ static int exp_publish(struct exporter *e)
 	snprintf(rs, sizeof(rs), "%" PRIu64, e->resets);
 	snprintf(ov, sizeof(ov), "%" PRIu64, e->overruns);
 	snprintf(re, sizeof(re), "%" PRIu64, e->read_errors);
+	snprintf(oc, sizeof(oc), "%" PRIu64, e->oper_changes);
 	{
-		const char *h[] = {"HSET",     e->key_exp, "seq",	  seq,	    "ts_ms",
-				   ts,	       "ports",	   ports,	  "resets", rs,
-				   "overruns", ov,	   "read_errors", re};
+		const char *h[] = {"HSET",	  e->key_exp, "seq",	      seq, "ts_ms",    ts,
+				   "ports",	  ports,      "resets",	      rs,  "overruns", ov,
+				   "read_errors", re,	      "oper_changes", oc};
 
-		cmd(e, &n, 14, h);
+		cmd(e, &n, sizeof(h) / sizeof(h[0]), h);
 	}
 	return ice_redis_replies(e->link.c, n, NULL, &e->errors);
 }
@@ -570,11 +597,28 @@ int fab_export_run(const char *name, const struct fab_export_opts *o)
 			e.overruns += late;
 			next += late * o->interval_ns;
 		}
-		ts.tv_sec = (time_t)(next / ICE_NSEC_PER_SEC);
-		ts.tv_nsec = (long)(next % ICE_NSEC_PER_SEC);
-		while (!exp_stop &&
-		       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-			;
+		/* until the next reading, or a port's oper-status changes */
+		for (;;) {
+			uint64_t wake = next;
+			uint32_t changed;
+
+			if (o->oper_poll_ns != 0 && now + o->oper_poll_ns < next)
+				wake = now + o->oper_poll_ns;
+			ts.tv_sec = (time_t)(wake / ICE_NSEC_PER_SEC);
+			ts.tv_nsec = (long)(wake % ICE_NSEC_PER_SEC);
+			while (!exp_stop &&
+			       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+				;
+			now = ice_now_ns();
+			if (exp_stop || now >= next)
+				break;
+			changed = oper_changed(&e);
+			if (changed != 0) { /* read now; the next reading an interval on */
+				e.oper_changes += changed;
+				next = now;
+				break;
+			}
+		}
 	}
 	exp_offline(&e);
 	{

@@ -335,7 +335,7 @@ bool *fab_links_down(const struct topo *t)
 
 /* ---- fault injection --------------------------------------------------------- */
 
-int fab_link(const char *name, const char *dev, bool up)
+int fab_link(const char *name, const char *dev, bool up, bool record)
 {
 	struct topo *t = fab_topo(name);
 	char a[64], *b, ns[64], cmd[512];
@@ -383,8 +383,10 @@ int fab_link(const char *name, const char *dev, bool up)
 
 		/* the link changed: converge and say so, whatever converging says */
 		ret = fab_failover(t);
-		fab_redis_link_record(t->name,
-				      topo_link_name(t, (uint32_t)link, lname, sizeof(lname)), up);
+		if (record)
+			fab_redis_link_record(
+				t->name, topo_link_name(t, (uint32_t)link, lname, sizeof(lname)),
+				up);
 	}
 	if (lock >= 0)
 		close(lock); /* and the lock with it */

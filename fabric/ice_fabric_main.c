@@ -8,7 +8,7 @@
  *   ice-fabric status [NAME]
  *   ice-fabric stats [NAME] [--json] [--new-peak]
  *   ice-fabric exec [--fabric NAME] NODE -- CMD [ARGS...]
- *   ice-fabric link [--fabric NAME] NODE:NODE|NODE:IFNAME up|down
+ *   ice-fabric link [--fabric NAME] [--no-record] NODE:NODE|NODE:IFNAME up|down
  *   ice-fabric hash [--fabric NAME] SWITCH --seed S
  *   ice-fabric list
  *   ice-fabric export [NAME] [--interval DUR] [--redis ADDR] [--stream-cap N]
@@ -60,7 +60,8 @@ struct fab_cli {
 	bool json, new_peak;
 	char node[64];
 	char link[160];
-	int state; /* link: 0 up, 1 down */
+	int state;	/* link: 0 up, 1 down */
+	bool no_record; /* link: leave the link key in Redis alone */
 	uint32_t seed;
 	char **cmd;
 };
@@ -152,7 +153,7 @@ static int cmd_link(void *obj)
 {
 	struct fab_cli *c = obj;
 
-	return fab_link(name_of(c), c->link, c->state == 0) < 0 ? 1 : 0;
+	return fab_link(name_of(c), c->link, c->state == 0, !c->no_record) < 0 ? 1 : 0;
 }
 
 static int cmd_hash(void *obj)
@@ -199,6 +200,10 @@ static const struct ice_cfg_field export_fields[] = {
 	F("redis_timeout", ICE_CFG_DURATION, exp.redis_timeout_ns, .min = 1e6, .max = 10e9,
 	  .unit = ICE_NSEC_PER_MSEC, .arg = "DUR",
 	  .help = "Redis connect and reply timeout (default 200ms)"),
+	F("oper_poll", ICE_CFG_DURATION, exp.oper_poll_ns, .min = 0, .max = 10e9,
+	  .unit = ICE_NSEC_PER_MSEC, .arg = "DUR",
+	  .help = "check the ports' oper-status this often between readings and\n"
+		  "export a change at once, as gNMI ON_CHANGE (default 10ms; 0: no)"),
 };
 static const struct ice_cfg_field fabric_field[] = {
 	F("fabric", ICE_CFG_STRING, name, .arg = "NAME", .help = "the fabric"),
@@ -206,6 +211,12 @@ static const struct ice_cfg_field fabric_field[] = {
 static const struct ice_cfg_field exec_args[] = {
 	F("node", ICE_CFG_STRING, node, .flags = REQ, .help = "a host or switch"),
 	F("cmd", ICE_CFG_ARGV, cmd, .flags = REQ, .arg = "-- CMD", .help = "the command"),
+};
+static const struct ice_cfg_field link_fields[] = {
+	F("fabric", ICE_CFG_STRING, name, .arg = "NAME", .help = "the fabric"),
+	F("no_record", ICE_CFG_BOOL, no_record, .flags = SW,
+	  .help = "do not write the link's state to Redis (ice:<F>:links): as on a\n"
+		  "fabric whose controller learns it from telemetry only"),
 };
 static const struct ice_cfg_field link_args[] = {
 	F("link", ICE_CFG_STRING, link, .flags = REQ, .arg = "NODE:NODE|NODE:IFNAME"),
@@ -227,7 +238,8 @@ static const struct ice_cfg_cmd cmds[] = {
 	{"stats", "per switch port: bytes, CE marks, drops, queue", stats_fields, N(stats_fields),
 	 name_arg, 1, cmd_stats},
 	{"exec", "run CMD in NODE's namespace", fabric_field, 1, exec_args, N(exec_args), cmd_exec},
-	{"link", "take a link down or up", fabric_field, 1, link_args, N(link_args), cmd_link},
+	{"link", "take a link down or up", link_fields, N(link_fields), link_args, N(link_args),
+	 cmd_link},
 	{"hash", "change a switch's ECMP hash seed live (a reboot or upgrade)", hash_fields,
 	 N(hash_fields), hash_args, N(hash_args), cmd_hash},
 	{"list", "the fabrics that are up", NULL, 0, NULL, 0, cmd_list},
@@ -241,7 +253,8 @@ int main(int argc, char **argv)
 		.up = {.routing = -1, .export_ns = 100 * ICE_NSEC_PER_MSEC},
 		.exp = {.interval_ns = 100 * ICE_NSEC_PER_MSEC,
 			.stream_cap = 1000,
-			.redis_timeout_ns = 200 * ICE_NSEC_PER_MSEC},
+			.redis_timeout_ns = 200 * ICE_NSEC_PER_MSEC,
+			.oper_poll_ns = 10 * ICE_NSEC_PER_MSEC},
 	};
 	struct ice_cfg_cli cli = {
 		.tool = "ice-fabric",

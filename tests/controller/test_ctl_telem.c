@@ -345,6 +345,42 @@ static void test_move_that_does_not_pay(void **state)
 	topo_free(t);
 }
 
+/* oper-status: a port that reports not UP takes its link down, in either
+ * direction, across a counter reset too; readings that stop: unknown, up. */
+static void test_oper_status(void **state)
+{
+	struct topo *t = leaf_spine();
+	struct ctl_telem tm;
+	struct ctl_telem_rec r;
+	uint32_t dl;
+
+	(void)state;
+	assert_int_equal(ctl_telem_init(&tm, t), 0);
+	assert_int_equal(ctl_telem_dlink(t, "spine2", "leaf1", &dl), 0);
+	r = rec(1, 100, 0, 1000, 0, 0);
+	ctl_telem_update(&tm, "spine2", "leaf1", &r, 100);
+	assert_false(ctl_telem_link_down(&tm, dl / 2));
+	r = rec(2, 200, 100, 2000, 0, 0);
+	r.oper = 0;
+	ctl_telem_update(&tm, "spine2", "leaf1", &r, 200);
+	assert_true(ctl_telem_link_down(&tm, dl / 2)); /* the link, both ways */
+	r = rec(3, 300, 100, 10, 0, 0);		       /* counters went back: still told */
+	r.oper = 0;
+	assert_int_equal(ctl_telem_update(&tm, "spine2", "leaf1", &r, 300), -ERANGE);
+	assert_true(ctl_telem_link_down(&tm, dl / 2));
+	r = rec(4, 400, 100, 20, 0, 0); /* UP again */
+	ctl_telem_update(&tm, "spine2", "leaf1", &r, 400);
+	assert_false(ctl_telem_link_down(&tm, dl / 2));
+	r = rec(5, 500, 100, 30, 0, 0);
+	r.oper = 0;
+	ctl_telem_update(&tm, "spine2", "leaf1", &r, 500);
+	assert_true(ctl_telem_link_down(&tm, dl / 2));
+	ctl_telem_expire(&tm, 500 + tm.stale_ms); /* the readings stopped */
+	assert_false(ctl_telem_link_down(&tm, dl / 2));
+	ctl_telem_fini(&tm);
+	topo_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -355,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_congestion),
 		cmocka_unit_test(test_background_avoided),
 		cmocka_unit_test(test_move_that_does_not_pay),
+		cmocka_unit_test(test_oper_status),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

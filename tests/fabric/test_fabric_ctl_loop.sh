@@ -13,7 +13,12 @@
 #      re-planned onto spine2 (asserted from leaf1's byte counters), the
 #      move's reason and the link's loads are in Redis, the QP moved once;
 #      the reaction time (first congested interval to the plan applied) is
-#      printed.
+#      printed;
+#   3. leaf1:spine2 goes down and comes back with no link key in Redis
+#      (ice-fabric link --no-record): the controller learns it from the
+#      switch ports' oper-status alone (the exporter reads a change at
+#      once), re-plans the job off the down link and back, and prints the
+#      reaction times (goal: 100 ms from the reading to the plan applied).
 . "$(dirname "$0")/lib_fabric.sh"
 . "$(dirname "$0")/lib_fabric_ctl.sh"
 ice_need_tool iperf3
@@ -82,5 +87,32 @@ un=$(rcli HGET "ice:$name:ctl:link:leaf1:spine1" up_unplanned)
 [ "${un:-0}" -gt 4000000 ] || ctl_fail "leaf1 -> spine1's unplanned load is ${un:-none} bytes/s, the background at least 8.75 MB/s"
 grep -q 'plan refused' "$ICE_TMP"/agent-*.log && ctl_fail "an agent refused a plan"
 echo "background (iperf3 -u, last second): $(grep -E 'sec .*bits/sec' "$ICE_TMP/iperf3-c.log" | tail -1)"
+
+# 3. a link down and up that only the switches' telemetry tells
+"$ICE_FABRIC" link --fabric "$name" --no-record leaf1:spine2 down || ctl_fail "ice-fabric link down"
+[ -z "$(rcli HGET "ice:$name:links" leaf1:spine2)" ] || ctl_fail "ice-fabric link --no-record wrote the link key"
+wait_for 5 grep -q "^reaction: link leaf1:spine2 oper-status down" "$ICE_TMP/ctl-F.out" ||
+	ctl_fail "no reaction to leaf1:spine2's oper-status down"
+line=$(grep "^reaction: link leaf1:spine2 oper-status down" "$ICE_TMP/ctl-F.out" | head -1)
+ms=$(sed -n 's/.* in \([0-9]*\) ms.*/\1/p' <<<"$line")
+echo "$line"
+[ "$(rcli HGET "ice:$name:ctl:status" down_links_used)" = 0 ] || ctl_fail "the plan uses the down link"
+[ "${ms:-99999}" -le 1000 ] || ctl_fail "reaction to oper-status down took ${ms:-?} ms"
+# the agent's QP record says the new port within its interval
+for ((i = 0; i < 20; i++)); do
+	n=$(qp_field h1 sport)
+	[ "$(spine_of h1 h3 "$n")" = spine1 ] && break
+	sleep 0.1
+done
+echo "leaf1:spine2 down: the job's port -> $n ($(spine_of h1 h3 "$n"))"
+[ "$(spine_of h1 h3 "$n")" = spine1 ] || ctl_fail "the job is not on spine1 with leaf1:spine2 down"
+# back up: a re-plan on the link trigger (whether the job moves back is the
+# move budget's and the congestion's call)
+"$ICE_FABRIC" link --fabric "$name" --no-record leaf1:spine2 up || ctl_fail "ice-fabric link up"
+wait_for 5 grep -q "link leaf1:spine2 is up (a switch port's oper-status)" "$ICE_TMP/ctl-F.log" ||
+	ctl_fail "the controller did not see leaf1:spine2's oper-status up"
+wait_for 3 bash -c "sed -n '/leaf1:spine2 is up/,\$p' '$ICE_TMP/ctl-F.log' | grep -q 'plan (link'" ||
+	ctl_fail "no re-plan after leaf1:spine2 came back"
+grep -q "oper-status" "$ICE_TMP/ctl-F.log" || ctl_fail "the controller's log does not say why the link changed"
 perf_stop
 echo "PASS"
