@@ -49,6 +49,7 @@ struct ctld_cfg {
 	uint64_t telem_interval; /* ns: how often switch telemetry is read; 0 = never */
 	uint64_t move_hold;	 /* a QP moves at most once per this many telemetry intervals */
 	double feedback_alpha;	 /* EWMA weight of the newest interval's unplanned load */
+	double host_cnp_min;	 /* CNPs/s a QP's sender receives that count as marked */
 };
 
 enum {

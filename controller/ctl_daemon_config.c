@@ -60,6 +60,9 @@ const struct ice_cfg_field ctld_cfg_fields[] = {
 	  "a QP moves at most once per this many telemetry intervals (10)"),
 	F("feedback_alpha", ICE_CFG_DOUBLE, feedback_alpha, 0.01, 1, 0,
 	  "weight of the newest interval in the smoothed unplanned load (0.5)"),
+	F("host_cnp_min", ICE_CFG_DOUBLE, host_cnp_min, 0, 1e9, 0,
+	  "CNPs/s a QP's sender receives that mark its path congested, where no\n"
+	  "switch telemetry is (host signals; 100)"),
 	{.key = "sports",
 	 .type = ICE_CFG_ENUM,
 	 .offset = offsetof(struct ctld_cfg, sports),
@@ -93,6 +96,7 @@ void ctld_cfg_defaults(struct ctld_cfg *c)
 	c->telem_interval = 100 * ICE_NSEC_PER_MSEC;
 	c->move_hold = 10;
 	c->feedback_alpha = 0.5;
+	c->host_cnp_min = 100;
 }
 
 int ctld_cfg_load_file(struct ctld_cfg *c, const char *path, struct ice_cfg_err *err)

@@ -56,8 +56,16 @@ struct cqp {
 	bool planned;
 	uint16_t sport;
 	struct ctl_route route;
-	double plan_bps;     /* the planned rate (target, else the demand), bit/s */
-	uint64_t moved_tick; /* telemetry interval of its last move; 0 = never */
+	double plan_bps;      /* the planned rate (target, else the demand), bit/s */
+	uint64_t moved_tick;  /* telemetry interval of its last move; 0 = never */
+	double cnp_s, retx_s; /* CNPs received, packets resent, per second (its agent's) */
+	/* its last move, to be judged: did it help? */
+	struct {
+		bool pending;
+		uint64_t tick;		/* when it moved */
+		double rate_bps, cnp_s; /* before */
+		char id[32];
+	} verdict;
 	/* per plan */
 	double ann_bps;
 	uint32_t ann_flags;
@@ -202,6 +210,9 @@ void ctld_telem_tick(struct ctld *d);
 /* Every interval: the exporter read an oper-status change? Then the ports
  * are read at once. */
 void ctld_telem_poll(struct ctld *d);
+/* After each QP read: host signals per link (ctl_telem_host), and the
+ * verdicts on moves made a few intervals ago. */
+void ctld_telem_host(struct ctld *d);
 /* The planner's capacities from the unplanned loads (after a re-index too). */
 void ctld_telem_caps(struct ctld *d);
 /* May the flow of q move in this plan (move budget; a congestion-only

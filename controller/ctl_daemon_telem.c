@@ -27,6 +27,7 @@
 
 #define SWPORTS_MAX	 4096
 #define QP_REASON_TTL_MS (600 * 1000)
+#define VERDICT_TICKS	 10 /* telemetry intervals after a move it is judged */
 
 int ctld_telem_init(struct ctld *d)
 {
@@ -153,6 +154,7 @@ static void congestion(struct ctld *d)
 	for (uint32_t dl = 0; dl < d->tm.ndl; dl++) {
 		const struct ctl_telem_link *x = &d->tm.dl[dl];
 		char name[96];
+		uint64_t hot_ms;
 
 		if (!ctl_telem_congested(&d->tm, dl) || d->tick < d->hold_tick[dl] ||
 		    d->down[dl / 2] || !crossed(d, dl))
@@ -161,15 +163,25 @@ static void congestion(struct ctld *d)
 		d->hot[dl] = true;
 		d->trig |= TRIG_TELEM;
 		dl_name(d, dl, name, sizeof(name));
-		ice_info(
-			SUB,
-			"link %s congested for %u intervals (avg queue %.0f B, Kmin %u B, %" PRIu64
-			" CE marks): measured %.2f MB/s, planned %.2f, unplanned %.2f: re-planning "
-			"its QPs",
-			name, x->hot, x->avg_q, d->topo->links[dl / 2].ecn.kmin_bytes, x->ce,
-			x->bytes_s / 1e6, d->planned[dl] / 1e6, x->unplanned / 1e6);
-		if (!(d->trig & TRIG_LINK) && (d->trig_ms == 0 || x->hot_ms < d->trig_ms)) {
-			d->trig_ms = x->hot_ms;
+		if (x->state == CTL_TL_OK)
+			ice_info(SUB,
+				 "link %s congested for %u intervals (avg queue %.0f B, Kmin %u B, "
+				 "%" PRIu64
+				 " CE marks): measured %.2f MB/s, planned %.2f, unplanned "
+				 "%.2f: re-planning its QPs",
+				 name, x->hot, x->avg_q, d->topo->links[dl / 2].ecn.kmin_bytes,
+				 x->ce, x->bytes_s / 1e6, d->planned[dl] / 1e6, x->unplanned / 1e6);
+		else
+			ice_info(SUB,
+				 "link %s congested by host signals (no switch telemetry): all %u "
+				 "planned QPs crossing it received at least %.0f CNPs/s for %u "
+				 "samples; planned %.2f MB/s, their agents measure %.2f, unplanned "
+				 "(the rest of its rate) %.2f: re-planning its QPs",
+				 name, x->qps, d->cfg.host_cnp_min, x->hhot, d->planned[dl] / 1e6,
+				 d->known[dl] / 1e6, x->hunplanned / 1e6);
+		hot_ms = x->state == CTL_TL_OK ? x->hot_ms : x->hhot_ms;
+		if (!(d->trig & TRIG_LINK) && (d->trig_ms == 0 || hot_ms < d->trig_ms)) {
+			d->trig_ms = hot_ms;
 			d->trig_seen_ms = ice_wall_ms();
 			snprintf(d->trig_what, sizeof(d->trig_what), "link %.70s congested", name);
 		}
@@ -211,11 +223,14 @@ static void publish_links(struct ctld *d)
 			snprintf(v[dir][0], 24, "%.0f", d->planned[dl]);
 			snprintf(v[dir][1], 24, "%.0f", d->known[dl]);
 			snprintf(v[dir][2], 24, "%.0f", x->state == CTL_TL_OK ? x->bytes_s : 0);
-			snprintf(v[dir][3], 24, "%.0f", x->unplanned);
+			snprintf(v[dir][3], 24, "%.0f", ctl_telem_unplanned(&d->tm, dl));
 			snprintf(v[dir][4], 24, "%.0f", ctl_planner_cap(d->pl, dl) / 8);
 			snprintf(v[dir][5], 24, "%.0f", x->avg_q);
 			snprintf(v[dir][6], 24, "%s",
-				 x->port == UINT32_MAX ? "host" : ctl_telem_state_name(x->state));
+				 x->port == UINT32_MAX ? "host"
+				 : x->state != CTL_TL_OK && (x->qps > 0 || x->hunplanned > 0)
+					 ? "host-signals"
+					 : ctl_telem_state_name(x->state));
 			for (int k = 0; k < 7; k++) {
 				argv[argc++] = f[dir][k];
 				argv[argc++] = v[dir][k];
@@ -369,6 +384,73 @@ void ctld_telem_tick(struct ctld *d)
 	}
 }
 
+/* A move a few intervals ago: did its QP gain (rate up, or the CNPs it
+ * got fell)? Logged and published beside the move's reason. */
+static void verdicts(struct ctld *d)
+{
+	char key[ICE_RKEY_MAX], v[4][24];
+
+	for (size_t i = 0; i < d->nqps; i++) {
+		struct cqp *q = &d->qps[i];
+		bool gain;
+
+		if (!q->verdict.pending || d->tick < q->verdict.tick + VERDICT_TICKS)
+			continue;
+		q->verdict.pending = false;
+		gain = q->rate_bps > 1.1 * q->verdict.rate_bps ||
+		       (q->verdict.cnp_s >= d->cfg.host_cnp_min && q->cnp_s < q->verdict.cnp_s / 2);
+		ice_info(SUB,
+			 "move of %s %s: rate %.1f -> %.1f Mbit/s, CNPs received %.0f -> %.0f "
+			 "per s, resent %.0f per s",
+			 q->verdict.id, gain ? "helped" : "did not help (no gain seen on this QP)",
+			 q->verdict.rate_bps / 1e6, q->rate_bps / 1e6, q->verdict.cnp_s, q->cnp_s,
+			 q->retx_s);
+		if (!d->leader || d->cfg.dry_run || d->link.c == NULL ||
+		    ice_rkey(key, sizeof(key), ICE_RK_CTL_QP, d->cfg.fabric, NULL, q->verdict.id) <
+			    0)
+			continue;
+		snprintf(v[0], 24, "%.0f", q->verdict.rate_bps);
+		snprintf(v[1], 24, "%.0f", q->rate_bps);
+		snprintf(v[2], 24, "%.0f", q->verdict.cnp_s);
+		snprintf(v[3], 24, "%.0f", q->cnp_s);
+		{
+			const char *argv[] = {
+				"HSET",	       key,  "verdict",	   gain ? "helped" : "no-gain",
+				"rate_before", v[0], "rate_after", v[1],
+				"cnp_before",  v[2], "cnp_after",  v[3]};
+			redisReply *r = ctld_cmdv(d, sizeof(argv) / sizeof(argv[0]), argv);
+
+			if (r != NULL)
+				freeReplyObject(r);
+		}
+	}
+}
+
+void ctld_telem_host(struct ctld *d)
+{
+	uint32_t *qps, *marked;
+
+	if (!d->cfg.feedback || d->cfg.telem_interval == 0)
+		return;
+	qps = calloc(d->tm.ndl + 1, sizeof(*qps));
+	marked = calloc(d->tm.ndl + 1, sizeof(*marked));
+	if (qps != NULL && marked != NULL) {
+		for (size_t i = 0; i < d->nqps; i++) {
+			const struct cqp *q = &d->qps[i];
+
+			for (uint32_t h = 0; q->planned && q->route.idx >= 0 && h < q->route.nhops;
+			     h++) {
+				qps[q->route.dlink[h]]++;
+				marked[q->route.dlink[h]] += q->cnp_s >= d->cfg.host_cnp_min;
+			}
+		}
+		ctl_telem_host(&d->tm, qps, marked, d->known, ice_wall_ms());
+	}
+	free(qps);
+	free(marked);
+	verdicts(d);
+}
+
 bool ctld_telem_movable(const struct ctld *d, const struct cqp *q, unsigned trig)
 {
 	bool crosses_hot = false;
@@ -436,11 +518,16 @@ void ctld_telem_move(struct ctld *d, struct cqp *q, const struct ctl_route *old,
 		dl_name(d, (uint32_t)why, m->link, sizeof(m->link));
 		m->measured = x->state == CTL_TL_OK ? x->bytes_s : 0;
 		m->planned = d->planned[why];
-		m->unplanned = x->unplanned;
+		m->unplanned = ctl_telem_unplanned(&d->tm, (uint32_t)why);
 	}
 	ctl_route_name(d->pl, old, m->from, sizeof(m->from));
 	ctl_route_name(d->pl, &q->route, m->to, sizeof(m->to));
 	q->moved_tick = d->tick;
+	q->verdict.pending = true;
+	q->verdict.tick = d->tick;
+	q->verdict.rate_bps = q->rate_bps;
+	q->verdict.cnp_s = q->cnp_s;
+	snprintf(q->verdict.id, sizeof(q->verdict.id), "%s", m->qp);
 	ice_info(SUB,
 		 "move %s %s -> %s: rule %s, link %s: measured %.2f MB/s, planned %.2f, "
 		 "unplanned %.2f",

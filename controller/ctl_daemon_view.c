@@ -520,13 +520,17 @@ void ctld_expire_colls(struct ctld *d)
 
 /* ---- view: QPs */
 
-static double rate_of(const char *js)
+/* The agent's per-second rates (`rate`): what the QP sends, and the host
+ * signals of congestion on its path (CNPs its sender receives, packets it
+ * resends). */
+static void rates_of(struct cqp *q, const char *js)
 {
 	json_t *o = js ? json_loads(js, 0, NULL) : NULL;
-	double v = o ? json_number_value(json_object_get(o, "tx_bytes")) * 8 : 0;
 
+	q->rate_bps = o ? json_number_value(json_object_get(o, "tx_bytes")) * 8 : 0;
+	q->cnp_s = o ? json_number_value(json_object_get(o, "cnp_rx")) : 0;
+	q->retx_s = o ? json_number_value(json_object_get(o, "retx")) : 0;
 	json_decref(o);
-	return v;
 }
 
 void ctld_read_qps(struct ctld *d)
@@ -601,7 +605,7 @@ void ctld_read_qps(struct ctld *d)
 		q->rqpn = r->element[3]->str ? (uint32_t)strtoul(r->element[3]->str, NULL, 10) : 0;
 		q->sport_now =
 			r->element[4]->str ? (uint16_t)strtoul(r->element[4]->str, NULL, 10) : 0;
-		q->rate_bps = rate_of(r->element[5]->str);
+		rates_of(q, r->element[5]->str);
 		q->active = q->rate_bps >= (double)d->cfg.min_rate;
 		q->route.idx = -1;
 	}
@@ -624,6 +628,7 @@ void ctld_read_qps(struct ctld *d)
 			q->route = o->route;
 			q->plan_bps = o->plan_bps;
 			q->moved_tick = o->moved_tick;
+			q->verdict = o->verdict;
 			if (o->peak_bps * PEAK_DECAY > q->peak_bps)
 				q->peak_bps = o->peak_bps * PEAK_DECAY;
 		}
@@ -649,6 +654,7 @@ void ctld_read_qps(struct ctld *d)
 	(void)cap;
 	if (changed)
 		d->trig |= TRIG_QP;
+	ctld_telem_host(d);
 out:
 	if (hr != NULL)
 		ctld_freev(hr, nhm);

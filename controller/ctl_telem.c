@@ -113,6 +113,7 @@ int ctl_telem_init(struct ctl_telem *tm, const struct topo *t)
 	tm->stale_ms = 1000;
 	tm->gap_ms = 500;
 	tm->hot_intervals = 2;
+	tm->host_hold_ms = 10000;
 	return 0;
 }
 
@@ -285,6 +286,54 @@ void ctl_telem_feedback(struct ctl_telem *tm, const double *known)
 	}
 }
 
+void ctl_telem_host(struct ctl_telem *tm, const uint32_t *qps, const uint32_t *marked,
+		    const double *known, uint64_t now_ms)
+{
+	for (uint32_t dl = 0; dl < tm->ndl; dl++) {
+		struct ctl_telem_link *x = &tm->dl[dl];
+		double rate = (double)tm->t->links[dl / 2].rate_bps / 8, u = 0;
+
+		const struct topo_link *k = &tm->t->links[dl / 2];
+		uint32_t to = dl & 1 ? k->a : k->b;
+
+		x->qps = qps[dl];
+		x->marked = marked[dl];
+		if (x->port == UINT32_MAX || x->state == CTL_TL_OK ||
+		    tm->t->nodes[tm->t->ports[to].node].kind == TOPO_HOST) {
+			/* a host's own links, or measured: not this way */
+			x->hhot = 0;
+			x->hunplanned = 0;
+			continue;
+		}
+		if (x->qps == 0) { /* nothing to learn from: keep what was learnt, a while */
+			x->hhot = 0;
+			if (now_ms > x->hseen_ms + tm->host_hold_ms)
+				x->hunplanned = 0;
+			continue;
+		}
+		if (x->marked == x->qps) {
+			if (x->hhot++ == 0)
+				x->hhot_ms = now_ms;
+			x->hseen_ms = now_ms;
+			u = rate - known[dl];
+			if (u < tm->deadband * rate)
+				u = 0;
+		} else {
+			x->hhot = 0;
+		}
+		x->hunplanned = tm->alpha * u + (1 - tm->alpha) * x->hunplanned;
+		if (x->hunplanned < 1)
+			x->hunplanned = 0;
+	}
+}
+
+double ctl_telem_unplanned(const struct ctl_telem *tm, uint32_t dl)
+{
+	if (dl >= tm->ndl)
+		return 0;
+	return tm->dl[dl].state == CTL_TL_OK ? tm->dl[dl].unplanned : tm->dl[dl].hunplanned;
+}
+
 double ctl_telem_cap(const struct ctl_telem *tm, uint32_t dl)
 {
 	double rate, c;
@@ -292,13 +341,17 @@ double ctl_telem_cap(const struct ctl_telem *tm, uint32_t dl)
 	if (dl >= tm->ndl)
 		return 0;
 	rate = (double)tm->t->links[dl / 2].rate_bps;
-	c = rate - 8 * tm->dl[dl].unplanned;
+	c = rate - 8 * ctl_telem_unplanned(tm, dl);
 	return c > tm->floor * rate ? c : tm->floor * rate;
 }
 
 bool ctl_telem_congested(const struct ctl_telem *tm, uint32_t dl)
 {
-	return dl < tm->ndl && tm->dl[dl].state == CTL_TL_OK && tm->dl[dl].hot >= tm->hot_intervals;
+	if (dl >= tm->ndl)
+		return false;
+	if (tm->dl[dl].state == CTL_TL_OK)
+		return tm->dl[dl].hot >= tm->hot_intervals;
+	return tm->dl[dl].hhot >= tm->hot_intervals;
 }
 
 bool ctl_telem_link_down(const struct ctl_telem *tm, uint32_t link)

@@ -17,6 +17,8 @@
  * back to demand-only (nothing subtracted) until two good readings follow.
  * A reading the reader missed (seq + 2, close in time: the reader ran late)
  * is no gap: counters are totals, so the load is measured over the span.
+ * Where a fabric gives no switch telemetry, host signals stand in
+ * (ctl_telem_host): the CNPs the planned QPs' senders receive.
  */
 #ifndef CTL_TELEM_H
 #define CTL_TELEM_H
@@ -84,6 +86,12 @@ struct ctl_telem_link {
 	double known;	  /* bytes/s of the controller's own flows (its last call) */
 	double unplanned; /* bytes/s: smoothed max(0, measured - known) */
 	unsigned logged;  /* 1 << state: that kind was logged for this link */
+	/* host signals, where no switch telemetry is (ctl_telem_host) */
+	uint32_t qps, marked; /* planned QPs crossing it; those that get CNPs */
+	uint32_t hhot;	      /* consecutive samples in which all of them did */
+	uint64_t hhot_ms;     /* the first sample of that run */
+	double hunplanned;    /* bytes/s: smoothed rate - known while hot */
+	uint64_t hseen_ms;    /* the last sample in which all its QPs were marked */
 };
 
 struct ctl_telem {
@@ -96,6 +104,7 @@ struct ctl_telem {
 	uint64_t stale_ms;	/* readings older than this: demand-only (1000) */
 	uint64_t gap_ms;	/* readings further apart than this: a gap (500) */
 	uint32_t hot_intervals; /* congested after this many hot intervals (2) */
+	uint64_t host_hold_ms;	/* a host-signal estimate kept with no QP on the link (10 s) */
 	/* counters */
 	uint64_t readings, unknown_ports, backwards, gaps, bad_records, stale;
 	uint64_t skipped;    /* readings missed, measured over the longer span */
@@ -129,11 +138,30 @@ void ctl_telem_expire(struct ctl_telem *tm, uint64_t now_ms);
  * a link not measured (state other than OK) has none. */
 void ctl_telem_feedback(struct ctl_telem *tm, const double *known);
 
+/* Host signals for the fabric's links that no switch measures (state other
+ * than OK; not a host's own links: they are on every path of their flows, so
+ * host signals cannot tell them from the fabric's, and no path avoids them;
+ * DCQCN is left to it): qps[dl] planned QPs cross dl, marked[dl]
+ * of them receive CNPs (their senders' agents say so). A link all of whose
+ * QPs are marked is full: the part of its rate they do not carry (known[dl])
+ * is someone else's, smoothed into hunplanned, and the link is hot; a link
+ * with an unmarked QP is not full (that QP would be marked too): its
+ * estimate decays. A link no planned QP crosses tells nothing: its estimate
+ * is kept for host_hold_ms after it was last seen full (so the QPs moved
+ * off it do not come back at once). Called per QP sample (the agents'
+ * interval). */
+void ctl_telem_host(struct ctl_telem *tm, const uint32_t *qps, const uint32_t *marked,
+		    const double *known, uint64_t now_ms);
+
+/* The unplanned load (bytes/s) on dl: measured, else from host signals. */
+double ctl_telem_unplanned(const struct ctl_telem *tm, uint32_t dl);
+
 /* The capacity (bit/s) the planner should see on dl: the link's rate less
  * the unplanned load, never below floor x rate. */
 double ctl_telem_cap(const struct ctl_telem *tm, uint32_t dl);
 
-/* dl's queue stayed above its Kmin, or it marked CE, for hot_intervals. */
+/* dl's queue stayed above its Kmin, or it marked CE, for hot_intervals;
+ * without switch telemetry: all its QPs got CNPs for hot_intervals samples. */
 bool ctl_telem_congested(const struct ctl_telem *tm, uint32_t dl);
 
 /* A switch port of the (undirected) link reports oper-status not UP in its

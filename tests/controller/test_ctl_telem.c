@@ -381,6 +381,78 @@ static void test_oper_status(void **state)
 	topo_free(t);
 }
 
+/* No switch telemetry: the CNPs of the planned QPs that cross a link stand
+ * in. All of them marked: the link is full, the rest of its rate is
+ * someone else's; one unmarked: not full. A host's own links (both ways)
+ * and a measured link are not judged this way. */
+static void test_host_signals(void **state)
+{
+	struct topo *t = leaf_spine();
+	struct ctl_telem tm;
+	struct ctl_telem_rec r;
+	uint32_t *qps, *marked, up, host_up = UINT32_MAX, host_down, meas;
+	double *known;
+
+	(void)state;
+	assert_int_equal(ctl_telem_init(&tm, t), 0);
+	qps = calloc(tm.ndl, sizeof(*qps));
+	marked = calloc(tm.ndl, sizeof(*marked));
+	known = calloc(tm.ndl, sizeof(*known));
+	assert_true(qps && marked && known);
+	assert_int_equal(ctl_telem_dlink(t, "leaf1", "spine1", &up), 0);
+	assert_int_equal(ctl_telem_dlink(t, "leaf2", "spine2", &meas), 0);
+	for (uint32_t dl = 0; dl < tm.ndl && host_up == UINT32_MAX; dl++)
+		if (tm.dl[dl].port == UINT32_MAX)
+			host_up = dl;
+	assert_int_not_equal(host_up, UINT32_MAX);
+	host_down = host_up ^ 1; /* the leaf's port to that host */
+	assert_int_not_equal(tm.dl[host_down].port, UINT32_MAX);
+	/* leaf2 -> spine2 is measured (idle): host signals do not apply */
+	r = rec(1, 100, 0, 0, 0, 0);
+	ctl_telem_update(&tm, "leaf2", "spine2", &r, 100);
+	r = rec(2, 200, 100, 1000, 0, 0);
+	ctl_telem_update(&tm, "leaf2", "spine2", &r, 200);
+	/* 2 QPs cross each, both marked; they carry 10 MB/s of the 25 */
+	qps[up] = qps[host_up] = qps[host_down] = qps[meas] = 2;
+	marked[up] = marked[host_up] = marked[host_down] = marked[meas] = 2;
+	known[up] = known[host_up] = known[host_down] = known[meas] = 10e6;
+	ctl_telem_host(&tm, qps, marked, known, 1000);
+	assert_false(ctl_telem_congested(&tm, up)); /* one sample is not a run */
+	assert_true(ctl_telem_unplanned(&tm, up) > 7.49e6 && ctl_telem_unplanned(&tm, up) < 7.51e6);
+	ctl_telem_host(&tm, qps, marked, known, 1250);
+	assert_true(ctl_telem_congested(&tm, up));
+	assert_int_equal(tm.dl[up].hhot_ms, 1000);
+	/* 15 MB/s unplanned, smoothed: 7.5 then 11.25 */
+	assert_true(ctl_telem_unplanned(&tm, up) > 11.2e6 && ctl_telem_unplanned(&tm, up) < 11.3e6);
+	assert_true(ctl_telem_cap(&tm, up) < 200e6 - 8 * 11.2e6 + 1);
+	assert_false(ctl_telem_congested(&tm, host_up));
+	assert_true(ctl_telem_cap(&tm, host_up) == 200e6);
+	assert_false(ctl_telem_congested(&tm, host_down)); /* on every path: not judged */
+	assert_true(ctl_telem_cap(&tm, host_down) == 200e6);
+	assert_false(ctl_telem_congested(&tm, meas));
+	assert_true(ctl_telem_cap(&tm, meas) == 200e6);
+	/* one QP unmarked: not full; the estimate decays, the run ends */
+	marked[up] = 1;
+	ctl_telem_host(&tm, qps, marked, known, 1500);
+	assert_false(ctl_telem_congested(&tm, up));
+	assert_true(ctl_telem_unplanned(&tm, up) < 5.7e6);
+	/* full again, then no QP: the estimate is kept host_hold_ms */
+	marked[up] = 2;
+	ctl_telem_host(&tm, qps, marked, known, 1750);
+	qps[up] = marked[up] = 0;
+	ctl_telem_host(&tm, qps, marked, known, 2000);
+	assert_true(ctl_telem_unplanned(&tm, up) > 10e6);
+	ctl_telem_host(&tm, qps, marked, known, 1750 + tm.host_hold_ms);
+	assert_true(ctl_telem_unplanned(&tm, up) > 10e6);
+	ctl_telem_host(&tm, qps, marked, known, 1751 + tm.host_hold_ms);
+	assert_true(ctl_telem_cap(&tm, up) == 200e6);
+	free(qps);
+	free(marked);
+	free(known);
+	ctl_telem_fini(&tm);
+	topo_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -392,6 +464,7 @@ int main(void)
 		cmocka_unit_test(test_background_avoided),
 		cmocka_unit_test(test_move_that_does_not_pay),
 		cmocka_unit_test(test_oper_status),
+		cmocka_unit_test(test_host_signals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

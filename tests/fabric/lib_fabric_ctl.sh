@@ -27,6 +27,7 @@ trap ctl_cleanup EXIT
 # default, or kernel; more ice-topo gen options in CTL_GEN_OPTS), Redis,
 # key, agents
 CTL_GEN_OPTS=()
+CTL_UP_OPTS=() # more ice-fabric up options
 ctl_fabric_up() {
 	name=$1$ICE_SFX
 	port=$((21000 + ICE_SFX))
@@ -37,7 +38,7 @@ ctl_fabric_up() {
 		IP[$h]=$(awk -v n="$h" '$0 ~ "name: " n "$" {f=1} f && /addr:/ {sub(/.*addr: /,""); sub(/\/.*/,""); print; exit}' "$file")
 		[ -n "${IP[$h]}" ] || ice_fail "no address for $h in $file"
 	done
-	ice_fab_up "$file" --redis "$port" >/dev/null || ice_fail "ice-fabric up failed"
+	ice_fab_up "$file" --redis "$port" "${CTL_UP_OPTS[@]}" >/dev/null || ice_fail "ice-fabric up failed"
 	redis=$("$ICE_FABRIC" exec --fabric "$name" h1 -- sh -c 'echo $ICE_REDIS')
 	rhost=${redis%:*} rport=${redis#*:}
 	KEY=$ICE_TMP/plan.key
