@@ -460,6 +460,7 @@ int ctld_run(struct ctld *d)
 			ctld_telem_tick(d);
 			if (d->probe && now >= d->next_pmap_ns) {
 				ctld_read_pmaps(d);
+				ctld_read_health(d);
 				d->next_pmap_ns = now + PMAP_REFRESH_NS;
 			}
 			if (now >= d->next_qp_ns) {
@@ -521,6 +522,7 @@ void ctld_free(struct ctld *d)
 	free(d->pend.hosts);
 	ctl_host_plans_free(d->last, d->nlast);
 	ctld_pmaps_free(d->pmaps, d->npmaps);
+	free(d->hkeys);
 	ctld_telem_fini(d);
 	ctl_planner_free(d->pl);
 	ctl_policy_free(d->pol);

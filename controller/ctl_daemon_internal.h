@@ -26,6 +26,7 @@ extern uint32_t ctld_log_sub; /* ICE_LOG=...,debug=ctl */
 
 #define LDOWN_KEY	     1u	  /* the fabric's link key (ice:<F>:links) says down */
 #define LDOWN_OPER	     2u	  /* a switch port's oper-status (telemetry) is not UP */
+#define LDOWN_PROBE	     4u	  /* ice-probe: dead paths cross it, no live one does */
 #define LINK_DOWN_BPS	     1000 /* capacity the planner sees for a down link */
 #define APPLY_WAIT_MS	     3000 /* give up waiting for every host's write-back */
 #define QP_STALE_MIN_MS	     3000
@@ -150,6 +151,8 @@ struct ctld {
 	bool probe;
 	struct ctl_pmap *pmaps;
 	uint32_t npmaps;
+	char (*hkeys)[ICE_RKEY_MAX]; /* the probed pairs' health records */
+	uint32_t nhkeys;
 	uint64_t next_pmap_ns;
 
 	/* switch telemetry and the closed loop (ctl_daemon_telem.c) */
@@ -187,6 +190,8 @@ void ctld_lease_release(struct ctld *d); /* give it up when held */
 
 /* ---- ctl_daemon_view.c */
 void ctld_read_links(struct ctld *d);
+/* ice-probe's path states: links only dead paths cross are down (LDOWN_PROBE). */
+void ctld_read_health(struct ctld *d);
 /* Who (LDOWN_*) says link l is down; true: the link changed state. */
 bool ctld_link_set(struct ctld *d, uint32_t l, uint8_t who, bool down);
 /* Links changed state: re-index the planner, re-plan (TRIG_LINK); ts_ms,

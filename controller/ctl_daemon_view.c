@@ -83,7 +83,9 @@ bool ctld_link_set(struct ctld *d, uint32_t l, uint8_t who, bool down)
 	if ((was != 0) == (d->down[l] != 0))
 		return false;
 	ice_info(SUB, "link %s is %s (%s)", d->lname[l], down ? "down" : "up",
-		 who == LDOWN_OPER ? "a switch port's oper-status" : "the fabric's link state");
+		 who == LDOWN_OPER    ? "a switch port's oper-status"
+		 : who == LDOWN_PROBE ? "ice-probe: only dead paths cross it"
+				      : "the fabric's link state");
 	return true;
 }
 
@@ -217,7 +219,8 @@ void ctld_read_pmaps(struct ctld *d)
 	struct ctl_pmap *nm = NULL;
 	int *keep = NULL;
 	size_t nh, npairs = 0, nget = 0;
-	uint32_t nn = 0, bad = 0;
+	uint32_t nn = 0, bad = 0, nhk = 0;
+	char(*hk)[ICE_RKEY_MAX] = NULL;
 
 	if (hs == NULL || hs->type != REDIS_REPLY_ARRAY)
 		goto out;
@@ -239,7 +242,8 @@ void ctld_read_pmaps(struct ctld *d)
 			npairs += pr[i]->elements / 2;
 	keep = calloc(npairs + 1, sizeof(*keep));
 	nm = calloc(npairs + 1, sizeof(*nm));
-	if (keep == NULL || nm == NULL)
+	hk = calloc(npairs + 1, sizeof(*hk));
+	if (keep == NULL || nm == NULL || hk == NULL)
 		goto out;
 	npairs = 0;
 	for (size_t i = 0; i < nh; i++)
@@ -247,6 +251,10 @@ void ctld_read_pmaps(struct ctld *d)
 		     j += 2, npairs++) {
 			const char *pair = pr[i]->element[j]->str;
 			const char *sc = pr[i]->element[j + 1]->str;
+
+			if (ice_rkey(hk[nhk], sizeof(hk[0]), ICE_RK_PROBE_HEALTH, d->cfg.fabric,
+				     hs->element[i]->str, pair) == 0)
+				nhk++;
 
 			keep[npairs] = pmap_known(d, pair, sc ? strtoull(sc, NULL, 10) : 0);
 			if (keep[npairs] >= 0)
@@ -284,7 +292,12 @@ void ctld_read_pmaps(struct ctld *d)
 	d->pmaps = nm;
 	d->npmaps = nn;
 	nm = NULL;
+	free(d->hkeys);
+	d->hkeys = hk;
+	d->nhkeys = nhk;
+	hk = NULL;
 out:
+	free(hk);
 	if (pr != NULL)
 		ctld_freev(pr, hs->elements);
 	free(pr);
@@ -295,6 +308,91 @@ out:
 	ctld_pmaps_free(nm, nn);
 	if (hs != NULL)
 		freeReplyObject(hs);
+}
+
+void ctld_read_health(struct ctld *d)
+{
+	redisReply **r;
+	const char **names = NULL;
+	bool *dead = NULL, *down = NULL;
+	json_t **recs = NULL;
+	uint32_t n = 0, cap = 0;
+	uint64_t ts_max = 0;
+	char what[96] = "";
+
+	if (d->nhkeys == 0 || d->link.c == NULL)
+		return;
+	r = calloc(d->nhkeys, sizeof(*r));
+	recs = calloc(d->nhkeys, sizeof(*recs));
+	down = calloc(d->topo->nlinks + 1, sizeof(*down));
+	if (r == NULL || recs == NULL || down == NULL)
+		goto out_free;
+	for (uint32_t i = 0; i < d->nhkeys; i++)
+		redisAppendCommand(d->link.c, "HGET %s json", d->hkeys[i]);
+	if (ctld_pipe(d, d->nhkeys, r) < 0)
+		goto out_free;
+	for (uint32_t i = 0; i < d->nhkeys; i++) {
+		json_t *paths;
+		size_t k;
+		json_t *p;
+
+		if (r[i]->type != REDIS_REPLY_STRING)
+			continue;
+		recs[i] = json_loads(r[i]->str, 0, NULL);
+		paths = recs[i] ? json_object_get(recs[i], "paths") : NULL;
+		json_array_foreach(paths, k, p)
+		{
+			const char *nm = json_string_value(json_object_get(p, "path"));
+			const char *st = json_string_value(json_object_get(p, "state"));
+
+			if (nm == NULL || st == NULL)
+				continue;
+			if (n == cap) {
+				uint32_t nc = cap ? 2 * cap : 64;
+				const char **a = realloc(names, nc * sizeof(*a));
+				bool *b = a ? realloc(dead, nc * sizeof(*b)) : NULL;
+
+				if (a != NULL)
+					names = a;
+				if (b == NULL)
+					goto out;
+				dead = b;
+				cap = nc;
+			}
+			names[n] = nm;
+			dead[n] = strcmp(st, "dead") == 0;
+			if (dead[n]) {
+				uint64_t ts = (uint64_t)json_integer_value(
+					json_object_get(p, "dead_since_ms"));
+
+				if (ts > ts_max) {
+					ts_max = ts;
+					snprintf(what, sizeof(what), "probe path %.60s dead", nm);
+				}
+			}
+			n++;
+		}
+	}
+	ctl_pmap_dead_links(d->topo, names, dead, n, down);
+	{
+		bool changed = false;
+
+		for (uint32_t l = 0; l < d->topo->nlinks; l++)
+			changed |= ctld_link_set(d, l, LDOWN_PROBE, down[l]);
+		if (changed)
+			ctld_links_changed(d, ts_max ? ts_max : ice_wall_ms(),
+					   what[0] ? what : "probe paths back");
+	}
+out:
+	ctld_freev(r, d->nhkeys);
+out_free:
+	for (uint32_t i = 0; recs != NULL && i < d->nhkeys; i++)
+		json_decref(recs[i]);
+	free(recs);
+	free(r);
+	free(names);
+	free(dead);
+	free(down);
 }
 
 /* ---- view: announced collectives */

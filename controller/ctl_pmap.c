@@ -212,3 +212,67 @@ struct ctl_pathmap *ctl_pathmap_probe_init(struct ctl_pathmap_probe *pp, struct 
 	pp->nmaps = nmaps;
 	return &pp->pm;
 }
+
+/* The link between nodes u and v, or -1. */
+static int64_t link_between(const struct topo *t, uint32_t u, uint32_t v)
+{
+	const struct topo_node *n = &t->nodes[u];
+
+	for (uint32_t i = 0; i < n->nports; i++) {
+		const struct topo_port *p = &t->ports[n->ports[i]];
+		const struct topo_link *k;
+
+		if (p->link == UINT32_MAX)
+			continue;
+		k = &t->links[p->link];
+		if (t->ports[k->a == p->id ? k->b : k->a].node == v)
+			return p->link;
+	}
+	return -1;
+}
+
+uint32_t ctl_pmap_dead_links(const struct topo *t, const char *const *name, const bool *dead,
+			     uint32_t n, bool *down)
+{
+	uint8_t *seen = calloc(t->nlinks + 1, 1); /* 1: a dead path crosses it, 2: a live one */
+	uint32_t used = 0;
+
+	for (uint32_t l = 0; l < t->nlinks; l++)
+		down[l] = false;
+	if (seen == NULL)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		char buf[256], *save = NULL, *h;
+		int64_t hop[16];
+		uint32_t nh = 0, prev = UINT32_MAX;
+		bool ok = name[i] != NULL && strlen(name[i]) < sizeof(buf);
+
+		if (ok)
+			snprintf(buf, sizeof(buf), "%s", name[i]);
+		for (h = ok ? strtok_r(buf, ">", &save) : NULL; h != NULL && ok;
+		     h = strtok_r(NULL, ">", &save)) {
+			const struct topo_node *nd = topo_node_by_name(t, h);
+
+			if (nd == NULL) {
+				ok = false;
+				break;
+			}
+			if (prev != UINT32_MAX) {
+				if (nh == 16)
+					ok = false;
+				else if ((hop[nh++] = link_between(t, prev, nd->id)) < 0)
+					ok = false;
+			}
+			prev = nd->id;
+		}
+		if (!ok || nh == 0)
+			continue;
+		used++;
+		for (uint32_t k = 0; k < nh; k++)
+			seen[hop[k]] |= dead[i] ? 1 : 2;
+	}
+	for (uint32_t l = 0; l < t->nlinks; l++)
+		down[l] = seen[l] == 1;
+	free(seen);
+	return used;
+}

@@ -41,6 +41,18 @@ int ctl_pmap_find(const struct ctl_pmap *m, const char *name);
  * only one of them saw are no evidence. */
 bool ctl_pmap_differs(const struct ctl_pmap *a, const struct ctl_pmap *b);
 
+struct topo;
+/* Tomography over ice-probe's path states (its health records): a link is
+ * down when a dead path crosses it and no live path does (either way).
+ * Paths are named by topology node names, "leaf1>spine2>leaf2"; a name
+ * with a node or hop the topology does not have is skipped. down[] (one
+ * per topology link) is set; returns the number of paths used. A link only
+ * dead paths cross is taken down with the one that failed: on two leaves,
+ * spine2:leaf2 with leaf1:spine2 (no path can use it anyway); a third
+ * leaf's live path through it clears it. */
+uint32_t ctl_pmap_dead_links(const struct topo *t, const char *const *name, const bool *dead,
+			     uint32_t n, bool *down);
+
 /*
  * The port -> path provider over a set of maps (struct ctl_pathmap, ctl.h),
  * the newest map of a NIC pair counting:

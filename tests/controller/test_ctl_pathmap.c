@@ -329,6 +329,51 @@ static void test_sports_after_rehash(void **state)
 		ctl_pmap_fini(&maps[i]);
 }
 
+/* The id of the link between nodes a and b, or -1. */
+static int link_of(const struct topo *t, const char *a, const char *b)
+{
+	for (uint32_t l = 0; l < t->nlinks; l++) {
+		const char *x = t->nodes[t->ports[t->links[l].a].node].name,
+			   *y = t->nodes[t->ports[t->links[l].b].node].name;
+
+		if ((strcmp(x, a) == 0 && strcmp(y, b) == 0) ||
+		    (strcmp(x, b) == 0 && strcmp(y, a) == 0))
+			return (int)l;
+	}
+	return -1;
+}
+
+/* The probe's dead paths: a link down when a dead path crosses it and no
+ * live one does; names that do not resolve are skipped. */
+static void test_dead_links(void **state)
+{
+	struct fixture *fx = *state;
+	const struct topo *t = fx->t;
+	const char *names[] = {"leaf1>spine2>leaf2", "leaf1>spine2>leaf3", "leaf1>spine1>leaf2",
+			       "leaf3>spine2>leaf2", "leaf2>spine2>leaf3", "10.0.0.9>spine2",
+			       "leaf1>leaf2"};
+	const bool dead[] = {true, true, false, false, false, true, true};
+	bool *down = calloc(t->nlinks, sizeof(bool));
+	int l12 = link_of(t, "leaf1", "spine2"), l22 = link_of(t, "spine2", "leaf2");
+	uint32_t n = 0;
+
+	assert_non_null(down);
+	assert_true(l12 >= 0 && l22 >= 0);
+	assert_int_equal(ctl_pmap_dead_links(t, names, dead, 7, down), 5);
+	for (uint32_t l = 0; l < t->nlinks; l++)
+		n += down[l];
+	assert_int_equal(n, 1);
+	assert_true(down[l12]); /* the live paths through spine2 clear its other links */
+	/* only the one pair: both links of the dead path go (nothing clears spine2:leaf2) */
+	assert_int_equal(ctl_pmap_dead_links(t, names, dead, 1, down), 1);
+	assert_true(down[l12] && down[l22]);
+	/* all paths live: nothing down */
+	assert_int_equal(ctl_pmap_dead_links(t, names + 2, dead + 2, 3, down), 3);
+	for (uint32_t l = 0; l < t->nlinks; l++)
+		assert_false(down[l]);
+	free(down);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -337,6 +382,7 @@ int main(void)
 		cmocka_unit_test(test_sports_and_ecmp_agree),
 		cmocka_unit_test(test_pmap_differs),
 		cmocka_unit_test(test_sports_after_rehash),
+		cmocka_unit_test(test_dead_links),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
