@@ -94,20 +94,45 @@ void ctld_telem_caps(struct ctld *d)
 }
 
 /* The plan's own load per directed link: planned rates, and what its QPs
- * measure (bytes/s). */
+ * measure (bytes/s). A QP the controller knows but has not planned yet is
+ * booked on the route its source port takes now: its traffic is known,
+ * not unplanned (else a collective's first plan would see its own QPs as
+ * someone else's load). */
 static void own_loads(struct ctld *d)
 {
+	struct ctl_pathmap_probe probe;
+	struct ctl_pathmap *pm = NULL;
+
 	memset(d->planned, 0, sizeof(double) * d->tm.ndl);
 	memset(d->known, 0, sizeof(double) * d->tm.ndl);
 	for (size_t i = 0; i < d->nqps; i++) {
 		const struct cqp *q = &d->qps[i];
+		struct ctl_route r = {.idx = -1};
 
-		if (!q->planned || q->route.idx < 0)
+		if (q->planned && q->route.idx >= 0) {
+			for (uint32_t h = 0; h < q->route.nhops; h++) {
+				d->planned[q->route.dlink[h]] += q->plan_bps / 8;
+				d->known[q->route.dlink[h]] += q->rate_bps / 8;
+			}
 			continue;
-		for (uint32_t h = 0; h < q->route.nhops; h++) {
-			d->planned[q->route.dlink[h]] += q->plan_bps / 8;
-			d->known[q->route.dlink[h]] += q->rate_bps / 8;
 		}
+		if (q->sport_now == 0 || q->rate_bps <= 0)
+			continue;
+		if (pm == NULL)
+			pm = d->probe ? ctl_pathmap_probe_init(&probe, d->pl, d->pmaps, d->npmaps)
+				      : ctl_pathmap_model(d->pl);
+		{
+			struct ctl_flow f = {.src_port = q->src,
+					     .dst_port = q->dst,
+					     .host = q->host,
+					     .lqpn = q->qpn,
+					     .rqpn = q->rqpn};
+
+			if (pm == NULL || ctl_route_of_sport(pm, &f, q->sport_now, &r) < 0)
+				continue;
+		}
+		for (uint32_t h = 0; r.idx >= 0 && h < r.nhops; h++)
+			d->known[r.dlink[h]] += q->rate_bps / 8;
 	}
 }
 
