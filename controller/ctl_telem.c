@@ -108,7 +108,8 @@ int ctl_telem_init(struct ctl_telem *tm, const struct topo *t)
 			t->nodes[t->ports[k->b].node].kind == TOPO_HOST ? UINT32_MAX : k->b;
 	}
 	tm->alpha = 0.5;
-	tm->deadband = 0.05;
+	tm->deadband = 0.10;
+	tm->persist = 2;
 	tm->floor = 0.05;
 	tm->stale_ms = 1000;
 	tm->gap_ms = 500;
@@ -278,7 +279,13 @@ void ctl_telem_feedback(struct ctl_telem *tm, const double *known)
 			continue;
 		x->fresh = false;
 		u = x->bytes_s - known[dl];
+		/* noise: below the dead band, or one interval alone (the agents'
+		 * and the switches' windows are not aligned; a moved QP shows on
+		 * its new route before its rate is booked there) */
 		if (u < tm->deadband * rate)
+			u = 0;
+		x->over = u > 0 ? x->over + 1 : 0;
+		if (x->over < tm->persist)
 			u = 0;
 		x->unplanned = tm->alpha * u + (1 - tm->alpha) * x->unplanned;
 		if (x->unplanned < 1)

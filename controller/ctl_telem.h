@@ -85,6 +85,7 @@ struct ctl_telem_link {
 	/* feedback */
 	double known;	  /* bytes/s of the controller's own flows (its last call) */
 	double unplanned; /* bytes/s: smoothed max(0, measured - known) */
+	uint32_t over;	  /* intervals in a row with measured - known above the dead band */
 	unsigned logged;  /* 1 << state: that kind was logged for this link */
 	/* host signals, where no switch telemetry is (ctl_telem_host) */
 	uint32_t qps, marked; /* planned QPs crossing it; those that get CNPs */
@@ -99,7 +100,8 @@ struct ctl_telem {
 	struct ctl_telem_link *dl; /* [2 * nlinks] */
 	uint32_t ndl;
 	double alpha;		/* EWMA weight of the newest interval (0.5) */
-	double deadband;	/* unplanned below this fraction of the rate counts 0 (0.05) */
+	double deadband;	/* unplanned below this fraction of the rate counts 0 (0.10) */
+	uint32_t persist;	/* ... and above it for fewer intervals in a row (2) */
 	double floor;		/* capacity never below this fraction of the rate (0.05) */
 	uint64_t stale_ms;	/* readings older than this: demand-only (1000) */
 	uint64_t gap_ms;	/* readings further apart than this: a gap (500) */
