@@ -254,7 +254,7 @@ static struct ice_ctrl *ccl_verbs_ctrl_locked(uint32_t ip)
 			return ccl_v.ctrl[i].c;
 	if (ccl_v.nctrl == CCL_CTRLS || inet_ntop(AF_INET, &ip, s, sizeof(s)) == NULL)
 		return NULL;
-	c = ice_ctrl_open(s); /* NULL when no agent: then remember that too */
+	c = ice_ctrl_open(s, NULL); /* NULL when no agent: then remember that too */
 	ccl_v.ctrl[ccl_v.nctrl].ip = ip;
 	ccl_v.ctrl[ccl_v.nctrl].c = c;
 	ccl_v.ctrl[ccl_v.nctrl].seen = c != NULL ? ice_ctrl_version(c) : 0;

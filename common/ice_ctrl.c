@@ -4,15 +4,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static void ctrl_path(const char *ipv4, char *buf, size_t len)
+#include "ice_log.h"
+
+/* shm_open(3) names: "/ice-ctrl-<IPv4>" is /dev/shm/ice-ctrl-<IPv4> */
+static void ctrl_name(const char *ipv4, char *name, size_t nlen, char *path, size_t plen)
 {
-	snprintf(buf, len, ICE_CTRL_PATH_FMT, ipv4);
+	snprintf(name, nlen, "/ice-ctrl-%s", ipv4);
+	snprintf(path, plen, ICE_CTRL_PATH_FMT, ipv4);
 }
 
 static struct ice_ctrl *map_fd(int fd)
@@ -22,50 +27,168 @@ static struct ice_ctrl *map_fd(int fd)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-struct ice_ctrl *ice_ctrl_create(const char *ipv4)
+static bool ctrl_valid(const struct ice_ctrl *c)
 {
-	char path[128];
-	struct ice_ctrl *c;
-	int fd, err;
+	return c->magic == ICE_CTRL_MAGIC && c->version == ICE_CTRL_VERSION &&
+	       c->nslots == ICE_CTRL_SLOTS;
+}
 
-	ctrl_path(ipv4, path, sizeof(path));
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return NULL;
-	if (ftruncate(fd, sizeof(struct ice_ctrl)) < 0)
-		goto err;
-	c = map_fd(fd);
-	if (c == NULL)
-		goto err;
-	close(fd);
-	if (c->magic != ICE_CTRL_MAGIC || c->version != ICE_CTRL_VERSION) {
-		memset(c, 0, sizeof(*c));
-		c->magic = ICE_CTRL_MAGIC;
-		c->version = ICE_CTRL_VERSION;
-		c->nslots = ICE_CTRL_SLOTS;
+/* Open the existing block name: not through a link (shm_open adds
+ * O_NOFOLLOW), then the attributes (ice_ipc_check). fd, or -errno logged. */
+static int ctrl_open_checked(const char *name, const char *path, const struct ice_ipc_perm *p,
+			     struct stat *st)
+{
+	char why[160];
+	int fd = shm_open(name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0), err;
+
+	if (fd < 0) {
+		err = errno;
+		if (err == ELOOP)
+			ice_err(ICE_SUB_COMMON, "control block %s is a symbolic link: refused",
+				path);
+		else if (err == EACCES)
+			ice_warn(ICE_SUB_COMMON,
+				 "control block %s: permission denied (uid %u, not in its group "
+				 "'%s'?)",
+				 path, (unsigned)geteuid(), p->group);
+		return -err;
 	}
+	if (fstat(fd, st) < 0) {
+		err = errno;
+		close(fd);
+		return -err;
+	}
+	if (ice_ipc_check(st, S_IFREG, p, why, sizeof(why)) < 0) {
+		ice_err(ICE_SUB_COMMON, "control block %s %s: refused", path, why);
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+struct ice_ctrl *ice_ctrl_create(const char *ipv4, const struct ice_ipc_perm *perm)
+{
+	char name[64], path[128];
+	struct ice_ipc_perm def;
+	struct ice_ctrl *c = NULL;
+	struct stat st;
+	int fd = -1, err;
+
+	if (perm == NULL) {
+		ice_ipc_perm_init(&def, NULL);
+		perm = &def;
+	}
+	ctrl_name(ipv4, name, sizeof(name), path, sizeof(path));
+	for (int tries = 0; c == NULL && tries < 2; tries++) {
+		fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, perm->mode);
+		if (fd >= 0) {
+			err = -ice_ipc_fset(fd, perm); /* the group; the mode past umask */
+			if (err != 0) {
+				ice_err(ICE_SUB_COMMON,
+					"control block %s: cannot give it group '%s' "
+					"and mode %04o: %s",
+					path, perm->group, (unsigned)perm->mode, strerror(err));
+				shm_unlink(name);
+				goto err;
+			}
+			if (ftruncate(fd, sizeof(struct ice_ctrl)) < 0) {
+				err = errno;
+				shm_unlink(name);
+				goto err;
+			}
+			c = map_fd(fd);
+			if (c == NULL) {
+				err = errno;
+				shm_unlink(name);
+				goto err;
+			}
+			c->magic = ICE_CTRL_MAGIC;
+			c->version = ICE_CTRL_VERSION;
+			c->nslots = ICE_CTRL_SLOTS;
+			break;
+		}
+		if (errno != EEXIST) {
+			err = errno;
+			ice_err(ICE_SUB_COMMON, "control block %s: cannot create: %s", path,
+				strerror(err));
+			errno = err;
+			return NULL;
+		}
+		/* there already: an earlier agent's (taken over with its QPs) or
+		 * junk; either way only after the checks */
+		fd = ctrl_open_checked(name, path, perm, &st);
+		if (fd < 0) {
+			errno = -fd;
+			return NULL;
+		}
+		if ((size_t)st.st_size == sizeof(struct ice_ctrl)) {
+			c = map_fd(fd);
+			if (c == NULL) {
+				err = errno;
+				goto err;
+			}
+			if (ctrl_valid(c)) {
+				/* it passed the checks: now make it what we would create */
+				err = -ice_ipc_fset(fd, perm);
+				if (err != 0) {
+					ice_err(ICE_SUB_COMMON,
+						"control block %s: cannot give it group '%s' and "
+						"mode %04o: %s",
+						path, perm->group, (unsigned)perm->mode,
+						strerror(err));
+					munmap(c, sizeof(*c));
+					goto err;
+				}
+				break;
+			}
+			munmap(c, sizeof(*c));
+			c = NULL;
+		}
+		ice_warn(ICE_SUB_COMMON,
+			 "control block %s is stale (size %lld, not a version %d "
+			 "block): removed",
+			 path, (long long)st.st_size, ICE_CTRL_VERSION);
+		close(fd);
+		fd = -1;
+		if (shm_unlink(name) < 0 && errno != ENOENT) {
+			err = errno;
+			goto err;
+		}
+	}
+	if (c == NULL) {
+		err = EEXIST; /* created again in between: someone else is at work */
+		goto err;
+	}
+	close(fd);
 	/* a restarted agent takes over the block and the QPs in it */
 	__atomic_store_n(&c->agent_pid, (uint32_t)getpid(), __ATOMIC_RELEASE);
 	return c;
 err:
-	err = errno;
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	errno = err;
 	return NULL;
 }
 
-struct ice_ctrl *ice_ctrl_open(const char *ipv4)
+struct ice_ctrl *ice_ctrl_open(const char *ipv4, const struct ice_ipc_perm *perm)
 {
-	char path[128];
+	char name[64], path[128];
+	struct ice_ipc_perm def;
 	struct ice_ctrl *c;
 	struct stat st;
 	int fd;
 
-	ctrl_path(ipv4, path, sizeof(path));
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
+	if (perm == NULL) {
+		ice_ipc_perm_init(&def, NULL);
+		perm = &def;
+	}
+	ctrl_name(ipv4, name, sizeof(name), path, sizeof(path));
+	fd = ctrl_open_checked(name, path, perm, &st);
+	if (fd < 0) {
+		errno = -fd;
 		return NULL;
-	if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(struct ice_ctrl)) {
+	}
+	if ((size_t)st.st_size < sizeof(struct ice_ctrl)) {
 		close(fd);
 		errno = EPROTO;
 		return NULL;
@@ -74,7 +197,7 @@ struct ice_ctrl *ice_ctrl_open(const char *ipv4)
 	close(fd);
 	if (c == NULL)
 		return NULL;
-	if (c->magic != ICE_CTRL_MAGIC || c->version != ICE_CTRL_VERSION) {
+	if (!ctrl_valid(c)) {
 		munmap(c, sizeof(*c));
 		errno = EPROTO;
 		return NULL;
@@ -90,10 +213,10 @@ void ice_ctrl_close(struct ice_ctrl *c)
 
 int ice_ctrl_unlink(const char *ipv4)
 {
-	char path[128];
+	char name[64], path[128];
 
-	ctrl_path(ipv4, path, sizeof(path));
-	return unlink(path) < 0 ? -errno : 0;
+	ctrl_name(ipv4, name, sizeof(name), path, sizeof(path));
+	return shm_unlink(name) < 0 ? -errno : 0;
 }
 
 int ice_ctrl_claim(struct ice_ctrl *c, uint32_t qpn)

@@ -13,6 +13,16 @@
  *     ctl_version; the transport's progress loop compares ctl_version with
  *     the value it saw last (one load) and only then reads slots.
  * Layout changes bump ICE_CTRL_VERSION; both sides refuse a mismatch.
+ *
+ * Access (ice_ipc.h): the file is the agent's (root) and the `ice` group's,
+ * mode 0660, so that transports of non-root jobs in the group can claim
+ * slots and be steered; without that group it is root's only (0600). It is
+ * created with O_EXCL and opened with O_NOFOLLOW; on either side a block
+ * that is not a regular file owned by root (or this process's user), that
+ * others may access, or whose group bits name another group is refused
+ * with an error naming the path and what is wrong. Members of the group can
+ * write every slot, and truncate the file (a mapped reader then faults):
+ * the group is trusted with each other's steering.
  */
 #ifndef ICE_CTRL_H
 #define ICE_CTRL_H
@@ -21,6 +31,7 @@
 #include <stdint.h>
 
 #include "ice_dcqcn.h"
+#include "ice_ipc.h"
 
 #define ICE_CTRL_MAGIC	  0x31454349u /* "ICE1" */
 #define ICE_CTRL_VERSION  1
@@ -67,10 +78,16 @@ struct ice_ctrl {
 	struct ice_ctrl_qp qp[ICE_CTRL_SLOTS];
 };
 
-/* Agent: create (or take over) the block for a NIC address; NULL + errno. */
-struct ice_ctrl *ice_ctrl_create(const char *ipv4);
-/* Transport: map an existing block; NULL + errno (ENOENT: no agent). */
-struct ice_ctrl *ice_ctrl_open(const char *ipv4);
+/* Agent: create the block for a NIC address with perm's group and mode
+ * (NULL: ice_ipc_perm_init(NULL)), or take over one that passes the checks
+ * (an earlier agent's, with its QPs; given perm's group and mode); one that
+ * passes them but is not a valid block is removed and created anew. NULL +
+ * errno (EPERM: refused, logged with the reason; ELOOP: a link). */
+struct ice_ctrl *ice_ctrl_create(const char *ipv4, const struct ice_ipc_perm *perm);
+/* Transport: map an existing block, checked against perm (NULL: the group
+ * ICE_GROUP, else "ice"); NULL + errno (ENOENT: no agent; EACCES: not in
+ * the block's group; EPERM: refused and logged; EPROTO: not a block). */
+struct ice_ctrl *ice_ctrl_open(const char *ipv4, const struct ice_ipc_perm *perm);
 void ice_ctrl_close(struct ice_ctrl *c); /* unmaps; NULL-safe */
 /* Agent: remove the file (transports keep their mapping until they close). */
 int ice_ctrl_unlink(const char *ipv4);

@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "ice_log.h"
 #include "ice_time.h"
 
 #define ICE_EVENT_BATCH_MAX 64
@@ -23,24 +25,47 @@ struct ice_event_tx {
 	char job[16]; /* ICE_JOB, read once */
 };
 
+/* The socket there, when there is one, must be an agent's: a socket bound
+ * by root or by our own user (only they can have made it). Who may send to
+ * it is the kernel's business (its mode and group, set by the agent). */
+static int peer_check(const char *path)
+{
+	struct stat st;
+	uid_t me = geteuid();
+
+	if (lstat(path, &st) < 0)
+		return 0; /* no agent yet: sends fail until there is one */
+	if (S_ISSOCK(st.st_mode) && (st.st_uid == 0 || st.st_uid == me))
+		return 0;
+	ice_warn(ICE_SUB_COMMON, "agent socket %s %s %u: not reporting to it", path,
+		 !S_ISSOCK(st.st_mode) ? "is not a socket; owner uid" : "is owned by uid",
+		 (unsigned)st.st_uid);
+	return -EPERM;
+}
+
 struct ice_event_tx *ice_event_tx_open(const char *ipv4, const char *lib)
 {
 	struct ice_event_tx *tx = calloc(1, sizeof(*tx));
 	const char *env = getenv("ICE_AGENT_SOCK");
 	const char *job = getenv("ICE_JOB");
+	int err;
 
 	if (tx == NULL)
 		return NULL;
-	tx->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (tx->fd < 0) {
-		free(tx);
-		return NULL;
-	}
 	tx->to.sun_family = AF_UNIX;
 	if (env != NULL && *env != '\0')
 		snprintf(tx->to.sun_path, sizeof(tx->to.sun_path), "%s", env);
 	else
 		snprintf(tx->to.sun_path, sizeof(tx->to.sun_path), ICE_EVENT_SOCK_FMT, ipv4);
+	err = peer_check(tx->to.sun_path);
+	if (err == 0)
+		tx->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (err < 0 || tx->fd < 0) {
+		err = err < 0 ? -err : errno;
+		free(tx);
+		errno = err;
+		return NULL;
+	}
 	snprintf(tx->lib, sizeof(tx->lib), "%s", lib);
 	/* a label longer than the field is cut, not refused: it names, it
 	 * does not identify (comm_id does) */

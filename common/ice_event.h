@@ -5,6 +5,10 @@
  * agent: fixed-size binary records in datagrams on a unix socket,
  * /run/ice/agent-<NIC IPv4>.sock. Sending never blocks and never fails the
  * caller: without an agent the events are simply dropped (fail-open).
+ *
+ * The agent makes the socket root's and the `ice` group's, mode 0660
+ * (ice_ipc.h): processes in the group may send, others get EACCES. A sender
+ * reports only to a socket bound by root or by its own user.
  */
 #ifndef ICE_EVENT_H
 #define ICE_EVENT_H
@@ -73,8 +77,9 @@ struct ice_event {
 struct ice_event_tx;
 
 /* A sender for events to the agent of the NIC with address ipv4 (or the
- * path in ICE_AGENT_SOCK when set). Never NULL-fatal: returns NULL + errno,
- * and callers simply do not report. */
+ * path in ICE_AGENT_SOCK when set). Never NULL-fatal: returns NULL + errno
+ * (EPERM: what is at the path is not root's or our own socket; logged), and
+ * callers simply do not report. */
 struct ice_event_tx *ice_event_tx_open(const char *ipv4, const char *lib);
 void ice_event_tx_close(struct ice_event_tx *tx); /* NULL-safe */
 /* Fill magic, version, pid, seq, ts_ns, lib, then send without blocking.

@@ -23,6 +23,7 @@
 #include "agent_internal.h"
 #include "agent_plan.h"
 #include "ice_ctrl.h"
+#include "ice_ipc.h"
 #include "ice_time.h"
 
 ICE_LOG_SUBSYSTEM(agent_log_sub, "agent");
@@ -46,6 +47,7 @@ struct agent {
 	volatile sig_atomic_t stop;
 	bool readonly; /* --once beside a running agent: look, do not touch */
 
+	struct ice_ipc_perm perm; /* of the event socket and control block */
 	int lock_fd;
 	char lock_path[256];
 	int sock_fd;
@@ -80,6 +82,7 @@ struct agent {
 
 static int lock_take(struct agent *a)
 {
+	struct stat st;
 	char buf[32];
 	ssize_t n;
 
@@ -87,12 +90,23 @@ static int lock_take(struct agent *a)
 	 * has an eth0, and they share /run and bpffs */
 	snprintf(a->lock_path, sizeof(a->lock_path), "%s/agent-%s.lock", a->cfg.run_dir,
 		 a->cfg.addr);
-	a->lock_fd = open(a->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	a->lock_fd = open(a->lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (a->lock_fd < 0) {
 		int err = errno;
 
-		ice_err(AGENT_SUB, "cannot open lock %s: %s", a->lock_path, strerror(err));
+		ice_err(AGENT_SUB, "cannot open lock %s: %s", a->lock_path,
+			err == ELOOP ? "it is a symbolic link" : strerror(err));
 		return -err;
+	}
+	if (fstat(a->lock_fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (st.st_uid != 0 && st.st_uid != a->perm.uid) || (st.st_mode & 0022)) {
+		ice_err(AGENT_SUB,
+			"lock %s: expected a regular file of root or uid %u that only its owner "
+			"may write",
+			a->lock_path, (unsigned)a->perm.uid);
+		close(a->lock_fd);
+		a->lock_fd = -1;
+		return -EPERM;
 	}
 	if (flock(a->lock_fd, LOCK_EX | LOCK_NB) < 0) {
 		int err = errno == EWOULDBLOCK ? EBUSY : errno;
@@ -176,10 +190,33 @@ static void raise_dgram_qlen(void)
 	fclose(f);
 }
 
+/* A socket at our path is a dead agent's (we hold the lock): removed, but
+ * only when it passes the checks (ice_ipc_check), else refused. */
+static int sock_stale(struct agent *a)
+{
+	struct stat st;
+	char why[160];
+
+	if (lstat(a->sock_path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (ice_ipc_check(&st, S_IFSOCK, &a->perm, why, sizeof(why)) < 0) {
+		ice_err(AGENT_SUB, "event socket %s %s: refused (remove it if no agent runs)",
+			a->sock_path, why);
+		return -EPERM;
+	}
+	if (unlink(a->sock_path) < 0 && errno != ENOENT)
+		return -errno;
+	ice_info(AGENT_SUB, "removed the stale event socket %s", a->sock_path);
+	return 0;
+}
+
 static int sock_open(struct agent *a)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int rcvbuf = 4 << 20, n, err;
+	struct stat st;
+	char why[160];
+	mode_t um;
 
 	n = snprintf(a->sock_path, sizeof(a->sock_path), "%s/agent-%s.sock", a->cfg.run_dir,
 		     a->cfg.addr);
@@ -194,17 +231,39 @@ static int sock_open(struct agent *a)
 		return -errno;
 	setsockopt(a->sock_fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	memcpy(sa.sun_path, a->sock_path, sizeof(sa.sun_path));
-	unlink(a->sock_path); /* we hold the lock: a socket there is a dead agent's */
-	if (bind(a->sock_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		err = errno;
+	err = -sock_stale(a);
+	if (err != 0)
+		goto err_close;
+	/* bind(2) is exclusive and does not follow links; born 0600, then given
+	 * the group (run_dir passed ice_ipc_check_dir: nobody swaps it between) */
+	um = umask(0177);
+	n = bind(a->sock_fd, (struct sockaddr *)&sa, sizeof(sa));
+	err = errno;
+	umask(um);
+	if (n < 0) {
 		ice_err(AGENT_SUB, "cannot bind %s: %s", a->sock_path, strerror(err));
-		close(a->sock_fd);
-		a->sock_fd = -1;
-		a->sock_path[0] = '\0';
-		return -err;
+		goto err_close;
 	}
-	chmod(a->sock_path, 0666); /* any local library may report */
+	err = -ice_ipc_set(a->sock_path, &a->perm);
+	if (err != 0) {
+		ice_err(AGENT_SUB, "event socket %s: cannot give it group '%s' and mode %04o: %s",
+			a->sock_path, a->perm.group, (unsigned)a->perm.mode, strerror(err));
+		goto err_unlink;
+	}
+	if (lstat(a->sock_path, &st) < 0 ||
+	    ice_ipc_check(&st, S_IFSOCK, &a->perm, why, sizeof(why)) < 0) {
+		err = EPERM;
+		ice_err(AGENT_SUB, "event socket %s %s after bind", a->sock_path, why);
+		goto err_unlink;
+	}
 	return 0;
+err_unlink:
+	unlink(a->sock_path);
+err_close:
+	close(a->sock_fd);
+	a->sock_fd = -1;
+	a->sock_path[0] = '\0';
+	return -err;
 }
 
 static void announce_qp(struct agent *a, const struct ice_event *ev)
@@ -453,6 +512,32 @@ static void self_update(struct agent *a)
 
 /* ---- life */
 
+/* Who may use the event socket and the control block; run_dir must be ours
+ * alone (else someone could swap what we create in it). */
+static int ipc_setup(struct agent *a)
+{
+	char why[160];
+	int ret = ice_ipc_perm_init(&a->perm, a->cfg.group);
+
+	if (ret == -EINVAL) {
+		ice_err(AGENT_SUB, "group '%s': name too long", a->cfg.group);
+		return ret;
+	}
+	if (ret < 0 && !a->o.once)
+		ice_warn(AGENT_SUB,
+			 "group '%s' does not exist: the event socket and control block are "
+			 "root's only (0600), so only root's processes can report or be steered "
+			 "(groupadd %s, then add the jobs' users to it)",
+			 a->perm.group, a->perm.group);
+	else if (!a->o.once)
+		ice_info(AGENT_SUB, "event socket and control block: group '%s' (%u), mode %04o",
+			 a->perm.group, (unsigned)a->perm.gid, (unsigned)a->perm.mode);
+	ret = ice_ipc_check_dir(a->cfg.run_dir, &a->perm, why, sizeof(why));
+	if (ret < 0)
+		ice_err(AGENT_SUB, "run_dir %s %s", a->cfg.run_dir, why);
+	return ret;
+}
+
 struct agent *agent_new(const struct agent_cfg *cfg, const struct agent_opts *o)
 {
 	struct agent *a = calloc(1, sizeof(*a));
@@ -476,6 +561,9 @@ struct agent *agent_new(const struct agent_cfg *cfg, const struct agent_opts *o)
 		ice_err(AGENT_SUB, "cannot create %s: %s", cfg->run_dir, strerror(-ret));
 		goto err;
 	}
+	ret = ipc_setup(a);
+	if (ret < 0)
+		goto err;
 	ret = lock_take(a);
 	if (ret == -EBUSY && o->once) {
 		/* beside a running agent: read its block and maps, touch nothing */
@@ -485,9 +573,9 @@ struct agent *agent_new(const struct agent_cfg *cfg, const struct agent_opts *o)
 		goto err;
 	}
 	if (a->readonly) {
-		a->ctrl = ice_ctrl_open(cfg->addr);
+		a->ctrl = ice_ctrl_open(cfg->addr, &a->perm);
 	} else {
-		a->ctrl = ice_ctrl_create(cfg->addr);
+		a->ctrl = ice_ctrl_create(cfg->addr, &a->perm);
 		if (a->ctrl == NULL) {
 			ret = -errno;
 			ice_err(AGENT_SUB, "cannot create the control block of %s: %s", cfg->addr,

@@ -48,6 +48,9 @@ struct agent_cfg {
 	 * unexpired plan cannot be replayed to a restarted agent; "" =
 	 * <run_dir>/<fabric>/agent-<host>-<nic>.epoch, "none" = memory only */
 	char epoch_file[256];
+	/* the group given the event socket and the control block (mode 0660);
+	 * default ICE_GROUP, else "ice"; when it does not exist: root only */
+	char group[32];
 	/* resolved by agent_cfg_finish() */
 	uint32_t addr_be; /* network order */
 	int ifindex;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "ice_ipc.h"
 #include "ice_redis.h"
 #include "ice_time.h"
 
@@ -46,6 +47,9 @@ const struct ice_cfg_field agent_cfg_fields[] = {
 	F("epoch_file", ICE_CFG_STRING, epoch_file, 0, 0, 0,
 	  "the highest accepted plan epoch, kept across restarts (default "
 	  "<run_dir>/<fabric>/agent-<host>-<nic>.epoch; none: memory only)"),
+	F("group", ICE_CFG_STRING, group, 0, 0, 0,
+	  "group that may send events and be steered: event socket and control block "
+	  "root:<group> 0660 (default ICE_GROUP, else ice; a missing group: root only, 0600)"),
 };
 
 const size_t agent_cfg_nfields = sizeof(agent_cfg_fields) / sizeof(agent_cfg_fields[0]);
@@ -56,6 +60,7 @@ void agent_cfg_defaults(struct agent_cfg *c)
 	snprintf(c->fabric, sizeof(c->fabric), "default");
 	snprintf(c->redis, sizeof(c->redis), "127.0.0.1:6379");
 	snprintf(c->run_dir, sizeof(c->run_dir), "%s", AGENT_RUN_DIR);
+	snprintf(c->group, sizeof(c->group), "%s", ice_ipc_group_default());
 	c->interval = ICE_NSEC_PER_SEC;
 	c->stream_cap = 1000;
 	c->buffer = 300;

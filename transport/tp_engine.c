@@ -202,7 +202,7 @@ struct tp_engine *tp_engine_new(const struct tp_engine_cfg *cfg)
 
 		inet_ntop(AF_INET, &cfg->addr, a, sizeof(a));
 		/* both are optional: without an agent the transport runs alone */
-		e->ctrl = ice_ctrl_open(a);
+		e->ctrl = ice_ctrl_open(a, NULL);
 		e->events = ice_event_tx_open(a, "ice-tp");
 		ice_dbg(ICE_SUB_ENGINE, "engine on %s:%u, mtu %u, QPN base 0x%x, agent %s", a,
 			e->port, cfg->mtu, e->qpn_base, e->ctrl ? "found" : "absent");

@@ -293,7 +293,7 @@ static int child_verbs_unchanged(void)
  * NCCL hooks apply it (mlx5dv_modify_qp_udp_sport, here the double). */
 static int child_verbs_live(void)
 {
-	struct ice_ctrl *c = ice_ctrl_open("10.255.77.1");
+	struct ice_ctrl *c = ice_ctrl_open("10.255.77.1", NULL);
 	struct ibv_qp_attr a;
 	struct ibv_qp *qp;
 	char b[8];
@@ -612,7 +612,7 @@ static void test_verbs_live(void **state)
 	int n;
 
 	ice_ctrl_unlink("10.255.77.1"); /* a fresh block: no stale slots */
-	c = ice_ctrl_create("10.255.77.1");
+	c = ice_ctrl_create("10.255.77.1", NULL);
 	if (c == NULL)
 		skip();
 	drain();

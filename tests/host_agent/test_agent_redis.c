@@ -337,7 +337,7 @@ static void transport_start(void)
 	tx = ice_event_tx_open(addr, "ice-test");
 	unsetenv("ICE_JOB");
 	assert_non_null(tx);
-	ctrl = ice_ctrl_open(addr);
+	ctrl = ice_ctrl_open(addr, NULL);
 	assert_non_null(ctrl);
 	slot = ice_ctrl_claim(ctrl, 17);
 	assert_true(slot >= 0);
@@ -819,7 +819,7 @@ static void test_agent_bpf(void **state)
 		ice_sleep_ns(20 * ICE_NSEC_PER_MSEC);
 	ice_sleep_ns(300 * ICE_NSEC_PER_MSEC);
 	assert_int_equal(kill(pid, 0), 0);
-	c = ice_ctrl_open(bpf_addr_a);
+	c = ice_ctrl_open(bpf_addr_a, NULL);
 	assert_non_null(c);
 	sl = ice_ctrl_claim(c, 17);
 	assert_true(sl >= 0);

@@ -60,7 +60,7 @@ static int setup(void **state)
 	key_file("other.key", "fedcba9876543210fedcba9876543210", &other_key, other);
 	snprintf(addr, sizeof(addr), "127.99.%d.%d", (int)(getpid() / 250 % 250),
 		 (int)(getpid() % 250 + 1));
-	ctrl = ice_ctrl_create(addr);
+	ctrl = ice_ctrl_create(addr, NULL);
 	if (ctrl == NULL) {
 		fprintf(stderr, "skipped: cannot create a control block: %s\n", strerror(errno));
 		exit(77);

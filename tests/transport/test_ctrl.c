@@ -67,7 +67,7 @@ static struct tp_engine *engine(const char *addr)
 
 static void test_control_block(void **state)
 {
-	struct ice_ctrl *ctl = ice_ctrl_create(ADDR_A);
+	struct ice_ctrl *ctl = ice_ctrl_create(ADDR_A, NULL);
 	struct tp_engine *a, *b;
 	struct tp_qp *qa, *qb;
 	struct ice_dcqcn_params p;
