@@ -229,6 +229,11 @@ struct agent_opts {
 /* Set up everything of cfg (lock, control block, socket, BPF, metrics);
  * NULL + errno; a message was logged. errno EBUSY: another agent runs. */
 struct agent *agent_new(const struct agent_cfg *cfg, const struct agent_opts *o);
+/* After agent_new(): keep only the capabilities cfg's backends use while
+ * running (agent_caps.c; none without BPF, CAP_BPF and CAP_NET_ADMIN with
+ * it), clear the others from every set and the bounding set, set
+ * no_new_privs, and log the kept set. 0 or -errno (logged). */
+int agent_caps_drop(const struct agent_cfg *cfg);
 /* Run until agent_stop() (signal-safe) or, with once, one sample. */
 int agent_run(struct agent *a);
 void agent_stop(struct agent *a);

@@ -53,6 +53,10 @@ int main(int argc, char **argv)
 	the_agent = agent_new(&cfg, &o);
 	if (the_agent == NULL)
 		return 1;
+	if (agent_caps_drop(&cfg) < 0) {
+		agent_free(the_agent);
+		return 1;
+	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	ret = agent_run(the_agent);
