@@ -130,6 +130,23 @@ static const struct ice_cfg_field perf_fields[] = {
 	  .help = "one JSON object on stdout (human lines go to stderr)"),
 };
 
+/* A message is at most 2^22 packets; depth 0: two windows per QP in flight. */
+static int size_check(struct opts *o, uint32_t mtu, struct ice_cfg_err *err, const char *path)
+{
+	uint64_t pkts, d;
+
+	if (o->size > (uint64_t)mtu << 22)
+		return ice_cfg_fail(err, path, "size",
+				    "--size %llu: expected at most 2^22 packets of MTU %u",
+				    (unsigned long long)o->size, mtu);
+	if (o->depth == 0 && o->tp.cc.eng.mtu != 0) {
+		pkts = (o->size + mtu - 1) / mtu;
+		d = 2 * (uint64_t)o->tp.cc.eng.window_pkts / (pkts ? pkts : 1);
+		o->depth = (uint32_t)(d < 4 ? 4 : d > PERF_MAX_DEPTH ? PERF_MAX_DEPTH : d);
+	}
+	return 0;
+}
+
 static int perf_finish(void *obj, const char *path, struct ice_cfg_err *err)
 {
 	struct opts *o = obj;
@@ -140,17 +157,8 @@ static int perf_finish(void *obj, const char *path, struct ice_cfg_err *err)
 	if (ns != NULL && (strchr(ns, ',') == NULL || strchr(ns, ',') != strrchr(ns, ',')))
 		return ice_cfg_fail(err, path, "netns",
 				    "expected two namespaces, SENDER,RECEIVER, got '%s'", ns);
-	if (o->size > (uint64_t)o->tp.cc.eng.mtu << 22)
-		return ice_cfg_fail(err, path, "size",
-				    "--size %llu: expected at most 2^22 packets of MTU %u",
-				    (unsigned long long)o->size, o->tp.cc.eng.mtu);
-	if (o->depth == 0) {
-		/* two windows of packets in flight per QP */
-		uint64_t pkts = (o->size + o->tp.cc.eng.mtu - 1) / o->tp.cc.eng.mtu;
-		uint64_t d = 2 * (uint64_t)o->tp.cc.eng.window_pkts / pkts;
-
-		o->depth = (uint32_t)(d < 4 ? 4 : d > PERF_MAX_DEPTH ? PERF_MAX_DEPTH : d);
-	}
+	if (size_check(o, o->tp.cc.eng.mtu ? o->tp.cc.eng.mtu : 4096, err, path) < 0)
+		return -EINVAL;
 	o->tp.cc.nranks = 2;
 	return 0;
 }
@@ -693,7 +701,7 @@ static int run_rank(struct opts *o)
 		return 1;
 	}
 	r = tp_comm_rank(c);
-	/* the receiver takes the sender's run settings; the MTU must agree */
+	/* the receiver takes the sender's run settings (the MTU: tp_comm's) */
 	v[0] = (double)o->size;
 	v[1] = (double)o->op;
 	v[2] = (double)o->time_ns;
@@ -713,15 +721,17 @@ static int run_rank(struct opts *o)
 	o->warmup_ns = (uint64_t)v[3];
 	o->iters = (uint64_t)v[4];
 	o->warmup_iters = (uint64_t)v[5];
-	v[0] = (double)tp_engine_cfg(tp_comm_engine(c))->mtu;
-	v[1] = v[0];
-	if (tp_comm_oob_max(c, &v[0]) < 0 || v[0] != v[1]) {
-		fprintf(stderr,
-			"ice-perf: rank %d: the ranks disagree on --mtu (mine %.0f, "
-			"largest %.0f): give both the same --mtu\n",
-			r, v[1], v[0]);
-		tp_comm_free(c);
-		return 1;
+	{
+		struct ice_cfg_err ce;
+		char eb[256];
+
+		/* the MTU is known now (--mtu 0: from the interface) */
+		o->tp.cc.eng.mtu = tp_engine_cfg(tp_comm_engine(c))->mtu;
+		if (size_check(o, o->tp.cc.eng.mtu, &ce, "ice-perf") < 0) {
+			fprintf(stderr, "ice-perf: %s\n", ice_cfg_err_str(&ce, eb, sizeof(eb)));
+			tp_comm_free(c);
+			return 1;
+		}
 	}
 	if (r == 0) {
 		const struct tp_engine_cfg *ec = tp_engine_cfg(tp_comm_engine(c));

@@ -29,7 +29,8 @@
 struct tp_engine_cfg {
 	struct in_addr addr;	  /* local IPv4 address to bind (required) */
 	uint16_t port;		  /* UDP port to receive on; 4791 (0: ephemeral, tests) */
-	uint32_t mtu;		  /* RoCE payload per packet: 256, 512, 1024, 2048, 4096 */
+	uint32_t mtu;		  /* RoCE payload per packet: 256, 512, 1024, 2048, 4096;
+				   * 0: the largest that fits the interface's MTU */
 	uint32_t window_pkts;	  /* unacknowledged packets per QP */
 	uint32_t ack_every;	  /* request an ACK every N packets (and at message end) */
 	uint64_t retx_timeout_ns; /* the retransmission timer's floor: above the worst
@@ -74,7 +75,13 @@ struct tp_qp;
 
 struct tp_engine *tp_engine_new(const struct tp_engine_cfg *cfg);
 void tp_engine_free(struct tp_engine *e); /* NULL-safe; destroys its QPs */
+/* The engine's settings, cfg.mtu resolved (0 in cfg: from the interface). */
 const struct tp_engine_cfg *tp_engine_cfg(const struct tp_engine *e);
+/* The largest RoCE MTU whose packets fit an interface MTU (0: none). */
+uint32_t tp_roce_mtu_fit(uint32_t if_mtu);
+/* Lower the engine's RoCE MTU to a connection's path MTU (the smallest of
+ * the peers'), before any QP sends: -EINVAL if mtu is above it or invalid. */
+int tp_engine_set_path_mtu(struct tp_engine *e, uint32_t mtu);
 const struct tp_engine_stats *tp_engine_stats(const struct tp_engine *e);
 /* Local port actually bound (useful with cfg.port = 0). */
 uint16_t tp_engine_port(const struct tp_engine *e);

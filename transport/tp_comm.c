@@ -34,6 +34,8 @@ struct boot_hdr {
 	uint32_t k;
 	uint32_t addr; /* network order */
 	uint32_t port;
+	/* the engine's RoCE MTU: the job takes the smallest */
+	uint32_t mtu;
 	/* followed by nranks * k QP numbers: [peer * k + q] */
 };
 
@@ -335,6 +337,7 @@ struct tp_comm *tp_comm_init(const struct tp_comm_cfg *cfg)
 	h->k = c->k;
 	h->addr = cfg->eng.addr.s_addr;
 	h->port = tp_engine_port(c->e);
+	h->mtu = tp_engine_cfg(c->e)->mtu;
 	for (int p = 0; p < c->nranks; p++) {
 		if (p == c->rank)
 			continue;
@@ -356,6 +359,22 @@ struct tp_comm *tp_comm_init(const struct tp_comm_cfg *cfg)
 		if (table == NULL) {
 			err = -errno;
 			goto err;
+		}
+	}
+	for (int p = 0; p < c->nranks && table != NULL; p++) {
+		const struct boot_hdr *ph = (const struct boot_hdr *)(table + rec_len * (size_t)p);
+
+		/* as RC QPs take min(active MTU) of both ports at RTR */
+		if (ph->mtu < tp_engine_cfg(c->e)->mtu) {
+			err = tp_engine_set_path_mtu(c->e, ph->mtu);
+			if (err < 0) {
+				ice_err(ICE_SUB_COMM,
+					"rank %d announced RoCE MTU %u: expected 256..4096", p,
+					ph->mtu);
+				goto err;
+			}
+			ice_dbg(ICE_SUB_COMM, "rank %d's RoCE MTU is %u: the job uses it", p,
+				ph->mtu);
 		}
 	}
 	for (int p = 0; p < c->nranks; p++) {
@@ -470,7 +489,7 @@ int tp_comm_wait(struct tp_comm *c, struct tp_req *r)
  * MTU-aligned pieces, the last one shorter. */
 static void split_piece(const struct tp_comm *c, size_t len, uint32_t q, size_t *off, size_t *plen)
 {
-	size_t mtu = c->cfg.eng.mtu;
+	size_t mtu = tp_engine_cfg(c->e)->mtu;
 	size_t per = (len + c->k - 1) / c->k;
 
 	per = (per + mtu - 1) / mtu * mtu;

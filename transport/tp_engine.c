@@ -13,10 +13,13 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/ip.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -28,7 +31,7 @@ void tp_engine_cfg_default(struct tp_engine_cfg *c)
 	memset(c, 0, sizeof(*c));
 	c->addr.s_addr = htonl(INADDR_LOOPBACK);
 	c->port = ICE_ROCE_UDP_PORT;
-	c->mtu = 4096;
+	c->mtu = 0; /* from the interface, as a NIC's active MTU */
 	c->window_pkts = 512;
 	c->ack_every = 32;
 	/* a NIC's local ACK timeout of 14 (4.096 us x 2^14); tools on a fabric
@@ -123,12 +126,90 @@ err_close:
 	return err;
 }
 
+uint32_t tp_roce_mtu_fit(uint32_t if_mtu)
+{
+	/* IPv4 + UDP + the largest RoCE header we send + ICRC */
+	uint32_t hdr = 20 + 8 + TP_MAX_HDR_LEN + ICE_ROCE_ICRC_LEN;
+
+	for (uint32_t m = 4096; m >= 256; m >>= 1)
+		if (m + hdr <= if_mtu)
+			return m;
+	return 0;
+}
+
+/* The MTU of the interface that holds addr (0: none does). */
+static uint32_t if_mtu_of(struct in_addr addr, char *name, size_t name_len)
+{
+	struct ifaddrs *ifs, *i;
+	uint32_t mtu = 0;
+
+	if (getifaddrs(&ifs) < 0)
+		return 0;
+	for (i = ifs; i != NULL; i = i->ifa_next) {
+		struct ifreq ifr;
+		int fd;
+
+		if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
+		    ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr != addr.s_addr)
+			continue;
+		memset(&ifr, 0, sizeof(ifr));
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", i->ifa_name);
+		fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && ioctl(fd, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > 0) {
+			mtu = (uint32_t)ifr.ifr_mtu;
+			snprintf(name, name_len, "%s", i->ifa_name);
+		}
+		if (fd >= 0)
+			close(fd);
+		break;
+	}
+	freeifaddrs(ifs);
+	return mtu;
+}
+
+/* mtu 0: the largest RoCE MTU whose packets fit the interface that holds the
+ * engine's address, as a RoCE NIC derives its active MTU from its netdev's;
+ * an address on no interface (INADDR_ANY) takes 4096 and says so. */
+static int mtu_resolve(struct tp_engine_cfg *c)
+{
+	char a[INET_ADDRSTRLEN], ifn[IFNAMSIZ] = "";
+	uint32_t ifm;
+
+	if (c->mtu != 0)
+		return 0;
+	inet_ntop(AF_INET, &c->addr, a, sizeof(a));
+	ifm = if_mtu_of(c->addr, ifn, sizeof(ifn));
+	if (ifm == 0) {
+		c->mtu = 4096;
+		ice_dbg(ICE_SUB_ENGINE, "%s is on no interface: RoCE MTU 4096", a);
+		return 0;
+	}
+	c->mtu = tp_roce_mtu_fit(ifm);
+	if (c->mtu == 0) {
+		ice_err(ICE_SUB_ENGINE,
+			"%s (%s) has MTU %u: too small for the smallest RoCE MTU, 256", ifn, a,
+			ifm);
+		return -EINVAL;
+	}
+	ice_dbg(ICE_SUB_ENGINE, "%s (%s) has MTU %u: RoCE MTU %u", ifn, a, ifm, c->mtu);
+	return 0;
+}
+
+int tp_engine_set_path_mtu(struct tp_engine *e, uint32_t mtu)
+{
+	if (mtu > e->cfg.mtu || mtu < 256 || (mtu & (mtu - 1)) != 0)
+		return -EINVAL;
+	e->cfg.mtu = mtu;
+	return 0;
+}
+
 static int cfg_check(const struct tp_engine_cfg *c)
 {
 	struct ice_cfg_err ce;
 
-	if (c->mtu < 256 || c->mtu > 4096 || (c->mtu & (c->mtu - 1)) != 0) {
-		ice_err(ICE_SUB_ENGINE, "mtu %u: expected 256, 512, 1024, 2048 or 4096", c->mtu);
+	if (c->mtu != 0 && (c->mtu < 256 || c->mtu > 4096 || (c->mtu & (c->mtu - 1)) != 0)) {
+		ice_err(ICE_SUB_ENGINE, "mtu %u: expected 256, 512, 1024, 2048, 4096 or 0 (auto)",
+			c->mtu);
 		return -EINVAL;
 	}
 	if (c->window_pkts < 1 || c->window_pkts > (1u << 22)) {
@@ -165,6 +246,13 @@ struct tp_engine *tp_engine_new(const struct tp_engine_cfg *cfg)
 	if (e == NULL)
 		return NULL;
 	e->cfg = *cfg;
+	err = mtu_resolve(&e->cfg);
+	if (err < 0) {
+		free(e);
+		errno = -err;
+		return NULL;
+	}
+	cfg = &e->cfg;
 	e->rng = ((uint64_t)getpid() << 32) ^ ice_now_ns() ^ 0x9e3779b97f4a7c15ull;
 	e->rng ^= (uint64_t)(++engines_made) << 40;
 	if (cfg->rx_drop_seed != 0)

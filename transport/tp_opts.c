@@ -58,12 +58,16 @@ static int set_mtu(const struct ice_cfg_field *f, void *obj, const char *text, c
 	static const char *const mtus[] = {"256", "512", "1024", "2048", "4096", NULL};
 
 	(void)f;
+	if (strcmp(text, "auto") == 0) {
+		((struct tp_opts *)obj)->cc.eng.mtu = 0;
+		return 0;
+	}
 	for (int i = 0; mtus[i] != NULL; i++)
 		if (strcmp(text, mtus[i]) == 0) {
 			((struct tp_opts *)obj)->cc.eng.mtu = 256u << i;
 			return 0;
 		}
-	snprintf(msg, len, "expected 256, 512, 1024, 2048 or 4096, got '%s'", text);
+	snprintf(msg, len, "expected auto, 256, 512, 1024, 2048 or 4096, got '%s'", text);
 	return -EINVAL;
 }
 
@@ -151,7 +155,9 @@ static const struct ice_cfg_field tp_fields[] = {
 	F("qps", ICE_CFG_U32, cc.qps_per_conn, .min = 1, .max = 64, .alias = 'q',
 	  .help = "QPs per connection (default 1)"),
 	FN("mtu", set_mtu, .arg = "N",
-	   .help = "RoCE payload MTU: 256, 512, ... 4096 (default 4096)"),
+	   .help = "RoCE payload MTU: 256, 512, ... 4096, or auto (default):\n"
+		   "the largest whose packets fit the interface; a job\n"
+		   "takes its ranks' smallest"),
 	F("line_rate", ICE_CFG_RATE, cc.eng.line_rate_bps,
 	  .help = "NIC line rate for DCQCN and the pacer, e.g. 200mbit\n(default none)"),
 	FN("dcqcn", set_dcqcn, .arg = "KEY=VALUE",

@@ -152,6 +152,38 @@ static void test_send_sizes(void **state)
 	pair_close(&p);
 }
 
+/* The RoCE MTU from the interface's: the largest whose packets (IPv4, UDP,
+ * BTH + RETH, ICRC: 60 bytes around the payload) fit, as a NIC's active MTU
+ * follows its netdev's; a job lowers it to its smallest rank's. */
+static void test_mtu_auto(void **state)
+{
+	struct tp_engine_cfg c;
+	struct tp_engine *e;
+
+	(void)state;
+	assert_int_equal(tp_roce_mtu_fit(1500), 1024);
+	assert_int_equal(tp_roce_mtu_fit(9000), 4096);
+	assert_int_equal(tp_roce_mtu_fit(4156), 4096);
+	assert_int_equal(tp_roce_mtu_fit(4155), 2048);
+	assert_int_equal(tp_roce_mtu_fit(316), 256);
+	assert_int_equal(tp_roce_mtu_fit(315), 0);
+	cfg_base(&c);
+	c.mtu = 0; /* 127.0.0.1: lo, MTU 65536 */
+	e = tp_engine_new(&c);
+	assert_non_null(e);
+	assert_int_equal(tp_engine_cfg(e)->mtu, 4096);
+	assert_int_equal(tp_engine_set_path_mtu(e, 8192), -EINVAL);
+	assert_int_equal(tp_engine_set_path_mtu(e, 1000), -EINVAL);
+	assert_int_equal(tp_engine_set_path_mtu(e, 1024), 0);
+	assert_int_equal(tp_engine_set_path_mtu(e, 2048), -EINVAL); /* never raised */
+	assert_int_equal(tp_engine_cfg(e)->mtu, 1024);
+	tp_engine_free(e);
+	c.mtu = 3000;
+	errno = 0;
+	assert_null(tp_engine_new(&c));
+	assert_int_equal(errno, EINVAL);
+}
+
 static void test_psn_wrap(void **state)
 {
 	static const size_t sizes[] = {300000, 300000};
@@ -756,6 +788,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_send_sizes),
 		cmocka_unit_test(test_engine_wake),
+		cmocka_unit_test(test_mtu_auto),
 		cmocka_unit_test(test_psn_wrap),
 		cmocka_unit_test(test_loss_data_and_acks),
 		cmocka_unit_test(test_duplication_and_reordering),
