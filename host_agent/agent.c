@@ -23,6 +23,7 @@
 #include "agent_internal.h"
 #include "agent_plan.h"
 #include "ice_ctrl.h"
+#include "ice_http.h"
 #include "ice_ipc.h"
 #include "ice_time.h"
 
@@ -54,7 +55,7 @@ struct agent {
 	char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct ice_ctrl *ctrl;
 	struct agent_bpf *bpf;
-	struct agent_metrics *metrics;
+	struct ice_http *metrics;
 	struct agent_redis redis;
 	struct agent_queue queue;
 	struct agent_plan *plan; /* the controller's plans (agent_plan.c) */
@@ -609,7 +610,10 @@ struct agent *agent_new(const struct agent_cfg *cfg, const struct agent_opts *o)
 		}
 	}
 	if (!o->once && cfg->metrics_port != 0) {
-		a->metrics = agent_metrics_new((uint16_t)cfg->metrics_port);
+		char addr[16];
+
+		snprintf(addr, sizeof(addr), "%u", cfg->metrics_port);
+		a->metrics = ice_http_new(addr);
 		if (a->metrics == NULL) {
 			ret = -errno;
 			ice_err(AGENT_SUB, "metrics: cannot listen on port %u: %s",
@@ -694,7 +698,7 @@ int agent_run(struct agent *a)
 		self_update(a);
 		if (a->sock_fd >= 0)
 			pfd[n++] = (struct pollfd){.fd = a->sock_fd, .events = POLLIN};
-		n += agent_metrics_fds(a->metrics, &pfd[n], 3 - n);
+		n += ice_http_fds(a->metrics, &pfd[n], 3 - n);
 		np = agent_plan_fds(a->plan, &pfd[n], 4 - n);
 		if (poll(pfd, (nfds_t)(n + np), poll_timeout_ms(a, ice_now_ns())) < 0 &&
 		    errno != EINTR)
@@ -721,7 +725,7 @@ void agent_free(struct agent *a)
 	/* a clean exit removes what it attached; a crash leaves the pins for a
 	 * successor to take over */
 	agent_bpf_close(a->bpf, !a->readonly);
-	agent_metrics_free(a->metrics);
+	ice_http_free(a->metrics);
 	if (a->sock_fd >= 0)
 		close(a->sock_fd);
 	if (a->sock_path[0] != '\0')

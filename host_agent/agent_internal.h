@@ -56,7 +56,6 @@ void agent_redis_tick(struct agent_redis *r, struct agent_queue *q, uint64_t now
 void agent_redis_offline(struct agent_redis *r);
 
 /* ---- /metrics (agent_metrics.c) */
-struct agent_metrics;
 struct agent_self {
 	double cpu_s;	/* user + system seconds */
 	double cpu_pct; /* of one core, last interval */
@@ -70,12 +69,11 @@ struct agent_self {
 	uint64_t samples;   /* intervals sampled */
 };
 
-struct agent_metrics *agent_metrics_new(uint16_t port); /* NULL + errno */
-void agent_metrics_free(struct agent_metrics *m);
-/* fds to poll: listener and client (-1 when none); events wanted. */
-int agent_metrics_fds(struct agent_metrics *m, struct pollfd *pfd, int max);
-void agent_metrics_io(struct agent_metrics *m, const struct agent_sample *s,
-		      const struct agent_cfg *cfg, const struct agent_self *self);
+/* The server is common/ice_http.h's (ice_http_new, _fds, _free); this
+ * answers GET /metrics after poll(). */
+struct ice_http;
+void agent_metrics_io(struct ice_http *m, const struct agent_sample *s, const struct agent_cfg *cfg,
+		      const struct agent_self *self);
 /* The Prometheus text of a sample (malloc'ed). */
 char *agent_metrics_text(const struct agent_sample *s, const struct agent_cfg *cfg,
 			 const struct agent_self *self);

@@ -1,94 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * agent_metrics: GET /metrics in Prometheus text format (0.0.4), served by
- * a tiny HTTP/1.0 server inside the agent's poll loop: non-blocking, one
- * client at a time (others wait in the listen backlog), closed after the
- * response, dropped when it stalls.
+ * common/ice_http.c inside the agent's poll loop.
  */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "agent_internal.h"
-#include "ice_time.h"
-
-#define REQ_MAX	      4096
-#define CLIENT_MAX_NS (2 * ICE_NSEC_PER_SEC)
-
-struct agent_metrics {
-	int lfd, cfd;
-	char req[REQ_MAX];
-	size_t req_len;
-	char *resp;
-	size_t resp_len, resp_off;
-	uint64_t since_ns;
-};
-
-struct agent_metrics *agent_metrics_new(uint16_t port)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-	struct agent_metrics *m = calloc(1, sizeof(*m));
-	int one = 1, err;
-
-	if (m == NULL)
-		return NULL;
-	m->cfd = -1;
-	m->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (m->lfd < 0)
-		goto err_free;
-	setsockopt(m->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	sa.sin_addr.s_addr = htonl(INADDR_ANY);
-	if (bind(m->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(m->lfd, 8) < 0)
-		goto err_close;
-	return m;
-err_close:
-	err = errno;
-	close(m->lfd);
-	errno = err;
-err_free:
-	err = errno;
-	free(m);
-	errno = err;
-	return NULL;
-}
-
-static void client_close(struct agent_metrics *m)
-{
-	if (m->cfd >= 0)
-		close(m->cfd);
-	m->cfd = -1;
-	free(m->resp);
-	m->resp = NULL;
-	m->req_len = m->resp_len = m->resp_off = 0;
-}
-
-void agent_metrics_free(struct agent_metrics *m)
-{
-	if (m == NULL)
-		return;
-	client_close(m);
-	close(m->lfd);
-	free(m);
-}
-
-int agent_metrics_fds(struct agent_metrics *m, struct pollfd *pfd, int max)
-{
-	if (m == NULL || max < 1)
-		return 0;
-	if (m->cfd < 0) {
-		pfd[0] = (struct pollfd){.fd = m->lfd, .events = POLLIN};
-		return 1;
-	}
-	pfd[0] = (struct pollfd){.fd = m->cfd, .events = m->resp != NULL ? POLLOUT : POLLIN};
-	return 1;
-}
+#include "ice_http.h"
 
 /* ---- the text */
 
@@ -186,84 +107,26 @@ char *agent_metrics_text(const struct agent_sample *s, const struct agent_cfg *c
 	return buf;
 }
 
-static void respond(struct agent_metrics *m, const struct agent_sample *s,
-		    const struct agent_cfg *cfg, const struct agent_self *self)
-{
-	char *body = NULL, *out = NULL;
-	const char *status = "404 Not Found", *ctype = "text/plain";
-	size_t blen;
-	FILE *f;
-	size_t olen = 0;
+struct metrics_ctx {
+	const struct agent_sample *s;
+	const struct agent_cfg *cfg;
+	const struct agent_self *self;
+};
 
-	if (strncmp(m->req, "GET /metrics ", 13) == 0 ||
-	    strncmp(m->req, "GET /metrics?", 13) == 0) {
-		body = agent_metrics_text(s, cfg, self);
-		status = body != NULL ? "200 OK" : "500 Internal Server Error";
-		ctype = "text/plain; version=0.0.4";
-	}
-	if (body == NULL)
-		body = strdup("try /metrics\n");
-	blen = body != NULL ? strlen(body) : 0;
-	f = open_memstream(&out, &olen);
-	if (f != NULL) {
-		fprintf(f,
-			"HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-			"Connection: close\r\n\r\n%s",
-			status, ctype, blen, body != NULL ? body : "");
-		fclose(f);
-	}
-	free(body);
-	if (out == NULL) {
-		client_close(m);
-		return;
-	}
-	m->resp = out;
-	m->resp_len = olen;
-	m->resp_off = 0;
+static char *metrics_body(void *ctx, const char *path, const char **ctype)
+{
+	const struct metrics_ctx *c = ctx;
+
+	if (strcmp(path, "/metrics") != 0)
+		return NULL;
+	*ctype = "text/plain; version=0.0.4";
+	return agent_metrics_text(c->s, c->cfg, c->self);
 }
 
-void agent_metrics_io(struct agent_metrics *m, const struct agent_sample *s,
-		      const struct agent_cfg *cfg, const struct agent_self *self)
+void agent_metrics_io(struct ice_http *m, const struct agent_sample *s, const struct agent_cfg *cfg,
+		      const struct agent_self *self)
 {
-	ssize_t n;
+	struct metrics_ctx c = {s, cfg, self};
 
-	if (m == NULL)
-		return;
-	if (m->cfd < 0) {
-		m->cfd = accept4(m->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (m->cfd < 0)
-			return;
-		m->since_ns = ice_now_ns();
-	}
-	if (ice_now_ns() - m->since_ns > CLIENT_MAX_NS) {
-		client_close(m);
-		return;
-	}
-	if (m->resp == NULL) {
-		n = recv(m->cfd, m->req + m->req_len, sizeof(m->req) - 1 - m->req_len, 0);
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-			client_close(m);
-			return;
-		}
-		if (n > 0)
-			m->req_len += (size_t)n;
-		m->req[m->req_len] = '\0';
-		if (strstr(m->req, "\r\n\r\n") == NULL && strstr(m->req, "\n\n") == NULL) {
-			if (m->req_len == sizeof(m->req) - 1)
-				client_close(m);
-			return;
-		}
-		respond(m, s, cfg, self);
-		if (m->resp == NULL)
-			return;
-	}
-	n = send(m->cfd, m->resp + m->resp_off, m->resp_len - m->resp_off, MSG_NOSIGNAL);
-	if (n < 0 && errno != EAGAIN && errno != EINTR) {
-		client_close(m);
-		return;
-	}
-	if (n > 0)
-		m->resp_off += (size_t)n;
-	if (m->resp_off == m->resp_len)
-		client_close(m);
+	ice_http_io(m, metrics_body, &c);
 }
