@@ -51,6 +51,11 @@ static const char *const patterns[ICE_RK_MAX] = {
 	[ICE_RK_SW_EXPORTER] = "ice:<F>:sw:exporter",
 	[ICE_RK_CTL_LINK] = "ice:<F>:ctl:link:<link>",
 	[ICE_RK_CTL_QP] = "ice:<F>:ctl:qp:<id>",
+	[ICE_RK_CTL_MEMBERS] = "ice:<F>:ctl:members",
+	[ICE_RK_POLICY_SEQ] = "ice:<F>:policy:seq",
+	[ICE_RK_POLICY_CURRENT] = "ice:<F>:policy:current",
+	[ICE_RK_POLICY] = "ice:<F>:policy:<version>",
+	[ICE_RK_POLICY_LOG] = "ice:<F>:policy:log",
 };
 
 const char *ice_rkey_pattern(enum ice_rkey k)

@@ -62,6 +62,12 @@ enum ice_rkey {
 	/* controller: what it knows (closed loop) */
 	ICE_RK_CTL_LINK,
 	ICE_RK_CTL_QP,
+	/* the operator's surface (icectl) */
+	ICE_RK_CTL_MEMBERS,
+	ICE_RK_POLICY_SEQ,
+	ICE_RK_POLICY_CURRENT,
+	ICE_RK_POLICY,
+	ICE_RK_POLICY_LOG,
 	ICE_RK_MAX,
 };
 

@@ -258,15 +258,20 @@ struct ctl_policy {
 
 /* NULL + errno on failure, err naming file:line, key and the expectation
  * (an error inside the baseline file names that file). A relative
- * `baseline:` path is taken from the policy file's directory; from the
- * current directory for ctl_policy_load_string(). */
+ * `baseline:` path is taken from the policy file's directory; for
+ * ctl_policy_load_string() from dir (NULL: the current directory), the
+ * directory of the file the text came from (a policy kept in Redis). */
 struct ctl_policy *ctl_policy_load(const char *path, struct ice_cfg_err *err);
 struct ctl_policy *ctl_policy_load_string(const char *name, const char *yaml, size_t len,
-					  struct ice_cfg_err *err);
+					  const char *dir, struct ice_cfg_err *err);
 void ctl_policy_free(struct ctl_policy *p); /* NULL-safe */
 /* First matching rule's profile, else the default one. Never NULL. */
 const struct ctl_profile *ctl_policy_match(const struct ctl_policy *p, enum ctl_coll_op op,
 					   uint64_t msg_bytes, uint64_t comm, uint32_t tclass);
+/* The index of the first matching rule, -1 when the default applies (why a
+ * QP has its profile: icectl explain). */
+int ctl_policy_rule(const struct ctl_policy *p, enum ctl_coll_op op, uint64_t msg_bytes,
+		    uint64_t comm, uint32_t tclass);
 
 /* ---- plans ------------------------------------------------------------------- */
 

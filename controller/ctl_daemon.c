@@ -261,6 +261,7 @@ static void plan(struct ctld *d)
 		ret = ctl_plan_rates(d->pl, &dem, 0, d->cfg.headroom);
 	if (ret < 0) {
 		ice_err(SUB, "planning %zu flows failed: %s", dem.n, strerror(-ret));
+		d->m.plan_failures++;
 		goto out;
 	}
 	for (size_t k = 0; k < dem.n; k++) {
@@ -298,6 +299,14 @@ static void plan(struct ctld *d)
 		 st.bound, ecmp, st.moved, st.total_s * 1e3,
 		 down_used ? "; some flows cross a down link" : "");
 	d->plans++;
+	d->m.plans++;
+	d->m.plan_s = st.total_s;
+	ctld_hist_add(&d->m.plan_hist, ctld_plan_buckets, st.total_s);
+	d->m.qps_planned = dem.n;
+	d->m.qps_announced = nann;
+	d->m.max_util = st.max_util;
+	d->m.bound = st.bound;
+	d->m.ecmp_util = ecmp;
 	if (ctl_host_plans_build(d->topo, &dem, d->pol, 0, 0, 0, &hps, &nh) < 0 ||
 	    add_empty_plans(d, &hps, &nh) < 0)
 		goto out;
@@ -320,7 +329,10 @@ static void plan(struct ctld *d)
 	d->nlast = nh;
 	hps = NULL;
 	ctld_pend_start(d, epoch, d->last, d->nlast, planned_ms);
+	d->m.publications++;
+	d->m.epoch = epoch;
 	ctld_telem_moves_publish(d, epoch);
+	ctld_ops_qp_records(d, &dem, qix, epoch);
 	{
 		char e[24], mu[24], b[24], ec[24], fl[24], mv[24], du[24], ts[24];
 		const char *kv[] = {"id",    d->cfg.id, "epoch",	   e,  "max_util", mu,
@@ -421,6 +433,8 @@ struct ctld *ctld_new(const struct ctld_cfg *cfg)
 		goto err;
 	}
 #undef K
+	if (ctld_ops_init(d) < 0)
+		goto err;
 	ice_redis_init(&d->link, cfg->redis, cfg->redis_timeout);
 	d->link.backoff_max_ns = 500 * ICE_NSEC_PER_MSEC; /* a leader must come back fast */
 	ice_info(SUB,
@@ -455,6 +469,7 @@ int ctld_run(struct ctld *d)
 		if (ctld_redis_up(d)) {
 			if (!d->cfg.dry_run)
 				ctld_lease_tick(d);
+			ctld_ops_tick(d);
 			ctld_read_links(d);
 			ctld_telem_poll(d);
 			ctld_telem_tick(d);
@@ -503,7 +518,7 @@ int ctld_run(struct ctld *d)
 		if (next <= now)
 			next = now + d->cfg.interval;
 		else
-			ice_sleep_ns(next - now);
+			ctld_ops_wait(d, next - now);
 	}
 	return 0;
 }
@@ -513,6 +528,7 @@ void ctld_free(struct ctld *d)
 	if (d == NULL)
 		return;
 	ctld_lease_release(d);
+	ctld_ops_fini(d);
 	ice_redis_fini(&d->link);
 	for (size_t i = 0; i < d->ncolls; i++)
 		ctld_coll_free(&d->colls[i]);

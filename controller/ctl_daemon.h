@@ -29,6 +29,7 @@ struct ctld_cfg {
 	char policy[256];	/* DCQCN policy YAML; "" = DCQCN defaults */
 	char key[256];		/* HMAC key file (required unless dry_run) */
 	char id[64];		/* controller id in the lease; "" = <hostname>-<pid> */
+	char metrics[64];	/* ADDR:PORT of /metrics; "" = off */
 	uint64_t interval;	/* ns: loop period (events, links, lease) */
 	uint64_t qp_interval;	/* ns: how often the QP view is re-read */
 	uint64_t reopt;		/* ns: periodic global re-optimisation; 0 = never */

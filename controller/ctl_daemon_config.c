@@ -21,7 +21,11 @@ const struct ice_cfg_field ctld_cfg_fields[] = {
 	F("fabric", ICE_CFG_STRING, fabric, 0, 0, 0, "fabric name: keys are ice:<fabric>:..."),
 	F("topology", ICE_CFG_STRING, topology, 0, 0, 0, "topology file (topo/ YAML, required)"),
 	F("redis", ICE_CFG_STRING, redis, 0, 0, 0, "Redis: host:port or unix:/path"),
-	F("policy", ICE_CFG_STRING, policy, 0, 0, 0, "DCQCN policy file (default: DCQCN defaults)"),
+	F("policy", ICE_CFG_STRING, policy, 0, 0, 0,
+	  "DCQCN policy file (default: DCQCN defaults); a policy applied in\n"
+	  "Redis (icectl policy apply) replaces it while running"),
+	F("metrics", ICE_CFG_STRING, metrics, 0, 0, 0,
+	  "ADDR:PORT (or PORT) of GET /metrics, Prometheus text; \"\" = off"),
 	F("key", ICE_CFG_STRING, key, 0, 0, 0, "HMAC key file of the plans (required to publish)"),
 	F("id", ICE_CFG_STRING, id, 0, 0, 0, "controller id in the lease (default <host>-<pid>)"),
 	F("interval", ICE_CFG_DURATION, interval, 5e6, 10e9, ICE_NSEC_PER_MSEC,

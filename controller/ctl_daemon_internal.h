@@ -18,6 +18,7 @@
 #include "ctl_daemon.h"
 #include "ctl_pmap.h"
 #include "ctl_telem.h"
+#include "ice_http.h"
 #include "ice_redis.h"
 #include "ice_time.h"
 
@@ -33,6 +34,7 @@ extern uint32_t ctld_log_sub; /* ICE_LOG=...,debug=ctl */
 #define PEAK_DECAY	     0.95 /* per QP view refresh: half-life ~14 refreshes */
 #define ARGV_MAX	     4096
 #define CTLD_DUMMY_KEY_BYTES 32
+#define CTLD_HIST_MAX	     12 /* histogram buckets (ctl_daemon_ops.c) */
 
 enum trig {
 	TRIG_NONE = 0,
@@ -169,6 +171,27 @@ struct ctld {
 	bool *hot;	     /* [2 * nlinks] congested links of the pending trigger */
 	struct cmove *moves; /* this plan's */
 	uint32_t nmoves;
+
+	/* the operator's surface (ctl_daemon_ops.c) */
+	struct ice_http *http; /* GET /metrics; NULL: off */
+	uint64_t pol_version;  /* the applied Redis policy in force; 0: the file's, or none */
+	uint64_t pol_refused;  /* the last version refused (not tried again) */
+	char k_members[128], k_polcur[128];
+	uint64_t next_member_ns;
+	uint64_t started_ms;
+	struct ctld_metrics {
+		uint64_t plans, publications, plan_failures;
+		uint64_t refused_fenced, refused_policy; /* publications, applied policies */
+		uint64_t policies;			 /* applied policies taken */
+		uint64_t epoch;
+		size_t qps_planned, qps_announced;
+		double plan_s, max_util, bound, ecmp_util;
+		struct ctld_hist {
+			uint64_t n[CTLD_HIST_MAX + 1]; /* per bucket; the last: +Inf */
+			uint64_t count;
+			double sum;
+		} plan_hist, react_hist;
+	} m;
 };
 
 /* how often the probe maps' learning times are read (a changed map is
@@ -228,6 +251,23 @@ bool ctld_telem_movable(const struct ctld *d, const struct cqp *q, unsigned trig
 void ctld_telem_move(struct ctld *d, struct cqp *q, const struct ctl_route *old, unsigned trig);
 /* Write the reasons of this plan's moves under epoch (pipelined). */
 void ctld_telem_moves_publish(struct ctld *d, uint64_t epoch);
+
+/* ---- ctl_daemon_ops.c: the operator's surface */
+int ctld_ops_init(struct ctld *d); /* keys, /metrics; 0 or -errno (logged) */
+void ctld_ops_fini(struct ctld *d);
+/* Every interval: this controller in ctl:members (each second), an applied
+ * policy taken (a new ice:<F>:policy:current), or refused with the old kept. */
+void ctld_ops_tick(struct ctld *d);
+/* Sleep ns, answering /metrics meanwhile. */
+void ctld_ops_wait(struct ctld *d, uint64_t ns);
+/* Why each planned QP has its route, port, rate and profile (ctl:qp:<id>,
+ * pipelined); qix[k]: the cqp of flow k. */
+void ctld_ops_qp_records(struct ctld *d, const struct ctl_demand *dem, const uint32_t *qix,
+			 uint64_t epoch);
+void ctld_hist_add(struct ctld_hist *h, const double *bounds, double v);
+extern const double ctld_plan_buckets[CTLD_HIST_MAX], ctld_react_buckets[CTLD_HIST_MAX];
+/* The Prometheus text (malloc'd). */
+char *ctld_metrics_text(const struct ctld *d);
 
 /* ---- ctl_daemon_publish.c */
 /* Publish one plan per host under a new fenced epoch: 0 with *epoch_out,

@@ -202,6 +202,7 @@ int ctld_publish(struct ctld *d, struct ice_host_plan *hps, uint32_t nh, uint64_
 									    : r->str);
 		if (r->type == REDIS_REPLY_INTEGER && r->integer == -1)
 			d->leader = false;
+		d->m.refused_fenced++;
 		ret = -EPERM;
 	}
 	freeReplyObject(r);
@@ -292,6 +293,8 @@ void ctld_read_applied(struct ctld *d)
 			       max_ts > p->pub_ms ? max_ts - p->pub_ms : 0);
 			fflush(stdout);
 			snprintf(rm, sizeof(rm), "%" PRIu64, max_ts - p->trigger_ms);
+			ctld_hist_add(&d->m.react_hist, ctld_react_buckets,
+				      (double)(max_ts - p->trigger_ms) / 1e3);
 			snprintf(ep, sizeof(ep), "%" PRIu64, p->epoch);
 			ctld_status_write(d, kv, 6);
 		} else {

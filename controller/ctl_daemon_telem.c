@@ -227,13 +227,13 @@ static void publish_links(struct ctld *d)
 	}
 	snprintf(ts, sizeof(ts), "%" PRIu64, ice_wall_ms());
 	for (uint32_t l = 0; l < d->topo->nlinks; l++) {
-		char v[2][7][24];
-		const char *argv[2 + 2 * 2 * 7 + 2];
-		static const char *const f[2][7] = {
+		char v[2][8][24];
+		const char *argv[2 + 2 * 2 * 8 + 2];
+		static const char *const f[2][8] = {
 			{"up_planned", "up_known", "up_measured", "up_unplanned", "up_capacity",
-			 "up_avg_queue", "up_state"},
+			 "up_avg_queue", "up_state", "up_ce"},
 			{"down_planned", "down_known", "down_measured", "down_unplanned",
-			 "down_capacity", "down_avg_queue", "down_state"}};
+			 "down_capacity", "down_avg_queue", "down_state", "down_ce"}};
 		int argc = 0;
 
 		if (ice_rkey(key, sizeof(key), ICE_RK_CTL_LINK, d->cfg.fabric, NULL, d->lname[l]) <
@@ -256,7 +256,8 @@ static void publish_links(struct ctld *d)
 				 : x->state != CTL_TL_OK && (x->qps > 0 || x->hunplanned > 0)
 					 ? "host-signals"
 					 : ctl_telem_state_name(x->state));
-			for (int k = 0; k < 7; k++) {
+			snprintf(v[dir][7], 24, "%" PRIu64, x->state == CTL_TL_OK ? x->ce : 0);
+			for (int k = 0; k < 8; k++) {
 				argv[argc++] = f[dir][k];
 				argv[argc++] = v[dir][k];
 			}

@@ -314,15 +314,23 @@ struct ctl_policy *ctl_policy_load(const char *path, struct ice_cfg_err *err)
 }
 
 struct ctl_policy *ctl_policy_load_string(const char *name, const char *yaml, size_t len,
-					  struct ice_cfg_err *err)
+					  const char *dir, struct ice_cfg_err *err)
 {
 	struct ice_yaml_doc *doc = ice_yaml_load_string(name, yaml, len, err);
 
-	return doc != NULL ? policy_from_doc(doc, NULL, err) : NULL;
+	return doc != NULL ? policy_from_doc(doc, dir, err) : NULL;
 }
 
 const struct ctl_profile *ctl_policy_match(const struct ctl_policy *p, enum ctl_coll_op op,
 					   uint64_t msg_bytes, uint64_t comm, uint32_t tclass)
+{
+	int r = ctl_policy_rule(p, op, msg_bytes, comm, tclass);
+
+	return &p->profiles[r >= 0 ? p->rules[r].profile : p->default_profile];
+}
+
+int ctl_policy_rule(const struct ctl_policy *p, enum ctl_coll_op op, uint64_t msg_bytes,
+		    uint64_t comm, uint32_t tclass)
 {
 	for (uint32_t i = 0; i < p->nrules; i++) {
 		const struct ctl_rule *r = &p->rules[i];
@@ -335,7 +343,7 @@ const struct ctl_profile *ctl_policy_match(const struct ctl_policy *p, enum ctl_
 			continue;
 		if (r->has_tclass && r->tclass != tclass)
 			continue;
-		return &p->profiles[r->profile];
+		return (int)i;
 	}
-	return &p->profiles[p->default_profile];
+	return -1;
 }

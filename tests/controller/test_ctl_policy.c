@@ -139,7 +139,7 @@ static void test_baseline(void **state)
 	/* from a string: an absolute path as given */
 	snprintf(text, sizeof(text), "baseline: %s\nprofiles: {a: {}}\ndefault: a\n",
 		 fixture("baseline_dcqcn.yaml"));
-	p = ctl_policy_load_string("<policy>", text, strlen(text), &err);
+	p = ctl_policy_load_string("<policy>", text, strlen(text), NULL, &err);
 	if (p == NULL)
 		fail_msg("%s", ice_cfg_err_str(&err, buf, sizeof(buf)));
 	assert_memory_equal(&p->profiles[0].params, &base, sizeof(base));
