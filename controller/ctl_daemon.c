@@ -453,6 +453,11 @@ err:
 	return NULL;
 }
 
+const char *ctld_dry_text(const struct ctld *d)
+{
+	return d->dry_text;
+}
+
 void ctld_stop(struct ctld *d)
 {
 	d->stop = 1;
@@ -529,6 +534,7 @@ void ctld_free(struct ctld *d)
 		return;
 	ctld_lease_release(d);
 	ctld_ops_fini(d);
+	free(d->dry_text);
 	ice_redis_fini(&d->link);
 	for (size_t i = 0; i < d->ncolls; i++)
 		ctld_coll_free(&d->colls[i]);

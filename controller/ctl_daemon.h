@@ -44,6 +44,7 @@ struct ctld_cfg {
 	double search_budget;	/* s: local-search budget per plan; 0 = none */
 	bool dry_run;		/* compute and print plans, publish nothing */
 	bool once;		/* one plan, then exit */
+	bool dry_quiet;		/* dry run: keep the plans for ctld_dry_text(), print nothing */
 	int sports;		/* source ports from: CTLD_SPORTS_* */
 	/* closed loop (switch telemetry, ctl_daemon_telem.c) */
 	bool feedback;		 /* measured unplanned load off capacities, congestion re-plans */
@@ -86,5 +87,8 @@ struct ctld *ctld_new(const struct ctld_cfg *cfg); /* NULL + errno, logged */
 int ctld_run(struct ctld *d);			   /* until ctld_stop() */
 void ctld_stop(struct ctld *d);			   /* signal-safe */
 void ctld_free(struct ctld *d);			   /* NULL-safe; gives up the lease */
+/* A dry run's last plans, as it would print them ({"max_util","bound",
+ * "ecmp_util","plans":[...]}); NULL before the first. Owned by d. */
+const char *ctld_dry_text(const struct ctld *d);
 
 #endif /* CTL_DAEMON_H */

@@ -179,6 +179,7 @@ struct ctld {
 	char k_members[128], k_polcur[128];
 	uint64_t next_member_ns;
 	uint64_t started_ms;
+	char *dry_text; /* the last dry run's plans (ctld_dry_print) */
 	struct ctld_metrics {
 		uint64_t plans, publications, plan_failures;
 		uint64_t refused_fenced, refused_policy; /* publications, applied policies */

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,16 +106,18 @@ void ctld_ops_wait(struct ctld *d, uint64_t ns)
 
 static void member_write(struct ctld *d)
 {
-	char host[64] = "", *txt;
+	char host[64] = "", topo[PATH_MAX], *txt;
 	json_t *o;
 	redisReply *r;
 
 	gethostname(host, sizeof(host) - 1);
-	o = json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:I}", "id", d->cfg.id, "host", host,
-		      "pid", (json_int_t)getpid(), "role", d->leader ? "leader" : "standby",
-		      "epoch", (json_int_t)d->last_epoch, "policy_version",
-		      (json_int_t)d->pol_version, "started_ms", (json_int_t)d->started_ms, "ts_ms",
-		      (json_int_t)ice_wall_ms());
+	if (realpath(d->cfg.topology, topo) == NULL)
+		snprintf(topo, sizeof(topo), "%s", d->cfg.topology);
+	o = json_pack("{s:s, s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:I}", "id", d->cfg.id, "host",
+		      host, "topology", topo, "pid", (json_int_t)getpid(), "role",
+		      d->leader ? "leader" : "standby", "epoch", (json_int_t)d->last_epoch,
+		      "policy_version", (json_int_t)d->pol_version, "started_ms",
+		      (json_int_t)d->started_ms, "ts_ms", (json_int_t)ice_wall_ms());
 	txt = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	if (txt == NULL)
@@ -199,7 +202,8 @@ void ctld_ops_tick(struct ctld *d)
 	redisReply *r;
 	char *end;
 
-	if (d->link.c == NULL)
+	/* a dry run is nobody's controller: it plans with the policy it was given */
+	if (d->link.c == NULL || d->cfg.dry_run)
 		return;
 	if (now >= d->next_member_ns) {
 		member_write(d);

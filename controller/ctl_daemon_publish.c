@@ -78,10 +78,11 @@ void ctld_dry_print(struct ctld *d, struct ice_host_plan *hps, uint32_t nh,
 	json_object_set_new(o, "ecmp_util", json_real(ecmp));
 	json_object_set_new(o, "plans", arr);
 	txt = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(6));
-	if (txt != NULL)
+	if (txt != NULL && !d->cfg.dry_quiet)
 		printf("%s\n", txt);
 	fflush(stdout);
-	free(txt);
+	free(d->dry_text);
+	d->dry_text = txt;
 	json_decref(o);
 }
 

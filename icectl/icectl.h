@@ -28,6 +28,7 @@ struct ictl {
 	uint64_t interval_ns; /* --watch */
 	uint64_t wait_ns;     /* policy apply: wait for the controller */
 	char job[64], host[64];
+	char topology[256]; /* policy dry-run */
 	char action[32], arg[512], arg2[512];
 	/* run time */
 	redisContext *c;

@@ -344,12 +344,14 @@ static const struct ice_cfg_field policy_fields[] = {
 	F("wait", ICE_CFG_DURATION, wait_ns, .min = 0, .max = 600e9, .unit = ICE_NSEC_PER_SEC,
 	  .arg = "DUR",
 	  .help = "apply, rollback: wait this long for the leader to take it (default 5s)"),
+	F("topology", ICE_CFG_STRING, topology, .arg = "FILE",
+	  .help = "dry-run: the topology (default: the one the leader plans with)"),
 };
 static const struct ice_cfg_field policy_args[] = {
 	F("action", ICE_CFG_STRING, action, .flags = ICE_CFG_REQUIRED,
-	  .arg = "validate|diff|apply|history|rollback",
-	  .help = "validate FILE; diff [FILE|VERSION] [VERSION]; apply FILE; history;\n"
-		  "rollback [VERSION]"),
+	  .arg = "validate|diff|dry-run|apply|history|rollback",
+	  .help = "validate FILE; diff [FILE|VERSION] [VERSION]; dry-run FILE; apply FILE;\n"
+		  "history; rollback [VERSION]"),
 	F("arg", ICE_CFG_STRING, arg, .arg = "FILE|VERSION"),
 	F("arg2", ICE_CFG_STRING, arg2, .arg = "VERSION"),
 };
@@ -364,7 +366,8 @@ static const struct ice_cfg_cmd cmds[] = {
 	{"plan", "show [HOST] | history", NULL, 0, plan_args, N(plan_args), run_plan},
 	{"explain", "why a QP has its path, rate and profile", NULL, 0, explain_args,
 	 N(explain_args), run_explain},
-	{"policy", "validate FILE | diff | apply FILE | history | rollback [VERSION]",
+	{"policy",
+	 "validate FILE | diff | dry-run FILE | apply FILE | history | rollback [VERSION]",
 	 policy_fields, N(policy_fields), policy_args, N(policy_args), run_policy},
 };
 

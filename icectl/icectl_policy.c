@@ -16,12 +16,14 @@
 #include <libgen.h>
 #include <limits.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "ctl.h"
+#include "ctl_daemon.h"
 #include "icectl.h"
 #include "ice_time.h"
 
@@ -522,6 +524,180 @@ static int cmd_history(struct ictl *x)
 	return 0;
 }
 
+/* ---- dry-run: the controller's own planning step against the live view,
+ * with FILE's policy, publishing nothing */
+
+static struct ctld *dry_ctld;
+
+static void on_alarm(int sig)
+{
+	if (dry_ctld != NULL)
+		ctld_stop(dry_ctld);
+}
+
+/* the topology the leader plans with (ctl:members), when not given */
+static int leader_topology(struct ictl *x, char *out, size_t len)
+{
+	char key[ICE_RKEY_MAX];
+	redisReply *r = ictl_cmd(x, "GET %s", ictl_key(x, key, ICE_RK_CTL_LEADER, NULL, NULL));
+	json_t *m = NULL;
+
+	if (r != NULL && r->type == REDIS_REPLY_STRING) {
+		redisReply *h = ictl_cmd(x, "HGET %s %s",
+					 ictl_key(x, key, ICE_RK_CTL_MEMBERS, NULL, NULL), r->str);
+
+		if (h != NULL && h->type == REDIS_REPLY_STRING)
+			m = json_loads(h->str, 0, NULL);
+		if (h != NULL)
+			freeReplyObject(h);
+	}
+	if (r != NULL)
+		freeReplyObject(r);
+	snprintf(out, len, "%s", ictl_str(m, "topology"));
+	json_decref(m);
+	return out[0] != '\0' ? 0 : -ENOENT;
+}
+
+static int cmd_dry_run(struct ictl *x)
+{
+	static const char *const hd[] = {"host", "qpn", "sport", "target", "DCQCN changes"};
+	struct sigaction sa = {.sa_handler = on_alarm};
+	struct ice_cfg_err err = {0};
+	struct ctl_policy *p;
+	struct ictl_table t;
+	struct ctld_cfg c;
+	json_t *doc, *plan, *e, *changes = json_array();
+	char buf[768];
+	size_t i, k;
+	int ret;
+
+	if (x->arg[0] == '\0') {
+		fprintf(stderr, "icectl policy dry-run: expected FILE\n");
+		return ICTL_EXIT_REDIS;
+	}
+	p = load_file(x->arg);
+	if (p == NULL)
+		return ICTL_EXIT_BAD;
+	ctl_policy_free(p);
+	ret = ictl_open(x);
+	if (ret != 0)
+		return ret;
+	ctld_cfg_defaults(&c);
+	snprintf(c.fabric, sizeof(c.fabric), "%s", x->fabric);
+	snprintf(c.redis, sizeof(c.redis), "%s", x->redis);
+	if (strlen(x->arg) >= sizeof(c.policy)) {
+		fprintf(stderr, "icectl: %s: expected a path of at most %zu characters\n", x->arg,
+			sizeof(c.policy) - 1);
+		return ICTL_EXIT_BAD;
+	}
+	memcpy(c.policy, x->arg, strlen(x->arg) + 1);
+	snprintf(c.id, sizeof(c.id), "icectl-dry-run");
+	if (x->topology[0] != '\0')
+		snprintf(c.topology, sizeof(c.topology), "%s", x->topology);
+	else if (leader_topology(x, c.topology, sizeof(c.topology)) < 0) {
+		fprintf(stderr, "icectl: no leader says which topology it plans with; give "
+				"--topology FILE\n");
+		return ICTL_EXIT_BAD;
+	}
+	c.dry_run = c.once = c.dry_quiet = true;
+	if (ctld_cfg_finish(&c, NULL, &err) < 0) {
+		fprintf(stderr, "icectl: %s\n", ice_cfg_err_str(&err, buf, sizeof(buf)));
+		return ICTL_EXIT_BAD;
+	}
+	dry_ctld = ctld_new(&c);
+	if (dry_ctld == NULL) {
+		fprintf(stderr, "icectl: cannot plan with %s on %s (see the log above)\n", x->arg,
+			c.topology);
+		return ICTL_EXIT_BAD;
+	}
+	sigaction(SIGALRM, &sa, NULL);
+	alarm(10);
+	ctld_run(dry_ctld);
+	alarm(0);
+	doc = ctld_dry_text(dry_ctld) != NULL ? json_loads(ctld_dry_text(dry_ctld), 0, NULL) : NULL;
+	ctld_free(dry_ctld);
+	dry_ctld = NULL;
+	if (doc == NULL) {
+		fprintf(stderr, "icectl: the dry run made no plan in 10 s (no QPs in the view?)\n");
+		return ICTL_EXIT_BAD;
+	}
+	/* against the plans in force, per QP */
+	json_array_foreach(json_object_get(doc, "plans"), i, plan)
+	{
+		const char *host = ictl_str(plan, "host");
+		json_t *now = ictl_plan_of(x, host);
+
+		json_array_foreach(json_object_get(plan, "entries"), k, e)
+		{
+			json_int_t qpn = json_integer_value(json_object_get(e, "qpn"));
+			json_t *o = NULL, *d1, *d2, *v;
+			char what[512] = "";
+			const char *name;
+			size_t j, off = 0;
+
+			json_array_foreach(json_object_get(now, "entries"), j,
+					   v) if (json_integer_value(json_object_get(v, "qpn")) ==
+						  qpn) o = v;
+			d1 = json_object_get(o, "dcqcn");
+			d2 = json_object_get(e, "dcqcn");
+			json_object_foreach(d2, name, v)
+			{
+				json_int_t a = json_integer_value(json_object_get(d1, name));
+
+				if (d1 == NULL || a != json_integer_value(v))
+					off += (size_t)snprintf(
+						what + off,
+						off < sizeof(what) ? sizeof(what) - off : 0,
+						"%s%s %" JSON_INTEGER_FORMAT
+						" -> %" JSON_INTEGER_FORMAT,
+						off ? ", " : "", name, a, json_integer_value(v));
+				if (off >= sizeof(what))
+					break;
+			}
+			json_array_append_new(
+				changes,
+				json_pack("{s:s, s:I, s:I, s:I, s:I, s:s}", "host", host, "qpn",
+					  qpn, "sport_now",
+					  json_integer_value(json_object_get(o, "sport")), "sport",
+					  json_integer_value(json_object_get(e, "sport")),
+					  "target_mbps",
+					  json_integer_value(json_object_get(e, "target_mbps")),
+					  "dcqcn_changes", what));
+		}
+		json_decref(now);
+	}
+	json_object_set_new(doc, "changes", changes);
+	if (x->json) {
+		ictl_json_print(doc);
+		json_decref(doc);
+		return 0;
+	}
+	printf("dry run of %s on the live view (%s): max util %.3f (bound %.3f, ECMP %.3f); "
+	       "nothing published\n",
+	       x->arg, c.topology, json_number_value(json_object_get(doc, "max_util")),
+	       json_number_value(json_object_get(doc, "bound")),
+	       json_number_value(json_object_get(doc, "ecmp_util")));
+	ictl_table_init(&t, "per QP, against the plan in force", hd, 5);
+	json_array_foreach(changes, i, e)
+	{
+		char q[24], sp[48], tg[24];
+
+		snprintf(q, sizeof(q), "%" JSON_INTEGER_FORMAT,
+			 json_integer_value(json_object_get(e, "qpn")));
+		snprintf(sp, sizeof(sp), "%" JSON_INTEGER_FORMAT " -> %" JSON_INTEGER_FORMAT,
+			 json_integer_value(json_object_get(e, "sport_now")),
+			 json_integer_value(json_object_get(e, "sport")));
+		snprintf(tg, sizeof(tg), "%" JSON_INTEGER_FORMAT,
+			 json_integer_value(json_object_get(e, "target_mbps")));
+		ictl_table_add(&t, ictl_str(e, "host"), q, sp, tg,
+			       ictl_str(e, "dcqcn_changes")[0] ? ictl_str(e, "dcqcn_changes")
+							       : "none");
+	}
+	ictl_table_print(&t);
+	json_decref(doc);
+	return 0;
+}
+
 int ictl_policy(struct ictl *x)
 {
 	if (strcmp(x->action, "validate") == 0) {
@@ -548,8 +724,11 @@ int ictl_policy(struct ictl *x)
 		return cmd_rollback(x);
 	if (strcmp(x->action, "history") == 0)
 		return cmd_history(x);
+	if (strcmp(x->action, "dry-run") == 0)
+		return cmd_dry_run(x);
 	fprintf(stderr,
-		"icectl policy: expected validate, diff, apply, history or rollback, got '%s'\n",
+		"icectl policy: expected validate, diff, dry-run, apply, history or rollback, got "
+		"'%s'\n",
 		x->action);
 	return ICTL_EXIT_REDIS;
 }

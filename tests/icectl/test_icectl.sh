@@ -274,6 +274,25 @@ grep -q "DCQCN: profile testbed-100m, by rules\[1\] line 62 of the applied polic
 	"$tmp/explain2.out" || fail "explain: the rule ($(cat "$tmp/explain2.out"))"
 echo "ok: an announced collective: qps --job, explain names the collective, job and policy rule"
 
+# ---- dry-run: the plans p2.yaml would give, against the live view, nothing published
+pub=$(rc HGET "ice:$F:ctl:published" epoch)
+ictl --json policy dry-run "$tmp/p2.yaml" >"$tmp/dry.json" || fail "dry-run: exit $?"
+py "len(d['plans']) == 4 and len(d['changes']) == 4 and d['max_util'] > 0" <"$tmp/dry.json" ||
+	fail "dry-run --json: $(head -c 400 "$tmp/dry.json")"
+ictl policy dry-run "$tmp/p2.yaml" >"$tmp/dry.out"
+grep -q "^dry run of $tmp/p2.yaml on the live view ($tmp/topo.yaml)" "$tmp/dry.out" ||
+	fail "dry-run: $(cat "$tmp/dry.out")"
+[ "$(rc HGET "ice:$F:ctl:status" policy_version)" = 1 ] || fail "dry-run changed the policy"
+[ -z "$(rc HGET "ice:$F:ctl:members" icectl-dry-run)" ] || fail "the dry run registered"
+rc XRANGE "ice:$F:ctl:log" - + | grep -q icectl-dry-run && fail "the dry run published"
+# a policy whose profile for all_reduce differs: the announced QPs' DCQCN changes
+sed -e 's/^  - {op: all_reduce, min_bytes: 1M, profile: testbed-100m}/  - {op: all_reduce, min_bytes: 1M, profile: testbed-200m}/' \
+	-e "s|^baseline: ../|baseline: $SRC/|" "$SRC/controller/policy.example.yaml" >"$tmp/p4.yaml"
+ictl --json policy dry-run "$tmp/p4.yaml" >"$tmp/dry4.json"
+py "[c['qpn'] for c in d['changes'] if 'rp_ai_rate 1 -> 2' in c['dcqcn_changes']] == [17, 19]" \
+	<"$tmp/dry4.json" || fail "dry-run of p4: $(python3 -c 'import json,sys; print(json.load(sys.stdin)["changes"])' <"$tmp/dry4.json")"
+echo "ok: policy dry-run (the controller's planning step on the live view; the announced QPs' DCQCN changes shown; nothing published)"
+
 # ---- /metrics
 e1=$(rc HGET "ice:$F:ctl:published" epoch)
 curl -sf "http://127.0.0.1:$mport/metrics" >"$tmp/metrics.txt" || fail "scrape failed"
