@@ -224,6 +224,7 @@ struct ice_cfg_cli {
 
 /* Load --config, then apply the flags over it in order (--log SPEC sets
  * the log), then cli->finish(). Returns 0 to run, 1 after printing --help
+ * or, with --check-config, "TOOL: configuration OK" once all of that passed
  * (exit 0), or -EINVAL after printing what is wrong (exit 2):
  *   TOOL: flag -b: expected a size such as 4096, 4K, 64M or 1G, got 'x'
  *   TOOL: unknown flag '--sise'; did you mean '--size'? (see --help)

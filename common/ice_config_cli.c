@@ -56,6 +56,7 @@ struct cli_state {
 	struct cli_tab args; /* positionals */
 	const char *config;
 	bool help;
+	bool check;    /* --check-config: parse and check, then stop */
 	char bad[512]; /* the first error while reading the line, or "" */
 	struct cli_item *items;
 	size_t nitems;
@@ -192,6 +193,7 @@ static void builtin_help(FILE *out, const struct ice_cfg_cli *cli)
 	help_line(out, cli->config_alias == 'c' ? "-c, --config FILE" : "    --config FILE",
 		  "YAML file of these keys ('_' for '-'); flags override it");
 	help_line(out, "    --log SPEC", "logging: LEVEL[,debug=SUB+SUB] (also ICE_LOG)");
+	help_line(out, "    --check-config", "check the configuration (file and flags), then exit");
 	help_line(out, "-h, --help", "this help");
 }
 
@@ -346,6 +348,10 @@ static void read_flag(struct cli_state *st, int argc, char **argv, int *i)
 			return;
 		}
 		f = find_long(st, name, len, &tab);
+		if (f == NULL && eq == NULL && key_is("check-config", name, len)) {
+			st->check = true;
+			return;
+		}
 	} else { /* -a, -aVALUE */
 		name = a + 1;
 		len = 1;
@@ -633,6 +639,11 @@ static int parse(struct cli_state *st, const struct ice_cfg_cli *cli, int argc, 
 
 		fprintf(stderr, "%s: %s\n", st->who, ice_cfg_err_str(&err, buf, sizeof(buf)));
 		ret = -EINVAL;
+	}
+	if (ret == 0 && st->check) {
+		printf("%s: configuration OK%s%s\n", st->who, st->config ? " in " : "",
+		       st->config ? st->config : "");
+		ret = 1;
 	}
 out:
 	free(st->items);
