@@ -4,13 +4,14 @@
  * timeouts and back-off, pipelined replies (ice_redis.h).
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 
 #include "ice_log.h"
-#include "ice_redis.h"
+#include "ice_redis_internal.h"
 #include "ice_time.h"
 
 #define BACKOFF_MIN_NS (500 * ICE_NSEC_PER_MSEC)
@@ -204,12 +205,17 @@ void ice_redis_init(struct ice_redis *r, const char *addr, uint64_t timeout_ns)
 	r->timeout_ns = timeout_ns;
 	r->backoff_ns = BACKOFF_MIN_NS;
 	r->backoff_max_ns = BACKOFF_MAX_NS;
+	r->cluster = ice_redis_is_cluster(addr);
 }
 
 void ice_redis_fini(struct ice_redis *r)
 {
 	if (r == NULL)
 		return;
+	if (r->cluster) {
+		ice_redis_cl_free(r); /* r->c is one of its nodes' */
+		return;
+	}
 	if (r->c != NULL)
 		redisFree(r->c);
 	r->c = NULL;
@@ -221,7 +227,10 @@ int ice_redis_up(struct ice_redis *r, uint64_t now_ns)
 		return 0;
 	if (now_ns < r->next_try_ns)
 		return -EAGAIN;
-	r->c = ice_redis_connect(r->addr, r->timeout_ns, r->why, sizeof(r->why));
+	if (r->cluster)
+		ice_redis_cl_connect(r);
+	else
+		r->c = ice_redis_connect(r->addr, r->timeout_ns, r->why, sizeof(r->why));
 	if (r->c == NULL) {
 		ice_redis_down(r, now_ns, r->why);
 		return -ECONNREFUSED;
@@ -236,13 +245,119 @@ void ice_redis_down(struct ice_redis *r, uint64_t now_ns, const char *why)
 {
 	char buf[sizeof(r->why)];
 
+	if (why == NULL && r->cluster)
+		why = r->why[0] ? r->why : "connection lost";
 	if (why == NULL)
 		why = r->c != NULL && r->c->errstr[0] ? r->c->errstr : "connection lost";
 	snprintf(buf, sizeof(buf), "%s", why);
 	memcpy(r->why, buf, sizeof(r->why));
-	ice_redis_fini(r);
+	if (r->cluster)
+		ice_redis_cl_close(r); /* the slot map stays for the next connect */
+	else
+		ice_redis_fini(r);
 	r->failures++;
 	r->next_try_ns = now_ns + r->backoff_ns;
 	r->backoff_ns =
 		r->backoff_ns * 2 > r->backoff_max_ns ? r->backoff_max_ns : r->backoff_ns * 2;
+}
+
+/* ---- commands, one instance or a cluster */
+
+int ice_redis_append_formatted(struct ice_redis *r, const char *cmds, size_t len)
+{
+	if (r->c == NULL)
+		return -ENOTCONN;
+	if (r->cluster)
+		return ice_redis_cl_append(r, cmds, len);
+	return redisAppendFormattedCommand(r->c, cmds, len) == REDIS_OK ? 0 : -ENOMEM;
+}
+
+int ice_redis_appendv(struct ice_redis *r, int argc, const char **argv, const size_t *lens)
+{
+	char *cmd = NULL;
+	int len, ret;
+
+	if (r->c == NULL)
+		return -ENOTCONN;
+	if (!r->cluster)
+		return redisAppendCommandArgv(r->c, argc, argv, lens) == REDIS_OK ? 0 : -ENOMEM;
+	len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+	if (len < 0)
+		return -ENOMEM;
+	ret = ice_redis_cl_append(r, cmd, (size_t)len);
+	redisFreeCommand(cmd);
+	return ret;
+}
+
+static int appendvf(struct ice_redis *r, const char *fmt, va_list ap)
+{
+	char *cmd = NULL;
+	int len, ret;
+
+	if (r->c == NULL)
+		return -ENOTCONN;
+	if (!r->cluster)
+		return redisvAppendCommand(r->c, fmt, ap) == REDIS_OK ? 0 : -ENOMEM;
+	len = redisvFormatCommand(&cmd, fmt, ap);
+	if (len < 0)
+		return -EINVAL;
+	ret = ice_redis_cl_append(r, cmd, (size_t)len);
+	redisFreeCommand(cmd);
+	return ret;
+}
+
+int ice_redis_appendf(struct ice_redis *r, const char *fmt, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = appendvf(r, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+int ice_redis_pipe(struct ice_redis *r, size_t n, redisReply **out, uint32_t *errors)
+{
+	for (size_t i = 0; out != NULL && i < n; i++)
+		out[i] = NULL;
+	if (r->c == NULL) {
+		snprintf(r->why, sizeof(r->why), "not connected");
+		return -EIO;
+	}
+	if (r->cluster)
+		return ice_redis_cl_pipe(r, n, out, errors);
+	if (ice_redis_replies(r->c, n, out, errors) < 0) {
+		snprintf(r->why, sizeof(r->why), "%s", r->c->errstr[0] ? r->c->errstr : "no reply");
+		return -EIO;
+	}
+	return 0;
+}
+
+/* one command: appended, then its reply */
+static redisReply *cmd_one(struct ice_redis *r, int ret)
+{
+	redisReply *rep = NULL;
+
+	if (ret < 0) {
+		snprintf(r->why, sizeof(r->why), "%s", strerror(-ret));
+		return NULL;
+	}
+	return ice_redis_pipe(r, 1, &rep, NULL) == 0 ? rep : NULL;
+}
+
+redisReply *ice_redis_cmdv(struct ice_redis *r, int argc, const char **argv, const size_t *lens)
+{
+	return cmd_one(r, ice_redis_appendv(r, argc, argv, lens));
+}
+
+redisReply *ice_redis_cmdf(struct ice_redis *r, const char *fmt, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = appendvf(r, fmt, ap);
+	va_end(ap);
+	return cmd_one(r, ret);
 }

@@ -14,6 +14,15 @@
  *     0.5 s, doubling to 8 s, before it tries again. Nothing here blocks
  *     longer than the timeout, so a dead Redis never stops the caller.
  *   - Pipelines: ice_redis_replies() reads the replies of appended commands.
+ *   - Redis Cluster (ice_redis_cluster.c): an address "cluster:SEED[,SEED]"
+ *     or a list "HOST:PORT,HOST:PORT" makes struct ice_redis a cluster
+ *     client: the slot map from CLUSTER SLOTS (at connect, after a MOVED),
+ *     every command sent to the primary of its key's slot, pipelines
+ *     grouped per shard (written to all shards, then read), MOVED and ASK
+ *     followed. A shard that cannot be reached fails the pipeline as a
+ *     broken connection does, and r->why names its slots. Daemons talk
+ *     through ice_redis_append*() / ice_redis_pipe() / ice_redis_cmd*(),
+ *     which are plain hiredis calls on one instance.
  */
 #ifndef ICE_REDIS_H
 #define ICE_REDIS_H
@@ -105,17 +114,21 @@ redisContext *ice_redis_connect(const char *addr, uint64_t timeout_ns, char *why
 int ice_redis_replies(redisContext *c, size_t n, redisReply **out, uint32_t *errors);
 void ice_redis_free_replies(redisReply **r, size_t n); /* NULL slots skipped */
 
+struct ice_redis_cluster; /* ice_redis_cluster.c */
+
 /* A connection that reconnects with back-off. */
 struct ice_redis {
-	char addr[128];
+	char addr[256];
 	uint64_t timeout_ns;
-	redisContext *c;	 /* NULL while down */
-	uint64_t next_try_ns;	 /* no attempt before this (CLOCK_MONOTONIC) */
-	uint64_t backoff_ns;	 /* the next wait after a failure */
-	uint64_t backoff_max_ns; /* the waits double up to this (8 s; callers may lower it) */
-	uint32_t connects;	 /* successful connections so far */
-	uint32_t failures;	 /* failures since the last success */
-	char why[160];		 /* the last failure */
+	redisContext *c;	      /* NULL while down */
+	uint64_t next_try_ns;	      /* no attempt before this (CLOCK_MONOTONIC) */
+	uint64_t backoff_ns;	      /* the next wait after a failure */
+	uint64_t backoff_max_ns;      /* the waits double up to this (8 s; callers may lower it) */
+	uint32_t connects;	      /* successful connections so far */
+	uint32_t failures;	      /* failures since the last success */
+	char why[200];		      /* the last failure */
+	bool cluster;		      /* addr names a Redis Cluster */
+	struct ice_redis_cluster *cl; /* its nodes and slot map; owned */
 };
 
 void ice_redis_init(struct ice_redis *r, const char *addr, uint64_t timeout_ns);
@@ -128,7 +141,51 @@ void ice_redis_fini(struct ice_redis *r); /* closes; NULL-safe */
 int ice_redis_up(struct ice_redis *r, uint64_t now_ns);
 
 /* The connection failed (or the caller gave up on it): close it, remember
- * why (NULL: the context's error) and wait before the next attempt. */
+ * why (NULL: the context's error; in a cluster the failed command's, which
+ * names the shard and its slots) and wait before the next attempt. */
 void ice_redis_down(struct ice_redis *r, uint64_t now_ns, const char *why);
+
+/* Commands over a connection that is up (r->c != NULL), one instance or a
+ * cluster alike. Appends queue a command (formatted as hiredis does; the
+ * _formatted form takes one or more commands already in RESP); 0, or
+ * -ENOTCONN (down), -ENOMEM, -EINVAL (not RESP). ice_redis_pipe() reads the
+ * replies of the n commands appended since the last pipe, in order, as
+ * ice_redis_replies() does; -EIO: the connection (or a shard) broke, r->why
+ * says which; the caller then calls ice_redis_down(). ice_redis_cmd*(): one
+ * command, its reply (caller frees) or NULL (r->why). */
+int ice_redis_appendf(struct ice_redis *r, const char *fmt, ...);
+int ice_redis_appendv(struct ice_redis *r, int argc, const char **argv, const size_t *lens);
+int ice_redis_append_formatted(struct ice_redis *r, const char *cmds, size_t len);
+int ice_redis_pipe(struct ice_redis *r, size_t n, redisReply **out, uint32_t *errors);
+redisReply *ice_redis_cmdf(struct ice_redis *r, const char *fmt, ...);
+redisReply *ice_redis_cmdv(struct ice_redis *r, int argc, const char **argv, const size_t *lens);
+
+/* ---- Redis Cluster (ice_redis_cluster.c) */
+
+#define ICE_REDIS_SLOTS	    16384
+#define ICE_REDIS_NODES_MAX 64 /* primaries a client follows */
+
+/* "cluster:..." or a comma-separated list. */
+bool ice_redis_is_cluster(const char *addr);
+
+/* CRC16-CCITT (XMODEM: polynomial 0x1021, initial 0), Redis Cluster's key
+ * hash: "123456789" -> 0x31C3. */
+uint16_t ice_redis_crc16(const void *buf, size_t len);
+
+/* A key's slot: CRC16 mod 16384 of its hash tag (what lies between the
+ * first '{' and the next '}', when that is not empty), else of the key. */
+uint16_t ice_redis_slot(const char *key, size_t len);
+
+/* An error reply's text: "MOVED 3999 10.0.0.1:7002" -> 1, "ASK ..." -> 2,
+ * slot and addr ("HOST:PORT") filled; 0: another error; -EINVAL: a MOVED
+ * or ASK that does not parse (slot out of range, no port). */
+int ice_redis_redirect(const char *err, uint16_t *slot, char *addr, size_t alen);
+
+/* The address ("HOST:PORT", or addr on one instance) that serves key, for
+ * connections of one's own (a subscription); NULL when none is known. */
+const char *ice_redis_node_of(struct ice_redis *r, const char *key, char *buf, size_t len);
+
+/* Slots no reachable primary serves, as "a-b,c" (at most len), or "" */
+void ice_redis_missing_slots(const struct ice_redis *r, char *buf, size_t len);
 
 #endif /* ICE_REDIS_H */

@@ -121,13 +121,71 @@ static void backoff(void **state)
 	ice_redis_fini(&r);
 }
 
+/* Redis Cluster's key hash and slots (the vectors of the cluster spec) */
+static void cluster_slots(void **state)
+{
+	(void)state;
+	assert_int_equal(ice_redis_crc16("123456789", 9), 0x31C3);
+	assert_int_equal(ice_redis_crc16("", 0), 0);
+	assert_int_equal(ice_redis_slot("foo", 3), 12182);
+	assert_int_equal(ice_redis_slot("somekey", 7), 11058);
+	assert_int_equal(ice_redis_slot("{user1000}.following", 20), ice_redis_slot("user1000", 8));
+	assert_int_equal(ice_redis_slot("{user1000}.followers", 20), ice_redis_slot("user1000", 8));
+	/* an empty tag hashes the whole key; only the first tag counts */
+	assert_int_equal(ice_redis_slot("foo{}{bar}", 10),
+			 ice_redis_crc16("foo{}{bar}", 10) & 16383);
+	assert_int_equal(ice_redis_slot("foo{{bar}}zap", 13), ice_redis_crc16("{bar", 4) & 16383);
+	assert_int_equal(ice_redis_slot("foo{bar}{zap}", 13), ice_redis_slot("bar", 3));
+	assert_int_equal(ice_redis_slot("no{close", 8), ice_redis_crc16("no{close", 8) & 16383);
+	/* the project's keys: a host's keys share its slot */
+	assert_int_equal(ice_redis_slot("ice:lab:{h1}:qp:10.0.0.1:17", 27),
+			 ice_redis_slot("h1", 2));
+	assert_true(ice_redis_is_cluster("cluster:10.0.0.1:7000"));
+	assert_true(ice_redis_is_cluster("10.0.0.1:7000,10.0.0.1:7001"));
+	assert_false(ice_redis_is_cluster("10.0.0.1:7000"));
+	assert_false(ice_redis_is_cluster("unix:/run/redis.sock"));
+}
+
+static void cluster_redirects(void **state)
+{
+	char addr[64];
+	uint16_t slot = 0;
+
+	(void)state;
+	assert_int_equal(ice_redis_redirect("MOVED 3999 127.0.0.1:6381", &slot, addr, sizeof(addr)),
+			 1);
+	assert_int_equal(slot, 3999);
+	assert_string_equal(addr, "127.0.0.1:6381");
+	assert_int_equal(
+		ice_redis_redirect("ASK 16383 10.255.1.1:21003", &slot, addr, sizeof(addr)), 2);
+	assert_int_equal(slot, 16383);
+	assert_string_equal(addr, "10.255.1.1:21003");
+	assert_int_equal(ice_redis_redirect("MOVED 0 [::1]:7000", &slot, addr, sizeof(addr)), 1);
+	assert_string_equal(addr, "[::1]:7000");
+	/* other errors, and redirections that do not parse */
+	assert_int_equal(ice_redis_redirect("ERR unknown command", &slot, addr, sizeof(addr)), 0);
+	assert_int_equal(
+		ice_redis_redirect("CLUSTERDOWN The cluster is down", &slot, addr, sizeof(addr)),
+		0);
+	assert_int_equal(
+		ice_redis_redirect("MOVED 16384 127.0.0.1:6381", &slot, addr, sizeof(addr)),
+		-EINVAL);
+	assert_int_equal(ice_redis_redirect("MOVED x 127.0.0.1:6381", &slot, addr, sizeof(addr)),
+			 -EINVAL);
+	assert_int_equal(ice_redis_redirect("MOVED 12 127.0.0.1", &slot, addr, sizeof(addr)),
+			 -EINVAL);
+	assert_int_equal(ice_redis_redirect("ASK 12 127.0.0.1:", &slot, addr, sizeof(addr)),
+			 -EINVAL);
+	assert_int_equal(ice_redis_redirect("ASK 12 h:1x", &slot, addr, sizeof(addr)), -EINVAL);
+	assert_int_equal(ice_redis_redirect("MOVED 12 h:1", &slot, addr, 3), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(keys_render),
-		cmocka_unit_test(keys_refuse),
-		cmocka_unit_test(addresses),
-		cmocka_unit_test(backoff),
+		cmocka_unit_test(keys_render),	 cmocka_unit_test(keys_refuse),
+		cmocka_unit_test(addresses),	 cmocka_unit_test(backoff),
+		cmocka_unit_test(cluster_slots), cmocka_unit_test(cluster_redirects),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
