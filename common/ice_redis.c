@@ -38,13 +38,14 @@ static const char *const patterns[ICE_RK_MAX] = {
 	[ICE_RK_PROBE_MAP] = "ice:<F>:{<H>}:probe:map:<P>",
 	[ICE_RK_PROBE_HEALTH] = "ice:<F>:{<H>}:probe:health:<P>",
 	[ICE_RK_PROBE_HEALTH_TS] = "ice:<F>:{<H>}:probe:health:<P>:ts",
-	[ICE_RK_CTL_LEADER] = "ice:<F>:ctl:leader",
-	[ICE_RK_CTL_EPOCH] = "ice:<F>:ctl:epoch",
-	[ICE_RK_CTL_PUBLISHED] = "ice:<F>:ctl:published",
-	[ICE_RK_CTL_LOG] = "ice:<F>:ctl:log",
-	[ICE_RK_CTL_STATUS] = "ice:<F>:ctl:status",
+	[ICE_RK_CTL_LEADER] = "ice:<F>:{ctl}:leader",
+	[ICE_RK_CTL_EPOCH] = "ice:<F>:{ctl}:epoch",
+	[ICE_RK_CTL_PUBLISHED] = "ice:<F>:{ctl}:published",
+	[ICE_RK_CTL_LOG] = "ice:<F>:{ctl}:log",
+	[ICE_RK_CTL_STATUS] = "ice:<F>:{ctl}:status",
 	[ICE_RK_PLAN] = "ice:<F>:{<H>}:plan",
 	[ICE_RK_PLAN_APPLIED] = "ice:<F>:{<H>}:plan:applied",
+	[ICE_RK_PLAN_FENCE] = "ice:<F>:{<H>}:plan:fence",
 	[ICE_RK_LINKS] = "ice:<F>:links",
 	[ICE_RK_SW_PORTS] = "ice:<F>:sw:ports",
 	[ICE_RK_SW_PORT] = "ice:<F>:sw:{<S>}:port:<port>",
@@ -351,13 +352,18 @@ redisReply *ice_redis_cmdv(struct ice_redis *r, int argc, const char **argv, con
 	return cmd_one(r, ice_redis_appendv(r, argc, argv, lens));
 }
 
+redisReply *ice_redis_vcmdf(struct ice_redis *r, const char *fmt, va_list ap)
+{
+	return cmd_one(r, appendvf(r, fmt, ap));
+}
+
 redisReply *ice_redis_cmdf(struct ice_redis *r, const char *fmt, ...)
 {
+	redisReply *rep;
 	va_list ap;
-	int ret;
 
 	va_start(ap, fmt);
-	ret = appendvf(r, fmt, ap);
+	rep = ice_redis_vcmdf(r, fmt, ap);
 	va_end(ap);
-	return cmd_one(r, ret);
+	return rep;
 }

@@ -28,6 +28,7 @@
 #define ICE_REDIS_H
 
 #include <hiredis/hiredis.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -62,6 +63,7 @@ enum ice_rkey {
 	ICE_RK_CTL_STATUS,
 	ICE_RK_PLAN,
 	ICE_RK_PLAN_APPLIED,
+	ICE_RK_PLAN_FENCE,
 	ICE_RK_LINKS,
 	/* switch telemetry (ice-fabric export) */
 	ICE_RK_SW_PORTS,
@@ -159,6 +161,7 @@ int ice_redis_append_formatted(struct ice_redis *r, const char *cmds, size_t len
 int ice_redis_pipe(struct ice_redis *r, size_t n, redisReply **out, uint32_t *errors);
 redisReply *ice_redis_cmdf(struct ice_redis *r, const char *fmt, ...);
 redisReply *ice_redis_cmdv(struct ice_redis *r, int argc, const char **argv, const size_t *lens);
+redisReply *ice_redis_vcmdf(struct ice_redis *r, const char *fmt, va_list ap);
 
 /* ---- Redis Cluster (ice_redis_cluster.c) */
 

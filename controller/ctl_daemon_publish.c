@@ -6,6 +6,16 @@
  * checks the lease and the epoch first, so a deposed leader cannot publish.
  * Then the agents' write-backs are read until every host applied the epoch
  * (the reaction time); the status hash and dry runs' output are here too.
+ *
+ * On Redis Cluster a script touches the keys of one slot only, so the one
+ * script is split (docs/redis-schema.md, "Fencing on a cluster"): the lease,
+ * the epoch counter, the published record and the log share the {ctl} slot
+ * and one script there checks the lease and commits the publication; then
+ * each host's plan is written by a script in its host's slot that refuses
+ * an epoch not above that host's fence key. A deposed leader's epochs are
+ * all below the new leader's, so once the new leader has published to a
+ * host (it publishes to every host when it takes over) nothing of the old
+ * one lands there, and agents refuse any epoch not above the one in force.
  */
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -41,6 +51,24 @@ static const char LUA_PUBLISH[] =
 	"for i = 4, #KEYS do redis.call('SET', KEYS[i], ARGV[i + 1]) "
 	"redis.call('PUBLISH', KEYS[i], ARGV[2]) end "
 	"return #KEYS - 3";
+
+/* cluster: the lease check and the record, in the {ctl} slot */
+static const char LUA_COMMIT[] =
+	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end "
+	"local last = tonumber(redis.call('HGET', KEYS[2], 'epoch') or '0') "
+	"if tonumber(ARGV[2]) <= last then return -2 end "
+	"redis.call('HSET', KEYS[2], 'epoch', ARGV[2], 'id', ARGV[1], 'ts_ms', ARGV[3], "
+	"'hosts', ARGV[4]) "
+	"redis.call('XADD', KEYS[3], 'MAXLEN', '~', '1000', '*', 'epoch', ARGV[2], 'id', "
+	"ARGV[1], 'ts_ms', ARGV[3], 'hosts', ARGV[4]) "
+	"return 0";
+/* cluster: one host's plan, in its slot: KEYS plan, fence; ARGV epoch, plan */
+static const char LUA_HOST_PLAN[] = "local f = tonumber(redis.call('GET', KEYS[2]) or '0') or 0 "
+				    "if tonumber(ARGV[1]) <= f then return -2 end "
+				    "redis.call('SET', KEYS[2], ARGV[1]) "
+				    "redis.call('SET', KEYS[1], ARGV[2]) "
+				    "redis.call('PUBLISH', KEYS[1], ARGV[1]) "
+				    "return 1";
 
 void ctld_status_write(struct ctld *d, const char *const *kv, int n)
 {
@@ -100,9 +128,9 @@ static uint64_t epoch_floor(struct ctld *d)
 	if (r == NULL)
 		return floor;
 	for (uint32_t i = 0; i < d->nhosts; i++)
-		redisAppendCommand(d->link.c, "HMGET %s epoch last_epoch",
-				   ice_rkey_str(key, sizeof(key), ICE_RK_PLAN_APPLIED,
-						d->cfg.fabric, d->hosts[i].name, NULL));
+		ice_redis_appendf(&d->link, "HMGET %s epoch last_epoch",
+				  ice_rkey_str(key, sizeof(key), ICE_RK_PLAN_APPLIED, d->cfg.fabric,
+					       d->hosts[i].name, NULL));
 	if (ctld_pipe(d, d->nhosts, r) == 0) {
 		for (uint32_t i = 0; i < d->nhosts; i++)
 			for (size_t j = 0; r[i]->type == REDIS_REPLY_ARRAY && j < r[i]->elements;
@@ -125,8 +153,89 @@ static uint64_t epoch_floor(struct ctld *d)
 			}
 		ctld_freev(r, d->nhosts);
 	}
+	/* cluster: the hosts' fences too (an agent that was away never
+	 * accepted the newest epoch its fence holds) */
+	for (uint32_t i = 0; d->link.cluster && d->link.c != NULL && i < d->nhosts; i++)
+		ice_redis_appendf(&d->link, "GET %s",
+				  ice_rkey_str(key, sizeof(key), ICE_RK_PLAN_FENCE, d->cfg.fabric,
+					       d->hosts[i].name, NULL));
+	if (d->link.cluster && d->link.c != NULL && ctld_pipe(d, d->nhosts, r) == 0) {
+		for (uint32_t i = 0; i < d->nhosts; i++) {
+			uint64_t e = r[i]->type == REDIS_REPLY_STRING
+					     ? strtoull(r[i]->str, NULL, 10)
+					     : 0;
+
+			if (e > floor && e < ICE_PLAN_EPOCH_MAX)
+				floor = e;
+		}
+		ctld_freev(r, d->nhosts);
+	}
 	free(r);
 	return floor;
+}
+
+/* Cluster: commit in the {ctl} slot, then one script per host in its own
+ * slot, pipelined (grouped per shard by ice_redis). own[]: key, plan pairs */
+static int publish_sharded(struct ctld *d, const struct ice_host_plan *hps, uint32_t nh,
+			   const char *const *own, const char *ep, const char *ts,
+			   const char *hostlist)
+{
+	redisReply *r, **rep;
+	char fence[ICE_RKEY_MAX];
+	uint32_t refused = 0, ok = 0;
+
+	r = ctld_cmd(d, "EVAL %s 3 %s %s %s %s %s %s %s", LUA_COMMIT, d->k_leader, d->k_pub,
+		     d->k_log, d->cfg.id, ep, ts, hostlist);
+	if (r == NULL)
+		return -EIO;
+	if (r->type != REDIS_REPLY_INTEGER || r->integer != 0) {
+		ice_warn(SUB, "%s: publish of epoch %s refused by the fence (%s)", d->cfg.id, ep,
+			 r->type == REDIS_REPLY_INTEGER && r->integer == -1 ? "lease lost"
+			 : r->type == REDIS_REPLY_INTEGER		    ? "a newer epoch is out"
+									    : r->str);
+		if (r->type == REDIS_REPLY_INTEGER && r->integer == -1)
+			d->leader = false;
+		freeReplyObject(r);
+		return -EPERM;
+	}
+	freeReplyObject(r);
+	rep = calloc(nh + 1, sizeof(*rep));
+	if (rep == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < nh; i++) {
+		const char *argv[] = {"EVAL",
+				      LUA_HOST_PLAN,
+				      "2",
+				      own[2 * i],
+				      ice_rkey_str(fence, sizeof(fence), ICE_RK_PLAN_FENCE,
+						   d->cfg.fabric, hps[i].host, NULL),
+				      ep,
+				      own[2 * i + 1]};
+
+		ice_redis_appendv(&d->link, 7, argv, NULL);
+	}
+	if (ctld_pipe(d, nh, rep) < 0) {
+		free(rep);
+		return -EIO;
+	}
+	for (uint32_t i = 0; i < nh; i++) {
+		if (rep[i]->type == REDIS_REPLY_INTEGER && rep[i]->integer == 1) {
+			ok++;
+			continue;
+		}
+		if (refused++ < 5)
+			ice_warn(SUB, "%s: plan of epoch %s for %s refused by its fence (%s)",
+				 d->cfg.id, ep, hps[i].host,
+				 rep[i]->type == REDIS_REPLY_ERROR ? rep[i]->str
+								   : "a newer epoch is there");
+	}
+	ctld_freev(rep, nh);
+	free(rep);
+	if (refused > 0) {
+		ice_warn(SUB, "%s: epoch %s landed on %u of %u hosts", d->cfg.id, ep, ok, nh);
+		return -EPERM;
+	}
+	return 0;
 }
 
 int ctld_publish(struct ctld *d, struct ice_host_plan *hps, uint32_t nh, uint64_t *epoch_out)
@@ -175,6 +284,12 @@ int ctld_publish(struct ctld *d, struct ice_host_plan *hps, uint32_t nh, uint64_
 	snprintf(nk, sizeof(nk), "%u", 3 + nh);
 	snprintf(ep, sizeof(ep), "%" PRIu64, epoch);
 	snprintf(ts, sizeof(ts), "%" PRIu64, now);
+	if (d->link.cluster) {
+		ret = publish_sharded(d, hps, nh, (const char *const *)own, ep, ts, hostlist);
+		if (ret == 0)
+			*epoch_out = epoch;
+		goto out;
+	}
 	argv[argc++] = "EVAL";
 	argv[argc++] = LUA_PUBLISH;
 	argv[argc++] = nk;
@@ -256,7 +371,7 @@ void ctld_read_applied(struct ctld *d)
 	for (uint32_t i = 0; i < p->nhosts; i++) {
 		ice_rkey_str(key, sizeof(key), ICE_RK_PLAN_APPLIED, d->cfg.fabric, p->hosts[i],
 			     NULL);
-		redisAppendCommand(d->link.c, "HMGET %s epoch ts_ms", key);
+		ice_redis_appendf(&d->link, "HMGET %s epoch ts_ms", key);
 	}
 	if (ctld_pipe(d, p->nhosts, r) < 0) {
 		free(r);

@@ -19,9 +19,8 @@
 
 static void rc_drop(struct ctld *d, const char *why)
 {
-	if (d->link.c != NULL)
-		ice_warn(SUB, "redis at %s: %s; reconnecting", d->cfg.redis, why);
 	ice_redis_down(&d->link, ice_now_ns(), why);
+	ice_warn(SUB, "redis at %s: %s; reconnecting", d->cfg.redis, d->link.why);
 	if (d->leader)
 		ice_warn(SUB, "%s: no longer leader (redis lost)", d->cfg.id);
 	d->leader = false;
@@ -45,9 +44,9 @@ redisReply *ctld_cmdv(struct ctld *d, int argc, const char **argv)
 
 	if (d->link.c == NULL)
 		return NULL;
-	r = redisCommandArgv(d->link.c, argc, argv, NULL);
+	r = ice_redis_cmdv(&d->link, argc, argv, NULL);
 	if (r == NULL)
-		rc_drop(d, d->link.c->errstr[0] ? d->link.c->errstr : "no reply");
+		rc_drop(d, NULL);
 	return r;
 }
 
@@ -59,10 +58,10 @@ redisReply *ctld_cmd(struct ctld *d, const char *fmt, ...)
 	if (d->link.c == NULL)
 		return NULL;
 	va_start(ap, fmt);
-	r = redisvCommand(d->link.c, fmt, ap);
+	r = ice_redis_vcmdf(&d->link, fmt, ap);
 	va_end(ap);
 	if (r == NULL)
-		rc_drop(d, d->link.c->errstr[0] ? d->link.c->errstr : "no reply");
+		rc_drop(d, NULL);
 	return r;
 }
 
@@ -71,8 +70,8 @@ int ctld_pipe(struct ctld *d, size_t n, redisReply **out)
 {
 	for (size_t i = 0; i < n; i++)
 		out[i] = NULL;
-	if (ice_redis_replies(d->link.c, n, out, NULL) < 0) {
-		rc_drop(d, d->link.c->errstr[0] ? d->link.c->errstr : "pipeline broke");
+	if (ice_redis_pipe(&d->link, n, out, NULL) < 0) {
+		rc_drop(d, NULL);
 		return -EIO;
 	}
 	return 0;

@@ -264,7 +264,7 @@ static void publish_links(struct ctld *d)
 		}
 		argv[argc++] = "ts_ms";
 		argv[argc++] = ts;
-		redisAppendCommandArgv(d->link.c, argc, argv, NULL);
+		ice_redis_appendv(&d->link, argc, argv, NULL);
 		n++;
 	}
 	if (n > 0 && ctld_pipe(d, n, r) == 0)
@@ -350,7 +350,7 @@ void ctld_telem_tick(struct ctld *d)
 	r = calloc(n + 2, sizeof(*r));
 	if (r == NULL)
 		return;
-	redisAppendCommand(d->link.c, "SMEMBERS %s", d->k_swports);
+	ice_redis_appendf(&d->link, "SMEMBERS %s", d->k_swports);
 	for (uint32_t i = 0; i < n; i++) {
 		const char *argv[3 + CTL_TF_N];
 		char sw[64], *port;
@@ -362,7 +362,7 @@ void ctld_telem_tick(struct ctld *d)
 		argv[1] = ice_rkey_str(key, sizeof(key), ICE_RK_SW_PORT, d->cfg.fabric, sw, port);
 		for (int k = 0; k < CTL_TF_N; k++)
 			argv[2 + k] = ctl_telem_fields[k];
-		redisAppendCommandArgv(d->link.c, 2 + CTL_TF_N, argv, NULL);
+		ice_redis_appendv(&d->link, 2 + CTL_TF_N, argv, NULL);
 	}
 	if (ctld_pipe(d, n + 1, r) < 0) {
 		free(r);
@@ -589,8 +589,8 @@ void ctld_telem_moves_publish(struct ctld *d, uint64_t epoch)
 		snprintf(pl, sizeof(pl), "%.0f", m->planned);
 		snprintf(un, sizeof(un), "%.0f", m->unplanned);
 		snprintf(co, sizeof(co), "%016" PRIx64, m->coll_id);
-		redisAppendCommandArgv(d->link.c, sizeof(argv) / sizeof(argv[0]), argv, NULL);
-		redisAppendCommand(d->link.c, "PEXPIRE %s %s", key, ttl);
+		ice_redis_appendv(&d->link, sizeof(argv) / sizeof(argv[0]), argv, NULL);
+		ice_redis_appendf(&d->link, "PEXPIRE %s %s", key, ttl);
 		n += 2;
 	}
 	if (n > 0 && ctld_pipe(d, n, r) == 0)

@@ -229,9 +229,9 @@ void ctld_read_pmaps(struct ctld *d)
 	if (pr == NULL)
 		goto out;
 	for (size_t i = 0; i < nh; i++)
-		redisAppendCommand(d->link.c, "ZRANGE %s 0 -1 WITHSCORES",
-				   ice_rkey_str(key, sizeof(key), ICE_RK_PROBE_PAIRS, d->cfg.fabric,
-						hs->element[i]->str, NULL));
+		ice_redis_appendf(&d->link, "ZRANGE %s 0 -1 WITHSCORES",
+				  ice_rkey_str(key, sizeof(key), ICE_RK_PROBE_PAIRS, d->cfg.fabric,
+					       hs->element[i]->str, NULL));
 	if (ctld_pipe(d, nh, pr) < 0) {
 		free(pr);
 		pr = NULL;
@@ -259,9 +259,9 @@ void ctld_read_pmaps(struct ctld *d)
 			keep[npairs] = pmap_known(d, pair, sc ? strtoull(sc, NULL, 10) : 0);
 			if (keep[npairs] >= 0)
 				continue;
-			redisAppendCommand(d->link.c, "HGET %s json",
-					   ice_rkey_str(key, sizeof(key), ICE_RK_PROBE_MAP,
-							d->cfg.fabric, hs->element[i]->str, pair));
+			ice_redis_appendf(&d->link, "HGET %s json",
+					  ice_rkey_str(key, sizeof(key), ICE_RK_PROBE_MAP,
+						       d->cfg.fabric, hs->element[i]->str, pair));
 			nget++;
 		}
 	mr = calloc(nget + 1, sizeof(*mr));
@@ -328,7 +328,7 @@ void ctld_read_health(struct ctld *d)
 	if (r == NULL || recs == NULL || down == NULL)
 		goto out_free;
 	for (uint32_t i = 0; i < d->nhkeys; i++)
-		redisAppendCommand(d->link.c, "HGET %s json", d->hkeys[i]);
+		ice_redis_appendf(&d->link, "HGET %s json", d->hkeys[i]);
 	if (ctld_pipe(d, d->nhkeys, r) < 0)
 		goto out_free;
 	for (uint32_t i = 0; i < d->nhkeys; i++) {
@@ -651,7 +651,7 @@ void ctld_read_qps(struct ctld *d)
 		return;
 	for (uint32_t i = 0; i < d->nhosts; i++) {
 		ice_rkey_str(key, sizeof(key), ICE_RK_QPS, d->cfg.fabric, d->hosts[i].name, NULL);
-		redisAppendCommand(d->link.c, "ZRANGEBYSCORE %s %s +inf", key, min);
+		ice_redis_appendf(&d->link, "ZRANGEBYSCORE %s %s +inf", key, min);
 	}
 	if (ctld_pipe(d, d->nhosts, rep) < 0)
 		goto out;
@@ -661,8 +661,8 @@ void ctld_read_qps(struct ctld *d)
 				continue; /* an unjoined BPF flow: no QP to steer */
 			ice_rkey_str(key, sizeof(key), ICE_RK_QP, d->cfg.fabric, d->hosts[i].name,
 				     rep[i]->element[j]->str);
-			redisAppendCommand(
-				d->link.c,
+			ice_redis_appendf(
+				&d->link,
 				"HMGET %s local remote qpn rqpn sport rate ts_ms closed_ms", key);
 			nhm++;
 		}

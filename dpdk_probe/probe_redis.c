@@ -57,7 +57,7 @@ static int redis_drain(struct probe_redis *r, int n)
 {
 	uint32_t errors = 0;
 
-	if (ice_redis_replies(r->link.c, (size_t)n, NULL, &errors) < 0) {
+	if (ice_redis_pipe(&r->link, (size_t)n, NULL, &errors) < 0) {
 		ice_redis_down(&r->link, ice_now_ns(), NULL);
 		ice_warn(PROBE_LOG, "redis: %s", r->link.why);
 		return -EIO;
@@ -104,13 +104,13 @@ int probe_redis_map(struct probe_redis *r, const struct probe_pathmap *m)
 		free(txt);
 		return -EINVAL;
 	}
-	redisAppendCommand(r->link.c,
-			   "HSET %s src %s dst %s ts_ms %llu probes %u npaths %u nports %u "
-			   "json %s",
-			   key, a, b, (unsigned long long)m->ts_ms, m->probes, m->npaths, m->nports,
-			   txt);
-	redisAppendCommand(r->link.c, "ZADD %s %llu %s", key2, (unsigned long long)m->ts_ms, pair);
-	redisAppendCommand(r->link.c, "SADD %s %s", key3, r->host);
+	ice_redis_appendf(&r->link,
+			  "HSET %s src %s dst %s ts_ms %llu probes %u npaths %u nports %u "
+			  "json %s",
+			  key, a, b, (unsigned long long)m->ts_ms, m->probes, m->npaths, m->nports,
+			  txt);
+	ice_redis_appendf(&r->link, "ZADD %s %llu %s", key2, (unsigned long long)m->ts_ms, pair);
+	ice_redis_appendf(&r->link, "SADD %s %s", key3, r->host);
 	free(txt);
 	ret = redis_drain(r, 3);
 	return ret;
@@ -135,10 +135,10 @@ int probe_redis_health(struct probe_redis *r, const struct probe_pathmap *m, jso
 		free(txt);
 		return -EINVAL;
 	}
-	redisAppendCommand(r->link.c, "HSET %s ts_ms %lld seq %lld map_age_ms %lld json %s", key,
-			   json_integer_value(json_object_get(rec, "ts_ms")),
-			   json_integer_value(json_object_get(rec, "seq")),
-			   json_integer_value(json_object_get(rec, "map_age_ms")), txt);
+	ice_redis_appendf(&r->link, "HSET %s ts_ms %lld seq %lld map_age_ms %lld json %s", key,
+			  json_integer_value(json_object_get(rec, "ts_ms")),
+			  json_integer_value(json_object_get(rec, "seq")),
+			  json_integer_value(json_object_get(rec, "map_age_ms")), txt);
 	n++;
 	for (size_t i = 0; i < json_array_size(paths); i++) {
 		json_t *p = json_array_get(paths, i);
@@ -146,17 +146,16 @@ int probe_redis_health(struct probe_redis *r, const struct probe_pathmap *m, jso
 
 		if (pt == NULL)
 			continue;
-		redisAppendCommand(r->link.c, "HSET %s path:%s %s", key,
-				   json_string_value(json_object_get(p, "path")), pt);
+		ice_redis_appendf(&r->link, "HSET %s path:%s %s", key,
+				  json_string_value(json_object_get(p, "path")), pt);
 		free(pt);
 		n++;
 	}
-	redisAppendCommand(r->link.c, "XADD %s MAXLEN ~ %d * json %s", tskey, PROBE_STREAM_CAP,
-			   txt);
+	ice_redis_appendf(&r->link, "XADD %s MAXLEN ~ %d * json %s", tskey, PROBE_STREAM_CAP, txt);
 	n++;
 	/* the map's age, refreshed each interval */
-	redisAppendCommand(r->link.c, "HSET %s age_ms %lld", mkey,
-			   json_integer_value(json_object_get(rec, "map_age_ms")));
+	ice_redis_appendf(&r->link, "HSET %s age_ms %lld", mkey,
+			  json_integer_value(json_object_get(rec, "map_age_ms")));
 	n++;
 	free(txt);
 	return redis_drain(r, n);
@@ -174,7 +173,7 @@ int probe_redis_pinglist(struct probe_redis *r, const struct topo *t, struct pro
 		return -ENOTCONN;
 	if (rkey(r, ICE_RK_PROBE_PINGLIST, NULL, key, sizeof(key)) < 0)
 		return -EINVAL;
-	rep = redisCommand(r->link.c, "GET %s", key);
+	rep = ice_redis_cmdf(&r->link, "GET %s", key);
 	if (rep == NULL) {
 		ice_redis_down(&r->link, ice_now_ns(), NULL);
 		return -EIO;

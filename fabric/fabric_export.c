@@ -343,7 +343,7 @@ static uint32_t oper_changed(struct exporter *e)
 /* Append one command of argc words. */
 static void cmd(struct exporter *e, unsigned *n, int argc, const char **argv)
 {
-	if (redisAppendCommandArgv(e->link.c, argc, argv, NULL) == REDIS_OK)
+	if (ice_redis_appendv(&e->link, argc, argv, NULL) == 0)
 		(*n)++;
 }
 
@@ -393,7 +393,7 @@ static int exp_register(struct exporter *e)
 	argv[0] = "HDEL";
 	argv[2] = "stopped_ms";
 	cmd(e, &n, 3, argv);
-	return ice_redis_replies(e->link.c, n, NULL, &e->errors);
+	return ice_redis_pipe(&e->link, n, NULL, &e->errors);
 }
 
 static int exp_publish(struct exporter *e)
@@ -440,7 +440,7 @@ static int exp_publish(struct exporter *e)
 
 		cmd(e, &n, sizeof(h) / sizeof(h[0]), h);
 	}
-	return ice_redis_replies(e->link.c, n, NULL, &e->errors);
+	return ice_redis_pipe(&e->link, n, NULL, &e->errors);
 }
 
 static void exp_down(struct exporter *e, const char *why)
@@ -523,7 +523,7 @@ static void exp_offline(struct exporter *e)
 
 		cmd(e, &n, 6, h);
 	}
-	ice_redis_replies(e->link.c, n, NULL, NULL);
+	ice_redis_pipe(&e->link, n, NULL, NULL);
 }
 
 /* ---- the process -------------------------------------------------------------------- */

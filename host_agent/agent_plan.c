@@ -358,6 +358,7 @@ static void conn_fail(struct agent_plan *p, uint64_t now_ns, const char *why)
 
 static void conn_up(struct agent_plan *p, uint64_t now_ns)
 {
+	char addr[sizeof(p->link.addr)];
 	redisReply *r;
 	int ret;
 
@@ -368,8 +369,12 @@ static void conn_up(struct agent_plan *p, uint64_t now_ns)
 		ice_warn(AGENT_SUB, "plans: redis at %s: %s; retrying", p->cfg->redis, p->link.why);
 	if (ret < 0)
 		return;
-	p->sub = ice_redis_connect(p->link.addr, p->link.timeout_ns, p->link.why,
-				   sizeof(p->link.why));
+	/* on a cluster: the node of the plan's slot (PUBLISH reaches every node) */
+	if (ice_redis_node_of(&p->link, p->pkey, addr, sizeof(addr)) == NULL) {
+		conn_fail(p, now_ns, "no cluster node serves the plan's slot");
+		return;
+	}
+	p->sub = ice_redis_connect(addr, p->link.timeout_ns, p->link.why, sizeof(p->link.why));
 	if (p->sub == NULL) {
 		conn_fail(p, now_ns, p->link.why);
 		return;
@@ -389,7 +394,7 @@ static void conn_up(struct agent_plan *p, uint64_t now_ns)
 
 static void fetch(struct agent_plan *p, uint64_t now_ns)
 {
-	redisReply *r = redisCommand(p->link.c, "GET %s", p->pkey);
+	redisReply *r = ice_redis_cmdf(&p->link, "GET %s", p->pkey);
 
 	p->fetch = false;
 	if (r == NULL) {
@@ -413,36 +418,31 @@ static void write_back(struct agent_plan *p, uint64_t now_ns)
 		snprintf(ts, sizeof(ts), "%" PRIu64, p->applied_ms);
 		snprintf(n, sizeof(n), "%u", p->applied);
 		snprintf(ab, sizeof(ab), "%u", p->absent);
-		redisAppendCommand(p->link.c,
-				   "HSET %s epoch %s ts_ms %s qps %s absent %s state applied "
-				   "updated_ms %s last_epoch %s",
-				   p->akey, e, ts, n, ab, now, le);
+		ice_redis_appendf(&p->link,
+				  "HSET %s epoch %s ts_ms %s qps %s absent %s state applied "
+				  "updated_ms %s last_epoch %s",
+				  p->akey, e, ts, n, ab, now, le);
 		ncmd++;
 	} else if (p->wb_due && p->last_epoch > 0) {
 		/* after a reconnect without a plan in force (a restarted Redis):
 		 * the controller numbers its next plans above this */
-		redisAppendCommand(p->link.c, "HSET %s last_epoch %s", p->akey, le);
+		ice_redis_appendf(&p->link, "HSET %s last_epoch %s", p->akey, le);
 		ncmd++;
 	}
 	if (p->expired_due) {
-		redisAppendCommand(p->link.c, "HSET %s state expired expired_ms %s", p->akey, now);
+		ice_redis_appendf(&p->link, "HSET %s state expired expired_ms %s", p->akey, now);
 		ncmd++;
 	}
 	if (p->refusal_due) {
 		snprintf(rs, sizeof(rs), "%" PRIu64, p->refused_ms);
 		snprintf(n, sizeof(n), "%" PRIu64, p->refused);
-		redisAppendCommand(p->link.c, "HSET %s refused %s refused_ms %s refused_reason %s",
-				   p->akey, n, rs, p->reason);
+		ice_redis_appendf(&p->link, "HSET %s refused %s refused_ms %s refused_reason %s",
+				  p->akey, n, rs, p->reason);
 		ncmd++;
 	}
-	for (unsigned i = 0; i < ncmd; i++) {
-		redisReply *r = NULL;
-
-		if (redisGetReply(p->link.c, (void **)&r) != REDIS_OK || r == NULL) {
-			conn_fail(p, now_ns, NULL);
-			return;
-		}
-		freeReplyObject(r);
+	if (ice_redis_pipe(&p->link, ncmd, NULL, NULL) < 0) {
+		conn_fail(p, now_ns, NULL);
+		return;
 	}
 	p->wb_due = p->expired_due = p->refusal_due = false;
 }

@@ -273,7 +273,7 @@ static void redis_down(struct agent_redis *r, uint64_t now_ns, const char *why)
 /* Read n replies; count error replies. 0, or -EIO when the link broke. */
 static int redis_replies(struct agent_redis *r, unsigned n)
 {
-	return ice_redis_replies(r->link.c, n, NULL, &r->errors);
+	return ice_redis_pipe(&r->link, n, NULL, &r->errors);
 }
 
 static int redis_register(struct agent_redis *r)
@@ -307,7 +307,7 @@ static int redis_register(struct agent_redis *r)
 		free(b.p);
 		return -ENOMEM;
 	}
-	ret = redisAppendFormattedCommand(r->link.c, b.p, b.len) == REDIS_OK ? 0 : -EIO;
+	ret = ice_redis_append_formatted(&r->link, b.p, b.len) == 0 ? 0 : -EIO;
 	if (ret == 0)
 		ret = redis_replies(r, b.ncmd);
 	free(b.p);
@@ -351,7 +351,7 @@ void agent_redis_tick(struct agent_redis *r, struct agent_queue *q, uint64_t now
 		     i++, n++) {
 			struct agent_queue_item *it = &q->item[(q->head + i) % q->cap];
 
-			if (redisAppendFormattedCommand(r->link.c, it->buf, it->len) != REDIS_OK)
+			if (ice_redis_append_formatted(&r->link, it->buf, it->len) < 0)
 				goto broken;
 			bytes += it->len;
 			ncmd += it->ncmd;
@@ -381,7 +381,7 @@ void agent_redis_offline(struct agent_redis *r)
 	agent_buf_cmd(&b, "HSET", key, "state", "offline", "stopped_ms", now, NULL);
 	rk(key, sizeof(key), cfg, ICE_RK_NIC_ALIVE, cfg->nic);
 	agent_buf_cmd(&b, "DEL", key, NULL);
-	if (!b.failed && redisAppendFormattedCommand(r->link.c, b.p, b.len) == REDIS_OK)
+	if (!b.failed && ice_redis_append_formatted(&r->link, b.p, b.len) == 0)
 		redis_replies(r, b.ncmd);
 	free(b.p);
 }

@@ -25,7 +25,7 @@ static void keys_render(void **state)
 	assert_int_equal(ice_rkey(k, sizeof(k), ICE_RK_QP_TS, "lab", "node1", "10.0.0.1:17"), 0);
 	assert_string_equal(k, "ice:lab:{node1}:qp:10.0.0.1:17:ts");
 	assert_int_equal(ice_rkey(k, sizeof(k), ICE_RK_CTL_LEADER, "lab", NULL, NULL), 0);
-	assert_string_equal(k, "ice:lab:ctl:leader");
+	assert_string_equal(k, "ice:lab:{ctl}:leader");
 	assert_int_equal(ice_rkey(k, sizeof(k), ICE_RK_PROBE_MAP, "f", "10.1.0.1", "a>b"), 0);
 	assert_string_equal(k, "ice:f:{10.1.0.1}:probe:map:a>b");
 	/* <S>, a switch, is given in the host's place */

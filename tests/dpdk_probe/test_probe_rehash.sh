@@ -149,7 +149,7 @@ wait_for 10 grep -q 'link leaf1:spine2 is down (ice-probe' "$ICE_TMP/ctl-A.log" 
 echo "leaf1:spine2 down: the controller took it out of its plans +$(($(now_ms) - t0)) ms (at most) after the change"
 grep -h 'dead' "$ICE_TMP"/watch-h*.log | head -2 | sed 's/^/  /'
 grep '^reaction: link\|^reaction: probe path' "$ICE_TMP/ctl-A.out" | tail -1 | sed 's/^/  /'
-wait_for 3 bash -c "[ \"\$(redis-cli -h $rhost -p $rport HGET 'ice:$name:ctl:status' down_links_used)\" = 0 ]" ||
+wait_for 3 bash -c "[ \"\$(redis-cli -h $rhost -p $rport HGET 'ice:$name:{ctl}:status' down_links_used)\" = 0 ]" ||
 	ctl_fail "the plan uses the down link"
 t0=$(now_ms)
 "$ICE_FABRIC" link --fabric "$name" --no-record leaf1:spine2 up || ctl_fail "ice-fabric link up"

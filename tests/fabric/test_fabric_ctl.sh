@@ -50,7 +50,7 @@ echo "ICE: leaf1 -> spine1 / spine2: $s1 / $s2 bytes/s"
 wait_for 5 grep -qE '^reaction: link leaf1:spine2 (oper-status )?down' "$ICE_TMP/ctl-A.out" ||
 	ctl_fail "no reaction to the link going down"
 grep '^reaction: link' "$ICE_TMP/ctl-A.out" | tail -1
-[ "$(rcli HGET "ice:$name:ctl:status" down_links_used)" = 0 ] || ctl_fail "the plan uses the down link"
+[ "$(rcli HGET "ice:$name:{ctl}:status" down_links_used)" = 0 ] || ctl_fail "the plan uses the down link"
 # every flow, planned or not (the ACKs), keeps going: leaf1 fails over
 read -r s1 s2 <<<"$(spine_split 1)"
 echo "leaf1:spine2 down: leaf1 -> spine1 / spine2: $s1 / $s2 bytes/s"

@@ -6,7 +6,7 @@
 #      SIGSTOP (a hung leader: the split-brain case): the standby publishes
 #      within 2 s; the old leader is thawed (SIGCONT) and must stand down
 #      (its publishing is fenced by the lease); the publication log
-#      (ice:<F>:ctl:log) has strictly increasing epochs and never a plan of
+#      (ice:<F>:{ctl}:log) has strictly increasing epochs and never a plan of
 #      the old leader after one of the new;
 #   2. the last controller is killed: the agents keep the plan for its
 #      lifetime (3 s), then put every QP back to its default source port;
@@ -27,22 +27,22 @@ declare -A CP=([A]=$CPID)
 sleep 0.3
 ctl_start B --lifetime 3s --reopt 1s --lease-ttl 1000ms
 CP[B]=$CPID
-wait_for 5 bash -c "[ -n \"\$(redis-cli -h $rhost -p $rport HGET 'ice:$name:ctl:published' epoch)\" ]" ||
+wait_for 5 bash -c "[ -n \"\$(redis-cli -h $rhost -p $rport HGET 'ice:$name:{ctl}:published' epoch)\" ]" ||
 	ctl_fail "nothing published"
 sleep 1.5
-leader=$(rcli GET "ice:$name:ctl:leader")
+leader=$(rcli GET "ice:$name:{ctl}:leader")
 [ "$leader" = A ] || [ "$leader" = B ] || ctl_fail "leader is '$leader'"
 other=$([ "$leader" = A ] && echo B || echo A)
 grep -q '^epoch' "$ICE_TMP/ctl-$other.out" && ctl_fail "the standby $other published while $leader led"
-e0=$(rcli HGET "ice:$name:ctl:published" epoch)
+e0=$(rcli HGET "ice:$name:{ctl}:published" epoch)
 echo "leader $leader (epoch $e0), standby $other"
 kill -STOP "${CP[$leader]}"
 t0=$(date +%s%N)
-wait_for 4 bash -c "[ \"\$(redis-cli -h $rhost -p $rport HGET 'ice:$name:ctl:published' id)\" = $other ]" ||
+wait_for 4 bash -c "[ \"\$(redis-cli -h $rhost -p $rport HGET 'ice:$name:{ctl}:published' id)\" = $other ]" ||
 	ctl_fail "the standby did not publish within 4 s"
 t1=$(date +%s%N)
 ms=$(((t1 - t0) / 1000000))
-e1=$(rcli HGET "ice:$name:ctl:published" epoch)
+e1=$(rcli HGET "ice:$name:{ctl}:published" epoch)
 echo "failover: $other published epoch $e1 $ms ms after $leader was killed"
 [ "$ms" -lt 2000 ] || ctl_fail "failover took $ms ms (goal < 2000)"
 [ "$e1" -gt "$e0" ] || ctl_fail "epoch went from $e0 to $e1"
@@ -51,10 +51,10 @@ kill -CONT "${CP[$leader]}"
 sleep 1.5
 [ "$(grep -c '^epoch' "$ICE_TMP/ctl-$leader.out")" = "$n_old" ] ||
 	ctl_fail "the thawed old leader $leader published again"
-[ "$(rcli GET "ice:$name:ctl:leader")" = "$other" ] || ctl_fail "the lease left $other"
+[ "$(rcli GET "ice:$name:{ctl}:leader")" = "$other" ] || ctl_fail "the lease left $other"
 echo "the thawed old leader $leader stood down: $(grep -ci 'lease' "$ICE_TMP/ctl-$leader.log") lease messages, no plan"
 { kill -KILL "${CP[$leader]}"; wait "${CP[$leader]}"; } 2>/dev/null
-rcli XRANGE "ice:$name:ctl:log" - + | python3 -c '
+rcli XRANGE "ice:$name:{ctl}:log" - + | python3 -c '
 import sys
 lines = [l.strip() for l in sys.stdin]
 recs, i = [], 0
@@ -80,11 +80,11 @@ done
 #     for h3, the counter near the 64-bit limit): the leader ignores them
 #     and numbers its next plan above the real epochs; the agents apply it
 rcli HSET "ice:$name:{h3}:plan:applied" last_epoch 9000000000000000000 >/dev/null
-rcli SET "ice:$name:ctl:epoch" 4611686018427387904 >/dev/null
-e2=$(rcli HGET "ice:$name:ctl:published" epoch)
-wait_for 6 bash -c "[ \"\$(redis-cli -h $rhost -p $rport HGET 'ice:$name:ctl:published' epoch)\" != $e2 ]" ||
+rcli SET "ice:$name:{ctl}:epoch" 4611686018427387904 >/dev/null
+e2=$(rcli HGET "ice:$name:{ctl}:published" epoch)
+wait_for 6 bash -c "[ \"\$(redis-cli -h $rhost -p $rport HGET 'ice:$name:{ctl}:published' epoch)\" != $e2 ]" ||
 	ctl_fail "no plan published after the inflated floors"
-e3=$(rcli HGET "ice:$name:ctl:published" epoch)
+e3=$(rcli HGET "ice:$name:{ctl}:published" epoch)
 echo "inflated floors: next epoch $e3 (was $e2)"
 [ "$e3" -gt "$e2" ] && [ "$e3" -lt 281474976710656 ] || ctl_fail "epoch $e2 -> $e3 after the inflated floors"
 # (h3's agent writes its real last_epoch back on its next plan, so the

@@ -119,7 +119,7 @@ wait_for 5 grep -q "^reaction: link leaf1:spine2 oper-status down" "$ICE_TMP/ctl
 line=$(grep "^reaction: link leaf1:spine2 oper-status down" "$ICE_TMP/ctl-F.out" | head -1)
 ms=$(sed -n 's/.* in \([0-9]*\) ms.*/\1/p' <<<"$line")
 echo "$line"
-[ "$(rcli HGET "ice:$name:ctl:status" down_links_used)" = 0 ] || ctl_fail "the plan uses the down link"
+[ "$(rcli HGET "ice:$name:{ctl}:status" down_links_used)" = 0 ] || ctl_fail "the plan uses the down link"
 [ "${ms:-99999}" -le 1000 ] || ctl_fail "reaction to oper-status down took ${ms:-?} ms"
 # the agent's QP record says the new port within its interval
 for ((i = 0; i < 20; i++)); do
