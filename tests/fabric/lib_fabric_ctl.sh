@@ -13,6 +13,7 @@ HOSTS=(h1 h2 h3 h4)
 declare -A IP APID
 
 ctl_cleanup() {
+	[ -n "${CTL_CLUSTER_DIR:-}" ] && "$ICE_REDIS_CLUSTER" stop "$CTL_CLUSTER_DIR"
 	ice_fab_cleanup
 	local h
 	for h in "${HOSTS[@]}"; do
@@ -25,7 +26,11 @@ trap ctl_cleanup EXIT
 
 # ctl_fabric_up PREFIX [ECMP]: fabric ice<PREFIX><sfx> (ECMP: model, the
 # default, or kernel; more ice-topo gen options in CTL_GEN_OPTS), Redis,
-# key, agents
+# key, agents. CTL_CLUSTER=1: the daemons use a Redis Cluster of 3
+# primaries and 3 replicas on the management bridge instead
+# (tools/ice-redis-cluster; $redis is its cluster: address list, rcli
+# follows redirections, $cport the first node's port)
+ICE_REDIS_CLUSTER=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/tools/ice-redis-cluster
 CTL_GEN_OPTS=()
 CTL_UP_OPTS=() # more ice-fabric up options
 ctl_fabric_up() {
@@ -41,6 +46,14 @@ ctl_fabric_up() {
 	ice_fab_up "$file" --redis "$port" "${CTL_UP_OPTS[@]}" >/dev/null || ice_fail "ice-fabric up failed"
 	redis=$("$ICE_FABRIC" exec --fabric "$name" h1 -- sh -c 'echo $ICE_REDIS')
 	rhost=${redis%:*} rport=${redis#*:}
+	if [ "${CTL_CLUSTER:-0}" = 1 ]; then
+		cport=$((40000 + (ICE_SFX % 2000) * 8))
+		CTL_CLUSTER_DIR=$ICE_TMP/ice-cluster
+		redis=$("$ICE_REDIS_CLUSTER" start "$CTL_CLUSTER_DIR" "$rhost" "$cport" 3 1 1000) ||
+			ctl_fail "no Redis Cluster"
+		rport=$cport
+		echo "redis cluster: $redis"
+	fi
 	KEY=$ICE_TMP/plan.key
 	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$KEY"
 	chmod 600 "$KEY"
@@ -59,7 +72,7 @@ ctl_fabric_up() {
 	[ "$(rcli SCARD "ice:$name:hosts")" = 4 ] || ctl_fail "agents did not register"
 }
 
-rcli() { redis-cli -h "$rhost" -p "$rport" "$@"; }
+rcli() { redis-cli ${CTL_CLUSTER_DIR:+-c} -h "$rhost" -p "$rport" "$@"; }
 
 ctl_fail() {
 	local f
