@@ -138,6 +138,28 @@ int ice_redis_addr_parse(const char *addr, char *host, size_t hlen, int *port, b
 	return 0;
 }
 
+bool ice_redis_addr_ok(const char *addr)
+{
+	const char *list = strncmp(addr, "cluster:", 8) == 0 ? addr + 8 : addr;
+	char one[256], host[256];
+	bool is_unix;
+	int port;
+
+	if (!ice_redis_is_cluster(addr))
+		return ice_redis_addr_parse(addr, host, sizeof(host), &port, &is_unix) == 0;
+	do { /* a cluster: HOST:PORT seeds, no unix sockets */
+		size_t n = strcspn(list, ",");
+
+		if (n == 0 || n >= sizeof(one))
+			return false;
+		snprintf(one, sizeof(one), "%.*s", (int)n, list);
+		if (ice_redis_addr_parse(one, host, sizeof(host), &port, &is_unix) < 0 || is_unix)
+			return false;
+		list += n;
+	} while (*list++ == ',');
+	return true;
+}
+
 redisContext *ice_redis_connect(const char *addr, uint64_t timeout_ns, char *why, size_t whylen)
 {
 	struct timeval tv = {(time_t)(timeout_ns / ICE_NSEC_PER_SEC),

@@ -104,6 +104,10 @@ const char *ice_rkey_str(char *buf, size_t len, enum ice_rkey k, const char *fab
  * port (0 for unix) and is_unix. 0 or -EINVAL. */
 int ice_redis_addr_parse(const char *addr, char *host, size_t hlen, int *port, bool *is_unix);
 
+/* A --redis value: one address, or a cluster's seeds ("cluster:H:P[,H:P]"
+ * or "H:P,H:P"; TCP only). */
+bool ice_redis_addr_ok(const char *addr);
+
 /* One connection attempt; the timeout also bounds every later command.
  * NULL with why filled when it fails. */
 redisContext *ice_redis_connect(const char *addr, uint64_t timeout_ns, char *why, size_t whylen);

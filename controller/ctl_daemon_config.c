@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ctl_daemon.h"
+#include "ice_redis.h"
 #include "ice_time.h"
 
 #define F(k, t, m, lo, hi, u, h)                                                                   \
@@ -20,7 +21,8 @@
 const struct ice_cfg_field ctld_cfg_fields[] = {
 	F("fabric", ICE_CFG_STRING, fabric, 0, 0, 0, "fabric name: keys are ice:<fabric>:..."),
 	F("topology", ICE_CFG_STRING, topology, 0, 0, 0, "topology file (topo/ YAML, required)"),
-	F("redis", ICE_CFG_STRING, redis, 0, 0, 0, "Redis: host:port or unix:/path"),
+	F("redis", ICE_CFG_STRING, redis, 0, 0, 0,
+	  "Redis: host:port, unix:/path, or a cluster: cluster:host:port[,host:port...]"),
 	F("policy", ICE_CFG_STRING, policy, 0, 0, 0,
 	  "DCQCN policy file (default: DCQCN defaults); a policy applied in\n"
 	  "Redis (icectl policy apply) replaces it while running"),
@@ -114,21 +116,6 @@ int ctld_cfg_set_flag(struct ctld_cfg *c, const char *flag, const char *value,
 	return ice_cfg_set_flag(ctld_cfg_fields, ctld_cfg_nfields, c, flag, value, err);
 }
 
-static bool redis_spec_ok(const char *s)
-{
-	const char *colon;
-	char *end;
-	long p;
-
-	if (strncmp(s, "unix:", 5) == 0)
-		return s[5] == '/';
-	colon = strrchr(s, ':');
-	if (colon == NULL || colon == s || colon[1] == '\0')
-		return false;
-	p = strtol(colon + 1, &end, 10);
-	return *end == '\0' && p >= 1 && p <= 65535;
-}
-
 int ctld_cfg_finish(struct ctld_cfg *c, const char *path, struct ice_cfg_err *err)
 {
 	if (c->topology[0] == '\0')
@@ -142,9 +129,10 @@ int ctld_cfg_finish(struct ctld_cfg *c, const char *path, struct ice_cfg_err *er
 		return ice_cfg_fail(err, path, "fabric",
 				    "expected letters, digits, '.', '-' or '_', got '%s'",
 				    c->fabric);
-	if (!redis_spec_ok(c->redis))
+	if (!ice_redis_addr_ok(c->redis))
 		return ice_cfg_fail(err, path, "redis",
-				    "expected host:port (port 1-65535) or unix:/path, got '%s'",
+				    "expected host:port (port 1-65535), unix:/path or "
+				    "cluster:host:port[,host:port...], got '%s'",
 				    c->redis);
 	if (c->id[0] == '\0') {
 		char h[40];

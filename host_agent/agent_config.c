@@ -28,7 +28,8 @@ const struct ice_cfg_field agent_cfg_fields[] = {
 	F("addr", ICE_CFG_STRING, addr, 0, 0, 0, "IPv4 address of the NIC (default: its first)"),
 	F("host", ICE_CFG_STRING, host, 0, 0, 0, "host name in Redis keys (default: hostname)"),
 	F("fabric", ICE_CFG_STRING, fabric, 0, 0, 0, "fabric name: keys are ice:<fabric>:..."),
-	F("redis", ICE_CFG_STRING, redis, 0, 0, 0, "Redis: host:port or unix:/path"),
+	F("redis", ICE_CFG_STRING, redis, 0, 0, 0,
+	  "Redis: host:port, unix:/path, or a cluster: cluster:host:port[,host:port...]"),
 	F("interval", ICE_CFG_DURATION, interval, 10e6, 3600e9, ICE_NSEC_PER_SEC,
 	  "sampling interval (bare numbers in s)"),
 	F("stream_cap", ICE_CFG_U32, stream_cap, 10, 10000000, 0,
@@ -100,9 +101,6 @@ static int nic_first_addr(const char *nic, char *buf, size_t len)
 int agent_cfg_finish(struct agent_cfg *c, const char *path, struct ice_cfg_err *err)
 {
 	struct in_addr in;
-	char rh[256];
-	bool is_unix;
-	int port;
 
 	if (c->nic[0] == '\0')
 		return ice_cfg_fail(err, path, "nic",
@@ -136,9 +134,10 @@ int agent_cfg_finish(struct agent_cfg *c, const char *path, struct ice_cfg_err *
 		return ice_cfg_fail(err, path, "fabric",
 				    "expected letters, digits, '.', '-' or '_', got '%s'",
 				    c->fabric);
-	if (ice_redis_addr_parse(c->redis, rh, sizeof(rh), &port, &is_unix) < 0)
+	if (!ice_redis_addr_ok(c->redis))
 		return ice_cfg_fail(err, path, "redis",
-				    "expected host:port (port 1-65535) or unix:/path, got '%s'",
+				    "expected host:port (port 1-65535), unix:/path or "
+				    "cluster:host:port[,host:port...], got '%s'",
 				    c->redis);
 	if (c->pin_dir[0] == '\0')
 		snprintf(c->pin_dir, sizeof(c->pin_dir), "/sys/fs/bpf/ice-agent-%s", c->addr);

@@ -108,8 +108,8 @@ static const struct bad bads[] = {
 	{"bad_interval.yaml", "bad_interval.yaml:2:11: key 'interval': expected a duration"},
 	{"unknown_key.yaml", "unknown_key.yaml:2:1: key 'intervall': unknown key 'intervall'; did "
 			     "you mean 'interval'?"},
-	{"bad_redis.yaml", "bad_redis.yaml:2:8: key 'redis': expected host:port (port 1-65535) or "
-			   "unix:/path, got 'localhost'"},
+	{"bad_redis.yaml", "bad_redis.yaml:2:8: key 'redis': expected host:port (port 1-65535), "
+			   "unix:/path or cluster:host:port[,host:port...], got 'localhost'"},
 	{"bad_addr.yaml", "bad_addr.yaml:2:7: key 'addr': expected an IPv4 address, got "
 			  "'10.0.0.300'"},
 	{"bad_port.yaml", "bad_port.yaml:2:15: key 'metrics_port': expected an integer in [0, "
