@@ -134,7 +134,7 @@ mport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); p
 	>"$tmp/ctl.out" 2>"$tmp/ctl.log" &
 ctl_pid=$!
 wait_for 10 grep -q "^epoch" "$tmp/ctl.out" || fail "the controller published nothing"
-epoch=$(rc HGET "ice:$F:ctl:published" epoch)
+epoch=$(rc HGET "ice:$F:{ctl}:published" epoch)
 # two agents wrote back the epoch they applied, two did not
 for h in h1 h2; do
 	rc HSET "ice:$F:{$h}:plan:applied" epoch "$epoch" ts_ms "$(($(date +%s%N) / 1000000))" \
@@ -226,7 +226,7 @@ ictl policy apply "$SRC/controller/policy.example.yaml" >"$tmp/apply.out" ||
 	fail "apply: exit $? ($(cat "$tmp/apply.out"))"
 grep -q "policy v1 applied: in force on the leader" "$tmp/apply.out" || fail "apply: $(cat "$tmp/apply.out")"
 grep -q "policy v1 in force: 5 profiles" "$tmp/ctl.log" || fail "the controller did not log v1"
-[ "$(rc HGET "ice:$F:ctl:status" policy_version)" = 1 ] || fail "ctl:status policy_version"
+[ "$(rc HGET "ice:$F:{ctl}:status" policy_version)" = 1 ] || fail "ctl:status policy_version"
 wait_for 5 sh -c "$ICECTL qps --json --redis unix:$S --fabric $F | grep -q testbed-100m" ||
 	fail "the QPs did not get the policy's profile"
 ictl qps | grep -Eq "^  h1 .* testbed-100m +default " || fail "qps: profile and rule columns"
@@ -241,15 +241,15 @@ ictl policy diff 1 2 | grep -q "rp_ai_rate 2 -> 3" || fail "diff 1 2"
 rc HSET "ice:$F:policy:3" yaml "$(printf 'baseline: /nonexistent/ice-x.yaml\nprofiles: {a: {}}\ndefault: a\n')" \
 	dir /tmp source hostile >/dev/null
 rc SET "ice:$F:policy:current" 3 >/dev/null
-wait_for 5 sh -c "[ \"\$(redis-cli -s $S HGET ice:$F:ctl:status policy_refused)\" = 3 ]" ||
+wait_for 5 sh -c "[ \"\$(redis-cli -s $S HGET ice:$F:{ctl}:status policy_refused)\" = 3 ]" ||
 	fail "the controller did not refuse v3"
-[ "$(rc HGET "ice:$F:ctl:status" policy_version)" = 2 ] || fail "the old policy did not stay"
+[ "$(rc HGET "ice:$F:{ctl}:status" policy_version)" = 2 ] || fail "the old policy did not stay"
 grep -q "applied policy v3 refused, keeping the one in force: policy v3 (hostile):1:11: key 'baseline'" \
 	"$tmp/ctl.log" || fail "the refusal is not logged with file:line"
 ictl status | grep -q "refused: policy v3 (hostile):1:11" || fail "status does not show the refusal"
 ictl policy rollback | grep -q "policy v2 rolled back to: in force" || fail "rollback"
 ictl policy rollback 1 | grep -q "policy v1 rolled back to: in force" || fail "rollback 1"
-[ "$(rc HGET "ice:$F:ctl:status" policy_version)" = 1 ] || fail "rollback 1 not in force"
+[ "$(rc HGET "ice:$F:{ctl}:status" policy_version)" = 1 ] || fail "rollback 1 not in force"
 ictl --json policy history >"$tmp/hist.json"
 py "d['current'] == 1 and [h['action'] for h in d['history']] == ['rollback', 'rollback', 'apply', 'apply']" \
 	<"$tmp/hist.json" || fail "history: $(cat "$tmp/hist.json")"
@@ -275,16 +275,16 @@ grep -q "DCQCN: profile testbed-100m, by rules\[1\] line 62 of the applied polic
 echo "ok: an announced collective: qps --job, explain names the collective, job and policy rule"
 
 # ---- dry-run: the plans p2.yaml would give, against the live view, nothing published
-pub=$(rc HGET "ice:$F:ctl:published" epoch)
+pub=$(rc HGET "ice:$F:{ctl}:published" epoch)
 ictl --json policy dry-run "$tmp/p2.yaml" >"$tmp/dry.json" || fail "dry-run: exit $?"
 py "len(d['plans']) == 4 and len(d['changes']) == 4 and d['max_util'] > 0" <"$tmp/dry.json" ||
 	fail "dry-run --json: $(head -c 400 "$tmp/dry.json")"
 ictl policy dry-run "$tmp/p2.yaml" >"$tmp/dry.out"
 grep -q "^dry run of $tmp/p2.yaml on the live view ($tmp/topo.yaml)" "$tmp/dry.out" ||
 	fail "dry-run: $(cat "$tmp/dry.out")"
-[ "$(rc HGET "ice:$F:ctl:status" policy_version)" = 1 ] || fail "dry-run changed the policy"
+[ "$(rc HGET "ice:$F:{ctl}:status" policy_version)" = 1 ] || fail "dry-run changed the policy"
 [ -z "$(rc HGET "ice:$F:ctl:members" icectl-dry-run)" ] || fail "the dry run registered"
-rc XRANGE "ice:$F:ctl:log" - + | grep -q icectl-dry-run && fail "the dry run published"
+rc XRANGE "ice:$F:{ctl}:log" - + | grep -q icectl-dry-run && fail "the dry run published"
 # a policy whose profile for all_reduce differs: the announced QPs' DCQCN changes
 sed -e 's/^  - {op: all_reduce, min_bytes: 1M, profile: testbed-100m}/  - {op: all_reduce, min_bytes: 1M, profile: testbed-200m}/' \
 	-e "s|^baseline: ../|baseline: $SRC/|" "$SRC/controller/policy.example.yaml" >"$tmp/p4.yaml"
@@ -294,9 +294,9 @@ py "[c['qpn'] for c in d['changes'] if 'rp_ai_rate 1 -> 2' in c['dcqcn_changes']
 echo "ok: policy dry-run (the controller's planning step on the live view; the announced QPs' DCQCN changes shown; nothing published)"
 
 # ---- /metrics
-e1=$(rc HGET "ice:$F:ctl:published" epoch)
+e1=$(rc HGET "ice:$F:{ctl}:published" epoch)
 curl -sf "http://127.0.0.1:$mport/metrics" >"$tmp/metrics.txt" || fail "scrape failed"
-e2=$(rc HGET "ice:$F:ctl:published" epoch)
+e2=$(rc HGET "ice:$F:{ctl}:published" epoch)
 em=$(awk '$1 == "ice_controller_plan_epoch" {print $2}' "$tmp/metrics.txt")
 [ -n "$em" ] && [ "$em" -ge "$e1" ] && [ "$em" -le "$e2" ] ||
 	fail "ice_controller_plan_epoch $em, Redis says $e1..$e2"
