@@ -321,10 +321,9 @@ void ctld_ops_qp_records(struct ctld *d, const struct ctl_demand *dem, const uin
 				"plan_ts_ms",
 				ts,
 			};
-			redisAppendCommandArgv(d->link.c, sizeof(argv) / sizeof(argv[0]), argv,
-					       NULL);
+			ice_redis_appendv(&d->link, sizeof(argv) / sizeof(argv[0]), argv, NULL);
 		}
-		redisAppendCommand(d->link.c, "PEXPIRE %s %s", key, ttl);
+		ice_redis_appendf(&d->link, "PEXPIRE %s %s", key, ttl);
 		n += 2;
 	}
 	if (n > 0 && ctld_pipe(d, n, r) == 0)

@@ -30,6 +30,13 @@ int ictl_open(struct ictl *x)
 	redisReply *r;
 	size_t n = sizeof(any) / sizeof(any[0]);
 
+	if (ice_redis_is_cluster(x->redis)) {
+		fprintf(stderr,
+			"icectl: %s: a Redis Cluster is not supported by icectl yet; "
+			"give one node's address of a single instance\n",
+			x->redis);
+		return ICTL_EXIT_REDIS;
+	}
 	x->c = ice_redis_connect(x->redis, 2 * ICE_NSEC_PER_SEC, why, sizeof(why));
 	if (x->c == NULL) {
 		fprintf(stderr, "icectl: cannot reach Redis at %s: %s\n", x->redis, why);
