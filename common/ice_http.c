@@ -18,14 +18,19 @@
 #define REQ_MAX	      4096
 #define CLIENT_MAX_NS (2 * ICE_NSEC_PER_SEC)
 
-struct ice_http {
-	int lfd, cfd;
-	uint16_t port;
+struct ice_http_client {
+	int fd; /* -1: a free slot */
 	char req[REQ_MAX];
 	size_t req_len;
 	char *resp;
 	size_t resp_len, resp_off;
 	uint64_t since_ns;
+};
+
+struct ice_http {
+	int lfd;
+	uint16_t port;
+	struct ice_http_client cl[ICE_HTTP_CLIENTS];
 };
 
 static int parse_addr(const char *addr, struct sockaddr_in *sa)
@@ -70,12 +75,13 @@ struct ice_http *ice_http_new(const char *addr)
 	h = calloc(1, sizeof(*h));
 	if (h == NULL)
 		return NULL;
-	h->cfd = -1;
+	for (int i = 0; i < ICE_HTTP_CLIENTS; i++)
+		h->cl[i].fd = -1;
 	h->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (h->lfd < 0)
 		goto err_free;
 	setsockopt(h->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(h->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(h->lfd, 8) < 0 ||
+	if (bind(h->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(h->lfd, 64) < 0 ||
 	    getsockname(h->lfd, (struct sockaddr *)&sa, &slen) < 0)
 		goto err_close;
 	h->port = ntohs(sa.sin_port);
@@ -96,50 +102,63 @@ uint16_t ice_http_port(const struct ice_http *h)
 	return h->port;
 }
 
-static void client_close(struct ice_http *h)
+static void client_close(struct ice_http_client *c)
 {
-	if (h->cfd >= 0)
-		close(h->cfd);
-	h->cfd = -1;
-	free(h->resp);
-	h->resp = NULL;
-	h->req_len = h->resp_len = h->resp_off = 0;
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	free(c->resp);
+	c->resp = NULL;
+	c->req_len = c->resp_len = c->resp_off = 0;
 }
 
 void ice_http_free(struct ice_http *h)
 {
 	if (h == NULL)
 		return;
-	client_close(h);
+	for (int i = 0; i < ICE_HTTP_CLIENTS; i++)
+		client_close(&h->cl[i]);
 	close(h->lfd);
 	free(h);
 }
 
-int ice_http_fds(struct ice_http *h, struct pollfd *pfd, int max)
+static struct ice_http_client *free_slot(struct ice_http *h)
 {
-	if (h == NULL || max < 1)
-		return 0;
-	if (h->cfd < 0)
-		pfd[0] = (struct pollfd){.fd = h->lfd, .events = POLLIN};
-	else
-		pfd[0] =
-			(struct pollfd){.fd = h->cfd, .events = h->resp != NULL ? POLLOUT : POLLIN};
-	return 1;
+	for (int i = 0; i < ICE_HTTP_CLIENTS; i++)
+		if (h->cl[i].fd < 0)
+			return &h->cl[i];
+	return NULL;
 }
 
-static void respond(struct ice_http *h, ice_http_fn fn, void *ctx)
+int ice_http_fds(struct ice_http *h, struct pollfd *pfd, int max)
+{
+	int n = 0;
+
+	if (h == NULL)
+		return 0;
+	if (n < max && free_slot(h) != NULL)
+		pfd[n++] = (struct pollfd){.fd = h->lfd, .events = POLLIN};
+	for (int i = 0; i < ICE_HTTP_CLIENTS && n < max; i++)
+		if (h->cl[i].fd >= 0)
+			pfd[n++] =
+				(struct pollfd){.fd = h->cl[i].fd,
+						.events = h->cl[i].resp != NULL ? POLLOUT : POLLIN};
+	return n;
+}
+
+static void respond(struct ice_http_client *c, ice_http_fn fn, void *ctx)
 {
 	const char *status = "404 Not Found", *ctype = "text/plain";
 	char path[256], *body = NULL, *out = NULL;
 	size_t olen = 0, plen;
 	FILE *f;
 
-	if (strncmp(h->req, "GET ", 4) != 0) {
+	if (strncmp(c->req, "GET ", 4) != 0) {
 		status = "405 Method Not Allowed";
 	} else {
-		plen = strcspn(h->req + 4, " ?\r\n");
+		plen = strcspn(c->req + 4, " ?#\r\n");
 		if (plen < sizeof(path)) {
-			snprintf(path, sizeof(path), "%.*s", (int)plen, h->req + 4);
+			snprintf(path, sizeof(path), "%.*s", (int)plen, c->req + 4);
 			body = fn(ctx, path, &ctype);
 			if (body != NULL)
 				status = "200 OK";
@@ -147,13 +166,13 @@ static void respond(struct ice_http *h, ice_http_fn fn, void *ctx)
 	}
 	if (body == NULL) {
 		ctype = "text/plain";
-		body = strdup("try /metrics\n");
+		body = strdup(strncmp(status, "405", 3) == 0 ? "GET only\n" : "not found\n");
 	}
 	f = open_memstream(&out, &olen);
 	if (f != NULL) {
 		fprintf(f,
 			"HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-			"Connection: close\r\n\r\n%s",
+			"Cache-Control: no-store\r\nConnection: close\r\n\r\n%s",
 			status, ctype, body != NULL ? strlen(body) : 0, body != NULL ? body : "");
 		if (fclose(f) != 0) {
 			free(out);
@@ -162,57 +181,67 @@ static void respond(struct ice_http *h, ice_http_fn fn, void *ctx)
 	}
 	free(body);
 	if (out == NULL) {
-		client_close(h);
+		client_close(c);
 		return;
 	}
-	h->resp = out;
-	h->resp_len = olen;
-	h->resp_off = 0;
+	c->resp = out;
+	c->resp_len = olen;
+	c->resp_off = 0;
+}
+
+/* One client's progress: read, answer, write; closed when done or stalled. */
+static void client_io(struct ice_http_client *c, ice_http_fn fn, void *ctx, uint64_t now)
+{
+	ssize_t n;
+
+	if (now - c->since_ns > CLIENT_MAX_NS) {
+		client_close(c);
+		return;
+	}
+	if (c->resp == NULL) {
+		n = recv(c->fd, c->req + c->req_len, sizeof(c->req) - 1 - c->req_len, 0);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+			client_close(c);
+			return;
+		}
+		if (n > 0)
+			c->req_len += (size_t)n;
+		c->req[c->req_len] = '\0';
+		if (strstr(c->req, "\r\n\r\n") == NULL && strstr(c->req, "\n\n") == NULL) {
+			if (c->req_len == sizeof(c->req) - 1)
+				client_close(c);
+			return;
+		}
+		respond(c, fn, ctx);
+		if (c->resp == NULL)
+			return;
+	}
+	n = send(c->fd, c->resp + c->resp_off, c->resp_len - c->resp_off, MSG_NOSIGNAL);
+	if (n < 0 && errno != EAGAIN && errno != EINTR) {
+		client_close(c);
+		return;
+	}
+	if (n > 0)
+		c->resp_off += (size_t)n;
+	if (c->resp_off == c->resp_len)
+		client_close(c);
 }
 
 void ice_http_io(struct ice_http *h, ice_http_fn fn, void *ctx)
 {
-	ssize_t n;
+	struct ice_http_client *c;
 
 	if (h == NULL)
 		return;
-	if (h->cfd < 0) {
-		h->cfd = accept4(h->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (h->cfd < 0)
-			return;
-		h->since_ns = ice_now_ns();
+	while ((c = free_slot(h)) != NULL) {
+		c->fd = accept4(h->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (c->fd < 0)
+			break;
+		c->since_ns = ice_now_ns();
 	}
-	if (ice_now_ns() - h->since_ns > CLIENT_MAX_NS) {
-		client_close(h);
-		return;
-	}
-	if (h->resp == NULL) {
-		n = recv(h->cfd, h->req + h->req_len, sizeof(h->req) - 1 - h->req_len, 0);
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-			client_close(h);
-			return;
-		}
-		if (n > 0)
-			h->req_len += (size_t)n;
-		h->req[h->req_len] = '\0';
-		if (strstr(h->req, "\r\n\r\n") == NULL && strstr(h->req, "\n\n") == NULL) {
-			if (h->req_len == sizeof(h->req) - 1)
-				client_close(h);
-			return;
-		}
-		respond(h, fn, ctx);
-		if (h->resp == NULL)
-			return;
-	}
-	n = send(h->cfd, h->resp + h->resp_off, h->resp_len - h->resp_off, MSG_NOSIGNAL);
-	if (n < 0 && errno != EAGAIN && errno != EINTR) {
-		client_close(h);
-		return;
-	}
-	if (n > 0)
-		h->resp_off += (size_t)n;
-	if (h->resp_off == h->resp_len)
-		client_close(h);
+	for (int i = 0; i < ICE_HTTP_CLIENTS; i++)
+		if (h->cl[i].fd >= 0)
+			client_io(&h->cl[i], fn, ctx, ice_now_ns());
 }
 
 void ice_http_wait(struct ice_http *h, uint64_t ns, ice_http_fn fn, void *ctx)
@@ -220,16 +249,16 @@ void ice_http_wait(struct ice_http *h, uint64_t ns, ice_http_fn fn, void *ctx)
 	uint64_t end = ice_now_ns() + ns, now;
 
 	while ((now = ice_now_ns()) < end) {
-		struct pollfd pfd;
+		struct pollfd pfd[1 + ICE_HTTP_CLIENTS];
 		int ms = (int)((end - now + ICE_NSEC_PER_MSEC - 1) / ICE_NSEC_PER_MSEC);
+		int n = ice_http_fds(h, pfd, 1 + ICE_HTTP_CLIENTS);
 
-		if (ice_http_fds(h, &pfd, 1) == 0) {
+		if (n == 0) {
 			ice_sleep_ns(end - now);
 			return;
 		}
-		if (poll(&pfd, 1, ms) > 0)
+		/* wake at least every 0.5 s to drop stalled clients */
+		if (poll(pfd, (nfds_t)n, ms < 500 ? ms : 500) >= 0)
 			ice_http_io(h, fn, ctx);
-		else if (h->cfd >= 0 && ice_now_ns() - h->since_ns > CLIENT_MAX_NS)
-			client_close(h);
 	}
 }
