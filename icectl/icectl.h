@@ -2,9 +2,9 @@
 /*
  * icectl: the operator's CLI (icectl_main.c: command line, Redis, output;
  * icectl_view.c: status, links; icectl_qps.c: qps, plan, explain;
- * icectl_policy.c: policy). Every command reads and writes only Redis, by
- * common/ice_redis.h's key table; each builds one JSON document, printed
- * as is with --json, else as tables.
+ * icectl_policy.c: policy; icectl_serve.c: the live dashboard). Every command reads and writes only
+ * Redis, by common/ice_redis.h's key table; each builds one JSON document, printed as is with
+ * --json, else as tables.
  */
 #ifndef ICECTL_H
 #define ICECTL_H
@@ -30,6 +30,8 @@ struct ictl {
 	char job[64], host[64];
 	char topology[256]; /* policy dry-run */
 	char action[32], arg[512], arg2[512];
+	char listen[128];    /* serve */
+	uint64_t refresh_ns; /* serve: the page's period */
 	/* run time */
 	redisContext *c;
 };
@@ -50,6 +52,9 @@ const char *ictl_str(const json_t *o, const char *k); /* "" when absent */
 /* SMEMBERS (cmd "SMEMBERS") or ZRANGE 0 -1 into a sorted array of strings;
  * NULL: Redis failed. */
 json_t *ictl_members(struct ictl *x, const char *cmd, const char *key);
+/* XREVRANGE key + - COUNT n: newest first, each entry's fields as strings
+ * and its stream ID as "stream_id"; NULL: Redis failed. */
+json_t *ictl_xrevrange(struct ictl *x, const char *key, unsigned n);
 /* The "plan" object of the host's signed plan; NULL when there is none. */
 json_t *ictl_plan_of(struct ictl *x, const char *host);
 uint64_t ictl_now_ms(void);
@@ -72,11 +77,28 @@ void ictl_table_print(struct ictl_table *t);	/* and frees the rows */
 /* Print the document (--json) or let the caller print tables. */
 void ictl_json_print(json_t *doc);
 
+/* The documents the commands print and the dashboard serves (the caller
+ * owns them). links: NULL when Redis failed; status: what could be read;
+ * qps: an array (of the QPs that could be read). */
+json_t *ictl_status_doc(struct ictl *x);
+json_t *ictl_links_doc(struct ictl *x);
+json_t *ictl_qps_doc(struct ictl *x, const char *only_host, const char *only_id);
+
 int ictl_status(struct ictl *x);
 int ictl_links(struct ictl *x);
 int ictl_qps(struct ictl *x);
 int ictl_plan(struct ictl *x);
 int ictl_explain(struct ictl *x);
 int ictl_policy(struct ictl *x);
+int ictl_serve(struct ictl *x);
+
+/* The dashboard's files (icectl_dash_files.c, generated from icectl/dash/). */
+struct ictl_file {
+	const char *path, *ctype;
+	const char *data;
+	size_t len;
+};
+extern const struct ictl_file ictl_dash_files[];
+extern const size_t ictl_dash_nfiles;
 
 #endif /* ICECTL_H */

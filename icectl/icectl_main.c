@@ -200,6 +200,34 @@ json_t *ictl_members(struct ictl *x, const char *cmd, const char *key)
 	return a;
 }
 
+json_t *ictl_xrevrange(struct ictl *x, const char *key, unsigned n)
+{
+	redisReply *r = ictl_cmd(x, "XREVRANGE %s + - COUNT %u", key, n);
+	json_t *list;
+
+	if (r == NULL)
+		return NULL;
+	list = json_array();
+	for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+		redisReply *en = r->element[i], *f;
+		json_t *e;
+
+		if (en->type != REDIS_REPLY_ARRAY || en->elements != 2)
+			continue;
+		f = en->element[1];
+		e = json_object();
+		json_object_set_new(e, "stream_id", json_string(en->element[0]->str));
+		for (size_t k = 0; f->type == REDIS_REPLY_ARRAY && k + 1 < f->elements; k += 2)
+			if (f->element[k]->str != NULL && f->element[k + 1]->str != NULL)
+				json_object_set_new(e, f->element[k]->str,
+						    json_stringn(f->element[k + 1]->str,
+								 f->element[k + 1]->len));
+		json_array_append_new(list, e);
+	}
+	freeReplyObject(r);
+	return list;
+}
+
 /* The signed plan's epoch, issue time, lifetime and entries. */
 json_t *ictl_plan_of(struct ictl *x, const char *host)
 {
@@ -317,6 +345,10 @@ static int run_policy(void *o)
 {
 	return ictl_policy(o);
 }
+static int run_serve(void *o)
+{
+	return ictl_serve(o);
+}
 
 #define F(k, t, m, ...) ICE_CFG_ROW(struct ictl, k, t, m, __VA_ARGS__)
 static const struct ice_cfg_field common_fields[] = {
@@ -362,6 +394,15 @@ static const struct ice_cfg_field policy_args[] = {
 	F("arg", ICE_CFG_STRING, arg, .arg = "FILE|VERSION"),
 	F("arg2", ICE_CFG_STRING, arg2, .arg = "VERSION"),
 };
+static const struct ice_cfg_field serve_fields[] = {
+	F("listen", ICE_CFG_STRING, listen, .alias = 'l', .arg = "ADDR:PORT",
+	  .help = "where the dashboard listens: ADDR:PORT, :PORT (all addresses) or PORT\n"
+		  "(default 127.0.0.1:8479)"),
+	F("topology", ICE_CFG_STRING, topology, .arg = "FILE",
+	  .help = "the fabric's topology (default: the one the leader plans with)"),
+	F("refresh", ICE_CFG_DURATION, refresh_ns, .min = 100e6, .max = 3600e9,
+	  .unit = ICE_NSEC_PER_SEC, .arg = "DUR", .help = "the page's refresh period (default 1s)"),
+};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 static const struct ice_cfg_cmd cmds[] = {
 	{"status", "fabric, controllers, agents, plan epochs in force, what is stale", NULL, 0,
@@ -376,6 +417,8 @@ static const struct ice_cfg_cmd cmds[] = {
 	{"policy",
 	 "validate FILE | diff | dry-run FILE | apply FILE | history | rollback [VERSION]",
 	 policy_fields, N(policy_fields), policy_args, N(policy_args), run_policy},
+	{"serve", "the live dashboard: a web page and JSON endpoints (/api/...)", serve_fields,
+	 N(serve_fields), NULL, 0, run_serve},
 };
 
 /* The common flags may come before the command (icectl --redis A status):
@@ -409,6 +452,8 @@ int main(int argc, char **argv)
 		.fabric = "default",
 		.interval_ns = ICE_NSEC_PER_SEC,
 		.wait_ns = 5 * ICE_NSEC_PER_SEC,
+		.listen = "127.0.0.1:8479",
+		.refresh_ns = ICE_NSEC_PER_SEC,
 	};
 	struct ice_cfg_cli cli = {
 		.tool = "icectl",

@@ -482,31 +482,18 @@ static int cmd_history(struct ictl *x)
 {
 	static const char *const hd[] = {"version", "action", "by", "when", "source", ""};
 	char key[ICE_RKEY_MAX], age[32];
-	json_t *list = json_array(), *e, *doc;
+	json_t *list, *e, *doc;
 	struct ictl_table t;
 	uint64_t cur;
-	redisReply *r;
 	size_t i;
 	int ret = ictl_open(x);
 
-	if (ret != 0) {
-		json_decref(list);
+	if (ret != 0)
 		return ret;
-	}
 	cur = current_version(x);
-	r = ictl_cmd(x, "XREVRANGE %s + - COUNT 100",
-		     ictl_key(x, key, ICE_RK_POLICY_LOG, NULL, NULL));
-	for (i = 0; r != NULL && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
-		redisReply *f = r->element[i]->element[1];
-
-		e = json_object();
-		for (size_t k = 0; k + 1 < f->elements; k += 2)
-			json_object_set_new(e, f->element[k]->str,
-					    json_string(f->element[k + 1]->str));
-		json_array_append_new(list, e);
-	}
-	if (r != NULL)
-		freeReplyObject(r);
+	list = ictl_xrevrange(x, ictl_key(x, key, ICE_RK_POLICY_LOG, NULL, NULL), 100);
+	if (list == NULL)
+		return ICTL_EXIT_REDIS;
 	doc = json_pack("{s:I, s:o}", "current", (json_int_t)cur, "history", list);
 	if (x->json) {
 		ictl_json_print(doc);

@@ -90,7 +90,7 @@ static bool job_match(const json_t *q, const char *job)
 	       strcmp(ictl_str(q, "comm"), job) == 0;
 }
 
-static json_t *qps_doc(struct ictl *x, const char *only_host, const char *only_id)
+json_t *ictl_qps_doc(struct ictl *x, const char *only_host, const char *only_id)
 {
 	char key[ICE_RKEY_MAX];
 	json_t *hosts = ictl_members(x, "SMEMBERS", ictl_key(x, key, ICE_RK_HOSTS, NULL, NULL));
@@ -159,7 +159,7 @@ int ictl_qps(struct ictl *x)
 
 	if (ret != 0)
 		return ret;
-	list = qps_doc(x, x->host, NULL);
+	list = ictl_qps_doc(x, x->host, NULL);
 	if (x->json) {
 		json_t *doc = json_pack("{s:s, s:o}", "fabric", x->fabric, "qps", list);
 
@@ -207,7 +207,7 @@ int ictl_explain(struct ictl *x)
 
 	if (ret != 0)
 		return ret;
-	list = qps_doc(x, "", x->arg);
+	list = ictl_qps_doc(x, "", x->arg);
 	if (json_array_size(list) == 0) {
 		fprintf(stderr,
 			"icectl: no QP '%s' in fabric '%s' (expected <local address>:<QPN> as "
@@ -292,26 +292,12 @@ static int plan_history(struct ictl *x)
 {
 	static const char *const hd[] = {"epoch", "controller", "published", "hosts"};
 	char key[ICE_RKEY_MAX], age[32];
-	redisReply *r = ictl_cmd(x, "XREVRANGE %s + - COUNT 50",
-				 ictl_key(x, key, ICE_RK_CTL_LOG, NULL, NULL));
-	json_t *list = json_array(), *e;
+	json_t *list = ictl_xrevrange(x, ictl_key(x, key, ICE_RK_CTL_LOG, NULL, NULL), 50), *e;
 	struct ictl_table t;
 	size_t i;
 
-	if (r == NULL) {
-		json_decref(list);
+	if (list == NULL)
 		return ICTL_EXIT_REDIS;
-	}
-	for (i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
-		redisReply *f = r->element[i]->elements == 2 ? r->element[i]->element[1] : NULL;
-
-		e = json_object();
-		for (size_t k = 0; f != NULL && k + 1 < f->elements; k += 2)
-			json_object_set_new(e, f->element[k]->str,
-					    json_string(f->element[k + 1]->str));
-		json_array_append_new(list, e);
-	}
-	freeReplyObject(r);
 	if (x->json) {
 		json_t *doc = json_pack("{s:s, s:o}", "fabric", x->fabric, "publications", list);
 

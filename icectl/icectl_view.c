@@ -25,19 +25,15 @@ __attribute__((format(printf, 2, 3))) static void stale(json_t *list, const char
 	json_array_append_new(list, json_string(buf));
 }
 
-int ictl_status(struct ictl *x)
+json_t *ictl_status_doc(struct ictl *x)
 {
 	char key[ICE_RKEY_MAX], age[32], b1[160], b2[200];
 	json_t *doc, *hosts, *ctls, *agents, *plans, *st, *pub, *exp, *stl, *pol;
-	uint64_t now = ictl_now_ms(), pub_epoch;
+	uint64_t now = ictl_now_ms();
 	redisReply *r;
 	const char *leader = "";
 	long long ttl = -2;
-	int ret;
 
-	ret = ictl_open(x);
-	if (ret != 0)
-		return ret;
 	doc = json_object();
 	stl = json_array();
 	json_object_set_new(doc, "fabric", json_string(x->fabric));
@@ -95,7 +91,6 @@ int ictl_status(struct ictl *x)
 	json_object_set_new(doc, "controller_status", st != NULL ? st : json_object());
 	json_object_set_new(doc, "published", pub != NULL ? pub : json_object());
 	json_object_set_new(doc, "exporter", exp != NULL ? exp : json_object());
-	pub_epoch = (uint64_t)ictl_num(pub, "epoch");
 	/* the policy in force */
 	pol = json_object();
 	r = ictl_cmd(x, "GET %s", ictl_key(x, key, ICE_RK_POLICY_CURRENT, NULL, NULL));
@@ -212,7 +207,31 @@ int ictl_status(struct ictl *x)
 	json_object_set_new(doc, "agents", agents);
 	json_object_set_new(doc, "plans", plans);
 	json_object_set_new(doc, "stale", stl);
+	json_object_set_new(doc, "ts_ms", json_integer((json_int_t)now));
+	return doc;
+}
 
+int ictl_status(struct ictl *x)
+{
+	json_t *doc, *ctls, *agents, *plans, *st, *pub, *stl, *pol;
+	const char *leader;
+	uint64_t pub_epoch;
+	char age[32];
+	int ret;
+
+	ret = ictl_open(x);
+	if (ret != 0)
+		return ret;
+	doc = ictl_status_doc(x);
+	ctls = json_object_get(doc, "controllers");
+	agents = json_object_get(doc, "agents");
+	plans = json_object_get(doc, "plans");
+	st = json_object_get(doc, "controller_status");
+	pub = json_object_get(doc, "published");
+	stl = json_object_get(doc, "stale");
+	pol = json_object_get(doc, "policy");
+	leader = ictl_str(json_object_get(doc, "leader"), "id");
+	pub_epoch = (uint64_t)ictl_num(pub, "epoch");
 	if (x->json) {
 		ictl_json_print(doc);
 	} else {
@@ -326,7 +345,7 @@ static bool link_ends(const char *name, char *a, char *b, size_t len)
 	return true;
 }
 
-static json_t *links_doc(struct ictl *x)
+json_t *ictl_links_doc(struct ictl *x)
 {
 	char key[ICE_RKEY_MAX], pat[ICE_RKEY_MAX], cursor[32] = "0";
 	json_t *doc = json_object(), *links = json_array(), *ports, *sw = json_object();
@@ -479,7 +498,7 @@ int ictl_links(struct ictl *x)
 	if (x->watch)
 		signal(SIGINT, on_int);
 	do {
-		json_t *doc = links_doc(x);
+		json_t *doc = ictl_links_doc(x);
 
 		if (doc == NULL)
 			return ICTL_EXIT_REDIS;
