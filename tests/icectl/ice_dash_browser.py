@@ -72,12 +72,10 @@ class Cdp:
         to_chrome_r, self.wfd = os.pipe()
         self.rfd, from_chrome_w = os.pipe()
         args = base_args(profile) + ['--remote-debugging-pipe', 'about:blank']
-
-        def fds():
-            os.dup2(to_chrome_r, 3)
-            os.dup2(from_chrome_w, 4)
-
-        self.proc = subprocess.Popen(args, pass_fds=(), preexec_fn=fds,
+        # Chromium reads fd 3 and writes fd 4: a shell puts the pipe ends there
+        shell = 'exec "$0" "$@" 3<&%d 4>&%d' % (to_chrome_r, from_chrome_w)
+        self.proc = subprocess.Popen(['sh', '-c', shell] + args,
+                                     pass_fds=(to_chrome_r, from_chrome_w),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(to_chrome_r)
         os.close(from_chrome_w)
