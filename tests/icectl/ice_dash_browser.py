@@ -130,8 +130,10 @@ class Cdp:
 
 
 def page_state(c, a):
-    s = c.eval('JSON.stringify({n: Number(document.body.dataset.refreshes || 0), links: %s})'
+    s = c.eval('JSON.stringify({n: Number(document.body?.dataset.refreshes || 0), links: %s})'
                % LINKS_JS)
+    if s is None:  # the page is not there yet (still loading)
+        return 0, None
     s = json.loads(s)
     mine = [l for l in json.loads(s['links'])
             if l['link'] == a.link and l['from'] == getattr(a, 'from') and l['to'] == a.to]
