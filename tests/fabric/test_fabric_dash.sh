@@ -23,7 +23,7 @@ command -v chromium >/dev/null 2>&1 ||
 
 ctl_fabric_up cd
 ctl_start D --reopt 30s --lifetime 5s
-wait_for 10 bash -c "[ -n \"\$(redis-cli -h $rhost -p $rport GET 'ice:$name:ctl:leader')\" ]" ||
+wait_for 10 bash -c "[ -n \"\$(redis-cli -h $rhost -p $rport GET 'ice:$name:{ctl}:leader')\" ]" ||
 	ctl_fail "no controller took the lease in 10 s"
 perf h1 h3 40
 

@@ -115,8 +115,8 @@ HSET ice:$F:sw:{leaf2}:port:spine2 switch leaf2 port spine2 peer spine2 seq 5 ts
 HSET ice:$F:sw:{spine1}:port:leaf2 switch spine1 port leaf2 peer leaf2 seq 5 ts_ms $now oper-status UP out-octets 0
 HSET ice:$F:links leaf2:spine1 '{"state":"down","ts_ms":$now}'
 HSET ice:$F:ctl:link:leaf1:spine1 up_planned 2500000 up_measured 6250000 up_state ok down_measured 125000 down_state ok ts_ms $now
-XADD ice:$F:ctl:log * epoch 7 id ctlA ts_ms $((now - 3000)) hosts 2
-XADD ice:$F:ctl:log * epoch 8 id ctlA ts_ms $((now - 1000)) hosts 2
+XADD ice:$F:{ctl}:log * epoch 7 id ctlA ts_ms $((now - 3000)) hosts 2
+XADD ice:$F:{ctl}:log * epoch 8 id ctlA ts_ms $((now - 1000)) hosts 2
 XADD ice:$F:policy:log * action apply version 3 source /etc/ice/p.yaml user alice ts_ms $((now - 2000))
 R
 # job A: an all-reduce of 1 MiB over 2 ranks in 1 ms (rank 0 on h1);
