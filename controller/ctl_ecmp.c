@@ -155,7 +155,7 @@ static int32_t sp_index(struct sp_map *m, uint32_t i)
 		return m->idx[i];
 	for (uint32_t h = 0; h < MAXH; h++) {
 		const struct dag_node *n = &m->g->nodes[dn];
-		const struct dag_nh *nh;
+		struct dag_nh nh;
 		uint32_t j = 0;
 
 		if (n->n == 0) {
@@ -169,9 +169,9 @@ static int32_t sp_index(struct sp_map *m, uint32_t i)
 				return -ENOMEM;
 			j = (e->base ^ e->hi[s >> 8] ^ e->lo[s & 0xff]) % n->n;
 		}
-		nh = &m->g->nh[n->first + j];
-		idx += nh->off;
-		dn = nh->child;
+		nh = dag_nh_at(m->p, m->g, n, j);
+		idx += nh.off;
+		dn = nh.child;
 	}
 	return -ELOOP;
 }

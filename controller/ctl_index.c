@@ -36,6 +36,11 @@ static inline bool reach_has(const struct ctl_planner *p, uint32_t sw, uint32_t 
 
 static uint32_t updist(const struct ctl_planner *p, uint32_t sw, uint32_t e)
 {
+	if (p->updist != NULL) {
+		uint8_t j = p->updist[(size_t)e * p->nsw + sw];
+
+		return j == UINT8_MAX ? NONE : j;
+	}
 	for (uint32_t j = 0; j < p->levels; j++)
 		if (reach_has(p, sw, j, e))
 			return j;
@@ -54,11 +59,79 @@ static void dag_free(struct dag *g)
 	free(g);
 }
 
+/* Room for n more explicit next hops in g; false on ENOMEM. */
+static bool dag_nh_reserve(struct dag *g, uint32_t n)
+{
+	uint32_t c = g->capnh ? 2 * g->capnh : 256;
+	struct dag_nh *nh;
+
+	if (g->nnh + n <= g->capnh)
+		return true;
+	while (c < g->nnh + n)
+		c *= 2;
+	nh = realloc(g->nh, c * sizeof(*nh));
+	if (nh == NULL)
+		return false;
+	g->nh = nh;
+	g->capnh = c;
+	return true;
+}
+
+static uint32_t dag_build(struct ctl_planner *p, struct dag *g, uint32_t e, uint32_t sw, int depth);
+
+/* Node me's next hops when every neighbour nbrs[lo..lo+n) leads on: built
+ * children, then implicit when they all have the same path count (no
+ * saturation), else an explicit list. false on ENOMEM or a child that fails. */
+static bool dag_all(struct ctl_planner *p, struct dag *g, uint32_t e, uint32_t me, uint32_t lo,
+		    uint32_t n, int depth)
+{
+	uint64_t sum = 0;
+	uint32_t stride = 0, first;
+	bool same = true;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t c = dag_build(p, g, e, p->nbrs[lo + i].sw, depth + 1);
+
+		if (c == NONE)
+			return false;
+		if (i == 0)
+			stride = g->nodes[c].paths;
+		else if (g->nodes[c].paths != stride)
+			same = false;
+		sum += g->nodes[c].paths;
+	}
+	if (same && sum <= UINT32_MAX - 2) {
+		g->nodes[me].first = DAG_IMPLICIT | lo;
+		g->nodes[me].n = n;
+		g->nodes[me].stride = stride;
+		g->nodes[me].paths = (uint32_t)sum;
+		return true;
+	}
+	if (!dag_nh_reserve(g, n))
+		return false;
+	first = g->nnh;
+	sum = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t c = g->idx[p->nbrs[lo + i].sw];
+
+		g->nh[first + i] = (struct dag_nh){
+			.eg = p->nbrs[lo + i].port, .child = c, .off = (uint32_t)sum};
+		sum += g->nodes[c].paths;
+		if (sum > UINT32_MAX - 2)
+			sum = UINT32_MAX - 2;
+	}
+	g->nnh = first + n;
+	g->nodes[me].first = first;
+	g->nodes[me].n = n;
+	g->nodes[me].paths = (uint32_t)sum;
+	return true;
+}
+
 /* DAG node of switch sw toward edge e (built on first use); NONE on ENOMEM
  * or when sw cannot reach e. */
 static uint32_t dag_build(struct ctl_planner *p, struct dag *g, uint32_t e, uint32_t sw, int depth)
 {
-	uint32_t me, j, first, cnt = 0, lo, n;
+	uint32_t me, j, first, cnt = 0, lo, n, want, i;
 	bool down;
 
 	if (g->idx[sw] != NONE)
@@ -87,30 +160,26 @@ static uint32_t dag_build(struct ctl_planner *p, struct dag *g, uint32_t e, uint
 	down = j == 0;
 	lo = down ? p->dn_first[sw] : p->up_first[sw];
 	n = down ? p->dn_n[sw] : p->up_n[sw];
-	if (g->nnh + n > g->capnh) {
-		uint32_t c = g->capnh ? 2 * g->capnh : 256;
-		struct dag_nh *nh;
-
-		while (c < g->nnh + n)
-			c *= 2;
-		nh = realloc(g->nh, c * sizeof(*nh));
-		if (nh == NULL)
-			return NONE;
-		g->nh = nh;
-		g->capnh = c;
-	}
+	want = down ? 0 : j - 1;
+	for (i = 0; i < n; i++)
+		if (updist(p, p->nbrs[lo + i].sw, e) != want)
+			break;
+	if (i == n && n > 0)
+		return dag_all(p, g, e, me, lo, n, depth) ? me : NONE;
+	if (!dag_nh_reserve(g, n))
+		return NONE;
 	first = g->nnh;
-	for (uint32_t i = 0; i < n; i++) {
+	for (i = 0; i < n; i++) {
 		const struct nbr *b = &p->nbrs[lo + i];
 
-		if (updist(p, b->sw, e) != (down ? 0 : j - 1))
+		if (updist(p, b->sw, e) != want)
 			continue;
 		g->nh[first + cnt++] = (struct dag_nh){.eg = b->port, .child = b->sw};
 	}
 	g->nnh = first + cnt;
 	g->nodes[me].first = first;
 	g->nodes[me].n = cnt;
-	for (uint32_t i = 0; i < cnt; i++) {
+	for (i = 0; i < cnt; i++) {
 		uint32_t c = dag_build(p, g, e, g->nh[first + i].child, depth + 1);
 		uint64_t sum;
 
@@ -168,6 +237,37 @@ int ctl_flow_dag(struct ctl_planner *p, const struct ctl_flow *f, struct dag **g
 	return 0;
 }
 
+static uint32_t flow_edge(const struct ctl_planner *p, const struct ctl_flow *f)
+{
+	const struct topo *t = p->t;
+	uint32_t dsw;
+
+	if (!is_nic(t, f->dst_port))
+		return p->nedge;
+	dsw = p->sw_of_node[peer_node(t, f->dst_port)];
+	return dsw == NONE || p->edge_of_sw[dsw] == NONE ? p->nedge : p->edge_of_sw[dsw];
+}
+
+uint32_t *ctl_flow_order(const struct ctl_planner *p, const struct ctl_demand *d)
+{
+	uint32_t *ord = malloc(sizeof(uint32_t) * (d->n + 1));
+	uint32_t *at = calloc(p->nedge + 2, sizeof(uint32_t));
+
+	if (ord == NULL || at == NULL) {
+		free(ord);
+		free(at);
+		return NULL;
+	}
+	for (size_t i = 0; i < d->n; i++)
+		at[flow_edge(p, &d->flows[i]) + 1]++;
+	for (uint32_t e = 0; e < p->nedge; e++)
+		at[e + 1] += at[e];
+	for (size_t i = 0; i < d->n; i++)
+		ord[at[flow_edge(p, &d->flows[i])]++] = (uint32_t)i;
+	free(at);
+	return ord;
+}
+
 /* ---- planner construction ------------------------------------------------------- */
 
 void ctl_planner_free(struct ctl_planner *p)
@@ -182,11 +282,41 @@ void ctl_planner_free(struct ctl_planner *p)
 	free(p->node_of_sw);
 	free(p->edge_of_sw);
 	free(p->reach);
+	free(p->updist);
 	free(p->nbrs);
 	free(p->up_first);
 	free(p->cap);
 	free(p->load);
 	free(p);
+}
+
+/* The updist table (ctl_path_internal.h): one row per destination edge
+ * switch, so a DAG's build reads one small row instead of a bitset per
+ * switch (cache misses). Built 64 edge switches (one bitset word) at a
+ * time, so the rows written stay in cache. Left NULL past 256 MiB or on
+ * ENOMEM: updist() then reads the bitsets. */
+static void planner_updist(struct ctl_planner *p)
+{
+	size_t sz = (size_t)p->nedge * p->nsw;
+
+	if (p->levels >= UINT8_MAX || sz > (256u << 20))
+		return;
+	p->updist = malloc(sz + 1);
+	if (p->updist == NULL)
+		return;
+	memset(p->updist, UINT8_MAX, sz + 1);
+	for (uint32_t w = 0; w < p->words; w++)
+		for (uint32_t s = 0; s < p->nsw; s++)
+			for (uint32_t j = p->levels; j-- > 0;) {
+				uint64_t b = p->reach[((size_t)s * p->levels + j) * p->words + w];
+
+				while (b != 0) {
+					uint32_t e = 64 * w + (uint32_t)__builtin_ctzll(b);
+
+					p->updist[(size_t)e * p->nsw + s] = (uint8_t)j;
+					b &= b - 1;
+				}
+			}
 }
 
 static int planner_index(struct ctl_planner *p)
@@ -284,6 +414,7 @@ static int planner_index(struct ctl_planner *p)
 					r[w] |= c[w];
 			}
 		}
+	planner_updist(p);
 	p->dags = calloc(p->nedge + 1, sizeof(*p->dags));
 	p->cap = malloc(sizeof(double) * 2 * (t->nlinks + 1));
 	p->load = calloc(2 * (t->nlinks + 1), sizeof(double));

@@ -27,12 +27,10 @@
  * Every bipartite multigraph has an equitable C-edge-colouring (de Werra):
  * at every vertex, each colour count is floor or ceil of degree / C. We get
  * one level by level: greedy colours, then for each vertex whose most and
- * least used colours a, b differ by 2 or more, the a/b component through it
- * (its Kempe chains) is recoloured along an Euler partition -- trails from
- * odd vertices first, colours alternating along each trail -- which leaves
- * every vertex of the component with |#a - #b| <= 1 (bipartite: closed
- * trails are even). No vertex gets worse and the sum of squared counts
- * drops, so one pass over the vertices ends with every vertex balanced.
+ * least used colours a, b differ by 2 or more, an a/b alternating trail from
+ * it (a Kempe chain, kc_trail) swaps its colours, until the vertex is
+ * balanced. No vertex gets worse and the sum of squared counts drops, so one
+ * pass over the vertices ends with every vertex balanced.
  * With equal demands (ring, permutation, all-to-all of one job) and uniform
  * capacities that is the lower bound whenever the bound is the NIC or cut
  * bound, by König's theorem per level. Counts stand in for loads, so with
@@ -49,9 +47,8 @@ struct kc {
 	uint32_t *nx, *pv;    /* [2 ne]: lists per (vertex, colour), per edge end */
 	uint32_t nleft;	      /* vertices below nleft are left (up-link) vertices */
 	/* component scratch */
-	uint32_t *estamp, *vstamp, *loc, stamp;
-	uint32_t *cedge, *cvert, *adj, *astart, *cur, *rem;
-	uint16_t *ncol;
+	uint32_t *estamp, stamp;
+	uint32_t *cedge; /* the trail's edges */
 	uint64_t chains;
 };
 
@@ -80,92 +77,48 @@ static void kc_remove(struct kc *k, uint32_t e, uint32_t s)
 	k->cnt[hd]--;
 }
 
-/* Recolour the a/b component through vertex v along an Euler partition. */
-static void kc_rebalance(struct kc *k, uint32_t v, uint16_t a, uint16_t b)
+/*
+ * One alternating trail from v, whose colour a is used at least twice more
+ * than b: a, b, a, ... edges, each unused so far, until a vertex where the
+ * colour the trail arrived with outnumbers the other; then the trail's edges
+ * swap a and b. Vertices inside the trail keep their counts (one of each in,
+ * one out); v moves one a to b, and the end vertex too, which leaves it no
+ * worse. The trail can always go on where it does not stop (bipartite: a
+ * vertex is always entered with the same colour), so it ends, and the sum of
+ * squared counts drops at v: balancing ends. Cost: the trail's length, not
+ * the a/b component's size, which at 10^5 flows is what made a fat-tree
+ * k = 74 plan take a second.
+ */
+static void kc_trail(struct kc *k, uint32_t v, uint16_t a, uint16_t b)
 {
-	uint32_t ne = 0, nvv = 0, qh = 0, step;
+	uint32_t u = v, ne = 0;
+	uint16_t c = a;
 
 	k->stamp++;
-	k->vstamp[v] = k->stamp;
-	k->loc[v] = nvv;
-	k->cvert[nvv++] = v;
-	while (qh < nvv) {
-		uint32_t u = k->cvert[qh++], s = u < k->nleft ? 0 : 1;
+	for (;;) {
+		uint32_t x, e, o;
 
-		for (int w = 0; w < 2; w++)
-			for (uint32_t x = k->head[u * k->C + (w ? b : a)]; x != NONE;
-			     x = k->nx[x]) {
-				uint32_t e = x / 2, o = k->end[2 * e + (1 - s)];
-
-				if (k->estamp[e] == k->stamp)
-					continue;
-				k->estamp[e] = k->stamp;
-				k->cedge[ne++] = e;
-				if (k->vstamp[o] != k->stamp) {
-					k->vstamp[o] = k->stamp;
-					k->loc[o] = nvv;
-					k->cvert[nvv++] = o;
-				}
-			}
-	}
-	/* local adjacency (CSR) */
-	for (uint32_t i = 0; i <= nvv; i++)
-		k->astart[i] = 0;
-	for (uint32_t i = 0; i < ne; i++) {
-		k->astart[k->loc[k->end[2 * k->cedge[i]]] + 1]++;
-		k->astart[k->loc[k->end[2 * k->cedge[i] + 1]] + 1]++;
-	}
-	for (uint32_t i = 0; i < nvv; i++) {
-		k->astart[i + 1] += k->astart[i];
-		k->cur[i] = k->astart[i];
-		k->rem[i] = k->astart[i + 1] - k->astart[i];
+		for (x = k->head[u * k->C + c]; x != NONE; x = k->nx[x])
+			if (k->estamp[x / 2] != k->stamp)
+				break;
+		if (x == NONE)
+			break; /* cannot happen (see above); stop with what we have */
+		e = x / 2;
+		k->estamp[e] = k->stamp;
+		k->cedge[ne++] = e;
+		o = k->end[2 * e + (k->end[2 * e] == u ? 1 : 0)];
+		u = o;
+		/* arrived with c: stop where c outnumbers the other colour */
+		if (k->cnt[u * k->C + c] > k->cnt[u * k->C + (c == a ? b : a)])
+			break;
+		c = c == a ? b : a;
 	}
 	for (uint32_t i = 0; i < ne; i++) {
 		uint32_t e = k->cedge[i];
 
-		k->adj[k->cur[k->loc[k->end[2 * e]]]++] = i;
-		k->adj[k->cur[k->loc[k->end[2 * e + 1]]]++] = i;
-		k->ncol[i] = UINT16_MAX;
-	}
-	for (uint32_t i = 0; i < nvv; i++)
-		k->cur[i] = k->astart[i];
-	/* trails: from odd vertices first, then closed ones */
-	step = 0;
-	for (int phase = 0; phase < 2; phase++)
-		for (uint32_t s0 = 0; s0 < nvv; s0++)
-			while (phase == 0 ? (k->rem[s0] & 1) : k->rem[s0] > 0) {
-				uint32_t u = s0, len = 0;
-
-				for (;;) {
-					uint32_t i, e, o;
-
-					while (k->cur[u] < k->astart[u + 1] &&
-					       k->ncol[k->adj[k->cur[u]]] != UINT16_MAX)
-						k->cur[u]++;
-					if (k->cur[u] == k->astart[u + 1])
-						break;
-					i = k->adj[k->cur[u]++];
-					e = k->cedge[i];
-					/* open trails start on a and b in turn */
-					k->ncol[i] = ((len + step) & 1) ? b : a;
-					len++;
-					o = k->loc[k->end[2 * e]] == u ? k->loc[k->end[2 * e + 1]]
-								       : k->loc[k->end[2 * e]];
-					k->rem[u]--;
-					k->rem[o]--;
-					u = o;
-				}
-				if (phase == 0)
-					step++;
-			}
-	for (uint32_t i = 0; i < ne; i++) {
-		uint32_t e = k->cedge[i];
-
-		if (k->ncol[i] == k->col[e])
-			continue;
 		kc_remove(k, e, 0);
 		kc_remove(k, e, 1);
-		k->col[e] = k->ncol[i];
+		k->col[e] = k->col[e] == a ? b : a;
 		kc_insert(k, e, 0);
 		kc_insert(k, e, 1);
 	}
@@ -187,7 +140,7 @@ static void kc_balance(struct kc *k)
 			}
 			if (c[a] < c[b] + 2)
 				break;
-			kc_rebalance(k, v, a, b);
+			kc_trail(k, v, a, b);
 		}
 }
 
@@ -205,7 +158,7 @@ static void kc_walk(const struct ctl_planner *p, const struct dag *g, uint32_t s
 	r->dlink[h++] = dlink_of(t, f->src_port);
 	while (h < MAXH) {
 		const struct dag_node *n = &g->nodes[dn];
-		const struct dag_nh *nh;
+		struct dag_nh nh;
 		uint32_t i = 0;
 
 		if (n->n == 0) {
@@ -220,10 +173,10 @@ static void kc_walk(const struct ctl_planner *p, const struct dag *g, uint32_t s
 			}
 			level++;
 		}
-		nh = &g->nh[n->first + i];
-		r->dlink[h++] = dlink_of(t, nh->eg);
-		idx += nh->off;
-		dn = nh->child;
+		nh = dag_nh_at(p, g, n, i);
+		r->dlink[h++] = dlink_of(t, nh.eg);
+		idx += nh.off;
+		dn = nh.child;
 	}
 	r->nhops = h;
 	r->idx = (int32_t)idx;
@@ -239,15 +192,7 @@ static void kc_free(struct kc *k)
 	free(k->nx);
 	free(k->pv);
 	free(k->estamp);
-	free(k->vstamp);
-	free(k->loc);
 	free(k->cedge);
-	free(k->cvert);
-	free(k->adj);
-	free(k->astart);
-	free(k->cur);
-	free(k->rem);
-	free(k->ncol);
 	memset(k, 0, sizeof(*k));
 }
 
@@ -282,24 +227,14 @@ static int kc_alloc(struct kc *k, uint32_t ne, uint32_t nv, uint32_t C)
 	size_t vc = (size_t)nv * C + 1;
 
 	k->col = malloc(sizeof(uint16_t) * (ne + 1));
-	k->ncol = malloc(sizeof(uint16_t) * (ne + 1));
 	k->cnt = calloc(vc, sizeof(uint32_t));
 	k->head = malloc(sizeof(uint32_t) * vc);
 	k->nx = malloc(sizeof(uint32_t) * 2 * (ne + 1));
 	k->pv = malloc(sizeof(uint32_t) * 2 * (ne + 1));
 	k->estamp = calloc(ne + 1, sizeof(uint32_t));
-	k->vstamp = calloc(nv + 1, sizeof(uint32_t));
-	k->loc = malloc(sizeof(uint32_t) * (nv + 1));
 	k->cedge = malloc(sizeof(uint32_t) * (ne + 1));
-	k->cvert = malloc(sizeof(uint32_t) * (nv + 1));
-	k->adj = malloc(sizeof(uint32_t) * 2 * (ne + 1));
-	k->astart = malloc(sizeof(uint32_t) * (nv + 2));
-	k->cur = malloc(sizeof(uint32_t) * (nv + 1));
-	k->rem = malloc(sizeof(uint32_t) * (nv + 1));
-	if (k->col == NULL || k->ncol == NULL || k->cnt == NULL || k->head == NULL ||
-	    k->nx == NULL || k->pv == NULL || k->estamp == NULL || k->vstamp == NULL ||
-	    k->loc == NULL || k->cedge == NULL || k->cvert == NULL || k->adj == NULL ||
-	    k->astart == NULL || k->cur == NULL || k->rem == NULL)
+	if (k->col == NULL || k->cnt == NULL || k->head == NULL || k->nx == NULL || k->pv == NULL ||
+	    k->estamp == NULL || k->cedge == NULL)
 		return -ENOMEM;
 	for (size_t i = 0; i < vc; i++)
 		k->head[i] = NONE;
@@ -310,11 +245,13 @@ static int kc_alloc(struct kc *k, uint32_t ne, uint32_t nv, uint32_t C)
 }
 
 /* Colour one level: each movable flow whose lvl-th branching has the most
- * common fan-out C, and whose mirror hop is a down-link, is an edge.
- * *edges: how many. 0 or -ENOMEM. */
+ * common fan-out C, and whose mirror hop is a down-link, is an edge. The
+ * flows are walked once, in DAG order (ord), into fbn/fx/fy; edges are then
+ * taken in flow order. *edges: how many. 0 or -ENOMEM. */
 static int kc_level(struct ctl_planner *p, struct ctl_demand *d, const bool *movable,
-		    struct dag **fg, const uint32_t *fsrc, uint16_t *ch, uint32_t lvl,
-		    uint32_t *vmap, uint64_t *chains, uint32_t *edges)
+		    struct dag **fg, const uint32_t *fsrc, const uint32_t *ord, uint16_t *ch,
+		    uint32_t lvl, uint32_t *vmap, uint32_t *fbn, uint32_t *fx, uint32_t *fy,
+		    uint64_t *chains, uint32_t *edges)
 {
 	const struct topo *t = p->t;
 	uint32_t *hist = calloc(65536, sizeof(uint32_t)), C = 0, nl = 0, nr = 0, ne = 0;
@@ -328,15 +265,24 @@ static int kc_level(struct ctl_planner *p, struct ctl_demand *d, const bool *mov
 	vnode = malloc(sizeof(uint32_t) * 2 * (d->n + 1));
 	if (hist == NULL || k.eflow == NULL || k.end == NULL || vnode == NULL)
 		goto out;
-	for (uint32_t f = 0; f < d->n; f++) {
+	for (uint32_t i = 0; i < d->n; i++) {
+		uint32_t f = ord[i], bh, bn, mh;
 		struct ctl_route r;
-		uint32_t bh, bn;
 
+		fbn[f] = 0;
 		if (!movable[f] || fg[f] == NULL)
 			continue;
 		bn = kc_branch(p, d, fg, fsrc, ch, f, lvl, &r, &bh);
-		if (bn >= 2 && bn < 65536)
-			hist[bn]++;
+		if (bn < 2 || bn >= 65536)
+			continue;
+		hist[bn]++;
+		fbn[f] = bn;
+		fx[f] = NONE;
+		mh = r.nhops - 1 - bh;
+		if (mh <= bh || !(r.dlink[mh] & 1) || (r.dlink[bh] & 1))
+			continue;
+		fx[f] = 2 * dlink_tail(t, r.dlink[bh]);
+		fy[f] = 2 * dlink_head(t, r.dlink[mh]) + 1;
 	}
 	for (uint32_t c = 2; c < 65536; c++)
 		if (hist[c] > 0 && (C == 0 || hist[c] >= hist[C]))
@@ -345,19 +291,10 @@ static int kc_level(struct ctl_planner *p, struct ctl_demand *d, const bool *mov
 	if (C == 0)
 		goto out;
 	for (uint32_t f = 0; f < d->n; f++) {
-		struct ctl_route r;
-		uint32_t bh, bn, mh, x, y;
+		uint32_t x = fx[f], y = fy[f];
 
-		if (!movable[f] || fg[f] == NULL)
+		if (fbn[f] != C || x == NONE)
 			continue;
-		bn = kc_branch(p, d, fg, fsrc, ch, f, lvl, &r, &bh);
-		if (bn != C)
-			continue;
-		mh = r.nhops - 1 - bh;
-		if (mh <= bh || !(r.dlink[mh] & 1) || (r.dlink[bh] & 1))
-			continue;
-		x = 2 * dlink_tail(t, r.dlink[bh]);
-		y = 2 * dlink_head(t, r.dlink[mh]) + 1;
 		if (vmap[x] == NONE) {
 			vnode[nl + nr] = x;
 			vmap[x] = nl++;
@@ -417,16 +354,20 @@ int ctl_kempe_plan(struct ctl_planner *p, struct ctl_demand *d, const bool *mova
 {
 	struct dag **fg = calloc(d->n + 1, sizeof(*fg));
 	uint32_t *fsrc = malloc(sizeof(uint32_t) * (d->n + 1));
+	uint32_t *fbn = malloc(sizeof(uint32_t) * 3 * (d->n + 1));
+	uint32_t *ord = ctl_flow_order(p, d);
 	uint16_t *ch = calloc((size_t)d->n * MAXH + 1, sizeof(uint16_t));
 	uint32_t *vmap = malloc(sizeof(uint32_t) * 2 * (p->t->nnodes + 1));
 	uint64_t chains = 0;
 	int ret = -ENOMEM;
 
-	if (fg == NULL || fsrc == NULL || ch == NULL || vmap == NULL)
+	if (fg == NULL || fsrc == NULL || fbn == NULL || ord == NULL || ch == NULL || vmap == NULL)
 		goto out;
 	for (uint32_t i = 0; i < 2 * p->t->nnodes; i++)
 		vmap[i] = NONE;
-	for (uint32_t f = 0; f < d->n; f++) {
+	for (uint32_t i = 0; i < d->n; i++) {
+		uint32_t f = ord[i];
+
 		if (!movable[f])
 			continue;
 		ret = ctl_flow_dag(p, &d->flows[f], &fg[f], &fsrc[f]);
@@ -436,14 +377,15 @@ int ctl_kempe_plan(struct ctl_planner *p, struct ctl_demand *d, const bool *mova
 	for (uint32_t lvl = 0; lvl < MAXH; lvl++) {
 		uint32_t edges;
 
-		ret = kc_level(p, d, movable, fg, fsrc, ch, lvl, vmap, &chains, &edges);
+		ret = kc_level(p, d, movable, fg, fsrc, ord, ch, lvl, vmap, fbn, fbn + d->n + 1,
+			       fbn + 2 * (d->n + 1), &chains, &edges);
 		if (ret < 0)
 			goto out;
 		if (edges == 0)
 			break;
 	}
-	for (uint32_t f = 0; f < d->n; f++) {
-		uint32_t bh, bn;
+	for (uint32_t i = 0; i < d->n; i++) {
+		uint32_t f = ord[i], bh, bn;
 
 		if (movable[f])
 			kc_walk(p, fg[f], fsrc[f], &d->flows[f], ch + (size_t)f * MAXH,
@@ -454,6 +396,8 @@ int ctl_kempe_plan(struct ctl_planner *p, struct ctl_demand *d, const bool *mova
 out:
 	free(fg);
 	free(fsrc);
+	free(fbn);
+	free(ord);
 	free(ch);
 	free(vmap);
 	return ret;

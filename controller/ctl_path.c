@@ -145,10 +145,13 @@ static int plan_from(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 static int ecmp_start(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 		      const struct ctl_plan_opts *o, double bound, struct ctl_plan_stats *st)
 {
-	struct ctl_route *mine = malloc(sizeof(*mine) * (d->n + 1));
+	struct ctl_route *mine;
 	double planned = ctl_loads_of(p, d, 0), ecmp;
 	int ret = 0;
 
+	if (planned <= bound * (1 + 1e-9))
+		return 0; /* at the lower bound: ECMP cannot beat it */
+	mine = malloc(sizeof(*mine) * (d->n + 1));
 	if (mine == NULL)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < d->n && ret == 0; i++) {
@@ -179,6 +182,7 @@ int ctl_plan_paths(struct ctl_planner *p, struct ctl_demand *d, const struct ctl
 	struct ctl_plan_opts def;
 	struct ctl_plan_stats tmp;
 	struct ctl_route *old = NULL;
+	uint32_t *order = NULL;
 	bool *movable;
 	double t0 = ice_now_s(), bound;
 	int ret = 0;
@@ -193,9 +197,15 @@ int ctl_plan_paths(struct ctl_planner *p, struct ctl_demand *d, const struct ctl
 	movable = malloc(sizeof(bool) * (d->n + 1));
 	if (movable == NULL)
 		return -ENOMEM;
-	/* validate, and rebuild the links of routes given by index */
+	/* validate, and rebuild the links of routes given by index; DAGs are
+	 * built one at a time (ctl_flow_order) */
+	order = ctl_flow_order(p, d);
+	if (order == NULL) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	for (uint32_t i = 0; i < d->n && ret == 0; i++) {
-		struct ctl_flow *f = &d->flows[i];
+		struct ctl_flow *f = &d->flows[order[i]];
 		uint32_t src;
 		struct dag *g;
 
@@ -255,6 +265,7 @@ int ctl_plan_paths(struct ctl_planner *p, struct ctl_demand *d, const struct ctl
 		st->max_util = ctl_loads_of(p, d, 0);
 out:
 	st->total_s = ice_now_s() - t0;
+	free(order);
 	free(old);
 	free(movable);
 	return ret;

@@ -34,10 +34,22 @@ struct dag_nh {
 	uint32_t off;	/* path index offset (paths under earlier siblings) */
 };
 
+/*
+ * A DAG node's next hops are either explicit (first indexes dag->nh) or, the
+ * common case in tiered fabrics, implicit (first has DAG_IMPLICIT set): every
+ * neighbour of the switch's up (or down) list from ctl_planner.nbrs[first &
+ * ~DAG_IMPLICIT] on, the child the neighbour's node in this DAG, and each
+ * child below the same number of paths (stride). Implicit nodes store no
+ * next hops, which keeps a fabric's DAGs small (k = 74 fat-tree: ~75 MB
+ * instead of ~1.7 GB). Read them with dag_nh_at().
+ */
+#define DAG_IMPLICIT 0x80000000u
+
 struct dag_node {
-	uint32_t first, n; /* next hops in dag->nh */
+	uint32_t first, n; /* next hops in dag->nh, or implicit (DAG_IMPLICIT) */
 	uint32_t paths;	   /* paths from here to the destination switch (saturating) */
 	uint32_t node;	   /* topo node id */
+	uint32_t stride;   /* implicit: paths under each next hop */
 };
 
 /* Everything toward one destination switch, built lazily. */
@@ -61,6 +73,8 @@ struct ctl_planner {
 	uint32_t *node_of_sw; /* switch ordinal -> node id */
 	uint32_t *edge_of_sw; /* switch ordinal -> edge ordinal or NONE */
 	uint64_t *reach;      /* [sw][level][words] */
+	uint8_t *updist;      /* [edge][sw] fewest up hops to an ancestor of the edge
+				 switch (UINT8_MAX: none), from reach; NULL when too big */
 	struct nbr *nbrs;     /* per switch: upper then lower neighbours, port order */
 	uint32_t *up_first, *up_n, *dn_first, *dn_n;
 	struct dag **dags;	  /* [nedge] */
@@ -68,6 +82,18 @@ struct ctl_planner {
 	double *load;		  /* [2 * nlinks] scratch */
 	struct ctl_pathmap model; /* the hash models (ctl_pathmap_model) */
 };
+
+/* The i-th next hop (i < n->n) of DAG node n. */
+static inline struct dag_nh dag_nh_at(const struct ctl_planner *p, const struct dag *g,
+				      const struct dag_node *n, uint32_t i)
+{
+	const struct nbr *b;
+
+	if (!(n->first & DAG_IMPLICIT))
+		return g->nh[n->first + i];
+	b = &p->nbrs[(n->first & ~DAG_IMPLICIT) + i];
+	return (struct dag_nh){.eg = b->port, .child = g->idx[b->sw], .off = i * n->stride};
+}
 
 static inline uint32_t peer_node(const struct topo *t, uint32_t port)
 {
@@ -121,6 +147,11 @@ void ctl_heap_fini(struct ctl_heap *h); /* frees the entries */
 
 /* ---- ctl_index.c: the flow's DAG and its source node; -errno */
 int ctl_flow_dag(struct ctl_planner *p, const struct ctl_flow *f, struct dag **gp, uint32_t *src);
+/* The flows' indices grouped by destination edge switch (a counting sort;
+ * flows that are not between two NICs last), so that loops over flows build
+ * and walk one DAG at a time, in cache, instead of a random DAG per flow.
+ * Caller frees; NULL on ENOMEM. */
+uint32_t *ctl_flow_order(const struct ctl_planner *p, const struct ctl_demand *d);
 
 /* ---- ctl_route.c: path search over a DAG */
 struct search {

@@ -74,15 +74,15 @@ static void search_dfs(struct search *s, uint32_t dn, uint32_t h, double mx, dou
 		return;
 	}
 	for (uint32_t i = 0; i < n->n && !s->found; i++) {
-		const struct dag_nh *nh = &s->g->nh[n->first + i];
-		uint32_t dl = dlink_of(p->t, nh->eg);
+		const struct dag_nh nh = dag_nh_at(p, s->g, n, i);
+		uint32_t dl = dlink_of(p->t, nh.eg);
 		double u = util_add(p, dl, s->add), m = mx > u ? mx : u;
 
 		if (s->prune &&
 		    (m > s->bmx + EPS || (m >= s->bmx - EPS && sum + u >= s->bsum - EPS)))
 			continue;
 		s->dl[h] = dl;
-		search_dfs(s, nh->child, h + 1, m, sum + u, idx + nh->off);
+		search_dfs(s, nh.child, h + 1, m, sum + u, idx + nh.off);
 	}
 }
 
@@ -200,7 +200,7 @@ int ctl_route_walk(const struct ctl_planner *p, const struct ctl_flow *f, const 
 	out->dlink[h++] = dlink_of(t, f->src_port);
 	while (h < MAXH) {
 		const struct dag_node *n = &g->nodes[dn];
-		const struct dag_nh *nh;
+		struct dag_nh nh;
 		int i = pick(arg, g, n);
 
 		if (i < 0)
@@ -209,10 +209,10 @@ int ctl_route_walk(const struct ctl_planner *p, const struct ctl_flow *f, const 
 			out->dlink[h++] = dlink_of(t, t->ports[f->dst_port].peer);
 			break;
 		}
-		nh = &g->nh[n->first + (uint32_t)i];
-		out->dlink[h++] = dlink_of(t, nh->eg);
-		idx += nh->off;
-		dn = nh->child;
+		nh = dag_nh_at(p, g, n, (uint32_t)i);
+		out->dlink[h++] = dlink_of(t, nh.eg);
+		idx += nh.off;
+		dn = nh.child;
 	}
 	out->nhops = h;
 	out->idx = (int32_t)idx;
@@ -220,6 +220,7 @@ int ctl_route_walk(const struct ctl_planner *p, const struct ctl_flow *f, const 
 }
 
 struct name_walk {
+	const struct ctl_planner *p;
 	const struct topo *t;
 	char *save; /* strtok_r's */
 };
@@ -233,9 +234,9 @@ static int pick_by_name(void *arg, const struct dag *g, const struct dag_node *n
 	if (n->n == 0)
 		return tok != NULL ? -ENOENT : 0; /* longer than any equal-cost route */
 	for (uint32_t i = 0; tok != NULL && i < n->n; i++) {
-		const struct dag_nh *c = &g->nh[n->first + i];
+		const struct dag_nh c = dag_nh_at(w->p, g, n, i);
 
-		if (c->child < TERM && strcmp(w->t->nodes[g->nodes[c->child].node].name, tok) == 0)
+		if (c.child < TERM && strcmp(w->t->nodes[g->nodes[c.child].node].name, tok) == 0)
 			return (int)i;
 	}
 	return -ENOENT;
@@ -244,7 +245,7 @@ static int pick_by_name(void *arg, const struct dag *g, const struct dag_node *n
 int ctl_route_by_name(struct ctl_planner *p, const struct ctl_flow *f, const char *hops,
 		      struct ctl_route *out)
 {
-	struct name_walk w = {.t = p->t, .save = NULL};
+	struct name_walk w = {.p = p, .t = p->t, .save = NULL};
 	char buf[256], *tok;
 	uint32_t src;
 	struct dag *g;

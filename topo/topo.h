@@ -130,6 +130,9 @@ struct topo_gen_opts {
 };
 void topo_gen_opts_default(struct topo_gen_opts *o); /* 2 spines, 2 leaves, 4 hosts/leaf, 200mbit */
 struct topo *topo_gen_leaf_spine(const struct topo_gen_opts *o);
+/* k even, 2..TOPO_FAT_TREE_K_MAX: past it the switch-link address plan
+ * (/31s from 100.64.0.0/10, k^3 / 2 links) runs out; EINVAL. */
+#define TOPO_FAT_TREE_K_MAX 160
 struct topo *topo_gen_fat_tree(const struct topo_gen_opts *o);
 struct topo *topo_gen_rail(const struct topo_gen_opts *o);
 

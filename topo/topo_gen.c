@@ -192,7 +192,7 @@ struct topo *topo_gen_fat_tree(const struct topo_gen_opts *o)
 	struct topo_hash_cfg ah;
 	int host0;
 
-	if (k < 2 || k % 2 != 0 || k > 64) {
+	if (k < 2 || k % 2 != 0 || k > TOPO_FAT_TREE_K_MAX) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -4,6 +4,7 @@
  * generators (sizes, ASNs), YAML round trips, lookups, equal-cost path
  * counts and order, next hops and the FRR configuration.
  */
+#include <errno.h>
 #include <arpa/inet.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -670,8 +671,9 @@ static void test_wide_address_plan(void **state)
 			 &t->ports[t->links[24].a]);
 	topo_free(t);
 
-	o.k = 66; /* beyond the generator */
+	o.k = TOPO_FAT_TREE_K_MAX + 2; /* beyond the switch-link address plan */
 	assert_null(topo_gen_fat_tree(&o));
+	assert_int_equal(errno, EINVAL);
 }
 
 int main(void)
