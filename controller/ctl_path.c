@@ -210,7 +210,8 @@ int ctl_plan_paths(struct ctl_planner *p, struct ctl_demand *d, const struct ctl
 		struct dag *g;
 
 		ret = ctl_flow_dag(p, f, &g, &src);
-		if (ret == 0 && o->mode != CTL_PLAN_FRESH && f->path.idx >= 0)
+		if (ret == 0 && o->mode != CTL_PLAN_FRESH && f->path.idx >= 0 &&
+		    !(o->routes_current && f->path.nhops > 0))
 			ret = ctl_route_by_index(p, f, f->path.idx, &f->path);
 	}
 	if (ret < 0)

@@ -50,7 +50,7 @@ static uint64_t rng(void)
 struct sim_opts {
 	uint32_t k, njobs, qps, spines, leaves, hpl, arrive;
 	uint64_t bytes, seed, max_mem;
-	double rate_g, budget;
+	double rate_g, budget, arrive_budget;
 	int placement; /* 0 random, 1 rack */
 	int op;	       /* 0 all_reduce, 1 all_to_all */
 	bool sports, json;
@@ -88,6 +88,9 @@ static const struct ice_cfg_field sim_fields[] = {
 	F("arrive", ICE_CFG_U32, arrive, .min = 0, .max = 1 << 24, .arg = "HOSTS",
 	  .help = "then a job of HOSTS more hosts arrives in the planned fabric and\n"
 		  "is planned incrementally (0: none)"),
+	F("arrive_budget", ICE_CFG_DOUBLE, arrive_budget, .min = 0, .max = 86400, .arg = "SEC",
+	  .help = "the planner's time budget for the arriving job (0.2, the daemon's\n"
+		  "search_budget)"),
 	F("op", ICE_CFG_ENUM, op, .choices = ops, .help = "the collective (all_reduce)"),
 	F("qps", ICE_CFG_U32, qps, .min = 1, .max = 1024, .help = "QPs per connection (1)"),
 	F("bytes", ICE_CFG_SIZE, bytes, .min = 1, .max = 1e18, .help = "bytes per collective (1G)"),
@@ -590,7 +593,8 @@ int main(int argc, char **argv)
 			      .bytes = 1ull << 30,
 			      .seed = 1,
 			      .rate_g = 100,
-			      .budget = 1.0};
+			      .budget = 1.0,
+			      .arrive_budget = 0.2};
 	struct ice_cfg_cli cli = {
 		.tool = "ice-sim",
 		.synopsis = "usage: ice-sim [--k K | --leaf-spine S,L,H] [options]",
@@ -706,6 +710,8 @@ int main(int argc, char **argv)
 		}
 		r.inc_flows = d.n - r.flows;
 		po.mode = CTL_PLAN_INCREMENTAL;
+		po.search_budget_s = so.arrive_budget;
+		po.routes_current = true; /* the planned flows' routes are ours */
 		if (sim_plan(p, &d, &po, &r.inc_st, &r.inc_paths, &r.inc_rates) < 0)
 			goto out;
 		r.inc_util = r.inc_st.max_util;
