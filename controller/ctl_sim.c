@@ -279,7 +279,7 @@ static int sim_jobs_load(const char *path, const struct topo *t, struct sim_jobs
 	}
 	while (getline(&line, &cap, f) >= 0) {
 		size_t first = js->npool;
-		uint32_t n = 0;
+		uint32_t n = 0, bad0 = bad;
 		char *tok, *hash = strchr(line, '#');
 
 		lineno++;
@@ -312,9 +312,9 @@ static int sim_jobs_load(const char *path, const struct topo *t, struct sim_jobs
 		}
 		for (size_t i = first; i < js->npool; i++)
 			seen[js->pool[i]] = 0;
-		if (n == 0)
+		if (n == 0 || bad > bad0)
 			continue;
-		if (n < 2) {
+		if (n < 2 && bad == bad0) {
 			fprintf(stderr, "ice-sim: %s:%u: a job needs 2 or more hosts, got %u\n",
 				path, lineno, n);
 			bad++;

@@ -741,6 +741,41 @@ static void test_kempe_weighted_never_worse(void **state)
 	topo_free(t);
 }
 
+/* A demand naming a port that is not a NIC of the topology (a job naming
+ * an unknown host): ctl_plan_paths refuses the whole demand with -EINVAL
+ * before planning, so no flow gets a route (no partial plan), in every mode. */
+static void test_unknown_nic_no_partial_plan(void **state)
+{
+	struct topo *t = fat_tree(4);
+	struct ctl_planner *p = ctl_planner_new(t);
+	enum ctl_plan_mode modes[] = {CTL_PLAN_FRESH, CTL_PLAN_INCREMENTAL, CTL_PLAN_REOPT};
+	struct ctl_demand d;
+
+	(void)state;
+	assert_non_null(p);
+	for (uint32_t m = 0; m < 3; m++) {
+		struct ctl_plan_opts o;
+		struct ctl_flow bad = {0};
+
+		ctl_demand_init(&d, CTL_UNIT_BPS);
+		for (uint32_t i = 0; i < 8; i++)
+			add_flow(&d, t, i, (i + 5) % 16, 200 * MBIT, 100 + i);
+		bad = d.flows[3];
+		bad.dst_port = t->nports + 7; /* no such port */
+		assert_int_equal(ctl_demand_add(&d, &bad), 0);
+		bad.dst_port = t->links[t->nlinks - 1].b; /* a switch port, not a NIC */
+		assert_int_equal(ctl_demand_add(&d, &bad), 0);
+		ctl_plan_opts_default(&o);
+		o.mode = modes[m];
+		assert_int_equal(ctl_plan_paths(p, &d, &o, NULL), -EINVAL);
+		for (size_t i = 0; i < d.n; i++)
+			assert_int_equal(d.flows[i].path.idx, -1);
+		ctl_demand_fini(&d);
+	}
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -760,6 +795,7 @@ int main(void)
 		cmocka_unit_test(test_kempe_hand_case),
 		cmocka_unit_test(test_kempe_fat_tree_rings),
 		cmocka_unit_test(test_kempe_weighted_never_worse),
+		cmocka_unit_test(test_unknown_nic_no_partial_plan),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
