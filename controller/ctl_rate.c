@@ -133,6 +133,13 @@ int ctl_plan_rates(struct ctl_planner *p, struct ctl_demand *d, int which, doubl
 
 	if (!(headroom > 0 && headroom <= 1))
 		return -EINVAL;
+	if (headroom == 1.0) {
+		/* start and target are the same filling: do it once */
+		ret = water_fill(p, d, which, 1.0, false);
+		for (size_t i = 0; ret == 0 && i < d->n; i++)
+			d->flows[i].start_bps = d->flows[i].target_bps;
+		return ret;
+	}
 	ret = water_fill(p, d, which, headroom, true);
 	if (ret == 0)
 		ret = water_fill(p, d, which, 1.0, false);
