@@ -139,8 +139,9 @@ static struct lap lap_since(struct lap s)
  * links, a name table), the planner's index (up-distance table, reach
  * bitsets, one DAG per destination switch: an index over every switch and
  * the nodes reached, about half of them) and the flows with the planner's
- * per-flow copies and scratch. Calibrated against getrusage's peak at
- * fat-tree k = 16..74 (docs/benchmarks.md): within +-30 %.
+ * per-flow copies and scratch. Against getrusage's peak at k = 64..74 and
+ * a 10^5-host leaf-spine (docs/benchmarks.md): 1.0-2.0x, never below (it
+ * counts every destination's DAG as reached; rack placement reaches few).
  */
 static uint64_t sim_mem_estimate(uint64_t hosts, uint64_t sws, uint64_t edges, uint64_t links,
 				 uint64_t flows)
