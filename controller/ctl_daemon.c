@@ -540,6 +540,8 @@ void ctld_free(struct ctld *d)
 		ctld_coll_free(&d->colls[i]);
 	free(d->colls);
 	free(d->hosts);
+	free(d->host_ix);
+	free(d->nic_ix);
 	free(d->qps);
 	free(d->pend.hosts);
 	ctl_host_plans_free(d->last, d->nlast);

@@ -99,6 +99,12 @@ struct ccoll {
 	bool active;
 };
 
+/* A host NIC's address and its topology port (the QP view's lookup). */
+struct addr_ix {
+	uint32_t addr; /* network order */
+	uint32_t port;
+};
+
 struct chost {
 	char name[64];
 	uint32_t node;
@@ -130,8 +136,14 @@ struct ctld {
 
 	struct chost *hosts;
 	uint32_t nhosts;
+	uint32_t *host_ix;	/* indices of hosts[] sorted by name */
+	struct addr_ix *nic_ix; /* the topology's host NICs sorted by address */
+	uint32_t nnic_ix;
 	struct cqp *qps;
 	size_t nqps;
+	/* the QP view's last refresh (ctld_read_qps): its time, the longest
+	 * since the last status write, counts (in {ctl}:status, view_*) */
+	uint64_t view_ns, view_max_ns, view_reads;
 	struct ccoll *colls;
 	size_t ncolls;
 

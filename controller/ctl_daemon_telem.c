@@ -274,12 +274,31 @@ static void publish_links(struct ctld *d)
 
 static void status_counters(struct ctld *d)
 {
-	char v[7][24];
-	const char *kv[] = {
-		"telem_skipped",       v[6], "telem_readings",	v[0],
-		"telem_unknown_ports", v[1], "telem_backwards", v[2],
-		"telem_gaps",	       v[3], "telem_stale",	v[4],
-		"telem_bad_records",   v[5], "feedback",	d->cfg.feedback ? "on" : "off"};
+	char v[11][24];
+	const char *kv[] = {"telem_skipped",
+			    v[6],
+			    "telem_readings",
+			    v[0],
+			    "telem_unknown_ports",
+			    v[1],
+			    "telem_backwards",
+			    v[2],
+			    "telem_gaps",
+			    v[3],
+			    "telem_stale",
+			    v[4],
+			    "telem_bad_records",
+			    v[5],
+			    "feedback",
+			    d->cfg.feedback ? "on" : "off",
+			    "view_qps",
+			    v[7],
+			    "view_hosts",
+			    v[8],
+			    "view_read_ms",
+			    v[9],
+			    "view_read_max_ms",
+			    v[10]};
 
 	snprintf(v[0], 24, "%" PRIu64, d->tm.readings);
 	snprintf(v[1], 24, "%" PRIu64, d->tm.unknown_ports);
@@ -288,6 +307,11 @@ static void status_counters(struct ctld *d)
 	snprintf(v[4], 24, "%" PRIu64, d->tm.stale);
 	snprintf(v[5], 24, "%" PRIu64, d->tm.bad_records);
 	snprintf(v[6], 24, "%" PRIu64, d->tm.skipped);
+	snprintf(v[7], 24, "%zu", d->nqps);
+	snprintf(v[8], 24, "%u", d->nhosts);
+	snprintf(v[9], 24, "%.3f", (double)d->view_ns / 1e6);
+	snprintf(v[10], 24, "%.3f", (double)d->view_max_ns / 1e6);
+	d->view_max_ns = 0; /* the longest between two status writes */
 	ctld_status_write(d, kv, sizeof(kv) / sizeof(kv[0]));
 }
 

@@ -21,14 +21,40 @@
 
 /* ---- view: hosts */
 
+/* Position of name in d->host_ix, or where it would go (*found false). */
+static uint32_t host_pos(const struct ctld *d, const char *name, bool *found)
+{
+	uint32_t lo = 0, hi = d->nhosts;
+
+	*found = false;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(d->hosts[d->host_ix[mid]].name, name);
+
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The view's host of that name, added when the topology has it (a binary
+ * search: the view of 10^4 hosts is read every QP interval). */
 static struct chost *host_get(struct ctld *d, const char *name)
 {
 	const struct topo_node *n;
 	struct chost *h;
+	uint32_t *ix, pos;
+	bool found;
 
-	for (uint32_t i = 0; i < d->nhosts; i++)
-		if (strcmp(d->hosts[i].name, name) == 0)
-			return &d->hosts[i];
+	pos = host_pos(d, name, &found);
+	if (found)
+		return &d->hosts[d->host_ix[pos]];
 	n = topo_node_by_name(d->topo, name);
 	if (n == NULL || n->kind != TOPO_HOST)
 		return NULL;
@@ -36,6 +62,12 @@ static struct chost *host_get(struct ctld *d, const char *name)
 	if (h == NULL)
 		return NULL;
 	d->hosts = h;
+	ix = realloc(d->host_ix, sizeof(*ix) * (d->nhosts + 1));
+	if (ix == NULL)
+		return NULL;
+	d->host_ix = ix;
+	memmove(&ix[pos + 1], &ix[pos], sizeof(*ix) * (d->nhosts - pos));
+	ix[pos] = d->nhosts;
 	h = &d->hosts[d->nhosts++];
 	memset(h, 0, sizeof(*h));
 	snprintf(h->name, sizeof(h->name), "%s", name);
@@ -616,6 +648,83 @@ void ctld_expire_colls(struct ctld *d)
 	}
 }
 
+static int addr_cmp(const void *a, const void *b)
+{
+	uint32_t x = ((const struct addr_ix *)a)->addr, y = ((const struct addr_ix *)b)->addr;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The host NIC of address a (network order), or NULL: a binary search in
+ * an index built at the first call (a topology's addresses never change). */
+static const struct topo_port *nic_by_addr(struct ctld *d, uint32_t a)
+{
+	struct addr_ix key = {.addr = a}, *f;
+
+	if (d->nic_ix == NULL) {
+		d->nic_ix = calloc(d->topo->nports + 1, sizeof(*d->nic_ix));
+		if (d->nic_ix == NULL)
+			return NULL;
+		for (uint32_t i = 0; i < d->topo->nports; i++)
+			if (d->topo->nodes[d->topo->ports[i].node].kind == TOPO_HOST)
+				d->nic_ix[d->nnic_ix++] = (struct addr_ix){
+					.addr = d->topo->ports[i].addr.s_addr, .port = i};
+		qsort(d->nic_ix, d->nnic_ix, sizeof(*d->nic_ix), addr_cmp);
+	}
+	f = bsearch(&key, d->nic_ix, d->nnic_ix, sizeof(key), addr_cmp);
+	return f ? &d->topo->ports[f->port] : NULL;
+}
+
+/* QPs by (lip, qpn, dst): the old and the new view are matched by sorting,
+ * not by a pairwise scan (10^5 QPs). */
+static int qp_cmp3(const struct cqp *a, const struct cqp *b)
+{
+	if (a->lip != b->lip)
+		return a->lip < b->lip ? -1 : 1;
+	if (a->qpn != b->qpn)
+		return a->qpn < b->qpn ? -1 : 1;
+	return a->dst < b->dst ? -1 : a->dst > b->dst;
+}
+
+static int qp_ptr_cmp(const void *a, const void *b)
+{
+	return qp_cmp3(*(const struct cqp *const *)a, *(const struct cqp *const *)b);
+}
+
+/* Sorted pointers to q[0..n); NULL (and errno) without memory. */
+static const struct cqp **qp_sorted(const struct cqp *q, size_t n)
+{
+	const struct cqp **v = malloc(sizeof(*v) * (n + 1));
+
+	for (size_t i = 0; v != NULL && i < n; i++)
+		v[i] = &q[i];
+	if (v != NULL)
+		qsort(v, n, sizeof(*v), qp_ptr_cmp);
+	return v;
+}
+
+/* First index of v[0..n) not below key in (lip, qpn[, dst]) order; with
+ * any_dst the dst is not compared (the first of that lip, qpn). */
+static size_t qp_lower(const struct cqp *const *v, size_t n, const struct cqp *key, bool any_dst)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct cqp *m = v[mid];
+		int c = m->lip != key->lip   ? (m->lip < key->lip ? -1 : 1)
+			: m->qpn != key->qpn ? (m->qpn < key->qpn ? -1 : 1)
+			: any_dst	     ? 0
+					     : qp_cmp3(m, key);
+
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* ---- view: QPs */
 
 /* The agent's per-second rates (`rate`): what the QP sends, and the host
@@ -636,9 +745,11 @@ void ctld_read_qps(struct ctld *d)
 	uint64_t stale = 3 * d->cfg.qp_interval / ICE_NSEC_PER_MSEC;
 	char key[ICE_RKEY_MAX], min[32];
 	redisReply **rep = NULL, **hr = NULL;
+	const struct cqp **oldv = NULL, **newv = NULL;
 	struct cqp *nq = NULL;
 	size_t nn = 0, cap = 0, nhm = 0;
 	bool changed = false;
+	uint64_t t0 = ice_now_ns();
 
 	read_hosts(d);
 	if (d->link.c == NULL || d->nhosts == 0)
@@ -690,8 +801,8 @@ void ctld_read_qps(struct ctld *d)
 		if (inet_pton(AF_INET, r->element[0]->str, &la) != 1 ||
 		    inet_pton(AF_INET, r->element[1]->str, &ra) != 1)
 			continue;
-		sp = topo_port_by_addr(d->topo, la);
-		dp = topo_port_by_addr(d->topo, ra);
+		sp = nic_by_addr(d, la.s_addr);
+		dp = nic_by_addr(d, ra.s_addr);
 		if (sp == NULL || dp == NULL || sp == dp)
 			continue;
 		q = &nq[nn++];
@@ -708,14 +819,17 @@ void ctld_read_qps(struct ctld *d)
 		q->route.idx = -1;
 	}
 	/* carry the planned state; did the set of active QPs change? */
+	oldv = qp_sorted(d->qps, d->nqps);
+	newv = qp_sorted(nq, nn);
+	if (oldv == NULL || newv == NULL)
+		goto out;
 	for (size_t i = 0; i < nn; i++) {
 		struct cqp *q = &nq[i];
 		const struct cqp *o = NULL;
+		size_t j = qp_lower(oldv, d->nqps, q, false);
 
-		for (size_t j = 0; j < d->nqps && o == NULL; j++)
-			if (d->qps[j].lip == q->lip && d->qps[j].qpn == q->qpn &&
-			    d->qps[j].dst == q->dst)
-				o = &d->qps[j];
+		if (j < d->nqps && qp_cmp3(oldv[j], q) == 0)
+			o = oldv[j];
 		/* A flow's demand is what it reached lately, not what it gets now:
 		 * a flow slowed by congestion (or by its own plan) would otherwise
 		 * look small, be packed onto a busy path, and slow down further. */
@@ -739,9 +853,12 @@ void ctld_read_qps(struct ctld *d)
 
 		if (!d->qps[j].planned)
 			continue;
-		for (size_t i = 0; i < nn && !found; i++)
-			found = d->qps[j].lip == nq[i].lip && d->qps[j].qpn == nq[i].qpn &&
-				nq[i].active;
+		/* any new record of the same local QP that is active */
+		for (size_t i = qp_lower(newv, nn, &d->qps[j], true);
+		     i < nn && !found && newv[i]->lip == d->qps[j].lip &&
+		     newv[i]->qpn == d->qps[j].qpn;
+		     i++)
+			found = newv[i]->active;
 		if (!found)
 			changed = true; /* gone or idle: its entry leaves the plan */
 	}
@@ -753,7 +870,13 @@ void ctld_read_qps(struct ctld *d)
 	if (changed)
 		d->trig |= TRIG_QP;
 	ctld_telem_host(d);
+	d->view_ns = ice_now_ns() - t0;
+	if (d->view_ns > d->view_max_ns)
+		d->view_max_ns = d->view_ns;
+	d->view_reads++;
 out:
+	free(oldv);
+	free(newv);
 	if (hr != NULL)
 		ctld_freev(hr, nhm);
 	if (rep != NULL && d->link.c != NULL)

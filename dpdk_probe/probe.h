@@ -15,6 +15,7 @@
 #ifndef ICE_PROBE_H
 #define ICE_PROBE_H
 
+#include <jansson.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -97,5 +98,42 @@ int probe_pinglist_load(const char *path, const struct topo *t, struct probe_pin
 /* Default: every NIC of another leaf when the fabric has <= 16 NICs, else the
  * first NIC of every other leaf; from each of the given local addresses. */
 int probe_pinglist_default(const struct topo *t, struct in_addr src, struct probe_pinglist *pl);
+
+/* ---- path maps and their Redis records ------------------------------------ */
+
+#define PROBE_PATH_KEEP 16 /* ports remembered per path */
+
+struct probe_path {
+	char name[PROBE_PATH_NAME]; /* hops joined by '>' */
+	uint32_t nports;
+	uint16_t port[PROBE_PATH_KEEP];
+};
+
+struct probe_pathmap {
+	struct in_addr src, dst;
+	uint32_t nhops;				    /* switches on every path */
+	char fixed[PROBE_MAX_HOPS][PROBE_NAME_MAX]; /* hop names of fixed TTLs */
+	uint32_t fixed_mask;			    /* bit t-1: TTL t is not probed */
+	uint32_t npaths;
+	struct probe_path path[PROBE_MAX_PATHS];
+	uint32_t nports;
+	uint16_t sport[PROBE_MAX_PORTS];
+	int16_t path_of[PROBE_MAX_PORTS]; /* index into path[] */
+	uint32_t probes, answers, unanswered_ports;
+	int expected; /* equal-cost paths by the topology; -1 unknown */
+	uint64_t ts_ms, took_ns;
+};
+
+json_t *probe_pathmap_json(const struct probe_pathmap *m, bool ports);
+
+/* The probe's records of docs/redis-schema.md ("Probe"), one pipeline each
+ * (ice-loadgen plays them for many probers): the map of m's pair, and a
+ * health record rec ({"src","dst","seq","ts_ms","map_age_ms","paths":[...]})
+ * of it. */
+struct probe_redis;
+struct probe_redis *probe_redis_new(const struct probe_cfg *cfg); /* NULL + errno */
+void probe_redis_free(struct probe_redis *r);
+int probe_redis_map(struct probe_redis *r, const struct probe_pathmap *m);
+int probe_redis_health(struct probe_redis *r, const struct probe_pathmap *m, json_t *rec);
 
 #endif /* ICE_PROBE_H */

@@ -47,32 +47,8 @@ uint64_t probe_link_rate(const struct probe_cfg *cfg, const struct topo *t, stru
 
 /* ---- path discovery --------------------------------------------------------- */
 
-#define PROBE_PATH_KEEP 16 /* ports remembered per path */
-
-struct probe_path {
-	char name[PROBE_PATH_NAME]; /* hops joined by '>' */
-	uint32_t nports;
-	uint16_t port[PROBE_PATH_KEEP];
-};
-
-struct probe_pathmap {
-	struct in_addr src, dst;
-	uint32_t nhops;				    /* switches on every path */
-	char fixed[PROBE_MAX_HOPS][PROBE_NAME_MAX]; /* hop names of fixed TTLs */
-	uint32_t fixed_mask;			    /* bit t-1: TTL t is not probed */
-	uint32_t npaths;
-	struct probe_path path[PROBE_MAX_PATHS];
-	uint32_t nports;
-	uint16_t sport[PROBE_MAX_PORTS];
-	int16_t path_of[PROBE_MAX_PORTS]; /* index into path[] */
-	uint32_t probes, answers, unanswered_ports;
-	int expected; /* equal-cost paths by the topology; -1 unknown */
-	uint64_t ts_ms, took_ns;
-};
-
 int probe_discover(struct probe_sess *s, struct in_addr dst, struct probe_pathmap *m);
 int probe_path_find(const struct probe_pathmap *m, const char *name);
-json_t *probe_pathmap_json(const struct probe_pathmap *m, bool ports);
 void probe_pathmap_print(const struct probe_pathmap *m, FILE *f);
 
 /* ---- health ------------------------------------------------------------------- */
@@ -115,7 +91,6 @@ struct probe_pair_state {
 	uint32_t check_turn; /* which of a path's ports the next path check traces */
 };
 
-struct probe_redis;
 struct probe_watch_opts {
 	bool json;
 	FILE *out;
@@ -129,10 +104,6 @@ double probe_percentile(double *v, uint32_t n, double p);
 
 /* ---- Redis ----------------------------------------------------------------- */
 
-struct probe_redis *probe_redis_new(const struct probe_cfg *cfg); /* NULL + errno */
-void probe_redis_free(struct probe_redis *r);
-int probe_redis_map(struct probe_redis *r, const struct probe_pathmap *m);
-int probe_redis_health(struct probe_redis *r, const struct probe_pathmap *m, json_t *rec);
 /* The controller's pinglist (ice:<F>:probe:pinglist); -ENOENT when absent. */
 int probe_redis_pinglist(struct probe_redis *r, const struct topo *t, struct probe_pinglist *pl,
 			 struct ice_cfg_err *err);

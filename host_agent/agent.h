@@ -212,6 +212,32 @@ int agent_queue_push(struct agent_queue *q, char *buf, size_t len, unsigned ncmd
 struct agent_queue_item *agent_queue_head(struct agent_queue *q); /* NULL when empty */
 void agent_queue_pop(struct agent_queue *q);			  /* frees the head */
 
+/* ------------------------------------------------------------- Redis records */
+
+/* RESP commands being built (agent_redis.c); the caller frees p. */
+struct agent_buf {
+	char *p;
+	size_t len, cap;
+	unsigned ncmd;
+	bool failed; /* out of memory somewhere */
+};
+
+/* Append one command; args end with NULL. */
+void agent_buf_cmd(struct agent_buf *b, const char *arg0, ...) __attribute__((sentinel));
+/* Append one command from argv[argc] (lengths by strlen). */
+void agent_buf_cmdv(struct agent_buf *b, int argc, const char *const *argv);
+
+/* The records of docs/redis-schema.md as RESP commands appended to out,
+ * exactly what ice-agent sends (ice-loadgen plays them for many hosts):
+ * the registration at (re)connect (bpf: the agent's BPF state,
+ * started_ms: its start), and one interval's commands (liveness, QP and NIC
+ * hashes and streams, the QP index, closed QPs of prev, events). 0 or
+ * -ENOMEM. */
+int agent_redis_render_register(const struct agent_cfg *cfg, bool bpf, uint64_t started_ms,
+				struct agent_buf *out);
+int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s,
+		       const struct agent_sample *prev, struct agent_buf *out);
+
 /* ------------------------------------------------------------- JSON */
 
 /* The sample as one JSON document (the --once output); malloc'ed string. */

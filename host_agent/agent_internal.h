@@ -21,19 +21,6 @@ json_t *agent_qp_json(const struct agent_qp *q, const struct agent_sample *s);
 json_t *agent_nic_json(const struct agent_sample *s, const struct agent_cfg *cfg);
 json_t *agent_event_json(const struct ice_event *ev);
 
-/* ---- RESP commands being built (agent_redis.c) */
-struct agent_buf {
-	char *p;
-	size_t len, cap;
-	unsigned ncmd;
-	bool failed; /* out of memory somewhere */
-};
-
-/* Append one command; args end with NULL. */
-void agent_buf_cmd(struct agent_buf *b, const char *arg0, ...) __attribute__((sentinel));
-/* Append one command from argv[argc] (lengths by strlen). */
-void agent_buf_cmdv(struct agent_buf *b, int argc, const char *const *argv);
-
 struct agent_redis {
 	const struct agent_cfg *cfg;
 	struct ice_redis link;
@@ -46,9 +33,6 @@ struct agent_redis {
 
 void agent_redis_init(struct agent_redis *r, const struct agent_cfg *cfg, bool bpf);
 void agent_redis_fini(struct agent_redis *r);
-/* Render one interval's commands (streams, hashes, liveness). */
-int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s,
-		       const struct agent_sample *prev, struct agent_buf *out);
 /* Connect when due, then send queued intervals in order (bounded time).
  * Never blocks longer than the configured timeouts. */
 void agent_redis_tick(struct agent_redis *r, struct agent_queue *q, uint64_t now_ns);

@@ -276,38 +276,40 @@ static int redis_replies(struct agent_redis *r, unsigned n)
 	return ice_redis_pipe(&r->link, n, NULL, &r->errors);
 }
 
-static int redis_register(struct agent_redis *r)
+int agent_redis_render_register(const struct agent_cfg *cfg, bool bpf, uint64_t started_ms,
+				struct agent_buf *b)
 {
-	const struct agent_cfg *cfg = r->cfg;
-	struct agent_buf b = {0};
 	char key[384], v[32], pid[16], ifx[16], ims[24], st[24], now[24];
-	int ret;
 
 	snprintf(v, sizeof(v), "%d", AGENT_SCHEMA_VERSION);
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
 	snprintf(ifx, sizeof(ifx), "%d", cfg->ifindex);
 	snprintf(ims, sizeof(ims), "%" PRIu64, (uint64_t)(cfg->interval / ICE_NSEC_PER_MSEC));
-	snprintf(st, sizeof(st), "%" PRIu64, r->started_ms);
+	snprintf(st, sizeof(st), "%" PRIu64, started_ms);
 	snprintf(now, sizeof(now), "%" PRIu64, ice_wall_ms());
 	rk(key, sizeof(key), cfg, ICE_RK_SCHEMA, NULL);
-	agent_buf_cmd(&b, "SET", key, v, NULL);
+	agent_buf_cmd(b, "SET", key, v, NULL);
 	rk(key, sizeof(key), cfg, ICE_RK_HOSTS, NULL);
-	agent_buf_cmd(&b, "SADD", key, cfg->host, NULL);
+	agent_buf_cmd(b, "SADD", key, cfg->host, NULL);
 	rk(key, sizeof(key), cfg, ICE_RK_HOST, NULL);
-	agent_buf_cmd(&b, "HSET", key, "host", cfg->host, "schema", v, "last_ms", now, NULL);
+	agent_buf_cmd(b, "HSET", key, "host", cfg->host, "schema", v, "last_ms", now, NULL);
 	rk(key, sizeof(key), cfg, ICE_RK_NICS, NULL);
-	agent_buf_cmd(&b, "SADD", key, cfg->nic, NULL);
+	agent_buf_cmd(b, "SADD", key, cfg->nic, NULL);
 	rk(key, sizeof(key), cfg, ICE_RK_NIC_AGENT, cfg->nic);
-	agent_buf_cmd(&b, "HSET", key, "nic", cfg->nic, "addr", cfg->addr, "ifindex", ifx, "pid",
+	agent_buf_cmd(b, "HSET", key, "nic", cfg->nic, "addr", cfg->addr, "ifindex", ifx, "pid",
 		      pid, "version", "0.1.0", "schema", v, "started_ms", st, "registered_ms", now,
-		      "interval_ms", ims, "bpf", r->bpf ? "true" : "false", "state", "online",
-		      NULL);
-	agent_buf_cmd(&b, "HDEL", key, "stopped_ms", NULL);
-	if (b.failed) {
-		free(b.p);
-		return -ENOMEM;
-	}
-	ret = ice_redis_append_formatted(&r->link, b.p, b.len) == 0 ? 0 : -EIO;
+		      "interval_ms", ims, "bpf", bpf ? "true" : "false", "state", "online", NULL);
+	agent_buf_cmd(b, "HDEL", key, "stopped_ms", NULL);
+	return b->failed ? -ENOMEM : 0;
+}
+
+static int redis_register(struct agent_redis *r)
+{
+	struct agent_buf b = {0};
+	int ret = agent_redis_render_register(r->cfg, r->bpf, r->started_ms, &b);
+
+	if (ret == 0)
+		ret = ice_redis_append_formatted(&r->link, b.p, b.len) == 0 ? 0 : -EIO;
 	if (ret == 0)
 		ret = redis_replies(r, b.ncmd);
 	free(b.p);
