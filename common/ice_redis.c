@@ -28,6 +28,7 @@ static const char *const patterns[ICE_RK_MAX] = {
 	[ICE_RK_NIC_ALIVE] = "ice:<F>:{<H>}:nic:<nic>:alive",
 	[ICE_RK_NIC] = "ice:<F>:{<H>}:nic:<nic>",
 	[ICE_RK_NIC_TS] = "ice:<F>:{<H>}:nic:<nic>:ts",
+	[ICE_RK_NIC_DEV] = "ice:<F>:{<H>}:nic:<nic>:dev",
 	[ICE_RK_QPS] = "ice:<F>:{<H>}:qps",
 	[ICE_RK_QP] = "ice:<F>:{<H>}:qp:<id>",
 	[ICE_RK_QP_TS] = "ice:<F>:{<H>}:qp:<id>:ts",

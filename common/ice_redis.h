@@ -44,6 +44,7 @@ enum ice_rkey {
 	ICE_RK_NIC_ALIVE,
 	ICE_RK_NIC,
 	ICE_RK_NIC_TS,
+	ICE_RK_NIC_DEV,
 	ICE_RK_QPS,
 	ICE_RK_QP,
 	ICE_RK_QP_TS,

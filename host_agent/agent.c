@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent_internal.h"
+#include "agent_nic.h"
 #include "agent_plan.h"
 #include "ice_ctrl.h"
 #include "ice_http.h"
@@ -59,6 +60,7 @@ struct agent {
 	struct agent_redis redis;
 	struct agent_queue queue;
 	struct agent_plan *plan; /* the controller's plans (agent_plan.c) */
+	struct agent_nic *nic;	 /* the NIC backend (backend mlx5), else NULL */
 
 	struct agent_sample s[2]; /* cur is s[cur], the last complete one s[!cur] */
 	int cur;
@@ -372,6 +374,49 @@ static void sock_drain(struct agent *a)
 	}
 }
 
+/* ---- the NIC backend's QPs */
+
+/* The device's connected QPs join the table (agent_join merges them with a
+ * slot or an announcement of the same QPN): their counters are the NIC's. */
+static int nic_qps_read(struct agent *a)
+{
+	const struct agent_nic_qp *nq;
+	size_t n;
+
+	if (a->nic == NULL)
+		return 0;
+	nq = agent_nic_qps(a->nic, &n);
+	if (a->nqps + n > a->qpcap) {
+		struct agent_qpinfo *p = realloc(a->qps, (a->nqps + n) * sizeof(*p));
+
+		if (p == NULL)
+			return -ENOMEM;
+		a->qps = p;
+		a->qpcap = a->nqps + n;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct agent_nic_qp *q = &nq[i];
+
+		/* RC and UC (ib_qp_type 2, 3) carry the traffic; QP0/QP1 and UD not */
+		if (q->lqpn <= 1 || (q->type != 2 && q->type != 3))
+			continue;
+		a->qps[a->nqps++] = (struct agent_qpinfo){
+			.qpn = q->lqpn,
+			.rqpn = q->rqpn,
+			.local_ip = a->cfg.addr_be,
+			.src = AGENT_SRC_NIC,
+			.pid = q->pid,
+			.tp = {.ce = q->cc_rx_ce,
+			       .cnp_tx = q->cc_tx_cnp,
+			       .cnp_rx = q->cc_rx_cnp,
+			       .nak_tx = q->out_of_sequence,
+			       .nak_rx = q->packet_seq_err,
+			       .retx = q->local_ack_timeout_err},
+		};
+	}
+	return 0;
+}
+
 /* ---- the control block */
 
 static int ctrl_read(struct agent *a)
@@ -419,7 +464,7 @@ static int ctrl_read(struct agent *a)
 	}
 	for (size_t i = 0; i < a->nann; i++)
 		a->qps[a->nqps++] = a->ann[i];
-	return 0;
+	return nic_qps_read(a);
 }
 
 static bool ctrl_in_use(const struct ice_ctrl *c)
@@ -460,6 +505,11 @@ static int take_sample(struct agent *a)
 	a->last_ts_ms = s->ts_ms;
 	s->mono_ns = now;
 	s->nqp = 0;
+	if (a->nic != NULL) {
+		agent_nic_read(a->nic);
+		agent_nic_summary(a->nic, &s->dev);
+		s->has_dev = true;
+	}
 	ret = ctrl_read(a);
 	a->nflows = 0;
 	if (ret == 0 && a->bpf != NULL) {
@@ -474,6 +524,7 @@ static int take_sample(struct agent *a)
 	if (ret < 0)
 		return ret;
 	agent_rates(s, prev);
+	agent_dev_rates(s, prev);
 	a->self.samples++;
 	cpu_account(a, now);
 	ice_dbg(AGENT_SUB, "sample %llu: %zu QPs, %zu flows, %zu events; cpu %.3f%% of a core",
@@ -486,7 +537,15 @@ static void publish(struct agent *a)
 	const struct agent_sample *s = &a->s[a->cur], *prev = a->have_prev ? &a->s[!a->cur] : NULL;
 	struct agent_buf b = {0};
 
-	if (agent_redis_render(&a->cfg, s, prev, &b) < 0) {
+	if (agent_redis_render(&a->cfg, s, prev, &b) == 0 && a->nic != NULL) {
+		char key[ICE_RKEY_MAX];
+		uint64_t full = 10 * ICE_NSEC_PER_SEC / a->cfg.interval; /* all every 10 s */
+
+		ice_rkey_str(key, sizeof(key), ICE_RK_NIC_DEV, a->cfg.fabric, a->cfg.host,
+			     a->cfg.nic);
+		agent_nic_render(a->nic, key, full > 0 ? (unsigned)full : 1, &b);
+	}
+	if (b.failed) {
 		ice_warn(AGENT_SUB, "sample %llu: out of memory rendering it; dropped",
 			 (unsigned long long)s->seq);
 		free(b.p);
@@ -537,6 +596,16 @@ static int ipc_setup(struct agent *a)
 	if (ret < 0)
 		ice_err(AGENT_SUB, "run_dir %s %s", a->cfg.run_dir, why);
 	return ret;
+}
+
+/* The plan's DCQCN profile onto the NIC; NULL (fallback): the NIC's own. */
+static int nic_dcqcn(void *ctx, const struct ice_dcqcn_params *p, struct ice_cfg_err *err)
+{
+	struct agent *a = ctx;
+
+	if (p == NULL)
+		return agent_nic_dcqcn_restore(a->nic);
+	return agent_nic_dcqcn_apply(a->nic, p, err);
 }
 
 struct agent *agent_new(const struct agent_cfg *cfg, const struct agent_opts *o)
@@ -596,6 +665,15 @@ struct agent *agent_new(const struct agent_cfg *cfg, const struct agent_opts *o)
 				goto err;
 			}
 		}
+	}
+	if (strcmp(cfg->backend, "mlx5") == 0) {
+		a->nic = agent_nic_new(&a->cfg, NULL);
+		if (a->nic == NULL) {
+			ret = -errno;
+			goto err;
+		}
+		if (a->plan != NULL)
+			agent_plan_on_dcqcn(a->plan, nic_dcqcn, a);
 	}
 	if (!cfg->no_bpf) {
 		if (!agent_bpf_available()) {
@@ -722,6 +800,7 @@ void agent_free(struct agent *a)
 	}
 	agent_redis_fini(&a->redis);
 	agent_plan_free(a->plan);
+	agent_nic_free(a->nic); /* the NIC's own DCQCN values back */
 	/* a clean exit removes what it attached; a crash leaves the pins for a
 	 * successor to take over */
 	agent_bpf_close(a->bpf, !a->readonly);

@@ -51,6 +51,16 @@ struct agent_cfg {
 	/* the group given the event socket and the control block (mode 0660);
 	 * default ICE_GROUP, else "ice"; when it does not exist: root only */
 	char group[32];
+	/* the NIC backend (agent_nic.h): "transport" (the included transport
+	 * and BPF, the default) or "mlx5" (RoCE in the NIC: device counters,
+	 * DCQCN through the driver, QPs by RDMA netlink) */
+	char backend[16];
+	char sysroot[256];    /* root of sys/ (sysfs, debugfs); "/" on a host */
+	char rdma_dev[64];    /* "" = the netdev's (sys/class/net/<nic>/device/infiniband/) */
+	char pci[64];	      /* "" = the RDMA device's (its sysfs device link) */
+	char dcqcn_iface[16]; /* auto, debugfs, ecn, none */
+	uint32_t dcqcn_prio;  /* priority whose DCQCN the ecn interface sets */
+	char nic_io[16];      /* kernel, replay (<sysroot>/ice-replay/: fixtures) */
 	/* resolved by agent_cfg_finish() */
 	uint32_t addr_be; /* network order */
 	int ifindex;
@@ -97,6 +107,7 @@ enum agent_qp_kind {
 #define AGENT_SRC_CTRL 0x1u /* control block slot (transport counters) */
 #define AGENT_SRC_BPF  0x2u /* BPF flow counters (what the NIC carried) */
 #define AGENT_SRC_EV   0x4u /* announced by an ICE_EV_QP event */
+#define AGENT_SRC_NIC  0x8u /* the RDMA device's QP table (NIC backend) */
 
 /* Identity: records sort by (kind, local_ip, remote_ip, qpn). */
 struct agent_qp_id {
@@ -123,10 +134,10 @@ struct agent_qpinfo {
 	uint32_t qpn, rqpn;
 	uint32_t local_ip, remote_ip; /* network order */
 	uint16_t sport;
-	uint16_t src; /* AGENT_SRC_CTRL or AGENT_SRC_EV */
+	uint16_t src; /* AGENT_SRC_CTRL, AGENT_SRC_EV or AGENT_SRC_NIC */
 	uint32_t pid;
 	uint32_t rate_mbps;
-	struct agent_ctr tp; /* transport counters (SRC_CTRL only) */
+	struct agent_ctr tp; /* transport counters (SRC_CTRL); the device's (SRC_NIC) */
 };
 
 /* A BPF flow (one direction), summed over CPUs. */
@@ -151,6 +162,10 @@ struct agent_sample {
 	size_t nic_qps, nic_flows; /* joined QPs, unjoined flows */
 	struct ice_event *ev;	   /* collective events of this interval */
 	size_t nev, evcap;
+	/* the NIC backend's device-wide counters (agent_nic_summary) */
+	bool has_dev, dev_has_rate;
+	struct agent_ctr dev;
+	struct agent_rate dev_r;
 };
 
 void agent_sample_init(struct agent_sample *s);
@@ -168,6 +183,8 @@ int agent_join(struct agent_sample *s, const struct agent_qpinfo *qps, size_t nq
  * started after it (counts from 0), a counter that went down restarted.
  * With prev == NULL nothing has a rate. Fills the NIC summary too. */
 void agent_rates(struct agent_sample *cur, const struct agent_sample *prev);
+/* Rates of the device counters (has_dev) against prev's. */
+void agent_dev_rates(struct agent_sample *cur, const struct agent_sample *prev);
 int agent_qp_id_cmp(const struct agent_qp_id *a, const struct agent_qp_id *b);
 /* "10.0.0.1:17" (QP) or "10.0.0.1>10.0.0.2:tx:17" (unjoined flow). */
 const char *agent_qp_name(const struct agent_qp *q, char *buf, size_t len);

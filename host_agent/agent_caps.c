@@ -11,6 +11,9 @@
  *     call (before 6.5, with unprivileged BPF off; CAP_SYS_ADMIN where the
  *     kernel predates CAP_BPF), and CAP_NET_ADMIN, to detach the programs
  *     on a clean exit.
+ *   NIC backend (backend mlx5): CAP_NET_ADMIN, for RDMA netlink dumps that
+ *     show every process's QPs; counters, ethtool statistics and the DCQCN
+ *     files (root's) need none.
  *
  * The rest leaves every set (effective, permitted, inheritable, ambient)
  * and the bounding set, and no_new_privs is set, so nothing the agent could
@@ -32,6 +35,8 @@ static int kept_caps(const struct agent_cfg *cfg, cap_value_t *keep)
 
 	if (!cfg->no_bpf) {
 		keep[n++] = CAP_IS_SUPPORTED(CAP_BPF) ? CAP_BPF : CAP_SYS_ADMIN;
+		keep[n++] = CAP_NET_ADMIN;
+	} else if (strcmp(cfg->backend, "mlx5") == 0) {
 		keep[n++] = CAP_NET_ADMIN;
 	}
 	return n;

@@ -51,6 +51,23 @@ const struct ice_cfg_field agent_cfg_fields[] = {
 	F("group", ICE_CFG_STRING, group, 0, 0, 0,
 	  "group that may send events and be steered: event socket and control block "
 	  "root:<group> 0660 (default ICE_GROUP, else ice; a missing group: root only, 0600)"),
+	F("backend", ICE_CFG_STRING, backend, 0, 0, 0,
+	  "transport (included transport + BPF) or mlx5 (RoCE in the NIC: device counters, "
+	  "DCQCN through the driver, QPs by RDMA netlink)"),
+	F("sysroot", ICE_CFG_STRING, sysroot, 0, 0, 0,
+	  "root of sys/ for the NIC backend (default /; a fixture tree in tests)"),
+	F("rdma_dev", ICE_CFG_STRING, rdma_dev, 0, 0, 0,
+	  "RDMA device of the NIC (default: the one under sys/class/net/<nic>/device/infiniband)"),
+	F("pci", ICE_CFG_STRING, pci, 0, 0, 0,
+	  "PCI address of the NIC for debugfs mlx5/<pci>/ (default: from sysfs)"),
+	F("dcqcn_iface", ICE_CFG_STRING, dcqcn_iface, 0, 0, 0,
+	  "where DCQCN is set: auto, debugfs (upstream mlx5 cc_params), ecn (out-of-tree "
+	  "sys/class/net/<nic>/ecn), none"),
+	F("dcqcn_prio", ICE_CFG_U32, dcqcn_prio, 0, 7, 0,
+	  "priority whose DCQCN the ecn interface sets (the RoCE traffic's)"),
+	F("nic_io", ICE_CFG_STRING, nic_io, 0, 0, 0,
+	  "kernel (ioctl, RDMA netlink) or replay (recorded replies under "
+	  "<sysroot>/ice-replay/: tests)"),
 };
 
 const size_t agent_cfg_nfields = sizeof(agent_cfg_fields) / sizeof(agent_cfg_fields[0]);
@@ -62,6 +79,11 @@ void agent_cfg_defaults(struct agent_cfg *c)
 	snprintf(c->redis, sizeof(c->redis), "127.0.0.1:6379");
 	snprintf(c->run_dir, sizeof(c->run_dir), "%s", AGENT_RUN_DIR);
 	snprintf(c->group, sizeof(c->group), "%s", ice_ipc_group_default());
+	snprintf(c->backend, sizeof(c->backend), "transport");
+	snprintf(c->sysroot, sizeof(c->sysroot), "/");
+	snprintf(c->dcqcn_iface, sizeof(c->dcqcn_iface), "auto");
+	snprintf(c->nic_io, sizeof(c->nic_io), "kernel");
+	c->dcqcn_prio = 3;
 	c->interval = ICE_NSEC_PER_SEC;
 	c->stream_cap = 1000;
 	c->buffer = 300;
@@ -105,8 +127,28 @@ int agent_cfg_finish(struct agent_cfg *c, const char *path, struct ice_cfg_err *
 	if (c->nic[0] == '\0')
 		return ice_cfg_fail(err, path, "nic",
 				    "missing: expected the name of the network interface to watch");
+	if (strcmp(c->backend, "transport") != 0 && strcmp(c->backend, "mlx5") != 0)
+		return ice_cfg_fail(err, path, "backend", "expected transport or mlx5, got '%s'",
+				    c->backend);
+	if (strcmp(c->dcqcn_iface, "auto") != 0 && strcmp(c->dcqcn_iface, "debugfs") != 0 &&
+	    strcmp(c->dcqcn_iface, "ecn") != 0 && strcmp(c->dcqcn_iface, "none") != 0)
+		return ice_cfg_fail(err, path, "dcqcn_iface",
+				    "expected auto, debugfs, ecn or none, got '%s'",
+				    c->dcqcn_iface);
+	if (strcmp(c->nic_io, "kernel") != 0 && strcmp(c->nic_io, "replay") != 0)
+		return ice_cfg_fail(err, path, "nic_io", "expected kernel or replay, got '%s'",
+				    c->nic_io);
+	if (c->sysroot[0] != '/')
+		return ice_cfg_fail(err, path, "sysroot", "expected an absolute path, got '%s'",
+				    c->sysroot);
+	/* RoCE in the NIC bypasses tc: the host BPF programs would see nothing */
+	if (strcmp(c->backend, "mlx5") == 0)
+		c->no_bpf = true;
 	c->ifindex = (int)if_nametoindex(c->nic);
-	if (c->ifindex == 0)
+	/* on a fixture tree the NIC is the tree's, not this host's: its
+	 * address must then be given */
+	if (c->ifindex == 0 && !(strcmp(c->backend, "mlx5") == 0 && strcmp(c->sysroot, "/") != 0 &&
+				 c->addr[0] != '\0'))
 		return ice_cfg_fail(err, path, "nic",
 				    "expected an existing network interface, got '%s'", c->nic);
 	if (c->addr[0] == '\0' && nic_first_addr(c->nic, c->addr, sizeof(c->addr)) < 0)

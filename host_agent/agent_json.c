@@ -48,6 +48,8 @@ static json_t *src_json(unsigned src)
 		json_array_append_new(a, json_string("bpf"));
 	if (src & AGENT_SRC_EV)
 		json_array_append_new(a, json_string("event"));
+	if (src & AGENT_SRC_NIC)
+		json_array_append_new(a, json_string("nic"));
 	return a;
 }
 
@@ -97,6 +99,17 @@ json_t *agent_nic_json(const struct agent_sample *s, const struct agent_cfg *cfg
 	put_ctr(o, &s->nic);
 	json_object_set_new(o, "dt", json_real(s->dt));
 	json_object_set_new(o, "rate", s->nic_has_rate ? rate_json(&s->nic_r) : json_null());
+	if (s->has_dev) {
+		/* the RDMA device's own counters (NIC backend), beside the
+		 * QP sum above; its raw counters are in the :dev hash */
+		json_t *d = json_object();
+
+		json_object_set_new(d, "source", json_string(cfg->backend));
+		put_ctr(d, &s->dev);
+		json_object_set_new(d, "rate",
+				    s->dev_has_rate ? rate_json(&s->dev_r) : json_null());
+		json_object_set_new(o, "dev", d);
+	}
 	return o;
 }
 

@@ -50,6 +50,10 @@ struct agent_plan {
 	bool refusal_due;
 	bool expired_due;
 
+	agent_plan_dcqcn_fn dcqcn_fn; /* the NIC backend's, or NULL */
+	void *dcqcn_ctx;
+	bool dcqcn_set; /* a plan's profile is on the NIC */
+
 	/* slots this agent wrote: the qpn it wrote for, and the epoch */
 	uint32_t mine_qpn[ICE_CTRL_SLOTS];
 	uint64_t mine_epoch[ICE_CTRL_SLOTS];
@@ -254,6 +258,44 @@ void agent_plan_reconcile(struct agent_plan *p)
 	}
 }
 
+void agent_plan_on_dcqcn(struct agent_plan *p, agent_plan_dcqcn_fn fn, void *ctx)
+{
+	p->dcqcn_fn = fn;
+	p->dcqcn_ctx = ctx;
+}
+
+/* The plan's profile (or none) onto the NIC. */
+static void nic_dcqcn(struct agent_plan *p)
+{
+	const struct ice_dcqcn_params *prof = NULL;
+	struct ice_cfg_err e = {0};
+	uint32_t other = 0;
+
+	if (p->dcqcn_fn == NULL)
+		return;
+	for (uint32_t i = 0; p->have && i < p->cur.n; i++) {
+		const struct ice_plan_entry *x = &p->cur.entries[i];
+
+		if (!x->has_dcqcn)
+			continue;
+		if (prof == NULL)
+			prof = &x->dcqcn;
+		else if (memcmp(prof, &x->dcqcn, sizeof(*prof)) != 0)
+			other++;
+	}
+	if (other > 0)
+		ice_warn(AGENT_SUB,
+			 "plan epoch %" PRIu64 ": %u entries ask for another DCQCN profile; the "
+			 "NIC takes one (the first entry's)",
+			 p->cur.epoch, other);
+	if (prof == NULL && !p->dcqcn_set)
+		return;
+	if (p->dcqcn_fn(p->dcqcn_ctx, prof, &e) < 0 && prof != NULL)
+		ice_warn(AGENT_SUB, "plan epoch %" PRIu64 ": DCQCN profile not applied (%s: %s)",
+			 p->cur.epoch, e.key, e.msg);
+	p->dcqcn_set = prof != NULL;
+}
+
 static void refuse(struct agent_plan *p, int ret, const struct ice_cfg_err *e)
 {
 	const char *what = ret == -EPERM     ? "bad signature"
@@ -318,6 +360,7 @@ int agent_plan_offer(struct agent_plan *p, const char *json, uint64_t now_ms,
 	p->last_epoch = hp.epoch;
 	p->applied = UINT32_MAX; /* force a write-back */
 	agent_plan_reconcile(p);
+	nic_dcqcn(p);
 	p->applied_ms = ice_wall_ms();
 	p->wb_due = true;
 	ice_info(AGENT_SUB, "plan epoch %" PRIu64 " applied: %u of %u QPs (lifetime %u ms)",
@@ -339,6 +382,7 @@ bool agent_plan_expire(struct agent_plan *p, uint64_t now_ms)
 		 p->cur.epoch, p->cur.lifetime_ms);
 	p->have = false;
 	agent_plan_reconcile(p); /* clears every slot it set */
+	nic_dcqcn(p);		 /* the NIC's own values back */
 	p->expired_due = true;
 	return true;
 }

@@ -44,6 +44,14 @@ bool agent_plan_expire(struct agent_plan *p, uint64_t now_ms);
  * after the plan came) and clear slots the plan no longer names. */
 void agent_plan_reconcile(struct agent_plan *p);
 
+/* The NIC backend's DCQCN: fn gets the plan's profile when a plan is
+ * applied (NULL when the plan has none, or when it expired: the NIC's own
+ * values back). A NIC takes one profile per device or priority, not per QP:
+ * the first entry's is used and entries asking for another are logged. */
+typedef int (*agent_plan_dcqcn_fn)(void *ctx, const struct ice_dcqcn_params *p,
+				   struct ice_cfg_err *err);
+void agent_plan_on_dcqcn(struct agent_plan *p, agent_plan_dcqcn_fn fn, void *ctx);
+
 /* The epoch in force (0: none), the highest accepted, refusals so far. */
 uint64_t agent_plan_epoch(const struct agent_plan *p);
 uint64_t agent_plan_last_epoch(const struct agent_plan *p);

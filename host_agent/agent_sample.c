@@ -152,6 +152,14 @@ int agent_join(struct agent_sample *s, const struct agent_qpinfo *qps, size_t nq
 				q->pid = qi->pid;
 				q->rate_mbps = qi->rate_mbps;
 			}
+			/* a QP in the NIC: the device's counters are the truth */
+			if (qi->src & AGENT_SRC_NIC) {
+				q->c = qi->tp;
+				if (q->pid == 0)
+					q->pid = qi->pid;
+				if (q->rqpn == 0)
+					q->rqpn = qi->rqpn;
+			}
 			q->src |= qi->src;
 			continue;
 		}
@@ -164,10 +172,10 @@ int agent_join(struct agent_sample *s, const struct agent_qpinfo *qps, size_t nq
 		q->src = qi->src;
 		q->pid = qi->pid;
 		q->rate_mbps = qi->rate_mbps;
-		if (qi->src & AGENT_SRC_CTRL) {
+		if (qi->src & AGENT_SRC_CTRL)
 			q->tp = qi->tp;
+		if (qi->src & (AGENT_SRC_CTRL | AGENT_SRC_NIC))
 			q->c = qi->tp;
-		}
 	}
 	n = s->nqp - base;
 	if (n > 0) {
@@ -291,6 +299,15 @@ void agent_rates(struct agent_sample *cur, const struct agent_sample *prev)
 		else
 			cur->nic_flows++;
 	}
+}
+
+void agent_dev_rates(struct agent_sample *cur, const struct agent_sample *prev)
+{
+	cur->dev_has_rate = cur->has_dev && cur->dt > 0 && prev != NULL && prev->has_dev;
+	if (cur->dev_has_rate)
+		rate_of(&cur->dev_r, &cur->dev, &prev->dev, cur->dt);
+	else
+		memset(&cur->dev_r, 0, sizeof(cur->dev_r));
 }
 
 const char *agent_qp_name(const struct agent_qp *q, char *buf, size_t len)

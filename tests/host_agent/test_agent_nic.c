@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * test_agent_nic: the NIC backend (host_agent/agent_nic*.c) on fixture trees
+ * of both mlx5 drivers (nic_fixture.h), with the replay of recorded
+ * ethtool and RDMA netlink replies; parameter writes refused by a double of
+ * the write call. No RDMA NIC here: the kernel's ioctl is only run against
+ * an interface without ethtool statistics (lo) and netlink not at all.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <linux/netlink.h>
+
+#include "agent_internal.h"
+#include "agent_nic.h"
+#include "nic_fixture.h"
+
+struct env {
+	struct nic_fixture f;
+	struct agent_cfg cfg;
+	struct agent_nic_io io;
+};
+
+static struct env *env_new(enum nic_fixture_driver drv, unsigned nports, unsigned nqps)
+{
+	struct env *e = calloc(1, sizeof(*e));
+	char root[] = "/tmp/ice-nic-test-XXXXXX";
+
+	assert_non_null(e);
+	assert_non_null(mkdtemp(root));
+	assert_int_equal(nic_fixture_make(&e->f, root, drv, nports, nqps), 0);
+	agent_cfg_defaults(&e->cfg);
+	snprintf(e->cfg.nic, sizeof(e->cfg.nic), "%s", e->f.ifname);
+	snprintf(e->cfg.backend, sizeof(e->cfg.backend), "mlx5");
+	snprintf(e->cfg.sysroot, sizeof(e->cfg.sysroot), "%s", root);
+	snprintf(e->cfg.nic_io, sizeof(e->cfg.nic_io), "replay");
+	assert_int_equal(agent_nic_io_replay(&e->io, root), 0);
+	return e;
+}
+
+static void env_free(struct env *e)
+{
+	agent_nic_io_fini(&e->io);
+	nic_fixture_remove(&e->f);
+	free(e);
+}
+
+static char rel_buf[512];
+
+static const char *hw(const struct env *e, unsigned port, const char *name)
+{
+	snprintf(rel_buf, sizeof(rel_buf), "sys/class/infiniband/%s/ports/%u/hw_counters/%s",
+		 e->f.dev, port, name);
+	return rel_buf;
+}
+
+static const char *dbg(const struct env *e, const char *name)
+{
+	snprintf(rel_buf, sizeof(rel_buf), "sys/kernel/debug/mlx5/%s/cc_params/%s", e->f.pci, name);
+	return rel_buf;
+}
+
+static const char *ecn(const struct env *e, const char *rel)
+{
+	snprintf(rel_buf, sizeof(rel_buf), "sys/class/net/%s/ecn/%s", e->f.ifname, rel);
+	return rel_buf;
+}
+
+/* counters, summary, QPs and their bound counters, from both drivers' trees */
+static void test_read_upstream(void **state)
+{
+	struct env *e = env_new(NIC_FIXTURE_UPSTREAM, 2, 130);
+	struct agent_nic *n = agent_nic_new(&e->cfg, &e->io);
+	const struct agent_nic_qp *q;
+	struct agent_ctr c;
+	size_t nq;
+
+	(void)state;
+	assert_non_null(n);
+	assert_int_equal(agent_nic_cc_iface(n), AGENT_NIC_CC_DEBUGFS);
+	/* 2 ports x (21 counters + 29 hw_counters), 80 + 10 ethtool (prio, *_phy, oob) */
+	assert_int_equal(agent_nic_ncounters(n), 2 * (21 + 29) + 80 + 5);
+	assert_int_equal(agent_nic_nunsupported(n), 0);
+	assert_int_equal(nic_fixture_tick(&e->f, 10), 0);
+	assert_int_equal(agent_nic_read(n), 0);
+	agent_nic_summary(n, &c);
+	/* port_xmit_data is counter 0 of counters/: words, x 4 */
+	assert_int_equal(c.tx_bytes, 4 * (nic_fixture_value(1, 0, 1) + nic_fixture_value(2, 0, 1)));
+	/* np_cnp_sent is hw_counters[3], rp_cnp_handled [22] */
+	assert_int_equal(c.cnp_tx, nic_fixture_value(1, 103, 1) + nic_fixture_value(2, 103, 1));
+	assert_int_equal(c.cnp_rx, nic_fixture_value(1, 122, 1) + nic_fixture_value(2, 122, 1));
+	q = agent_nic_qps(n, &nq);
+	assert_int_equal(nq, 131); /* and QP1 */
+	for (size_t i = 0; i < nq; i++) {
+		unsigned j = q[i].lqpn - NIC_FIXTURE_QPN0;
+
+		if (q[i].lqpn == 1) {
+			assert_false(q[i].has_ctr);
+			continue;
+		}
+		assert_true(q[i].has_ctr);
+		assert_int_equal(q[i].type, 2);
+		assert_int_equal(q[i].rqpn, 0x9000 + j);
+		assert_int_equal(q[i].pid, 4242);
+		/* cc_tx_cnp_pkts is the 9th counter, out_of_sequence the 3rd */
+		assert_int_equal(q[i].cc_tx_cnp, nic_fixture_qp_value(j, 8, j < 10 ? 1 : 0));
+		assert_int_equal(q[i].out_of_sequence, nic_fixture_qp_value(j, 2, j < 10 ? 1 : 0));
+	}
+	agent_nic_free(n);
+	env_free(e);
+}
+
+/* only what changed is rendered; everything on a full render */
+static void test_render_changed(void **state)
+{
+	struct env *e = env_new(NIC_FIXTURE_UPSTREAM, 1, 4);
+	struct agent_nic *n = agent_nic_new(&e->cfg, &e->io);
+	struct agent_buf b = {0};
+	size_t all;
+
+	(void)state;
+	assert_non_null(n);
+	all = agent_nic_render(n, "k", 100, &b);
+	assert_int_equal(all, agent_nic_ncounters(n));
+	assert_int_equal(agent_nic_read(n), 0);
+	assert_int_equal(agent_nic_render(n, "k", 100, &b), 0);
+	assert_int_equal(nic_fixture_put(&e->f, hw(e, 1, "np_cnp_sent"), "99999999\n"), 0);
+	assert_int_equal(agent_nic_read(n), 0);
+	assert_int_equal(agent_nic_render(n, "k", 100, &b), 1);
+	assert_non_null(memmem(b.p, b.len, "p1.hw.np_cnp_sent", 17));
+	/* a full render every 4th: renders 3 (index 3 % 4 != 0), then 4 */
+	assert_int_equal(agent_nic_render(n, "k", 4, &b), 0);
+	assert_int_equal(agent_nic_render(n, "k", 4, &b), all);
+	assert_false(b.failed);
+	free(b.p);
+	agent_nic_free(n);
+	env_free(e);
+}
+
+/* a missing, a garbage and an unreadable counter: each unsupported once,
+ * the others go on */
+static void test_bad_counters(void **state)
+{
+	struct env *e = env_new(NIC_FIXTURE_UPSTREAM, 1, 2);
+	struct agent_nic *n;
+	struct agent_ctr c;
+	char path[1024];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/%s", e->f.root, hw(e, 1, "rp_cnp_handled"));
+	assert_int_equal(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/%s", e->f.root, hw(e, 1, "out_of_sequence"));
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkdir(path, 0755), 0); /* read(2) says EISDIR */
+	n = agent_nic_new(&e->cfg, &e->io);
+	assert_non_null(n);
+	assert_int_equal(agent_nic_nunsupported(n), 2);
+	/* garbage from another driver or firmware, found while running */
+	assert_int_equal(nic_fixture_put(&e->f, hw(e, 1, "np_cnp_sent"), "N/A\n"), 0);
+	assert_int_equal(agent_nic_read(n), 0);
+	assert_int_equal(agent_nic_read(n), 0);
+	assert_int_equal(agent_nic_nunsupported(n), 3);
+	agent_nic_summary(n, &c);
+	assert_int_equal(c.cnp_tx, 0);
+	assert_int_equal(c.cnp_rx, 0);
+	assert_int_equal(c.ce, nic_fixture_value(1, 104, 0)); /* the rest goes on */
+	assert_int_equal(c.tx_bytes, 4 * nic_fixture_value(1, 0, 0));
+	agent_nic_free(n);
+	env_free(e);
+}
+
+static struct ice_dcqcn_params profile(void)
+{
+	struct ice_dcqcn_params p;
+
+	ice_dcqcn_params_default(&p);
+	p.rp_max_rate = 25000;
+	p.rp_ai_rate = 20;
+	p.rp_gd = 9;
+	p.rp_min_rate = 100;
+	p.np_min_time_between_cnps = 8;
+	return p;
+}
+
+/* upstream: debugfs names, device-wide; restored on free */
+static void test_dcqcn_debugfs(void **state)
+{
+	struct env *e = env_new(NIC_FIXTURE_UPSTREAM, 1, 1);
+	struct agent_nic *n = agent_nic_new(&e->cfg, &e->io);
+	struct ice_dcqcn_params p = profile(), cur;
+	struct ice_cfg_err err = {0};
+
+	(void)state;
+	assert_non_null(n);
+	assert_false(agent_nic_dcqcn_current(n, &cur));
+	assert_int_equal(agent_nic_dcqcn_apply(n, &p, &err), 0);
+	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_max_rate")), 25000);
+	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_gd")), 9);
+	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "np_min_time_between_cnps")), 8);
+	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "np_cnp_dscp")), 48); /* not ours */
+	assert_true(agent_nic_dcqcn_current(n, &cur));
+	assert_int_equal(cur.rp_ai_rate, 20);
+	/* out of the safe range: refused before any write */
+	p.rp_gd = 99;
+	assert_int_equal(agent_nic_dcqcn_apply(n, &p, &err), -EINVAL);
+	assert_string_equal(err.key, "rp_gd");
+	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_gd")), 9);
+	agent_nic_free(n); /* the NIC's own values back */
+	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_max_rate")), 0);
+	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_gd")), 11);
+	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_ai_rate")), 5);
+	env_free(e);
+}
+
+/* out-of-tree: other names, enable per priority; restore on demand */
+static void test_dcqcn_ecn(void **state)
+{
+	struct env *e = env_new(NIC_FIXTURE_OOT, 1, 1);
+	struct agent_nic *n;
+	struct ice_dcqcn_params p = profile();
+	struct ice_cfg_err err = {0};
+
+	(void)state;
+	e->cfg.dcqcn_prio = 5;
+	n = agent_nic_new(&e->cfg, &e->io);
+	assert_non_null(n);
+	assert_int_equal(agent_nic_cc_iface(n), AGENT_NIC_CC_ECN);
+	assert_int_equal(agent_nic_dcqcn_apply(n, &p, &err), 0);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/rpg_max_rate")), 25000);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/rpg_gd")), 9);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/rpg_min_rate")), 100);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_np/min_time_between_cnps")), 8);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/enable/5")), 1);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_np/enable/5")), 1);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/enable/3")), 0);
+	assert_int_equal(agent_nic_dcqcn_restore(n), 0);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/rpg_max_rate")), 0);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/enable/5")), 0);
+	agent_nic_free(n);
+	env_free(e);
+}
+
+/* a value the NIC refuses: logged, the profile's earlier writes put back */
+static const char *refuse_name;
+static int refuse_write(void *ctx, const char *path, uint32_t v)
+{
+	size_t l = strlen(path), r = strlen(refuse_name);
+
+	if (l >= r && strcmp(path + l - r, refuse_name) == 0)
+		return -EINVAL;
+	return agent_nic_io_kernel.param_write(ctx, path, v);
+}
+
+static void test_dcqcn_refused(void **state)
+{
+	struct env *e = env_new(NIC_FIXTURE_UPSTREAM, 1, 1);
+	struct agent_nic *n;
+	struct ice_dcqcn_params p = profile(), cur;
+	struct ice_cfg_err err = {0};
+
+	(void)state;
+	e->io.param_write = refuse_write;
+	refuse_name = "/rp_gd"; /* after rp_max_rate, rp_ai_rate, rp_min_rate in the table */
+	n = agent_nic_new(&e->cfg, &e->io);
+	assert_non_null(n);
+	assert_int_equal(agent_nic_dcqcn_apply(n, &p, &err), -EINVAL);
+	assert_string_equal(err.key, "rp_gd");
+	assert_non_null(strstr(err.msg, "refused 9"));
+	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_max_rate")), 0);
+	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_ai_rate")), 5);
+	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_min_rate")), 1);
+	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_gd")), 11);
+	assert_false(agent_nic_dcqcn_current(n, &cur));
+	/* a profile without the refused value goes through */
+	p.rp_gd = 11;
+	assert_int_equal(agent_nic_dcqcn_apply(n, &p, &err), 0);
+	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_max_rate")), 25000);
+	agent_nic_free(n);
+	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_max_rate")), 0);
+	env_free(e);
+}
+
+/* a parameter file missing or garbage: unsupported, the rest applied */
+static void test_dcqcn_missing(void **state)
+{
+	struct env *e = env_new(NIC_FIXTURE_UPSTREAM, 1, 1);
+	struct agent_nic *n;
+	struct ice_dcqcn_params p = profile();
+	struct ice_cfg_err err = {0};
+	char path[1024];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/%s", e->f.root, dbg(e, "rp_ai_rate"));
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(nic_fixture_put(&e->f, dbg(e, "rp_gd"), "eleven\n"), 0);
+	n = agent_nic_new(&e->cfg, &e->io);
+	assert_non_null(n);
+	assert_int_equal(agent_nic_dcqcn_apply(n, &p, &err), 0);
+	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_max_rate")), 25000);
+	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_gd")), -1); /* left alone */
+	agent_nic_free(n);
+	env_free(e);
+}
+
+/* neither interface: DCQCN unsupported, telemetry still runs */
+static void test_dcqcn_none(void **state)
+{
+	struct env *e = env_new(NIC_FIXTURE_UPSTREAM, 1, 1);
+	struct ice_dcqcn_params p = profile();
+	struct ice_cfg_err err = {0};
+	struct agent_nic *n;
+	char cmd[1024];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/sys/kernel/debug'", e->f.root);
+	assert_int_equal(system(cmd), 0);
+	n = agent_nic_new(&e->cfg, &e->io);
+	assert_non_null(n);
+	assert_int_equal(agent_nic_cc_iface(n), AGENT_NIC_CC_NONE);
+	assert_int_equal(agent_nic_dcqcn_apply(n, &p, &err), -EOPNOTSUPP);
+	assert_int_equal(agent_nic_read(n), 0);
+	/* asked for by name and absent: refused at start */
+	agent_nic_free(n);
+	snprintf(e->cfg.dcqcn_iface, sizeof(e->cfg.dcqcn_iface), "debugfs");
+	assert_null(agent_nic_new(&e->cfg, &e->io));
+	env_free(e);
+}
+
+/* the codec on bad replies: truncated, an error reply, a nest too long */
+static void test_netlink_bad(void **state)
+{
+	struct env *e = env_new(NIC_FIXTURE_UPSTREAM, 1, 70);
+	struct agent_nic_qp *qps = NULL;
+	size_t n = 0, cap = 0, len;
+	uint8_t *buf, req[64];
+	struct {
+		struct nlmsghdr h;
+		struct nlmsgerr e;
+	} err = {.h = {.nlmsg_len = sizeof(err), .nlmsg_type = NLMSG_ERROR},
+		 .e = {.error = -EPERM}};
+
+	(void)state;
+	len = agent_nic_nl_request(req, sizeof(req), AGENT_NIC_REQ_RES_QP, 3, 1);
+	assert_int_equal(e->io.rdma_dump(e->io.ctx, AGENT_NIC_REQ_RES_QP, req, len, &buf, &len), 0);
+	assert_int_equal(agent_nic_nl_res_qp(buf, len, &qps, &n, &cap), 0);
+	assert_int_equal(n, 71);
+	assert_int_equal(agent_nic_nl_res_qp(buf, len - 9, &qps, &n, &cap), -EBADMSG);
+	/* a nest claiming more than its message holds */
+	((struct nlattr *)(buf + NLMSG_HDRLEN + 8 + 12))->nla_len = 0xfff0;
+	assert_int_equal(agent_nic_nl_res_qp(buf, len, &qps, &n, &cap), -EBADMSG);
+	free(buf);
+	assert_int_equal(agent_nic_nl_res_qp((uint8_t *)&err, sizeof(err), &qps, &n, &cap), -EPERM);
+	free(qps);
+	env_free(e);
+}
+
+/* netlink answering nothing (no replay files): QPs unsupported once, the
+ * counters go on */
+static void test_netlink_absent(void **state)
+{
+	struct env *e = env_new(NIC_FIXTURE_UPSTREAM, 1, 3);
+	struct agent_nic *n;
+	struct agent_ctr c;
+	size_t nq;
+	char cmd[1024];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/ice-replay/rdma'", e->f.root);
+	assert_int_equal(system(cmd), 0);
+	n = agent_nic_new(&e->cfg, &e->io);
+	assert_non_null(n);
+	assert_int_equal(agent_nic_read(n), 0);
+	agent_nic_qps(n, &nq);
+	assert_int_equal(nq, 0);
+	assert_int_equal(agent_nic_nunsupported(n), 1);
+	agent_nic_summary(n, &c);
+	assert_true(c.tx_bytes > 0);
+	agent_nic_free(n);
+	env_free(e);
+}
+
+/* the kernel's ethtool ioctl, against lo (no ethtool statistics): the
+ * ethtool part unsupported, the backend still opens */
+static void test_ethtool_kernel_lo(void **state)
+{
+	char *names = NULL;
+	size_t n = 0;
+	int ret = agent_nic_io_kernel.eth_names(NULL, "lo", &names, &n);
+
+	(void)state;
+	assert_true(ret == -EOPNOTSUPP || (ret == 0 && n == 0));
+	free(names);
+	assert_int_equal(agent_nic_io_kernel.eth_names(NULL, "ice-no-such-if0", &names, &n),
+			 -ENODEV);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_read_upstream),	  cmocka_unit_test(test_render_changed),
+		cmocka_unit_test(test_bad_counters),	  cmocka_unit_test(test_dcqcn_debugfs),
+		cmocka_unit_test(test_dcqcn_ecn),	  cmocka_unit_test(test_dcqcn_refused),
+		cmocka_unit_test(test_dcqcn_missing),	  cmocka_unit_test(test_dcqcn_none),
+		cmocka_unit_test(test_netlink_bad),	  cmocka_unit_test(test_netlink_absent),
+		cmocka_unit_test(test_ethtool_kernel_lo),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
