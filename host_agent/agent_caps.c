@@ -105,7 +105,9 @@ int agent_caps_drop(const struct agent_cfg *cfg)
 		 nhave == 0    ? "none"
 		 : txt != NULL ? txt
 			       : "?",
-		 cfg->no_bpf ? "control block and events" : "control block, events and BPF");
+		 strcmp(cfg->backend, "mlx5") == 0 ? "control block, events and the NIC backend"
+		 : cfg->no_bpf			   ? "control block and events"
+						   : "control block, events and BPF");
 out:
 	cap_free(txt);
 	cap_free(want);

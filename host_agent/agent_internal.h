@@ -21,6 +21,9 @@ json_t *agent_qp_json(const struct agent_qp *q, const struct agent_sample *s);
 json_t *agent_nic_json(const struct agent_sample *s, const struct agent_cfg *cfg);
 json_t *agent_event_json(const struct ice_event *ev);
 
+/* v in decimal, written at the end of buf; returns where it starts. */
+char *agent_u64_text(char buf[24], uint64_t v);
+
 struct agent_redis {
 	const struct agent_cfg *cfg;
 	struct ice_redis link;

@@ -662,22 +662,22 @@ static void hwc_set(struct hwc *c, const char *name, int nlen, uint64_t v)
 {
 	static const struct {
 		const char *name;
-		size_t off;
+		size_t len, off;
 	} map[] = {
-		{"cc_rx_ce_pkts", offsetof(struct hwc, ce)},
-		{"cc_rx_cnp_pkts", offsetof(struct hwc, rx_cnp)},
-		{"cc_tx_cnp_pkts", offsetof(struct hwc, tx_cnp)},
-		{"out_of_sequence", offsetof(struct hwc, oos)},
-		{"packet_seq_err", offsetof(struct hwc, seq)},
-		{"local_ack_timeout_err", offsetof(struct hwc, timeout)},
-		{"rnr_nak_retry_err", offsetof(struct hwc, rnr)},
+#define M(n, f) {n, sizeof(n) - 1, offsetof(struct hwc, f)}
+		M("cc_rx_ce_pkts", ce),	     M("cc_rx_cnp_pkts", rx_cnp),
+		M("cc_tx_cnp_pkts", tx_cnp), M("out_of_sequence", oos),
+		M("packet_seq_err", seq),    M("local_ack_timeout_err", timeout),
+		M("rnr_nak_retry_err", rnr),
+#undef M
 	};
+	size_t len = strnlen(name, (size_t)nlen);
 
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		if (strnlen(name, (size_t)nlen) == strlen(map[i].name) &&
-		    strncmp(name, map[i].name, (size_t)nlen) == 0) {
+		if (map[i].len == len && memcmp(name, map[i].name, len) == 0) {
 			memcpy((char *)c + map[i].off, &v, sizeof(v));
 			c->any = true;
+			return;
 		}
 }
 
@@ -772,6 +772,10 @@ int agent_nic_nl_stat_qp(const uint8_t *buf, size_t len, struct agent_nic_qp *qp
 {
 	struct stat_list l = {qps, n};
 
-	qsort(qps, n, sizeof(*qps), qp_cmp);
+	for (size_t i = 1; i < n; i++)
+		if (qps[i - 1].lqpn > qps[i].lqpn) {
+			qsort(qps, n, sizeof(*qps), qp_cmp);
+			break;
+		}
 	return nl_walk(buf, len, stat_msg, &l);
 }

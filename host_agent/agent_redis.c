@@ -26,6 +26,9 @@
 #define BATCH_MAX_ITEMS	 64
 #define BATCH_MAX_BYTES	 (8u << 20)
 #define QP_INDEX_KEEP_MS (10 * 60 * 1000) /* QP index entries older are pruned */
+#define FULL_EVERY_MS	 10000		  /* idle QPs' records rewritten at least this often */
+#define INDEX_EVERY_MS	 1000		  /* idle QPs' index entries refreshed this often */
+#define ZADD_CHUNK	 256		  /* members per ZADD */
 
 static void buf_put(struct agent_buf *b, const char *p, size_t n)
 {
@@ -92,13 +95,38 @@ static char *dump(json_t *o)
 	return s;
 }
 
+char *agent_u64_text(char buf[24], uint64_t v)
+{
+	char *p = buf + 23;
+
+	*p = '\0';
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	return p;
+}
+
+/* A decimal integer, malloc'ed. */
+static char *int_text(json_int_t v)
+{
+	char buf[24], *p;
+
+	if (v >= 0)
+		return strdup(agent_u64_text(buf, (uint64_t)v));
+	p = agent_u64_text(buf, 0ull - (uint64_t)v);
+	*--p = '-';
+	return strdup(p);
+}
+
 /* HSET key f1 v1 ... from the scalar members of a JSON object (objects and
  * arrays are stored as JSON text). */
-static void hset_json(struct agent_buf *b, const char *key, json_t *o)
+static char *hset_json(struct agent_buf *b, const char *key, json_t *o, bool want_text)
 {
 	const char *argv[96];
-	char *own[96];
+	char *own[96], *doc = NULL;
 	int argc = 0, nown = 0;
+	size_t len = 2, at = 0;
 	const char *k;
 	json_t *v;
 
@@ -112,6 +140,8 @@ static void hset_json(struct agent_buf *b, const char *key, json_t *o)
 			break;
 		if (json_is_string(v))
 			txt = strdup(json_string_value(v));
+		else if (json_is_integer(v))
+			txt = int_text(json_integer_value(v)); /* most fields: no printf */
 		else
 			txt = json_dumps(v,
 					 JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(10));
@@ -122,10 +152,36 @@ static void hset_json(struct agent_buf *b, const char *key, json_t *o)
 		own[nown++] = txt;
 		argv[argc++] = k;
 		argv[argc++] = txt;
+		len += strlen(k) + strlen(txt) + 8 + (json_is_string(v) ? 2 * strlen(txt) : 0);
 	}
 	agent_buf_cmdv(b, argc, argv);
+	/* the same members as one JSON document, each value formatted once
+	 * (keys are our own identifiers; strings escaped by jansson) */
+	if (want_text && !b->failed && (doc = malloc(len)) != NULL) {
+		doc[at++] = '{';
+		for (int i = 2; i < argc; i += 2) {
+			json_t *sv = json_object_get(o, argv[i]);
+			char *q = json_is_string(sv) ? json_dumps(sv, JSON_ENCODE_ANY) : NULL;
+			const char *val = q != NULL ? q : argv[i + 1];
+			size_t kl = strlen(argv[i]), vl = strlen(val);
+
+			if (i > 2)
+				doc[at++] = ',';
+			doc[at++] = '"';
+			memcpy(doc + at, argv[i], kl);
+			at += kl;
+			doc[at++] = '"';
+			doc[at++] = ':';
+			memcpy(doc + at, val, vl);
+			at += vl;
+			free(q);
+		}
+		doc[at++] = '}';
+		doc[at] = '\0';
+	}
 	for (int i = 0; i < nown; i++)
 		free(own[i]);
+	return doc;
 }
 
 static bool sample_has_name(const struct agent_sample *s, const char *name)
@@ -139,6 +195,60 @@ static bool sample_has_name(const struct agent_sample *s, const char *name)
 	return false;
 }
 
+/* Every how many intervals something due every ms is done (at least 1). */
+static uint64_t every(uint64_t ms, uint64_t interval_ms)
+{
+	uint64_t n = interval_ms != 0 ? ms / interval_ms : ms;
+
+	return n > 0 ? n : 1;
+}
+
+/* One ZADD for many members (score, member pairs); names copied. */
+struct zadd {
+	const char *argv[2 + 2 * ZADD_CHUNK];
+	char names[ZADD_CHUNK][64];
+	int argc, n;
+	char key[384];
+};
+
+static void zadd_begin(struct zadd *z, const char *key)
+{
+	snprintf(z->key, sizeof(z->key), "%s", key);
+	z->argv[0] = "ZADD";
+	z->argv[1] = z->key;
+	z->argc = 2;
+	z->n = 0;
+}
+
+static void zadd_flush(struct zadd *z, struct agent_buf *out)
+{
+	if (z->n > 0)
+		agent_buf_cmdv(out, z->argc, z->argv);
+	z->argc = 2;
+	z->n = 0;
+}
+
+static void zadd_add(struct zadd *z, struct agent_buf *out, const char *score, const char *name)
+{
+	snprintf(z->names[z->n], sizeof(z->names[0]), "%s", name);
+	z->argv[z->argc++] = score;
+	z->argv[z->argc++] = z->names[z->n++];
+	if (z->n == ZADD_CHUNK)
+		zadd_flush(z, out);
+}
+
+/* Nothing to say about q that its last record (p, the previous sample's)
+ * did not: no traffic now nor then, same port, peer, sources and rate. */
+static bool qp_idle_same(const struct agent_qp *q, const struct agent_qp *p)
+{
+	static const struct agent_rate zero;
+
+	return q->has_rate && p->has_rate && memcmp(&q->r, &zero, sizeof(zero)) == 0 &&
+	       memcmp(&p->r, &zero, sizeof(zero)) == 0 && q->sport == p->sport &&
+	       q->rqpn == p->rqpn && q->src == p->src && q->rate_mbps == p->rate_mbps &&
+	       q->pid == p->pid;
+}
+
 int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s,
 		       const struct agent_sample *prev, struct agent_buf *out)
 {
@@ -149,6 +259,8 @@ int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s
 	uint64_t keep_ms = (uint64_t)cfg->stream_cap * (interval_ms ? interval_ms : 1);
 	json_t *alive;
 	char *txt;
+	bool full, touch;
+	struct zadd z;
 
 	if (keep_ms < QP_INDEX_KEEP_MS)
 		keep_ms = QP_INDEX_KEEP_MS;
@@ -171,17 +283,34 @@ int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s
 	rk(key, sizeof(key), cfg, ICE_RK_HOST, NULL);
 	agent_buf_cmd(out, "HSET", key, "last_ms", ts, NULL);
 
-	/* per QP: summary hash + capped stream, and the host's QP index */
-	for (size_t i = 0; i < s->nqp; i++) {
+	/* per QP: summary hash + capped stream, and the host's QP index. A QP
+	 * idle now and at the last sample, unchanged otherwise, has nothing
+	 * new: it only keeps its index entry fresh, once a second (the
+	 * controller's staleness is 3 s at least), and all records are
+	 * rewritten (and their expiry pushed back) every FULL_EVERY_MS. */
+	full = s->seq % every(FULL_EVERY_MS, interval_ms) == 0;
+	touch = s->seq % every(INDEX_EVERY_MS, interval_ms) == 0;
+	rk(key, sizeof(key), cfg, ICE_RK_QPS, NULL);
+	zadd_begin(&z, key);
+	for (size_t i = 0, j = 0; i < s->nqp; i++) {
 		const struct agent_qp *q = &s->qp[i];
-		json_t *o = agent_qp_json(q, s);
+		json_t *o;
 		char name[64];
+		int c = 1;
 
+		while (prev != NULL && j < prev->nqp &&
+		       (c = agent_qp_id_cmp(&prev->qp[j].id, &q->id)) < 0)
+			j++;
+		if (!full && c == 0 && qp_idle_same(q, &prev->qp[j])) {
+			if (touch)
+				zadd_add(&z, out, ts, agent_qp_name(q, name, sizeof(name)));
+			continue;
+		}
 		agent_qp_name(q, name, sizeof(name));
+		o = agent_qp_json(q, s);
 		rk(key, sizeof(key), cfg, ICE_RK_QP, name);
 		rk(key2, sizeof(key2), cfg, ICE_RK_QP_TS, name);
-		txt = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
-		hset_json(out, key, o);
+		txt = hset_json(out, key, o, true);
 		json_decref(o);
 		if (txt == NULL) {
 			out->failed = true;
@@ -189,11 +318,13 @@ int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s
 		}
 		agent_buf_cmd(out, "XADD", key2, "MAXLEN", "~", cap, id, "json", txt, NULL);
 		free(txt);
-		agent_buf_cmd(out, "PEXPIRE", key, qttl, NULL);
-		agent_buf_cmd(out, "PEXPIRE", key2, qttl, NULL);
-		rk(key, sizeof(key), cfg, ICE_RK_QPS, NULL);
-		agent_buf_cmd(out, "ZADD", key, ts, name, NULL);
+		if (full || c != 0) {
+			agent_buf_cmd(out, "PEXPIRE", key, qttl, NULL);
+			agent_buf_cmd(out, "PEXPIRE", key2, qttl, NULL);
+		}
+		zadd_add(&z, out, ts, name);
 	}
+	zadd_flush(&z, out);
 	/* QPs of the last sample that are gone (destroyed, or their process
 	 * died): closed_ms, so that the controller drops them at once instead
 	 * of planning around their last rates until the index entry is stale;
@@ -223,8 +354,7 @@ int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s
 
 		rk(key, sizeof(key), cfg, ICE_RK_NIC, cfg->nic);
 		rk(key2, sizeof(key2), cfg, ICE_RK_NIC_TS, cfg->nic);
-		txt = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
-		hset_json(out, key, o);
+		txt = hset_json(out, key, o, true);
 		json_decref(o);
 		if (txt != NULL)
 			agent_buf_cmd(out, "XADD", key2, "MAXLEN", "~", cap, id, "json", txt, NULL);

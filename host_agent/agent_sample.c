@@ -110,6 +110,19 @@ static int ent_cmp(const void *a, const void *b)
 	return u32_cmp(x->n, y->n);
 }
 
+/* by (local, qpn), then table order (idx) */
+static int ord_cmp(const void *a, const void *b)
+{
+	const struct join_ent *x = a, *y = b;
+	int r;
+
+	if ((r = u32_cmp(x->local_ip, y->local_ip)) != 0)
+		return r;
+	if ((r = u32_cmp(x->n, y->n)) != 0)
+		return r;
+	return u32_cmp(x->idx, y->idx);
+}
+
 static void add_flow(struct agent_ctr *c, const struct agent_flow *f)
 {
 	if (f->dir == ICE_DIR_EGRESS) {
@@ -130,21 +143,26 @@ static void add_flow(struct agent_ctr *c, const struct agent_flow *f)
 int agent_join(struct agent_sample *s, const struct agent_qpinfo *qps, size_t nqps,
 	       const struct agent_flow *flows, size_t nflows)
 {
-	struct join_ent *by_qpn = NULL, *by_rqpn = NULL;
+	struct join_ent *by_qpn = NULL, *by_rqpn = NULL, *ord;
 	size_t base = s->nqp, n = 0;
 	int ret = -ENOMEM;
 
 	/* one record per QP of the table; a QP both in a slot and announced by an
-	 * event keeps the slot (it has counters) */
-	for (size_t i = 0; i < nqps; i++) {
-		const struct agent_qpinfo *qi = &qps[i];
+	 * event keeps the slot (it has counters). The table's entries sorted
+	 * by (local address, QPN), table order kept among equals: the first
+	 * of a QP's entries makes its record, the others merge into it. */
+	ord = malloc((nqps ? nqps : 1) * sizeof(*ord));
+	if (ord == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < nqps; i++)
+		ord[i] = (struct join_ent){qps[i].local_ip, 0, qps[i].qpn, (uint32_t)i};
+	qsort(ord, nqps, sizeof(*ord), ord_cmp);
+	for (size_t k = 0; k < nqps; k++) {
+		const struct agent_qpinfo *qi = &qps[ord[k].idx];
 		struct agent_qp *q = NULL;
 
-		for (size_t j = base; j < s->nqp; j++)
-			if (s->qp[j].id.qpn == qi->qpn && s->qp[j].id.local_ip == qi->local_ip) {
-				q = &s->qp[j];
-				break;
-			}
+		if (k > 0 && ord[k - 1].local_ip == qi->local_ip && ord[k - 1].n == qi->qpn)
+			q = &s->qp[s->nqp - 1];
 		if (q != NULL) {
 			if ((qi->src & AGENT_SRC_CTRL) && !(q->src & AGENT_SRC_CTRL)) {
 				q->tp = qi->tp;
@@ -164,8 +182,10 @@ int agent_join(struct agent_sample *s, const struct agent_qpinfo *qps, size_t nq
 			continue;
 		}
 		q = sample_push(s);
-		if (q == NULL)
+		if (q == NULL) {
+			free(ord);
 			return -ENOMEM;
+		}
 		q->id = (struct agent_qp_id){AGENT_QP, qi->local_ip, qi->remote_ip, qi->qpn};
 		q->rqpn = qi->rqpn;
 		q->sport = qi->sport;
@@ -177,8 +197,9 @@ int agent_join(struct agent_sample *s, const struct agent_qpinfo *qps, size_t nq
 		if (qi->src & (AGENT_SRC_CTRL | AGENT_SRC_NIC))
 			q->c = qi->tp;
 	}
+	free(ord);
 	n = s->nqp - base;
-	if (n > 0) {
+	if (n > 0 && nflows > 0) {
 		by_qpn = calloc(n, sizeof(*by_qpn));
 		by_rqpn = calloc(n, sizeof(*by_rqpn));
 		if (by_qpn == NULL || by_rqpn == NULL)
@@ -223,7 +244,11 @@ int agent_join(struct agent_sample *s, const struct agent_qpinfo *qps, size_t nq
 		q->sport = f->sport;
 		add_flow(&q->c, f);
 	}
-	qsort(s->qp, s->nqp, sizeof(s->qp[0]), qp_cmp);
+	for (size_t i = 1; i < s->nqp; i++)
+		if (qp_cmp(&s->qp[i - 1], &s->qp[i]) > 0) {
+			qsort(s->qp, s->nqp, sizeof(s->qp[0]), qp_cmp);
+			break;
+		}
 	ret = 0;
 out:
 	free(by_qpn);
