@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ccl_plan: what the verbs hook may do to a library's QPs, from a text file
- * the agent (or an operator) writes; ICE_CCL_PLAN names it, default
- * /run/ice/ccl-plan.conf. One rule per line, '#' starts a comment:
+ * the agent writes per NIC address (/run/ice/ccl-plan-<address>.conf, from
+ * the plan in force) or an operator writes (/run/ice/ccl-plan.conf);
+ * ICE_CCL_PLAN names another ("%s": the address). One rule per line, '#'
+ * starts a comment:
  *
  *   version 1                       first rule, required
  *   tclass 106                      GRH traffic class for every QP (0-255)
@@ -20,8 +22,10 @@
 #include <stdint.h>
 
 #define CCL_PLAN_DEFAULT_PATH "/run/ice/ccl-plan.conf"
-#define CCL_PLAN_MAX_RULES    256
-#define CCL_PLAN_MAX_PORTS    16
+/* the agent's, per NIC address (host_agent/agent_plan.c writes it) */
+#define CCL_PLAN_AGENT_PATH "/run/ice/ccl-plan-%s.conf"
+#define CCL_PLAN_MAX_RULES  256
+#define CCL_PLAN_MAX_PORTS  16
 
 struct ccl_plan;
 

@@ -15,8 +15,9 @@
  * attributes, the caller's own are applied instead. Each connected QP is
  * reported as ICE_EV_QP and, when the agent's control block for the local
  * address exists, claims a slot there; a source port the agent writes later
- * is applied to the live QP with mlx5dv_modify_qp_udp_sport from
- * ccl_verbs_poll(), which the NCCL hooks call.
+ * is applied to the live QP with mlx5dv_modify_qp_udp_sport, a rate with
+ * ibv_modify_qp_rate_limit (once in RTS), from ccl_verbs_poll(), which the
+ * NCCL hooks call, and at the RTS transition.
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -55,10 +56,15 @@ static struct {
 	ccl_destroy_qp_fn destroy_qp;
 	ccl_query_gid_fn query_gid;
 	ccl_udp_sport_fn udp_sport;
-	/* plan: reloaded when the file changes */
-	struct ccl_plan *plan;
-	struct timespec plan_mtime;
-	bool plan_tried;
+	/* plans by file (one per local address at most), reloaded when the
+	 * file changes */
+	struct {
+		char path[256];
+		struct ccl_plan *plan;
+		struct timespec mtime;
+		bool tried;
+	} plan[CCL_CTRLS];
+	unsigned nplan;
 	/* control blocks, one per local address */
 	struct {
 		uint32_t ip;
@@ -75,6 +81,8 @@ struct ccl_qp_rec {
 	uint8_t port;
 	uint32_t local_ip, remote_ip; /* network order; 0 when not IPv4 */
 	uint16_t sport;
+	uint32_t rate_mbps; /* rate limit set on the QP; 0 = none (the caller's) */
+	bool rts;	    /* reached RTS: a rate limit can be set */
 	struct ice_ctrl *ctrl;
 	int slot;
 };
@@ -207,38 +215,67 @@ static uint32_t ccl_gid_ipv4(const union ibv_gid *g)
 	return ip;
 }
 
-/* The plan in force, reloaded when its file changed (under ccl_v.lock). */
-static struct ccl_plan *ccl_verbs_plan_locked(void)
+/* The plan file for a local address: ICE_CCL_PLAN (a "%s" in it stands for
+ * the address), else the agent's /run/ice/ccl-plan-<address>.conf, else an
+ * operator's /run/ice/ccl-plan.conf. */
+static void ccl_verbs_plan_path(uint32_t local_ip, char *buf, size_t len)
 {
-	const char *path = getenv("ICE_CCL_PLAN");
-	char err[256];
+	const char *env = getenv("ICE_CCL_PLAN");
+	const char *tmpl = env != NULL && *env != '\0' ? env : CCL_PLAN_AGENT_PATH;
+	char ip[INET_ADDRSTRLEN] = "0.0.0.0";
+	const char *pc = strstr(tmpl, "%s");
+
+	inet_ntop(AF_INET, &local_ip, ip, sizeof(ip));
+	if (pc != NULL)
+		snprintf(buf, len, "%.*s%s%s", (int)(pc - tmpl), tmpl, ip, pc + 2);
+	else
+		snprintf(buf, len, "%s", tmpl);
+	if ((env == NULL || *env == '\0') && access(buf, F_OK) != 0)
+		snprintf(buf, len, "%s", CCL_PLAN_DEFAULT_PATH);
+}
+
+/* The plan in force for a local address, reloaded when its file changed
+ * (under ccl_v.lock). */
+static struct ccl_plan *ccl_verbs_plan_locked(uint32_t local_ip)
+{
+	char err[256], path[256];
 	struct stat st;
 	struct ccl_plan *p;
+	unsigned i;
 
-	if (path == NULL || *path == '\0')
-		path = CCL_PLAN_DEFAULT_PATH;
+	ccl_verbs_plan_path(local_ip, path, sizeof(path));
+	for (i = 0; i < ccl_v.nplan; i++)
+		if (strcmp(ccl_v.plan[i].path, path) == 0)
+			break;
+	if (i == ccl_v.nplan) {
+		if (ccl_v.nplan == CCL_CTRLS)
+			return NULL;
+		memset(&ccl_v.plan[i], 0, sizeof(ccl_v.plan[i]));
+		snprintf(ccl_v.plan[i].path, sizeof(ccl_v.plan[i].path), "%s", path);
+		ccl_v.nplan++;
+	}
 	if (stat(path, &st) != 0) {
-		if (ccl_v.plan != NULL)
+		if (ccl_v.plan[i].plan != NULL)
 			ice_info(CCL_SUB, "plan %s gone: QPs are recorded, not steered", path);
-		ccl_plan_free(ccl_v.plan);
-		ccl_v.plan = NULL;
-		ccl_v.plan_tried = false;
+		ccl_plan_free(ccl_v.plan[i].plan);
+		ccl_v.plan[i].plan = NULL;
+		ccl_v.plan[i].tried = false;
 		return NULL;
 	}
-	if (ccl_v.plan_tried && st.st_mtim.tv_sec == ccl_v.plan_mtime.tv_sec &&
-	    st.st_mtim.tv_nsec == ccl_v.plan_mtime.tv_nsec)
-		return ccl_v.plan;
-	ccl_v.plan_tried = true;
-	ccl_v.plan_mtime = st.st_mtim;
+	if (ccl_v.plan[i].tried && st.st_mtim.tv_sec == ccl_v.plan[i].mtime.tv_sec &&
+	    st.st_mtim.tv_nsec == ccl_v.plan[i].mtime.tv_nsec)
+		return ccl_v.plan[i].plan;
+	ccl_v.plan[i].tried = true;
+	ccl_v.plan[i].mtime = st.st_mtim;
 	p = ccl_plan_load(path, err, sizeof(err));
 	if (p == NULL) {
 		ice_err(CCL_SUB, "plan refused, QPs are recorded, not steered: %s", err);
-		ccl_plan_free(ccl_v.plan);
-		ccl_v.plan = NULL;
+		ccl_plan_free(ccl_v.plan[i].plan);
+		ccl_v.plan[i].plan = NULL;
 		return NULL;
 	}
-	ccl_plan_free(ccl_v.plan);
-	ccl_v.plan = p;
+	ccl_plan_free(ccl_v.plan[i].plan);
+	ccl_v.plan[i].plan = p;
 	return p;
 }
 
@@ -296,6 +333,70 @@ static void ccl_qp_publish(struct ccl_qp_rec *r)
 	__atomic_store_n(&q->sport_now, r->sport, __ATOMIC_RELEASE);
 }
 
+/* The planned rate (Mbit/s, 0: none) onto a QP in RTS through
+ * ibv_modify_qp_rate_limit (kbit/s); refused: logged, the QP keeps what it
+ * had (no limit: the caller's own). Under ccl_v.lock. */
+static void ccl_qp_rate(struct ccl_qp_rec *r, uint32_t mbps)
+{
+	struct ibv_qp_rate_limit_attr ra = {.rate_limit = mbps * 1000u};
+	int rc;
+
+	if (mbps == r->rate_mbps || !r->rts)
+		return;
+	if (ccl_cfg.dry_run) {
+		ice_info(CCL_SUB, "dry run: qpn %u would be limited to %u Mbit/s", r->qpn, mbps);
+		return;
+	}
+	rc = r->qp->context != NULL ? ibv_modify_qp_rate_limit(r->qp, &ra) : EOPNOTSUPP;
+	if (rc != 0) {
+		ice_warn(CCL_SUB, "qpn %u: rate limit %u Mbit/s refused by the NIC (%s)", r->qpn,
+			 mbps, strerror(rc));
+		return;
+	}
+	r->rate_mbps = mbps;
+	if (r->ctrl != NULL && r->slot >= 0)
+		__atomic_store_n(&r->ctrl->qp[r->slot].rate_mbps_now, mbps, __ATOMIC_RELEASE);
+}
+
+/* What the agent wrote into the QP's slot: its source port (a live move by
+ * mlx5dv_modify_qp_udp_sport) and its rate (ibv_modify_qp_rate_limit; a
+ * plan without a rate takes the limit off). DCQCN parameters are the
+ * NIC's, per device or priority: the agent sets them there, not per QP.
+ * Under ccl_v.lock. */
+static void ccl_qp_apply(struct ccl_qp_rec *r)
+{
+	struct ice_ctrl_qp c;
+	ccl_udp_sport_fn set;
+
+	if (r->qp == NULL || r->ctrl == NULL || r->slot < 0 ||
+	    !ice_ctrl_get(r->ctrl, r->slot, &c) || c.seq == r->ctrl->qp[r->slot].applied_seq)
+		return;
+	if ((c.flags & ICE_CTRL_SET_SPORT) && c.sport != r->sport) {
+		set = ccl_verbs_udp_sport();
+		if (c.sport < ICE_ROCE_SPORT_MIN) {
+			ice_err(CCL_SUB,
+				"qpn %u: control block asks for sport %u, outside 49152-65535: "
+				"refused",
+				r->qpn, c.sport);
+		} else if (ccl_cfg.dry_run) {
+			ice_info(CCL_SUB, "dry run: qpn %u would move to sport %u", r->qpn,
+				 c.sport);
+		} else if (set == NULL) {
+			ice_warn(CCL_SUB, "qpn %u: no mlx5dv_modify_qp_udp_sport", r->qpn);
+		} else if (set(r->qp, c.sport) != 0) {
+			ice_warn(CCL_SUB, "qpn %u: sport %u refused by the NIC", r->qpn, c.sport);
+		} else {
+			r->sport = c.sport;
+			ccl_qp_publish(r);
+			ccl_qp_report(r);
+		}
+	}
+	if (!r->rts && (c.flags & ICE_CTRL_SET_RATE))
+		return; /* the rate waits for RTS: not applied yet */
+	ccl_qp_rate(r, (c.flags & ICE_CTRL_SET_RATE) ? c.rate_mbps : 0);
+	__atomic_store_n(&r->ctrl->qp[r->slot].applied_seq, c.seq, __ATOMIC_RELEASE);
+}
+
 /* ---- the hooks */
 
 CCL_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
@@ -350,7 +451,7 @@ static int ccl_verbs_rtr(ccl_modify_qp_fn real, struct ibv_qp *qp, struct ibv_qp
 		if (ccl_v.query_gid != NULL &&
 		    ccl_v.query_gid(qp->context, port, attr->ah_attr.grh.sgid_index, &sgid) == 0)
 			r->local_ip = ccl_gid_ipv4(&sgid);
-		struct ccl_plan *plan = ccl_verbs_plan_locked();
+		struct ccl_plan *plan = ccl_verbs_plan_locked(r->local_ip);
 
 		want = ccl_plan_next_sport(plan, r->remote_ip);
 		tclass = ccl_plan_tclass(plan);
@@ -424,6 +525,18 @@ CCL_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int ma
 		return rc;
 	}
 	rc = real(qp, attr, mask);
+	if (rc == 0 && attr->qp_state == IBV_QPS_RTS) {
+		struct ccl_qp_rec *r;
+
+		/* a rate the agent planned before the QP could take one */
+		pthread_mutex_lock(&ccl_v.lock);
+		r = ccl_qp_find(qp, false);
+		if (r != NULL) {
+			r->rts = true;
+			ccl_qp_apply(r);
+		}
+		pthread_mutex_unlock(&ccl_v.lock);
+	}
 	if (rc == 0 && attr->qp_state == IBV_QPS_INIT && (mask & IBV_QP_PORT)) {
 		struct ccl_qp_rec *r;
 
@@ -455,7 +568,7 @@ CCL_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	return real(qp);
 }
 
-/* Apply source ports the agent wrote into the control blocks to live QPs. */
+/* Apply what the agent wrote into the control blocks to live QPs. */
 void ccl_verbs_poll(void)
 {
 	unsigned n = __atomic_load_n(&ccl_v.nctrl, __ATOMIC_ACQUIRE);
@@ -478,37 +591,7 @@ void ccl_verbs_poll(void)
 	for (unsigned i = 0; i < ccl_v.nctrl; i++)
 		if (ccl_v.ctrl[i].c != NULL)
 			ccl_v.ctrl[i].seen = ice_ctrl_version(ccl_v.ctrl[i].c);
-	for (size_t i = 0; i < CCL_QPS; i++) {
-		struct ccl_qp_rec *r = &ccl_qps[i];
-		struct ice_ctrl_qp c;
-		ccl_udp_sport_fn set;
-
-		if (r->qp == NULL || r->ctrl == NULL || r->slot < 0 ||
-		    !ice_ctrl_get(r->ctrl, r->slot, &c) ||
-		    c.seq == r->ctrl->qp[r->slot].applied_seq)
-			continue;
-		if ((c.flags & ICE_CTRL_SET_SPORT) && c.sport != r->sport) {
-			set = ccl_verbs_udp_sport();
-			if (c.sport < ICE_ROCE_SPORT_MIN) {
-				ice_err(CCL_SUB,
-					"qpn %u: control block asks for sport %u, "
-					"outside 49152-65535: refused",
-					r->qpn, c.sport);
-			} else if (ccl_cfg.dry_run) {
-				ice_info(CCL_SUB, "dry run: qpn %u would move to sport %u", r->qpn,
-					 c.sport);
-			} else if (set == NULL) {
-				ice_warn(CCL_SUB, "qpn %u: no mlx5dv_modify_qp_udp_sport", r->qpn);
-			} else if (set(r->qp, c.sport) != 0) {
-				ice_warn(CCL_SUB, "qpn %u: sport %u refused by the NIC", r->qpn,
-					 c.sport);
-			} else {
-				r->sport = c.sport;
-				ccl_qp_publish(r);
-				ccl_qp_report(r);
-			}
-		}
-		__atomic_store_n(&r->ctrl->qp[r->slot].applied_seq, c.seq, __ATOMIC_RELEASE);
-	}
+	for (size_t i = 0; i < CCL_QPS; i++)
+		ccl_qp_apply(&ccl_qps[i]);
 	pthread_mutex_unlock(&ccl_v.lock);
 }

@@ -61,6 +61,9 @@ struct agent_cfg {
 	char dcqcn_iface[16]; /* auto, debugfs, ecn, none */
 	uint32_t dcqcn_prio;  /* priority whose DCQCN the ecn interface sets */
 	char nic_io[16];      /* kernel, replay (<sysroot>/ice-replay/: fixtures) */
+	/* the policy's traffic class for verbs QPs (the hook sets it at RTR
+	 * from <run_dir>/ccl-plan-<addr>.conf); "" = the application's */
+	char tclass[8];
 	/* resolved by agent_cfg_finish() */
 	uint32_t addr_be; /* network order */
 	int ifindex;

@@ -65,6 +65,9 @@ const struct ice_cfg_field agent_cfg_fields[] = {
 	  "sys/class/net/<nic>/ecn), none"),
 	F("dcqcn_prio", ICE_CFG_U32, dcqcn_prio, 0, 7, 0,
 	  "priority whose DCQCN the ecn interface sets (the RoCE traffic's)"),
+	F("tclass", ICE_CFG_STRING, tclass, 0, 0, 0,
+	  "traffic class (0-255: DSCP << 2) the verbs hook gives new QPs, the one whose "
+	  "priority carries the NIC's DCQCN profile (default: the application's)"),
 	F("nic_io", ICE_CFG_STRING, nic_io, 0, 0, 0,
 	  "kernel (ioctl, RDMA netlink) or replay (recorded replies under "
 	  "<sysroot>/ice-replay/: tests)"),
@@ -138,6 +141,14 @@ int agent_cfg_finish(struct agent_cfg *c, const char *path, struct ice_cfg_err *
 	if (strcmp(c->nic_io, "kernel") != 0 && strcmp(c->nic_io, "replay") != 0)
 		return ice_cfg_fail(err, path, "nic_io", "expected kernel or replay, got '%s'",
 				    c->nic_io);
+	if (c->tclass[0] != '\0') {
+		char *end;
+		unsigned long v = strtoul(c->tclass, &end, 10);
+
+		if (*end != '\0' || end == c->tclass || v > 255)
+			return ice_cfg_fail(err, path, "tclass",
+					    "expected an integer in 0-255, got '%s'", c->tclass);
+	}
 	if (c->sysroot[0] != '/')
 		return ice_cfg_fail(err, path, "sysroot", "expected an absolute path, got '%s'",
 				    c->sysroot);

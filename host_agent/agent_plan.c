@@ -7,6 +7,7 @@
  * poll() says so; "cmd" GETs the plan key and writes the applied epoch back.
  * Both reconnect with back-off (0.5 s doubling to 8 s).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
@@ -49,6 +50,12 @@ struct agent_plan {
 	uint64_t refused_ms;
 	bool refusal_due;
 	bool expired_due;
+
+	/* the verbs hook's plan file (ccl_hooks/ccl_plan.h), for QPs that
+	 * connect later: the plan's ports per peer and the policy's tclass */
+	char file_path[512];
+	char *file_text; /* what is in it; NULL: no file */
+	bool file_due;
 
 	agent_plan_dcqcn_fn dcqcn_fn; /* the NIC backend's, or NULL */
 	void *dcqcn_ctx;
@@ -146,6 +153,8 @@ struct agent_plan *agent_plan_new(const struct agent_cfg *cfg, struct ice_ctrl *
 		errno = EINVAL;
 		return NULL;
 	}
+	snprintf(p->file_path, sizeof(p->file_path), "%s/ccl-plan-%s.conf", cfg->run_dir,
+		 cfg->addr);
 	if (strcmp(cfg->epoch_file, "none") != 0) {
 		if (cfg->epoch_file[0] != '\0') {
 			snprintf(p->epoch_path, sizeof(p->epoch_path), "%s", cfg->epoch_file);
@@ -188,6 +197,9 @@ void agent_plan_free(struct agent_plan *p)
 	if (p == NULL)
 		return;
 	conn_drop(p);
+	if (p->file_text != NULL)
+		(void)unlink(p->file_path); /* the hook's QPs: recorded, not steered */
+	free(p->file_text);
 	ice_host_plan_fini(&p->cur);
 	free(p->last_json);
 	memset(&p->key, 0, sizeof(p->key));
@@ -219,6 +231,92 @@ static const struct ice_plan_entry *entry_of(const struct agent_plan *p, uint32_
 	return NULL;
 }
 
+/* The verbs hook's plan file from the plan in force: per peer the ports
+ * the plan gave QPs towards it (a QP connecting later takes them in turn),
+ * and the policy's tclass. Rewritten (new file renamed over) when it
+ * changes; removed when no plan is in force. */
+static void hook_file(struct agent_plan *p)
+{
+	size_t cap = 4096, len = 0;
+	char *txt, tmp[600];
+	bool any = false;
+	int fd;
+
+	p->file_due = false;
+	if (p->file_path[0] == '\0')
+		return;
+	txt = malloc(cap);
+	if (txt == NULL)
+		return;
+#define PUT(...)                                                                                   \
+	do {                                                                                       \
+		int n_ = snprintf(txt + len, cap - len, __VA_ARGS__);                              \
+		if (n_ > 0 && (size_t)n_ < cap - len)                                              \
+			len += (size_t)n_;                                                         \
+	} while (0)
+	PUT("# ice-agent %s, plan epoch %" PRIu64 ": ports per peer for QPs that connect later\n"
+	    "version 1\n",
+	    p->cfg->addr, agent_plan_epoch(p));
+	if (p->cfg->tclass[0] != '\0') {
+		PUT("tclass %s\n", p->cfg->tclass);
+		any = true;
+	}
+	/* peers in slot order; each peer's line once, with up to 16 ports */
+	for (int i = 0; p->have && p->ctrl != NULL && i < ICE_CTRL_SLOTS; i++) {
+		uint32_t rip = p->ctrl->qp[i].remote_ip, nport = 0;
+		char ip[INET_ADDRSTRLEN];
+		bool seen = false;
+
+		if (p->mine_qpn[i] == 0 || rip == 0 || len + 200 > cap)
+			continue;
+		for (int j = 0; j < i && !seen; j++)
+			seen = p->mine_qpn[j] != 0 && p->ctrl->qp[j].remote_ip == rip;
+		if (seen)
+			continue;
+		inet_ntop(AF_INET, &rip, ip, sizeof(ip));
+		PUT("sport %s", ip);
+		for (int j = i; j < ICE_CTRL_SLOTS && nport < 16; j++) {
+			const struct ice_plan_entry *e;
+
+			if (p->mine_qpn[j] == 0 || p->ctrl->qp[j].remote_ip != rip ||
+			    (e = entry_of(p, p->mine_qpn[j])) == NULL)
+				continue;
+			PUT(" %u", e->sport);
+			nport++;
+		}
+		PUT("\n");
+		any = true;
+	}
+#undef PUT
+	if (!p->have || !any) {
+		if (p->file_text != NULL)
+			(void)unlink(p->file_path);
+		free(p->file_text);
+		p->file_text = NULL;
+		free(txt);
+		return;
+	}
+	if (p->file_text != NULL && strcmp(p->file_text, txt) == 0) {
+		free(txt);
+		return;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.new", p->file_path);
+	(void)unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, txt, len) != (ssize_t)len || fchmod(fd, 0644) < 0 ||
+	    close(fd) < 0 || rename(tmp, p->file_path) < 0) {
+		if (fd >= 0)
+			close(fd);
+		ice_warn(AGENT_SUB, "cannot write the verbs hook's plan %s: %s", p->file_path,
+			 strerror(errno));
+		(void)unlink(tmp);
+		free(txt);
+		return;
+	}
+	free(p->file_text);
+	p->file_text = txt;
+}
+
 void agent_plan_reconcile(struct agent_plan *p)
 {
 	uint32_t applied = 0;
@@ -242,6 +340,7 @@ void agent_plan_reconcile(struct agent_plan *p)
 				     p->cur.epoch);
 			p->mine_qpn[i] = qpn;
 			p->mine_epoch[i] = p->cur.epoch;
+			p->file_due = true;
 		} else if (p->mine_qpn[i] != 0) {
 			/* the plan no longer names it (or the slot was reused):
 			 * back to the QP's defaults */
@@ -249,6 +348,7 @@ void agent_plan_reconcile(struct agent_plan *p)
 				ice_ctrl_set(p->ctrl, i, 0, 0, 0, NULL, 0);
 			p->mine_qpn[i] = 0;
 			p->mine_epoch[i] = 0;
+			p->file_due = true;
 		}
 	}
 	if (p->have && applied != p->applied) {
@@ -256,6 +356,8 @@ void agent_plan_reconcile(struct agent_plan *p)
 		p->absent = p->cur.n > applied ? p->cur.n - applied : 0;
 		p->wb_due = true;
 	}
+	if (p->file_due)
+		hook_file(p);
 }
 
 void agent_plan_on_dcqcn(struct agent_plan *p, agent_plan_dcqcn_fn fn, void *ctx)
@@ -383,6 +485,7 @@ bool agent_plan_expire(struct agent_plan *p, uint64_t now_ms)
 	p->have = false;
 	agent_plan_reconcile(p); /* clears every slot it set */
 	nic_dcqcn(p);		 /* the NIC's own values back */
+	hook_file(p);
 	p->expired_due = true;
 	return true;
 }

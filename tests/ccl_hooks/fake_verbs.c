@@ -19,6 +19,26 @@ int fake_verbs_refuse_label; /* EINVAL for a non-zero flow label */
 uint16_t fake_verbs_udp_sport;
 uint32_t fake_verbs_next_qpn = 0x100;
 uint32_t fake_verbs_local_ip = 0x014dff0a; /* 10.255.77.1, network order */
+uint32_t fake_verbs_rate_kbps;		   /* last rate limit set */
+int fake_verbs_rate_calls;
+int fake_verbs_refuse_rate; /* EINVAL for a non-zero rate limit */
+
+/* ibv_modify_qp_rate_limit() is inline in verbs.h: it calls the context's
+ * op, so the QPs carry an extended context whose op is this one. */
+static int fake_rate_limit(struct ibv_qp *qp, struct ibv_qp_rate_limit_attr *attr)
+{
+	fake_verbs_rate_calls++;
+	if (fake_verbs_refuse_rate && attr->rate_limit != 0)
+		return EINVAL;
+	fake_verbs_rate_kbps = attr->rate_limit;
+	return 0;
+}
+
+static struct verbs_context fake_vctx = {
+	.modify_qp_rate_limit = fake_rate_limit,
+	.sz = sizeof(struct verbs_context),
+	.context = {.abi_compat = __VERBS_ABI_IS_EXTENDED},
+};
 
 struct ibv_qp *fake_ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
@@ -28,6 +48,7 @@ struct ibv_qp *fake_ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *at
 		return NULL;
 	qp->qp_num = fake_verbs_next_qpn++;
 	qp->pd = pd;
+	qp->context = &fake_vctx.context;
 	return qp;
 }
 __asm__(".symver fake_ibv_create_qp, ibv_create_qp@@IBVERBS_1.1");

@@ -13,5 +13,8 @@ extern int fake_verbs_refuse_label;
 extern uint16_t fake_verbs_udp_sport;
 extern uint32_t fake_verbs_next_qpn;
 extern uint32_t fake_verbs_local_ip;
+extern uint32_t fake_verbs_rate_kbps;
+extern int fake_verbs_rate_calls;
+extern int fake_verbs_refuse_rate;
 
 #endif /* FAKE_VERBS_H */

@@ -324,6 +324,67 @@ static int child_verbs_live(void)
 	return 0;
 }
 
+/* Planned rates through ibv_modify_qp_rate_limit: set when the QP reaches
+ * RTS (a rate planned before waits for it), taken off when the plan drops
+ * it, kept when the NIC refuses one. */
+static int child_verbs_rate(void)
+{
+	struct ice_ctrl *c = ice_ctrl_open("10.255.77.1", NULL);
+	struct ibv_qp_attr a;
+	struct ibv_qp *qp;
+	char b[8];
+	int slot;
+
+	CHECK(c != NULL);
+	qp = qp_connect(&a);
+	slot = ice_ctrl_find(c, qp->qp_num);
+	CHECK(slot >= 0);
+	ice_ctrl_set(c, slot, ICE_CTRL_SET_SPORT | ICE_CTRL_SET_RATE, 61000, 25000, NULL, 7);
+	CHECK(ncclAllReduce(b, b, 1, 7, 0, NULL, NULL) == 0);
+	CHECK(fake_verbs_udp_sport == 61000);
+	CHECK(fake_verbs_rate_calls == 0); /* RTR: no rate limit yet */
+	CHECK(c->qp[slot].applied_seq != c->qp[slot].seq);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0);
+	CHECK(fake_verbs_rate_kbps == 25000000);
+	CHECK(c->qp[slot].rate_mbps_now == 25000);
+	CHECK(c->qp[slot].applied_seq == c->qp[slot].seq);
+	/* the next plan has no rate: the limit comes off */
+	ice_ctrl_set(c, slot, ICE_CTRL_SET_SPORT, 61000, 0, NULL, 8);
+	usleep(2000);
+	CHECK(ncclAllReduce(b, b, 1, 7, 0, NULL, NULL) == 0);
+	CHECK(fake_verbs_rate_kbps == 0);
+	CHECK(c->qp[slot].rate_mbps_now == 0);
+	/* refused by the NIC: no limit stays, the plan counts as seen */
+	fake_verbs_refuse_rate = 1;
+	ice_ctrl_set(c, slot, ICE_CTRL_SET_SPORT | ICE_CTRL_SET_RATE, 61000, 10000, NULL, 9);
+	usleep(2000);
+	CHECK(ncclAllReduce(b, b, 1, 7, 0, NULL, NULL) == 0);
+	CHECK(fake_verbs_rate_calls == 3);
+	CHECK(fake_verbs_rate_kbps == 0 && c->qp[slot].rate_mbps_now == 0);
+	CHECK(c->qp[slot].applied_seq == c->qp[slot].seq);
+	CHECK(ibv_destroy_qp(qp) == 0);
+	ice_ctrl_close(c);
+	return 0;
+}
+
+/* The agent's plan file for the QP's local address ("%s" in ICE_CCL_PLAN). */
+static int child_verbs_plan_ip(void)
+{
+	const char *dir = getenv("TEST_PLAN_DIR");
+	char path[256];
+	struct ibv_qp_attr a;
+
+	snprintf(path, sizeof(path), "%s/ccl-plan-10.255.77.1.conf", dir);
+	write_file(path, "version 1\ntclass 106\nsport 10.0.0.2 52000\n");
+	qp_connect(&a);
+	CHECK(fake_verbs_last_attr.ah_attr.grh.traffic_class == 106);
+	CHECK(ibv_flow_label_to_udp_sport(fake_verbs_last_attr.ah_attr.grh.flow_label) == 52000);
+	unlink(path);
+	return 0;
+}
+
 /* NCCL's way in: dlopen + dlvsym(handle, name, "IBVERBS_1.1"). */
 static int child_dlvsym(void)
 {
@@ -351,6 +412,8 @@ static const struct {
 	{"verbs_unchanged", child_verbs_unchanged},
 	{"dlvsym", child_dlvsym},
 	{"verbs_live", child_verbs_live},
+	{"verbs_rate", child_verbs_rate},
+	{"verbs_plan_ip", child_verbs_plan_ip},
 };
 
 /* ---- parent side */
@@ -629,6 +692,34 @@ static void test_verbs_live(void **state)
 	ice_ctrl_unlink("10.255.77.1");
 }
 
+static void test_verbs_rate(void **state)
+{
+	struct ice_ctrl *c;
+
+	ice_ctrl_unlink("10.255.77.1");
+	c = ice_ctrl_create("10.255.77.1", NULL);
+	if (c == NULL)
+		skip();
+	drain();
+	assert_int_equal(run_child("verbs_rate", NULL), 0);
+	drain();
+	ice_ctrl_close(c);
+	ice_ctrl_unlink("10.255.77.1");
+}
+
+static void test_verbs_plan_ip(void **state)
+{
+	char dir[] = "/tmp/ice-ccl-planip-XXXXXX", env[128], denv[128];
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(env, sizeof(env), "ICE_CCL_PLAN=%s/ccl-plan-%%s.conf", dir);
+	snprintf(denv, sizeof(denv), "TEST_PLAN_DIR=%s", dir);
+	drain();
+	assert_int_equal(run_child("verbs_plan_ip", env, denv, NULL), 0);
+	drain();
+	rmdir(dir);
+}
+
 static void test_dlvsym(void **state)
 {
 	assert_int_equal(run_child("dlvsym", NULL), 0);
@@ -642,6 +733,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_sample),	   cmocka_unit_test(test_failures),
 		cmocka_unit_test(test_verbs_plan), cmocka_unit_test(test_verbs_no_change),
 		cmocka_unit_test(test_dlvsym),	   cmocka_unit_test(test_verbs_live),
+		cmocka_unit_test(test_verbs_rate), cmocka_unit_test(test_verbs_plan_ip),
 	};
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	const char *pre = getenv("LD_PRELOAD");

@@ -205,6 +205,86 @@ static void test_apply_refuse_expire(void **state)
 	agent_plan_free(p);
 }
 
+static int dcqcn_calls;
+static struct ice_dcqcn_params dcqcn_last;
+static bool dcqcn_null;
+
+static int on_dcqcn(void *ctx, const struct ice_dcqcn_params *prof, struct ice_cfg_err *err)
+{
+	(void)ctx;
+	(void)err;
+	dcqcn_calls++;
+	dcqcn_null = prof == NULL;
+	if (prof != NULL)
+		dcqcn_last = *prof;
+	return 0;
+}
+
+static char *read_text(const char *path)
+{
+	static char buf[1024];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (f == NULL)
+		return NULL;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* The verbs hook's plan file (ports per peer, the policy's tclass) and the
+ * NIC backend's DCQCN profile follow the plan; both go when it expires. */
+static void test_hook_file_and_dcqcn(void **state)
+{
+	struct ice_plan_entry e[3] = {
+		{.qpn = 0x300, .sport = 50010, .path = 0, .has_dcqcn = true},
+		{.qpn = 0x301, .sport = 50011, .path = 1, .has_dcqcn = true},
+		{.qpn = 0x302, .sport = 50012, .path = 1}, /* not connected here */
+	};
+	struct ice_host_plan hp = {
+		.epoch = 100, .lifetime_ms = 1000, .issued_ms = NOW, .entries = e, .n = 3};
+	struct agent_cfg c = cfg;
+	struct ice_cfg_err err;
+	struct agent_plan *p;
+	char path[300], *json, *txt;
+	int s1, s2;
+
+	snprintf(c.run_dir, sizeof(c.run_dir), "%s", dir);
+	snprintf(c.addr, sizeof(c.addr), "%.15s", addr);
+	snprintf(c.tclass, sizeof(c.tclass), "106");
+	snprintf(c.epoch_file, sizeof(c.epoch_file), "none");
+	p = agent_plan_new(&c, ctrl, &err);
+	assert_non_null(p);
+	agent_plan_on_dcqcn(p, on_dcqcn, NULL);
+	s1 = ice_ctrl_claim(ctrl, 0x300);
+	s2 = ice_ctrl_claim(ctrl, 0x301);
+	assert_true(s1 >= 0 && s2 >= 0);
+	ctrl->qp[s1].remote_ip = ctrl->qp[s2].remote_ip = 0x0200000a; /* 10.0.0.2 */
+	snprintf(hp.host, sizeof(hp.host), "h1");
+	for (int i = 0; i < 3; i++)
+		ice_dcqcn_params_default(&e[i].dcqcn);
+	e[0].dcqcn.rp_max_rate = e[1].dcqcn.rp_max_rate = 25000;
+	json = ice_plan_sign(&hp, &key);
+	assert_int_equal(agent_plan_offer(p, json, NOW + 10, &err), 0);
+	free(json);
+	snprintf(path, sizeof(path), "%s/ccl-plan-%s.conf", dir, addr);
+	txt = read_text(path);
+	assert_non_null(txt);
+	assert_non_null(strstr(txt, "\nversion 1\ntclass 106\nsport 10.0.0.2 50010 50011\n"));
+	assert_int_equal(dcqcn_calls, 1);
+	assert_false(dcqcn_null);
+	assert_int_equal(dcqcn_last.rp_max_rate, 25000);
+	assert_true(agent_plan_expire(p, NOW + 1000));
+	assert_null(read_text(path));
+	assert_int_equal(dcqcn_calls, 2);
+	assert_true(dcqcn_null);
+	ice_ctrl_release(ctrl, s1);
+	ice_ctrl_release(ctrl, s2);
+	agent_plan_free(p);
+}
+
 static void test_key_refused(void **state)
 {
 	struct agent_cfg c = cfg;
@@ -307,6 +387,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_apply_refuse_expire),
 		cmocka_unit_test(test_key_refused),
+		cmocka_unit_test(test_hook_file_and_dcqcn),
 		cmocka_unit_test(test_epoch_survives_restart),
 		cmocka_unit_test(test_reap_dead_owner),
 	};
