@@ -32,8 +32,11 @@ struct env {
 static struct env *env_new(enum nic_fixture_driver drv, unsigned nports, unsigned nqps)
 {
 	struct env *e = calloc(1, sizeof(*e));
-	char root[] = "/tmp/ice-nic-test-XXXXXX";
+	char root[64];
 
+	/* named after this process: the group teardown removes what a failed
+	 * test left */
+	snprintf(root, sizeof(root), "/tmp/ice-nic-test-%d-XXXXXX", (int)getpid());
 	assert_non_null(e);
 	assert_non_null(mkdtemp(root));
 	assert_int_equal(nic_fixture_make(&e->f, root, drv, nports, nqps), 0);
@@ -402,6 +405,15 @@ static void test_ethtool_kernel_lo(void **state)
 			 -ENODEV);
 }
 
+static int group_teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf /tmp/ice-nic-test-%d-*", (int)getpid());
+	return system(cmd) == 0 ? 0 : -1;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -413,5 +425,5 @@ int main(void)
 		cmocka_unit_test(test_ethtool_kernel_lo),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, group_teardown);
 }
