@@ -508,6 +508,7 @@ static int take_sample(struct agent *a)
 	if (a->nic != NULL) {
 		agent_nic_read(a->nic);
 		agent_nic_summary(a->nic, &s->dev);
+		agent_nic_pfc(a->nic, &s->pfc);
 		s->has_dev = true;
 	}
 	ret = ctrl_read(a);

@@ -151,6 +151,20 @@ struct agent_flow {
 	uint64_t pkts, bytes, ce, cnp, naks, retx;
 };
 
+/* PFC on the NIC's link (NIC backend): which priorities are lossless (the
+ * IEEE DCB configuration) and how much each is paused. */
+struct agent_pfc {
+	bool known;	     /* the lossless set was read */
+	uint8_t lossless;    /* bit p: priority p is lossless (pfc_en) */
+	uint8_t storm;	     /* bit p: a pause storm on priority p now */
+	uint8_t seen;	     /* bit p: priority p has pause counters */
+	bool has_rate;	     /* the per-second figures below are set */
+	double rx_pause[8];  /* pause frames received per second */
+	double tx_pause[8];  /* pause frames sent per second */
+	double rx_paused[8]; /* share of the interval we were paused (0-1) */
+	double tx_paused[8]; /* share of the interval we paused the switch */
+};
+
 struct agent_sample {
 	uint64_t seq;	  /* interval number since the agent started */
 	uint64_t ts_ms;	  /* wall clock, strictly increasing per run */
@@ -169,6 +183,7 @@ struct agent_sample {
 	bool has_dev, dev_has_rate;
 	struct agent_ctr dev;
 	struct agent_rate dev_r;
+	struct agent_pfc pfc; /* with has_dev */
 };
 
 void agent_sample_init(struct agent_sample *s);

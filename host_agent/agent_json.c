@@ -85,6 +85,35 @@ json_t *agent_qp_json(const struct agent_qp *q, const struct agent_sample *s)
 	return o;
 }
 
+/* {"lossless":[3],"storm":[],"prio":{"3":{rx_pause, tx_pause, rx_paused,
+ * tx_paused}}}: priorities that are lossless or pause at all */
+static json_t *pfc_json(const struct agent_pfc *f)
+{
+	json_t *o = json_object(), *ll = json_array(), *st = json_array(), *pr = json_object();
+
+	for (int p = 0; p < 8; p++) {
+		char k[4];
+
+		if (f->known && (f->lossless & (1u << p)))
+			json_array_append_new(ll, json_integer(p));
+		if (f->storm & (1u << p))
+			json_array_append_new(st, json_integer(p));
+		if (!(f->seen & (1u << p)) || !f->has_rate ||
+		    (!(f->known && (f->lossless & (1u << p))) && f->rx_pause[p] == 0 &&
+		     f->tx_pause[p] == 0))
+			continue;
+		snprintf(k, sizeof(k), "%d", p);
+		json_object_set_new(pr, k,
+				    json_pack("{s:f, s:f, s:f, s:f}", "rx_pause", f->rx_pause[p],
+					      "tx_pause", f->tx_pause[p], "rx_paused",
+					      f->rx_paused[p], "tx_paused", f->tx_paused[p]));
+	}
+	json_object_set_new(o, "lossless", f->known ? ll : (json_decref(ll), json_null()));
+	json_object_set_new(o, "storm", st);
+	json_object_set_new(o, "prio", pr);
+	return o;
+}
+
 json_t *agent_nic_json(const struct agent_sample *s, const struct agent_cfg *cfg)
 {
 	json_t *o = json_object();
@@ -109,6 +138,7 @@ json_t *agent_nic_json(const struct agent_sample *s, const struct agent_cfg *cfg
 		json_object_set_new(d, "rate",
 				    s->dev_has_rate ? rate_json(&s->dev_r) : json_null());
 		json_object_set_new(o, "dev", d);
+		json_object_set_new(o, "pfc", pfc_json(&s->pfc));
 	}
 	return o;
 }

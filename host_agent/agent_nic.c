@@ -19,6 +19,7 @@
 #include "agent_internal.h"
 #include "agent_nic.h"
 #include "agent_nic_cc.h"
+#include "ice_time.h"
 
 enum nic_src {
 	SRC_HW = 0, /* ports/<p>/hw_counters/ */
@@ -95,6 +96,13 @@ struct agent_nic {
 
 	unsigned renders;
 	struct agent_nic_cc *cc;
+
+	/* PFC: ethtool indexes of rx/tx pause frames and durations per priority */
+	int32_t pfc_idx[4][8];
+	uint64_t pfc_prev[4][8], pfc_prev_ns;
+	bool pfc_have_prev;
+	struct agent_pfc pfc;
+	uint64_t reads, dcb_every;
 };
 
 static void unsupported(struct agent_nic *n, const char *what, const char *fmt, ...)
@@ -274,6 +282,96 @@ static bool eth_watched(const char *name)
 	       strcmp(name, "tx_discards_phy") == 0 || strcmp(name, "rx_out_of_buffer") == 0;
 }
 
+/* mlx5e names: {rx,tx}_prio<p>_pause (frames) and _pause_duration (us) */
+enum { PFC_RX, PFC_TX, PFC_RX_US, PFC_TX_US };
+
+static void pfc_index(struct agent_nic *n, const char *name, int32_t i)
+{
+	unsigned p;
+	char dir[3], rest[32];
+
+	if (sscanf(name, "%2[rtx]_prio%u_%31s", dir, &p, rest) != 3 || p > 7)
+		return;
+	if (strcmp(rest, "pause") == 0)
+		n->pfc_idx[dir[0] == 'r' ? PFC_RX : PFC_TX][p] = i;
+	else if (strcmp(rest, "pause_duration") == 0)
+		n->pfc_idx[dir[0] == 'r' ? PFC_RX_US : PFC_TX_US][p] = i;
+}
+
+/* The lossless priorities, from the IEEE DCB configuration. */
+static void pfc_lossless(struct agent_nic *n)
+{
+	uint8_t *buf = NULL, en = 0;
+	size_t len = 0;
+	int ret = n->io.dcb_get != NULL ? n->io.dcb_get(n->io.ctx, n->cfg.nic, &buf, &len)
+					: -EOPNOTSUPP;
+
+	if (ret == 0)
+		ret = agent_nic_dcb_pfc(buf, len, &en);
+	free(buf);
+	if (ret < 0) {
+		unsupported(n, "pfc_config", "IEEE DCB of %s: %s", n->cfg.nic, strerror(-ret));
+		n->pfc.known = false;
+		return;
+	}
+	if (!n->pfc.known || n->pfc.lossless != en)
+		ice_info(AGENT_SUB, "nic %s: lossless (PFC) priorities mask 0x%02x", n->cfg.nic,
+			 en);
+	n->pfc.known = true;
+	n->pfc.lossless = en;
+}
+
+/* Pause rates and storms from the ethtool values just read. */
+static void pfc_update(struct agent_nic *n, uint64_t now_ns)
+{
+	struct agent_pfc *f = &n->pfc;
+	double dt = n->pfc_have_prev && now_ns > n->pfc_prev_ns
+			    ? (double)(now_ns - n->pfc_prev_ns) / 1e9
+			    : 0;
+	double *out[4] = {f->rx_pause, f->tx_pause, f->rx_paused, f->tx_paused};
+	uint8_t storm = 0;
+
+	f->seen = 0;
+	for (int k = 0; k < 4; k++)
+		for (int p = 0; p < 8; p++) {
+			int32_t i = n->pfc_idx[k][p];
+			uint64_t v, d;
+
+			out[k][p] = 0;
+			if (i < 0)
+				continue;
+			f->seen |= (uint8_t)(1u << p);
+			v = n->eth_vals[i];
+			d = v >= n->pfc_prev[k][p] ? v - n->pfc_prev[k][p] : v;
+			if (dt > 0)
+				out[k][p] = k < PFC_RX_US ? (double)d / dt : (double)d / 1e6 / dt;
+			/* counters read a little apart: a share stays a share */
+			if (k >= PFC_RX_US && out[k][p] > 1.0)
+				out[k][p] = 1.0;
+			n->pfc_prev[k][p] = v;
+		}
+	f->has_rate = dt > 0;
+	for (int p = 0; f->has_rate && p < 8; p++) {
+		if (f->rx_paused[p] >= AGENT_PFC_STORM || f->tx_paused[p] >= AGENT_PFC_STORM)
+			storm |= (uint8_t)(1u << p);
+		if ((storm ^ f->storm) & (1u << p))
+			ice_warn(AGENT_SUB,
+				 "nic %s: pause storm on priority %d %s (%s): paused %.0f %% "
+				 "(rx) / %.0f %% (tx) of the last %.0f ms",
+				 n->cfg.nic, p, storm & (1u << p) ? "began" : "ended",
+				 f->known && (f->lossless & (1u << p)) ? "lossless" : "lossy",
+				 f->rx_paused[p] * 100, f->tx_paused[p] * 100, dt * 1e3);
+	}
+	f->storm = storm;
+	n->pfc_prev_ns = now_ns;
+	n->pfc_have_prev = true;
+}
+
+void agent_nic_pfc(const struct agent_nic *n, struct agent_pfc *p)
+{
+	*p = n->pfc;
+}
+
 static int eth_setup(struct agent_nic *n)
 {
 	size_t cnt = 0;
@@ -290,6 +388,8 @@ static int eth_setup(struct agent_nic *n)
 	n->eth_names = NULL;
 	n->eth_vals = NULL;
 	n->eth_ok = false;
+	memset(n->pfc_idx, 0xff, sizeof(n->pfc_idx)); /* -1: none */
+	n->pfc_have_prev = false;
 	ret = n->io.eth_names(n->io.ctx, n->cfg.nic, &n->eth_names, &cnt);
 	if (ret < 0) {
 		unsupported(n, "eth", "ethtool statistics of %s: %s", n->cfg.nic, strerror(-ret));
@@ -305,6 +405,7 @@ static int eth_setup(struct agent_nic *n)
 
 		if (!eth_watched(name))
 			continue;
+		pfc_index(n, name, (int32_t)i);
 		c = ctr_add(n);
 		if (c == NULL)
 			return -ENOMEM;
@@ -341,6 +442,7 @@ static void eth_read(struct agent_nic *n)
 			n->ctr[i].value = n->eth_vals[n->ctr[i].eth_i];
 			n->ctr[i].ok = true;
 		}
+	pfc_update(n, ice_now_ns());
 }
 
 /* ---- RDMA netlink */
@@ -502,6 +604,10 @@ struct agent_nic *agent_nic_new(const struct agent_cfg *cfg, const struct agent_
 		ret = eth_setup(n);
 	if (ret < 0)
 		goto err;
+	n->dcb_every = cfg->interval != 0 ? 10 * ICE_NSEC_PER_SEC / cfg->interval : 1;
+	if (n->dcb_every == 0)
+		n->dcb_every = 1;
+	pfc_lossless(n);
 	eth_read(n);
 	nl_read(n);
 	n->cc = agent_nic_cc_new(cfg, n->root, n->dev, &n->io);
@@ -542,6 +648,8 @@ void agent_nic_free(struct agent_nic *n)
 
 int agent_nic_read(struct agent_nic *n)
 {
+	if (++n->reads % n->dcb_every == 0)
+		pfc_lossless(n);
 	for (size_t i = 0; i < n->nctr; i++)
 		if (n->ctr[i].src != SRC_ETH)
 			ctr_read(n, &n->ctr[i]);

@@ -64,6 +64,9 @@ struct agent_nic_io {
 	 * *out (malloc'ed, the caller frees). A NLMSG_ERROR reply: its -errno. */
 	int (*rdma_dump)(void *ctx, enum agent_nic_req kind, const void *req, size_t len,
 			 uint8_t **out, size_t *outlen);
+	/* The netdev's IEEE DCB configuration (RTM_GETDCB, DCB_CMD_IEEE_GET):
+	 * the reply message bytes in *out (malloc'ed, the caller frees). */
+	int (*dcb_get)(void *ctx, const char *ifname, uint8_t **out, size_t *outlen);
 	/* Write one DCQCN parameter file; -errno as the driver answers. */
 	int (*param_write)(void *ctx, const char *path, uint32_t value);
 	void *ctx;
@@ -71,7 +74,8 @@ struct agent_nic_io {
 
 /* The kernel's: ioctl(SIOCETHTOOL), a NETLINK_RDMA socket, write(2). */
 extern const struct agent_nic_io agent_nic_io_kernel;
-/* Replays <root>/ice-replay/ethtool/<if> ("name value" lines) and
+/* Replays <root>/ice-replay/ethtool/<if> ("name value" lines),
+ * <root>/ice-replay/dcb/<if> (the RTM_GETDCB reply) and
  * <root>/ice-replay/rdma/<dev>.{dev,res_qp,stat_qp} (the reply bytes as the
  * kernel sends them), read afresh at each call; parameter writes as the
  * kernel's. io->ctx is malloc'ed: agent_nic_io_fini() frees it. */
@@ -89,6 +93,10 @@ struct agent_nic_qp {
 	uint64_t cc_rx_ce, cc_rx_cnp, cc_tx_cnp; /* mlx5 optional counters (when bound) */
 	uint64_t out_of_sequence, packet_seq_err, local_ack_timeout_err, rnr_nak_retry_err;
 };
+
+/* The PFC enable bitmap (ieee_pfc.pfc_en) of a DCB_CMD_IEEE_GET reply;
+ * -ENODATA when it has no DCB_ATTR_IEEE_PFC, -EBADMSG when malformed. */
+int agent_nic_dcb_pfc(const uint8_t *buf, size_t len, uint8_t *pfc_en);
 
 /* Build one dump request into buf (at least 64 bytes); its length. */
 size_t agent_nic_nl_request(uint8_t *buf, size_t len, enum agent_nic_req kind, uint32_t dev_index,
@@ -125,6 +133,13 @@ const struct agent_nic_qp *agent_nic_qps(const struct agent_nic *n, size_t *coun
  * (rp_cnp_handled), nak_tx (out_of_sequence), nak_rx (packet_seq_err),
  * retx (local_ack_timeout_err), summed over ports. */
 void agent_nic_summary(const struct agent_nic *n, struct agent_ctr *c);
+
+/* PFC of the last read: the lossless priorities (read at start and every
+ * 10 s) and the pause counters' rates; a priority paused for at least
+ * AGENT_PFC_STORM of an interval (either way) is in a storm (logged when it
+ * starts and ends). */
+#define AGENT_PFC_STORM 0.5
+void agent_nic_pfc(const struct agent_nic *n, struct agent_pfc *p);
 
 /* HSET the counters that changed since the last render (all of them every
  * full_every renders, and the first time) into key; the unsupported list

@@ -12,8 +12,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/dcbnl.h>
 #include <linux/ethtool.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <linux/sockios.h>
 #include <net/if.h>
 #include <rdma/rdma_netlink.h>
@@ -194,6 +196,53 @@ out:
 	return 0;
 }
 
+static int kernel_dcb_get(void *ctx, const char *ifname, uint8_t **out, size_t *outlen)
+{
+	struct {
+		struct nlmsghdr h;
+		struct dcbmsg d;
+		uint8_t attrs[64];
+	} req;
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+	struct nlattr *a;
+	size_t nl = strlen(ifname) + 1;
+	uint8_t *buf;
+	ssize_t r;
+	int fd;
+
+	(void)ctx;
+	if (nl > IFNAMSIZ)
+		return -ENAMETOOLONG;
+	memset(&req, 0, sizeof(req));
+	req.h.nlmsg_type = RTM_GETDCB;
+	req.h.nlmsg_flags = NLM_F_REQUEST;
+	req.h.nlmsg_seq = 1;
+	req.d.dcb_family = AF_UNSPEC;
+	req.d.cmd = DCB_CMD_IEEE_GET;
+	a = (struct nlattr *)req.attrs;
+	a->nla_type = DCB_ATTR_IFNAME;
+	a->nla_len = (uint16_t)(NLA_HDRLEN + nl);
+	memcpy(req.attrs + NLA_HDRLEN, ifname, nl);
+	req.h.nlmsg_len = (uint32_t)(NLMSG_LENGTH(sizeof(req.d)) + NLA_ALIGN(a->nla_len));
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(16384);
+	if (buf == NULL ||
+	    sendto(fd, &req, req.h.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    (r = recv(fd, buf, 16384, 0)) < 0) {
+		int err = buf == NULL ? ENOMEM : errno;
+
+		close(fd);
+		free(buf);
+		return -err;
+	}
+	close(fd);
+	*out = buf;
+	*outlen = (size_t)r;
+	return 0;
+}
+
 static int kernel_param_write(void *ctx, const char *path, uint32_t value)
 {
 	char txt[16];
@@ -216,6 +265,7 @@ const struct agent_nic_io agent_nic_io_kernel = {
 	.eth_names = kernel_eth_names,
 	.eth_values = kernel_eth_values,
 	.rdma_dump = kernel_rdma_dump,
+	.dcb_get = kernel_dcb_get,
 	.param_write = kernel_param_write,
 };
 
@@ -340,6 +390,14 @@ static int replay_rdma_dump(void *ctx, enum agent_nic_req kind, const void *req,
 	return slurp(path, out, outlen);
 }
 
+static int replay_dcb_get(void *ctx, const char *ifname, uint8_t **out, size_t *outlen)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/ice-replay/dcb/%s", (const char *)ctx, ifname);
+	return slurp(path, out, outlen);
+}
+
 int agent_nic_io_replay(struct agent_nic_io *io, const char *root)
 {
 	char *r = strdup(root);
@@ -350,6 +408,7 @@ int agent_nic_io_replay(struct agent_nic_io *io, const char *root)
 		.eth_names = replay_eth_names,
 		.eth_values = replay_eth_values,
 		.rdma_dump = replay_rdma_dump,
+		.dcb_get = replay_dcb_get,
 		.param_write = kernel_param_write,
 		.ctx = r,
 	};
@@ -778,4 +837,41 @@ int agent_nic_nl_stat_qp(const uint8_t *buf, size_t len, struct agent_nic_qp *qp
 			break;
 		}
 	return nl_walk(buf, len, stat_msg, &l);
+}
+
+int agent_nic_dcb_pfc(const uint8_t *buf, size_t len, uint8_t *pfc_en)
+{
+	const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
+	const struct nlattr *a, *b;
+	struct nla_it it, in;
+	bool bad = false;
+
+	if (len < NLMSG_HDRLEN || !NLMSG_OK(h, (int)len))
+		return -EBADMSG;
+	if (h->nlmsg_type == NLMSG_ERROR) {
+		const struct nlmsgerr *e = NLMSG_DATA(h);
+
+		return h->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error < 0 ? e->error
+										: -EBADMSG;
+	}
+	if (h->nlmsg_len < NLMSG_LENGTH(sizeof(struct dcbmsg)))
+		return -EBADMSG;
+	it = (struct nla_it){(const uint8_t *)NLMSG_DATA(h) + NLMSG_ALIGN(sizeof(struct dcbmsg)),
+			     (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(struct dcbmsg)))};
+	while ((a = nla_next(&it, &bad)) != NULL) {
+		if (nla_type(a) != DCB_ATTR_IEEE)
+			continue;
+		in = nla_inner(a);
+		while ((b = nla_next(&in, &bad)) != NULL)
+			if (nla_type(b) == DCB_ATTR_IEEE_PFC) {
+				struct ieee_pfc pfc;
+
+				if (nla_plen(b) < (int)sizeof(pfc))
+					return -EBADMSG;
+				memcpy(&pfc, (const uint8_t *)b + NLA_HDRLEN_, sizeof(pfc));
+				*pfc_en = pfc.pfc_en;
+				return 0;
+			}
+	}
+	return bad ? -EBADMSG : -ENODATA;
 }

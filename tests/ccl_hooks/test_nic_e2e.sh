@@ -193,6 +193,8 @@ src=$(R HGET "ice:$F:{h1}:qp:10.255.77.1:256" src)
 case $src in *nic*event*|*event*nic*) ;; *) fail "h1 QP 256: src $src" ;; esac
 [ -n "$(R HGET "ice:$F:{h1}:nic:ens1f0np0:dev" p1.hw.np_cnp_sent)" ] || fail "no :dev counters"
 R HGET "ice:$F:{h1}:nic:ens1f0np0" dev | grep -q '"source":"mlx5"' || fail "no dev in the NIC record"
+R HGET "ice:$F:{h2}:nic:ens1f0np0" pfc | grep -q '"lossless":\[3\]' ||
+	fail "h2: the lossless priority 3 (DCB) is not in the NIC record"
 
 # agents exit: the NICs' own DCQCN values back, the hook's plan files gone
 kill "$A1" "$A2"

@@ -4,9 +4,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/dcbnl.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <rdma/rdma_netlink.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -423,6 +426,40 @@ static int write_stat_qp(const struct nic_fixture *f)
 	return nlb_write(f, name, &b);
 }
 
+/* ---- DCB: dcbnl_ieee_fill() order: IFNAME, then IEEE { ETS, PFC, ... } */
+
+int nic_fixture_write_dcb(const struct nic_fixture *f)
+{
+	struct nlb b = {0};
+	struct dcbmsg d = {.dcb_family = AF_UNSPEC, .cmd = DCB_CMD_IEEE_GET};
+	struct ieee_ets ets = {.willing = 1, .ets_cap = 8};
+	struct ieee_pfc pfc = {.pfc_cap = 8, .pfc_en = f->pfc_en};
+	char rel[64];
+
+	nlb_msg(&b, 0);
+	((struct nlmsghdr *)(b.p + b.msg))->nlmsg_type = RTM_GETDCB;
+	((struct nlmsghdr *)(b.p + b.msg))->nlmsg_flags = 0;
+	nlb_room(&b, NLMSG_ALIGN(sizeof(d)));
+	memcpy(b.p + b.len, &d, sizeof(d));
+	b.len += NLMSG_ALIGN(sizeof(d));
+	nlb_str(&b, DCB_ATTR_IFNAME, f->ifname);
+	nlb_nest(&b, DCB_ATTR_IEEE);
+	nlb_attr(&b, DCB_ATTR_IEEE_ETS, &ets, sizeof(ets));
+	nlb_attr(&b, DCB_ATTR_IEEE_PFC, &pfc, sizeof(pfc));
+	nlb_end(&b);
+	nlb_end_msg(&b);
+	snprintf(rel, sizeof(rel), "ice-replay/dcb/%s", f->ifname);
+	{
+		char path[768];
+		int ret;
+
+		snprintf(path, sizeof(path), "%s/%s", f->root, rel);
+		ret = put_abs(path, b.p, b.len);
+		free(b.p);
+		return ret;
+	}
+}
+
 /* ---- ethtool */
 
 static int write_ethtool(const struct nic_fixture *f)
@@ -453,7 +490,10 @@ static int write_ethtool(const struct nic_fixture *f)
 			uint64_t v = p == 3 || k < 2 ? nic_fixture_value(0, w, f->tick) : 0;
 
 			w++;
-			ADD("rx_prio%u_%s %llu\n", p, per_prio[k], (unsigned long long)v);
+			ADD("rx_prio%u_%s %llu\n", p, per_prio[k],
+			    (unsigned long long)(k == 3 && f->rx_pause_us[p] != 0
+							 ? f->rx_pause_us[p]
+							 : v));
 			ADD("tx_prio%u_%s %llu\n", p, per_prio[k], (unsigned long long)v);
 		}
 #undef ADD
@@ -533,6 +573,11 @@ int nic_fixture_make(struct nic_fixture *f, const char *root, enum nic_fixture_d
 		ret = dir_rel(f, "ice-replay/ethtool");
 	if (ret == 0)
 		ret = dir_rel(f, "ice-replay/rdma");
+	if (ret == 0)
+		ret = dir_rel(f, "ice-replay/dcb");
+	f->pfc_en = 0x08;
+	if (ret == 0)
+		ret = nic_fixture_write_dcb(f);
 	/* class/ links as sysfs has them */
 	snprintf(tgt, sizeof(tgt), "../../devices/pci0000:3a/0000:3a:00.0/%s/net/%s", f->pci,
 		 f->ifname);

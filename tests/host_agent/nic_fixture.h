@@ -13,6 +13,8 @@
  *     per priority 0-7, the other parameters one file each);
  *   - ice-replay/ethtool/<if>: `ethtool -S` of an mlx5e port (a subset:
  *     the per-priority and *_phy counters, some per-queue ones);
+ *   - ice-replay/dcb/<if>: the RTM_GETDCB DCB_CMD_IEEE_GET reply (ETS and
+ *     PFC, pfc_en = priority 3 as a RoCE fabric configures it);
  *   - ice-replay/rdma/: RDMA netlink dump replies (device list, RES_QP,
  *     STAT_GET of QP counters) laid out as drivers/infiniband/core/nldev.c
  *     builds them, NLA_F_NESTED on nests, several messages per dump.
@@ -37,6 +39,9 @@ struct nic_fixture {
 	unsigned nports, nqps;
 	uint64_t tick;	 /* port counters advance with it */
 	uint64_t *qtick; /* per QP: how often its counters advanced */
+	/* when not 0: rx_prio<p>_pause_duration (us) instead of the pattern */
+	uint64_t rx_pause_us[8];
+	uint8_t pfc_en; /* the lossless priorities in the DCB reply (0x08) */
 };
 
 /* Build the tree under root (created; must not exist or be empty). 0 or -errno. */
@@ -45,6 +50,8 @@ int nic_fixture_make(struct nic_fixture *f, const char *root, enum nic_fixture_d
 /* Advance: the port counters of every port, the ethtool statistics, and
  * the bound counters of the first `changed` QPs (the rest stay). */
 int nic_fixture_tick(struct nic_fixture *f, unsigned changed);
+/* Write the DCB reply again (after pfc_en changed). */
+int nic_fixture_write_dcb(const struct nic_fixture *f);
 /* Write text into <root>/<rel> (replacing it). */
 int nic_fixture_put(const struct nic_fixture *f, const char *rel, const char *text);
 /* Read a decimal from <root>/<rel>; -1 when missing or garbage. */

@@ -21,6 +21,7 @@
 
 #include "agent_internal.h"
 #include "agent_nic.h"
+#include "ice_time.h"
 #include "nic_fixture.h"
 
 struct env {
@@ -390,6 +391,66 @@ static void test_netlink_absent(void **state)
 	env_free(e);
 }
 
+/* PFC: the lossless priorities from DCB, pause rates, a storm when a
+ * priority is paused for half an interval or more, its end */
+static void test_pfc(void **state)
+{
+	struct env *e = env_new(NIC_FIXTURE_UPSTREAM, 1, 1);
+	struct agent_nic *n;
+	struct agent_pfc p;
+	uint64_t t0;
+
+	(void)state;
+	e->f.rx_pause_us[3] = 1000;
+	assert_int_equal(nic_fixture_tick(&e->f, 0), 0);
+	n = agent_nic_new(&e->cfg, &e->io);
+	assert_non_null(n);
+	agent_nic_pfc(n, &p);
+	assert_true(p.known);
+	assert_int_equal(p.lossless, 0x08);
+	assert_int_equal(p.seen, 0xff);
+	t0 = ice_now_ns();
+	usleep(100000);
+	/* paused for as long as the interval lasted (however long the busy
+	 * machine made it) */
+	e->f.rx_pause_us[3] = 1000 + (ice_now_ns() - t0) / 1000;
+	assert_int_equal(nic_fixture_tick(&e->f, 0), 0);
+	assert_int_equal(agent_nic_read(n), 0);
+	agent_nic_pfc(n, &p);
+	assert_true(p.has_rate);
+	assert_int_equal(p.storm, 0x08);
+	assert_true(p.rx_paused[3] > 0.5 && p.rx_paused[3] <= 1.0);
+	assert_true(p.rx_pause[3] > 0);	  /* frames per second */
+	assert_true(p.rx_paused[0] == 0); /* the pattern writes 0 for lossy priorities */
+	usleep(100000);
+	assert_int_equal(nic_fixture_tick(&e->f, 0), 0); /* not paused any more */
+	assert_int_equal(agent_nic_read(n), 0);
+	agent_nic_pfc(n, &p);
+	assert_int_equal(p.storm, 0);
+	agent_nic_free(n);
+	env_free(e);
+}
+
+/* the DCB reply missing or garbage: the lossless set unknown, said once */
+static void test_pfc_bad(void **state)
+{
+	struct env *e = env_new(NIC_FIXTURE_UPSTREAM, 1, 1);
+	struct agent_nic *n;
+	struct agent_pfc p;
+	char rel[64];
+
+	(void)state;
+	snprintf(rel, sizeof(rel), "ice-replay/dcb/%s", e->f.ifname);
+	assert_int_equal(nic_fixture_put(&e->f, rel, "garbage"), 0);
+	n = agent_nic_new(&e->cfg, &e->io);
+	assert_non_null(n);
+	agent_nic_pfc(n, &p);
+	assert_false(p.known);
+	assert_int_equal(agent_nic_nunsupported(n), 1);
+	agent_nic_free(n);
+	env_free(e);
+}
+
 /* the kernel's ethtool ioctl, against lo (no ethtool statistics): the
  * ethtool part unsupported, the backend still opens */
 static void test_ethtool_kernel_lo(void **state)
@@ -422,7 +483,8 @@ int main(void)
 		cmocka_unit_test(test_dcqcn_ecn),	  cmocka_unit_test(test_dcqcn_refused),
 		cmocka_unit_test(test_dcqcn_missing),	  cmocka_unit_test(test_dcqcn_none),
 		cmocka_unit_test(test_netlink_bad),	  cmocka_unit_test(test_netlink_absent),
-		cmocka_unit_test(test_ethtool_kernel_lo),
+		cmocka_unit_test(test_ethtool_kernel_lo), cmocka_unit_test(test_pfc),
+		cmocka_unit_test(test_pfc_bad),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, group_teardown);
