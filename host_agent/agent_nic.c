@@ -482,8 +482,7 @@ static void nl_read(struct agent_nic *n)
 	buf = NULL;
 	if (ret == 0) {
 		/* per-QP counters exist only where the operator bound them
-		 * (rdma statistic qp set link <dev>/<p> auto type on): their
-		 * absence is not an error */
+		 * (rdma statistic qp bind ...): their absence is not an error */
 		if (nl_dump(n, AGENT_NIC_REQ_STAT_QP, &buf, &len) == 0)
 			(void)agent_nic_nl_stat_qp(buf, len, n->qps, n->nqps);
 		else

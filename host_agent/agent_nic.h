@@ -84,8 +84,9 @@ void agent_nic_io_fini(struct agent_nic_io *io);
 
 /* ----------------------------------------------------- RDMA netlink codec */
 
-/* A QP as the device reports it (RES_QP_ENTRY), with the counters bound to
- * it (STAT_COUNTER with a QP in its RES_QP table), when any. */
+/* A QP as the device reports it (RES_QP_ENTRY), with the counter bound to
+ * it alone (a STAT_COUNTER whose RES_QP table holds just this QP), when
+ * any; counters shared by several QPs are not attributed. */
 struct agent_nic_qp {
 	uint32_t lqpn, rqpn, pid, port;
 	uint8_t type, state; /* enum ib_qp_type; RDMA_NLDEV QP state (ib_qp_state) */

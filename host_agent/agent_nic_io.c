@@ -745,7 +745,7 @@ static int stat_entry(const struct nlattr *e, struct stat_list *l)
 	struct nla_it it = nla_inner(e), sub, ent;
 	const struct nlattr *a, *b, *x;
 	struct hwc c = {0};
-	uint32_t lqpns[64];
+	uint32_t lqpns[2];
 	size_t nl = 0;
 	bool bad = false;
 
@@ -781,21 +781,25 @@ static int stat_entry(const struct nlattr *e, struct stat_list *l)
 					continue;
 				ent = nla_inner(b);
 				while ((x = nla_next(&ent, &bad)) != NULL)
-					if (nla_type(x) == RDMA_NLDEV_ATTR_RES_LQPN && nl < 64 &&
-					    nla_u32(x, &lqpns[nl]))
-						nl++;
+					if (nla_type(x) == RDMA_NLDEV_ATTR_RES_LQPN &&
+					    nla_u32(x, &lqpns[nl < 2 ? nl : 1]))
+						nl++; /* the first, and whether there are more */
 			}
 		}
 	}
 	if (bad)
 		return -EBADMSG;
-	/* a counter bound to several QPs (mode auto per type) sums them: given
-	 * to each, marked; one QP per counter (per-QP binding) is exact */
-	for (size_t i = 0; i < nl; i++) {
-		struct agent_nic_qp *q = bsearch(&lqpns[i], l->qps, l->n, sizeof(*q), qp_by_lqpn);
+	/* only a counter bound to one QP (rdma statistic qp bind ... lqpn N)
+	 * is that QP's; one shared by several (auto mode groups QPs by type
+	 * or process) sums them and is left out of the QP records: the
+	 * device-wide counters carry it */
+	if (nl != 1 || !c.any)
+		return 0;
+	{
+		struct agent_nic_qp *q = bsearch(&lqpns[0], l->qps, l->n, sizeof(*q), qp_by_lqpn);
 
-		if (q == NULL || !c.any)
-			continue;
+		if (q == NULL)
+			return 0;
 		q->has_ctr = true;
 		q->cc_rx_ce = c.ce;
 		q->cc_rx_cnp = c.rx_cnp;

@@ -9,6 +9,9 @@
  *      and agent_event_json for what passes)
  *   2  a topology file (topo/topo_yaml.c over common's YAML binding:
  *      topo_load_string, then the model's own checks)
+ *   3  a kernel reply the agent's NIC backend parses (host_agent/
+ *      agent_nic_io.c): an RDMA netlink dump as the device list, the QP
+ *      table and the QP counters, and an RTM_GETDCB reply
  * Each must reject what it cannot use with an error, never crash, leak or
  * read out of bounds (ASan/UBSan in build-san). Built as a libFuzzer binary
  * with clang (-Dfuzz=true) and, always, with the replay driver in
@@ -21,6 +24,7 @@
 
 #include "agent.h"
 #include "agent_internal.h"
+#include "agent_nic.h"
 #include "ice_event.h"
 #include "probe_wire.h"
 #include "topo.h"
@@ -92,19 +96,40 @@ static void topology(const uint8_t *d, size_t n)
 	topo_free(t);
 }
 
+static void nic_reply(const uint8_t *d, size_t n)
+{
+	struct agent_nic_qp *qps = NULL;
+	size_t nq = 0, cap = 0;
+	uint32_t idx;
+	uint8_t en;
+	int ret;
+
+	ret = agent_nic_nl_dev_index(d, n, "mlx5_0", &idx);
+	fuzz_check(ret == 0 || ret < 0);
+	ret = agent_nic_nl_res_qp(d, n, &qps, &nq, &cap);
+	fuzz_check(nq <= cap);
+	(void)agent_nic_nl_stat_qp(d, n, qps, nq);
+	free(qps);
+	ret = agent_nic_dcb_pfc(d, n, &en);
+	fuzz_check(ret <= 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	switch (data[0] % 3) {
+	switch (data[0] % 4) {
 	case 0:
 		probe_packet(data + 1, size - 1);
 		break;
 	case 1:
 		event_datagram(data + 1, size - 1);
 		break;
-	default:
+	case 2:
 		topology(data + 1, size - 1);
+		break;
+	default:
+		nic_reply(data + 1, size - 1);
 	}
 	return 0;
 }

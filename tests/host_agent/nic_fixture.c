@@ -421,6 +421,31 @@ static int write_stat_qp(const struct nic_fixture *f)
 		nlb_end(&b);
 		nlb_end_msg(&b);
 	}
+	/* and a counter shared by the first two QPs (auto mode), last: its
+	 * sum must not end up in either QP's record */
+	if (f->nqps >= 2) {
+		nlb_msg(&b, RDMA_NLDEV_CMD_STAT_GET);
+		dev_handle(&b, f);
+		nlb_nest(&b, RDMA_NLDEV_ATTR_STAT_COUNTER);
+		nlb_nest(&b, RDMA_NLDEV_ATTR_STAT_COUNTER_ENTRY);
+		nlb_u32(&b, RDMA_NLDEV_ATTR_STAT_COUNTER_ID, 99999);
+		nlb_nest(&b, RDMA_NLDEV_ATTR_STAT_HWCOUNTERS);
+		nlb_nest(&b, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY);
+		nlb_str(&b, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME, "cc_tx_cnp_pkts");
+		nlb_u64(&b, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE, 123456789);
+		nlb_end(&b);
+		nlb_end(&b);
+		nlb_nest(&b, RDMA_NLDEV_ATTR_RES_QP);
+		for (unsigned j = 0; j < 2; j++) {
+			nlb_nest(&b, RDMA_NLDEV_ATTR_RES_QP_ENTRY);
+			nlb_u32(&b, RDMA_NLDEV_ATTR_RES_LQPN, NIC_FIXTURE_QPN0 + j);
+			nlb_end(&b);
+		}
+		nlb_end(&b);
+		nlb_end(&b);
+		nlb_end(&b);
+		nlb_end_msg(&b);
+	}
 	nlb_done(&b);
 	snprintf(name, sizeof(name), "%u.stat_qp", f->dev_index);
 	return nlb_write(f, name, &b);
