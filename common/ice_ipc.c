@@ -124,3 +124,45 @@ int ice_ipc_set(const char *path, const struct ice_ipc_perm *p)
 	/* never follows: a link is refused (EOPNOTSUPP) */
 	return fchmodat(AT_FDCWD, path, p->mode, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
+
+int ice_ipc_secret_open(const char *path, char *why, size_t len)
+{
+	struct stat st;
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(why, len, "%s: cannot open: %s", path, strerror(-ret));
+		return ret;
+	}
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		snprintf(why, len, "%s: cannot stat: %s", path, strerror(-ret));
+		goto err;
+	}
+	ret = -EPERM;
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(why, len, "%s is %s; expected a regular file", path,
+			 type_name(st.st_mode));
+		goto err;
+	}
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		snprintf(why, len,
+			 "%s is owned by uid %u; expected the service's user (uid %u) or root "
+			 "(chown %u %s)",
+			 path, (unsigned)st.st_uid, (unsigned)geteuid(), (unsigned)geteuid(), path);
+		goto err;
+	}
+	if (st.st_mode & 07077) {
+		snprintf(why, len,
+			 "%s is accessible by group or others (mode %04o); expected mode 0600 or "
+			 "0400 (chmod 600 %s)",
+			 path, (unsigned)(st.st_mode & 07777), path);
+		goto err;
+	}
+	return fd;
+err:
+	close(fd);
+	return ret;
+}

@@ -65,4 +65,14 @@ int ice_ipc_fset(int fd, const struct ice_ipc_perm *p);
  * directory passed ice_ipc_check_dir()). */
 int ice_ipc_set(const char *path, const struct ice_ipc_perm *p);
 
+/*
+ * Open a secret (a plan key, a Redis password file) for reading, after the
+ * checks a secret needs: a regular file, owned by root or our euid, with no
+ * bits for group or others and no set-id bits (0600 or 0400). The fd, or
+ * -errno with why filled: "PATH is accessible by group or others (mode
+ * 0644); expected mode 0600 or 0400 (chmod 600 PATH)" (-EPERM), "PATH:
+ * cannot open: ..." (open's errno).
+ */
+int ice_ipc_secret_open(const char *path, char *why, size_t len);
+
 #endif /* ICE_IPC_H */

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ice_ipc.h"
 #include "ice_plan.h"
 #include "ice_roce.h"
 #include "ice_time.h"
@@ -26,38 +27,15 @@
 
 int ice_plan_key_load(const char *path, struct ice_plan_key *key, struct ice_cfg_err *err)
 {
-	struct stat st;
+	char why[512];
 	ssize_t n;
 	int fd, ret = 0;
 
 	memset(key, 0, sizeof(*key));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = ice_ipc_secret_open(path, why, sizeof(why));
 	if (fd < 0) {
-		ret = -errno;
-		ice_cfg_fail(err, NULL, "key", "cannot open key file %s: %s", path, strerror(-ret));
-		return ret;
-	}
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		ice_cfg_fail(err, NULL, "key", "cannot stat key file %s: %s", path, strerror(-ret));
-		goto out;
-	}
-	if (st.st_uid != geteuid() && st.st_uid != 0) {
-		ice_cfg_fail(err, NULL, "key",
-			     "key file %s is owned by uid %u; expected the service's user (uid %u) "
-			     "or root (chown %u %s)",
-			     path, (unsigned)st.st_uid, (unsigned)geteuid(), (unsigned)geteuid(),
-			     path);
-		ret = -EPERM;
-		goto out;
-	}
-	if (st.st_mode & 077) {
-		ice_cfg_fail(err, NULL, "key",
-			     "key file %s is accessible by group or others (mode %04o); expected "
-			     "mode 0600 or 0400 (chmod 600 %s)",
-			     path, (unsigned)(st.st_mode & 07777), path);
-		ret = -EPERM;
-		goto out;
+		ice_cfg_fail(err, NULL, "key", "key file %s", why);
+		return fd;
 	}
 	n = read(fd, key->bytes, sizeof(key->bytes));
 	if (n < 0) {

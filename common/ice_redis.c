@@ -61,6 +61,74 @@ static const char *const patterns[ICE_RK_MAX] = {
 	[ICE_RK_POLICY_LOG] = "ice:<F>:policy:log",
 };
 
+/* Who writes each key (W) and who else reads it (R): the ACL users of
+ * ice_redis_acl_write(). The controller, the operator and the reader read
+ * every key; the controller writes every key. */
+#define W(...)			     .w = ice_role_bits(__VA_ARGS__)
+#define R(...)			     .r = ice_role_bits(__VA_ARGS__)
+#define ice_role_bits(...)	     ice_role_mask_(__VA_ARGS__, ICE_ROLE_MAX, ICE_ROLE_MAX, ICE_ROLE_MAX)
+#define ice_role_mask_(a, b, c, ...) (((1u << (a)) | (1u << (b)) | (1u << (c))) & ROLE_ALL)
+#define ROLE_ALL		     ((1u << ICE_ROLE_MAX) - 1)
+#define CTL			     ICE_ROLE_CONTROLLER
+#define HOST			     ICE_ROLE_HOST
+#define EXPORTER		     ICE_ROLE_EXPORTER
+#define OPERATOR		     ICE_ROLE_OPERATOR
+static const struct {
+	unsigned w, r;
+} roles[ICE_RK_MAX] = {
+	[ICE_RK_SCHEMA] = {W(CTL, HOST)},
+	[ICE_RK_HOSTS] = {W(CTL, HOST)},
+	[ICE_RK_HOST] = {W(CTL, HOST)},
+	[ICE_RK_ALIVE] = {W(CTL, HOST)},
+	[ICE_RK_NICS] = {W(CTL, HOST)},
+	[ICE_RK_NIC_AGENT] = {W(CTL, HOST)},
+	[ICE_RK_NIC_ALIVE] = {W(CTL, HOST)},
+	[ICE_RK_NIC] = {W(CTL, HOST)},
+	[ICE_RK_NIC_TS] = {W(CTL, HOST)},
+	[ICE_RK_QPS] = {W(CTL, HOST)},
+	[ICE_RK_QP] = {W(CTL, HOST)},
+	[ICE_RK_QP_TS] = {W(CTL, HOST)},
+	[ICE_RK_EVENTS] = {W(CTL, HOST)},
+	[ICE_RK_PROBE_PINGLIST] = {W(CTL), R(HOST)},
+	[ICE_RK_PROBE_HOSTS] = {W(CTL, HOST)},
+	[ICE_RK_PROBE_PAIRS] = {W(CTL, HOST)},
+	[ICE_RK_PROBE_MAP] = {W(CTL, HOST)},
+	[ICE_RK_PROBE_HEALTH] = {W(CTL, HOST)},
+	[ICE_RK_PROBE_HEALTH_TS] = {W(CTL, HOST)},
+	[ICE_RK_CTL_LEADER] = {W(CTL)},
+	[ICE_RK_CTL_EPOCH] = {W(CTL)},
+	[ICE_RK_CTL_PUBLISHED] = {W(CTL)},
+	[ICE_RK_CTL_LOG] = {W(CTL)},
+	[ICE_RK_CTL_STATUS] = {W(CTL)},
+	[ICE_RK_PLAN] = {W(CTL), R(HOST)},
+	[ICE_RK_PLAN_APPLIED] = {W(CTL, HOST)},
+	[ICE_RK_PLAN_FENCE] = {W(CTL)},
+	[ICE_RK_LINKS] = {W(CTL, EXPORTER)},
+	[ICE_RK_SW_PORTS] = {W(CTL, EXPORTER)},
+	[ICE_RK_SW_PORT] = {W(CTL, EXPORTER)},
+	[ICE_RK_SW_PORT_TS] = {W(CTL, EXPORTER)},
+	[ICE_RK_SW_EXPORTER] = {W(CTL, EXPORTER)},
+	[ICE_RK_CTL_LINK] = {W(CTL)},
+	[ICE_RK_CTL_QP] = {W(CTL)},
+	[ICE_RK_CTL_MEMBERS] = {W(CTL)},
+	[ICE_RK_POLICY_SEQ] = {W(CTL, OPERATOR)},
+	[ICE_RK_POLICY_CURRENT] = {W(CTL, OPERATOR)},
+	[ICE_RK_POLICY] = {W(CTL, OPERATOR)},
+	[ICE_RK_POLICY_LOG] = {W(CTL, OPERATOR)},
+};
+#undef W
+#undef R
+
+unsigned ice_rkey_writers(enum ice_rkey k)
+{
+	return (unsigned)k < ICE_RK_MAX ? roles[k].w : 0;
+}
+
+unsigned ice_rkey_readers(enum ice_rkey k)
+{
+	return (unsigned)k < ICE_RK_MAX ? roles[k].r : 0;
+}
+
 const char *ice_rkey_pattern(enum ice_rkey k)
 {
 	return (unsigned)k < ICE_RK_MAX ? patterns[k] : NULL;
@@ -168,7 +236,7 @@ redisContext *ice_redis_connect(const char *addr, uint64_t timeout_ns, char *why
 	char host[256];
 	redisContext *c;
 	bool is_unix;
-	int port;
+	int port, ret;
 
 	if (ice_redis_addr_parse(addr, host, sizeof(host), &port, &is_unix) < 0) {
 		snprintf(why, whylen, "address '%s': expected HOST:PORT, unix:/PATH or /PATH",
@@ -189,6 +257,12 @@ redisContext *ice_redis_connect(const char *addr, uint64_t timeout_ns, char *why
 	if (redisSetTimeout(c, tv) != REDIS_OK) {
 		snprintf(why, whylen, "cannot set the timeout: %s", c->errstr);
 		redisFree(c);
+		return NULL;
+	}
+	ret = ice_redis_auth_send(c, why, whylen);
+	if (ret < 0) {
+		redisFree(c);
+		errno = -ret;
 		return NULL;
 	}
 	return c;

@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum ice_rkey {
 	/* host agent (per NIC) */
@@ -101,6 +102,52 @@ int ice_rkey(char *buf, size_t len, enum ice_rkey k, const char *fabric, const c
 const char *ice_rkey_str(char *buf, size_t len, enum ice_rkey k, const char *fabric,
 			 const char *host, const char *arg);
 
+/* ---- roles and ACLs (Redis 7 users, one per role; docs/security.md) */
+
+enum ice_redis_role {
+	ICE_ROLE_CONTROLLER, /* ice-controller: every key of the fabric */
+	ICE_ROLE_HOST,	     /* ice-host-<H>: ice-agent and ice-probe of host H */
+	ICE_ROLE_EXPORTER,   /* ice-exporter: ice-fabric's switch telemetry and links */
+	ICE_ROLE_OPERATOR,   /* ice-operator: icectl, reads all, writes policies */
+	ICE_ROLE_READER,     /* ice-reader: tools and dashboards, reads all */
+	ICE_ROLE_MAX,
+};
+
+/* Which roles write key k and which, besides the roles that read every key
+ * (controller, operator, reader), read it: masks of 1 << role. */
+unsigned ice_rkey_writers(enum ice_rkey k);
+unsigned ice_rkey_readers(enum ice_rkey k);
+
+/* One ACL user: a role, for ICE_ROLE_HOST its host name and NIC addresses
+ * (ice-probe names a host by its source address unless told otherwise),
+ * and its password (only its SHA-256 reaches the file). */
+struct ice_redis_acl_user {
+	enum ice_redis_role role;
+	const char *host;
+	const char *const *addrs;
+	size_t naddrs;
+	const char *password;
+};
+
+/* "ice-controller", "ice-host-<H>", "ice-exporter", "ice-operator",
+ * "ice-reader" into buf. 0, -EINVAL (no host for a host user), -ENOSPC. */
+int ice_redis_acl_user_name(char *buf, size_t len, const struct ice_redis_acl_user *u);
+
+/*
+ * Write a Redis 7 ACL file (redis-server --aclfile, ACL LOAD) for fabric's
+ * users to f: "user default reset off", then one "user NAME reset on
+ * #SHA256 KEYS resetchannels CHANNELS COMMANDS" line per user. Key selectors come
+ * from the key table: a role gets ~ (read and write) on each key it writes
+ * and %R~ on each it only reads, <H> and <S> replaced by the host (and each
+ * of its addresses) or * and every other part by *. Commands: -@all, then
+ * the categories the role uses (@read, @write, @scripting, ...),
+ * -@admin -@dangerous, and CLUSTER SLOTS, ASKING, READONLY for cluster
+ * clients. 0, or -EINVAL with why filled: a name that is empty or holds
+ * characters Redis would read as a glob, a space or a brace.
+ */
+int ice_redis_acl_write(FILE *f, const char *fabric, const struct ice_redis_acl_user *users,
+			size_t n, char *why, size_t whylen);
+
 /* "HOST:PORT" (port 1-65535), "unix:/PATH" or "/PATH" into host (or the path),
  * port (0 for unix) and is_unix. 0 or -EINVAL. */
 int ice_redis_addr_parse(const char *addr, char *host, size_t hlen, int *port, bool *is_unix);
@@ -109,8 +156,34 @@ int ice_redis_addr_parse(const char *addr, char *host, size_t hlen, int *port, b
  * or "H:P,H:P"; TCP only). */
 bool ice_redis_addr_ok(const char *addr);
 
+/*
+ * Credentials. When ICE_REDIS_AUTH names a file, every connection
+ * (ice_redis_connect: one instance, each cluster node, the agent's
+ * subscription) sends AUTH with its contents before anything else. The
+ * file passes ice_ipc_secret_open() (regular, ours or root's, 0600/0400)
+ * and holds one line "USER PASSWORD", or "PASSWORD" alone for the default
+ * user; blank lines and lines starting with '#' are skipped. icectl acl
+ * writes one per role (docs/security.md). The password is never logged.
+ */
+#define ICE_REDIS_AUTH_ENV "ICE_REDIS_AUTH"
+#define ICE_REDIS_USER_MAX 64
+#define ICE_REDIS_PASS_MAX 256
+
+struct ice_redis_auth {
+	char user[ICE_REDIS_USER_MAX]; /* "" for the default user */
+	char pass[ICE_REDIS_PASS_MAX];
+};
+
+/* Read an auth file. 0, or -errno with why filled ("ICE_REDIS_AUTH PATH: ..."
+ * or "PATH:3: expected USER PASSWORD or PASSWORD, got 3 words"). a is wiped
+ * on failure; the caller wipes it after use (ice_redis_auth_wipe). */
+int ice_redis_auth_load(const char *path, struct ice_redis_auth *a, char *why, size_t len);
+void ice_redis_auth_wipe(struct ice_redis_auth *a);
+
 /* One connection attempt; the timeout also bounds every later command.
- * NULL with why filled when it fails. */
+ * With ICE_REDIS_AUTH set, AUTH is sent first. NULL with why filled when it
+ * fails, errno EACCES when the auth file or the AUTH was refused ("AUTH as
+ * ice-host-h1 refused: WRONGPASS invalid username-password pair ..."). */
 redisContext *ice_redis_connect(const char *addr, uint64_t timeout_ns, char *why, size_t whylen);
 
 /* Read n replies of pipelined commands. out (n slots) receives them, or

@@ -18,4 +18,8 @@ void ice_redis_cl_free(struct ice_redis *r);
 int ice_redis_cl_append(struct ice_redis *r, const char *cmds, size_t len);
 int ice_redis_cl_pipe(struct ice_redis *r, size_t n, redisReply **out, uint32_t *errors);
 
+/* ice_redis_acl.c: AUTH on a new connection c when ICE_REDIS_AUTH is set.
+ * 0, or -EACCES (the file or the AUTH refused) / -EIO, with why. */
+int ice_redis_auth_send(redisContext *c, char *why, size_t whylen);
+
 #endif /* ICE_REDIS_INTERNAL_H */
