@@ -39,7 +39,12 @@ int ictl_open(struct ictl *x)
 	}
 	x->c = ice_redis_connect(x->redis, 2 * ICE_NSEC_PER_SEC, why, sizeof(why));
 	if (x->c == NULL) {
-		fprintf(stderr, "icectl: cannot reach Redis at %s: %s\n", x->redis, why);
+		bool auth =
+			strncmp(why, "AUTH ", 5) == 0 ||
+			strncmp(why, ICE_REDIS_AUTH_ENV " ", strlen(ICE_REDIS_AUTH_ENV) + 1) == 0;
+
+		fprintf(stderr, "icectl: %s Redis at %s: %s\n",
+			auth ? "not admitted by" : "cannot reach", x->redis, why);
 		return ICTL_EXIT_REDIS;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -349,6 +354,10 @@ static int run_serve(void *o)
 {
 	return ictl_serve(o);
 }
+static int run_acl(void *o)
+{
+	return ictl_acl(o);
+}
 
 #define F(k, t, m, ...) ICE_CFG_ROW(struct ictl, k, t, m, __VA_ARGS__)
 static const struct ice_cfg_field common_fields[] = {
@@ -403,6 +412,12 @@ static const struct ice_cfg_field serve_fields[] = {
 	F("refresh", ICE_CFG_DURATION, refresh_ns, .min = 100e6, .max = 3600e9,
 	  .unit = ICE_NSEC_PER_SEC, .arg = "DUR", .help = "the page's refresh period (default 1s)"),
 };
+static const struct ice_cfg_field acl_fields[] = {
+	F("topology", ICE_CFG_STRING, topology, .arg = "FILE", .flags = ICE_CFG_REQUIRED,
+	  .help = "the fabric's topology: one Redis user per host (its name and NIC addresses)"),
+	F("out", ICE_CFG_STRING, out, .alias = 'o', .arg = "DIR", .flags = ICE_CFG_REQUIRED,
+	  .help = "write DIR/users.acl and DIR/redis-<role>.auth here (0600)"),
+};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 static const struct ice_cfg_cmd cmds[] = {
 	{"status", "fabric, controllers, agents, plan epochs in force, what is stale", NULL, 0,
@@ -419,6 +434,8 @@ static const struct ice_cfg_cmd cmds[] = {
 	 policy_fields, N(policy_fields), policy_args, N(policy_args), run_policy},
 	{"serve", "the live dashboard: a web page and JSON endpoints (/api/...)", serve_fields,
 	 N(serve_fields), NULL, 0, run_serve},
+	{"acl", "Redis users for the fabric: an ACL file and a password file per role", acl_fields,
+	 N(acl_fields), NULL, 0, run_acl},
 };
 
 /* The common flags may come before the command (icectl --redis A status):
