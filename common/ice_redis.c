@@ -84,6 +84,7 @@ static const struct {
 	[ICE_RK_NIC_AGENT] = {W(CTL, HOST)},
 	[ICE_RK_NIC_ALIVE] = {W(CTL, HOST)},
 	[ICE_RK_NIC] = {W(CTL, HOST)},
+	[ICE_RK_NIC_DEV] = {W(CTL, HOST)},
 	[ICE_RK_NIC_TS] = {W(CTL, HOST)},
 	[ICE_RK_QPS] = {W(CTL, HOST)},
 	[ICE_RK_QP] = {W(CTL, HOST)},
