@@ -564,66 +564,70 @@ static void coll_event(struct ctld *d, const struct chost *h, const char *nic, j
 	}
 }
 
-void ctld_read_events(struct ctld *d)
+/* One host's new events (the XREAD reply of its stream). */
+static void host_events(struct ctld *d, struct chost *h, const redisReply *r)
 {
-	const char *argv[ARGV_MAX];
-	char keys[256][ICE_RKEY_MAX];
-	uint32_t n = 0;
-	int argc = 0;
-	redisReply *r;
+	const redisReply *st, *ents;
 
-	if (d->nhosts == 0)
+	if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 1)
+		return; /* nil: nothing new */
+	st = r->element[0];
+	if (st->type != REDIS_REPLY_ARRAY || st->elements != 2)
 		return;
-	argv[argc++] = "XREAD";
-	argv[argc++] = "COUNT";
-	argv[argc++] = "1000";
-	argv[argc++] = "STREAMS";
-	for (uint32_t i = 0; i < d->nhosts && n < 256; i++, n++) {
-		ice_rkey_str(keys[n], sizeof(keys[n]), ICE_RK_EVENTS, d->cfg.fabric,
-			     d->hosts[i].name, NULL);
-		argv[argc++] = keys[n];
-	}
-	for (uint32_t i = 0; i < n; i++)
-		argv[argc++] = d->hosts[i].last_id;
-	r = ctld_cmdv(d, argc, argv);
-	if (r == NULL)
-		return;
-	for (size_t s = 0; r->type == REDIS_REPLY_ARRAY && s < r->elements; s++) {
-		redisReply *st = r->element[s], *ents;
-		struct chost *h = NULL;
+	ents = st->element[1];
+	for (size_t e = 0; ents->type == REDIS_REPLY_ARRAY && e < ents->elements; e++) {
+		const redisReply *en = ents->element[e], *f;
+		const char *nic = NULL, *js = NULL;
 
-		if (st->type != REDIS_REPLY_ARRAY || st->elements != 2)
+		if (en->type != REDIS_REPLY_ARRAY || en->elements != 2 ||
+		    en->element[0]->type != REDIS_REPLY_STRING)
 			continue;
-		for (uint32_t i = 0; i < n && h == NULL; i++)
-			if (strcmp(keys[i], st->element[0]->str) == 0)
-				h = &d->hosts[i];
-		ents = st->element[1];
-		for (size_t e = 0;
-		     h != NULL && ents->type == REDIS_REPLY_ARRAY && e < ents->elements; e++) {
-			redisReply *en = ents->element[e], *f;
-			const char *nic = NULL, *js = NULL;
-
-			if (en->type != REDIS_REPLY_ARRAY || en->elements != 2)
+		snprintf(h->last_id, sizeof(h->last_id), "%s", en->element[0]->str);
+		f = en->element[1];
+		for (size_t k = 0; f->type == REDIS_REPLY_ARRAY && k + 1 < f->elements; k += 2) {
+			if (f->element[k]->type != REDIS_REPLY_STRING ||
+			    f->element[k + 1]->type != REDIS_REPLY_STRING)
 				continue;
-			snprintf(h->last_id, sizeof(h->last_id), "%s", en->element[0]->str);
-			f = en->element[1];
-			for (size_t k = 0; f->type == REDIS_REPLY_ARRAY && k + 1 < f->elements;
-			     k += 2) {
-				if (strcmp(f->element[k]->str, "nic") == 0)
-					nic = f->element[k + 1]->str;
-				else if (strcmp(f->element[k]->str, "json") == 0)
-					js = f->element[k + 1]->str;
-			}
-			if (js != NULL) {
-				json_t *o = json_loads(js, 0, NULL);
+			if (strcmp(f->element[k]->str, "nic") == 0)
+				nic = f->element[k + 1]->str;
+			else if (strcmp(f->element[k]->str, "json") == 0)
+				js = f->element[k + 1]->str;
+		}
+		if (js != NULL) {
+			json_t *o = json_loads(js, 0, NULL);
 
-				if (o != NULL)
-					coll_event(d, h, nic, o);
-				json_decref(o);
-			}
+			if (o != NULL)
+				coll_event(d, h, nic, o);
+			json_decref(o);
 		}
 	}
-	freeReplyObject(r);
+}
+
+#define EVENTS_BATCH 512 /* hosts per pipeline */
+
+/* Every host's event stream, one XREAD per host, pipelined (on a cluster
+ * the streams sit in their hosts' slots, so one XREAD cannot name them all). */
+void ctld_read_events(struct ctld *d)
+{
+	redisReply *r[EVENTS_BATCH];
+	char key[ICE_RKEY_MAX];
+
+	for (uint32_t base = 0; base < d->nhosts; base += EVENTS_BATCH) {
+		uint32_t n = d->nhosts - base < EVENTS_BATCH ? d->nhosts - base : EVENTS_BATCH;
+
+		for (uint32_t i = 0; i < n; i++) {
+			struct chost *h = &d->hosts[base + i];
+			const char *argv[] = {"XREAD", "COUNT", "1000", "STREAMS", key, h->last_id};
+
+			ice_rkey_str(key, sizeof(key), ICE_RK_EVENTS, d->cfg.fabric, h->name, NULL);
+			ice_redis_appendv(&d->link, 6, argv, NULL);
+		}
+		if (ctld_pipe(d, n, r) < 0)
+			return;
+		for (uint32_t i = 0; i < n; i++)
+			host_events(d, &d->hosts[base + i], r[i]);
+		ctld_freev(r, n);
+	}
 }
 
 void ctld_expire_colls(struct ctld *d)
