@@ -24,44 +24,10 @@ ICE_TOPO=${ICE_TOPO:?path of ice-topo}
 SRC=${ICE_SRC:?source root}
 here=$(cd "$(dirname "$0")" && pwd)
 
-for t in redis-server redis-cli curl python3; do
-	command -v "$t" >/dev/null || {
-		echo "skipped: $t not installed"
-		exit 77
-	}
-done
-
-tmp=$(mktemp -d /tmp/ice-test-icectl.XXXXXX)
-redis_pid="" ctl_pid="" seeder=""
-cleanup() {
-	set +e
-	for p in $ctl_pid $seeder $redis_pid; do
-		kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL: $*"
-	for f in "$tmp"/*.log "$tmp"/*.out; do
-		[ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }
-	done
-	exit 1
-}
-
-wait_for() { # seconds, command...
-	local n=$(($1 * 20)) i
-	shift
-	for ((i = 0; i < n; i++)); do
-		"$@" && return 0
-		sleep 0.05
-	done
-	return 1
-}
+. "$(dirname "$0")/lib_icectl.sh"
+icectl_test icectl "ctl_pid seeder redis_pid" redis-server redis-cli curl python3
 
 F=icetc
-S=$tmp/redis.sock
 rc() { redis-cli -s "$S" "$@"; }
 ictl() { "$ICECTL" --redis "unix:$S" --fabric "$F" "$@"; }
 # checks on a JSON document: py 'EXPR' < json (EXPR sees d; exit 1 when false)
@@ -76,9 +42,7 @@ set -e
 [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || fail "unreachable Redis: more than one line: $out"
 grep -q "cannot reach Redis at unix:$tmp/none.sock" <<<"$out" || fail "unreachable: $out"
 
-redis-server --port 0 --unixsocket "$S" --unixsocketperm 700 --dir "$tmp" --save '' \
-	--appendonly no >"$tmp/redis.log" 2>&1 &
-redis_pid=$!
+redis_start
 wait_for 10 rc ping >/dev/null 2>&1 || fail "redis-server did not start"
 
 for cmd in status links qps "plan show" "policy history"; do

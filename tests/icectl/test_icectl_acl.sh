@@ -22,44 +22,10 @@ ICE_CONTROLLER=${ICE_CONTROLLER:?path of ice-controller}
 ICE_TOPO=${ICE_TOPO:?path of ice-topo}
 SRC=${ICE_SRC:?source root}
 
-for t in redis-server redis-cli; do
-	command -v "$t" >/dev/null || {
-		echo "skipped: $t not installed"
-		exit 77
-	}
-done
-
-tmp=$(mktemp -d /tmp/ice-test-acl.XXXXXX)
-redis_pid="" ctl_pid=""
-cleanup() {
-	set +e
-	for p in $ctl_pid $redis_pid; do
-		kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL: $*"
-	for f in "$tmp"/*.log; do
-		[ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }
-	done
-	exit 1
-}
-
-wait_for() { # seconds, command...
-	local n=$(($1 * 20)) i
-	shift
-	for ((i = 0; i < n; i++)); do
-		"$@" && return 0
-		sleep 0.05
-	done
-	return 1
-}
+. "$(dirname "$0")/lib_icectl.sh"
+icectl_test acl "ctl_pid redis_pid" redis-server redis-cli
 
 F=iceacl
-S=$tmp/redis.sock
 A=$tmp/acl
 # as ROLE CMD...: one command as that role's user (its auth file's words)
 as() {
@@ -96,9 +62,7 @@ done
 	fail "a clear password in users.acl"
 echo "ok: icectl acl: 8 users, auth files 0600, no clear password in users.acl"
 
-redis-server --port 0 --unixsocket "$S" --unixsocketperm 700 --dir "$tmp" --save '' \
-	--appendonly no --aclfile "$A/users.acl" >"$tmp/redis.log" 2>&1 &
-redis_pid=$!
+redis_start --aclfile "$A/users.acl"
 wait_for 10 as reader ping >/dev/null 2>&1 || fail "redis-server did not start with users.acl"
 
 # ---- refusals at the door

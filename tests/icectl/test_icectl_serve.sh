@@ -25,49 +25,13 @@ ICE_TOPO=${ICE_TOPO:?path of ice-topo}
 ART=${ICE_ARTEFACT_DIR:-}
 here=$(cd "$(dirname "$0")" && pwd)
 
-for t in redis-server redis-cli curl python3; do
-	command -v "$t" >/dev/null || {
-		echo "skipped: $t not installed"
-		exit 77
-	}
-done
-
-tmp=$(mktemp -d /tmp/ice-test-serve.XXXXXX)
-redis_pid="" srv_pid=""
-cleanup() {
-	set +e
-	for p in $srv_pid $redis_pid; do
-		kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL: $*"
-	for f in "$tmp"/*.log "$tmp"/*.out; do
-		[ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }
-	done
-	exit 1
-}
-
-wait_for() { # seconds, command...
-	local n=$(($1 * 20)) i
-	shift
-	for ((i = 0; i < n; i++)); do
-		"$@" && return 0
-		sleep 0.05
-	done
-	return 1
-}
+. "$(dirname "$0")/lib_icectl.sh"
+icectl_test serve "srv_pid redis_pid" redis-server redis-cli curl python3
 
 F=icesv
-S=$tmp/redis.sock
 rc() { redis-cli -s "$S" "$@"; }
 start_redis() {
-	redis-server --port 0 --unixsocket "$S" --unixsocketperm 700 --dir "$tmp" --save '' \
-		--appendonly no >>"$tmp/redis.log" 2>&1 &
-	redis_pid=$!
+	redis_start
 	wait_for 10 rc ping >/dev/null 2>&1 || fail "redis-server did not start"
 }
 # get PATH: the endpoint's body (fails on an HTTP error)
