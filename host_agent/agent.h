@@ -39,6 +39,7 @@ struct agent_cfg {
 	uint32_t stream_cap;
 	uint32_t buffer; /* intervals kept while Redis is down */
 	uint32_t metrics_port;
+	uint32_t metrics_qps;	/* per-QP series: the busiest N */
 	char pin_dir[128];	/* "" = /sys/fs/bpf/ice-agent-<nic> */
 	char run_dir[128];	/* lock and event socket; default /run/ice */
 	uint64_t redis_timeout; /* ns, connect and reply timeout */

@@ -37,6 +37,8 @@ const struct ice_cfg_field agent_cfg_fields[] = {
 	F("buffer", ICE_CFG_U32, buffer, 1, 1000000, 0, "intervals kept while Redis is down"),
 	F("metrics_port", ICE_CFG_U32, metrics_port, 0, 65535, 0,
 	  "HTTP port of /metrics (0 = off)"),
+	F("metrics_qps", ICE_CFG_U32, metrics_qps, 0, 100000, 0,
+	  "per-QP series on /metrics: the busiest N QPs by bytes (64; bounds the labels)"),
 	F("pin_dir", ICE_CFG_STRING, pin_dir, 0, 0, 0,
 	  "bpffs directory of the pins (default /sys/fs/bpf/ice-agent-<addr>)"),
 	F("run_dir", ICE_CFG_STRING, run_dir, 0, 0, 0, "directory of the lock and event socket"),
@@ -90,6 +92,7 @@ void agent_cfg_defaults(struct agent_cfg *c)
 	c->interval = ICE_NSEC_PER_SEC;
 	c->stream_cap = 1000;
 	c->buffer = 300;
+	c->metrics_qps = 64;
 	c->redis_timeout = 200 * ICE_NSEC_PER_MSEC;
 }
 

@@ -28,15 +28,57 @@ static const char *const ctr_names[AGENT_NCTR] = {
 	"cnp_sent", "cnp_received", "nak_sent",	  "nak_received", "retransmitted",
 };
 
+static const struct agent_sample *by_bytes_s;
+
+/* busiest first: bytes per second both ways, then totals, then name order */
+static int by_bytes(const void *a, const void *b)
+{
+	const struct agent_qp *x = &by_bytes_s->qp[*(const uint32_t *)a];
+	const struct agent_qp *y = &by_bytes_s->qp[*(const uint32_t *)b];
+	double rx = x->r.tx_bytes + x->r.rx_bytes, ry = y->r.tx_bytes + y->r.rx_bytes;
+	uint64_t cx = x->c.tx_bytes + x->c.rx_bytes, cy = y->c.tx_bytes + y->c.rx_bytes;
+
+	if (rx != ry)
+		return rx > ry ? -1 : 1;
+	if (cx != cy)
+		return cx > cy ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+/* The QPs that get series: the busiest cfg->metrics_qps, so a scrape's
+ * label set stays bounded however many QPs a host has (the rest are in the
+ * NIC totals and counted by ice_qp_series_omitted). */
+static uint32_t *qp_pick(const struct agent_sample *s, uint32_t max, size_t *n)
+{
+	uint32_t *idx = malloc((s->nqp ? s->nqp : 1) * sizeof(*idx));
+
+	*n = 0;
+	if (idx == NULL)
+		return NULL;
+	for (size_t i = 0; i < s->nqp; i++)
+		idx[i] = (uint32_t)i;
+	by_bytes_s = s;
+	qsort(idx, s->nqp, sizeof(*idx), by_bytes);
+	*n = s->nqp < max ? s->nqp : max;
+	return idx;
+}
+
 char *agent_metrics_text(const struct agent_sample *s, const struct agent_cfg *cfg,
 			 const struct agent_self *self)
 {
 	char *buf = NULL, lab[256], name[96];
-	size_t len = 0;
+	size_t len = 0, nq = 0;
 	FILE *f = open_memstream(&buf, &len);
+	uint32_t *qi;
 
 	if (f == NULL)
 		return NULL;
+	qi = qp_pick(s, cfg->metrics_qps, &nq);
+	if (qi == NULL) {
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
 	snprintf(lab, sizeof(lab), "host=\"%s\",nic=\"%s\"", cfg->host, cfg->nic);
 
 	for (size_t k = 0; k < AGENT_NCTR; k++) {
@@ -57,24 +99,28 @@ char *agent_metrics_text(const struct agent_sample *s, const struct agent_cfg *c
 
 	for (size_t k = 0; k < AGENT_NCTR; k++) {
 		snprintf(name, sizeof(name), "ice_qp_%s_total", ctr_names[k]);
-		metric_head(f, name, "counter", "per-QP total");
-		for (size_t i = 0; i < s->nqp; i++) {
+		metric_head(f, name, "counter", "per-QP total (the busiest metrics_qps QPs)");
+		for (size_t j = 0; j < nq; j++) {
+			const struct agent_qp *q = &s->qp[qi[j]];
 			char qn[64];
 
 			fprintf(f, "%s{%s,qp=\"%s\"} %" PRIu64 "\n", name, lab,
-				agent_qp_name(&s->qp[i], qn, sizeof(qn)),
-				((const uint64_t *)&s->qp[i].c)[k]);
+				agent_qp_name(q, qn, sizeof(qn)), ((const uint64_t *)&q->c)[k]);
 		}
 		snprintf(name, sizeof(name), "ice_qp_%s_per_second", ctr_names[k]);
-		metric_head(f, name, "gauge", "per-QP rate over the last interval");
-		for (size_t i = 0; i < s->nqp; i++) {
+		metric_head(f, name, "gauge", "per-QP rate over the last interval (as above)");
+		for (size_t j = 0; j < nq; j++) {
+			const struct agent_qp *q = &s->qp[qi[j]];
 			char qn[64];
 
 			fprintf(f, "%s{%s,qp=\"%s\"} %.3f\n", name, lab,
-				agent_qp_name(&s->qp[i], qn, sizeof(qn)),
-				((const double *)&s->qp[i].r)[k]);
+				agent_qp_name(q, qn, sizeof(qn)), ((const double *)&q->r)[k]);
 		}
 	}
+	metric_head(f, "ice_qp_series_omitted", "gauge",
+		    "QPs without per-QP series (beyond metrics_qps; in the NIC totals)");
+	fprintf(f, "ice_qp_series_omitted{%s} %zu\n", lab, s->nqp - nq);
+	free(qi);
 
 	metric_head(f, "ice_agent_cpu_seconds_total", "counter", "agent CPU time, user + system");
 	fprintf(f, "ice_agent_cpu_seconds_total{%s} %.6f\n", lab, self->cpu_s);

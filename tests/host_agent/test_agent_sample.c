@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "agent.h"
+#include "agent_internal.h"
 #include "ice_host.h"
 
 #define IP(a, b, c, d) htonl((uint32_t)((a) << 24 | (b) << 16 | (c) << 8 | (d)))
@@ -268,12 +269,59 @@ static void test_json(void **state)
 	agent_sample_fini(&s);
 }
 
+/* /metrics has per-QP series for the busiest metrics_qps QPs only (a bounded
+ * label set), counts the others, and keeps them in the NIC totals. */
+static void test_metrics_bounded(void **state)
+{
+	struct agent_qpinfo a[5];
+	struct agent_self self = {0};
+	struct agent_cfg cfg;
+	struct agent_sample s;
+	char *txt, *p, want[96];
+	int series = 0;
+
+	(void)state;
+	agent_cfg_defaults(&cfg);
+	assert_int_equal(cfg.metrics_qps, 64);
+	cfg.metrics_qps = 2;
+	snprintf(cfg.nic, sizeof(cfg.nic), "eth0");
+	snprintf(cfg.host, sizeof(cfg.host), "h1");
+	for (int i = 0; i < 5; i++)
+		a[i] = (struct agent_qpinfo){.qpn = 10u + (uint32_t)i,
+					     .rqpn = 20,
+					     .local_ip = IP(10, 1, 0, 1),
+					     .remote_ip = IP(10, 1, 0, 2),
+					     .src = AGENT_SRC_CTRL};
+	mk(&s, 1, a, 5);
+	agent_rates(&s, NULL);
+	s.qp[1].r.tx_bytes = 5e6; /* the busiest two: QPNs 11 and 13 */
+	s.qp[3].r.rx_bytes = 7e6;
+	s.qp[0].r.tx_bytes = 1e3;
+	txt = agent_metrics_text(&s, &cfg, &self);
+	assert_non_null(txt);
+	assert_non_null(
+		strstr(txt, "ice_qp_tx_bytes_total{host=\"h1\",nic=\"eth0\",qp=\"10.1.0.1:11\"}"));
+	assert_non_null(
+		strstr(txt, "ice_qp_tx_bytes_total{host=\"h1\",nic=\"eth0\",qp=\"10.1.0.1:13\"}"));
+	assert_null(strstr(txt, "qp=\"10.1.0.1:10\""));
+	assert_null(strstr(txt, "qp=\"10.1.0.1:12\""));
+	assert_null(strstr(txt, "qp=\"10.1.0.1:14\""));
+	for (p = txt; (p = strstr(p, "\nice_qp_tx_bytes_total{")) != NULL; p++)
+		series++;
+	assert_int_equal(series, 2);
+	snprintf(want, sizeof(want), "ice_qp_series_omitted{host=\"h1\",nic=\"eth0\"} 3\n");
+	assert_non_null(strstr(txt, want));
+	assert_non_null(strstr(txt, "ice_nic_qps{host=\"h1\",nic=\"eth0\"}"));
+	free(txt);
+	agent_sample_fini(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_join),  cmocka_unit_test(test_join_empty),
 		cmocka_unit_test(test_rates), cmocka_unit_test(test_events_bounded),
-		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_json),  cmocka_unit_test(test_metrics_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
