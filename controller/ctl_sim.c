@@ -394,7 +394,7 @@ struct job_time {
 /* The flows of job j (coll_id j); its bits per flow and ideal time. */
 static int sim_add_job(struct ctl_demand *d, const struct topo *t, enum ctl_coll_op op,
 		       const struct sim_job *jb, uint32_t j, const struct sim_opts *o,
-		       uint64_t *bits, double *ideal)
+		       uint64_t *bits_j, double *ideal_j)
 {
 	uint32_t per = jb->n;
 	/* offered load: each NIC sends at line rate, split over its flows */
@@ -408,8 +408,8 @@ static int sim_add_job(struct ctl_demand *d, const struct topo *t, enum ctl_coll
 
 	if (ret < 0)
 		return ret;
-	bits[j] = 8 * vol / o->qps;
-	ideal[j] = 8.0 * (double)vol * peers / (o->rate_g * 1e9);
+	*bits_j = 8 * vol / o->qps;
+	*ideal_j = 8.0 * (double)vol * peers / (o->rate_g * 1e9);
 	return 0;
 }
 
@@ -669,7 +669,7 @@ int main(int argc, char **argv)
 	if (bits == NULL || ideal == NULL || je == NULL || ji == NULL)
 		goto out;
 	for (uint32_t j = 0; j < js.n; j++) {
-		ret = sim_add_job(&d, t, op, &js.v[j], j, &so, bits, ideal);
+		ret = sim_add_job(&d, t, op, &js.v[j], j, &so, &bits[j], &ideal[j]);
 		if (ret < 0) {
 			fprintf(stderr, "ice-sim: demand of job %u: %s\n", j, strerror(-ret));
 			goto out;
