@@ -51,6 +51,8 @@ json_t *ictl_hgetall(struct ictl *x, const char *key);
 /* A string value of o as a number (0 when absent or not a number). */
 double ictl_num(const json_t *o, const char *k);
 const char *ictl_str(const json_t *o, const char *k); /* "" when absent */
+/* An integer (or string) member as text in buf; "-" when absent. */
+const char *ictl_intstr(const json_t *o, const char *k, char buf[24]);
 /* SMEMBERS (cmd "SMEMBERS") or ZRANGE 0 -1 into a sorted array of strings;
  * NULL: Redis failed. */
 json_t *ictl_members(struct ictl *x, const char *cmd, const char *key);

@@ -153,6 +153,17 @@ const char *ictl_str(const json_t *o, const char *k)
 	return s != NULL ? s : "";
 }
 
+const char *ictl_intstr(const json_t *o, const char *k, char buf[24])
+{
+	const json_t *v = json_object_get(o, k);
+
+	if (json_is_integer(v))
+		snprintf(buf, 24, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	else
+		snprintf(buf, 24, "%s", json_is_string(v) ? json_string_value(v) : "-");
+	return buf;
+}
+
 uint64_t ictl_now_ms(void)
 {
 	return ice_wall_ms();

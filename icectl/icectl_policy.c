@@ -669,13 +669,11 @@ static int cmd_dry_run(struct ictl *x)
 	{
 		char q[24], sp[48], tg[24];
 
-		snprintf(q, sizeof(q), "%" JSON_INTEGER_FORMAT,
-			 json_integer_value(json_object_get(e, "qpn")));
+		ictl_intstr(e, "qpn", q);
 		snprintf(sp, sizeof(sp), "%" JSON_INTEGER_FORMAT " -> %" JSON_INTEGER_FORMAT,
 			 json_integer_value(json_object_get(e, "sport_now")),
 			 json_integer_value(json_object_get(e, "sport")));
-		snprintf(tg, sizeof(tg), "%" JSON_INTEGER_FORMAT,
-			 json_integer_value(json_object_get(e, "target_mbps")));
+		ictl_intstr(e, "target_mbps", tg);
 		ictl_table_add(&t, ictl_str(e, "host"), q, sp, tg,
 			       ictl_str(e, "dcqcn_changes")[0] ? ictl_str(e, "dcqcn_changes")
 							       : "none");

@@ -136,17 +136,6 @@ static const char *mbps(const json_t *q, const char *k, char *buf)
 	return buf;
 }
 
-static const char *intstr(const json_t *q, const char *k, char *buf)
-{
-	const json_t *v = json_object_get(q, k);
-
-	if (json_is_integer(v))
-		snprintf(buf, 24, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-	else
-		snprintf(buf, 24, "%s", json_is_string(v) ? json_string_value(v) : "-");
-	return buf;
-}
-
 int ictl_qps(struct ictl *x)
 {
 	static const char *const hd[] = {"host",   "qp",    "route",	"sport",   "now",
@@ -189,9 +178,10 @@ int ictl_qps(struct ictl *x)
 		else
 			snprintf(mv, sizeof(mv), "-");
 		ictl_table_add(&t, ictl_str(q, "host"), ictl_str(q, "id"), ictl_str(q, "route"),
-			       intstr(q, "sport_planned", b[0]), intstr(q, "sport_now", b[1]),
-			       mbps(q, "rate_mbps", b[2]), intstr(q, "start_mbps", b[3]),
-			       intstr(q, "target_mbps", b[4]), ictl_str(q, "profile"),
+			       ictl_intstr(q, "sport_planned", b[0]),
+			       ictl_intstr(q, "sport_now", b[1]), mbps(q, "rate_mbps", b[2]),
+			       ictl_intstr(q, "start_mbps", b[3]),
+			       ictl_intstr(q, "target_mbps", b[4]), ictl_str(q, "profile"),
 			       ictl_str(q, "policy_rule"), dem, job, mv);
 	}
 	ictl_table_print(&t);
@@ -225,20 +215,21 @@ int ictl_explain(struct ictl *x)
 	printf("QP %s on %s, to %s%s%s%s\n", ictl_str(q, "id"), ictl_str(q, "host"),
 	       ictl_str(q, "remote"), ictl_str(q, "remote_host")[0] ? " (" : "",
 	       ictl_str(q, "remote_host"), ictl_str(q, "remote_host")[0] ? ")" : "");
-	printf("  now: source port %s, sending %s Mbit/s%s\n", intstr(q, "sport_now", b[0]),
+	printf("  now: source port %s, sending %s Mbit/s%s\n", ictl_intstr(q, "sport_now", b[0]),
 	       mbps(q, "rate_mbps", b[1]),
 	       json_is_true(json_object_get(q, "closed")) ? " (closed)" : "");
 	if (!json_is_true(json_object_get(q, "planned"))) {
 		printf("  plan: none for this QP in its host's plan (not planned yet, idle, or "
 		       "the host has no plan)\n");
 	} else {
-		printf("  plan: epoch %s: source port %s%s%s\n", intstr(q, "plan_epoch", b[0]),
-		       intstr(q, "sport_planned", b[1]), ictl_str(q, "route")[0] ? ", route " : "",
-		       ictl_str(q, "route"));
+		printf("  plan: epoch %s: source port %s%s%s\n", ictl_intstr(q, "plan_epoch", b[0]),
+		       ictl_intstr(q, "sport_planned", b[1]),
+		       ictl_str(q, "route")[0] ? ", route " : "", ictl_str(q, "route"));
 		if (json_integer_value(json_object_get(q, "target_mbps")) > 0)
 			printf("  rate: start %s Mbit/s, target %s Mbit/s (max-min fair share on "
 			       "its route)\n",
-			       intstr(q, "start_mbps", b[0]), intstr(q, "target_mbps", b[1]));
+			       ictl_intstr(q, "start_mbps", b[0]),
+			       ictl_intstr(q, "target_mbps", b[1]));
 		else
 			printf("  rate: none planned (measured demand: DCQCN from line rate)\n");
 	}
@@ -397,9 +388,10 @@ int ictl_plan(struct ictl *x)
 					 " ai %" JSON_INTEGER_FORMAT,
 					 json_integer_value(json_object_get(d, "rp_max_rate")),
 					 json_integer_value(json_object_get(d, "rp_ai_rate")));
-			ictl_table_add(&t, intstr(e, "qpn", b[0]), intstr(e, "sport", b[1]),
-				       intstr(e, "path", b[2]), intstr(e, "start_mbps", b[3]),
-				       intstr(e, "target_mbps", b[4]), dc);
+			ictl_table_add(&t, ictl_intstr(e, "qpn", b[0]),
+				       ictl_intstr(e, "sport", b[1]), ictl_intstr(e, "path", b[2]),
+				       ictl_intstr(e, "start_mbps", b[3]),
+				       ictl_intstr(e, "target_mbps", b[4]), dc);
 		}
 		ictl_table_print(&t);
 		printf("\n");

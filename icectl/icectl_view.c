@@ -113,8 +113,7 @@ json_t *ictl_status_doc(struct ictl *x)
 	if (json_integer_value(json_object_get(pol, "current")) != 0 &&
 	    json_integer_value(json_object_get(pol, "current")) !=
 		    json_integer_value(json_object_get(pol, "in_force"))) {
-		snprintf(b1, sizeof(b1), "%" JSON_INTEGER_FORMAT,
-			 json_integer_value(json_object_get(pol, "current")));
+		ictl_intstr(pol, "current", b1);
 		stale(stl, "policy v%s applied but not in force (%s)", b1,
 		      json_object_get(pol, "refused") != NULL ? ictl_str(st, "policy_error")
 							      : "the leader has not taken it yet");
@@ -270,10 +269,8 @@ int ictl_status(struct ictl *x)
 		{
 			char pid[24], ep[24], pv[24];
 
-			snprintf(pid, sizeof(pid), "%" JSON_INTEGER_FORMAT,
-				 json_integer_value(json_object_get(v, "pid")));
-			snprintf(ep, sizeof(ep), "%" JSON_INTEGER_FORMAT,
-				 json_integer_value(json_object_get(v, "epoch")));
+			ictl_intstr(v, "pid", pid);
+			ictl_intstr(v, "epoch", ep);
 			snprintf(pv, sizeof(pv), "v%" JSON_INTEGER_FORMAT,
 				 json_integer_value(json_object_get(v, "policy_version")));
 			ictl_table_add(
@@ -291,8 +288,7 @@ int ictl_status(struct ictl *x)
 
 			snprintf(iv, sizeof(iv), "%" JSON_INTEGER_FORMAT " ms",
 				 json_integer_value(json_object_get(v, "interval_ms")));
-			snprintf(seq, sizeof(seq), "%" JSON_INTEGER_FORMAT,
-				 json_integer_value(json_object_get(v, "last_seq")));
+			ictl_intstr(v, "last_seq", seq);
 			ictl_table_add(&t, ictl_str(v, "host"), ictl_str(v, "nic"),
 				       ictl_str(v, "state"), iv, seq,
 				       ictl_age((uint64_t)json_integer_value(
@@ -306,12 +302,9 @@ int ictl_status(struct ictl *x)
 		{
 			char pe[24], ae[24], en[24];
 
-			snprintf(pe, sizeof(pe), "%" JSON_INTEGER_FORMAT,
-				 json_integer_value(json_object_get(v, "published")));
-			snprintf(ae, sizeof(ae), "%" JSON_INTEGER_FORMAT,
-				 json_integer_value(json_object_get(v, "applied")));
-			snprintf(en, sizeof(en), "%" JSON_INTEGER_FORMAT,
-				 json_integer_value(json_object_get(v, "entries")));
+			ictl_intstr(v, "published", pe);
+			ictl_intstr(v, "applied", ae);
+			ictl_intstr(v, "entries", en);
 			ictl_table_add(&t, ictl_str(v, "host"), pe, ae, ictl_str(v, "state"), en,
 				       json_is_true(json_object_get(v, "in_force")) ? "yes" : "NO",
 				       ictl_str(v, "refused_reason"));
