@@ -28,13 +28,12 @@ static const char *const ctr_names[AGENT_NCTR] = {
 	"cnp_sent", "cnp_received", "nak_sent",	  "nak_received", "retransmitted",
 };
 
-static const struct agent_sample *by_bytes_s;
-
-/* busiest first: bytes per second both ways, then totals, then name order */
-static int by_bytes(const void *a, const void *b)
+/* busiest first: bytes per second both ways, then totals, then index order */
+static int by_bytes(const void *a, const void *b, void *arg)
 {
-	const struct agent_qp *x = &by_bytes_s->qp[*(const uint32_t *)a];
-	const struct agent_qp *y = &by_bytes_s->qp[*(const uint32_t *)b];
+	const struct agent_sample *s = arg;
+	const struct agent_qp *x = &s->qp[*(const uint32_t *)a];
+	const struct agent_qp *y = &s->qp[*(const uint32_t *)b];
 	double rx = x->r.tx_bytes + x->r.rx_bytes, ry = y->r.tx_bytes + y->r.rx_bytes;
 	uint64_t cx = x->c.tx_bytes + x->c.rx_bytes, cy = y->c.tx_bytes + y->c.rx_bytes;
 
@@ -57,8 +56,7 @@ static uint32_t *qp_pick(const struct agent_sample *s, uint32_t max, size_t *n)
 		return NULL;
 	for (size_t i = 0; i < s->nqp; i++)
 		idx[i] = (uint32_t)i;
-	by_bytes_s = s;
-	qsort(idx, s->nqp, sizeof(*idx), by_bytes);
+	qsort_r(idx, s->nqp, sizeof(*idx), by_bytes, (void *)s);
 	*n = s->nqp < max ? s->nqp : max;
 	return idx;
 }
