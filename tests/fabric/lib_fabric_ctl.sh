@@ -47,7 +47,8 @@ ctl_fabric_up() {
 	redis=$("$ICE_FABRIC" exec --fabric "$name" h1 -- sh -c 'echo $ICE_REDIS')
 	rhost=${redis%:*} rport=${redis#*:}
 	if [ "${CTL_CLUSTER:-0}" = 1 ]; then
-		cport=$((40000 + (ICE_SFX % 2000) * 8))
+		# below 32768 (Linux's ephemeral ports); a node's bus port is +10000
+		cport=$((20000 + (ICE_SFX % 1500) * 8))
 		CTL_CLUSTER_DIR=$ICE_TMP/ice-cluster
 		redis=$("$ICE_REDIS_CLUSTER" start "$CTL_CLUSTER_DIR" "$rhost" "$cport" 3 1 1000) ||
 			ctl_fail "no Redis Cluster"
