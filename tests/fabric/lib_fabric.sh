@@ -7,6 +7,7 @@
 #   ice_fab_up FILE [ice-fabric up options]   (remembered for cleanup)
 #   ice_fab_exec NAME NODE CMD...             command inside a node
 #   ice_fail MSG                              print and exit 1
+#   ice_env_start/ice_env_stop/ice_env_void   the host's CPU theft (below)
 
 ICE_FABRIC=${ICE_FABRIC:-ice-fabric}
 ICE_TOPO=${ICE_TOPO:-ice-topo}
@@ -82,4 +83,30 @@ ice_fab_exec() {
 # CPU busy fraction over a command: prints "cpu NN%" after it.
 ice_cpu_sample() {
 	awk '/^cpu /{print $2+$3+$4+$6+$7+$8, $5}' /proc/stat
+}
+
+# The VM's host taking the CPU during a measurement (ice_env_probe.py):
+#   ice_env_start GRACE_MS   before it (GRACE_MS: what the TBF burst covers)
+#   ice_env_stop             after it: ICE_ENV=(steal busy lost p99 max),
+#                            ICE_ENV_TXT a readable line
+#   ice_env_void             true when the host's gaps beyond GRACE_MS took
+#                            >= ICE_ENV_VOID_PCT (2) % of the run: a rate or
+#                            queue figure from it measures the host, not us
+ICE_ENV_VOID_PCT=${ICE_ENV_VOID_PCT:-2}
+ice_env_start() {
+	ICE_ENV_GRACE=$1
+	rm -f "$ICE_TMP/env.out"
+	python3 "$(dirname "${BASH_SOURCE[0]}")/ice_env_probe.py" "$1" "$ICE_TMP/env.out" &
+	ICE_ENV_PID=$!
+	ICE_PIDS+=($ICE_ENV_PID)
+}
+ice_env_stop() {
+	kill -TERM "$ICE_ENV_PID" 2>/dev/null
+	wait "$ICE_ENV_PID" 2>/dev/null
+	ICE_ENV=($(cat "$ICE_TMP/env.out" 2>/dev/null))
+	[ "${#ICE_ENV[@]}" -eq 5 ] || ice_fail "ice_env_probe.py wrote no figures"
+	ICE_ENV_TXT="host steal ${ICE_ENV[0]}%, ${ICE_ENV[2]}% of the run in host gaps beyond ${ICE_ENV_GRACE} ms (wake-ups late p99 ${ICE_ENV[3]} ms, max ${ICE_ENV[4]} ms)"
+}
+ice_env_void() {
+	awk -v l="${ICE_ENV[2]}" -v t="$ICE_ENV_VOID_PCT" 'BEGIN { exit !(l >= t) }'
 }

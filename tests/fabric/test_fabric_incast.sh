@@ -44,15 +44,35 @@ client() { # HOST SPORT SERVERPORT RATE
 s1=$(sport_via h1 10.1.0.1 spine1)
 s2=$(sport_via h2 10.1.0.3 spine2)
 
-# half load
-server 5201
-sleep 0.3
-client h1 "$s1" 5201 100M || ice_fail "iperf3 h1: $(cat "$ICE_TMP/cli5201.log")"
-read -r pk ce dr peak <<<"$(port_stats)"
-echo "half load (100 of 200 Mbit/s): leaf2->h5 $pk packets, $ce CE, $dr drops, peak queue $peak B (Kmin $KMIN)"
-[ "$pk" -gt 10000 ] || ice_fail "half load: only $pk packets counted"
-[ "$ce" -eq 0 ] && [ "$peak" -lt "$KMIN" ] || ice_fail "half load marked or queued"
-pk0=$pk ce0=$ce
+# half load, up to 3 runs. A host that takes the VM's CPU for longer than
+# the TBF burst lasts (25000 B: 1.0 ms at 200 Mbit/s) lets the paced sender
+# and every TBF on the way release what piled up in one burst, which queues
+# at leaf2 with no fault of ours (seen on CI: 13 CE, peak 47245 B); such a
+# run is void (ice_env_probe.py) and measured again.
+half=void
+for attempt in 1 2 3; do
+	"$ICE_FABRIC" stats "$name" --new-peak >/dev/null || ice_fail "ice-fabric stats failed"
+	read -r pk0 ce0 dr0 peak <<<"$(port_stats)"
+	server 5201
+	sleep 0.3
+	ice_env_start 1.0
+	client h1 "$s1" 5201 100M || ice_fail "iperf3 h1: $(cat "$ICE_TMP/cli5201.log")"
+	ice_env_stop
+	read -r pk ce dr peak <<<"$(port_stats)"
+	pk=$((pk - pk0)) ce=$((ce - ce0)) dr=$((dr - dr0))
+	void=""
+	ice_env_void && void="; VOID"
+	echo "half load (100 of 200 Mbit/s, attempt $attempt): leaf2->h5 $pk packets, $ce CE," \
+		"$dr drops, peak queue $peak B (Kmin $KMIN); $ICE_ENV_TXT$void"
+	[ "$pk" -gt 10000 ] || ice_fail "half load: only $pk packets counted"
+	if [ "$ce" -eq 0 ] && [ "$peak" -lt "$KMIN" ]; then
+		half=ok
+		break
+	fi
+	[ -n "$void" ] || ice_fail "half load marked or queued"
+done
+"$ICE_FABRIC" stats "$name" --new-peak >/dev/null || ice_fail "ice-fabric stats failed"
+read -r pk0 ce0 dr0 peak <<<"$(port_stats)"
 
 # 2:1 incast
 server 5201
@@ -66,11 +86,13 @@ wait $p1 || ice_fail "iperf3 h1: $(cat "$ICE_TMP/cli5201.log")"
 c1=($(ice_cpu_sample))
 busy=$(((c1[0] - c0[0]) * 100 / (c1[0] - c0[0] + c1[1] - c0[1])))
 read -r pk ce dr peak <<<"$(port_stats)"
-pk=$((pk - pk0)) ce=$((ce - ce0))
+pk=$((pk - pk0)) ce=$((ce - ce0)) dr=$((dr - dr0))
 echo "2:1 incast (h1 via spine1 sport $s1, h2 via spine2 sport $s2): leaf2->h5 $pk packets," \
 	"$ce CE ($((ce * 1000 / (pk > 0 ? pk : 1)))/1000), $dr drops, peak queue $peak B" \
 	"(Kmin $KMIN, buffer $BUF); CPU busy $busy%"
 [ "$ce" -gt 0 ] || ice_fail "incast: no CE marks"
 [ "$peak" -ge "$KMIN" ] && [ "$peak" -le $((BUF + 1514)) ] ||
 	ice_fail "incast: peak queue $peak outside [$KMIN, $BUF]"
+[ "$half" = ok ] || ice_skip "the incast held, but every half-load run was void: the VM's host" \
+	"took the CPU for longer than the TBF burst in >= $ICE_ENV_VOID_PCT % of each run"
 echo "PASS"
