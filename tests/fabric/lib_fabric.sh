@@ -85,7 +85,7 @@ ice_cpu_sample() {
 	awk '/^cpu /{print $2+$3+$4+$6+$7+$8, $5}' /proc/stat
 }
 
-# The VM's host taking the CPU during a measurement (ice_env_probe.py):
+# The VM's host taking the CPU during a measurement (ice-env-probe):
 #   ice_env_start GRACE_MS   before it (GRACE_MS: what the TBF burst covers)
 #   ice_env_stop             after it: ICE_ENV=(steal busy lost p99 max),
 #                            ICE_ENV_TXT a readable line
@@ -96,7 +96,7 @@ ICE_ENV_VOID_PCT=${ICE_ENV_VOID_PCT:-2}
 ice_env_start() {
 	ICE_ENV_GRACE=$1
 	rm -f "$ICE_TMP/env.out"
-	python3 "$(dirname "${BASH_SOURCE[0]}")/ice_env_probe.py" "$1" "$ICE_TMP/env.out" &
+	python3 "$(dirname "${BASH_SOURCE[0]}")/../../tools/ice-env-probe" "$1" "$ICE_TMP/env.out" &
 	ICE_ENV_PID=$!
 	ICE_PIDS+=($ICE_ENV_PID)
 }
@@ -104,7 +104,7 @@ ice_env_stop() {
 	kill -TERM "$ICE_ENV_PID" 2>/dev/null
 	wait "$ICE_ENV_PID" 2>/dev/null
 	ICE_ENV=($(cat "$ICE_TMP/env.out" 2>/dev/null))
-	[ "${#ICE_ENV[@]}" -eq 5 ] || ice_fail "ice_env_probe.py wrote no figures"
+	[ "${#ICE_ENV[@]}" -eq 5 ] || ice_fail "ice-env-probe wrote no figures"
 	ICE_ENV_TXT="host steal ${ICE_ENV[0]}%, ${ICE_ENV[2]}% of the run in host gaps beyond ${ICE_ENV_GRACE} ms (wake-ups late p99 ${ICE_ENV[3]} ms, max ${ICE_ENV[4]} ms)"
 }
 ice_env_void() {

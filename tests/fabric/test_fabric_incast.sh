@@ -48,7 +48,7 @@ s2=$(sport_via h2 10.1.0.3 spine2)
 # the TBF burst lasts (25000 B: 1.0 ms at 200 Mbit/s) lets the paced sender
 # and every TBF on the way release what piled up in one burst, which queues
 # at leaf2 with no fault of ours (seen on CI: 13 CE, peak 47245 B); such a
-# run is void (ice_env_probe.py) and measured again.
+# run is void (ice-env-probe) and measured again.
 half=void
 for attempt in 1 2 3; do
 	"$ICE_FABRIC" stats "$name" --new-peak >/dev/null || ice_fail "ice-fabric stats failed"

@@ -20,7 +20,7 @@ ice_fab_up "$file" || ice_fail "ice-fabric up failed"
 # clean one. A VM whose host steals its CPU for longer than the TBF burst
 # lasts (4 jumbo frames, 36056 B: 1.44 ms at 200 Mbit/s) loses those tokens
 # and under-delivers with the guest idle (seen on CI: 139-162 Mbit/s with
-# the CPU 19-23 % busy), so each run is watched by ice_env_probe.py.
+# the CPU 19-23 % busy), so each run is watched by ice-env-probe.
 measure() {
 	local c0 c1 got busy void=0
 	ice_fab_exec "$name" h2 iperf3 -s -1 -J -p 5201 >"$ICE_TMP/srv.json" 2>&1 &
