@@ -5,6 +5,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,9 +369,15 @@ out:
 	return ret;
 }
 
-static void assign_loopbacks_asns(struct topo *t)
+/* AS numbers (RFC 7938): the top tier shares one, a 3-tier fabric's
+ * aggregation switches one per pod, every other switch its own. From
+ * TOPO_ASN2_BASE (2-byte private, RFC 6996) while the fabric's fit below
+ * TOPO_ASN2_MAX, else the whole fabric from TOPO_ASN4_BASE (4-byte private,
+ * asplain), so one fabric never mixes the two. */
+static int assign_loopbacks_asns(struct topo *t, struct ice_cfg_err *err)
 {
-	uint32_t maxtier = 0, maxpod = 0, sw = 0, uniq = 0;
+	uint32_t maxtier = 0, maxpod = 0, sw = 0, uniq = 0, nuniq = 0;
+	uint64_t base;
 
 	for (uint32_t i = 0; i < t->nnodes; i++) {
 		const struct topo_node *n = &t->nodes[i];
@@ -383,6 +390,25 @@ static void assign_loopbacks_asns(struct topo *t)
 			maxpod = n->pod;
 	}
 	for (uint32_t i = 0; i < t->nnodes; i++) {
+		const struct topo_node *n = &t->nodes[i];
+
+		nuniq += n->kind == TOPO_SWITCH && n->tier != maxtier &&
+			 !(maxtier == 3 && n->tier == 2 && n->pod > 0);
+	}
+	if (maxtier != 3)
+		maxpod = 0;
+	base = (uint64_t)TOPO_ASN2_BASE + maxpod + nuniq <= TOPO_ASN2_MAX ? TOPO_ASN2_BASE
+									  : TOPO_ASN4_BASE;
+	if (base + maxpod + nuniq > TOPO_ASN4_MAX) {
+		topo_errf(err, t, 0, "switches",
+			  "AS numbers exhausted: %u pods and %u switches with their own AS need "
+			  "%" PRIu64 " numbers, the 4-byte private range (RFC 6996) has %u; "
+			  "expected fewer switches, or asn: set per switch",
+			  maxpod, nuniq, (uint64_t)maxpod + nuniq + 1,
+			  TOPO_ASN4_MAX - TOPO_ASN4_BASE + 1);
+		return -ERANGE;
+	}
+	for (uint32_t i = 0; i < t->nnodes; i++) {
 		struct topo_node *n = &t->nodes[i];
 
 		if (n->kind != TOPO_SWITCH)
@@ -390,19 +416,18 @@ static void assign_loopbacks_asns(struct topo *t)
 		sw++;
 		if (n->loopback.s_addr == 0)
 			n->loopback = ip4(10, 255, sw >> 8, sw & 0xff);
+		if (n->tier != maxtier && !(maxtier == 3 && n->tier == 2 && n->pod > 0))
+			uniq++;
 		if (n->asn != 0)
 			continue;
-		if (n->tier == maxtier) {
-			n->asn = 65000;
-		} else if (maxtier == 3 && n->tier == 2 && n->pod > 0) {
-			n->asn = 65000 + n->pod;
-		} else {
-			uint32_t a = 65001 + (maxtier == 3 ? maxpod : 0) + uniq;
-
-			n->asn = a <= 65534 ? a : 4200000000u + uniq;
-			uniq++;
-		}
+		if (n->tier == maxtier)
+			n->asn = (uint32_t)base;
+		else if (maxtier == 3 && n->tier == 2 && n->pod > 0)
+			n->asn = (uint32_t)(base + n->pod);
+		else
+			n->asn = (uint32_t)(base + maxpod + uniq);
 	}
+	return 0;
 }
 
 int topo_finalize(struct topo *t, struct ice_cfg_err *err)
@@ -435,7 +460,8 @@ int topo_finalize(struct topo *t, struct ice_cfg_err *err)
 	for (uint32_t i = 0; i < t->nports; i++)
 		if (t->ports[i].ifname[0] == '\0')
 			default_ifname(t, &t->ports[i]);
-	assign_loopbacks_asns(t);
+	if (assign_loopbacks_asns(t, err) < 0)
+		return -ERANGE;
 	return assign_addresses(t, err);
 }
 
@@ -754,6 +780,80 @@ static int validate_nodes(const struct topo *t, const uint32_t *first, struct ic
 	return 0;
 }
 
+static int asn_ref_cmp(const void *a, const void *b, void *arg)
+{
+	const struct topo *t = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	if (t->nodes[x].asn != t->nodes[y].asn)
+		return t->nodes[x].asn < t->nodes[y].asn ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+/* May switches x and y share an AS (RFC 7938)? The top tier's, or one
+ * pod's aggregation switches in 3 tiers; any other two would drop each
+ * other's routes (their own AS in the path). */
+static bool asn_shareable(const struct topo_node *x, const struct topo_node *y, uint32_t maxtier)
+{
+	return x->tier == y->tier && (x->tier == maxtier || (maxtier == 3 && x->tier == 2 &&
+							     x->pod > 0 && x->pod == y->pod));
+}
+
+/* AS numbers: none reserved (0, AS_TRANS 23456, 65535, 4294967295), none
+ * shared where eBGP would lose routes. */
+static int check_asns(const struct topo *t, struct ice_cfg_err *err)
+{
+	uint32_t *ord = calloc(t->nnodes + 1, sizeof(*ord)), n = 0, maxtier = 0;
+	char key[96];
+	int ret = 0;
+
+	if (ord == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->nnodes; i++) {
+		const struct topo_node *x = &t->nodes[i];
+
+		if (x->kind != TOPO_SWITCH)
+			continue;
+		ord[n++] = i;
+		if (x->tier > maxtier)
+			maxtier = x->tier;
+		if (x->asn == 0 || x->asn == TOPO_ASN_TRANS || x->asn == 65535 ||
+		    x->asn == UINT32_MAX) {
+			node_key(t, i, "asn", key, sizeof(key));
+			topo_errf(err, t, x->line, key,
+				  "AS %u of %s is reserved (0, 23456 AS_TRANS, 65535, 4294967295); "
+				  "expected a private AS: 64512-65534 or 4200000000-4294967294",
+				  x->asn, x->name);
+			ret = -EINVAL;
+			goto out;
+		}
+	}
+	qsort_r(ord, n, sizeof(*ord), asn_ref_cmp, (void *)t);
+	for (uint32_t i = 1, first = 0; i < n; i++) {
+		const struct topo_node *a = &t->nodes[ord[first]], *b = &t->nodes[ord[i]];
+
+		if (a->asn != b->asn) {
+			first = i;
+			continue;
+		}
+		if (asn_shareable(a, b, maxtier))
+			continue;
+		node_key(t, ord[i], "asn", key, sizeof(key));
+		topo_errf(err, t, b->line, key,
+			  "AS %u of %s (tier %u) is also %s's (tier %u, line %d); expected a "
+			  "unique AS per switch, shared only by the top tier or by one pod's "
+			  "aggregation switches (RFC 7938; an unset asn is assigned from %u, or "
+			  "from %u past %u switches)",
+			  b->asn, b->name, b->tier, a->name, a->tier, a->line, TOPO_ASN2_BASE,
+			  TOPO_ASN4_BASE, TOPO_ASN2_MAX - TOPO_ASN2_BASE + 1);
+		ret = -EINVAL;
+		break;
+	}
+out:
+	free(ord);
+	return ret;
+}
+
 int topo_validate(const struct topo *t, struct ice_cfg_err *err)
 {
 	uint32_t *first;
@@ -770,6 +870,8 @@ int topo_validate(const struct topo *t, struct ice_cfg_err *err)
 		return -ENOMEM;
 	ret = validate_nodes(t, first, err);
 	free(first);
+	if (ret == 0)
+		ret = check_asns(t, err);
 	if (ret < 0)
 		return ret;
 	for (uint32_t i = 0; i < t->nlinks; i++) {

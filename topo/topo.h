@@ -78,7 +78,7 @@ struct topo_node {
 	struct topo_hash_cfg hash; /* switches: ECMP hash model */
 	uint32_t kernel_hash_seed; /* switches: their own fib_multipath_hash_seed; 0: the topology's
 				    */
-	uint32_t asn;		   /* switches: BGP AS number */
+	uint32_t asn;		   /* switches: BGP AS number (TOPO_ASN*) */
 	struct in_addr loopback;   /* switches: router id / loopback */
 	int line;		   /* YAML line (0 when generated) */
 };
@@ -215,6 +215,15 @@ int topo_port_map16(const struct topo *t, uint32_t src_port, uint32_t dst_port,
 		    uint16_t path_of[TOPO_SPORT_COUNT]);
 
 /* ---- FRR ------------------------------------------------------------------------ */
+
+/* AS numbers assigned to switches without `asn:` (topo_finalize): 2-byte
+ * private ones (RFC 6996) from TOPO_ASN2_BASE while a fabric's fit up to
+ * TOPO_ASN2_MAX, else 4-byte private ones from TOPO_ASN4_BASE (asplain). */
+#define TOPO_ASN2_BASE 65000u
+#define TOPO_ASN2_MAX  65534u
+#define TOPO_ASN4_BASE 4200000000u
+#define TOPO_ASN4_MAX  4294967294u
+#define TOPO_ASN_TRANS 23456u /* RFC 6793: never a switch's */
 
 /* Write the FRR configuration (frr.conf style: zebra + bgpd sections) of one
  * switch for an eBGP underlay in RFC 7938 style (ASN per switch, or shared

@@ -519,6 +519,70 @@ static void test_predict_follows_hash(void **state)
 	topo_free(t);
 }
 
+/* AS numbers past the 2-byte private range: fat-trees k = 64 (65,536
+ * hosts, 2,048 ToRs) and k = 74 (101,306 hosts) take 4-byte private ones
+ * (RFC 6996) for the whole fabric, core shared, one per pod's aggregation,
+ * one per ToR, and the FRR configuration says them in asplain. */
+static void test_asn_4byte(void **state)
+{
+	static const uint32_t ks[] = {30, 32, 64, 74};
+	struct topo_gen_opts o;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
+		uint32_t k = ks[i], ntor = k * k / 2, base, seen = 0;
+		struct ice_cfg_err err;
+		char name[32], want[64], *text = NULL;
+		size_t len = 0;
+		struct topo *t;
+		FILE *f;
+
+		topo_gen_opts_default(&o);
+		o.k = k;
+		t = topo_gen_fat_tree(&o);
+		assert_non_null(t);
+		assert_int_equal(topo_validate(t, &err), 0);
+		/* 1 + k + k^2/2 AS numbers: k = 30 still fits 65000-65534 */
+		base = 1 + k + ntor <= TOPO_ASN2_MAX - TOPO_ASN2_BASE + 1 ? TOPO_ASN2_BASE
+									  : TOPO_ASN4_BASE;
+		assert_int_equal(base, k == 30 ? TOPO_ASN2_BASE : TOPO_ASN4_BASE);
+		for (uint32_t n = 0; n < t->nnodes; n++) {
+			const struct topo_node *x = &t->nodes[n];
+
+			if (x->kind != TOPO_SWITCH)
+				continue;
+			seen++;
+			if (x->tier == 3)
+				assert_int_equal(x->asn, base);
+			else if (x->tier == 2)
+				assert_int_equal(x->asn, base + x->pod);
+			else
+				assert_true(x->asn > base + k && x->asn <= base + k + ntor);
+			assert_true(x->asn <=
+				    (base == TOPO_ASN2_BASE ? TOPO_ASN2_MAX : TOPO_ASN4_MAX));
+		}
+		assert_int_equal(seen, k * k / 4 + k * k);
+		snprintf(name, sizeof(name), "p%ut%u", k, k / 2); /* the last ToR */
+		assert_int_equal(topo_node_by_name(t, name)->asn, base + k + ntor);
+		assert_int_equal(topo_node_by_name(t, "p1t1")->asn, base + k + 1);
+		f = open_memstream(&text, &len);
+		assert_int_equal(topo_frr_config(t, topo_node_by_name(t, name)->id, f), 0);
+		fclose(f);
+		snprintf(want, sizeof(want), "router bgp %u\n", base + k + ntor);
+		assert_non_null(strstr(text, want));
+		snprintf(want, sizeof(want), " remote-as %u\n", base + k);
+		assert_non_null(strstr(text, want));
+		free(text);
+		/* a ToR given its neighbour's AS is refused, naming it */
+		t->nodes[topo_node_by_name(t, "p1t2")->id].asn = base + k + 1;
+		assert_int_equal(topo_validate(t, &err), -EINVAL);
+		assert_int_equal(strncmp(err.key, "switches[", 9), 0);
+		assert_non_null(strstr(err.key, "].asn"));
+		assert_non_null(strstr(err.msg, "of p1t2 (tier 1) is also p1t1's"));
+		topo_free(t);
+	}
+}
+
 static void test_frr_config(void **state)
 {
 	struct topo_gen_opts o;
@@ -687,6 +751,7 @@ int main(void)
 		cmocka_unit_test(test_nexthops_down),
 		cmocka_unit_test(test_predict_follows_hash),
 		cmocka_unit_test(test_frr_config),
+		cmocka_unit_test(test_asn_4byte),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_wide_address_plan),
 		cmocka_unit_test(test_hash_known),

@@ -46,6 +46,12 @@ static const struct bad_case cases[] = {
 	{"bad_nic_addr.yaml", 10, "hosts[1].nics[0].addr", "prefix /31 or /30"},
 	{"nic_not_linked.yaml", 9, "hosts[0].nics[1]", "NIC eth1 of host h1 is not connected"},
 	{"syntax_error.yaml", 7, "", "YAML syntax error"},
+	{"duplicate_asn.yaml", 7, "switches[2].asn",
+	 "AS 65010 of leaf2 (tier 1) is also leaf1's (tier 1, line 6); expected a unique AS"},
+	{"reserved_asn.yaml", 5, "switches[0].asn", "AS 23456 of spine1 is reserved"},
+	/* an explicit asn on a leaf that the top tier's assigned one takes */
+	{"asn_spine_leaf.yaml", 7, "switches[2].asn",
+	 "AS 65000 of leaf2 (tier 1) is also spine1's"},
 };
 
 static const char *fixture_dir(void)
