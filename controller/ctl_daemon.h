@@ -52,6 +52,8 @@ struct ctld_cfg {
 	uint64_t move_hold;	 /* a QP moves at most once per this many telemetry intervals */
 	double feedback_alpha;	 /* EWMA weight of the newest interval's unplanned load */
 	double host_cnp_min;	 /* CNPs/s a QP's sender receives that count as marked */
+	uint64_t link_refresh;	 /* ns: ctl:link rewritten at least this often; 0 = every
+				  * telemetry interval (else on a change past the dead band) */
 };
 
 enum {

@@ -69,6 +69,9 @@ const struct ice_cfg_field ctld_cfg_fields[] = {
 	F("host_cnp_min", ICE_CFG_DOUBLE, host_cnp_min, 0, 1e9, 0,
 	  "CNPs/s a QP's sender receives that mark its path congested, where no\n"
 	  "switch telemetry is (host signals; 100)"),
+	F("link_refresh", ICE_CFG_DURATION, link_refresh, 0, 3600e9, ICE_NSEC_PER_SEC,
+	  "each link's ctl:link record is rewritten when a value changes past its dead\n"
+	  "band and at least this often; 0 = every telemetry interval (2 s; bare numbers in s)"),
 	{.key = "sports",
 	 .type = ICE_CFG_ENUM,
 	 .offset = offsetof(struct ctld_cfg, sports),
@@ -103,6 +106,7 @@ void ctld_cfg_defaults(struct ctld_cfg *c)
 	c->move_hold = 10;
 	c->feedback_alpha = 0.5;
 	c->host_cnp_min = 100;
+	c->link_refresh = 2 * ICE_NSEC_PER_SEC;
 }
 
 int ctld_cfg_load_file(struct ctld_cfg *c, const char *path, struct ice_cfg_err *err)

@@ -86,6 +86,15 @@ struct cmove {
 	uint64_t coll_id;
 };
 
+/* A QP's why record (ctl:qp:<id>) as this controller last wrote it. */
+struct cwhy {
+	char id[32];   /* "<local address>:<QPN>" */
+	uint64_t hash; /* of its content (not plan_epoch, plan_ts_ms); 0: unknown */
+	uint64_t ms;   /* wall clock of its last write or TTL renewal */
+	bool written;  /* by this publication */
+	bool refresh;  /* its TTL renewed by this publication */
+};
+
 struct ccoll {
 	char comm[24];
 	char job[24]; /* the job's label (ICE_JOB), "" = none */
@@ -176,12 +185,14 @@ struct ctld {
 	char (*swports)[64];   /* "<switch>:<port>" from ice:<F>:sw:ports */
 	uint32_t nswports;
 	uint64_t next_telem_ns;
-	uint64_t tick;	     /* telemetry intervals read so far */
-	double *planned;     /* [2 * nlinks] bytes/s of the current plan's rates */
-	double *known;	     /* [2 * nlinks] bytes/s its QPs measure (agents) */
-	uint64_t *hold_tick; /* [2 * nlinks] no congestion trigger before this tick */
-	bool *hot;	     /* [2 * nlinks] congested links of the pending trigger */
-	struct cmove *moves; /* this plan's */
+	uint64_t tick;			/* telemetry intervals read so far */
+	double *planned;		/* [2 * nlinks] bytes/s of the current plan's rates */
+	double *known;			/* [2 * nlinks] bytes/s its QPs measure (agents) */
+	uint64_t *hold_tick;		/* [2 * nlinks] no congestion trigger before this tick */
+	bool *hot;			/* [2 * nlinks] congested links of the pending trigger */
+	struct ctl_telem_pub *link_pub; /* [2 * nlinks] as ctl:link last says (written) */
+	uint32_t link_pub_conn;		/* link.connects when they were written */
+	struct cmove *moves;		/* this plan's */
 	uint32_t nmoves;
 
 	/* the operator's surface (ctl_daemon_ops.c) */
@@ -189,6 +200,9 @@ struct ctld {
 	uint64_t pol_version;  /* the applied Redis policy in force; 0: the file's, or none */
 	uint64_t pol_refused;  /* the last version refused (not tried again) */
 	char k_members[128], k_polcur[128];
+	struct cwhy *why; /* the last publication's QPs, sorted by id */
+	size_t nwhy;
+	uint32_t why_conn; /* link.connects when they were written; else all again */
 	uint64_t next_member_ns;
 	uint64_t started_ms;
 	char *dry_text; /* the last dry run's plans (ctld_dry_print) */
@@ -196,6 +210,8 @@ struct ctld {
 		uint64_t plans, publications, plan_failures;
 		uint64_t refused_fenced, refused_policy; /* publications, applied policies */
 		uint64_t policies;			 /* applied policies taken */
+		/* Redis writes of the operator's records (ctl:link, ctl:qp why) */
+		uint64_t link_writes, qp_writes, qp_refreshes, qp_deletes;
 		uint64_t epoch;
 		size_t qps_planned, qps_announced;
 		double plan_s, max_util, bound, ecmp_util;

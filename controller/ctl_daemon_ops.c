@@ -92,6 +92,9 @@ void ctld_ops_fini(struct ctld *d)
 	}
 	ice_http_free(d->http);
 	d->http = NULL;
+	free(d->why);
+	d->why = NULL;
+	d->nwhy = 0;
 }
 
 void ctld_ops_wait(struct ctld *d, uint64_t ns)
@@ -230,20 +233,70 @@ static const struct ccoll *coll_of(const struct ctld *d, uint64_t id)
 	return NULL;
 }
 
+static int why_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct cwhy *)a)->id, ((const struct cwhy *)b)->id);
+}
+
+/* FNV-1a over argv[0..n), each string with its terminating NUL. */
+static uint64_t why_hash(const char *const *argv, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		for (const unsigned char *p = (const unsigned char *)argv[i];; p++) {
+			h = (h ^ *p) * 0x100000001b3ull;
+			if (*p == '\0')
+				break;
+		}
+	return h ? h : 1; /* 0: not written */
+}
+
+/* The QPs of the last publication whose records are gone: DEL (appended). */
+static uint32_t why_deletes(struct ctld *d, const struct cwhy *now, size_t nnow)
+{
+	char key[ICE_RKEY_MAX];
+	uint32_t n = 0;
+
+	for (size_t i = 0; i < d->nwhy; i++) {
+		if (bsearch(&d->why[i], now, nnow, sizeof(*now), why_cmp) != NULL ||
+		    ice_rkey(key, sizeof(key), ICE_RK_CTL_QP, d->cfg.fabric, NULL, d->why[i].id) <
+			    0)
+			continue;
+		ice_redis_appendf(&d->link, "DEL %s", key);
+		n++;
+	}
+	return n;
+}
+
+/* Why each planned QP has its plan (ctl:qp:<id>): written when its content
+ * (all but plan_epoch and plan_ts_ms) differs from what this controller
+ * last wrote, its TTL renewed once half of it has passed, and the records
+ * of QPs no longer planned deleted. On a new connection or a takeover
+ * every record is written again (another leader, or a fresh Redis). */
 void ctld_ops_qp_records(struct ctld *d, const struct ctl_demand *dem, const uint32_t *qix,
 			 uint64_t epoch)
 {
 	char key[ICE_RKEY_MAX], ep[24], ts[24], ttl[24], pv[24];
+	uint64_t now_ms = ice_wall_ms();
+	struct cwhy *nw;
 	redisReply **r;
-	uint32_t n = 0;
+	uint32_t n = 0, ndel = 0;
+	bool all, failed = false;
 
-	if (dem->n == 0 || d->link.c == NULL)
+	if (d->link.c == NULL)
 		return;
-	r = calloc(2 * dem->n + 1, sizeof(*r));
-	if (r == NULL)
+	all = d->why_conn != d->link.connects || (d->trig & TRIG_TAKEOVER);
+	d->why_conn = d->link.connects;
+	nw = calloc(dem->n + 1, sizeof(*nw));
+	r = calloc(2 * dem->n + d->nwhy + 1, sizeof(*r));
+	if (nw == NULL || r == NULL) {
+		free(nw);
+		free(r);
 		return;
+	}
 	snprintf(ep, sizeof(ep), "%" PRIu64, epoch);
-	snprintf(ts, sizeof(ts), "%" PRIu64, ice_wall_ms());
+	snprintf(ts, sizeof(ts), "%" PRIu64, now_ms);
 	snprintf(ttl, sizeof(ttl), "%u", QP_RECORD_TTL_MS);
 	snprintf(pv, sizeof(pv), "%" PRIu64, d->pol_version);
 	for (size_t k = 0; k < dem->n; k++) {
@@ -251,14 +304,15 @@ void ctld_ops_qp_records(struct ctld *d, const struct ctl_demand *dem, const uin
 		const struct cqp *q = &d->qps[qix[k]];
 		const struct ccoll *cl = coll_of(d, f->coll_id);
 		struct in_addr a = {.s_addr = q->lip};
-		char id[32], ip[INET_ADDRSTRLEN], route[128] = "", sp[8], st[24], tg[24], dm[24],
-						  co[24], mb[24], rule[48] = "",
-						  prof[CTL_NAME_MAX] = "";
+		char ip[INET_ADDRSTRLEN], route[128] = "", sp[8], st[24], tg[24], dm[24], co[24],
+					  mb[24], rule[48] = "", prof[CTL_NAME_MAX] = "";
 		const char *why = f->flags & CTL_FLOW_ANNOUNCED ? "announced" : "measured";
+		struct cwhy *w = &nw[k];
+		const struct cwhy *old;
 
 		inet_ntop(AF_INET, &a, ip, sizeof(ip));
-		snprintf(id, sizeof(id), "%s:%u", ip, q->qpn);
-		if (ice_rkey(key, sizeof(key), ICE_RK_CTL_QP, d->cfg.fabric, NULL, id) < 0)
+		snprintf(w->id, sizeof(w->id), "%s:%u", ip, q->qpn);
+		if (ice_rkey(key, sizeof(key), ICE_RK_CTL_QP, d->cfg.fabric, NULL, w->id) < 0)
 			continue;
 		if (f->path.idx >= 0)
 			ctl_route_name(d->pl, &f->path, route, sizeof(route));
@@ -283,6 +337,8 @@ void ctld_ops_qp_records(struct ctld *d, const struct ctl_demand *dem, const uin
 		snprintf(co, sizeof(co), "%016" PRIx64, f->coll_id);
 		snprintf(mb, sizeof(mb), "%" PRIu64, f->msg_bytes);
 		{
+			/* the content first; plan_epoch and plan_ts_ms (the last four)
+			 * say which publication last changed it */
 			const char *argv[] = {
 				"HSET",
 				key,
@@ -321,13 +377,47 @@ void ctld_ops_qp_records(struct ctld *d, const struct ctl_demand *dem, const uin
 				"plan_ts_ms",
 				ts,
 			};
-			ice_redis_appendv(&d->link, sizeof(argv) / sizeof(argv[0]), argv, NULL);
+			size_t argc = sizeof(argv) / sizeof(argv[0]);
+
+			w->hash = why_hash(argv + 2, argc - 6);
+			old = d->why != NULL ? bsearch(w, d->why, d->nwhy, sizeof(*w), why_cmp)
+					     : NULL;
+			if (!all && old != NULL && old->hash == w->hash) {
+				w->ms = old->ms;
+				if (now_ms < old->ms + QP_RECORD_TTL_MS / 2)
+					continue; /* as written */
+				w->ms = now_ms;
+				w->refresh = true;
+				ice_redis_appendf(&d->link, "PEXPIRE %s %s", key, ttl);
+				n++;
+				continue;
+			}
+			w->ms = now_ms;
+			w->written = true;
+			ice_redis_appendv(&d->link, (int)argc, argv, NULL);
 		}
 		ice_redis_appendf(&d->link, "PEXPIRE %s %s", key, ttl);
 		n += 2;
 	}
-	if (n > 0 && ctld_pipe(d, n, r) == 0)
-		ctld_freev(r, n);
+	qsort(nw, dem->n, sizeof(*nw), why_cmp);
+	ndel = why_deletes(d, nw, dem->n);
+	if (n + ndel > 0 && ctld_pipe(d, n + ndel, r) == 0) {
+		for (size_t i = 0; i < n + ndel; i++)
+			failed |= r[i] == NULL || r[i]->type == REDIS_REPLY_ERROR;
+		ctld_freev(r, n + ndel);
+	} else if (n + ndel > 0) {
+		failed = true;
+	}
+	for (size_t k = 0; k < dem->n; k++) {
+		d->m.qp_writes += nw[k].written;
+		d->m.qp_refreshes += nw[k].refresh;
+	}
+	d->m.qp_deletes += ndel;
+	if (failed)
+		d->why_conn = 0; /* a write failed: all again at the next publication */
+	free(d->why);
+	d->why = nw;
+	d->nwhy = dem->n;
 	free(r);
 }
 
@@ -437,6 +527,16 @@ char *ctld_metrics_text(const struct ctld *d)
 	for (uint32_t l = 0; l < d->topo->nlinks; l++)
 		fprintf(f, "ice_controller_link_up{link=\"%s\"} %d\n", d->lname[l],
 			d->down[l] ? 0 : 1);
+	head(f, "ice_controller_redis_writes_total", "counter",
+	     "writes of the operator's records: ctl:link (what=\"link\"), a QP's why record "
+	     "(\"qp\"), its TTL renewed (\"qp_refresh\"), deleted (\"qp_delete\")");
+	fprintf(f, "ice_controller_redis_writes_total{what=\"link\"} %" PRIu64 "\n",
+		m->link_writes);
+	fprintf(f, "ice_controller_redis_writes_total{what=\"qp\"} %" PRIu64 "\n", m->qp_writes);
+	fprintf(f, "ice_controller_redis_writes_total{what=\"qp_refresh\"} %" PRIu64 "\n",
+		m->qp_refreshes);
+	fprintf(f, "ice_controller_redis_writes_total{what=\"qp_delete\"} %" PRIu64 "\n",
+		m->qp_deletes);
 	head(f, "ice_controller_telemetry_readings_total", "counter", "switch port readings taken");
 	fprintf(f, "ice_controller_telemetry_readings_total %" PRIu64 "\n", d->tm.readings);
 	if (fclose(f) != 0) {

@@ -50,7 +50,9 @@ int ctld_telem_init(struct ctld *d)
 	d->known = calloc(ndl + 1, sizeof(double));
 	d->hold_tick = calloc(ndl + 1, sizeof(uint64_t));
 	d->hot = calloc(ndl + 1, sizeof(bool));
-	if (d->planned == NULL || d->known == NULL || d->hold_tick == NULL || d->hot == NULL)
+	d->link_pub = calloc(ndl + 1, sizeof(*d->link_pub));
+	if (d->planned == NULL || d->known == NULL || d->hold_tick == NULL || d->hot == NULL ||
+	    d->link_pub == NULL)
 		return -ENOMEM;
 	if (ice_rkey(d->k_swports, sizeof(d->k_swports), ICE_RK_SW_PORTS, d->cfg.fabric, NULL,
 		     NULL) < 0 ||
@@ -68,6 +70,7 @@ void ctld_telem_fini(struct ctld *d)
 	free(d->known);
 	free(d->hold_tick);
 	free(d->hot);
+	free(d->link_pub);
 	free(d->moves);
 }
 
@@ -213,18 +216,50 @@ static void congestion(struct ctld *d)
 	}
 }
 
-/* What the controller knows per link, one hash each (one round trip). */
+/* What the controller knows of directed link dl, as published. */
+static void link_pub(const struct ctld *d, uint32_t dl, struct ctl_telem_pub *p)
+{
+	const struct ctl_telem_link *x = &d->tm.dl[dl];
+
+	p->planned = d->planned[dl];
+	p->known = d->known[dl];
+	p->measured = x->state == CTL_TL_OK ? x->bytes_s : 0;
+	p->unplanned = ctl_telem_unplanned(&d->tm, dl);
+	p->capacity = ctl_planner_cap(d->pl, dl) / 8;
+	p->avg_q = x->avg_q;
+	p->ce = x->state == CTL_TL_OK ? x->ce : 0;
+	snprintf(p->state, sizeof(p->state), "%s",
+		 x->port == UINT32_MAX ? "host"
+		 : x->state != CTL_TL_OK && (x->qps > 0 || x->hunplanned > 0)
+			 ? "host-signals"
+			 : ctl_telem_state_name(x->state));
+}
+
+/* What the controller knows per link, one hash each (one round trip): a
+ * link's record is written when a value left the dead band around what was
+ * last written (ctl_telem_pub_differs) and every link_refresh regardless
+ * (spread over the intervals by link id); link_refresh 0: every interval.
+ * A new connection (a restarted Redis, a fail-over) writes them all. */
 static void publish_links(struct ctld *d)
 {
 	char key[ICE_RKEY_MAX], ts[24];
-	uint32_t n = 0;
+	uint32_t n = 0, every = 1;
+	uint32_t *wrote;
 	redisReply **r;
+	bool all;
 
-	r = calloc(d->topo->nlinks + 1, sizeof(*r));
-	if (r == NULL || d->link.c == NULL) {
-		free(r);
+	if (d->link.c == NULL)
 		return;
-	}
+	if (d->cfg.link_refresh != 0 && d->cfg.telem_interval != 0)
+		every = (uint32_t)(d->cfg.link_refresh / d->cfg.telem_interval);
+	if (every == 0)
+		every = 1;
+	all = d->cfg.link_refresh == 0 || d->link_pub_conn != d->link.connects;
+	d->link_pub_conn = d->link.connects;
+	r = calloc(d->topo->nlinks + 1, sizeof(*r));
+	wrote = calloc(d->topo->nlinks + 1, sizeof(*wrote));
+	if (r == NULL || wrote == NULL)
+		goto out;
 	snprintf(ts, sizeof(ts), "%" PRIu64, ice_wall_ms());
 	for (uint32_t l = 0; l < d->topo->nlinks; l++) {
 		char v[2][8][24];
@@ -234,29 +269,33 @@ static void publish_links(struct ctld *d)
 			 "up_avg_queue", "up_state", "up_ce"},
 			{"down_planned", "down_known", "down_measured", "down_unplanned",
 			 "down_capacity", "down_avg_queue", "down_state", "down_ce"}};
+		struct ctl_telem_pub now[2];
+		double rate = (double)d->rate0[l] / 8;
+		uint32_t kmin = d->topo->links[l].ecn.kmin_bytes;
 		int argc = 0;
 
+		link_pub(d, 2 * l, &now[0]);
+		link_pub(d, 2 * l + 1, &now[1]);
+		if (!all && (d->tick + l) % every != 0 &&
+		    !ctl_telem_pub_differs(&d->link_pub[2 * l], &now[0], rate, kmin) &&
+		    !ctl_telem_pub_differs(&d->link_pub[2 * l + 1], &now[1], rate, kmin))
+			continue;
 		if (ice_rkey(key, sizeof(key), ICE_RK_CTL_LINK, d->cfg.fabric, NULL, d->lname[l]) <
 		    0)
 			continue;
 		argv[argc++] = "HSET";
 		argv[argc++] = key;
 		for (int dir = 0; dir < 2; dir++) {
-			uint32_t dl = 2 * l + (uint32_t)dir;
-			const struct ctl_telem_link *x = &d->tm.dl[dl];
+			const struct ctl_telem_pub *p = &now[dir];
 
-			snprintf(v[dir][0], 24, "%.0f", d->planned[dl]);
-			snprintf(v[dir][1], 24, "%.0f", d->known[dl]);
-			snprintf(v[dir][2], 24, "%.0f", x->state == CTL_TL_OK ? x->bytes_s : 0);
-			snprintf(v[dir][3], 24, "%.0f", ctl_telem_unplanned(&d->tm, dl));
-			snprintf(v[dir][4], 24, "%.0f", ctl_planner_cap(d->pl, dl) / 8);
-			snprintf(v[dir][5], 24, "%.0f", x->avg_q);
-			snprintf(v[dir][6], 24, "%s",
-				 x->port == UINT32_MAX ? "host"
-				 : x->state != CTL_TL_OK && (x->qps > 0 || x->hunplanned > 0)
-					 ? "host-signals"
-					 : ctl_telem_state_name(x->state));
-			snprintf(v[dir][7], 24, "%" PRIu64, x->state == CTL_TL_OK ? x->ce : 0);
+			snprintf(v[dir][0], 24, "%.0f", p->planned);
+			snprintf(v[dir][1], 24, "%.0f", p->known);
+			snprintf(v[dir][2], 24, "%.0f", p->measured);
+			snprintf(v[dir][3], 24, "%.0f", p->unplanned);
+			snprintf(v[dir][4], 24, "%.0f", p->capacity);
+			snprintf(v[dir][5], 24, "%.0f", p->avg_q);
+			snprintf(v[dir][6], 24, "%s", p->state);
+			snprintf(v[dir][7], 24, "%" PRIu64, p->ce);
 			for (int k = 0; k < 8; k++) {
 				argv[argc++] = f[dir][k];
 				argv[argc++] = v[dir][k];
@@ -265,17 +304,34 @@ static void publish_links(struct ctld *d)
 		argv[argc++] = "ts_ms";
 		argv[argc++] = ts;
 		ice_redis_appendv(&d->link, argc, argv, NULL);
-		n++;
+		d->link_pub[2 * l] = now[0];
+		d->link_pub[2 * l + 1] = now[1];
+		wrote[n++] = l;
 	}
-	if (n > 0 && ctld_pipe(d, n, r) == 0)
+	if (n > 0 && ctld_pipe(d, n, r) == 0) {
+		for (uint32_t i = 0; i < n; i++)
+			if (r[i] == NULL || r[i]->type == REDIS_REPLY_ERROR)
+				d->link_pub[2 * wrote[i]].state[0] = '\0'; /* again next time */
 		ctld_freev(r, n);
+	}
+	d->m.link_writes += n;
+out:
 	free(r);
+	free(wrote);
 }
 
 static void status_counters(struct ctld *d)
 {
-	char v[11][24];
-	const char *kv[] = {"telem_skipped",
+	char v[15][24];
+	const char *kv[] = {"link_writes",
+			    v[11],
+			    "qp_writes",
+			    v[12],
+			    "qp_refreshes",
+			    v[13],
+			    "qp_deletes",
+			    v[14],
+			    "telem_skipped",
 			    v[6],
 			    "telem_readings",
 			    v[0],
@@ -311,6 +367,10 @@ static void status_counters(struct ctld *d)
 	snprintf(v[8], 24, "%u", d->nhosts);
 	snprintf(v[9], 24, "%.3f", (double)d->view_ns / 1e6);
 	snprintf(v[10], 24, "%.3f", (double)d->view_max_ns / 1e6);
+	snprintf(v[11], 24, "%" PRIu64, d->m.link_writes);
+	snprintf(v[12], 24, "%" PRIu64, d->m.qp_writes);
+	snprintf(v[13], 24, "%" PRIu64, d->m.qp_refreshes);
+	snprintf(v[14], 24, "%" PRIu64, d->m.qp_deletes);
 	d->view_max_ns = 0; /* the longest between two status writes */
 	ctld_status_write(d, kv, sizeof(kv) / sizeof(kv[0]));
 }
@@ -431,6 +491,8 @@ void ctld_telem_tick(struct ctld *d)
 		publish_links(d);
 		if (d->tick % 10 == 1)
 			status_counters(d);
+	} else {
+		d->link_pub_conn = 0; /* another leader wrote them meanwhile: all again */
 	}
 }
 
@@ -470,6 +532,11 @@ static void verdicts(struct ctld *d)
 				"cnp_before",  v[2], "cnp_after",  v[3]};
 			redisReply *r = ctld_cmdv(d, sizeof(argv) / sizeof(argv[0]), argv);
 
+			if (r != NULL)
+				freeReplyObject(r);
+			/* the QP may have left the plan (its record deleted): no
+			 * record without its TTL */
+			r = ctld_cmd(d, "PEXPIRE %s %u", key, QP_REASON_TTL_MS);
 			if (r != NULL)
 				freeReplyObject(r);
 		}

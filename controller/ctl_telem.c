@@ -366,3 +366,22 @@ bool ctl_telem_link_down(const struct ctl_telem *tm, uint32_t link)
 	return 2 * link + 1 < tm->ndl &&
 	       (tm->dl[2 * link].oper_down || tm->dl[2 * link + 1].oper_down);
 }
+
+bool ctl_telem_pub_differs(const struct ctl_telem_pub *was, const struct ctl_telem_pub *now,
+			   double rate_Bps, uint32_t kmin_bytes)
+{
+	double band = CTL_TELEM_PUB_LOAD_BAND * rate_Bps, qband;
+
+	if (strcmp(was->state, now->state) != 0 || fabs(was->planned - now->planned) > band ||
+	    fabs(was->known - now->known) > band || fabs(was->measured - now->measured) > band ||
+	    fabs(was->unplanned - now->unplanned) > band ||
+	    fabs(was->capacity - now->capacity) > band)
+		return true;
+	qband = CTL_TELEM_PUB_QUEUE_FRAC * kmin_bytes;
+	if (qband < CTL_TELEM_PUB_QUEUE_MIN)
+		qband = CTL_TELEM_PUB_QUEUE_MIN;
+	if (fabs(was->avg_q - now->avg_q) > qband ||
+	    (kmin_bytes > 0 && (was->avg_q > kmin_bytes) != (now->avg_q > kmin_bytes)))
+		return true;
+	return (was->ce == 0) != (now->ce == 0) || now->ce > 2 * was->ce || 2 * now->ce < was->ce;
+}

@@ -170,4 +170,27 @@ bool ctl_telem_congested(const struct ctl_telem *tm, uint32_t dl);
  * newest reading; a link whose readings stopped is not (unknown). */
 bool ctl_telem_link_down(const struct ctl_telem *tm, uint32_t link);
 
+/* What the leader publishes of one directed link (ctl:link:<link>, per
+ * direction): loads in bytes/s, the mean queue in bytes, CE marks of the
+ * last interval, the state's name. */
+struct ctl_telem_pub {
+	double planned, known, measured, unplanned, capacity, avg_q;
+	uint64_t ce;
+	char state[16];
+};
+
+/* The dead band of those records, as fractions and floors. */
+#define CTL_TELEM_PUB_LOAD_BAND	 0.02	/* a load: 2 % of the link's rate */
+#define CTL_TELEM_PUB_QUEUE_FRAC 0.125	/* the queue: an eighth of Kmin ... */
+#define CTL_TELEM_PUB_QUEUE_MIN	 1500.0 /* ... at least one MTU, in bytes */
+
+/* Does now differ from was (the values last written) enough to be written
+ * again: the state changed; a load moved by more than
+ * CTL_TELEM_PUB_LOAD_BAND of rate_Bps (the link's rate, bytes/s); the queue
+ * crossed kmin_bytes or moved by more than CTL_TELEM_PUB_QUEUE_FRAC of it
+ * (at least CTL_TELEM_PUB_QUEUE_MIN); CE marks started or stopped, or more
+ * than doubled or halved. */
+bool ctl_telem_pub_differs(const struct ctl_telem_pub *was, const struct ctl_telem_pub *now,
+			   double rate_Bps, uint32_t kmin_bytes);
+
 #endif /* CTL_TELEM_H */

@@ -455,6 +455,72 @@ static void test_host_signals(void **state)
 	topo_free(t);
 }
 
+/* The dead band of the ctl:link records: inside it nothing is written,
+ * past any one of its edges the record is. 100 Mbit/s link (12.5 MB/s,
+ * band 250 kB/s), Kmin 30 kB (queue band 3750 B). */
+static void test_pub_dead_band(void)
+{
+	const double rate = 12.5e6;
+	const uint32_t kmin = 30000;
+	struct ctl_telem_pub was = {.planned = 5e6,
+				    .known = 4e6,
+				    .measured = 6e6,
+				    .unplanned = 1e6,
+				    .capacity = 11.5e6,
+				    .avg_q = 1000,
+				    .ce = 0,
+				    .state = "ok"},
+			     now = was;
+
+	assert_false(ctl_telem_pub_differs(&was, &now, rate, kmin));
+	/* every load within the band: not written */
+	now.planned += 240e3;
+	now.known -= 240e3;
+	now.measured += 249e3;
+	now.unplanned -= 200e3;
+	now.capacity += 200e3;
+	now.avg_q += 3700;
+	assert_false(ctl_telem_pub_differs(&was, &now, rate, kmin));
+	/* each edge on its own */
+	now = was;
+	now.measured += 260e3;
+	assert_true(ctl_telem_pub_differs(&was, &now, rate, kmin));
+	now = was;
+	now.capacity -= 260e3;
+	assert_true(ctl_telem_pub_differs(&was, &now, rate, kmin));
+	now = was;
+	now.avg_q += 3800;
+	assert_true(ctl_telem_pub_differs(&was, &now, rate, kmin));
+	/* across Kmin, however little */
+	was.avg_q = 29900;
+	now = was;
+	now.avg_q = 30100;
+	assert_true(ctl_telem_pub_differs(&was, &now, rate, kmin));
+	/* without ECN the queue band is one MTU */
+	now = was;
+	now.avg_q += 1400;
+	assert_false(ctl_telem_pub_differs(&was, &now, rate, 0));
+	now.avg_q += 200;
+	assert_true(ctl_telem_pub_differs(&was, &now, rate, 0));
+	/* CE marks: start, stop, doubling; not a small change */
+	now = was;
+	now.ce = 1;
+	assert_true(ctl_telem_pub_differs(&was, &now, rate, kmin));
+	was.ce = 100;
+	now.ce = 150;
+	assert_false(ctl_telem_pub_differs(&was, &now, rate, kmin));
+	now.ce = 201;
+	assert_true(ctl_telem_pub_differs(&was, &now, rate, kmin));
+	now.ce = 49;
+	assert_true(ctl_telem_pub_differs(&was, &now, rate, kmin));
+	now.ce = 0;
+	assert_true(ctl_telem_pub_differs(&was, &now, rate, kmin));
+	/* the state */
+	now = was;
+	snprintf(now.state, sizeof(now.state), "stale");
+	assert_true(ctl_telem_pub_differs(&was, &now, rate, kmin));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -467,6 +533,7 @@ int main(void)
 		cmocka_unit_test(test_move_that_does_not_pay),
 		cmocka_unit_test(test_oper_status),
 		cmocka_unit_test(test_host_signals),
+		cmocka_unit_test(test_pub_dead_band),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
