@@ -114,8 +114,8 @@ static bool dag_all(struct ctl_planner *p, struct dag *g, uint32_t e, uint32_t m
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t c = g->idx[p->nbrs[lo + i].sw];
 
-		g->nh[first + i] = (struct dag_nh){
-			.eg = p->nbrs[lo + i].port, .child = c, .off = (uint32_t)sum};
+		g->nh[first + i] =
+			(struct dag_nh){.dl = p->nbrs[lo + i].dl, .child = c, .off = (uint32_t)sum};
 		sum += g->nodes[c].paths;
 		if (sum > UINT32_MAX - 2)
 			sum = UINT32_MAX - 2;
@@ -174,7 +174,7 @@ static uint32_t dag_build(struct ctl_planner *p, struct dag *g, uint32_t e, uint
 
 		if (updist(p, b->sw, e) != want)
 			continue;
-		g->nh[first + cnt++] = (struct dag_nh){.eg = b->port, .child = b->sw};
+		g->nh[first + cnt++] = (struct dag_nh){.dl = b->dl, .child = b->sw};
 	}
 	g->nnh = first + cnt;
 	g->nodes[me].first = first;
@@ -287,6 +287,7 @@ void ctl_planner_free(struct ctl_planner *p)
 	free(p->up_first);
 	free(p->cap);
 	free(p->load);
+	ctl_bound_index_free(p->bidx);
 	free(p);
 }
 
@@ -370,8 +371,8 @@ static int planner_index(struct ctl_planner *p)
 				}
 				if ((pass == 0) != (t->nodes[y].tier > n->tier))
 					continue;
-				p->nbrs[nnbr++] =
-					(struct nbr){.port = n->ports[k], .sw = p->sw_of_node[y]};
+				p->nbrs[nnbr++] = (struct nbr){.dl = dlink_of(t, n->ports[k]),
+							       .sw = p->sw_of_node[y]};
 				cnt[s]++;
 			}
 		}

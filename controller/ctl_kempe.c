@@ -174,7 +174,7 @@ static void kc_walk(const struct ctl_planner *p, const struct dag *g, uint32_t s
 			level++;
 		}
 		nh = dag_nh_at(p, g, n, i);
-		r->dlink[h++] = dlink_of(t, nh.eg);
+		r->dlink[h++] = nh.dl;
 		idx += nh.off;
 		dn = nh.child;
 	}

@@ -83,7 +83,7 @@ static int plan_kempe(struct ctl_planner *p, struct ctl_demand *d, bool *movable
 	t1 = ice_now_s();
 	st->greedy_s += t1 - t0;
 	if (*u > bound * (1 + 1e-9)) {
-		ret = ctl_local_search(p, d, movable, o->search_budget_s, bound, st);
+		ret = ctl_local_search(p, d, movable, o->search_budget_s, bound, true, st);
 		*u = ctl_loads_of(p, d, 0);
 	}
 	st->search_s += ice_now_s() - t1;
@@ -129,7 +129,8 @@ static int plan_from(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 	t1 = ice_now_s();
 	st->greedy_s += t1 - t0;
 	if (ret == 0 && search)
-		ret = ctl_local_search(p, d, movable, budget, bound, st);
+		ret = ctl_local_search(p, d, movable, budget, bound,
+				       o->mode != CTL_PLAN_INCREMENTAL, st);
 	st->search_s += ice_now_s() - t1;
 	if (ret == 0 && kc != NULL && ctl_loads_of(p, d, 0) > kc_u) {
 		for (uint32_t i = 0; i < d->n; i++)
@@ -165,7 +166,7 @@ static int ecmp_start(struct ctl_planner *p, struct ctl_demand *d, bool *movable
 	ecmp = ctl_loads_of(p, d, 0);
 	if (ecmp < planned - EPS * planned) {
 		if (!o->no_search)
-			ret = ctl_local_search(p, d, movable, o->search_budget_s, bound, st);
+			ret = ctl_local_search(p, d, movable, o->search_budget_s, bound, true, st);
 		if (ret == 0 && ctl_loads_of(p, d, 0) <= planned)
 			goto out; /* keep the ECMP-started routes */
 	}
@@ -249,7 +250,7 @@ int ctl_plan_paths(struct ctl_planner *p, struct ctl_demand *d, const struct ctl
 			movable[i] = !(d->flows[i].flags & CTL_FLOW_FIXED);
 		}
 		/* first from the current routes (fewest moves), then from scratch */
-		ret = ctl_local_search(p, d, movable, o->search_budget_s, bound, st);
+		ret = ctl_local_search(p, d, movable, o->search_budget_s, bound, true, st);
 		after = ctl_loads_of(p, d, 0);
 		if (ret == 0 && after > before * (1 - o->hysteresis)) {
 			ret = plan_from(p, d, movable, o, bound, st);

@@ -29,7 +29,7 @@ extern uint32_t ctl_log_sub; /* ICE_LOG=...,debug=plan */
 #define MAXH TOPO_PATH_MAX_HOPS
 
 struct dag_nh {
-	uint32_t eg;	/* egress port id */
+	uint32_t dl;	/* the directed link taken (dlink_of its egress port) */
 	uint32_t child; /* dag node index, or TERM */
 	uint32_t off;	/* path index offset (paths under earlier siblings) */
 };
@@ -62,8 +62,8 @@ struct dag {
 };
 
 struct nbr {
-	uint32_t port; /* egress port on this switch */
-	uint32_t sw;   /* neighbour switch ordinal */
+	uint32_t dl; /* the directed link to it (dlink_of the egress port) */
+	uint32_t sw; /* neighbour switch ordinal */
 };
 
 struct ctl_planner {
@@ -77,10 +77,11 @@ struct ctl_planner {
 				 switch (UINT8_MAX: none), from reach; NULL when too big */
 	struct nbr *nbrs;     /* per switch: upper then lower neighbours, port order */
 	uint32_t *up_first, *up_n, *dn_first, *dn_n;
-	struct dag **dags;	  /* [nedge] */
-	double *cap;		  /* [2 * nlinks] bit/s */
-	double *load;		  /* [2 * nlinks] scratch */
-	struct ctl_pathmap model; /* the hash models (ctl_pathmap_model) */
+	struct dag **dags;	      /* [nedge] */
+	double *cap;		      /* [2 * nlinks] bit/s */
+	double *load;		      /* [2 * nlinks] scratch */
+	struct ctl_pathmap model;     /* the hash models (ctl_pathmap_model) */
+	struct ctl_bound_index *bidx; /* ctl_bound.c's groups, on first use */
 };
 
 /* The i-th next hop (i < n->n) of DAG node n. */
@@ -92,7 +93,7 @@ static inline struct dag_nh dag_nh_at(const struct ctl_planner *p, const struct 
 	if (!(n->first & DAG_IMPLICIT))
 		return g->nh[n->first + i];
 	b = &p->nbrs[(n->first & ~DAG_IMPLICIT) + i];
-	return (struct dag_nh){.eg = b->port, .child = g->idx[b->sw], .off = i * n->stride};
+	return (struct dag_nh){.dl = b->dl, .child = g->idx[b->sw], .off = i * n->stride};
 }
 
 static inline uint32_t peer_node(const struct topo *t, uint32_t port)
@@ -193,9 +194,15 @@ int ctl_route_by_index(struct ctl_planner *p, const struct ctl_flow *f, int32_t 
  * utilisation. */
 double ctl_loads_of(struct ctl_planner *p, const struct ctl_demand *d, int which);
 
-/* ---- ctl_search.c: local search over the routes in d (loads in p->load) */
+/* ---- ctl_bound.c: the switch groups per tier, kept by the planner */
+struct ctl_bound_index;
+void ctl_bound_index_free(struct ctl_bound_index *b); /* NULL-safe */
+
+/* ---- ctl_search.c: local search over the routes in d (loads in p->load),
+ * moving only the flows with movable[i]; kick: perturb at a local optimum
+ * (sideways moves, tabu) and go on, else stop there. */
 int ctl_local_search(struct ctl_planner *p, struct ctl_demand *d, bool *movable, double budget_s,
-		     double bound, struct ctl_plan_stats *st);
+		     double bound, bool kick, struct ctl_plan_stats *st);
 
 /* ---- ctl_kempe.c: routes for the movable flows (all flows movable) from
  * balanced colourings, level by level. 0 or -errno. */

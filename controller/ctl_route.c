@@ -75,7 +75,7 @@ static void search_dfs(struct search *s, uint32_t dn, uint32_t h, double mx, dou
 	}
 	for (uint32_t i = 0; i < n->n && !s->found; i++) {
 		const struct dag_nh nh = dag_nh_at(p, s->g, n, i);
-		uint32_t dl = dlink_of(p->t, nh.eg);
+		uint32_t dl = nh.dl;
 		double u = util_add(p, dl, s->add), m = mx > u ? mx : u;
 
 		if (s->prune &&
@@ -210,7 +210,7 @@ int ctl_route_walk(const struct ctl_planner *p, const struct ctl_flow *f, const 
 			break;
 		}
 		nh = dag_nh_at(p, g, n, (uint32_t)i);
-		out->dlink[h++] = dlink_of(t, nh.eg);
+		out->dlink[h++] = nh.dl;
 		idx += nh.off;
 		dn = nh.child;
 	}

@@ -4,8 +4,13 @@
  * (or swap) flows off it while the move leaves every touched link strictly
  * below that level; when stuck, kick a flow sideways (tabu for a while) so
  * the next moves can unwind a chain. Stops when the top link cannot be
- * relieved, at the lower bound, or on its time budget; keeps the first
- * routes that reached the best level.
+ * relieved (without kicks: the first local optimum), at the lower bound
+ * (or at the most utilised link that no movable flow crosses), or on its
+ * time budget; keeps the first routes that reached the best level.
+ *
+ * Only the movable flows are listed per link and only the links they cross
+ * are in the heap, so an incremental plan of a few new flows among 10^5
+ * kept ones costs what the new flows cost, plus one pass over the links.
  */
 #include <errno.h>
 #include <math.h>
@@ -310,15 +315,26 @@ static int ls_kick(struct ls *s, uint32_t dl, double U, uint64_t kicks)
 	return ret;
 }
 
+/* The routes of the movable flows mv[0..n) into (or from) best. */
+static void ls_save(struct ctl_route *best, struct ctl_demand *d, const uint32_t *mv, uint32_t n,
+		    bool restore)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (restore)
+			d->flows[mv[i]].path = best[i];
+		else
+			best[i] = d->flows[mv[i]].path;
+}
+
 /* Local search over the routes in d (loads in p->load). */
 int ctl_local_search(struct ctl_planner *p, struct ctl_demand *d, bool *movable, double budget_s,
-		     double bound, struct ctl_plan_stats *st)
+		     double bound, bool kick, struct ctl_plan_stats *st)
 {
 	struct ls s = {.p = p, .d = d, .movable = movable};
-	uint32_t nd = 2 * p->t->nlinks;
-	uint64_t kicks = 0, max_kicks = 2 * (uint64_t)d->n + 64;
+	uint32_t nd = 2 * p->t->nlinks, nmv = 0, *mv = NULL;
+	uint64_t kicks = 0, max_kicks = kick ? 2 * (uint64_t)d->n + 64 : 0;
 	struct ctl_route *best = NULL;
-	double t0 = ice_now_s(), best_u = INFINITY;
+	double t0 = ice_now_s(), best_u = INFINITY, floor = 0;
 	int ret = -ENOMEM;
 
 	s.head = malloc(sizeof(uint32_t) * (nd + 1));
@@ -327,20 +343,34 @@ int ctl_local_search(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 	s.tabu = calloc(d->n + 1, sizeof(uint64_t));
 	s.all = malloc(sizeof(*s.all) * LS_ALL_MAX);
 	s.allmx = malloc(sizeof(*s.allmx) * LS_ALL_MAX);
-	best = malloc(sizeof(*best) * (d->n + 1));
+	mv = malloc(sizeof(uint32_t) * (d->n + 1));
 	if (s.head == NULL || s.next == NULL || s.prev == NULL || s.tabu == NULL || s.all == NULL ||
-	    s.allmx == NULL || best == NULL)
+	    s.allmx == NULL || mv == NULL)
 		goto out;
 	for (uint32_t f = 0; f < d->n; f++)
-		best[f] = d->flows[f].path;
+		if (movable[f] && d->flows[f].path.idx >= 0)
+			mv[nmv++] = f;
+	best = malloc(sizeof(*best) * (nmv + 1));
+	if (best == NULL)
+		goto out;
+	ls_save(best, d, mv, nmv, false);
 	for (uint32_t l = 0; l < nd; l++)
 		s.head[l] = NONE;
-	for (uint32_t f = 0; f < d->n; f++)
-		if (d->flows[f].path.idx >= 0)
-			ls_link(&s, f);
-	for (uint32_t l = 0; l < nd; l++)
-		if (p->load[l] > 0 && (ret = heap_push(&s, l)) < 0)
+	for (uint32_t i = 0; i < nmv; i++)
+		ls_link(&s, mv[i]);
+	/* the heap holds the links movable flows cross; the others only
+	 * change when a flow moves onto them (and is then pushed), so until
+	 * then their most utilised is a floor no move can go below */
+	for (uint32_t l = 0; l < nd; l++) {
+		if (s.head[l] == NONE) {
+			if (p->load[l] / p->cap[l] > floor)
+				floor = p->load[l] / p->cap[l];
+		} else if (p->load[l] > 0 && (ret = heap_push(&s, l)) < 0) {
 			goto out;
+		}
+	}
+	if (floor > bound)
+		bound = floor;
 	ret = 0;
 	for (uint64_t it = 0;; it++) {
 		uint32_t top = heap_top(&s);
@@ -361,8 +391,7 @@ int ctl_local_search(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 		if (U < best_u * (1 - EPS)) {
 			best_u = U;
 			if (kicks > 0)
-				for (uint32_t f = 0; f < d->n; f++)
-					best[f] = d->flows[f].path;
+				ls_save(best, d, mv, nmv, false);
 		}
 		if (U <= bound * (1 + 1e-9))
 			break; /* optimal */
@@ -378,8 +407,7 @@ int ctl_local_search(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 		if (r == 0 && kicks < max_kicks) {
 			/* the top link cannot be relieved: perturb and go on */
 			if (kicks == 0)
-				for (uint32_t f = 0; f < d->n; f++)
-					best[f] = d->flows[f].path;
+				ls_save(best, d, mv, nmv, false);
 			r = ls_kick(&s, top, U, kicks++);
 			/* or off any other link at the top level */
 			for (uint32_t l = 0; r == 0 && l < nd; l++)
@@ -399,13 +427,13 @@ int ctl_local_search(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 
 		/* the first routes that reached the best level: no idle moves */
 		if (top != NONE && p->load[top] / p->cap[top] >= best_u * (1 - EPS)) {
-			for (uint32_t f = 0; f < d->n; f++)
-				d->flows[f].path = best[f];
+			ls_save(best, d, mv, nmv, true);
 			ctl_loads_of(p, d, 0);
 		}
 	}
 out:
 	free(best);
+	free(mv);
 	free(s.tabu);
 	free(s.head);
 	free(s.next);

@@ -539,9 +539,11 @@ static void print_text(const struct sim_opts *o, const struct topo *t, const str
 	printf("ECMP baseline: paths and rates %.3f s\n", r->ecmp.wall);
 	if (o->arrive > 0)
 		printf("arriving job of %u hosts (%zu flows) into %zu planned flows: paths %.3f s "
-		       "(CPU %.3f s), rates %.3f s (CPU %.3f s); max utilisation %.3f, bound "
-		       "%.3f\n",
+		       "(CPU %.3f s; construction %.3f s, local search %.3f s, %u moves%s), rates "
+		       "%.3f s (CPU %.3f s); max utilisation %.3f, bound %.3f\n",
 		       o->arrive, r->inc_flows, r->flows, r->inc_paths.wall, r->inc_paths.cpu,
+		       r->inc_st.greedy_s, r->inc_st.search_s, r->inc_st.moves,
+		       r->inc_st.budget_hit ? ", stopped on its time budget" : "",
 		       r->inc_rates.wall, r->inc_rates.cpu, r->inc_util, r->inc_bound);
 	printf("memory: peak %.0f MiB (getrusage maxrss), estimated %.0f MiB\n", r->maxrss / mib,
 	       r->mem_est / mib);
@@ -576,6 +578,11 @@ static void print_json(const struct sim_opts *o, const struct topo *t, const str
 		json_object_set_new(root, "inc_paths_s", json_real(r->inc_paths.wall));
 		json_object_set_new(root, "inc_paths_cpu_s", json_real(r->inc_paths.cpu));
 		json_object_set_new(root, "inc_rates_s", json_real(r->inc_rates.wall));
+		json_object_set_new(root, "inc_rates_cpu_s", json_real(r->inc_rates.cpu));
+		json_object_set_new(root, "inc_greedy_s", json_real(r->inc_st.greedy_s));
+		json_object_set_new(root, "inc_search_s", json_real(r->inc_st.search_s));
+		json_object_set_new(root, "inc_moves", json_integer(r->inc_st.moves));
+		json_object_set_new(root, "inc_budget_hit", json_boolean(r->inc_st.budget_hit));
 		json_object_set_new(root, "inc_util", json_real(r->inc_util));
 		json_object_set_new(root, "inc_bound", json_real(r->inc_bound));
 	}

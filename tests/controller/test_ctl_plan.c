@@ -776,6 +776,121 @@ static void test_unknown_nic_no_partial_plan(void **state)
 	topo_free(t);
 }
 
+/* ---- incremental plans at size (issue 22) -------------------------------------------- */
+
+/* The cut bound: hosts at 200 Mbit/s, fabric links at 50 (a ToR's two
+ * up-links: 100; a pod's four: 200). Asked twice, the same answer (the
+ * planner keeps the groups and clears its scratch). */
+static void test_bound_cuts(void **state)
+{
+	struct topo_gen_opts go;
+	struct topo *t;
+	struct ctl_planner *p;
+	struct ctl_demand d;
+
+	topo_gen_opts_default(&go);
+	go.k = 4;
+	go.host_rate_bps = 200 * MBIT;
+	go.fabric_rate_bps = 50 * MBIT;
+	t = topo_gen_fat_tree(&go);
+	assert_non_null(t);
+	p = ctl_planner_new(t);
+	assert_non_null(p);
+	/* NICs 0, 1 on the first ToR of pod 0, 2, 3 on its second; 4.. pod 1 */
+	assert_int_equal(t->ports[t->ports[topo_nic(t, 0)->id].peer].node,
+			 t->ports[t->ports[topo_nic(t, 1)->id].peer].node);
+	ctl_demand_init(&d, CTL_UNIT_BPS);
+	add_flow(&d, t, 0, 4, 80 * MBIT, 1); /* NIC 0.4, ToR 0.8, pod 0.4 */
+	assert_true(fabs(ctl_bound(p, &d) - 0.8) < 1e-9);
+	assert_true(fabs(ctl_bound(p, &d) - 0.8) < 1e-9);
+	add_flow(&d, t, 1, 8, 80 * MBIT, 2); /* the ToR's cut: 160 / 100 */
+	add_flow(&d, t, 0, 1, 80 * MBIT, 3); /* inside the ToR: NIC 0's 160 / 200 only */
+	assert_true(fabs(ctl_bound(p, &d) - 1.6) < 1e-9);
+	d.n = 1;
+	add_flow(&d, t, 0, 2, 80 * MBIT, 4); /* inside the pod: NIC 0.8, ToR 160 / 100 */
+	assert_true(fabs(ctl_bound(p, &d) - 1.6) < 1e-9);
+	d.n = 1;
+	assert_true(fabs(ctl_bound(p, &d) - 0.8) < 1e-9);
+	ctl_demand_fini(&d);
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
+/* A full fat-tree k = 4 (two 6-host rings, every link carrying one flow
+ * after the fresh plan, at the bound), then a 4-host ring arrives: planned
+ * incrementally with the kept routes current, as the daemon and ice-sim
+ * do. The kept flows keep route and links; the search stops at a local
+ * optimum (no sideways kicks, which would count as moves, no time budget
+ * spent): no single arriving flow moved to another of its routes lowers
+ * the max utilisation. */
+static void test_incremental_local_optimum(void **state)
+{
+	struct topo *t = fat_tree(4);
+	struct ctl_planner *p = ctl_planner_new(t);
+	struct ctl_route kept[12];
+	struct ctl_plan_opts o;
+	struct ctl_plan_stats st;
+	struct ctl_demand d;
+	uint32_t nics[16];
+	uint64_t x = 7;
+	size_t nkept;
+
+	for (uint32_t i = 0; i < 16; i++)
+		nics[i] = topo_nic(t, i)->id;
+	shuffle(nics, 16, &x);
+	ctl_demand_init(&d, CTL_UNIT_BPS);
+	assert_int_equal(ctl_demand_add_collective(&d, t, CTL_COLL_SEND_RECV, 200 * MBIT, nics, 6,
+						   1, 1, 0, 0),
+			 0);
+	assert_int_equal(ctl_demand_add_collective(&d, t, CTL_COLL_SEND_RECV, 200 * MBIT, nics + 6,
+						   6, 1, 2, 0, 0x100),
+			 0);
+	nkept = d.n;
+	ctl_plan_opts_default(&o);
+	assert_int_equal(ctl_plan_paths(p, &d, &o, &st), 0);
+	assert_true(st.max_util <= st.bound + 1e-9);
+	for (size_t i = 0; i < nkept; i++)
+		kept[i] = d.flows[i].path;
+	assert_int_equal(ctl_demand_add_collective(&d, t, CTL_COLL_SEND_RECV, 200 * MBIT, nics + 12,
+						   4, 1, 3, 0, 0x200),
+			 0);
+	o.mode = CTL_PLAN_INCREMENTAL;
+	o.routes_current = true;
+	o.search_budget_s = 30;
+	assert_int_equal(ctl_plan_paths(p, &d, &o, &st), 0);
+	assert_false(st.budget_hit);
+	assert_int_equal(st.moves, 0);
+	for (size_t i = 0; i < nkept; i++) {
+		assert_int_equal(d.flows[i].path.idx, kept[i].idx);
+		assert_memory_equal(d.flows[i].path.dlink, kept[i].dlink,
+				    kept[i].nhops * sizeof(uint32_t));
+	}
+	assert_true(fabs(ctl_max_util(p, &d, 0) - st.max_util) < 1e-9);
+	for (size_t i = nkept; i < d.n; i++) {
+		struct topo_path tp[16];
+		struct ctl_flow *f = &d.flows[i];
+		int np = topo_paths(t, f->src_port, f->dst_port, tp, 16);
+		struct ctl_route mine = f->path;
+
+		assert_true(np > 0);
+		for (int k = 0; k < np; k++) {
+			f->path.idx = k;
+			f->path.nhops = tp[k].nhops;
+			for (uint32_t h = 0; h < tp[k].nhops; h++) {
+				uint32_t l = t->ports[tp[k].egress[h]].link;
+
+				f->path.dlink[h] =
+					2 * l + (t->links[l].a == tp[k].egress[h] ? 0 : 1);
+			}
+			assert_true(ctl_max_util(p, &d, 0) >= st.max_util - 1e-9);
+		}
+		f->path = mine;
+	}
+	ctl_demand_fini(&d);
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -796,6 +911,8 @@ int main(void)
 		cmocka_unit_test(test_kempe_fat_tree_rings),
 		cmocka_unit_test(test_kempe_weighted_never_worse),
 		cmocka_unit_test(test_unknown_nic_no_partial_plan),
+		cmocka_unit_test(test_bound_cuts),
+		cmocka_unit_test(test_incremental_local_optimum),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
