@@ -129,10 +129,12 @@ struct ctl_plan_opts {
 	double hysteresis;	/* relative gain of the max utilisation to move flows; 0.05 */
 	double search_budget_s; /* local-search wall-time budget; 0 = until no move helps */
 	bool no_search;		/* greedy only */
-	/* INCREMENTAL, REOPT: the flows with path.idx >= 0 still hold the links
-	 * this planner gave that route (path as ctl_plan_paths left it), so they
-	 * are not rebuilt from the index (at 10^5 flows: ~0.3 s of an
-	 * incremental plan). Off by default: routes are rebuilt. */
+	/* INCREMENTAL, REOPT: the flows with path.idx >= 0 and nhops > 0 still
+	 * hold the links this planner (or one on the same topology) gave that
+	 * route: path as ctl_plan_paths or a provider's route_of left it, for
+	 * the same NICs. They are taken as they are: not rebuilt from the
+	 * index, and their NICs not checked again (at 10^5 flows that is most
+	 * of an incremental plan). Off by default: routes are rebuilt. */
 	bool routes_current;
 };
 void ctl_plan_opts_default(struct ctl_plan_opts *o);

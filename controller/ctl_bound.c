@@ -184,7 +184,8 @@ double ctl_bound(struct ctl_planner *p, const struct ctl_demand *d)
 			}
 		}
 	}
-	/* the maxima, and the NIC scratch back to zero */
+	/* the maxima, and the NIC scratch back to zero (a port's load is read
+	 * at its first flow, whole) */
 	for (size_t i = 0; i < d->n; i++) {
 		const struct ctl_flow *f = &d->flows[i];
 
@@ -194,12 +195,7 @@ double ctl_bound(struct ctl_planner *p, const struct ctl_demand *d)
 			best = nout[f->src_port] / nic_rate(t, f->src_port);
 		if (nin[f->dst_port] / nic_rate(t, f->dst_port) > best)
 			best = nin[f->dst_port] / nic_rate(t, f->dst_port);
-	}
-	for (size_t i = 0; i < d->n; i++) {
-		const struct ctl_flow *f = &d->flows[i];
-
-		if (f->src_port < t->nports && f->dst_port < t->nports)
-			nout[f->src_port] = nin[f->dst_port] = 0;
+		nout[f->src_port] = nin[f->dst_port] = 0;
 	}
 	for (uint32_t g = 0; g < b->ngroups; g++) {
 		if (b->gcap[g] > 0) {

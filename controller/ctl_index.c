@@ -248,9 +248,10 @@ static uint32_t flow_edge(const struct ctl_planner *p, const struct ctl_flow *f)
 	return dsw == NONE || p->edge_of_sw[dsw] == NONE ? p->nedge : p->edge_of_sw[dsw];
 }
 
-uint32_t *ctl_flow_order(const struct ctl_planner *p, const struct ctl_demand *d)
+uint32_t *ctl_flow_order_of(const struct ctl_planner *p, const struct ctl_demand *d,
+			    const uint32_t *ids, uint32_t n)
 {
-	uint32_t *ord = malloc(sizeof(uint32_t) * (d->n + 1));
+	uint32_t *ord = malloc(sizeof(uint32_t) * (n + 1));
 	uint32_t *at = calloc(p->nedge + 2, sizeof(uint32_t));
 
 	if (ord == NULL || at == NULL) {
@@ -258,14 +259,22 @@ uint32_t *ctl_flow_order(const struct ctl_planner *p, const struct ctl_demand *d
 		free(at);
 		return NULL;
 	}
-	for (size_t i = 0; i < d->n; i++)
-		at[flow_edge(p, &d->flows[i]) + 1]++;
+	for (uint32_t i = 0; i < n; i++)
+		at[flow_edge(p, &d->flows[ids != NULL ? ids[i] : i]) + 1]++;
 	for (uint32_t e = 0; e < p->nedge; e++)
 		at[e + 1] += at[e];
-	for (size_t i = 0; i < d->n; i++)
-		ord[at[flow_edge(p, &d->flows[i])]++] = (uint32_t)i;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t f = ids != NULL ? ids[i] : i;
+
+		ord[at[flow_edge(p, &d->flows[f])]++] = f;
+	}
 	free(at);
 	return ord;
+}
+
+uint32_t *ctl_flow_order(const struct ctl_planner *p, const struct ctl_demand *d)
+{
+	return ctl_flow_order_of(p, d, NULL, (uint32_t)d->n);
 }
 
 /* ---- planner construction ------------------------------------------------------- */

@@ -183,7 +183,7 @@ int ctl_plan_paths(struct ctl_planner *p, struct ctl_demand *d, const struct ctl
 	struct ctl_plan_opts def;
 	struct ctl_plan_stats tmp;
 	struct ctl_route *old = NULL;
-	uint32_t *order = NULL;
+	uint32_t *order = NULL, *todo = NULL, ntodo = 0;
 	bool *movable;
 	double t0 = ice_now_s(), bound;
 	int ret = 0;
@@ -199,13 +199,24 @@ int ctl_plan_paths(struct ctl_planner *p, struct ctl_demand *d, const struct ctl
 	if (movable == NULL)
 		return -ENOMEM;
 	/* validate, and rebuild the links of routes given by index; DAGs are
-	 * built one at a time (ctl_flow_order) */
-	order = ctl_flow_order(p, d);
+	 * built one at a time (ctl_flow_order). Routes the caller says are
+	 * current were planned (so checked) by this planner: they are taken as
+	 * they are, and only the other flows are looked at. */
+	todo = malloc(sizeof(uint32_t) * (d->n + 1));
+	if (todo == NULL) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < d->n; i++)
+		if (!(o->mode != CTL_PLAN_FRESH && o->routes_current && d->flows[i].path.idx >= 0 &&
+		      d->flows[i].path.nhops > 0))
+			todo[ntodo++] = i;
+	order = ctl_flow_order_of(p, d, ntodo == d->n ? NULL : todo, ntodo);
 	if (order == NULL) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (uint32_t i = 0; i < d->n && ret == 0; i++) {
+	for (uint32_t i = 0; i < ntodo && ret == 0; i++) {
 		struct ctl_flow *f = &d->flows[order[i]];
 		uint32_t src;
 		struct dag *g;
@@ -263,11 +274,14 @@ int ctl_plan_paths(struct ctl_planner *p, struct ctl_demand *d, const struct ctl
 				moved++;
 		st->moved = moved;
 	}
-	if (ret == 0)
+	if (ret == 0 && o->mode == CTL_PLAN_INCREMENTAL)
+		st->max_util = ctl_max_of_loads(p); /* kept up to date since plan_from */
+	else if (ret == 0)
 		st->max_util = ctl_loads_of(p, d, 0);
 out:
 	st->total_s = ice_now_s() - t0;
 	free(order);
+	free(todo);
 	free(old);
 	free(movable);
 	return ret;

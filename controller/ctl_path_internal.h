@@ -153,8 +153,12 @@ int ctl_flow_dag(struct ctl_planner *p, const struct ctl_flow *f, struct dag **g
  * and walk one DAG at a time, in cache, instead of a random DAG per flow.
  * Caller frees; NULL on ENOMEM. */
 uint32_t *ctl_flow_order(const struct ctl_planner *p, const struct ctl_demand *d);
+/* The same for the flows ids[0..n) only (ids NULL: the first n). */
+uint32_t *ctl_flow_order_of(const struct ctl_planner *p, const struct ctl_demand *d,
+			    const uint32_t *ids, uint32_t n);
 
 /* ---- ctl_route.c: path search over a DAG */
+
 struct search {
 	struct ctl_planner *p;
 	const struct dag *g;
@@ -193,6 +197,8 @@ int ctl_route_by_index(struct ctl_planner *p, const struct ctl_flow *f, int32_t 
 /* Loads of the routes (which = 0: path, 1: ecmp) into p->load; the max
  * utilisation. */
 double ctl_loads_of(struct ctl_planner *p, const struct ctl_demand *d, int which);
+/* The max utilisation of the loads in p->load. */
+double ctl_max_of_loads(const struct ctl_planner *p);
 
 /* ---- ctl_bound.c: the switch groups per tier, kept by the planner */
 struct ctl_bound_index;

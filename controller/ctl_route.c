@@ -147,8 +147,6 @@ int ctl_route_by_index(struct ctl_planner *p, const struct ctl_flow *f, int32_t 
 
 double ctl_loads_of(struct ctl_planner *p, const struct ctl_demand *d, int which)
 {
-	double mx = 0;
-
 	memset(p->load, 0, sizeof(double) * 2 * p->t->nlinks);
 	for (size_t i = 0; i < d->n; i++) {
 		const struct ctl_flow *f = &d->flows[i];
@@ -157,6 +155,13 @@ double ctl_loads_of(struct ctl_planner *p, const struct ctl_demand *d, int which
 		if (r->idx >= 0 || r->nhops > 0)
 			route_add(p, r, flow_bits(d, f));
 	}
+	return ctl_max_of_loads(p);
+}
+
+double ctl_max_of_loads(const struct ctl_planner *p)
+{
+	double mx = 0;
+
 	for (uint32_t l = 0; l < 2 * p->t->nlinks; l++)
 		if (p->load[l] / p->cap[l] > mx)
 			mx = p->load[l] / p->cap[l];
