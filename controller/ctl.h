@@ -230,6 +230,16 @@ int ctl_plan_ecmp(struct ctl_pathmap *m, struct ctl_demand *d);
  * stay short); target_bps: the share over the full capacity. Flows of a
  * CTL_UNIT_BPS demand are capped at their demand. 0 or -errno. */
 int ctl_plan_rates(struct ctl_planner *p, struct ctl_demand *d, int which, double headroom);
+/* The same for the flows connected to a changed one (changed[i]: new, or
+ * its route or demand changed), directly or through other flows, by the
+ * links they share; the other flows keep start_bps and target_bps, which
+ * must be this call's rates for them (e.g. from the last ctl_plan_rates on
+ * the same routes, demands and capacities: max-min fair rates decompose
+ * over the connected parts, so theirs are exact). A flow that left or moved
+ * frees its old links: mark the flows on them changed, or plan all rates.
+ * changed NULL: every flow. 0 or -errno. */
+int ctl_plan_rates_changed(struct ctl_planner *p, struct ctl_demand *d, int which, double headroom,
+			   const bool *changed);
 
 /* ---- policy -------------------------------------------------------------------- */
 

@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -439,6 +440,7 @@ struct sim_result {
 	struct lap gen, index, first_paths, first_rates, paths, rates, ecmp, inc_paths, inc_rates;
 	struct ctl_plan_stats st, inc_st;
 	double ecmp_util, bound, inc_util, inc_bound;
+	double inc_rate_err; /* its largest relative difference from a full filling */
 	uint64_t mem_est, maxrss;
 	size_t flows, inc_flows;
 };
@@ -480,7 +482,8 @@ static int sim_check_memory(const struct sim_opts *o, uint64_t *est)
 }
 
 static int sim_plan(struct ctl_planner *p, struct ctl_demand *d, const struct ctl_plan_opts *po,
-		    struct ctl_plan_stats *st, struct lap *paths, struct lap *rates)
+		    const bool *changed, struct ctl_plan_stats *st, struct lap *paths,
+		    struct lap *rates)
 {
 	struct lap l = lap_start();
 	int ret = ctl_plan_paths(p, d, po, st);
@@ -491,8 +494,34 @@ static int sim_plan(struct ctl_planner *p, struct ctl_demand *d, const struct ct
 		return ret;
 	}
 	l = lap_start();
-	ret = ctl_plan_rates(p, d, 0, 1.0);
+	ret = ctl_plan_rates_changed(p, d, 0, 1.0, changed);
 	*rates = lap_since(l);
+	if (ret < 0)
+		fprintf(stderr, "ice-sim: rates: %s\n", strerror(-ret));
+	return ret;
+}
+
+/* The incremental rates against a full water-filling of the same routes
+ * (not timed): the flows it refilled, and the largest relative difference. */
+static int sim_rates_check(struct ctl_planner *p, struct ctl_demand *d, struct sim_result *r)
+{
+	double *inc = malloc(sizeof(double) * (d->n + 1));
+	int ret;
+
+	if (inc == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->n; i++)
+		inc[i] = d->flows[i].target_bps;
+	ret = ctl_plan_rates(p, d, 0, 1.0);
+	r->inc_rate_err = 0;
+	for (size_t i = 0; ret == 0 && i < d->n; i++) {
+		double full = d->flows[i].target_bps, e;
+
+		e = fabs(inc[i] - full) / (full > 0 ? full : 1);
+		if (e > r->inc_rate_err)
+			r->inc_rate_err = e;
+	}
+	free(inc);
 	if (ret < 0)
 		fprintf(stderr, "ice-sim: rates: %s\n", strerror(-ret));
 	return ret;
@@ -540,11 +569,13 @@ static void print_text(const struct sim_opts *o, const struct topo *t, const str
 	if (o->arrive > 0)
 		printf("arriving job of %u hosts (%zu flows) into %zu planned flows: paths %.3f s "
 		       "(CPU %.3f s; construction %.3f s, local search %.3f s, %u moves%s), rates "
-		       "%.3f s (CPU %.3f s); max utilisation %.3f, bound %.3f\n",
+		       "%.3f s (CPU %.3f s; the flows connected to the new ones, within %.1e of a "
+		       "full filling); max utilisation %.3f, bound %.3f\n",
 		       o->arrive, r->inc_flows, r->flows, r->inc_paths.wall, r->inc_paths.cpu,
 		       r->inc_st.greedy_s, r->inc_st.search_s, r->inc_st.moves,
 		       r->inc_st.budget_hit ? ", stopped on its time budget" : "",
-		       r->inc_rates.wall, r->inc_rates.cpu, r->inc_util, r->inc_bound);
+		       r->inc_rates.wall, r->inc_rates.cpu, r->inc_rate_err, r->inc_util,
+		       r->inc_bound);
 	printf("memory: peak %.0f MiB (getrusage maxrss), estimated %.0f MiB\n", r->maxrss / mib,
 	       r->mem_est / mib);
 }
@@ -582,6 +613,7 @@ static void print_json(const struct sim_opts *o, const struct topo *t, const str
 		json_object_set_new(root, "inc_greedy_s", json_real(r->inc_st.greedy_s));
 		json_object_set_new(root, "inc_search_s", json_real(r->inc_st.search_s));
 		json_object_set_new(root, "inc_moves", json_integer(r->inc_st.moves));
+		json_object_set_new(root, "inc_rate_err", json_real(r->inc_rate_err));
 		json_object_set_new(root, "inc_budget_hit", json_boolean(r->inc_st.budget_hit));
 		json_object_set_new(root, "inc_util", json_real(r->inc_util));
 		json_object_set_new(root, "inc_bound", json_real(r->inc_bound));
@@ -621,7 +653,8 @@ int main(int argc, char **argv)
 	struct ctl_plan_opts po;
 	struct ctl_plan_stats tmp;
 	uint64_t *bits = NULL;
-	double *ideal = NULL;
+	double *ideal = NULL, *planned = NULL;
+	bool *changed = NULL;
 	struct job_time *je = NULL, *ji = NULL;
 	struct lap l;
 	int ret, rc = 1;
@@ -688,11 +721,18 @@ int main(int argc, char **argv)
 	 * the full plan is the same demand planned from scratch again */
 	ctl_plan_opts_default(&po);
 	po.search_budget_s = so.budget;
-	if (sim_plan(p, &d, &po, &tmp, &r.first_paths, &r.first_rates) < 0 ||
-	    sim_plan(p, &d, &po, &r.st, &r.paths, &r.rates) < 0)
+	if (sim_plan(p, &d, &po, NULL, &tmp, &r.first_paths, &r.first_rates) < 0 ||
+	    sim_plan(p, &d, &po, NULL, &r.st, &r.paths, &r.rates) < 0)
 		goto out;
 	r.bound = r.st.bound;
 	job_times(&d, js.n, bits, ideal, ji);
+	/* the ECMP baseline's rates overwrite the planned ones: kept aside for
+	 * the arriving job's incremental rates */
+	planned = malloc(sizeof(double) * (d.n + 1));
+	if (planned == NULL)
+		goto out;
+	for (size_t i = 0; i < d.n; i++)
+		planned[i] = d.flows[i].target_bps;
 
 	l = lap_start();
 	ret = ctl_plan_ecmp(ctl_pathmap_model(p), &d);
@@ -705,6 +745,8 @@ int main(int argc, char **argv)
 	}
 	r.ecmp_util = ctl_max_util(p, &d, 1);
 	job_times(&d, js.n, bits, ideal, je);
+	for (size_t i = 0; i < d.n; i++)
+		d.flows[i].start_bps = d.flows[i].target_bps = planned[i];
 
 	if (so.arrive > 0) {
 		uint64_t b;
@@ -720,7 +762,13 @@ int main(int argc, char **argv)
 		po.mode = CTL_PLAN_INCREMENTAL;
 		po.search_budget_s = so.arrive_budget;
 		po.routes_current = true; /* the planned flows' routes are ours */
-		if (sim_plan(p, &d, &po, &r.inc_st, &r.inc_paths, &r.inc_rates) < 0)
+		changed = calloc(d.n + 1, sizeof(bool));
+		if (changed == NULL)
+			goto out;
+		for (size_t i = r.flows; i < d.n; i++)
+			changed[i] = true; /* the kept flows' rates are the planned ones */
+		if (sim_plan(p, &d, &po, changed, &r.inc_st, &r.inc_paths, &r.inc_rates) < 0 ||
+		    sim_rates_check(p, &d, &r) < 0)
 			goto out;
 		r.inc_util = r.inc_st.max_util;
 		r.inc_bound = r.inc_st.bound;
@@ -745,6 +793,8 @@ out:
 	sim_jobs_fini(&js);
 	free(bits);
 	free(ideal);
+	free(planned);
+	free(changed);
 	free(je);
 	free(ji);
 	return rc;

@@ -891,6 +891,64 @@ static void test_incremental_local_optimum(void **state)
 	topo_free(t);
 }
 
+/* Rates of the flows connected to new ones only: the new flows and those
+ * sharing links with them (transitively) get the full filling's rates; the
+ * others keep theirs (a poison value here), and the full filling gives
+ * them the rates they had: the parts are independent. With few flows on
+ * a k = 8 fat-tree some are not connected, with many all are. */
+static void test_rates_changed(void **state)
+{
+	struct topo *t = fat_tree(8);
+	struct ctl_planner *p = ctl_planner_new(t);
+	struct ctl_plan_opts o;
+	uint32_t sizes[] = {6, 40, 300};
+
+	for (uint32_t s = 0; s < 3; s++) {
+		struct ctl_demand d;
+		double had[300], inc[310];
+		bool changed[310] = {false};
+		uint32_t kept = 0;
+		size_t n0;
+
+		ctl_demand_init(&d, CTL_UNIT_BPS);
+		random_demand(&d, t, sizes[s]);
+		n0 = d.n;
+		assert_int_equal(ctl_plan_paths(p, &d, NULL, NULL), 0);
+		assert_int_equal(ctl_plan_rates(p, &d, 0, 1.0), 0);
+		for (size_t i = 0; i < n0; i++)
+			had[i] = d.flows[i].target_bps;
+		random_demand(&d, t, 3);
+		ctl_plan_opts_default(&o);
+		o.mode = CTL_PLAN_INCREMENTAL;
+		o.routes_current = true;
+		assert_int_equal(ctl_plan_paths(p, &d, &o, NULL), 0);
+		for (size_t i = 0; i < d.n; i++) {
+			changed[i] = i >= n0;
+			d.flows[i].start_bps = d.flows[i].target_bps = -1;
+		}
+		assert_int_equal(ctl_plan_rates_changed(p, &d, 0, 1.0, changed), 0);
+		for (size_t i = 0; i < d.n; i++)
+			inc[i] = d.flows[i].target_bps;
+		assert_int_equal(ctl_plan_rates(p, &d, 0, 1.0), 0);
+		for (size_t i = 0; i < d.n; i++) {
+			double full = d.flows[i].target_bps;
+
+			if (inc[i] == -1) { /* not connected: kept, and still exact */
+				assert_true(i < n0);
+				assert_true(fabs(full - had[i]) <= 1e-9 * full);
+				kept++;
+			} else {
+				assert_true(fabs(inc[i] - full) <= 1e-9 * full);
+			}
+		}
+		if (s == 0)
+			assert_true(kept > 0);
+		ctl_demand_fini(&d);
+	}
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -913,6 +971,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_nic_no_partial_plan),
 		cmocka_unit_test(test_bound_cuts),
 		cmocka_unit_test(test_incremental_local_optimum),
+		cmocka_unit_test(test_rates_changed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
