@@ -87,6 +87,19 @@ void ctld_ring_order(const int32_t *next, uint32_t n, uint32_t *order)
 	free(seen);
 }
 
+void ctld_plan_opts(const struct ctld_cfg *c, bool incremental, struct ctl_plan_opts *o)
+{
+	ctl_plan_opts_default(o);
+	o->hysteresis = c->hysteresis;
+	o->search_budget_s = c->search_budget;
+	o->mode = incremental ? CTL_PLAN_INCREMENTAL : CTL_PLAN_REOPT;
+	/* q->route is what the last plan (on this topology: link ids do not
+	 * change when the planner is rebuilt for a link's state) or
+	 * ctl_route_of_sport gave, links and all; a route over a down link is
+	 * dropped before planning (route_down) */
+	o->routes_current = true;
+}
+
 /* ---- planning */
 
 static bool route_down(const struct ctld *d, const struct ctl_route *r)
@@ -195,10 +208,7 @@ static void plan(struct ctld *d)
 	bool refresh, same;
 	int ret;
 
-	ctl_plan_opts_default(&o);
-	o.hysteresis = d->cfg.hysteresis;
-	o.search_budget_s = d->cfg.search_budget;
-	o.mode = trig == TRIG_QP ? CTL_PLAN_INCREMENTAL : CTL_PLAN_REOPT;
+	ctld_plan_opts(&d->cfg, trig == TRIG_QP, &o);
 	ctl_demand_init(&dem, CTL_UNIT_BPS);
 	/* which source port takes which path: one provider for the whole plan */
 	pm = d->probe ? ctl_pathmap_probe_init(&probe, d->pl, d->pmaps, d->npmaps)

@@ -83,6 +83,12 @@ bool ctld_plans_same(const struct ice_host_plan *a, uint32_t na, const struct ic
  * order[] starts at rank 0 and follows next; ranks the walk misses (or all,
  * when next does not form one cycle) come in rank order. */
 void ctld_ring_order(const int32_t *next, uint32_t n, uint32_t *order);
+/* The planner's options for a plan: incremental (QPs came or went) or a
+ * re-optimisation with the configured hysteresis, the search budget, and
+ * routes_current: the routes the daemon hands back are its last plan's (or,
+ * re-optimising, those a provider says a port takes), on the same
+ * topology, so the planner takes their links as they are. */
+void ctld_plan_opts(const struct ctld_cfg *c, bool incremental, struct ctl_plan_opts *o);
 
 struct ctld;
 struct ctld *ctld_new(const struct ctld_cfg *cfg); /* NULL + errno, logged */

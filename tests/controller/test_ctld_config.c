@@ -2,8 +2,8 @@
 /*
  * ice-controller's daemon: configuration errors (file:line, key, what was
  * expected), flags over the file, and the daemon-level pure logic: plan
- * diffing (publish only on a change) and the ring order of an announced
- * collective from each rank's next.
+ * diffing (publish only on a change), the ring order of an announced
+ * collective from each rank's next, and the planner options of a plan.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -209,13 +209,77 @@ static void test_ring_order(void **state)
 		assert_int_equal(o[i], i);
 }
 
+/* The daemon's planner options: incremental or re-optimising, and in both
+ * its carried routes taken as they are (routes_current). Shown on a
+ * carried route whose index is deliberately not its links': with the
+ * daemon's options the links stay; without routes_current the planner
+ * rebuilds them from the index. */
+static void test_plan_opts(void **state)
+{
+	struct topo_gen_opts go;
+	struct ctld_cfg c;
+	struct ctl_plan_opts o;
+	struct ctl_planner *p;
+	struct ctl_demand d;
+	struct ctl_route carried;
+	struct topo *t;
+
+	ctld_cfg_defaults(&c);
+	c.search_budget = 0.05;
+	ctld_plan_opts(&c, false, &o);
+	assert_int_equal(o.mode, CTL_PLAN_REOPT);
+	assert_true(o.routes_current);
+	assert_true(o.hysteresis == c.hysteresis);
+	ctld_plan_opts(&c, true, &o);
+	assert_int_equal(o.mode, CTL_PLAN_INCREMENTAL);
+	assert_true(o.routes_current);
+	assert_true(o.search_budget_s == 0.05);
+
+	topo_gen_opts_default(&go);
+	go.k = 4;
+	t = topo_gen_fat_tree(&go);
+	assert_non_null(t);
+	p = ctl_planner_new(t);
+	assert_non_null(p);
+	ctl_demand_init(&d, CTL_UNIT_BPS);
+	for (uint32_t i = 0; i < 2; i++) {
+		struct ctl_flow f = {.src_port = topo_nic(t, i)->id,
+				     .dst_port = topo_nic(t, 8 + i)->id, /* another pod: 4 routes */
+				     .demand = 1000000,
+				     .lqpn = 10 + i,
+				     .rqpn = 20 + i,
+				     .path = {.idx = -1}};
+
+		assert_int_equal(ctl_demand_add(&d, &f), 0);
+	}
+	d.n = 1;
+	assert_int_equal(ctl_plan_paths(p, &d, NULL, NULL), 0);
+	carried = d.flows[0].path;
+	carried.idx = (carried.idx + 1) % 4; /* not these links' index */
+	d.n = 2;
+	d.flows[0].path = carried;
+	assert_int_equal(ctl_plan_paths(p, &d, &o, NULL), 0);
+	assert_int_equal(d.flows[0].path.idx, carried.idx);
+	assert_memory_equal(d.flows[0].path.dlink, carried.dlink, carried.nhops * sizeof(uint32_t));
+	assert_true(d.flows[1].path.idx >= 0);
+	d.flows[0].path = carried;
+	d.flows[1].path.idx = -1;
+	o.routes_current = false;
+	assert_int_equal(ctl_plan_paths(p, &d, &o, NULL), 0);
+	assert_int_equal(d.flows[0].path.idx, carried.idx);
+	assert_true(memcmp(d.flows[0].path.dlink, carried.dlink,
+			   carried.nhops * sizeof(uint32_t)) != 0);
+	ctl_demand_fini(&d);
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_good_file),
-		cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_plans_same),
-		cmocka_unit_test(test_ring_order),
+		cmocka_unit_test(test_good_file),  cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_plans_same), cmocka_unit_test(test_ring_order),
+		cmocka_unit_test(test_plan_opts),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
