@@ -125,7 +125,10 @@ int ice_ipc_set(const char *path, const struct ice_ipc_perm *p)
 	return fchmodat(AT_FDCWD, path, p->mode, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
-int ice_ipc_secret_open(const char *path, char *why, size_t len)
+/* Open path for reading and check it: a regular file owned by root or our
+ * euid, with none of the bits in deny (secret: group and others may not
+ * read; public: may not write). */
+static int checked_open(const char *path, mode_t deny, const char *expected, char *why, size_t len)
 {
 	struct stat st;
 	int fd, ret;
@@ -154,15 +157,31 @@ int ice_ipc_secret_open(const char *path, char *why, size_t len)
 			 path, (unsigned)st.st_uid, (unsigned)geteuid(), (unsigned)geteuid(), path);
 		goto err;
 	}
-	if (st.st_mode & 07077) {
-		snprintf(why, len,
-			 "%s is accessible by group or others (mode %04o); expected mode 0600 or "
-			 "0400 (chmod 600 %s)",
-			 path, (unsigned)(st.st_mode & 07777), path);
+	if (st.st_mode & deny) {
+		snprintf(why, len, "%s %s (mode %04o); expected %s", path,
+			 deny & 044 ? "is accessible by group or others"
+				    : "is writable by group or others",
+			 (unsigned)(st.st_mode & 07777), expected);
 		goto err;
 	}
 	return fd;
 err:
 	close(fd);
 	return ret;
+}
+
+int ice_ipc_secret_open(const char *path, char *why, size_t len)
+{
+	char expected[300];
+
+	snprintf(expected, sizeof(expected), "mode 0600 or 0400 (chmod 600 %s)", path);
+	return checked_open(path, 07077, expected, why, len);
+}
+
+int ice_ipc_public_open(const char *path, char *why, size_t len)
+{
+	char expected[300];
+
+	snprintf(expected, sizeof(expected), "at most 0644 (chmod 644 %s)", path);
+	return checked_open(path, 07022, expected, why, len);
 }

@@ -66,7 +66,7 @@ int ice_ipc_fset(int fd, const struct ice_ipc_perm *p);
 int ice_ipc_set(const char *path, const struct ice_ipc_perm *p);
 
 /*
- * Open a secret (a plan key, a Redis password file) for reading, after the
+ * Open a secret (the plans' private key, a Redis password file) for reading, after the
  * checks a secret needs: a regular file, owned by root or our euid, with no
  * bits for group or others and no set-id bits (0600 or 0400). The fd, or
  * -errno with why filled: "PATH is accessible by group or others (mode
@@ -74,5 +74,13 @@ int ice_ipc_set(const char *path, const struct ice_ipc_perm *p);
  * cannot open: ..." (open's errno).
  */
 int ice_ipc_secret_open(const char *path, char *why, size_t len);
+
+/*
+ * Open a file others may read but must not change (the plans' public keys):
+ * a regular file owned by root or our euid, not writable by group or others,
+ * no set-id bits. The fd, or -errno with why filled as above ("PATH is
+ * writable by group or others (mode 0664); expected at most 0644 ...").
+ */
+int ice_ipc_public_open(const char *path, char *why, size_t len);
 
 #endif /* ICE_IPC_H */

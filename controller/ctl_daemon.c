@@ -418,9 +418,12 @@ struct ctld *ctld_new(const struct ctld_cfg *cfg)
 			 d->pol->baseline_file[0] != '\0' ? d->pol->baseline_file
 							  : "ConnectX-5 defaults");
 	}
-	if (cfg->key[0] != '\0' && ice_plan_key_load(cfg->key, &d->key, &err) < 0) {
-		ice_err(SUB, "key: %s", err.msg);
-		goto err;
+	if (cfg->key[0] != '\0') {
+		if (ice_plan_key_load(cfg->key, &d->key, &err) < 0) {
+			ice_err(SUB, "%s", ice_cfg_err_str(&err, buf, sizeof(buf)));
+			goto err;
+		}
+		ice_info(SUB, "plans signed with Ed25519 key id %s (%s)", d->key.kid, cfg->key);
 	}
 	/* The hash models are an operator's statement about the switches: a
 	 * topology without one can only be steered from measured maps. */
@@ -564,6 +567,6 @@ void ctld_free(struct ctld *d)
 	free(d->rate0);
 	free(d->down);
 	free(d->lname);
-	memset(&d->key, 0, sizeof(d->key));
+	ice_plan_key_fini(&d->key);
 	free(d);
 }

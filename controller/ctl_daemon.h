@@ -27,7 +27,7 @@ struct ctld_cfg {
 	char topology[256];	/* topo/ YAML file (required) */
 	char redis[256];	/* host:port or unix:/path */
 	char policy[256];	/* DCQCN policy YAML; "" = DCQCN defaults */
-	char key[256];		/* HMAC key file (required unless dry_run) */
+	char key[256];		/* Ed25519 private key file (required unless dry_run) */
 	char id[64];		/* controller id in the lease; "" = <hostname>-<pid> */
 	char metrics[64];	/* ADDR:PORT of /metrics; "" = off */
 	uint64_t interval;	/* ns: loop period (events, links, lease) */

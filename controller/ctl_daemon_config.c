@@ -28,7 +28,9 @@ const struct ice_cfg_field ctld_cfg_fields[] = {
 	  "Redis (icectl policy apply) replaces it while running"),
 	F("metrics", ICE_CFG_STRING, metrics, 0, 0, 0,
 	  "ADDR:PORT (or PORT) of GET /metrics, Prometheus text; \"\" = off"),
-	F("key", ICE_CFG_STRING, key, 0, 0, 0, "HMAC key file of the plans (required to publish)"),
+	F("key", ICE_CFG_STRING, key, 0, 0, 0,
+	  "the Ed25519 private key plans are signed with, PEM PKCS#8 (icectl keygen; "
+	  "required to publish)"),
 	F("id", ICE_CFG_STRING, id, 0, 0, 0, "controller id in the lease (default <host>-<pid>)"),
 	F("interval", ICE_CFG_DURATION, interval, 5e6, 10e9, ICE_NSEC_PER_MSEC,
 	  "loop period: events, links, lease (bare numbers in ms)"),
@@ -127,8 +129,8 @@ int ctld_cfg_finish(struct ctld_cfg *c, const char *path, struct ice_cfg_err *er
 				    "missing: expected the fabric's topology file (ice-topo gen)");
 	if (c->key[0] == '\0' && !c->dry_run)
 		return ice_cfg_fail(err, path, "key",
-				    "missing: expected the HMAC key file plans are signed with "
-				    "(or dry_run)");
+				    "missing: expected the Ed25519 private key file plans are "
+				    "signed with (icectl keygen), or dry_run");
 	if (!ice_cfg_name_ok(c->fabric))
 		return ice_cfg_fail(err, path, "fabric",
 				    "expected letters, digits, '.', '-' or '_', got '%s'",

@@ -25,16 +25,15 @@
 extern uint32_t ctld_log_sub; /* ICE_LOG=...,debug=ctl */
 #define SUB ctld_log_sub
 
-#define LDOWN_KEY	     1u	  /* the fabric's link key (ice:<F>:links) says down */
-#define LDOWN_OPER	     2u	  /* a switch port's oper-status (telemetry) is not UP */
-#define LDOWN_PROBE	     4u	  /* ice-probe: dead paths cross it, no live one does */
-#define LINK_DOWN_BPS	     1000 /* capacity the planner sees for a down link */
-#define APPLY_WAIT_MS	     3000 /* give up waiting for every host's write-back */
-#define QP_STALE_MIN_MS	     3000
-#define PEAK_DECAY	     0.95 /* per QP view refresh: half-life ~14 refreshes */
-#define ARGV_MAX	     4096
-#define CTLD_DUMMY_KEY_BYTES 32
-#define CTLD_HIST_MAX	     12 /* histogram buckets (ctl_daemon_ops.c) */
+#define LDOWN_KEY	1u   /* the fabric's link key (ice:<F>:links) says down */
+#define LDOWN_OPER	2u   /* a switch port's oper-status (telemetry) is not UP */
+#define LDOWN_PROBE	4u   /* ice-probe: dead paths cross it, no live one does */
+#define LINK_DOWN_BPS	1000 /* capacity the planner sees for a down link */
+#define APPLY_WAIT_MS	3000 /* give up waiting for every host's write-back */
+#define QP_STALE_MIN_MS 3000
+#define PEAK_DECAY	0.95 /* per QP view refresh: half-life ~14 refreshes */
+#define ARGV_MAX	4096
+#define CTLD_HIST_MAX	12 /* histogram buckets (ctl_daemon_ops.c) */
 
 enum trig {
 	TRIG_NONE = 0,
@@ -137,8 +136,8 @@ struct ctld {
 	char (*lname)[64];
 	struct ctl_planner *pl;
 	struct ctl_policy *pol;
-	struct ice_plan_key key;
-	struct ice_redis link; /* link.c: NULL while down */
+	struct ice_plan_key key; /* the private key plans are signed with */
+	struct ice_redis link;	 /* link.c: NULL while down */
 
 	char k_leader[128], k_epoch[128], k_pub[128], k_log[128], k_links[128], k_status[128],
 		k_hosts[128];

@@ -88,17 +88,15 @@ void ctld_status_write(struct ctld *d, const char *const *kv, int n)
 void ctld_dry_print(struct ctld *d, struct ice_host_plan *hps, uint32_t nh,
 		    const struct ctl_plan_stats *st, double ecmp)
 {
-	struct ice_plan_key dummy = {.len = CTLD_DUMMY_KEY_BYTES};
 	json_t *o = json_object(), *arr = json_array();
 	char *txt;
 
 	for (uint32_t i = 0; i < nh; i++) {
-		char *s = ice_plan_sign(&hps[i], d->key.len ? &d->key : &dummy);
-		json_t *env = s ? json_loads(s, 0, NULL) : NULL;
+		char *s = ice_plan_dump(&hps[i]);
+		json_t *plan = s != NULL ? json_loads(s, 0, NULL) : NULL;
 
-		if (env != NULL)
-			json_array_append(arr, json_object_get(env, "plan"));
-		json_decref(env);
+		if (plan != NULL)
+			json_array_append_new(arr, plan);
 		free(s);
 	}
 	json_object_set_new(o, "max_util", json_real(st->max_util));

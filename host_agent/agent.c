@@ -656,13 +656,15 @@ struct agent *agent_new(const struct agent_cfg *cfg, const struct agent_opts *o)
 		ret = sock_open(a);
 		if (ret < 0)
 			goto err;
-		if (!o->once && cfg->plan_key[0] != '\0') {
+		if (!o->once && cfg->plan_pubkeys[0] != '\0') {
 			struct ice_cfg_err e;
+			char buf[768];
 
 			a->plan = agent_plan_new(&a->cfg, a->ctrl, &e);
 			if (a->plan == NULL) {
 				ret = -errno;
-				ice_err(AGENT_SUB, "plan_key: %s", e.msg);
+				ice_err(AGENT_SUB, "plan_pubkeys: %s",
+					ice_cfg_err_str(&e, buf, sizeof(buf)));
 				goto err;
 			}
 		}

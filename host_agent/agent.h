@@ -44,7 +44,9 @@ struct agent_cfg {
 	char run_dir[128];	/* lock and event socket; default /run/ice */
 	uint64_t redis_timeout; /* ns, connect and reply timeout */
 	bool no_bpf;
-	char plan_key[256]; /* HMAC key file of the controller's plans; "" = no plans */
+	/* the controller's Ed25519 public keys (PEM, 1 to ICE_PLAN_PUBKEYS_MAX in
+	 * one file; re-read when it changes); "" = no plans */
+	char plan_pubkeys[256];
 	/* the highest accepted epoch, kept across restarts so that an old,
 	 * unexpired plan cannot be replayed to a restarted agent; "" =
 	 * <run_dir>/<fabric>/agent-<host>-<nic>.epoch, "none" = memory only */

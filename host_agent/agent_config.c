@@ -45,8 +45,9 @@ const struct ice_cfg_field agent_cfg_fields[] = {
 	F("redis_timeout", ICE_CFG_DURATION, redis_timeout, 1e6, 10e9, ICE_NSEC_PER_MSEC,
 	  "Redis connect/reply timeout (bare numbers in ms)"),
 	F("no_bpf", ICE_CFG_BOOL, no_bpf, 0, 0, 0, "do not load the BPF programs"),
-	F("plan_key", ICE_CFG_STRING, plan_key, 0, 0, 0,
-	  "key file of the controller's signed plans: apply them (default: none)"),
+	F("plan_pubkeys", ICE_CFG_STRING, plan_pubkeys, 0, 0, 0,
+	  "the controller's Ed25519 public keys (PEM, up to 4 in one file, re-read when it "
+	  "changes): verify its signed plans and apply them (default: none)"),
 	F("epoch_file", ICE_CFG_STRING, epoch_file, 0, 0, 0,
 	  "the highest accepted plan epoch, kept across restarts (default "
 	  "<run_dir>/<fabric>/agent-<host>-<nic>.epoch; none: memory only)"),

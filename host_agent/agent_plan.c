@@ -28,9 +28,11 @@
 struct agent_plan {
 	const struct agent_cfg *cfg;
 	struct ice_ctrl *ctrl;
-	struct ice_plan_key key;
-	char pkey[320]; /* plan key and channel */
-	char akey[320]; /* applied hash */
+	struct ice_plan_keyring ring; /* the controller's public keys */
+	struct stat ring_st;	      /* of the file they came from, to see it change */
+	struct stat ring_bad;	      /* a change that did not load (said once) */
+	char pkey[320];		      /* plan key and channel */
+	char akey[320];		      /* applied hash */
 
 	struct ice_redis link; /* commands; its back-off paces both connections */
 	redisContext *sub;     /* the plan channel's subscription */
@@ -128,6 +130,61 @@ static int epoch_store(const char *path, uint64_t epoch)
 	return ret;
 }
 
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+static void ring_log(const struct agent_plan *p, const char *what)
+{
+	char kids[ICE_PLAN_PUBKEYS_MAX * (ICE_PLAN_KID_HEX + 2)] = "";
+
+	for (unsigned i = 0; i < p->ring.n; i++)
+		snprintf(kids + strlen(kids), sizeof(kids) - strlen(kids), "%s%s", i ? ", " : "",
+			 p->ring.keys[i].kid);
+	ice_info(AGENT_SUB, "plan keys %s from %s: %s", what, p->cfg->plan_pubkeys, kids);
+}
+
+/* (Re)load the public keys; the old ring stays when the file does not load. */
+static int ring_load(struct agent_plan *p, struct ice_cfg_err *err)
+{
+	struct ice_plan_keyring ring;
+	struct stat st;
+	int ret;
+
+	if (stat(p->cfg->plan_pubkeys, &st) < 0)
+		memset(&st, 0, sizeof(st));
+	ret = ice_plan_keyring_load(p->cfg->plan_pubkeys, &ring, err);
+	if (ret < 0)
+		return ret;
+	ice_plan_keyring_fini(&p->ring);
+	p->ring = ring;
+	p->ring_st = st;
+	return 0;
+}
+
+/* Before a new plan text: the key file changed (a key added for a rotation,
+ * or the old one removed after it)? Then read it again. */
+static void ring_refresh(struct agent_plan *p)
+{
+	struct ice_cfg_err e;
+	struct stat st;
+	char buf[768];
+
+	if (stat(p->cfg->plan_pubkeys, &st) < 0 || same_file(&st, &p->ring_st) ||
+	    same_file(&st, &p->ring_bad))
+		return;
+	if (ring_load(p, &e) < 0) {
+		p->ring_bad = st;
+		ice_warn(AGENT_SUB, "plan_pubkeys changed but not loaded (keeping %u keys): %s",
+			 p->ring.n, ice_cfg_err_str(&e, buf, sizeof(buf)));
+		return;
+	}
+	ring_log(p, "reloaded");
+}
+
 struct agent_plan *agent_plan_new(const struct agent_cfg *cfg, struct ice_ctrl *ctrl,
 				  struct ice_cfg_err *err)
 {
@@ -139,19 +196,16 @@ struct agent_plan *agent_plan_new(const struct agent_cfg *cfg, struct ice_ctrl *
 	p->cfg = cfg;
 	p->ctrl = ctrl;
 	ice_redis_init(&p->link, cfg->redis, cfg->redis_timeout);
-	ret = ice_plan_key_load(cfg->plan_key, &p->key, err);
-	if (ret < 0) {
-		free(p);
-		errno = -ret;
-		return NULL;
-	}
+	ret = ring_load(p, err);
+	if (ret < 0)
+		goto err;
+	ring_log(p, "loaded");
 	if (ice_rkey(p->pkey, sizeof(p->pkey), ICE_RK_PLAN, cfg->fabric, cfg->host, NULL) < 0 ||
 	    ice_rkey(p->akey, sizeof(p->akey), ICE_RK_PLAN_APPLIED, cfg->fabric, cfg->host, NULL) <
 		    0) {
 		ice_cfg_fail(err, NULL, "host", "fabric or host name empty or too long");
-		free(p);
-		errno = EINVAL;
-		return NULL;
+		ret = -EINVAL;
+		goto err;
 	}
 	snprintf(p->file_path, sizeof(p->file_path), "%s/ccl-plan-%s.conf", cfg->run_dir,
 		 cfg->addr);
@@ -163,25 +217,28 @@ struct agent_plan *agent_plan_new(const struct agent_cfg *cfg, struct ice_ctrl *
 
 			snprintf(dir, sizeof(dir), "%s/%s", cfg->run_dir, cfg->fabric);
 			if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+				ret = -errno;
 				ice_cfg_fail(err, dir, "epoch_file", "cannot create: %s",
-					     strerror(errno));
-				free(p);
-				return NULL;
+					     strerror(-ret));
+				goto err;
 			}
 			snprintf(p->epoch_path, sizeof(p->epoch_path), "%s/agent-%s-%s.epoch", dir,
 				 cfg->host, cfg->nic);
 		}
 		ret = epoch_load(p->epoch_path, &p->last_epoch, err);
-		if (ret < 0) {
-			free(p);
-			errno = -ret;
-			return NULL;
-		}
+		if (ret < 0)
+			goto err;
 		if (p->last_epoch > 0)
 			ice_info(AGENT_SUB, "plan epochs above %" PRIu64 " only (from %s)",
 				 p->last_epoch, p->epoch_path);
 	}
 	return p;
+err:
+	ice_plan_keyring_fini(&p->ring);
+	ice_redis_fini(&p->link);
+	free(p);
+	errno = -ret;
+	return NULL;
 }
 
 static void conn_drop(struct agent_plan *p)
@@ -202,7 +259,7 @@ void agent_plan_free(struct agent_plan *p)
 	free(p->file_text);
 	ice_host_plan_fini(&p->cur);
 	free(p->last_json);
-	memset(&p->key, 0, sizeof(p->key));
+	ice_plan_keyring_fini(&p->ring);
 	free(p);
 }
 
@@ -219,6 +276,11 @@ uint64_t agent_plan_last_epoch(const struct agent_plan *p)
 uint64_t agent_plan_refused(const struct agent_plan *p)
 {
 	return p->refused;
+}
+
+const char *agent_plan_reason(const struct agent_plan *p)
+{
+	return p->reason;
 }
 
 static const struct ice_plan_entry *entry_of(const struct agent_plan *p, uint32_t qpn)
@@ -401,6 +463,7 @@ static void nic_dcqcn(struct agent_plan *p)
 static void refuse(struct agent_plan *p, int ret, const struct ice_cfg_err *e)
 {
 	const char *what = ret == -EPERM     ? "bad signature"
+			   : ret == -ENOKEY  ? "unknown key id"
 			   : ret == -ESTALE  ? "old epoch"
 			   : ret == -ETIME   ? "lifetime over"
 			   : ret == -ERANGE  ? "value out of range"
@@ -435,7 +498,8 @@ int agent_plan_offer(struct agent_plan *p, const char *json, uint64_t now_ms,
 		return -ENOMEM;
 	free(p->last_json);
 	p->last_json = copy;
-	ret = ice_plan_verify(json, &p->key, p->last_epoch, now_ms, &hp, err);
+	ring_refresh(p);
+	ret = ice_plan_verify(json, &p->ring, p->last_epoch, now_ms, &hp, err);
 	if (ret == 0 && strcmp(hp.host, p->cfg->host) != 0) {
 		snprintf(err->key, sizeof(err->key), "host");
 		snprintf(err->msg, sizeof(err->msg), "plan for '%s', this is '%s'", hp.host,

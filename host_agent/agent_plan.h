@@ -25,7 +25,10 @@
 
 struct agent_plan;
 
-/* Load cfg->plan_key (NULL + errno with err filled when it is unusable).
+/* Load cfg->plan_pubkeys (NULL + errno with err filled when it is unusable).
+ * The file is read again when it changes (checked at each new plan text), so
+ * keys are added and removed without a restart; a changed file that does not
+ * load is logged and the keys loaded before stay.
  * Nothing connects until agent_plan_tick(). ctrl may be NULL (tests). */
 struct agent_plan *agent_plan_new(const struct agent_cfg *cfg, struct ice_ctrl *ctrl,
 				  struct ice_cfg_err *err);
@@ -56,6 +59,8 @@ void agent_plan_on_dcqcn(struct agent_plan *p, agent_plan_dcqcn_fn fn, void *ctx
 uint64_t agent_plan_epoch(const struct agent_plan *p);
 uint64_t agent_plan_last_epoch(const struct agent_plan *p);
 uint64_t agent_plan_refused(const struct agent_plan *p);
+/* The last refusal's reason, as written back (refused_reason); "" if none. */
+const char *agent_plan_reason(const struct agent_plan *p);
 
 /* Daemon side: (re)connect, poll the key each interval, expire, write back. */
 void agent_plan_tick(struct agent_plan *p, uint64_t now_ns);

@@ -2,7 +2,8 @@
 /*
  * icectl: the operator's CLI (icectl_main.c: command line, Redis, output;
  * icectl_view.c: status, links; icectl_qps.c: qps, plan, explain;
- * icectl_policy.c: policy; icectl_serve.c: the live dashboard; icectl_acl.c: Redis users). Every
+ * icectl_policy.c: policy; icectl_serve.c: the live dashboard; icectl_acl.c: Redis users;
+ * icectl_keygen.c: the plans' signing keys). Every
  * command reads and writes only Redis, by common/ice_redis.h's key table; each builds one JSON
  * document, printed as is with
  * --json, else as tables.
@@ -33,7 +34,8 @@ struct ictl {
 	char action[32], arg[512], arg2[512];
 	char listen[128];    /* serve */
 	uint64_t refresh_ns; /* serve: the page's period */
-	char out[256];	     /* acl: the output directory */
+	char out[256];	     /* acl, keygen: the output directory */
+	char name[64];	     /* keygen: the key pair's file name */
 	/* run time */
 	redisContext *c;
 };
@@ -95,7 +97,8 @@ int ictl_plan(struct ictl *x);
 int ictl_explain(struct ictl *x);
 int ictl_policy(struct ictl *x);
 int ictl_serve(struct ictl *x);
-int ictl_acl(struct ictl *x); /* needs no Redis */
+int ictl_acl(struct ictl *x);	 /* needs no Redis */
+int ictl_keygen(struct ictl *x); /* needs no Redis */
 
 /* The dashboard's files (icectl_dash_files.c, generated from icectl/dash/). */
 struct ictl_file {

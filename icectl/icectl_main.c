@@ -369,6 +369,10 @@ static int run_acl(void *o)
 {
 	return ictl_acl(o);
 }
+static int run_keygen(void *o)
+{
+	return ictl_keygen(o);
+}
 
 #define F(k, t, m, ...) ICE_CFG_ROW(struct ictl, k, t, m, __VA_ARGS__)
 static const struct ice_cfg_field common_fields[] = {
@@ -429,6 +433,12 @@ static const struct ice_cfg_field acl_fields[] = {
 	F("out", ICE_CFG_STRING, out, .alias = 'o', .arg = "DIR", .flags = ICE_CFG_REQUIRED,
 	  .help = "write DIR/users.acl and DIR/redis-<role>.auth here (0600)"),
 };
+static const struct ice_cfg_field keygen_fields[] = {
+	F("out", ICE_CFG_STRING, out, .alias = 'o', .arg = "DIR", .flags = ICE_CFG_REQUIRED,
+	  .help = "write DIR/NAME.key (private, 0600) and DIR/NAME.pub (public, 0644)"),
+	F("name", ICE_CFG_STRING, name, .alias = 'n', .arg = "NAME",
+	  .help = "the files' name (default plan)"),
+};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 static const struct ice_cfg_cmd cmds[] = {
 	{"status", "fabric, controllers, agents, plan epochs in force, what is stale", NULL, 0,
@@ -447,6 +457,8 @@ static const struct ice_cfg_cmd cmds[] = {
 	 N(serve_fields), NULL, 0, run_serve},
 	{"acl", "Redis users for the fabric: an ACL file and a password file per role", acl_fields,
 	 N(acl_fields), NULL, 0, run_acl},
+	{"keygen", "an Ed25519 key pair for signing plans: NAME.key, NAME.pub and its key id",
+	 keygen_fields, N(keygen_fields), NULL, 0, run_keygen},
 };
 
 /* The common flags may come before the command (icectl --redis A status):
@@ -482,6 +494,7 @@ int main(int argc, char **argv)
 		.wait_ns = 5 * ICE_NSEC_PER_SEC,
 		.listen = "127.0.0.1:8479",
 		.refresh_ns = ICE_NSEC_PER_SEC,
+		.name = "plan",
 	};
 	struct ice_cfg_cli cli = {
 		.tool = "icectl",

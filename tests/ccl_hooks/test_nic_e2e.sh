@@ -59,8 +59,7 @@ while ! R PING >/dev/null 2>&1; do
 	i=$((i + 1)); [ $i -lt 100 ] || fail "redis-server did not start"; sleep 0.05
 done
 
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/plan.key"
-chmod 600 "$T/plan.key"
+"$ICECTL" keygen --out "$T" --name plan >/dev/null || fail "icectl keygen"
 cat >"$T/topo.yaml" <<EOF
 name: $F
 hash: {algorithm: crc32, seed: 1, fields: [src_ip, dst_ip, proto, src_port, dst_port]}
@@ -94,7 +93,7 @@ mkdir -m 755 "$T/run1" "$T/run2"
 agent() { # host addr root run
 	ICE_LOG=info "$ICE_AGENT" --nic ens1f0np0 --addr "$2" --host "$1" --fabric $F \
 		--backend mlx5 --sysroot "$3" --nic-io replay --redis "unix:$SOCK" \
-		--run-dir "$4" --interval 100ms --plan-key "$T/plan.key" --epoch-file none \
+		--run-dir "$4" --interval 100ms --plan-pubkeys "$T/plan.pub" --epoch-file none \
 		--tclass 106 --metrics-port 0 >"$T/agent-$1.log" 2>&1 &
 	PIDS="$PIDS $!"
 }

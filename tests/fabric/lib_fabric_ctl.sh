@@ -55,14 +55,16 @@ ctl_fabric_up() {
 		rport=$cport
 		echo "redis cluster: $redis"
 	fi
+	# the controller signs with KEY (Ed25519, private), the agents verify
+	# with PUB (its public key) only
+	"$ICECTL" keygen --out "$ICE_TMP" --name plan >/dev/null || ctl_fail "icectl keygen"
 	KEY=$ICE_TMP/plan.key
-	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$KEY"
-	chmod 600 "$KEY"
+	PUB=$ICE_TMP/plan.pub
 	for h in "${HOSTS[@]}"; do
 		mkdir -p "$ICE_TMP/$h"
 		"$ICE_FABRIC" exec --fabric "$name" "$h" -- "$ICE_AGENT" --nic eth0 --fabric "$name" \
 			--host "$h" --redis "$redis" --interval 250ms --no-bpf --run-dir "$ICE_TMP/$h" \
-			--plan-key "$KEY" >"$ICE_TMP/agent-$h.log" 2>&1 &
+			--plan-pubkeys "$PUB" >"$ICE_TMP/agent-$h.log" 2>&1 &
 		APID[$h]=$!
 		ICE_PIDS+=($!)
 	done

@@ -3,19 +3,19 @@
  * fuzz_plan: libFuzzer harness for the plan an agent accepts from Redis
  * (common/ice_plan.c: ice_plan_verify).
  *
- * A plan's fields are interpreted only after its HMAC checks, so random
- * envelopes would stop at the signature. The input is therefore the plan
- * object itself: the harness signs it with a fixed key, as a controller (or
- * an attacker holding the key) would, and hands the envelope to
- * ice_plan_verify; the raw input is also verified as an envelope, which must
- * fail unless it happens to carry the right signature. A plan that verifies
- * must hold every documented range, sign again (ice_plan_sign) and verify to
- * the same values. Any difference aborts.
+ * A plan's fields are interpreted only after its Ed25519 signature checks,
+ * so random envelopes would stop at the signature. The input is therefore
+ * the plan object itself: the harness signs it with a fixed key (from a
+ * fixed seed), as a controller (or an attacker holding its private key)
+ * would, and hands the envelope to ice_plan_verify with that key's public
+ * half as the only trusted key; the raw input is also verified as an
+ * envelope, which must fail (it cannot carry a valid signature). A plan that
+ * verifies must hold every documented range, sign again (ice_plan_sign) and
+ * verify to the same values. Any difference aborts.
  */
 #include <errno.h>
 #include <jansson.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,35 +40,52 @@ static const struct ice_plan_key *fuzz_key(void)
 {
 	static struct ice_plan_key k;
 
-	if (k.len == 0) {
+	if (k.pkey == NULL) {
+		uint8_t seed[32];
+
 		for (unsigned int i = 0; i < 32; i++)
-			k.bytes[i] = (unsigned char)(0x5a ^ i);
-		k.len = 32;
+			seed[i] = (uint8_t)(0x5a ^ i);
+		fuzz_check(ice_plan_key_from_seed(seed, &k) == 0);
 	}
 	return &k;
 }
 
-/* {"plan": <plan>, "sig": HMAC-SHA256(canonical plan)}; NULL when the
- * input is not a JSON object. */
+/* the agent's trusted keys: the fuzz key's public half only */
+static const struct ice_plan_keyring *fuzz_ring(void)
+{
+	static struct ice_plan_keyring ring;
+
+	if (ring.n == 0)
+		fuzz_check(ice_plan_keyring_add(&ring, fuzz_key()) == 0);
+	return &ring;
+}
+
+/* {"kid": <the key's id>, "plan": <plan>, "sig": Ed25519(canonical plan)};
+ * NULL when the input is not a JSON object. */
 static char *envelope(const char *text)
 {
 	json_t *plan = json_loads(text, JSON_REJECT_DUPLICATES, NULL), *env = NULL;
-	unsigned char mac[EVP_MAX_MD_SIZE];
-	unsigned int len = 0;
-	char *canon = NULL, *out = NULL, hex[65];
+	unsigned char sig[64];
+	size_t len = sizeof(sig);
+	char *canon = NULL, *out = NULL, hex[129];
+	EVP_MD_CTX *ctx = NULL;
 
 	if (!json_is_object(plan))
 		goto out;
 	canon = json_dumps(plan, JSON_SORT_KEYS | JSON_COMPACT);
-	if (canon == NULL || HMAC(EVP_sha256(), fuzz_key()->bytes, (int)fuzz_key()->len,
-				  (const unsigned char *)canon, strlen(canon), mac, &len) == NULL)
+	ctx = EVP_MD_CTX_new();
+	if (canon == NULL || ctx == NULL ||
+	    EVP_DigestSignInit(ctx, NULL, NULL, NULL, fuzz_key()->pkey) != 1 ||
+	    EVP_DigestSign(ctx, sig, &len, (const unsigned char *)canon, strlen(canon)) != 1 ||
+	    len != sizeof(sig))
 		goto out;
-	for (unsigned int i = 0; i < len && i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", mac[i]);
-	env = json_pack("{s:O,s:s}", "plan", plan, "sig", hex);
+	for (unsigned int i = 0; i < len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", sig[i]);
+	env = json_pack("{s:s,s:O,s:s}", "kid", fuzz_key()->kid, "plan", plan, "sig", hex);
 	if (env != NULL)
 		out = json_dumps(env, JSON_SORT_KEYS | JSON_COMPACT);
 out:
+	EVP_MD_CTX_free(ctx);
 	free(canon);
 	json_decref(plan);
 	json_decref(env);
@@ -101,7 +118,7 @@ static void round_trip(const struct ice_host_plan *p)
 	char *js = ice_plan_sign(p, fuzz_key());
 
 	fuzz_check(js != NULL);
-	fuzz_check(ice_plan_verify(js, fuzz_key(), 0, FUZZ_NOW_MS, &q, &err) == 0);
+	fuzz_check(ice_plan_verify(js, fuzz_ring(), 0, FUZZ_NOW_MS, &q, &err) == 0);
 	fuzz_check(strcmp(q.host, p->host) == 0 && q.epoch == p->epoch &&
 		   q.lifetime_ms == p->lifetime_ms && q.issued_ms == p->issued_ms && q.n == p->n);
 	for (uint32_t i = 0; i < p->n; i++) {
@@ -127,13 +144,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data, size);
 	text[size] = '\0';
-	/* the raw input as an envelope: never accepted without the key's MAC */
-	ret = ice_plan_verify(text, fuzz_key(), 0, FUZZ_NOW_MS, &p, &err);
+	/* the raw input as an envelope: never accepted without the key's signature */
+	ret = ice_plan_verify(text, fuzz_ring(), 0, FUZZ_NOW_MS, &p, &err);
 	fuzz_check(ret <= 0);
 	ice_host_plan_fini(&p);
 	env = envelope(text);
 	if (env != NULL) {
-		ret = ice_plan_verify(env, fuzz_key(), 0, FUZZ_NOW_MS, &p, &err);
+		ret = ice_plan_verify(env, fuzz_ring(), 0, FUZZ_NOW_MS, &p, &err);
 		fuzz_check(ret == 0 || ret == -EBADMSG || ret == -ERANGE || ret == -ETIME ||
 			   ret == -ESTALE);
 		if (ret == 0) {

@@ -137,12 +137,15 @@ static int run_sign(char **argv)
 	struct ice_cfg_err err;
 	char *s;
 
+	char buf[768];
+
 	if (ice_plan_key_load(argv[0], &key, &err) < 0) {
-		fprintf(stderr, "%s\n", err.msg);
+		fprintf(stderr, "%s\n", ice_cfg_err_str(&err, buf, sizeof(buf)));
 		return 2;
 	}
 	snprintf(hp.host, sizeof(hp.host), "%s", argv[1]);
 	s = ice_plan_sign(&hp, &key);
+	ice_plan_key_fini(&key);
 	if (s == NULL)
 		return 2;
 	printf("%s\n", s);
@@ -161,6 +164,6 @@ int main(int argc, char **argv)
 	if (argc == 7 && strcmp(argv[1], "sign") == 0)
 		return run_sign(argv + 2);
 	fprintf(stderr, "usage: ipc_peer transport ADDR PEER_ADDR SPORT SECONDS | event ADDR JOB | "
-			"sign KEYFILE HOST EPOCH QPN SPORT\n");
+			"sign PRIVATE_KEYFILE HOST EPOCH QPN SPORT\n");
 	return 2;
 }

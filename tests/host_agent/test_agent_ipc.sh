@@ -83,11 +83,10 @@ redis-server --port 0 --unixsocket "$tmp/redis.sock" --unixsocketperm 700 --dir 
 redis_pid=$!
 rc() { redis-cli -s "$tmp/redis.sock" "$@"; }
 wait_for 10 rc ping >/dev/null 2>&1 || fail "redis-server did not start"
-printf '0123456789abcdef0123456789abcdef' >"$tmp/plan.key"
-chmod 0600 "$tmp/plan.key"
+"$ICECTL" keygen --out "$tmp" --name plan >/dev/null || fail "icectl keygen"
 
 agent_args=(--nic lo --addr "$ADDR" --run-dir "$run" --redis "unix:$tmp/redis.sock"
-	--fabric "$F" --host "$H" --interval 100ms --no-bpf --plan-key "$tmp/plan.key"
+	--fabric "$F" --host "$H" --interval 100ms --no-bpf --plan-pubkeys "$tmp/plan.pub"
 	--epoch-file none --group "$G")
 
 # 1. what it refuses at start, and leaves where it is

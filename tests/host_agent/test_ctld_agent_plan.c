@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * The agent's side of plans (host_agent/agent_plan.c), without Redis: a good
- * plan is written into the control block by QPN; a bad signature, an old
- * epoch, an expired plan, an out-of-range value or another host's plan is
- * refused and the previous plan stays in the slots; a QP that connects
- * later gets its entry; at the end of the lifetime every slot the plan set
- * is back to the QP's defaults (flags 0).
+ * plan is written into the control block by QPN; a bad signature, a key the
+ * agent does not hold, a key id forged to a trusted key's, an old epoch, an
+ * expired plan, an out-of-range value or another host's plan is refused and
+ * the previous plan stays in the slots; a QP that connects later gets its
+ * entry; at the end of the lifetime every slot the plan set is back to the
+ * QP's defaults (flags 0). Key rotation: the public key file re-read when it
+ * changes (old + new accepted, then only the new); key files with loose
+ * modes, the wrong type or no key stop the agent.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +24,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 
 #include "agent.h"
 #include "agent_plan.h"
@@ -32,32 +37,64 @@
 static char dir[] = "/tmp/ice-ctld-plan-XXXXXX";
 static char addr[32];
 static struct agent_cfg cfg;
-static struct ice_plan_key key, other_key;
+static struct ice_plan_key key, other_key, new_key; /* private: the controller's */
 static struct ice_ctrl *ctrl;
 
-static void key_file(const char *name, const char *text, struct ice_plan_key *k, char *path)
+static void seed_key(struct ice_plan_key *k, uint8_t fill)
 {
-	struct ice_cfg_err err;
+	uint8_t seed[32];
+
+	memset(seed, fill, sizeof(seed));
+	assert_int_equal(ice_plan_key_from_seed(seed, k), 0);
+}
+
+/* text into dir/name (a new file renamed over the old one, as an operator's
+ * editor or cp would leave it), mode; returns the path */
+static const char *put_file(const char *name, const char *text, mode_t mode)
+{
+	static char path[300];
+	char tmp[310];
 	int fd;
 
-	snprintf(path, 256, "%s/%s", dir, name);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
 	close(fd);
-	assert_int_equal(ice_plan_key_load(path, k, &err), 0);
+	assert_int_equal(chmod(tmp, mode), 0);
+	assert_int_equal(rename(tmp, path), 0);
+	return path;
+}
+
+/* the public keys of k1 (and k2) as one PEM file */
+static const char *pub_file(const char *name, const struct ice_plan_key *k1,
+			    const struct ice_plan_key *k2)
+{
+	char *a = ice_plan_key_pem(k1, false), *b = k2 ? ice_plan_key_pem(k2, false) : strdup("");
+	char text[4096];
+	const char *path;
+
+	assert_non_null(a);
+	assert_non_null(b);
+	snprintf(text, sizeof(text), "%s%s", a, b);
+	path = put_file(name, text, 0644);
+	free(a);
+	free(b);
+	return path;
 }
 
 static int setup(void **state)
 {
-	char other[256];
-
 	assert_non_null(mkdtemp(dir));
 	agent_cfg_defaults(&cfg);
 	snprintf(cfg.host, sizeof(cfg.host), "h1");
 	snprintf(cfg.epoch_file, sizeof(cfg.epoch_file), "%s/h1.epoch", dir);
-	key_file("plan.key", "0123456789abcdef0123456789abcdef", &key, cfg.plan_key);
-	key_file("other.key", "fedcba9876543210fedcba9876543210", &other_key, other);
+	seed_key(&key, 1);
+	seed_key(&other_key, 2);
+	seed_key(&new_key, 3);
+	snprintf(cfg.plan_pubkeys, sizeof(cfg.plan_pubkeys), "%s",
+		 pub_file("plan.pub", &key, NULL));
 	snprintf(addr, sizeof(addr), "127.99.%d.%d", (int)(getpid() / 250 % 250),
 		 (int)(getpid() % 250 + 1));
 	ctrl = ice_ctrl_create(addr, NULL);
@@ -74,6 +111,9 @@ static int teardown(void **state)
 
 	ice_ctrl_close(ctrl);
 	ice_ctrl_unlink(addr);
+	ice_plan_key_fini(&key);
+	ice_plan_key_fini(&other_key);
+	ice_plan_key_fini(&new_key);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	return system(cmd) == 0 ? 0 : -1;
 }
@@ -143,9 +183,16 @@ static void test_apply_refuse_expire(void **state)
 	slot_is(s1, all | ICE_CTRL_SET_RATE, 50000, 40, 5);
 
 	/* refusals: the previous plan stays */
-	refused(p, plan("h1", 6, NOW, 51000, 40, &other_key), -EPERM, NULL); /* bad signature */
-	refused(p, plan("h1", 5, NOW, 51000, 40, &key), -ESTALE, "epoch");   /* not newer */
-	refused(p, plan("h1", 4, NOW, 51000, 40, &key), -ESTALE, "epoch");   /* older */
+	/* a key this agent does not hold: its own reason */
+	refused(p, plan("h1", 6, NOW, 51000, 40, &other_key), -ENOKEY, "kid");
+	assert_non_null(strstr(agent_plan_reason(p), "unknown key id"));
+	/* another key's signature under the trusted key's id: a bad signature */
+	bad = plan("h1", 6, NOW, 51000, 40, &other_key);
+	memcpy(strstr(bad, other_key.kid), key.kid, ICE_PLAN_KID_HEX);
+	refused(p, bad, -EPERM, "sig");
+	assert_non_null(strstr(agent_plan_reason(p), "bad signature"));
+	refused(p, plan("h1", 5, NOW, 51000, 40, &key), -ESTALE, "epoch"); /* not newer */
+	refused(p, plan("h1", 4, NOW, 51000, 40, &key), -ESTALE, "epoch"); /* older */
 	refused(p, plan("h1", 7, NOW - 5000, 51000, 40, &key), -ETIME, "lifetime");
 	refused(p, plan("h2", 8, NOW, 51000, 40, &key), -EXDEV, "host"); /* another host's */
 	bad = plan("h1", 9, NOW, 51000, 40, &key);
@@ -285,25 +332,124 @@ static void test_hook_file_and_dcqcn(void **state)
 	agent_plan_free(p);
 }
 
+/* Rotation without a restart: the agent trusts old and new while the
+ * controllers move to the new key, then only the new one. The file is read
+ * again when it changes; a change that does not load keeps the keys. */
+static void test_rotation(void **state)
+{
+	struct agent_cfg c = cfg;
+	struct ice_cfg_err err;
+	struct agent_plan *p;
+	char *js;
+
+	(void)state;
+	snprintf(c.epoch_file, sizeof(c.epoch_file), "none");
+	snprintf(c.plan_pubkeys, sizeof(c.plan_pubkeys), "%s", pub_file("rot.pub", &key, NULL));
+	p = agent_plan_new(&c, ctrl, &err);
+	assert_non_null(p);
+	assert_int_equal(agent_plan_offer(p, js = plan("h1", 1, NOW, 50000, 0, &key), NOW, &err),
+			 0);
+	free(js);
+	refused(p, plan("h1", 2, NOW, 50000, 0, &new_key), -ENOKEY, "kid");
+	/* step 1: the new key trusted beside the old one */
+	pub_file("rot.pub", &key, &new_key);
+	assert_int_equal(
+		agent_plan_offer(p, js = plan("h1", 3, NOW, 50000, 0, &new_key), NOW, &err), 0);
+	free(js);
+	/* both controllers of an HA pair may sign meanwhile: one epoch sequence */
+	assert_int_equal(agent_plan_offer(p, js = plan("h1", 4, NOW, 50000, 0, &key), NOW, &err),
+			 0);
+	free(js);
+	refused(p, plan("h1", 4, NOW, 50001, 0, &new_key), -ESTALE, "epoch");
+	/* a broken edit: logged, the two keys stay */
+	put_file("rot.pub", "-----BEGIN PUBLIC KEY-----\ngarbage\n", 0644);
+	assert_int_equal(
+		agent_plan_offer(p, js = plan("h1", 5, NOW, 50000, 0, &new_key), NOW, &err), 0);
+	free(js);
+	/* step 2: the old key dropped */
+	pub_file("rot.pub", &new_key, NULL);
+	refused(p, plan("h1", 6, NOW, 50000, 0, &key), -ENOKEY, "kid");
+	assert_int_equal(
+		agent_plan_offer(p, js = plan("h1", 7, NOW, 50000, 0, &new_key), NOW, &err), 0);
+	free(js);
+	assert_int_equal(agent_plan_epoch(p), 7);
+	agent_plan_expire(p, NOW + 1000);
+	agent_plan_free(p);
+}
+
+static const char *rsa_pub_file(void)
+{
+	EVP_PKEY *rsa = EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)1024);
+	BIO *b = BIO_new(BIO_s_mem());
+	char text[4096], *data;
+	long n;
+
+	assert_non_null(rsa);
+	assert_int_equal(PEM_write_bio_PUBKEY(b, rsa), 1);
+	n = BIO_get_mem_data(b, &data);
+	assert_true(n > 0 && n < (long)sizeof(text));
+	memcpy(text, data, (size_t)n);
+	text[n] = '\0';
+	BIO_free(b);
+	EVP_PKEY_free(rsa);
+	return put_file("rsa.pub", text, 0644);
+}
+
+/* Each bad public key file stops the agent with one error naming the file
+ * and what was expected. */
 static void test_key_refused(void **state)
 {
 	struct agent_cfg c = cfg;
 	struct ice_cfg_err err;
-	char path[256];
+	char *priv, buf[768];
+	struct {
+		const char *path;
+		int err;
+		const char *says;
+	} bad[8];
+	int n = 0;
 
-	snprintf(c.plan_key, sizeof(c.plan_key), "%s/none.key", dir);
-	assert_null(agent_plan_new(&c, ctrl, &err));
-	snprintf(path, sizeof(path), "%s/loose.key", dir);
+	(void)state;
+	bad[n].path = strdup(put_file("loose.pub", "x", 0664));
+	bad[n].err = EPERM;
+	bad[n++].says = "writable by group or others (mode 0664)";
+	bad[n].path = strdup(put_file("empty.pub", "", 0644));
+	bad[n].err = EINVAL;
+	bad[n++].says = "empty";
+	bad[n].path = strdup(put_file("junk.pub", "not a key\n", 0644));
+	bad[n].err = EINVAL;
+	bad[n++].says = "no PEM block";
+	bad[n].path = strdup(rsa_pub_file());
+	bad[n].err = EINVAL;
+	bad[n++].says = ":1: an RSA key; expected an Ed25519 key";
+	priv = ice_plan_key_pem(&key, true);
+	bad[n].path = strdup(put_file("priv.pub", priv, 0644));
+	free(priv);
+	bad[n].err = EINVAL;
+	bad[n++].says = "a private key; an agent holds public keys only";
 	{
-		FILE *f = fopen(path, "w");
+		char *a = ice_plan_key_pem(&key, false), text[4096];
 
-		fputs("0123456789abcdef0123", f);
-		fclose(f);
-		chmod(path, 0644);
+		snprintf(text, sizeof(text), "%s%s", a, a);
+		bad[n].path = strdup(put_file("twice.pub", text, 0644));
+		free(a);
 	}
-	snprintf(c.plan_key, sizeof(c.plan_key), "%s", path);
-	assert_null(agent_plan_new(&c, ctrl, &err));
-	assert_int_equal(errno, EPERM);
+	bad[n].err = EINVAL;
+	bad[n++].says = ":4: the same key again";
+	bad[n].path = strdup(put_file("none.pub", "", 0644));
+	unlink(bad[n].path);
+	bad[n].err = ENOENT;
+	bad[n++].says = "cannot open";
+	for (int i = 0; i < n; i++) {
+		snprintf(c.plan_pubkeys, sizeof(c.plan_pubkeys), "%s", bad[i].path);
+		errno = 0;
+		assert_null(agent_plan_new(&c, ctrl, &err));
+		assert_int_equal(errno, bad[i].err);
+		ice_cfg_err_str(&err, buf, sizeof(buf));
+		if (strstr(buf, bad[i].says) == NULL || strstr(buf, bad[i].path) == NULL)
+			fail_msg("%s: '%s' does not say '%s'", bad[i].path, buf, bad[i].says);
+		free((char *)bad[i].path);
+	}
 }
 
 /* The epoch floor outlives the agent: a restarted agent refuses a replay of
@@ -387,6 +533,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_apply_refuse_expire),
 		cmocka_unit_test(test_key_refused),
+		cmocka_unit_test(test_rotation),
 		cmocka_unit_test(test_hook_file_and_dcqcn),
 		cmocka_unit_test(test_epoch_survives_restart),
 		cmocka_unit_test(test_reap_dead_owner),

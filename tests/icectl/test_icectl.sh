@@ -90,8 +90,7 @@ seed
 (while sleep 0.25; do seed; done) &
 seeder=$!
 
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/plan.key"
-chmod 600 "$tmp/plan.key"
+"$ICECTL" keygen --out "$tmp" --name plan >/dev/null || fail "icectl keygen"
 mport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$ICE_CONTROLLER" --fabric "$F" --topology "$tmp/topo.yaml" --redis "unix:$S" \
 	--key "$tmp/plan.key" --id ictl-a --metrics "127.0.0.1:$mport" --reopt 2s \

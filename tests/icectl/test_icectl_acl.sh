@@ -93,8 +93,7 @@ grep -q "ICE_REDIS_AUTH $tmp/open.auth is accessible by group or others (mode 06
 echo "ok: default user off; wrong password and a 0644 auth file: one line, exit 2"
 
 # ---- the controller, with its own user
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/plan.key"
-chmod 600 "$tmp/plan.key"
+"$ICECTL" keygen --out "$tmp" --name plan >/dev/null || fail "icectl keygen"
 now=$(($(date +%s%N) / 1000000))
 as host-h1 >/dev/null <<R
 SET ice:$F:schema 1

@@ -32,7 +32,7 @@ redis-server --port 0 --unixsocket "$D/redis.sock" --daemonize yes --pidfile "$D
 for _ in $(seq 50); do cli ping >/dev/null 2>&1 && break; sleep 0.1; done
 "$ICE_TOPO" gen leaf-spine --spines 2 --leaves 4 --hosts-per-leaf 2 --ecmp model \
 	--rate 100gbit --fabric-rate 400gbit --name "$F" -o "$D/topo.yaml" || fail "ice-topo gen"
-head -c 32 /dev/urandom >"$D/key" && chmod 600 "$D/key"
+"$ICECTL" keygen --out "$D" --name plan >/dev/null || fail "icectl keygen"
 
 # bad input: one clear line naming the flag
 out=$("$ICE_LOADGEN" -t "$D/topo.yaml" -r "$R" --qps lots 2>&1)
@@ -44,7 +44,7 @@ out=$("$ICE_LOADGEN" -t "$D/topo.yaml" -r "$R" --hosts 9 --duration 1s 2>&1)
 	--duration 12s --probers 2 --pairs 2 --json >"$D/loadgen.out" 2>&1 &
 PIDS+=($!)
 LG=$!
-"$ICE_CONTROLLER" --fabric "$F" --topology "$D/topo.yaml" --redis "$R" --key "$D/key" \
+"$ICE_CONTROLLER" --fabric "$F" --topology "$D/topo.yaml" --redis "$R" --key "$D/plan.key" \
 	--id icelgtest --qp-interval 200ms >"$D/ctl.out" 2>&1 &
 PIDS+=($!)
 
