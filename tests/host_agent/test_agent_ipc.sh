@@ -110,6 +110,17 @@ grep -q "control block $shm is a symbolic link" "$tmp/refuse2.out" ||
 [ -L "$shm" ] || fail "the link was removed"
 rm -f "$shm"
 echo "refused: a world-writable stale socket, a link as control block"
+# the plans' keys: the private key, or a public key others may rewrite
+cp "$tmp/plan.pub" "$tmp/loose.pub"
+chmod 0666 "$tmp/loose.pub"
+for bad in "plan.key:$tmp/plan.key:1: a private key; an agent holds public keys only" \
+	"loose.pub:public key file $tmp/loose.pub is writable by group or others (mode 0666)"; do
+	if "$ICE_AGENT" "${agent_args[@]}" --plan-pubkeys "$tmp/${bad%%:*}" >"$tmp/refuse3.out" 2>&1; then
+		fail "the agent started with ${bad%%:*} as its plan keys"
+	fi
+	grep -qF "plan_pubkeys: ${bad#*:}" "$tmp/refuse3.out" || fail "no reason for ${bad%%:*}: $(cat "$tmp/refuse3.out")"
+done
+echo "refused: the private key, a world-writable public key file as plan_pubkeys"
 
 # 2. the agent, and what it made
 "$ICE_AGENT" "${agent_args[@]}" >"$tmp/agent.log" 2>&1 &
