@@ -531,40 +531,32 @@ static int sign_hex(const struct ice_plan_key *key, const char *msg, char hex[IC
 
 char *ice_plan_sign(const struct ice_host_plan *hp, const struct ice_plan_key *key)
 {
-	json_t *plan = NULL, *env = NULL;
-	char *canon = NULL, *out = NULL, hex[ICE_PLAN_SIG_HEX + 1];
-	int err = ENOMEM;
+	char *canon, *out = NULL, hex[ICE_PLAN_SIG_HEX + 1];
+	size_t len;
 
 	if (key == NULL || key->pkey == NULL || !key->priv) {
 		errno = EINVAL;
 		return NULL;
 	}
-	plan = plan_json(hp);
-	if (plan == NULL)
-		goto err;
-	canon = json_dumps(plan, JSON_CANON);
+	canon = ice_plan_dump(hp);
 	if (canon == NULL)
-		goto err;
+		return NULL;
 	if (sign_hex(key, canon, hex) < 0) {
-		err = EIO;
-		goto err;
+		free(canon);
+		errno = EIO;
+		return NULL;
 	}
-	env = json_pack("{s:s,s:O,s:s}", "kid", key->kid, "plan", plan, "sig", hex);
-	if (env == NULL)
-		goto err;
-	out = json_dumps(env, JSON_CANON);
-	if (out == NULL)
-		goto err;
+	/* the envelope's own canonical form (keys in order, compact), without
+	 * dumping the plan a second time */
+	len = strlen(canon) + sizeof(hex) + ICE_PLAN_KID_HEX + 32;
+	out = malloc(len);
+	if (out != NULL)
+		snprintf(out, len, "{\"kid\":\"%s\",\"plan\":%s,\"sig\":\"%s\"}", key->kid, canon,
+			 hex);
+	else
+		errno = ENOMEM;
 	free(canon);
-	json_decref(plan);
-	json_decref(env);
 	return out;
-err:
-	free(canon);
-	json_decref(plan);
-	json_decref(env);
-	errno = err;
-	return NULL;
 }
 
 /* ---- verification ------------------------------------------------------------------ */

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
@@ -138,6 +139,14 @@ static void test_round_trip(void **state)
 	assert_non_null(sig);
 	assert_int_equal(strlen(sig), strlen("\"sig\":\"\"}") + ICE_PLAN_SIG_HEX);
 	assert_int_equal(strlen(k.kid), ICE_PLAN_KID_HEX);
+	{ /* the whole envelope is in canonical form, as jansson writes it */
+		json_t *env = json_loads(js, JSON_REJECT_DUPLICATES, NULL);
+		char *again = json_dumps(env, JSON_SORT_KEYS | JSON_COMPACT);
+
+		assert_string_equal(again, js);
+		free(again);
+		json_decref(env);
+	}
 	assert_int_equal(ice_plan_verify(js, &r, 6, NOW + 1, &out, &err), 0);
 	assert_string_equal(out.host, "h1");
 	assert_int_equal(out.epoch, 7);
