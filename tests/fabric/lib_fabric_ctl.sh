@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Shared by the controller tests (test_fabric_ctl*.sh): a leaf-spine fabric
-# with 2 hosts per leaf and Redis, a plan key, an ice-agent per host that
+# with 2 hosts per leaf and Redis, an Ed25519 plan key pair (icectl keygen:
+# the controller signs with plan.key, the agents hold plan.pub), an ice-agent per host that
 # applies plans, ice-perf pairs, and helpers. Sourced after lib_fabric.sh.
 ice_need_tool redis-cli
 BUILD=$(cd "$(dirname "$ICE_FABRIC")/.." && pwd)
