@@ -5,7 +5,6 @@
  * checks an agent runs before applying a plan (ice_plan.h).
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
@@ -13,6 +12,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,6 +287,7 @@ out:
 	PKCS8_PRIV_KEY_INFO_free(p8);
 	EVP_PKEY_free(pkey);
 	BIO_free(b);
+	ERR_clear_error(); /* what OpenSSL queued about a refused file */
 	OPENSSL_cleanse(text, ICE_PLAN_KEYFILE_MAX + 1);
 	free(text);
 	return ret;
@@ -424,6 +425,7 @@ out:
 	OPENSSL_free(data);
 	BIO_free(b);
 	free(text);
+	ERR_clear_error();
 	if (ret < 0)
 		ice_plan_keyring_fini(ring);
 	return ret;
