@@ -6,6 +6,8 @@
 # those users (setpriv):
 #   - the agent refuses a world-writable stale socket and a control block
 #     that is a link, naming the path and what is wrong, and leaves them;
+#     it refuses the controller's private key, or a world-writable public
+#     key file, as its plan_pubkeys (keys from icectl keygen);
 #   - its socket and control block are root:<group> 0660, it keeps no
 #     capabilities and says so;
 #   - the member's events reach it (Redis event stream); the other user's
@@ -14,6 +16,9 @@
 #     block, the agent reads the QP, applies a signed plan to it and the
 #     transport moves to the planned source port; the other user's
 #     transport cannot map the block;
+#   - the plans' key rotated while it runs: a plan of an untrusted key is
+#     refused as "unknown key id"; the new public key appended to its file,
+#     the new key's plans apply; the old one dropped, its plans are refused;
 #   - SIGTERM removes the socket and the block.
 # Needs root, setpriv, groupadd/useradd and redis-server; exits 77 without.
 # The group and users (ice-prefixed, with this shell's pid) are removed on
@@ -22,6 +27,7 @@ set -euo pipefail
 
 ICE_AGENT=${ICE_AGENT:?path of ice-agent}
 ICE_IPC_PEER=${ICE_IPC_PEER:?path of ipc_peer}
+ICECTL=${ICECTL:?path of icectl}
 skip() {
 	echo "skipped: $*"
 	exit 77
@@ -169,6 +175,34 @@ peer_pid=""
 grep -q "sport 50123 applied" "$tmp/tp_member.out" || fail "no applied port"
 [ "$(rc HGET "ice:$F:{$H}:plan:applied" epoch)" = 1 ] || fail "the agent did not apply epoch 1"
 echo "steering: the member's QP $qpn moved to source port 50123 (plan epoch 1); other refused"
+
+# 4b. the plans' key rotated under the running agent (no restart): a plan of
+# a key it does not hold is refused as such; once the new public key is
+# appended to its file, the new key's plans apply; once the old one is
+# dropped, the old key's plans are refused
+applied() { rc HGET "ice:$F:{$H}:plan:applied" "$1"; }
+offer() { # KEYFILE EPOCH
+	"$ICE_IPC_PEER" sign "$1" "$H" "$2" "$qpn" 50124 >"$tmp/plan.json" || fail "sign"
+	rc SET "ice:$F:{$H}:plan" "$(cat "$tmp/plan.json")" >/dev/null
+	rc PUBLISH "ice:$F:{$H}:plan" "$2" >/dev/null
+}
+"$ICECTL" keygen --out "$tmp" --name plan2 >/dev/null || fail "icectl keygen plan2"
+offer "$tmp/plan2.key" 2
+wait_for 5 sh -c "redis-cli -s $tmp/redis.sock HGET 'ice:$F:{$H}:plan:applied' refused_reason | grep -q '^unknown key id'" ||
+	fail "a plan of an untrusted key was not refused as such: $(applied refused_reason)"
+[ "$(applied epoch)" = 1 ] || fail "epoch $(applied epoch) after an untrusted key's plan"
+cat "$tmp/plan2.pub" >>"$tmp/plan.pub"
+offer "$tmp/plan2.key" 3
+wait_for 5 sh -c "[ \"\$(redis-cli -s $tmp/redis.sock HGET 'ice:$F:{$H}:plan:applied' epoch)\" = 3 ]" ||
+	fail "the new key's plan was not applied after its public key was added: $(applied refused_reason)"
+cp "$tmp/plan2.pub" "$tmp/plan.pub.new" && mv "$tmp/plan.pub.new" "$tmp/plan.pub"
+offer "$tmp/plan.key" 4
+wait_for 5 sh -c "[ \"\$(redis-cli -s $tmp/redis.sock HGET 'ice:$F:{$H}:plan:applied' refused)\" = 2 ]" ||
+	fail "the old key's plan was not refused after its public key was dropped"
+[ "$(applied epoch)" = 3 ] && applied refused_reason | grep -q '^unknown key id' ||
+	fail "epoch $(applied epoch), reason $(applied refused_reason)"
+grep -q "plan keys reloaded from $tmp/plan.pub" "$tmp/agent.log" || fail "no reload in the log"
+echo "rotation: untrusted key refused (unknown key id); new key trusted and applied, old key dropped, no restart"
 
 # 5. a clean exit removes both
 kill "$agent_pid"

@@ -194,6 +194,9 @@ static void test_apply_refuse_expire(void **state)
 	refused(p, plan("h1", 5, NOW, 51000, 40, &key), -ESTALE, "epoch"); /* not newer */
 	refused(p, plan("h1", 4, NOW, 51000, 40, &key), -ESTALE, "epoch"); /* older */
 	refused(p, plan("h1", 7, NOW - 5000, 51000, 40, &key), -ETIME, "lifetime");
+	/* dated further ahead than the clock-skew allowance */
+	refused(p, plan("h1", 7, NOW + 10 + ICE_PLAN_SKEW_MS + 1, 51000, 40, &key), -ETIME,
+		"issued_ms");
 	refused(p, plan("h2", 8, NOW, 51000, 40, &key), -EXDEV, "host"); /* another host's */
 	bad = plan("h1", 9, NOW, 51000, 40, &key);
 	/* tamper: a source port outside 49152-65535, re-signed, must be refused on range */
