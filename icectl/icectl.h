@@ -63,6 +63,8 @@ json_t *ictl_members(struct ictl *x, const char *cmd, const char *key);
 json_t *ictl_xrevrange(struct ictl *x, const char *key, unsigned n);
 /* The "plan" object of the host's signed plan; NULL when there is none. */
 json_t *ictl_plan_of(struct ictl *x, const char *host);
+/* The whole signed plan ({"kid", "plan", "sig"}); NULL when there is none. */
+json_t *ictl_signed_plan_of(struct ictl *x, const char *host);
 uint64_t ictl_now_ms(void);
 /* "1.2 s ago" style, into buf */
 const char *ictl_age(uint64_t ts_ms, char *buf, size_t len);

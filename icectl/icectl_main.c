@@ -244,18 +244,29 @@ json_t *ictl_xrevrange(struct ictl *x, const char *key, unsigned n)
 	return list;
 }
 
-/* The signed plan's epoch, issue time, lifetime and entries. */
-json_t *ictl_plan_of(struct ictl *x, const char *host)
+json_t *ictl_signed_plan_of(struct ictl *x, const char *host)
 {
 	char key[ICE_RKEY_MAX];
 	redisReply *r = ictl_cmd(x, "GET %s", ictl_key(x, key, ICE_RK_PLAN, host, NULL));
-	json_t *env, *p;
+	json_t *env;
 
 	if (r == NULL)
 		return NULL;
 	env = r->type == REDIS_REPLY_STRING ? json_loads(r->str, 0, NULL) : NULL;
 	freeReplyObject(r);
-	p = json_incref(json_object_get(env, "plan"));
+	if (!json_is_object(json_object_get(env, "plan"))) {
+		json_decref(env);
+		return NULL;
+	}
+	return env;
+}
+
+/* The signed plan's epoch, issue time, lifetime and entries. */
+json_t *ictl_plan_of(struct ictl *x, const char *host)
+{
+	json_t *env = ictl_signed_plan_of(x, host);
+	json_t *p = json_incref(json_object_get(env, "plan"));
+
 	json_decref(env);
 	return p;
 }

@@ -328,14 +328,19 @@ int ictl_plan(struct ictl *x)
 	out = json_array();
 	for (h = 0; hosts != NULL && h < json_array_size(hosts); h++) {
 		const char *host = json_string_value(json_array_get(hosts, h));
-		json_t *p, *ap;
+		json_t *env, *p, *ap, *kid;
 
 		if (x->arg[0] != '\0' && strcmp(x->arg, host) != 0)
 			continue;
-		p = ictl_plan_of(x, host);
+		env = ictl_signed_plan_of(x, host);
+		p = json_incref(json_object_get(env, "plan"));
+		kid = json_incref(json_object_get(env, "kid"));
+		json_decref(env);
 		ap = ictl_hgetall(x, ictl_key(x, key, ICE_RK_PLAN_APPLIED, host, NULL));
-		json_array_append_new(out, json_pack("{s:s, s:o, s:o}", "host", host, "plan",
-						     p != NULL ? p : json_null(), "applied",
+		/* kid: the key that signed it (which one is in force during a rotation) */
+		json_array_append_new(out, json_pack("{s:s, s:o, s:o, s:o}", "host", host, "plan",
+						     p != NULL ? p : json_null(), "kid",
+						     kid != NULL ? kid : json_null(), "applied",
 						     ap != NULL ? ap : json_object()));
 	}
 	json_decref(hosts);
@@ -355,7 +360,7 @@ int ictl_plan(struct ictl *x)
 	for (h = 0; h < json_array_size(out); h++) {
 		json_t *o = json_array_get(out, h), *p = json_object_get(o, "plan"), *ap, *e;
 		struct ictl_table t;
-		char title[256];
+		char title[640];
 		uint64_t issued, life;
 		size_t i;
 
@@ -367,11 +372,12 @@ int ictl_plan(struct ictl *x)
 		issued = (uint64_t)json_integer_value(json_object_get(p, "issued_ms"));
 		life = (uint64_t)json_integer_value(json_object_get(p, "lifetime_ms"));
 		snprintf(title, sizeof(title),
-			 "%s: epoch %" JSON_INTEGER_FORMAT " issued %s, lifetime %.1f s%s; applied "
-			 "epoch %s (%s)%s%s",
+			 "%s: epoch %" JSON_INTEGER_FORMAT " issued %s, lifetime %.1f s%s, key %s; "
+			 "applied epoch %s (%s)%s%s",
 			 ictl_str(o, "host"), json_integer_value(json_object_get(p, "epoch")),
 			 ictl_age(issued, age, sizeof(age)), (double)life / 1e3,
 			 issued + life < ictl_now_ms() ? " (EXPIRED)" : "",
+			 ictl_str(o, "kid")[0] ? ictl_str(o, "kid") : "-",
 			 ictl_str(ap, "epoch")[0] ? ictl_str(ap, "epoch") : "-",
 			 ictl_str(ap, "state")[0] ? ictl_str(ap, "state") : "-",
 			 ictl_str(ap, "refused_reason")[0] ? "; last refused: " : "",

@@ -90,7 +90,7 @@ seed
 (while sleep 0.25; do seed; done) &
 seeder=$!
 
-"$ICECTL" keygen --out "$tmp" --name plan >/dev/null || fail "icectl keygen"
+"$ICECTL" keygen --out "$tmp" --name plan >"$tmp/keygen.out" || fail "icectl keygen"
 mport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$ICE_CONTROLLER" --fabric "$F" --topology "$tmp/topo.yaml" --redis "unix:$S" \
 	--key "$tmp/plan.key" --id ictl-a --metrics "127.0.0.1:$mport" --reopt 2s \
@@ -152,7 +152,8 @@ ictl --json qps --host h2 | py "[q['host'] for q in d['qps']] == ['h2']" || fail
 ictl qps >"$tmp/qps.out"
 grep -Eq "^  h1 +10\.1\.0\.1:17 +leaf1>spine[12]>leaf2 +$sport " "$tmp/qps.out" || fail "qps: h1 row"
 ictl plan show h1 >"$tmp/plan.out"
-grep -q "^h1: epoch [0-9]* issued" "$tmp/plan.out" || fail "plan show h1"
+grep -q "^h1: epoch [0-9]* issued .*, key $(sed -n 's/^key id //p' "$tmp/keygen.out"); applied" "$tmp/plan.out" ||
+	fail "plan show h1 (with the key id that signed it)"
 ictl --json plan history | py "len(d['publications']) >= 1" || fail "plan history"
 set +e
 ictl plan show h9 >/dev/null 2>&1
