@@ -34,8 +34,7 @@ py() { python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(0 if ($1) e
 redis_start
 wait_for 10 rc ping >/dev/null 2>&1 || fail "redis-server did not start"
 "$ICE_TOPO" gen leaf-spine --name "$F" --ecmp model -o "$tmp/topo.yaml"
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/plan.key"
-chmod 600 "$tmp/plan.key"
+"$ICECTL" keygen --out "$tmp" --name plan >/dev/null || fail "icectl keygen"
 
 # agents (every 250 ms): h1 -> h5, h2 -> h6 and back, a QP's rate (bytes/s)
 # from $tmp/rate.<host>, none once $tmp/gone.<host> exists; the exporter
