@@ -9,17 +9,26 @@
 # (the controller's topology has no switch hash). Asserts: ICE's plan is
 # applied (rank 0's QPs use the planned source ports, as the transport
 # reports them), the switches' byte counters show 2 flows per uplink, and
-# ICE is at least 1.2x the colliding ECMP.
+# ICE is at least 1.2x the colliding ECMP. A speed miss in a run the demo
+# marks void (the machine saturated, or the VM's host took >= 2 % of the run
+# in gaps longer than the TBF burst: tools/ice-env-probe) is measured once
+# more; two void misses skip with the reason.
 . "$(dirname "$0")/lib_fabric.sh"
 ice_need_tool redis-cli
 BUILD=$(cd "$(dirname "$ICE_FABRIC")/.." && pwd)
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-ICE_BUILD=$BUILD python3 "$ROOT/tools/ice-demo" --seed-list 7 --modes ecmp,ice --colls allreduce \
-	-b 4M -e 4M -n 2 -w 2 --need-collision 6 --out "$ICE_TMP/out" >"$ICE_TMP/demo.out" 2>&1
-rc=$?
-cat "$ICE_TMP/demo.out"
-[ $rc = 0 ] || ice_fail "ice-demo exited $rc"
-python3 - "$ICE_TMP/out/ice-demo.json" <<'PY' || exit $?
+
+attempt() {
+	ICE_BUILD=$BUILD python3 "$ROOT/tools/ice-demo" --seed-list 7 --modes ecmp,ice --colls allreduce \
+		-b 4M -e 4M -n 2 -w 2 --need-collision 6 --out "$ICE_TMP/out" >"$ICE_TMP/demo.out" 2>&1
+	local rc=$?
+	cat "$ICE_TMP/demo.out"
+	[ $rc = 0 ] || ice_fail "ice-demo exited $rc"
+	judge
+}
+
+judge() {
+	python3 - "$ICE_TMP/out/ice-demo.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 runs = {r["mode"]: r for r in d["runs"]}
@@ -44,6 +53,19 @@ be, bi = e["busbw"], i["busbw"]
 print(f"ECMP (collision, {max(e['uplink_flows'].values())} flows on one uplink): {be:.4f} GB/s; "
       f"ICE: {bi:.4f} GB/s = {bi / be:.2f}x")
 if bi < 1.2 * be:
+    if e["void"] or i["void"]:
+        print(f"void: the host took {e['host_lost_pct']:.1f}% / {i['host_lost_pct']:.1f}% "
+              "of the ECMP / ICE run (tools/ice-env-probe)")
+        sys.exit(3)
     fail("ICE is not 1.2x the colliding plain ECMP")
 print("PASS")
 PY
+}
+
+for try in 1 2; do
+	rc=0
+	attempt || rc=$?
+	[ $rc = 3 ] || exit $rc
+done
+ice_skip "ICE missed 1.2x the colliding ECMP in two void runs: the VM's host took the CPU" \
+	"for longer than the TBF burst in >= 2 % of them"
