@@ -148,6 +148,24 @@ int ice_redis_acl_user_name(char *buf, size_t len, const struct ice_redis_acl_us
 int ice_redis_acl_write(FILE *f, const char *fabric, const struct ice_redis_acl_user *users,
 			size_t n, char *why, size_t whylen);
 
+/*
+ * A fabric's users into dir (created 0700 if missing; must be a directory):
+ * ice-controller, ice-exporter, ice-operator, ice-reader and one
+ * ice-host-<H> per hosts[] entry (host and addrs read; role and password
+ * ignored), each with a random password (32 bytes from getrandom, hex):
+ * dir/users.acl (ice_redis_acl_write) and dir/redis-<user without "ice-">.auth
+ * ("USER PASSWORD", for ICE_REDIS_AUTH), all 0600, each written to a new
+ * file renamed over the old. Used by icectl acl and ice-fabric up
+ * --redis-acl. The number of users, or -errno with why filled.
+ */
+int ice_redis_acl_render(const char *dir, const char *fabric,
+			 const struct ice_redis_acl_user *hosts, size_t nhosts, char *why,
+			 size_t whylen);
+
+/* "redis-controller.auth", "redis-host-h1.auth", ...: user's auth file name
+ * in a rendered directory. */
+void ice_redis_acl_auth_name(char *buf, size_t len, const char *user);
+
 /* "HOST:PORT" (port 1-65535), "unix:/PATH" or "/PATH" into host (or the path),
  * port (0 for unix) and is_unix. 0 or -EINVAL. */
 int ice_redis_addr_parse(const char *addr, char *host, size_t hlen, int *port, bool *is_unix);

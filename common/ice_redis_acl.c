@@ -5,11 +5,15 @@
  * (ice_redis.h).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <openssl/evp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ice_ipc.h"
@@ -364,4 +368,151 @@ int ice_redis_acl_write(FILE *f, const char *fabric, const struct ice_redis_acl_
 	}
 	explicit_bzero(hash, sizeof(hash));
 	return ferror(f) ? -EIO : 0;
+}
+
+/* ---- rendering a fabric's users into a directory ----------------------------- */
+
+#define ACL_PASS_BYTES 32
+
+static int acl_password(char *out)
+{
+	unsigned char b[ACL_PASS_BYTES];
+	size_t got = 0;
+
+	while (got < sizeof(b)) {
+		ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n > 0)
+			got += (size_t)n;
+	}
+	for (size_t i = 0; i < sizeof(b); i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+	explicit_bzero(b, sizeof(b));
+	return 0;
+}
+
+/* text into DIR/NAME, mode 0600, through a new file renamed over it */
+static int acl_secret(const char *dir, const char *name, const char *text, size_t len, char *why,
+		      size_t whylen)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 8];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || fchmod(fd, 0600) < 0 || write(fd, text, len) != (ssize_t)len || fsync(fd) < 0)
+		ret = -errno;
+	if (fd >= 0 && close(fd) < 0 && ret == 0)
+		ret = -errno;
+	if (ret == 0 && rename(tmp, path) < 0)
+		ret = -errno;
+	if (ret < 0) {
+		snprintf(why, whylen, "cannot write %s: %s", path, strerror(-ret));
+		unlink(tmp);
+	}
+	return ret;
+}
+
+struct acl_cred {
+	struct ice_redis_acl_user u;
+	char name[ICE_REDIS_USER_MAX];
+	char pass[2 * ACL_PASS_BYTES + 1];
+};
+
+static int acl_files(const char *dir, const char *fabric, struct acl_cred *us, size_t n, char *why,
+		     size_t whylen)
+{
+	struct ice_redis_acl_user *list = calloc(n, sizeof(*list));
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int ret;
+
+	if (list == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		list[i] = us[i].u;
+	f = open_memstream(&text, &len);
+	if (f == NULL) {
+		free(list);
+		return -errno;
+	}
+	ret = ice_redis_acl_write(f, fabric, list, n, why, whylen);
+	free(list);
+	if (fclose(f) != 0 && ret == 0)
+		ret = -errno;
+	if (ret == 0)
+		ret = acl_secret(dir, "users.acl", text, len, why, whylen);
+	for (size_t i = 0; ret == 0 && i < n; i++) {
+		char file[ICE_REDIS_USER_MAX + 16], body[256];
+		int m = snprintf(body, sizeof(body), "# Redis user %s of fabric %s\n%s %s\n",
+				 us[i].name, fabric, us[i].name, us[i].pass);
+
+		ice_redis_acl_auth_name(file, sizeof(file), us[i].name);
+		ret = acl_secret(dir, file, body, (size_t)m, why, whylen);
+		explicit_bzero(body, sizeof(body));
+	}
+	if (text != NULL) {
+		explicit_bzero(text, len);
+		free(text);
+	}
+	return ret;
+}
+
+void ice_redis_acl_auth_name(char *buf, size_t len, const char *user)
+{
+	snprintf(buf, len, "redis-%s.auth", strncmp(user, "ice-", 4) == 0 ? user + 4 : user);
+}
+
+int ice_redis_acl_render(const char *dir, const char *fabric,
+			 const struct ice_redis_acl_user *hosts, size_t nhosts, char *why,
+			 size_t whylen)
+{
+	static const enum ice_redis_role fixed[] = {ICE_ROLE_CONTROLLER, ICE_ROLE_EXPORTER,
+						    ICE_ROLE_OPERATOR, ICE_ROLE_READER};
+	size_t nf = sizeof(fixed) / sizeof(fixed[0]), n = nf + nhosts;
+	struct acl_cred *us;
+	struct stat st;
+	int ret = 0;
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		ret = -errno;
+		snprintf(why, whylen, "cannot create %s: %s", dir, strerror(-ret));
+		return ret;
+	}
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(why, whylen, "%s: expected a directory", dir);
+		return -ENOTDIR;
+	}
+	us = calloc(n, sizeof(*us));
+	if (us == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (i < nf) {
+			us[i].u.role = fixed[i];
+		} else {
+			us[i].u = hosts[i - nf];
+			us[i].u.role = ICE_ROLE_HOST;
+		}
+		ret = acl_password(us[i].pass);
+		if (ret < 0) {
+			snprintf(why, whylen, "getrandom: %s", strerror(-ret));
+			goto out;
+		}
+		us[i].u.password = us[i].pass;
+		if (ice_redis_acl_user_name(us[i].name, sizeof(us[i].name), &us[i].u) < 0) {
+			snprintf(why, whylen, "user %zu: a host user without a usable name", i);
+			ret = -EINVAL;
+			goto out;
+		}
+	}
+	ret = acl_files(dir, fabric, us, n, why, whylen);
+out:
+	explicit_bzero(us, n * sizeof(*us));
+	free(us);
+	return ret < 0 ? ret : (int)n;
 }

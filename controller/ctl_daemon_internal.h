@@ -152,6 +152,10 @@ struct ctld {
 	/* the QP view's last refresh (ctld_read_qps): its time, the longest
 	 * since the last status write, counts (in {ctl}:status, view_*) */
 	uint64_t view_ns, view_max_ns, view_reads;
+	uint64_t squat_check_ns; /* a standby's next look at the leader key's expiry */
+	uint64_t view_bad;	 /* QP records dropped: malformed fields */
+	uint64_t view_foreign;	 /* QP records dropped: filed under a host that
+				    does not have their local address */
 	struct ccoll *colls;
 	size_t ncolls;
 

@@ -21,6 +21,35 @@ static const char LUA_RELEASE[] =
 	"if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) "
 	"else return 0 end";
 
+/* A standby whose lease never comes: a controller's lease always expires
+ * (PX), so a leader key without expiry was written by something else (an
+ * operator, a hostile client with write access to it). Standing by is all
+ * a controller may do (taking it could split the brain with a peer), but
+ * it says so every 10 s, with the holder. */
+static void lease_squat_check(struct ctld *d)
+{
+	uint64_t now = ice_now_ns();
+	redisReply *r;
+
+	if (now < d->squat_check_ns)
+		return;
+	d->squat_check_ns = now + 10 * ICE_NSEC_PER_SEC;
+	r = ctld_cmd(d, "PTTL %s", d->k_leader);
+	if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == -1) {
+		redisReply *o = ctld_cmd(d, "GET %s", d->k_leader);
+
+		ice_warn(SUB,
+			 "%s: the leader key %s is held by '%.64s' with no expiry: not a "
+			 "controller's lease (theirs expire); standing by until it is removed",
+			 d->cfg.id, d->k_leader,
+			 o != NULL && o->type == REDIS_REPLY_STRING ? o->str : "?");
+		if (o != NULL)
+			freeReplyObject(o);
+	}
+	if (r != NULL)
+		freeReplyObject(r);
+}
+
 void ctld_lease_tick(struct ctld *d)
 {
 	char ttl[24];
@@ -56,6 +85,8 @@ void ctld_lease_tick(struct ctld *d)
 		if (o != NULL)
 			freeReplyObject(o);
 	}
+	if (!d->leader)
+		lease_squat_check(d);
 	if (r != NULL)
 		freeReplyObject(r);
 }

@@ -322,7 +322,7 @@ out:
 
 static void status_counters(struct ctld *d)
 {
-	char v[15][24];
+	char v[17][24];
 	const char *kv[] = {"link_writes",
 			    v[11],
 			    "qp_writes",
@@ -354,7 +354,11 @@ static void status_counters(struct ctld *d)
 			    "view_read_ms",
 			    v[9],
 			    "view_read_max_ms",
-			    v[10]};
+			    v[10],
+			    "view_bad_qps",
+			    v[15],
+			    "view_foreign_qps",
+			    v[16]};
 
 	snprintf(v[0], 24, "%" PRIu64, d->tm.readings);
 	snprintf(v[1], 24, "%" PRIu64, d->tm.unknown_ports);
@@ -371,6 +375,8 @@ static void status_counters(struct ctld *d)
 	snprintf(v[12], 24, "%" PRIu64, d->m.qp_writes);
 	snprintf(v[13], 24, "%" PRIu64, d->m.qp_refreshes);
 	snprintf(v[14], 24, "%" PRIu64, d->m.qp_deletes);
+	snprintf(v[15], 24, "%" PRIu64, d->view_bad);
+	snprintf(v[16], 24, "%" PRIu64, d->view_foreign);
 	d->view_max_ns = 0; /* the longest between two status writes */
 	ctld_status_write(d, kv, sizeof(kv) / sizeof(kv[0]));
 }

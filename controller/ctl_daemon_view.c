@@ -11,6 +11,7 @@
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -734,7 +735,9 @@ static size_t qp_lower(const struct cqp *const *v, size_t n, const struct cqp *k
 /* The agent's per-second rates (`rate`): what the QP sends, and the host
  * signals of congestion on its path (CNPs its sender receives, packets it
  * resends). */
-static void rates_of(struct cqp *q, const char *js)
+/* The record's per-second rates; false when one is negative, not finite or
+ * above 10^13 (no NIC sends 80 Tbit/s or 10^13 CNPs/s): malformed. */
+static bool rates_of(struct cqp *q, const char *js)
 {
 	json_t *o = js ? json_loads(js, 0, NULL) : NULL;
 
@@ -742,6 +745,42 @@ static void rates_of(struct cqp *q, const char *js)
 	q->cnp_s = o ? json_number_value(json_object_get(o, "cnp_rx")) : 0;
 	q->retx_s = o ? json_number_value(json_object_get(o, "retx")) : 0;
 	json_decref(o);
+	return isfinite(q->rate_bps) && q->rate_bps >= 0 && q->rate_bps <= 8e13 &&
+	       isfinite(q->cnp_s) && q->cnp_s >= 0 && q->cnp_s <= 1e13 && isfinite(q->retx_s) &&
+	       q->retx_s >= 0 && q->retx_s <= 1e13;
+}
+
+/* The fields of a QP record the view reads: local and remote IPv4, qpn and
+ * rqpn (24 bits), sport (16 bits), all decimal where numbers. */
+static bool qp_num_ok(const char *s, unsigned long max, bool need)
+{
+	char *end;
+	unsigned long v;
+
+	if (s == NULL)
+		return !need;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	return *s >= '0' && *s <= '9' && *end == '\0' && errno == 0 && v <= max;
+}
+
+static bool qp_record_ok(const redisReply *r, struct in_addr *la, struct in_addr *ra)
+{
+	return r->element[0]->str != NULL && r->element[1]->str != NULL &&
+	       inet_pton(AF_INET, r->element[0]->str, la) == 1 &&
+	       inet_pton(AF_INET, r->element[1]->str, ra) == 1 &&
+	       qp_num_ok(r->element[2]->str, 0xffffff, true) &&
+	       qp_num_ok(r->element[3]->str, 0xffffff, false) &&
+	       qp_num_ok(r->element[4]->str, 65535, false);
+}
+
+/* Count a dropped QP record; the first ten and then every power of two are
+ * said, with the host whose key held it and why. */
+static void qp_dropped(uint64_t *count, const char *host, const char *why)
+{
+	if (++*count <= 10 || (*count & (*count - 1)) == 0)
+		ice_warn(SUB, "host %s: a QP record dropped (%" PRIu64 " so far): %s", host, *count,
+			 why);
 }
 
 void ctld_read_qps(struct ctld *d)
@@ -749,6 +788,7 @@ void ctld_read_qps(struct ctld *d)
 	uint64_t stale = 3 * d->cfg.qp_interval / ICE_NSEC_PER_MSEC;
 	char key[ICE_RKEY_MAX], min[32];
 	redisReply **rep = NULL, **hr = NULL;
+	uint32_t *hix = NULL; /* the host whose key each HMGET read */
 	const struct cqp **oldv = NULL, **newv = NULL;
 	struct cqp *nq = NULL;
 	size_t nn = 0, cap = 0, nhm = 0;
@@ -771,6 +811,12 @@ void ctld_read_qps(struct ctld *d)
 	if (ctld_pipe(d, d->nhosts, rep) < 0)
 		goto out;
 	for (uint32_t i = 0; i < d->nhosts; i++)
+		nhm += rep[i]->type == REDIS_REPLY_ARRAY ? rep[i]->elements : 0;
+	hix = calloc(nhm + 1, sizeof(*hix));
+	if (hix == NULL)
+		goto out;
+	nhm = 0;
+	for (uint32_t i = 0; i < d->nhosts; i++)
 		for (size_t j = 0; rep[i]->type == REDIS_REPLY_ARRAY && j < rep[i]->elements; j++) {
 			if (strchr(rep[i]->element[j]->str, '>') != NULL)
 				continue; /* an unjoined BPF flow: no QP to steer */
@@ -779,7 +825,7 @@ void ctld_read_qps(struct ctld *d)
 			ice_redis_appendf(
 				&d->link,
 				"HMGET %s local remote qpn rqpn sport rate ts_ms closed_ms", key);
-			nhm++;
+			hix[nhm++] = i;
 		}
 	hr = calloc(nhm + 1, sizeof(*hr));
 	nq = calloc(nhm + 1, sizeof(*nq));
@@ -791,10 +837,11 @@ void ctld_read_qps(struct ctld *d)
 		const struct topo_port *sp, *dp;
 		struct cqp *q;
 
-		if (r->type != REDIS_REPLY_ARRAY || r->elements != 8 ||
-		    r->element[0]->str == NULL || r->element[1]->str == NULL ||
-		    r->element[2]->str == NULL)
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != 8)
 			continue;
+		if (r->element[0]->str == NULL && r->element[1]->str == NULL &&
+		    r->element[2]->str == NULL)
+			continue; /* expired between ZRANGEBYSCORE and HMGET */
 		/* the agent saw it go (destroyed, or its process died) after its
 		 * last sample: no demand any more (a QPN reused later publishes a
 		 * newer ts_ms) */
@@ -802,13 +849,24 @@ void ctld_read_qps(struct ctld *d)
 		    strtoull(r->element[7]->str, NULL, 10) >
 			    (r->element[6]->str ? strtoull(r->element[6]->str, NULL, 10) : 0))
 			continue;
-		if (inet_pton(AF_INET, r->element[0]->str, &la) != 1 ||
-		    inet_pton(AF_INET, r->element[1]->str, &ra) != 1)
+		if (!qp_record_ok(r, &la, &ra)) {
+			qp_dropped(&d->view_bad, d->hosts[hix[k]].name,
+				   "malformed (expected local, remote: IPv4; qpn, rqpn: "
+				   "0..2^24-1; sport: 0..65535)");
 			continue;
+		}
 		sp = nic_by_addr(d, la.s_addr);
 		dp = nic_by_addr(d, ra.s_addr);
 		if (sp == NULL || dp == NULL || sp == dp)
 			continue;
+		/* a host writes only its own keys (Redis users), but what it
+		 * writes there is its own word: a QP it files for another host's
+		 * address would be planned, and steered, on that host */
+		if (sp->node != d->hosts[hix[k]].node) {
+			qp_dropped(&d->view_foreign, d->hosts[hix[k]].name,
+				   "its local address is not one of this host's NICs");
+			continue;
+		}
 		q = &nq[nn++];
 		q->host = sp->node;
 		q->src = sp->id;
@@ -818,7 +876,13 @@ void ctld_read_qps(struct ctld *d)
 		q->rqpn = r->element[3]->str ? (uint32_t)strtoul(r->element[3]->str, NULL, 10) : 0;
 		q->sport_now =
 			r->element[4]->str ? (uint16_t)strtoul(r->element[4]->str, NULL, 10) : 0;
-		rates_of(q, r->element[5]->str);
+		if (!rates_of(q, r->element[5]->str)) {
+			memset(q, 0, sizeof(*q));
+			nn--;
+			qp_dropped(&d->view_bad, d->hosts[hix[k]].name,
+				   "malformed rate (expected per-second figures from 0 to 10^13)");
+			continue;
+		}
 		q->active = q->rate_bps >= (double)d->cfg.min_rate;
 		q->route.idx = -1;
 	}
@@ -886,6 +950,7 @@ out:
 	if (rep != NULL && d->link.c != NULL)
 		ctld_freev(rep, d->nhosts);
 	free(hr);
+	free(hix);
 	free(rep);
 	free(nq);
 }

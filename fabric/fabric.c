@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "ice_log.h"
+#include "ice_redis.h"
 #include "ice_time.h"
 
 /* ---- the state's topology -------------------------------------------------------------- */
@@ -109,7 +110,9 @@ int fab_up(const struct topo *t, const struct fab_opts *o)
 	if (ret < 0)
 		goto err;
 	if (o->redis_port != 0) {
-		ret = fab_redis_start(t->name, o->redis_port);
+		ret = o->redis_acl ? fab_redis_acl_render(t) : 0;
+		if (ret == 0)
+			ret = fab_redis_start(t->name, o->redis_port, o->redis_acl);
 		if (ret < 0)
 			goto err;
 	}
@@ -355,7 +358,7 @@ int fab_exec(const char *name, const char *node, char **argv)
 {
 	struct topo *t = fab_topo(name);
 	const struct topo_node *n;
-	char ns[64], path[300], env[64], port[16];
+	char ns[64], path[300], env[64], port[16], user[ICE_REDIS_USER_MAX], auth[512];
 	int fd;
 
 	if (t == NULL)
@@ -367,6 +370,11 @@ int fab_exec(const char *name, const char *node, char **argv)
 		return -ENOENT;
 	}
 	fab_ns_name(t, n, ns, sizeof(ns));
+	/* a host's commands speak to the fabric's Redis as that host's user */
+	snprintf(user, sizeof(user), "ice-host-%s", n->name);
+	if (n->kind == TOPO_HOST && getenv(ICE_REDIS_AUTH_ENV) == NULL &&
+	    fab_redis_acl(name, user, auth, sizeof(auth)))
+		setenv(ICE_REDIS_AUTH_ENV, auth, 1);
 	topo_free(t);
 	snprintf(path, sizeof(path), "/run/netns/%s", ns);
 	fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -31,6 +31,8 @@ struct fab_opts {
 	unsigned int redis_port; /* start redis-server on the management bridge; 0 = no */
 	uint64_t export_ns;	 /* with redis_port: the switch telemetry exporter's
 				    interval (ns); 0 = no exporter */
+	bool redis_acl;		 /* with redis_port: Redis users (FAB_STATE_DIR/<name>/acl),
+				    the default user off */
 	bool quiet;
 };
 

@@ -539,6 +539,7 @@ int fab_export_run(const char *name, const struct fab_export_opts *o)
 	if (o->redis[0] != '\0') {
 		snprintf(e.redis, sizeof(e.redis), "%s", o->redis);
 	} else if (fab_redis_port(name, port)) {
+		fab_redis_auth_exporter(name);
 		snprintf(e.redis, sizeof(e.redis), FAB_MGMT_NET ".%u.1:%s", fab_mgmt_byte(name),
 			 port);
 	} else {

@@ -99,7 +99,18 @@ int fab_bpf_hash_seed(const struct topo *t, const struct topo_node *n, uint32_t 
 
 /* ---- fabric_redis.c -------------------------------------------------------------- */
 
-int fab_redis_start(const char *fabric, unsigned int port);
+/* With acl: redis-server --aclfile FAB_STATE_DIR/<fabric>/acl/users.acl
+ * (fab_redis_acl_render first). */
+int fab_redis_start(const char *fabric, unsigned int port, bool acl);
+/* Redis users of t's fabric (ice_redis_acl_render: the roles and one user
+ * per host) into FAB_STATE_DIR/<name>/acl; 0 or -errno, said. */
+int fab_redis_acl_render(const struct topo *t);
+/* Does the fabric's Redis have users (up --redis-acl)? Then user's auth
+ * file ("ice-exporter", "ice-host-h1") into path. */
+bool fab_redis_acl(const char *fabric, const char *user, char *path, size_t len);
+/* The fabric's own writers (link records, the exporter) authenticate as
+ * ice-exporter: sets ICE_REDIS_AUTH when the fabric's Redis has users. */
+void fab_redis_auth_exporter(const char *fabric);
 /* The port of the fabric's Redis into port; false (port "") when it has none. */
 bool fab_redis_port(const char *fabric, char port[16]);
 void fab_redis_link_record(const char *name, const char *link, bool up);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <libgen.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -261,7 +262,7 @@ static void hash_status(const struct topo *t, FILE *out)
 int fab_status(const char *name, FILE *out)
 {
 	struct topo *t = fab_topo(name);
-	char ns[64], port[16], sa[16], sb[16], lname[64];
+	char ns[64], port[16], sa[16], sb[16], lname[64], auth[512];
 	struct fab_buf *tab;
 	uint32_t down = 0;
 
@@ -281,6 +282,12 @@ int fab_status(const char *name, FILE *out)
 	if (port[0])
 		fprintf(out, ", redis at " FAB_MGMT_NET ".%u.1:%s", fab_mgmt_byte(name), port);
 	fprintf(out, "\n");
+	if (fab_redis_acl(name, "ice-controller", auth, sizeof(auth)))
+		fprintf(out,
+			"redis users: %s (users.acl; redis-<role>.auth for ICE_REDIS_AUTH: "
+			"controller, exporter, operator, reader, host-<H>; exec on a host uses "
+			"its own)\n",
+			dirname(auth));
 	hash_status(t, out);
 	for (uint32_t i = 0; i < t->nlinks; i++) {
 		const struct topo_port *pa = &t->ports[t->links[i].a],

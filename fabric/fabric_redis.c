@@ -33,9 +33,73 @@ static int port_free(const char *addr, unsigned int port)
 	return ret;
 }
 
-int fab_redis_start(const char *fabric, unsigned int port)
+#define FAB_ACL_MAX_ADDRS 8 /* NIC addresses per host */
+
+struct fab_acl_host {
+	char addr[FAB_ACL_MAX_ADDRS][INET_ADDRSTRLEN];
+	const char *addrs[FAB_ACL_MAX_ADDRS];
+};
+
+int fab_redis_acl_render(const struct topo *t)
 {
-	char portstr[16], bind[32], pid[300], dir[256], err[1024];
+	struct ice_redis_acl_user *us = calloc(t->nnodes, sizeof(*us));
+	struct fab_acl_host *as = calloc(t->nnodes, sizeof(*as));
+	char dir[300], why[600] = "";
+	size_t n = 0;
+	int ret = -ENOMEM;
+
+	if (us == NULL || as == NULL)
+		goto out;
+	for (uint32_t i = 0; i < t->nnodes; i++) { /* as icectl acl does */
+		const struct topo_node *h = &t->nodes[i];
+
+		if (h->kind != TOPO_HOST)
+			continue;
+		us[n].host = h->name;
+		for (uint32_t p = 0; p < h->nports && us[n].naddrs < FAB_ACL_MAX_ADDRS; p++) {
+			size_t k = us[n].naddrs++;
+
+			inet_ntop(AF_INET, &t->ports[h->ports[p]].addr, as[n].addr[k],
+				  sizeof(as[n].addr[k]));
+			as[n].addrs[k] = as[n].addr[k];
+		}
+		us[n].addrs = as[n].addrs;
+		n++;
+	}
+	fab_state_path(t->name, "acl", dir, sizeof(dir));
+	ret = ice_redis_acl_render(dir, t->name, us, n, why, sizeof(why));
+out:
+	if (ret < 0)
+		ice_err(FAB_SUB, "--redis-acl: %s", why[0] ? why : strerror(-ret));
+	free(us);
+	free(as);
+	return ret < 0 ? ret : 0;
+}
+
+bool fab_redis_acl(const char *fabric, const char *user, char *path, size_t len)
+{
+	char dir[300], file[ICE_REDIS_USER_MAX + 16];
+
+	fab_state_path(fabric, "acl/users.acl", dir, sizeof(dir));
+	if (access(dir, F_OK) < 0)
+		return false;
+	fab_state_path(fabric, "acl", dir, sizeof(dir));
+	ice_redis_acl_auth_name(file, sizeof(file), user);
+	snprintf(path, len, "%s/%s", dir, file);
+	return true;
+}
+
+void fab_redis_auth_exporter(const char *fabric)
+{
+	char path[512];
+
+	if (fab_redis_acl(fabric, "ice-exporter", path, sizeof(path)))
+		setenv(ICE_REDIS_AUTH_ENV, path, 1);
+}
+
+int fab_redis_start(const char *fabric, unsigned int port, bool acl)
+{
+	char portstr[16], bind[32], pid[300], dir[256], err[1024], aclfile[300];
 	char *argv[] = {"redis-server",
 			"--port",
 			portstr,
@@ -53,6 +117,8 @@ int fab_redis_start(const char *fabric, unsigned int port)
 			"",
 			"--appendonly",
 			"no",
+			NULL, /* --aclfile */
+			NULL,
 			NULL};
 	int ret;
 
@@ -66,6 +132,11 @@ int fab_redis_start(const char *fabric, unsigned int port)
 	}
 	fab_state_path(fabric, "redis.pid", pid, sizeof(pid));
 	fab_state_path(fabric, NULL, dir, sizeof(dir));
+	if (acl) { /* its first line turns the default user off */
+		fab_state_path(fabric, "acl/users.acl", aclfile, sizeof(aclfile));
+		argv[17] = "--aclfile";
+		argv[18] = aclfile;
+	}
 	ret = fab_run(argv, NULL, NULL, err, sizeof(err));
 	if (ret != 0) {
 		ice_err(FAB_SUB, "redis-server on %s:%u did not start: %s", bind, port, err);
@@ -112,6 +183,7 @@ void fab_redis_link_record(const char *name, const char *link, bool up)
 	snprintf(addr, sizeof(addr), FAB_MGMT_NET ".%u.1:%s", fab_mgmt_byte(name), port);
 	snprintf(val, sizeof(val), "{\"state\":\"%s\",\"ts_ms\":%llu}", up ? "up" : "down",
 		 (unsigned long long)ice_wall_ms());
+	fab_redis_auth_exporter(name);
 	c = ice_redis_connect(addr, ICE_NSEC_PER_SEC, why, sizeof(why));
 	if (c == NULL) {
 		ice_warn(FAB_SUB, "link %s: cannot record its state in redis at %s: %s", link, addr,

@@ -177,6 +177,9 @@ static const struct ice_cfg_field up_fields[] = {
 	  .unit = ICE_NSEC_PER_MSEC, .arg = "DUR",
 	  .help = "with --redis: the switch telemetry exporter's interval\n"
 		  "(default 100ms; 0 = no exporter; bare numbers in ms)"),
+	F("redis_acl", ICE_CFG_BOOL, up.redis_acl, .flags = SW,
+	  .help = "with --redis: Redis users per role and host (icectl acl's),\n"
+		  "the default user off; auth files in /run/ice/NAME/acl"),
 };
 static const struct ice_cfg_field up_args[] = {
 	F("topo", ICE_CFG_STRING, file, .flags = REQ, .arg = "TOPO.yaml", .help = "ice-topo gen's"),
