@@ -30,7 +30,10 @@ trap ctl_cleanup EXIT
 # key, agents. CTL_CLUSTER=1: the daemons use a Redis Cluster of 3
 # primaries and 3 replicas on the management bridge instead
 # (tools/ice-redis-cluster; $redis is its cluster: address list, rcli
-# follows redirections, $cport the first node's port)
+# follows redirections, $cport the first node's port). With --redis-acl in
+# CTL_UP_OPTS the fabric's Redis has users: $ACL is their directory, the
+# agents speak as their hosts (ice-fabric exec), ctl_start and rcli as
+# ice-controller, rcli_as USER as another.
 ICE_REDIS_CLUSTER=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/tools/ice-redis-cluster
 CTL_GEN_OPTS=()
 CTL_UP_OPTS=() # more ice-fabric up options
@@ -47,6 +50,8 @@ ctl_fabric_up() {
 	ice_fab_up "$file" --redis "$port" "${CTL_UP_OPTS[@]}" >/dev/null || ice_fail "ice-fabric up failed"
 	redis=$("$ICE_FABRIC" exec --fabric "$name" h1 -- sh -c 'echo $ICE_REDIS')
 	rhost=${redis%:*} rport=${redis#*:}
+	ACL=
+	[[ " ${CTL_UP_OPTS[*]} " == *" --redis-acl "* ]] && ACL=/run/ice/$name/acl
 	if [ "${CTL_CLUSTER:-0}" = 1 ]; then
 		# below 32768 (Linux's ephemeral ports); a node's bus port is +10000
 		cport=$((20000 + (ICE_SFX % 1500) * 8))
@@ -76,7 +81,21 @@ ctl_fabric_up() {
 	[ "$(rcli SCARD "ice:$name:hosts")" = 4 ] || ctl_fail "agents did not register"
 }
 
-rcli() { redis-cli ${CTL_CLUSTER_DIR:+-c} -h "$rhost" -p "$rport" "$@"; }
+rcli() {
+	if [ -n "${ACL:-}" ]; then
+		rcli_as ice-controller "$@"
+	else
+		redis-cli ${CTL_CLUSTER_DIR:+-c} -h "$rhost" -p "$rport" "$@"
+	fi
+}
+# rcli_as USER ARGS...: redis-cli as one of the fabric's users (with ACL)
+rcli_as() {
+	local u=$1 pass
+	shift
+	pass=$(grep -v '^#' "$ACL/redis-${u#ice-}.auth" | cut -d' ' -f2)
+	redis-cli ${CTL_CLUSTER_DIR:+-c} -h "$rhost" -p "$rport" --user "$u" --pass "$pass" \
+		--no-auth-warning "$@"
+}
 
 ctl_fail() {
 	local f
@@ -92,7 +111,8 @@ ctl_fail() {
 ctl_start() {
 	local id=$1
 	shift
-	"$ICE_CONTROLLER" --fabric "$name" --topology "${CTL_TOPO:-$file}" --redis "$redis" --key "$KEY" \
+	${ACL:+env ICE_REDIS_AUTH=$ACL/redis-controller.auth} \
+		"$ICE_CONTROLLER" --fabric "$name" --topology "${CTL_TOPO:-$file}" --redis "$redis" --key "$KEY" \
 		--id "$id" "$@" >"$ICE_TMP/ctl-$id.out" 2>"$ICE_TMP/ctl-$id.log" &
 	CPID=$!
 	ICE_PIDS+=($!)
