@@ -288,6 +288,8 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
  * not the profile); a call right after it starts at its stated end too. Sleeps
  * follow the calling thread's timer slack (prctl PR_SET_TIMERSLACK;
  * ice-train sets 1 us). */
+#define TRN_EMU_GAP_NS	    1000000ull	/* a call within this of the last return follows on */
+#define TRN_EMU_HIDE_MAX_NS 50000000ull /* at most this much of a gap is overlapped */
 struct trn_emu {
 	double gflops;
 	double mem_gbps;   /* trn_emu_end_bytes */

@@ -21,11 +21,8 @@
 #include "trn.h"
 #include "ice_time.h"
 
-/* A call follows on from the previous one when it begins within this long
- * of its return; what the stream hides is bounded by EMU_HIDE_MAX_NS (a
- * thread descheduled for longer should show in the results). */
-#define EMU_GAP_NS	1000000ull
-#define EMU_HIDE_MAX_NS 50000000ull
+/* What the stream hides is bounded by TRN_EMU_HIDE_MAX_NS (trn.h): a thread
+ * descheduled for longer should show in the results. */
 
 void trn_emu_idle(struct trn_emu *e)
 {
@@ -38,8 +35,9 @@ void trn_emu_begin(struct trn_emu *e)
 
 	e->real_ns = now;
 	e->t0_ns = now;
-	if (e->calls > 0 && !e->idle && now - e->woke_ns < EMU_GAP_NS && e->due_ns < now) {
-		e->t0_ns = now - e->due_ns < EMU_HIDE_MAX_NS ? e->due_ns : now - EMU_HIDE_MAX_NS;
+	if (e->calls > 0 && !e->idle && now - e->woke_ns < TRN_EMU_GAP_NS && e->due_ns < now) {
+		e->t0_ns = now - e->due_ns < TRN_EMU_HIDE_MAX_NS ? e->due_ns
+								 : now - TRN_EMU_HIDE_MAX_NS;
 		/* counted once: the host gap and what the last call added */
 		e->hidden_s += (double)(now - e->woke_ns + e->fresh_ns) * 1e-9;
 	}

@@ -66,6 +66,7 @@ static void test_back_to_back(void **state)
 	int hidden = 0;
 
 	for (int r = 0; r < 5; r++) {
+		uint64_t over0 = e.overruns;
 		double t0, dt;
 
 		nanosleep(&(struct timespec){.tv_nsec = 3 * 1000 * 1000}, NULL); /* apart */
@@ -77,22 +78,30 @@ static void test_back_to_back(void **state)
 			/* the stated time starts at the previous call's end
 			 * (unless this begin came 1 ms or more after the
 			 * return: the first call of a run) */
-			if (i > 0 && e.real_ns - woke < 1000000ull)
-				assert_true(e.t0_ns == due);
+			if (i > 0 && e.real_ns - woke < TRN_EMU_GAP_NS)
+				/* (a call the VM's host stopped for more than
+				 * the bound overran by that much: the rest shows) */
+				assert_true(e.t0_ns == (e.real_ns - due < TRN_EMU_HIDE_MAX_NS
+								? due
+								: e.real_ns - TRN_EMU_HIDE_MAX_NS));
 			else
 				assert_true(e.t0_ns == e.real_ns);
 			hidden += e.t0_ns < e.real_ns;
 			trn_emu_end(&e, 1e6); /* 0.5 ms each: 100 ms stated */
 		}
 		dt = now_s() - t0;
-		print_message("200 x 0.5 ms: %.2f ms\n", dt * 1e3);
+		print_message("200 x 0.5 ms: %.2f ms, %llu overruns\n", dt * 1e3,
+			      (unsigned long long)(e.overruns - over0));
 		assert_true(dt >= 0.100 - 0.001);
-		best = dt < best ? dt : best;
+		/* a run in which the host stopped a call for longer than
+		 * its 0.5 ms (an overrun) does not count for the best */
+		if (e.overruns == over0 && dt < best)
+			best = dt;
+		assert_true(e.overruns == over0 || e.overrun_s > 0);
 	}
 	assert_true(hidden > 0);
 	assert_true(e.hidden_s > 0);
 	assert_true(best < 0.100 * 1.06); /* without it: +10-40 % here */
-	assert_int_equal(e.overruns, 0);
 }
 
 /* A wait for data between two calls (a pipeline stage waiting for its
