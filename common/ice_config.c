@@ -128,6 +128,16 @@ size_t ice_cfg_edit_distance(const char *a, const char *b, size_t cap)
 	return row[lb];
 }
 
+/* Keys an older release took, with what replaced them: an old config file
+ * gets the new name and why instead of a guess. */
+static const struct {
+	const char *old, *now, *why;
+} cfg_renamed[] = {
+	{"plan_key", "plan_pubkeys",
+	 "plans are signed with Ed25519 now: an agent holds the controller's public keys "
+	 "(icectl keygen), not the shared HMAC key"},
+};
+
 /* "unknown key; did you mean 'x'? expected one of: a, b, c" */
 void ice_cfg_unknown_key_msg(const struct ice_cfg_field *fields, size_t nfields, const char *key,
 			     char *msg, size_t msg_len)
@@ -135,6 +145,16 @@ void ice_cfg_unknown_key_msg(const struct ice_cfg_field *fields, size_t nfields,
 	const char *best = NULL;
 	size_t best_d = 3, off = 0;
 
+	for (size_t r = 0; r < sizeof(cfg_renamed) / sizeof(cfg_renamed[0]); r++) {
+		if (strcmp(key, cfg_renamed[r].old) != 0)
+			continue;
+		for (size_t i = 0; i < nfields; i++)
+			if (strcmp(fields[i].key, cfg_renamed[r].now) == 0) {
+				ice_cfg_buf_add(msg, msg_len, &off, "key '%s' is now '%s': %s", key,
+						cfg_renamed[r].now, cfg_renamed[r].why);
+				return;
+			}
+	}
 	for (size_t i = 0; i < nfields; i++) {
 		size_t d = ice_cfg_edit_distance(key, fields[i].key, 2);
 

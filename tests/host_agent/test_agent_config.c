@@ -120,6 +120,8 @@ static const struct bad bads[] = {
 	{"bad_nic.yaml", "bad_nic.yaml:1:6: key 'nic': expected an existing network interface, "
 			 "got 'icenonic0'"},
 	{"bad_bool.yaml", "bad_bool.yaml:2:9: key 'no_bpf': expected a boolean"},
+	{"renamed_key.yaml", "renamed_key.yaml:2:1: key 'plan_key': key 'plan_key' is now "
+			     "'plan_pubkeys': plans are signed with Ed25519 now"},
 };
 
 static void test_bad_files(void **state)
