@@ -30,9 +30,9 @@
 #define INDEX_EVERY_MS	 1000		  /* idle QPs' index entries refreshed this often */
 #define ZADD_CHUNK	 256		  /* members per ZADD */
 
-static void buf_put(struct agent_buf *b, const char *p, size_t n)
+void agent_buf_put_grow(struct agent_buf *b, const char *p, size_t n)
 {
-	if (b->failed)
+	if (b->failed || n == 0)
 		return;
 	if (b->len + n > b->cap) {
 		size_t cap = b->cap ? b->cap : 4096;
@@ -52,17 +52,33 @@ static void buf_put(struct agent_buf *b, const char *p, size_t n)
 	b->len += n;
 }
 
+/* A RESP header: "*<n>\r\n" (array) or "$<n>\r\n" (bulk string). */
+static void buf_hdr(struct agent_buf *b, char type, size_t n)
+{
+	char t[25], *p = agent_u64_text(t, n); /* digits end at t[22] */
+
+	*--p = type;
+	t[23] = '\r';
+	t[24] = '\n';
+	agent_buf_put(b, p, (size_t)(t + 25 - p));
+}
+
+/* A RESP bulk string */
+static void buf_bulk(struct agent_buf *b, const char *p, size_t n)
+{
+	buf_hdr(b, '$', n);
+	agent_buf_put(b, p, n);
+	agent_buf_put(b, "\r\n", 2);
+}
+
+/* RESP as redisFormatCommandArgv writes it, straight into the buffer (no
+ * sprintf and no allocation per command: the agent sends ~200 commands an
+ * interval) */
 void agent_buf_cmdv(struct agent_buf *b, int argc, const char *const *argv)
 {
-	char *cmd = NULL;
-	long long n = redisFormatCommandArgv(&cmd, argc, (const char **)argv, NULL);
-
-	if (n < 0) {
-		b->failed = true;
-		return;
-	}
-	buf_put(b, cmd, (size_t)n);
-	redisFreeCommand(cmd);
+	buf_hdr(b, '*', (size_t)argc);
+	for (int i = 0; i < argc; i++)
+		buf_bulk(b, argv[i], strlen(argv[i]));
 	b->ncmd++;
 }
 
@@ -184,6 +200,171 @@ static char *hset_json(struct agent_buf *b, const char *key, json_t *o, bool wan
 	return doc;
 }
 
+/*
+ * A record written twice at once, each value formatted once: as the HSET
+ * of its members (field, value; objects and arrays as JSON text) and as one
+ * JSON object for its stream entry. The bytes are those of jansson's
+ * json_dumps(JSON_COMPACT | JSON_REAL_PRECISION(10)) of agent_qp_json()
+ * (test_agent_render compares the two), at a tenth of the instructions.
+ */
+struct rec {
+	struct agent_buf args; /* field, value, ... as RESP bulk strings */
+	struct agent_buf doc;  /* {"field":value,...} */
+	struct agent_buf tmp;  /* a nested object's text */
+	unsigned n;	       /* members */
+};
+
+static void rec_fini(struct rec *r)
+{
+	free(r->args.p);
+	free(r->doc.p);
+	free(r->tmp.p);
+}
+
+static void rec_key(struct rec *r, const char *k)
+{
+	size_t kl = strlen(k);
+
+	buf_bulk(&r->args, k, kl);
+	agent_buf_put(&r->doc, r->n++ ? ",\"" : "{\"", 2);
+	agent_buf_put(&r->doc, k, kl);
+	agent_buf_put(&r->doc, "\":", 2);
+}
+
+/* A value whose JSON text is its hash text too (numbers, objects) */
+static void rec_text(struct rec *r, const char *k, const char *v, size_t n)
+{
+	rec_key(r, k);
+	buf_bulk(&r->args, v, n);
+	agent_buf_put(&r->doc, v, n);
+}
+
+static void rec_str(struct rec *r, const char *k, const char *v)
+{
+	rec_key(r, k);
+	buf_bulk(&r->args, v, strlen(v));
+	agent_json_str(&r->doc, v);
+}
+
+/* jansson's json_int_t is signed: counters past 2^63 read negative there */
+static char *i64_text(char buf[24], int64_t v)
+{
+	char *p;
+
+	if (v >= 0)
+		return agent_u64_text(buf, (uint64_t)v);
+	p = agent_u64_text(buf, 0ull - (uint64_t)v);
+	*--p = '-';
+	return p;
+}
+
+static void rec_int(struct rec *r, const char *k, int64_t v)
+{
+	char t[24], *p = i64_text(t, v);
+
+	rec_text(r, k, p, (size_t)(t + 23 - p));
+}
+
+/* ,"k":v onto a nested object's text (first: no comma) */
+static void txt_int(struct agent_buf *b, bool first, const char *k, int64_t v)
+{
+	char t[24], *p = i64_text(t, v);
+
+	agent_buf_put(b, first ? "\"" : ",\"", first ? 1 : 2);
+	agent_buf_put(b, k, strlen(k));
+	agent_buf_put(b, "\":", 2);
+	agent_buf_put(b, p, (size_t)(t + 23 - p));
+}
+
+/* The HSET onto out; the document stays in r->doc (NUL-terminated). */
+static void rec_end(struct rec *r, struct agent_buf *out, const char *key)
+{
+	agent_buf_put(&r->doc, r->n ? "}" : "{}", r->n ? 2 : 3); /* with the NUL */
+	buf_hdr(out, '*', 2 + 2 * (size_t)r->n);
+	buf_bulk(out, "HSET", 4);
+	buf_bulk(out, key, strlen(key));
+	agent_buf_put(out, r->args.p, r->args.len);
+	out->ncmd++;
+	if (r->args.failed || r->doc.failed || r->tmp.failed)
+		out->failed = true;
+}
+
+/* A QP's record: the members of agent_qp_json(), in its order. */
+static void qp_record(struct rec *r, const struct agent_qp *q, const struct agent_sample *s,
+		      const char *name)
+{
+	static const char *const kinds[] = {"qp", "flow_tx", "flow_rx"};
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} srcs[] = {{AGENT_SRC_CTRL, "ctrl"},
+		    {AGENT_SRC_BPF, "bpf"},
+		    {AGENT_SRC_EV, "event"},
+		    {AGENT_SRC_NIC, "nic"}};
+	const uint64_t *c = (const uint64_t *)&q->c;
+	char ip[INET_ADDRSTRLEN], t[AGENT_JSON_REAL_MAX];
+	struct agent_buf *b = &r->tmp;
+	int n;
+
+	r->args.len = 0;
+	r->doc.len = 0;
+	r->n = 0;
+	rec_str(r, "id", name);
+	rec_int(r, "seq", (int64_t)s->seq);
+	rec_int(r, "ts_ms", (int64_t)s->ts_ms);
+	rec_str(r, "kind", kinds[q->id.kind % 3]);
+	rec_str(r, "local", agent_ip4_text(ip, q->id.local_ip));
+	rec_str(r, "remote", agent_ip4_text(ip, q->id.remote_ip));
+	rec_int(r, "qpn", q->id.qpn);
+	if (q->id.kind == AGENT_QP)
+		rec_int(r, "rqpn", q->rqpn);
+	rec_int(r, "sport", q->sport);
+	b->len = 0;
+	agent_buf_put(b, "[", 1);
+	for (size_t i = 0; i < sizeof(srcs) / sizeof(srcs[0]); i++) {
+		if (!(q->src & srcs[i].bit))
+			continue;
+		if (b->len > 1)
+			agent_buf_put(b, ",", 1);
+		agent_json_str(b, srcs[i].name);
+	}
+	agent_buf_put(b, "]", 1);
+	rec_text(r, "src", b->p, b->len);
+	if (q->pid != 0)
+		rec_int(r, "pid", q->pid);
+	if (q->src & AGENT_SRC_CTRL) {
+		const uint64_t *tp = (const uint64_t *)&q->tp;
+
+		b->len = 0;
+		agent_buf_put(b, "{", 1);
+		for (size_t i = 0; i < AGENT_NCTR; i++)
+			txt_int(b, i == 0, agent_ctr_names[i], (int64_t)tp[i]);
+		txt_int(b, false, "rate_mbps", q->rate_mbps);
+		agent_buf_put(b, "}", 1);
+		rec_text(r, "tp", b->p, b->len);
+	}
+	for (size_t i = 0; i < AGENT_NCTR; i++)
+		rec_int(r, agent_ctr_names[i], (int64_t)c[i]);
+	if ((n = agent_json_real(t, s->dt)) >= 0)
+		rec_text(r, "dt", t, (size_t)n);
+	if (!q->has_rate) {
+		rec_text(r, "rate", "null", 4);
+		return;
+	}
+	b->len = 0;
+	agent_buf_put(b, "{", 1);
+	for (size_t i = 0; i < AGENT_NCTR; i++) {
+		if ((n = agent_json_real(t, ((const double *)&q->r)[i])) < 0)
+			continue;
+		agent_buf_put(b, b->len > 1 ? ",\"" : "\"", b->len > 1 ? 2 : 1);
+		agent_buf_put(b, agent_ctr_names[i], strlen(agent_ctr_names[i]));
+		agent_buf_put(b, "\":", 2);
+		agent_buf_put(b, t, (size_t)n);
+	}
+	agent_buf_put(b, "}", 1);
+	rec_text(r, "rate", b->p, b->len);
+}
+
 static bool sample_has_name(const struct agent_sample *s, const char *name)
 {
 	char n[64];
@@ -261,6 +442,7 @@ int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s
 	char *txt;
 	bool full, touch;
 	struct zadd z;
+	struct rec rec = {0};
 
 	if (keep_ms < QP_INDEX_KEEP_MS)
 		keep_ms = QP_INDEX_KEEP_MS;
@@ -294,7 +476,6 @@ int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s
 	zadd_begin(&z, key);
 	for (size_t i = 0, j = 0; i < s->nqp; i++) {
 		const struct agent_qp *q = &s->qp[i];
-		json_t *o;
 		char name[64];
 		int c = 1;
 
@@ -307,17 +488,13 @@ int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s
 			continue;
 		}
 		agent_qp_name(q, name, sizeof(name));
-		o = agent_qp_json(q, s);
 		rk(key, sizeof(key), cfg, ICE_RK_QP, name);
 		rk(key2, sizeof(key2), cfg, ICE_RK_QP_TS, name);
-		txt = hset_json(out, key, o, true);
-		json_decref(o);
-		if (txt == NULL) {
-			out->failed = true;
+		qp_record(&rec, q, s, name);
+		rec_end(&rec, out, key);
+		if (out->failed)
 			continue;
-		}
-		agent_buf_cmd(out, "XADD", key2, "MAXLEN", "~", cap, id, "json", txt, NULL);
-		free(txt);
+		agent_buf_cmd(out, "XADD", key2, "MAXLEN", "~", cap, id, "json", rec.doc.p, NULL);
 		if (full || c != 0) {
 			agent_buf_cmd(out, "PEXPIRE", key, qttl, NULL);
 			agent_buf_cmd(out, "PEXPIRE", key2, qttl, NULL);
@@ -325,6 +502,7 @@ int agent_redis_render(const struct agent_cfg *cfg, const struct agent_sample *s
 		zadd_add(&z, out, ts, name);
 	}
 	zadd_flush(&z, out);
+	rec_fini(&rec);
 	/* QPs of the last sample that are gone (destroyed, or their process
 	 * died): closed_ms, so that the controller drops them at once instead
 	 * of planning around their last rates until the index entry is stale;
