@@ -831,15 +831,44 @@ static int stat_msg(struct nla_it *it, void *arg)
 	return bad ? -EBADMSG : 0;
 }
 
+/* By lqpn, for bsearch. The kernel dumps QPs by restrack id, the QPN but
+ * for GSI and SMI, whose port sits above bit 24: nearly sorted, with QP1
+ * of each port last. A few entries out of place are moved into place
+ * (O(n) here, where qsort costs ~250k instructions for 1,000 QPs every
+ * interval); more, and it is a qsort. */
+static void qps_sort(struct agent_nic_qp *qps, size_t n)
+{
+	unsigned moved = 0;
+
+	for (size_t i = 1; i < n; i++) {
+		struct agent_nic_qp q;
+		size_t lo = 0, hi = i;
+
+		if (qps[i - 1].lqpn <= qps[i].lqpn)
+			continue;
+		if (++moved > 16) {
+			qsort(qps, n, sizeof(*qps), qp_cmp);
+			return;
+		}
+		while (lo < hi) { /* the first entry above q's lqpn */
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (qps[mid].lqpn <= qps[i].lqpn)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		q = qps[i];
+		memmove(&qps[lo + 1], &qps[lo], (i - lo) * sizeof(*qps));
+		qps[lo] = q;
+	}
+}
+
 int agent_nic_nl_stat_qp(const uint8_t *buf, size_t len, struct agent_nic_qp *qps, size_t n)
 {
 	struct stat_list l = {qps, n};
 
-	for (size_t i = 1; i < n; i++)
-		if (qps[i - 1].lqpn > qps[i].lqpn) {
-			qsort(qps, n, sizeof(*qps), qp_cmp);
-			break;
-		}
+	qps_sort(qps, n);
 	return nl_walk(buf, len, stat_msg, &l);
 }
 

@@ -157,7 +157,11 @@ int agent_join(struct agent_sample *s, const struct agent_qpinfo *qps, size_t nq
 		return -ENOMEM;
 	for (size_t i = 0; i < nqps; i++)
 		ord[i] = (struct join_ent){qps[i].local_ip, 0, qps[i].qpn, (uint32_t)i};
-	qsort(ord, nqps, sizeof(*ord), ord_cmp);
+	for (size_t i = 1; i < nqps; i++)
+		if (ord_cmp(&ord[i - 1], &ord[i]) > 0) { /* a NIC's QPs come in order */
+			qsort(ord, nqps, sizeof(*ord), ord_cmp);
+			break;
+		}
 	for (size_t k = 0; k < nqps; k++) {
 		const struct agent_qpinfo *qi = &qps[ord[k].idx];
 		struct agent_qp *q = NULL;
