@@ -114,9 +114,17 @@ static void test_read_upstream(void **state)
 		assert_int_equal(q[i].type, 2);
 		assert_int_equal(q[i].rqpn, 0x9000 + j);
 		assert_int_equal(q[i].pid, 4242);
-		/* cc_tx_cnp_pkts is the 9th counter, out_of_sequence the 3rd */
-		assert_int_equal(q[i].cc_tx_cnp, nic_fixture_qp_value(j, 8, j < 10 ? 1 : 0));
+		/* every counter the records use, by its place in the fixture's
+		 * list (rx_write_requests, rx_read_requests, out_of_sequence, ...) */
 		assert_int_equal(q[i].out_of_sequence, nic_fixture_qp_value(j, 2, j < 10 ? 1 : 0));
+		assert_int_equal(q[i].packet_seq_err, nic_fixture_qp_value(j, 3, j < 10 ? 1 : 0));
+		assert_int_equal(q[i].local_ack_timeout_err,
+				 nic_fixture_qp_value(j, 4, j < 10 ? 1 : 0));
+		assert_int_equal(q[i].rnr_nak_retry_err,
+				 nic_fixture_qp_value(j, 5, j < 10 ? 1 : 0));
+		assert_int_equal(q[i].cc_rx_ce, nic_fixture_qp_value(j, 6, j < 10 ? 1 : 0));
+		assert_int_equal(q[i].cc_rx_cnp, nic_fixture_qp_value(j, 7, j < 10 ? 1 : 0));
+		assert_int_equal(q[i].cc_tx_cnp, nic_fixture_qp_value(j, 8, j < 10 ? 1 : 0));
 	}
 	agent_nic_free(n);
 	env_free(e);
