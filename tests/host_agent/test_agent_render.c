@@ -282,6 +282,66 @@ static const char *resp_next(const char *p, const char *end, int *argc, char **a
 	return p;
 }
 
+/* The next HSET on a key holding what (the commands before it skipped):
+ * where it starts, NULL at the end. */
+static const char *next_hset(const char *p, const char *end, const char *what)
+{
+	while (p < end) {
+		char *argv[96];
+		int argc;
+		const char *at = p;
+		bool hit;
+
+		p = resp_next(p, end, &argc, argv, 96);
+		hit = strcmp(argv[0], "HSET") == 0 && strstr(argv[1], what) != NULL &&
+		      strstr(argv[1] + strlen(argv[1]) - 3, ":ts") == NULL;
+		for (int a = 0; a < argc; a++)
+			free(argv[a]);
+		if (hit)
+			return at;
+	}
+	return NULL;
+}
+
+/* The HSET at p and the XADD after it hold o as the jansson path wrote it:
+ * each member as text (objects compact JSON), the entry the whole object. */
+static const char *check_record(const char *p, const char *end, json_t *o, const char *what)
+{
+	char *argv[96], *xv[96], *doc;
+	int argc, xc;
+	const char *k;
+	json_t *v;
+	size_t i = 0;
+
+	p = resp_next(p, end, &argc, argv, 96);
+	assert_string_equal(argv[0], "HSET");
+	json_object_foreach(o, k, v)
+	{
+		char *t = ref_text(v);
+
+		assert_non_null(t);
+		assert_true(3 + 2 * i < (size_t)argc);
+		assert_string_equal(argv[2 + 2 * i], k);
+		if (strcmp(argv[3 + 2 * i], t) != 0)
+			fail_msg("%s %s field %s: '%s', jansson '%s'", what, argv[1], k,
+				 argv[3 + 2 * i], t);
+		free(t);
+		i++;
+	}
+	assert_int_equal(argc, 2 + 2 * json_object_size(o));
+	p = resp_next(p, end, &xc, xv, 96);
+	assert_string_equal(xv[0], "XADD");
+	assert_string_equal(xv[xc - 2], "json");
+	doc = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	assert_string_equal(xv[xc - 1], doc);
+	free(doc);
+	for (int a = 0; a < argc; a++)
+		free(argv[a]);
+	for (int a = 0; a < xc; a++)
+		free(xv[a]);
+	return p;
+}
+
 static void set_ctr(struct agent_ctr *c, uint64_t base)
 {
 	uint64_t *v = (uint64_t *)c;
@@ -382,51 +442,13 @@ static void test_qp_records(void **state)
 
 	p = b.p;
 	end = b.p + b.len;
-	while (p < end) {
-		char *argv[96], *xv[96];
-		int argc, xc;
-		const char *k;
-		json_t *o, *v;
-		char *doc;
-		size_t i = 0, m;
+	while ((p = next_hset(p, end, ":qp:")) != NULL) {
+		json_t *o;
 
-		p = resp_next(p, end, &argc, argv, 96);
-		if (strcmp(argv[0], "HSET") != 0 || strstr(argv[1], ":qp:") == NULL) {
-			for (int a = 0; a < argc; a++)
-				free(argv[a]);
-			continue;
-		}
-		/* the HSET of QP seen: its fields as the jansson path wrote them */
 		assert_true(seen < 6);
 		o = agent_qp_json(&qp[seen], &s);
-		m = 0;
-		json_object_foreach(o, k, v)
-		{
-			char *t = ref_text(v);
-
-			assert_non_null(t);
-			assert_true(2 + 2 * i + 1 < (size_t)argc);
-			assert_string_equal(argv[2 + 2 * i], k);
-			if (strcmp(argv[3 + 2 * i], t) != 0)
-				fail_msg("QP %zu field %s: '%s', jansson '%s'", seen, k,
-					 argv[3 + 2 * i], t);
-			free(t);
-			i++;
-		}
-		m = json_object_size(o);
-		assert_int_equal(argc, 2 + 2 * m);
-		/* its stream entry: the whole object */
-		p = resp_next(p, end, &xc, xv, 96);
-		assert_string_equal(xv[0], "XADD");
-		assert_string_equal(xv[xc - 2], "json");
-		doc = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
-		assert_string_equal(xv[xc - 1], doc);
-		free(doc);
+		p = check_record(p, end, o, "QP");
 		json_decref(o);
-		for (int a = 0; a < argc; a++)
-			free(argv[a]);
-		for (int a = 0; a < xc; a++)
-			free(xv[a]);
 		seen++;
 	}
 	assert_int_equal(seen, 6);
@@ -436,12 +458,65 @@ static void test_qp_records(void **state)
 	agent_sample_fini(&s);
 }
 
+/* The NIC record: without and with the device's counters, PFC known or
+ * not, lossless, storming and pausing priorities, rates missing or NaN */
+static void test_nic_records(void **state)
+{
+	struct agent_sample s;
+	struct agent_cfg cfg;
+
+	(void)state;
+	agent_cfg_defaults(&cfg);
+	snprintf(cfg.nic, sizeof(cfg.nic), "ens1f0np0");
+	snprintf(cfg.host, sizeof(cfg.host), "h1");
+	snprintf(cfg.addr, sizeof(cfg.addr), "10.0.0.1");
+	snprintf(cfg.backend, sizeof(cfg.backend), "mlx5");
+	for (int v = 0; v < 8; v++) {
+		struct agent_buf b = {0};
+		const char *p;
+		json_t *o;
+
+		agent_sample_init(&s);
+		s.seq = 42 + (uint64_t)v;
+		s.ts_ms = 1764633600123ull + (uint64_t)v;
+		s.dt = v == 5 ? NAN : 0.1 + v * 1e-4;
+		s.nic_qps = 1000;
+		s.nic_flows = (size_t)v;
+		set_ctr(&s.nic, 1000003ull << v);
+		s.nic_has_rate = v != 1;
+		set_rate(&s.nic_r, 1e9 / (v + 1));
+		s.has_dev = v >= 2;
+		set_ctr(&s.dev, UINT64_MAX / (v + 2));
+		s.dev_has_rate = v != 3;
+		set_rate(&s.dev_r, v == 4 ? NAN : 12345.678 * v);
+		s.pfc = (struct agent_pfc){.known = v != 6,
+					   .lossless = v == 7 ? 0 : 0x08 | (v == 4 ? 0x81 : 0),
+					   .storm = v == 4 ? 0x09 : 0,
+					   .seen = v == 2 ? 0 : 0xff,
+					   .has_rate = v != 3};
+		for (int q = 0; q < 8; q++) {
+			s.pfc.rx_pause[q] = q == 3 || q == 5 ? 100.5 * q : 0;
+			s.pfc.tx_pause[q] = q == 6 ? 1e-3 : 0;
+			s.pfc.rx_paused[q] = q == 3 ? 0.25 : 0;
+			s.pfc.tx_paused[q] = v == 5 && q == 5 ? NAN : 0;
+		}
+		assert_int_equal(agent_redis_render(&cfg, &s, NULL, &b), 0);
+		p = next_hset(b.p, b.p + b.len, ":nic:");
+		assert_non_null(p);
+		o = agent_nic_json(&s, &cfg);
+		check_record(p, b.p + b.len, o, "NIC");
+		json_decref(o);
+		free(b.p);
+		agent_sample_fini(&s);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resp),	   cmocka_unit_test(test_real),
 		cmocka_unit_test(test_str),	   cmocka_unit_test(test_names),
-		cmocka_unit_test(test_qp_records),
+		cmocka_unit_test(test_qp_records), cmocka_unit_test(test_nic_records),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
