@@ -24,18 +24,8 @@
 #include <unistd.h>
 
 #include "ccl_api.h"
+#include "ccl_hook.h"
 #include "ccl_internal.h"
-
-#define CCL_EXPORT __attribute__((visibility("default")))
-#define likely(x)  __builtin_expect(!!(x), 1)
-
-struct ccl_vendor {
-	const char *prefix;
-	const char *soname;
-	char lib[12];		  /* ice_event.lib */
-	void *fn[CCL_FN_COUNT];	  /* real functions, published with release */
-	bool tried[CCL_FN_COUNT]; /* under ccl_resolve_lock */
-};
 
 static const char *const ccl_fn_names[CCL_FN_COUNT] = {
 #define CCL_FN_NAME(a, name) [CCL_FN_##name] = #name,
@@ -53,7 +43,9 @@ static bool ccl_is_ours(void *p)
 	       self.dli_fbase == other.dli_fbase;
 }
 
-static void *ccl_resolve(struct ccl_vendor *v, enum ccl_fn f)
+_Static_assert(CCL_FN_COUNT <= CCL_FN_MAX, "CCL_FN_MAX too small for CCL_FUNCS");
+
+void *ccl_resolve(struct ccl_vendor *v, unsigned f)
 {
 	char name[64], pname[sizeof(name) + 1];
 	const char *how = "RTLD_NEXT";
@@ -65,7 +57,7 @@ static void *ccl_resolve(struct ccl_vendor *v, enum ccl_fn f)
 	if (p != NULL || v->tried[f])
 		goto out;
 	v->tried[f] = true;
-	snprintf(name, sizeof(name), "%s%s", v->prefix, ccl_fn_names[f]);
+	snprintf(name, sizeof(name), "%s%s", v->prefix, v->names[f]);
 	snprintf(pname, sizeof(pname), "p%s", name);
 	p = dlsym(RTLD_NEXT, name);
 	if (p == NULL || ccl_is_ours(p))
@@ -100,13 +92,6 @@ static void *ccl_resolve(struct ccl_vendor *v, enum ccl_fn f)
 out:
 	pthread_mutex_unlock(&ccl_resolve_lock);
 	return p;
-}
-
-static inline void *ccl_real(struct ccl_vendor *v, enum ccl_fn f)
-{
-	void *p = __atomic_load_n(&v->fn[f], __ATOMIC_ACQUIRE);
-
-	return likely(p != NULL) ? p : ccl_resolve(v, f);
 }
 
 /* ---- per-thread state: group depth, held-back events, sampling */
@@ -182,14 +167,7 @@ static void ccl_ev_init(struct ice_event *ev, const struct ccl_vendor *v, unsign
 	memcpy(ev->lib, v->lib, sizeof(ev->lib));
 }
 
-/* Whether an operation is reported (ccl_sampled), and when it was issued. */
-struct ccl_sample {
-	bool rec;
-	uint64_t ts;
-};
-
-/* Before issuing an operation. */
-static inline struct ccl_sample ccl_sample_begin(void)
+struct ccl_sample ccl_sample_begin(void)
 {
 	struct ccl_sample smp = {.rec = ccl_sampled(), .ts = 0};
 
@@ -198,26 +176,21 @@ static inline struct ccl_sample ccl_sample_begin(void)
 	return smp;
 }
 
-/* An operation returned rc: report it when it was sampled and issued; returns
- * rc. count is multiplied by nranks for the operations whose total is nranks
- * buffers (times_nranks). */
-static ccl_result_t ccl_op_done(const struct ccl_vendor *v, struct ccl_sample smp, ccl_result_t rc,
-				unsigned op, ccl_comm_t comm, size_t count, bool times_nranks,
-				ccl_dtype_t dt, int redop, int root, int peer)
+void ccl_op_record(const struct ccl_vendor *v, struct ccl_sample smp, bool ok, unsigned op,
+		   ccl_comm_t comm, uint64_t count, bool times_nranks, struct ccl_dt dt, int redop,
+		   int root, int peer)
 {
 	uint64_t ts = smp.ts;
 	struct ice_event ev;
 	int saved = errno;
 
-	if (!smp.rec)
-		return rc;
-	if ((rc != CCL_SUCCESS && rc != CCL_IN_PROGRESS) || ccl_emit_idle(ts))
+	if (!smp.rec || !ok || ccl_emit_idle(ts))
 		goto out;
 	ccl_ev_init(&ev, v, ICE_EV_COLL_START, comm, ts);
 	ev.op = op;
-	ev.count = times_nranks && ev.nranks > 0 ? (uint64_t)count * (uint64_t)ev.nranks : count;
-	ev.bytes = ev.count * ccl_dtype_size(dt);
-	ev.dtype = (uint32_t)dt;
+	ev.count = times_nranks && ev.nranks > 0 ? count * (uint64_t)ev.nranks : count;
+	ev.bytes = ev.count * dt.size;
+	ev.dtype = dt.nccl;
 	ev.redop = (uint32_t)redop;
 	ev.root = root;
 	ev.peer = peer;
@@ -225,11 +198,22 @@ static ccl_result_t ccl_op_done(const struct ccl_vendor *v, struct ccl_sample sm
 	ccl_verbs_poll();
 out:
 	errno = saved;
+}
+
+/* An NCCL-shaped operation returned rc: ccl_op_record; returns rc. */
+static ccl_result_t ccl_op_done(const struct ccl_vendor *v, struct ccl_sample smp, ccl_result_t rc,
+				unsigned op, ccl_comm_t comm, size_t count, bool times_nranks,
+				ccl_dtype_t dt, int redop, int root, int peer)
+{
+	struct ccl_dt d = {.nccl = (uint32_t)dt, .size = ccl_dtype_size(dt)};
+
+	ccl_op_record(v, smp, rc == CCL_SUCCESS || rc == CCL_IN_PROGRESS, op, comm, count,
+		      times_nranks, d, redop, root, peer);
 	return rc;
 }
 
-static void ccl_comm_added(const struct ccl_vendor *v, ccl_comm_t comm, uint64_t id, int rank,
-			   int nranks, uint64_t ts)
+void ccl_comm_added(const struct ccl_vendor *v, ccl_comm_t comm, uint64_t id, int rank, int nranks,
+		    uint64_t ts)
 {
 	struct ccl_comm_info ci = {.id = id, .rank = rank, .nranks = nranks};
 	struct ice_event ev;
@@ -250,7 +234,7 @@ out:
 	errno = saved;
 }
 
-static void ccl_comm_gone(const struct ccl_vendor *v, ccl_comm_t comm)
+void ccl_comm_gone(const struct ccl_vendor *v, ccl_comm_t comm)
 {
 	struct ice_event ev;
 	int saved = errno;
@@ -308,15 +292,11 @@ static ccl_result_t ccl_init_all(struct ccl_vendor *v, ccl_comm_t *comms, int nd
 				 const int *devlist)
 {
 	CCL_REAL(v, CommInitAll, ccl_comm_t *, int, const int *);
-	static uint64_t seq;
 	uint64_t ts = ice_wall_ns();
 	ccl_result_t rc = real(comms, ndev, devlist);
 
 	if (rc == CCL_SUCCESS && comms != NULL) {
-		/* one process owns every rank: an id unique to this call */
-		uint64_t key[3] = {(uint64_t)getpid(),
-				   __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED), ts};
-		uint64_t id = ccl_comm_hash(key, sizeof(key));
+		uint64_t id = ccl_call_id(ts); /* one process owns every rank */
 
 		for (int i = 0; i < ndev; i++)
 			ccl_comm_added(v, comms[i], id, i, ndev, ts);
@@ -455,12 +435,17 @@ static ccl_result_t ccl_recv(struct ccl_vendor *v, void *r, size_t n, ccl_dtype_
 			   peer);
 }
 
-static ccl_result_t ccl_group_start(struct ccl_vendor *v)
+uint64_t ccl_call_id(uint64_t ts)
 {
-	CCL_REAL(v, GroupStart, void);
-	ccl_result_t rc = real();
+	static uint64_t seq;
+	uint64_t key[3] = {(uint64_t)getpid(), __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED), ts};
 
-	if (rc == CCL_SUCCESS && ccl_recording() && ccl_t.depth++ == 0) {
+	return ccl_comm_hash(key, sizeof(key));
+}
+
+void ccl_group_started(bool ok)
+{
+	if (ok && ccl_recording() && ccl_t.depth++ == 0) {
 		uint16_t g = __atomic_add_fetch(&ccl_group_seq, 1, __ATOMIC_RELAXED);
 
 		if (g == 0) /* 0 means "no group" */
@@ -468,6 +453,29 @@ static ccl_result_t ccl_group_start(struct ccl_vendor *v)
 		ccl_t.group = g;
 		ccl_t.npend = 0;
 	}
+}
+
+void ccl_group_ended(bool ok)
+{
+	struct ccl_thread *t = &ccl_t;
+	int saved = errno;
+
+	if (t->depth > 0 && --t->depth == 0) {
+		if (ok)
+			for (unsigned i = 0; i < t->npend; i++)
+				ccl_emit(&t->pend[i]);
+		t->npend = 0;
+		ccl_verbs_poll();
+	}
+	errno = saved;
+}
+
+static ccl_result_t ccl_group_start(struct ccl_vendor *v)
+{
+	CCL_REAL(v, GroupStart, void);
+	ccl_result_t rc = real();
+
+	ccl_group_started(rc == CCL_SUCCESS);
 	return rc;
 }
 
@@ -475,24 +483,15 @@ static ccl_result_t ccl_group_end(struct ccl_vendor *v)
 {
 	CCL_REAL(v, GroupEnd, void);
 	ccl_result_t rc = real();
-	struct ccl_thread *t = &ccl_t;
-	int saved = errno;
 
-	if (t->depth > 0 && --t->depth == 0) {
-		if (rc == CCL_SUCCESS || rc == CCL_IN_PROGRESS)
-			for (unsigned i = 0; i < t->npend; i++)
-				ccl_emit(&t->pend[i]);
-		t->npend = 0;
-		ccl_verbs_poll();
-	}
-	errno = saved;
+	ccl_group_ended(rc == CCL_SUCCESS || rc == CCL_IN_PROGRESS);
 	return rc;
 }
 
 /* ---- one set of exported entry points per vendor prefix */
 
 #define CCL_DEFINE_VENDOR(pfx, soname)                                                             \
-	static struct ccl_vendor ccl_vendor_##pfx = {#pfx, soname, #pfx, {0}, {0}};                \
+	static struct ccl_vendor ccl_vendor_##pfx = {#pfx, soname, ccl_fn_names, #pfx, {0}, {0}};  \
 	CCL_EXPORT ccl_result_t pfx##CommInitRank(ccl_comm_t *comm, int nranks,                    \
 						  ccl_unique_id_t id, int rank)                    \
 	{                                                                                          \

@@ -170,5 +170,7 @@ WEAK(ncclSend)
 WEAK(ncclRecv)
 WEAK(ncclGroupStart)
 WEAK(ncclGroupEnd)
-/* a vendor prefix without p-aliases */
+/* vendor prefixes without p-aliases */
 FAKE_SET(mccl, mccl)
+FAKE_SET(succl, succl)
+FAKE_SET(eccl, eccl)
