@@ -403,7 +403,7 @@ static void test_hccl(void **state)
 	static char root_info[4108];
 	struct ice_event ev[32];
 	uint64_t cid;
-	int fd, n;
+	int fd, n, rc;
 
 	for (size_t i = 0; i < sizeof(root_info); i++)
 		root_info[i] = (char)(i * 3 + 7);
@@ -414,8 +414,9 @@ static void test_hccl(void **state)
 	close(fd);
 	snprintf(e_lib, sizeof(e_lib), "TEST_LIB=%s", getenv("TEST_FAKE_HCCL"));
 	snprintf(e_table, sizeof(e_table), "TEST_RANK_TABLE=%s", table);
-	assert_int_equal(run_child("hccl", e_lib, e_table, NULL), 0);
-	unlink(table);
+	rc = run_child("hccl", e_lib, e_table, NULL);
+	unlink(table); /* also when the child failed */
+	assert_int_equal(rc, 0);
 	n = recv_events(ev, 32);
 	assert_int_equal(n, 15);
 	assert_int_equal(ev[0].kind, ICE_EV_COMM_INIT);
