@@ -17,7 +17,8 @@ struct ccl_plan_rule {
 	uint32_t remote_ip; /* network order */
 	unsigned nports;
 	uint16_t port[CCL_PLAN_MAX_PORTS];
-	unsigned next; /* round-robin cursor (atomic) */
+	int16_t tclass[CCL_PLAN_MAX_PORTS]; /* -1: the "tclass" rule's */
+	unsigned next;			    /* round-robin cursor (atomic) */
 };
 
 struct ccl_plan {
@@ -89,6 +90,11 @@ static int ccl_plan_line(struct ccl_plan *p, char *line, bool *have_version, con
 		r->any = strcmp(tok, "*") == 0;
 		r->remote_ip = r->any ? 0 : a.s_addr;
 		while ((tok = strtok_r(NULL, " \t\r", &save)) != NULL) {
+			char *slash = strchr(tok, '/');
+			unsigned long tc = 0;
+
+			if (slash != NULL)
+				*slash = '\0';
 			if (r->nports == CCL_PLAN_MAX_PORTS ||
 			    !ccl_plan_uint(tok, ICE_ROCE_SPORT_MIN, 65535, &v)) {
 				snprintf(err, errlen,
@@ -97,6 +103,14 @@ static int ccl_plan_line(struct ccl_plan *p, char *line, bool *have_version, con
 					 name, lineno, tok, CCL_PLAN_MAX_PORTS);
 				return -EINVAL;
 			}
+			if (slash != NULL && !ccl_plan_uint(slash + 1, 0, 255, &tc)) {
+				snprintf(err, errlen,
+					 "%s:%u: sport: \"%s/%.8s\": expected PORT/TCLASS with a "
+					 "traffic class in 0-255",
+					 name, lineno, tok, slash + 1);
+				return -EINVAL;
+			}
+			r->tclass[r->nports] = slash != NULL ? (int16_t)tc : -1;
 			r->port[r->nports++] = (uint16_t)v;
 		}
 		if (r->nports == 0) {
@@ -214,10 +228,13 @@ int ccl_plan_tclass(const struct ccl_plan *p)
 	return p != NULL ? p->tclass : -1;
 }
 
-uint16_t ccl_plan_next_sport(struct ccl_plan *p, uint32_t remote_ip)
+uint16_t ccl_plan_next_sport(struct ccl_plan *p, uint32_t remote_ip, int *tclass)
 {
 	struct ccl_plan_rule *any = NULL;
+	unsigned at;
 
+	if (tclass != NULL)
+		*tclass = ccl_plan_tclass(p);
 	if (p == NULL)
 		return 0;
 	for (unsigned i = 0; i < p->nrules; i++) {
@@ -235,5 +252,8 @@ uint16_t ccl_plan_next_sport(struct ccl_plan *p, uint32_t remote_ip)
 	}
 	if (any == NULL)
 		return 0;
-	return any->port[__atomic_fetch_add(&any->next, 1, __ATOMIC_RELAXED) % any->nports];
+	at = __atomic_fetch_add(&any->next, 1, __ATOMIC_RELAXED) % any->nports;
+	if (tclass != NULL && any->tclass[at] >= 0)
+		*tclass = any->tclass[at];
+	return any->port[at];
 }

@@ -11,6 +11,9 @@
  *   sport 10.0.0.2 49200 49201      QPs towards 10.0.0.2 take these UDP
  *                                   source ports in turn (49152-65535)
  *   sport * 52000                   the same for any other peer
+ *   sport 10.0.0.3 49300/104 49301  a port may carry the traffic class of
+ *                                   the QP that takes it (PORT/TCLASS, the
+ *                                   plan's, 0-255); the others take tclass
  *
  * A plan with any error is refused as a whole (the hook then only records);
  * the reason names the file, the line and what was expected.
@@ -36,10 +39,12 @@ struct ccl_plan *ccl_plan_parse(const char *text, const char *name, char *err, s
 struct ccl_plan *ccl_plan_load(const char *path, char *err, size_t errlen);
 void ccl_plan_free(struct ccl_plan *p); /* NULL-safe */
 
-/* Traffic class to set, or -1 when the plan sets none. */
+/* Traffic class of the "tclass" rule, or -1 when the plan has none. */
 int ccl_plan_tclass(const struct ccl_plan *p);
 /* The next planned source port towards remote_ip (network order; a "*"
- * rule when no rule names it), or 0 when the plan sets none. Thread-safe. */
-uint16_t ccl_plan_next_sport(struct ccl_plan *p, uint32_t remote_ip);
+ * rule when no rule names it), or 0 when the plan sets none, and in
+ * *tclass (may be NULL) that port's traffic class, else the "tclass"
+ * rule's, else -1. Thread-safe. */
+uint16_t ccl_plan_next_sport(struct ccl_plan *p, uint32_t remote_ip, int *tclass);
 
 #endif /* CCL_PLAN_H */

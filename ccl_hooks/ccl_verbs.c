@@ -453,8 +453,9 @@ static int ccl_verbs_rtr(ccl_modify_qp_fn real, struct ibv_qp *qp, struct ibv_qp
 			r->local_ip = ccl_gid_ipv4(&sgid);
 		struct ccl_plan *plan = ccl_verbs_plan_locked(r->local_ip);
 
-		want = ccl_plan_next_sport(plan, r->remote_ip);
-		tclass = ccl_plan_tclass(plan);
+		/* the port's traffic class (the plan's, which steers the QP
+		 * into its DCQCN profile's priority), else the file's */
+		want = ccl_plan_next_sport(plan, r->remote_ip, &tclass);
 	}
 	if (want != 0) {
 		/* high bits from the QPN keep labels distinct for QPs sharing a port */

@@ -485,8 +485,11 @@ static json_t *plan_json(const struct ice_host_plan *hp)
 				      "target_mbps", (json_int_t)e->target_mbps, "path",
 				      (json_int_t)e->path);
 
-		if (j != NULL && e->has_dcqcn &&
-		    json_object_set_new(j, "dcqcn", dcqcn_json(&e->dcqcn)) < 0) {
+		if (j != NULL &&
+		    ((e->has_dcqcn && json_object_set_new(j, "dcqcn", dcqcn_json(&e->dcqcn)) < 0) ||
+		     (e->has_tclass &&
+		      json_object_set_new(j, "tclass", json_integer(e->tclass)) < 0) ||
+		     (e->has_prio && json_object_set_new(j, "prio", json_integer(e->prio)) < 0))) {
 			json_decref(j);
 			j = NULL;
 		}
@@ -612,6 +615,12 @@ static int parse_entry(json_t *j, uint32_t i, struct ice_plan_entry *e, struct i
 	ENTRY_INT("start_mbps", 0, ICE_PLAN_RATE_MAX, e->start_mbps);
 	ENTRY_INT("target_mbps", 0, ICE_PLAN_RATE_MAX, e->target_mbps);
 	ENTRY_INT("path", -1, INT32_MAX, e->path);
+	e->has_tclass = json_object_get(j, "tclass") != NULL;
+	if (e->has_tclass)
+		ENTRY_INT("tclass", 0, 255, e->tclass);
+	e->has_prio = json_object_get(j, "prio") != NULL;
+	if (e->has_prio)
+		ENTRY_INT("prio", 0, ICE_PLAN_PRIO_MAX, e->prio);
 #undef ENTRY_INT
 	if (e->target_mbps != 0 && e->start_mbps > e->target_mbps) {
 		snprintf(key, sizeof(key), "entries[%u].start_mbps", i);

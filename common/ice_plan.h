@@ -40,6 +40,7 @@
 #define ICE_PLAN_HOST_MAX	 32	 /* host name bytes incl. NUL (= TOPO_NAME_MAX) */
 #define ICE_PLAN_RATE_MAX	 400000u /* Mbit/s */
 #define ICE_PLAN_ENTRIES_MAX	 65536u
+#define ICE_PLAN_PRIO_MAX	 7u	   /* 802.1p priorities 0-7 */
 #define ICE_PLAN_LIFETIME_MAX_MS 86400000u /* a day */
 #define ICE_PLAN_SKEW_MS	 5000u	   /* plans issued further ahead are refused */
 /* Epochs stay below 2^48 (a plan a millisecond for 8,900 years): a number
@@ -96,6 +97,13 @@ struct ice_plan_entry {
 	int32_t path;	      /* path index, for reporting; -1 unknown */
 	bool has_dcqcn;	      /* false: the QP keeps its own parameters (JSON: no "dcqcn") */
 	struct ice_dcqcn_params dcqcn;
+	/* Where a NIC does DCQCN in hardware it takes a profile per priority,
+	 * not per QP: the QP is steered into its profile's priority through its
+	 * traffic class. Both optional (JSON: no "tclass" / "prio"). */
+	bool has_tclass;
+	uint8_t tclass; /* IB GRH traffic class: DSCP << 2 | ECN bits */
+	bool has_prio;
+	uint8_t prio; /* the priority (0-7) whose DCQCN is the profile's */
 };
 
 struct ice_host_plan {

@@ -248,6 +248,11 @@ int ctl_plan_rates_changed(struct ctl_planner *p, struct ctl_demand *d, int whic
 struct ctl_profile {
 	char name[CTL_NAME_MAX];
 	struct ice_dcqcn_params params;
+	/* the priority whose DCQCN a NIC backend sets to params, and the DSCP
+	 * that steers a QP into it (its traffic class is dscp << 2); plans
+	 * carry both for the QPs of the profile */
+	bool has_class;
+	uint8_t prio, dscp;
 	int line;
 };
 

@@ -86,11 +86,20 @@ int ctl_host_plans_build(const struct topo *t, const struct ctl_demand *d,
 		 * the QP keeps the parameters it was started with (the fabric's
 		 * baseline), so a paths-only plan changes nothing but paths. */
 		e->has_dcqcn = pol != NULL || e->target_mbps != 0;
-		if (pol != NULL)
-			e->dcqcn = ctl_policy_match(pol, f->op, f->msg_bytes, f->coll_id, f->tclass)
-					   ->params;
-		else
+		if (pol != NULL) {
+			const struct ctl_profile *pr =
+				ctl_policy_match(pol, f->op, f->msg_bytes, f->coll_id, f->tclass);
+
+			e->dcqcn = pr->params;
+			/* where DCQCN is the NIC's, per priority: the profile's
+			 * priority, and the traffic class that steers the QP
+			 * into it (ECN bits 0: the NIC sets ECT) */
+			e->has_prio = e->has_tclass = pr->has_class;
+			e->prio = pr->prio;
+			e->tclass = (uint8_t)(pr->dscp << 2);
+		} else {
 			ice_dcqcn_params_default(&e->dcqcn);
+		}
 		/* a planned rate: DCQCN may climb back to the flow's fair share at
 		 * full capacity, not past it into the queues of its links */
 		if (e->target_mbps != 0 &&

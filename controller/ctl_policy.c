@@ -7,6 +7,10 @@
  *                             #  the policy's directory); else ConnectX defaults
  *   profiles:                 # name -> DCQCN parameters (ice_dcqcn_fields(),
  *     testbed: {rp_ai_rate: 1, ...}   #  safe ranges); unset keys: the baseline
+ *     roce: {priority: 3, dscp: 26, ...}  # optional, together: the priority
+ *                             #  whose DCQCN a NIC sets to the profile and the
+ *                             #  DSCP that steers a QP there (plans: tclass =
+ *                             #  dscp << 2, prio); one priority, one profile
  *   rules:                    # first match wins; absent keys match anything
  *     - {op: all_reduce, min_bytes: 1M, max_bytes: 1G, comm: 7, tclass: 3,
  *        profile: testbed}
@@ -82,11 +86,83 @@ static int find_profile(const struct ctl_policy *p, const char *name)
 	return -1;
 }
 
+/* A profile's text: its DCQCN parameters first, so that the offsets of
+ * ice_dcqcn_fields() hold in it, then its class. */
+struct profile_text {
+	struct ice_dcqcn_params params;
+	uint32_t priority, dscp;
+};
+
+#define PROFILE_FIELDS_MAX 32
+
+/* ice_dcqcn_fields() and the two class keys; the count. */
+static size_t profile_fields(struct ice_cfg_field *out)
+{
+	size_t nf;
+	const struct ice_cfg_field *f = ice_dcqcn_fields(&nf);
+
+	memcpy(out, f, nf * sizeof(*f));
+	out[nf++] = (struct ice_cfg_field){
+		.key = "priority",
+		.type = ICE_CFG_U32,
+		.offset = offsetof(struct profile_text, priority),
+		.min = 0,
+		.max = ICE_PLAN_PRIO_MAX,
+		.help = "802.1p priority 0-7 whose DCQCN a NIC sets to this profile (with dscp)"};
+	out[nf++] = (struct ice_cfg_field){
+		.key = "dscp",
+		.type = ICE_CFG_U32,
+		.offset = offsetof(struct profile_text, dscp),
+		.min = 0,
+		.max = 63,
+		.help = "DSCP 0-63 that steers a QP into priority (traffic class dscp << 2)"};
+	return nf;
+}
+
+/* One priority, one profile: two profiles on a priority must hold the same
+ * parameters (the NIC has one set per priority), and a DSCP names one
+ * priority. */
+static int check_classes(const struct ctl_policy *p, const struct ice_yaml_doc *doc,
+			 const struct ice_yaml_node *map, struct ice_cfg_err *err)
+{
+	for (uint32_t i = 0; i < p->nprofiles; i++) {
+		const struct ctl_profile *a = &p->profiles[i];
+		const struct ice_yaml_node *v = ice_yaml_at(map, i);
+		char key[128];
+
+		for (uint32_t j = 0; a->has_class && j < i; j++) {
+			const struct ctl_profile *b = &p->profiles[j];
+
+			if (!b->has_class)
+				continue;
+			if (b->prio == a->prio &&
+			    memcmp(&a->params, &b->params, sizeof(a->params)) != 0) {
+				snprintf(key, sizeof(key), "profiles.%s.priority", a->name);
+				ice_cfg_errf(err, doc, ice_yaml_get(v, "priority"), key,
+					     "priority %u is profile %s's (line %d) with other "
+					     "DCQCN parameters; a NIC holds one set per priority: "
+					     "expected another priority or the same parameters",
+					     a->prio, b->name, b->line);
+				return -EINVAL;
+			}
+			if (b->dscp == a->dscp && b->prio != a->prio) {
+				snprintf(key, sizeof(key), "profiles.%s.dscp", a->name);
+				ice_cfg_errf(err, doc, ice_yaml_get(v, "dscp"), key,
+					     "DSCP %u steers into priority %u for profile %s (line "
+					     "%d); expected one priority per DSCP",
+					     a->dscp, b->prio, b->name, b->line);
+				return -EINVAL;
+			}
+		}
+	}
+	return 0;
+}
+
 static int load_profiles(struct ctl_policy *p, const struct ice_yaml_doc *doc,
 			 const struct ice_yaml_node *map, struct ice_cfg_err *err)
 {
-	size_t nf, n = ice_yaml_len(map);
-	const struct ice_cfg_field *fields = ice_dcqcn_fields(&nf);
+	struct ice_cfg_field fields[PROFILE_FIELDS_MAX];
+	size_t nf = profile_fields(fields), n = ice_yaml_len(map);
 
 	if (map == NULL || ice_yaml_kind(map) != ICE_YAML_MAP || n == 0) {
 		ice_cfg_errf(err, doc, map, "profiles",
@@ -99,6 +175,8 @@ static int load_profiles(struct ctl_policy *p, const struct ice_yaml_doc *doc,
 	for (size_t i = 0; i < n; i++) {
 		const struct ice_yaml_node *k = ice_yaml_key_at(map, i), *v = ice_yaml_at(map, i);
 		struct ctl_profile *pr = &p->profiles[i];
+		struct profile_text pt = {.params = p->baseline};
+		const struct ice_yaml_node *prn, *dn;
 		const char *name = ice_yaml_scalar(k);
 		char key[128];
 		int ret;
@@ -111,10 +189,25 @@ static int load_profiles(struct ctl_policy *p, const struct ice_yaml_doc *doc,
 		}
 		snprintf(pr->name, sizeof(pr->name), "%s", name);
 		pr->line = ice_yaml_line(k);
-		pr->params = p->baseline;
-		ret = ice_cfg_bind(doc, v, key, fields, nf, &pr->params, ICE_CFG_STRICT, err);
+		ret = ice_cfg_bind(doc, v, key, fields, nf, &pt, ICE_CFG_STRICT, err);
 		if (ret < 0)
 			return ret;
+		pr->params = pt.params;
+		prn = ice_yaml_get(v, "priority");
+		dn = ice_yaml_get(v, "dscp");
+		if ((prn == NULL) != (dn == NULL)) {
+			char fk[160];
+
+			snprintf(fk, sizeof(fk), "%s.%s", key, prn == NULL ? "priority" : "dscp");
+			ice_cfg_errf(err, doc, prn != NULL ? prn : dn, fk,
+				     "expected priority and dscp together (the priority whose "
+				     "DCQCN is this profile's, and the DSCP that steers QPs "
+				     "into it)");
+			return -EINVAL;
+		}
+		pr->has_class = prn != NULL;
+		pr->prio = (uint8_t)pt.priority;
+		pr->dscp = (uint8_t)pt.dscp;
 		ret = ice_dcqcn_params_check(&pr->params, err);
 		if (ret < 0) {
 			char msg[sizeof(err->msg)], fk[320];
@@ -127,7 +220,7 @@ static int load_profiles(struct ctl_policy *p, const struct ice_yaml_doc *doc,
 		}
 		p->nprofiles++;
 	}
-	return 0;
+	return check_classes(p, doc, map, err);
 }
 
 static int load_rules(struct ctl_policy *p, const struct ice_yaml_doc *doc,

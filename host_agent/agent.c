@@ -599,14 +599,14 @@ static int ipc_setup(struct agent *a)
 	return ret;
 }
 
-/* The plan's DCQCN profile onto the NIC; NULL (fallback): the NIC's own. */
-static int nic_dcqcn(void *ctx, const struct ice_dcqcn_params *p, struct ice_cfg_err *err)
+/* The plan's DCQCN profiles onto the NIC; NULL (fallback): the NIC's own. */
+static int nic_dcqcn(void *ctx, const struct agent_dcqcn_prios *set, struct ice_cfg_err *err)
 {
 	struct agent *a = ctx;
 
-	if (p == NULL)
+	if (set == NULL)
 		return agent_nic_dcqcn_restore(a->nic);
-	return agent_nic_dcqcn_apply(a->nic, p, err);
+	return agent_nic_dcqcn_apply_prios(a->nic, set, err);
 }
 
 struct agent *agent_new(const struct agent_cfg *cfg, const struct agent_opts *o)

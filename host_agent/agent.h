@@ -22,10 +22,23 @@
 #include <stdio.h>
 
 #include "ice_config.h"
+#include "ice_dcqcn.h"
 #include "ice_event.h"
 
 #define AGENT_SCHEMA_VERSION 1
-#define AGENT_RUN_DIR	     "/run/ice"
+#define AGENT_PRIOS	     8 /* 802.1p priorities */
+
+/* The DCQCN a plan asks of a NIC, which takes it per priority (or device),
+ * not per QP: a profile per priority the plan's QPs use (has[q]), and for
+ * what the NIC has device-wide the profile of the most QPs (wide_prio's). */
+struct agent_dcqcn_prios {
+	bool has[AGENT_PRIOS];
+	struct ice_dcqcn_params prio[AGENT_PRIOS];
+	bool has_wide;
+	struct ice_dcqcn_params wide;
+	unsigned wide_prio;
+};
+#define AGENT_RUN_DIR "/run/ice"
 
 /* ------------------------------------------------------------------ config */
 

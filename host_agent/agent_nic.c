@@ -766,12 +766,18 @@ int agent_nic_dcqcn_apply(struct agent_nic *n, const struct ice_dcqcn_params *p,
 	return agent_nic_cc_apply(n->cc, p, err);
 }
 
+int agent_nic_dcqcn_apply_prios(struct agent_nic *n, const struct agent_dcqcn_prios *set,
+				struct ice_cfg_err *err)
+{
+	return agent_nic_cc_apply_prios(n->cc, set, err);
+}
+
 int agent_nic_dcqcn_restore(struct agent_nic *n)
 {
 	return agent_nic_cc_restore(n->cc);
 }
 
-bool agent_nic_dcqcn_current(const struct agent_nic *n, struct ice_dcqcn_params *p)
+bool agent_nic_dcqcn_current(const struct agent_nic *n, unsigned prio, struct ice_dcqcn_params *p)
 {
-	return agent_nic_cc_current(n->cc, p);
+	return agent_nic_cc_current(n->cc, prio, p);
 }

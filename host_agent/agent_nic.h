@@ -170,11 +170,18 @@ enum agent_nic_cc_iface agent_nic_cc_iface(const struct agent_nic *n);
  * interface lacks are skipped (said once). 0 when in force. */
 int agent_nic_dcqcn_apply(struct agent_nic *n, const struct ice_dcqcn_params *p,
 			  struct ice_cfg_err *err);
+/* A profile per priority (agent.h): each priority's files take its
+ * profile (the out-of-tree ecn/ files that are directories of priorities:
+ * enable/<prio>), device-wide files the wide profile, priorities without
+ * one and files without wide the NIC's own; all or nothing as above. */
+int agent_nic_dcqcn_apply_prios(struct agent_nic *n, const struct agent_dcqcn_prios *set,
+				struct ice_cfg_err *err);
 /* Write back the values the NIC had when the backend opened (fallback,
  * exit); 0 or the first -errno (the others are still tried). */
 int agent_nic_dcqcn_restore(struct agent_nic *n);
-/* The NIC's values as last read or written (fields it lacks: the saved
- * profile's defaults); true when this backend has changed them. */
-bool agent_nic_dcqcn_current(const struct agent_nic *n, struct ice_dcqcn_params *p);
+/* The NIC's values as last read or written, for priority prio where they
+ * are per priority (fields it lacks: the defaults); true when this backend
+ * has changed them. */
+bool agent_nic_dcqcn_current(const struct agent_nic *n, unsigned prio, struct ice_dcqcn_params *p);
 
 #endif /* ICE_AGENT_NIC_H */

@@ -10,6 +10,10 @@
  * there is written per priority (<name>/<prio>), a file as it is, and a
  * params/ subdirectory (older releases) is looked in too.
  *
+ * A plan's DCQCN is a profile per priority (agent_dcqcn_prios): a file of a
+ * priority takes its priority's profile, a device-wide file the profile of
+ * the most QPs; a priority the plan does not use keeps the NIC's own.
+ *
  * A profile is written as a whole or not at all: each write is read back,
  * and the first one refused (or read back different) puts the values
  * already written back in reverse order.
@@ -73,7 +77,9 @@ struct cc_file {
 struct agent_nic_cc {
 	enum agent_nic_cc_iface which;
 	const struct agent_nic_io *io;
-	struct cc_file f[CC_ROWS];
+	uint32_t prio;		/* cfg->dcqcn_prio: a single profile's priority */
+	bool per_prio[CC_ROWS]; /* a directory of priorities; else f[row][0] only */
+	struct cc_file f[CC_ROWS][AGENT_PRIOS];
 	uint64_t refused;
 };
 
@@ -143,13 +149,30 @@ static void pci_of(const struct agent_cfg *cfg, const char *root, const char *de
 	snprintf(buf, len, "%s", basename(target));
 }
 
-static void resolve(struct agent_nic_cc *cc, const struct agent_cfg *cfg, const char *root,
-		    const char *base)
+/* Read one file's value as the NIC's own; false (logged, when say) when it
+ * is missing or holds garbage. */
+static bool open_file(struct cc_file *f, const char *key, bool say)
+{
+	int ret = read_u32(f->path, &f->saved);
+
+	if (ret < 0) {
+		if (say)
+			ice_warn(AGENT_SUB, "DCQCN %s unsupported: %s %s; left alone", key, f->path,
+				 ret == -EINVAL ? "does not hold a decimal number"
+						: strerror(-ret));
+		return false;
+	}
+	f->ok = true;
+	f->cur = f->saved;
+	return true;
+}
+
+static void resolve(struct agent_nic_cc *cc, const char *base)
 {
 	for (size_t i = 0; i < CC_ROWS; i++) {
 		const struct cc_map *m = &cc_map[i];
-		struct cc_file *f = &cc->f[i];
-		int ret;
+		struct cc_file *f = cc->f[i];
+		char p[700];
 
 		if (cc->which == AGENT_NIC_CC_DEBUGFS) {
 			if (m->debugfs == NULL) {
@@ -160,30 +183,28 @@ static void resolve(struct agent_nic_cc *cc, const struct agent_cfg *cfg, const 
 				continue;
 			}
 			snprintf(f->path, sizeof(f->path), "%.600s/%s", base, m->debugfs);
-		} else {
-			char p[700];
-
-			snprintf(p, sizeof(p), "%.600s/%s/%s", base, m->ecn_dir, m->ecn);
-			if (is_dir(p)) /* per priority */
-				snprintf(f->path, sizeof(f->path), "%s/%u", p, cfg->dcqcn_prio);
-			else if (access(p, F_OK) == 0)
-				snprintf(f->path, sizeof(f->path), "%s", p);
-			else
-				snprintf(f->path, sizeof(f->path), "%.600s/%s/params/%s", base,
-					 m->ecn_dir, m->ecn);
-		}
-		ret = read_u32(f->path, &f->saved);
-		if (ret < 0) {
-			ice_warn(AGENT_SUB, "DCQCN %s unsupported: %s %s; left alone", m->key,
-				 f->path,
-				 ret == -EINVAL ? "does not hold a decimal number"
-						: strerror(-ret));
+			(void)open_file(f, m->key, true);
 			continue;
 		}
-		f->ok = true;
-		f->cur = f->saved;
+		snprintf(p, sizeof(p), "%.600s/%s/%s", base, m->ecn_dir, m->ecn);
+		if (is_dir(p)) { /* per priority: each of them */
+			bool said = false;
+
+			cc->per_prio[i] = true;
+			for (unsigned q = 0; q < AGENT_PRIOS; q++) {
+				snprintf(f[q].path, sizeof(f[q].path), "%s/%u", p, q);
+				if (!open_file(&f[q], m->key, !said))
+					said = true;
+			}
+			continue;
+		}
+		if (access(p, F_OK) == 0)
+			snprintf(f->path, sizeof(f->path), "%s", p);
+		else
+			snprintf(f->path, sizeof(f->path), "%.600s/%s/params/%s", base, m->ecn_dir,
+				 m->ecn);
+		(void)open_file(f, m->key, true);
 	}
-	(void)root;
 }
 
 struct agent_nic_cc *agent_nic_cc_new(const struct agent_cfg *cfg, const char *root,
@@ -196,6 +217,7 @@ struct agent_nic_cc *agent_nic_cc_new(const struct agent_cfg *cfg, const char *r
 	if (cc == NULL)
 		return NULL;
 	cc->io = io;
+	cc->prio = cfg->dcqcn_prio < AGENT_PRIOS ? cfg->dcqcn_prio : 3;
 	pci_of(cfg, root, dev, pci, sizeof(pci));
 	snprintf(dbg, sizeof(dbg), "%s/sys/kernel/debug/mlx5/%s/cc_params", root, pci);
 	snprintf(ecn, sizeof(ecn), "%s/sys/class/net/%s/ecn", root, cfg->nic);
@@ -225,7 +247,7 @@ struct agent_nic_cc *agent_nic_cc_new(const struct agent_cfg *cfg, const char *r
 			 "profiles not applied)",
 			 dbg, ecn);
 	if (cc->which != AGENT_NIC_CC_NONE)
-		resolve(cc, cfg, root, cc->which == AGENT_NIC_CC_DEBUGFS ? dbg : ecn);
+		resolve(cc, cc->which == AGENT_NIC_CC_DEBUGFS ? dbg : ecn);
 	return cc;
 }
 
@@ -248,52 +270,89 @@ static int put(struct agent_nic_cc *cc, struct cc_file *f, uint32_t v)
 	return ret;
 }
 
-int agent_nic_cc_apply(struct agent_nic_cc *cc, const struct ice_dcqcn_params *p,
-		       struct ice_cfg_err *err)
+/* What set asks of file (row, q): a per-priority file its priority's
+ * profile, a device-wide one the wide profile; the NIC's own without. */
+static uint32_t want_in(const struct agent_nic_cc *cc, const struct agent_dcqcn_prios *set,
+			size_t row, unsigned q)
 {
-	size_t done[CC_ROWS], nd = 0;
+	const struct cc_file *f = &cc->f[row][q];
+
+	if (cc->per_prio[row])
+		return set->has[q] ? want_of(&set->prio[q], row) : f->saved;
+	return set->has_wide ? want_of(&set->wide, row) : f->saved;
+}
+
+int agent_nic_cc_apply_prios(struct agent_nic_cc *cc, const struct agent_dcqcn_prios *set,
+			     struct ice_cfg_err *err)
+{
+	struct {
+		uint16_t row, q;
+	} done[CC_ROWS * AGENT_PRIOS];
+	size_t nd = 0;
 	int ret;
 
 	if (cc == NULL || cc->which == AGENT_NIC_CC_NONE)
 		return -EOPNOTSUPP;
-	ret = ice_dcqcn_params_check(p, err);
-	if (ret < 0)
+	for (unsigned q = 0; q < AGENT_PRIOS; q++)
+		if (set->has[q] && (ret = ice_dcqcn_params_check(&set->prio[q], err)) < 0)
+			return ret;
+	if (set->has_wide && (ret = ice_dcqcn_params_check(&set->wide, err)) < 0)
 		return ret;
 	for (size_t i = 0; i < CC_ROWS; i++) {
-		struct cc_file *f = &cc->f[i];
-		uint32_t v = want_of(p, i);
+		for (unsigned q = 0; q < (cc->per_prio[i] ? AGENT_PRIOS : 1u); q++) {
+			struct cc_file *f = &cc->f[i][q];
+			uint32_t v = want_in(cc, set, i, q);
 
-		if (!f->ok || f->cur == v)
-			continue;
-		ret = put(cc, f, v);
-		if (ret < 0) {
-			cc->refused++;
-			ice_cfg_fail(err, f->path, cc_map[i].key, "the NIC refused %u (%s)", v,
-				     ret == -EIO ? "read back another value" : strerror(-ret));
-			ice_warn(AGENT_SUB,
-				 "DCQCN %s = %u refused by the NIC (%s: %s): profile not applied, "
-				 "%zu value(s) put back",
-				 cc_map[i].key, v, f->path,
-				 ret == -EIO ? "read back" : strerror(-ret), nd);
-			while (nd > 0) {
-				struct cc_file *g = &cc->f[done[--nd]];
+			if (!f->ok || f->cur == v)
+				continue;
+			ret = put(cc, f, v);
+			if (ret < 0) {
+				cc->refused++;
+				ice_cfg_fail(
+					err, f->path, cc_map[i].key, "the NIC refused %u (%s)", v,
+					ret == -EIO ? "read back another value" : strerror(-ret));
+				ice_warn(AGENT_SUB,
+					 "DCQCN %s = %u refused by the NIC (%s: %s): profile not "
+					 "applied, %zu value(s) put back",
+					 cc_map[i].key, v, f->path,
+					 ret == -EIO ? "read back" : strerror(-ret), nd);
+				while (nd > 0) {
+					struct cc_file *g =
+						&cc->f[done[nd - 1].row][done[nd - 1].q];
 
-				if (put(cc, g, g->cur) < 0)
-					ice_err(AGENT_SUB, "DCQCN: cannot put %s back to %u",
-						g->path, g->cur);
+					nd--;
+
+					if (put(cc, g, g->cur) < 0)
+						ice_err(AGENT_SUB,
+							"DCQCN: cannot put %s back to %u", g->path,
+							g->cur);
+				}
+				/* the refused file: whatever the NIC holds now */
+				(void)read_u32(f->path, &f->cur);
+				return ret;
 			}
-			/* the refused file: whatever the NIC holds now */
-			(void)read_u32(f->path, &f->cur);
-			return ret;
+			done[nd].row = (uint16_t)i;
+			done[nd++].q = (uint16_t)q;
 		}
-		done[nd++] = i;
 	}
-	for (size_t i = 0; i < nd; i++)
-		cc->f[done[i]].cur = want_of(p, done[i]);
+	for (size_t k = 0; k < nd; k++)
+		cc->f[done[k].row][done[k].q].cur = want_in(cc, set, done[k].row, done[k].q);
 	if (nd > 0)
 		ice_info(AGENT_SUB, "DCQCN profile applied through %s: %zu value(s) written",
 			 agent_nic_cc_iface_name(cc->which), nd);
 	return 0;
+}
+
+int agent_nic_cc_apply(struct agent_nic_cc *cc, const struct ice_dcqcn_params *p,
+		       struct ice_cfg_err *err)
+{
+	struct agent_dcqcn_prios set = {.has_wide = true, .wide = *p};
+
+	if (cc == NULL)
+		return -EOPNOTSUPP;
+	set.has[cc->prio] = true;
+	set.prio[cc->prio] = *p;
+	return agent_nic_cc_apply_prios(cc, &set, err);
 }
 
 int agent_nic_cc_restore(struct agent_nic_cc *cc)
@@ -304,39 +363,45 @@ int agent_nic_cc_restore(struct agent_nic_cc *cc)
 	if (cc == NULL)
 		return 0;
 	for (size_t i = 0; i < CC_ROWS; i++) {
-		struct cc_file *f = &cc->f[i];
-		int ret;
+		for (unsigned q = 0; q < AGENT_PRIOS; q++) {
+			struct cc_file *f = &cc->f[i][q];
+			int ret;
 
-		if (!f->ok || f->cur == f->saved)
-			continue;
-		ret = put(cc, f, f->saved);
-		if (ret < 0) {
-			ice_err(AGENT_SUB, "DCQCN: cannot restore %s to %u: %s", f->path, f->saved,
-				strerror(-ret));
-			if (first == 0)
-				first = ret;
-			continue;
+			if (!f->ok || f->cur == f->saved)
+				continue;
+			ret = put(cc, f, f->saved);
+			if (ret < 0) {
+				ice_err(AGENT_SUB, "DCQCN: cannot restore %s to %u: %s", f->path,
+					f->saved, strerror(-ret));
+				if (first == 0)
+					first = ret;
+				continue;
+			}
+			f->cur = f->saved;
+			n++;
 		}
-		f->cur = f->saved;
-		n++;
 	}
 	if (n > 0)
 		ice_info(AGENT_SUB, "DCQCN: the NIC's own %zu value(s) restored", n);
 	return first;
 }
 
-bool agent_nic_cc_current(const struct agent_nic_cc *cc, struct ice_dcqcn_params *p)
+bool agent_nic_cc_current(const struct agent_nic_cc *cc, unsigned prio, struct ice_dcqcn_params *p)
 {
 	bool changed = false;
 
 	ice_dcqcn_params_default(p);
 	if (cc == NULL)
 		return false;
-	for (size_t i = 0; i < CC_ROWS; i++)
-		if (cc->f[i].ok) {
-			memcpy((char *)p + cc_map[i].off, &cc->f[i].cur, sizeof(uint32_t));
-			changed |= cc->f[i].cur != cc->f[i].saved;
+	for (size_t i = 0; i < CC_ROWS; i++) {
+		const struct cc_file *f =
+			&cc->f[i][cc->per_prio[i] && prio < AGENT_PRIOS ? prio : 0];
+
+		if (f->ok) {
+			memcpy((char *)p + cc_map[i].off, &f->cur, sizeof(uint32_t));
+			changed |= f->cur != f->saved;
 		}
+	}
 	return changed;
 }
 

@@ -24,7 +24,9 @@ void agent_nic_cc_free(struct agent_nic_cc *cc);
 enum agent_nic_cc_iface agent_nic_cc_which(const struct agent_nic_cc *cc);
 int agent_nic_cc_apply(struct agent_nic_cc *cc, const struct ice_dcqcn_params *p,
 		       struct ice_cfg_err *err);
+int agent_nic_cc_apply_prios(struct agent_nic_cc *cc, const struct agent_dcqcn_prios *set,
+			     struct ice_cfg_err *err);
 int agent_nic_cc_restore(struct agent_nic_cc *cc);
-bool agent_nic_cc_current(const struct agent_nic_cc *cc, struct ice_dcqcn_params *p);
+bool agent_nic_cc_current(const struct agent_nic_cc *cc, unsigned prio, struct ice_dcqcn_params *p);
 
 #endif /* ICE_AGENT_NIC_CC_H */

@@ -54,7 +54,7 @@ struct agent_plan {
 	bool expired_due;
 
 	/* the verbs hook's plan file (ccl_hooks/ccl_plan.h), for QPs that
-	 * connect later: the plan's ports per peer and the policy's tclass */
+	 * connect later: the plan's ports (and traffic classes) per peer */
 	char file_path[512];
 	char *file_text; /* what is in it; NULL: no file */
 	bool file_due;
@@ -295,7 +295,8 @@ static const struct ice_plan_entry *entry_of(const struct agent_plan *p, uint32_
 
 /* The verbs hook's plan file from the plan in force: per peer the ports
  * the plan gave QPs towards it (a QP connecting later takes them in turn),
- * and the policy's tclass. Rewritten (new file renamed over) when it
+ * each with the plan's traffic class for its QP when it has one
+ * (PORT/TCLASS), and the agent's `tclass` as the default. Rewritten (new file renamed over) when it
  * changes; removed when no plan is in force. */
 static void hook_file(struct agent_plan *p)
 {
@@ -343,7 +344,10 @@ static void hook_file(struct agent_plan *p)
 			if (p->mine_qpn[j] == 0 || p->ctrl->qp[j].remote_ip != rip ||
 			    (e = entry_of(p, p->mine_qpn[j])) == NULL)
 				continue;
-			PUT(" %u", e->sport);
+			if (e->has_tclass) /* the plan's: its profile's priority */
+				PUT(" %u/%u", e->sport, e->tclass);
+			else
+				PUT(" %u", e->sport);
 			nport++;
 		}
 		PUT("\n");
@@ -428,36 +432,102 @@ void agent_plan_on_dcqcn(struct agent_plan *p, agent_plan_dcqcn_fn fn, void *ctx
 	p->dcqcn_ctx = ctx;
 }
 
-/* The plan's profile (or none) onto the NIC. */
+/* Parameter sets differing at most in rp_max_rate: the controller caps it
+ * per QP at the QP's planned rate, which a NIC cannot take per QP. */
+static bool same_profile(const struct ice_dcqcn_params *a, const struct ice_dcqcn_params *b)
+{
+	struct ice_dcqcn_params x = *a, y = *b;
+
+	x.rp_max_rate = y.rp_max_rate = 0;
+	return memcmp(&x, &y, sizeof(x)) == 0;
+}
+
+/* rp_max_rate over QPs sharing a NIC's profile: the highest ceiling (0: none),
+ * so that none is held below its share */
+static uint32_t max_rate_or(uint32_t a, uint32_t b)
+{
+	return a == 0 || b == 0 ? 0 : a > b ? a : b;
+}
+
+#define NIC_CANDIDATES 8 /* profiles told apart per priority */
+
+/* The plan's profiles (or none) onto the NIC: per priority the profile of
+ * most of its QPs, device-wide the profile of the most QPs (agent_plan.h). */
 static void nic_dcqcn(struct agent_plan *p)
 {
-	const struct ice_dcqcn_params *prof = NULL;
+	struct {
+		struct ice_dcqcn_params prof;
+		uint32_t qps;
+	} cand[AGENT_PRIOS][NIC_CANDIDATES];
+	uint32_t ncand[AGENT_PRIOS] = {0}, other[AGENT_PRIOS] = {0}, total = 0, best = 0;
+	struct agent_dcqcn_prios set;
 	struct ice_cfg_err e = {0};
-	uint32_t other = 0;
+	bool any = false;
 
 	if (p->dcqcn_fn == NULL)
 		return;
+	memset(&set, 0, sizeof(set));
 	for (uint32_t i = 0; p->have && i < p->cur.n; i++) {
 		const struct ice_plan_entry *x = &p->cur.entries[i];
+		unsigned q = x->has_prio ? x->prio : p->cfg->dcqcn_prio % AGENT_PRIOS;
+		uint32_t c;
 
 		if (!x->has_dcqcn)
 			continue;
-		if (prof == NULL)
-			prof = &x->dcqcn;
-		else if (memcmp(prof, &x->dcqcn, sizeof(*prof)) != 0)
-			other++;
+		for (c = 0; c < ncand[q] && !same_profile(&cand[q][c].prof, &x->dcqcn); c++)
+			;
+		if (c == ncand[q] && c == NIC_CANDIDATES) {
+			other[q]++;
+			continue;
+		}
+		if (c == ncand[q]) {
+			cand[q][c].prof = x->dcqcn;
+			cand[q][c].qps = 0;
+			ncand[q]++;
+		}
+		cand[q][c].prof.rp_max_rate =
+			max_rate_or(cand[q][c].prof.rp_max_rate, x->dcqcn.rp_max_rate);
+		cand[q][c].qps++;
 	}
-	if (other > 0)
-		ice_warn(AGENT_SUB,
-			 "plan epoch %" PRIu64 ": %u entries ask for another DCQCN profile; the "
-			 "NIC takes one (the first entry's)",
-			 p->cur.epoch, other);
-	if (prof == NULL && !p->dcqcn_set)
+	for (unsigned q = 0; q < AGENT_PRIOS; q++) {
+		uint32_t top = 0, qps = 0;
+
+		for (uint32_t c = 0; c < ncand[q]; c++) {
+			qps += cand[q][c].qps;
+			if (cand[q][c].qps > cand[q][top].qps)
+				top = c;
+		}
+		if (ncand[q] == 0)
+			continue;
+		set.has[q] = any = true;
+		set.prio[q] = cand[q][top].prof;
+		other[q] += qps - cand[q][top].qps;
+		if (other[q] > 0)
+			ice_warn(AGENT_SUB,
+				 "plan epoch %" PRIu64 ": %u of %u QPs of priority %u ask for "
+				 "another DCQCN profile; the NIC takes one per priority (that of "
+				 "the other %u)",
+				 p->cur.epoch, other[q], other[q] + cand[q][top].qps, q,
+				 cand[q][top].qps);
+		total += cand[q][top].qps;
+		if (!set.has_wide || cand[q][top].qps > best) {
+			set.has_wide = true;
+			set.wide = set.prio[q];
+			set.wide_prio = q;
+			best = cand[q][top].qps;
+		}
+	}
+	if (any && best < total)
+		ice_info(AGENT_SUB,
+			 "plan epoch %" PRIu64 ": the NIC's device-wide DCQCN parameters take "
+			 "priority %u's profile (%u of %u QPs)",
+			 p->cur.epoch, set.wide_prio, best, total);
+	if (!any && !p->dcqcn_set)
 		return;
-	if (p->dcqcn_fn(p->dcqcn_ctx, prof, &e) < 0 && prof != NULL)
+	if (p->dcqcn_fn(p->dcqcn_ctx, any ? &set : NULL, &e) < 0 && any)
 		ice_warn(AGENT_SUB, "plan epoch %" PRIu64 ": DCQCN profile not applied (%s: %s)",
 			 p->cur.epoch, e.key, e.msg);
-	p->dcqcn_set = prof != NULL;
+	p->dcqcn_set = any;
 }
 
 static void refuse(struct agent_plan *p, int ret, const struct ice_cfg_err *e)

@@ -47,11 +47,15 @@ bool agent_plan_expire(struct agent_plan *p, uint64_t now_ms);
  * after the plan came) and clear slots the plan no longer names. */
 void agent_plan_reconcile(struct agent_plan *p);
 
-/* The NIC backend's DCQCN: fn gets the plan's profile when a plan is
+/* The NIC backend's DCQCN: fn gets the plan's profiles when a plan is
  * applied (NULL when the plan has none, or when it expired: the NIC's own
- * values back). A NIC takes one profile per device or priority, not per QP:
- * the first entry's is used and entries asking for another are logged. */
-typedef int (*agent_plan_dcqcn_fn)(void *ctx, const struct ice_dcqcn_params *p,
+ * values back). A NIC takes a profile per priority (or device), not per
+ * QP: each priority the plan's entries name (`prio`; the agent's
+ * dcqcn_prio for entries without) takes the profile of most of its QPs,
+ * with rp_max_rate the highest they ask (the per-QP ceilings are the rate
+ * limiter's); what is device-wide takes the profile of the most QPs.
+ * Entries of a priority asking for other parameters are logged. */
+typedef int (*agent_plan_dcqcn_fn)(void *ctx, const struct agent_dcqcn_prios *set,
 				   struct ice_cfg_err *err);
 void agent_plan_on_dcqcn(struct agent_plan *p, agent_plan_dcqcn_fn fn, void *ctx);
 

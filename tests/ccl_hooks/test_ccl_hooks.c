@@ -258,7 +258,9 @@ static int child_verbs_plan(void)
 	const char *plan = getenv("ICE_CCL_PLAN");
 	struct ibv_qp *qp;
 
-	write_file(plan, "version 1\n# steer\ntclass 106\nsport 10.0.0.2 50000 50001\n"
+	/* the second port carries the plan's traffic class (its profile's
+	 * priority), the first takes the file's default */
+	write_file(plan, "version 1\n# steer\ntclass 106\nsport 10.0.0.2 50000 50001/40\n"
 			 "sport * 60000\n");
 	qp = qp_connect(&a);
 	CHECK(fake_verbs_last_attr.ah_attr.grh.traffic_class == 106);
@@ -267,6 +269,7 @@ static int child_verbs_plan(void)
 	CHECK(fake_verbs_last_attr.dest_qp_num == 0x4242);
 	qp_connect(&a);
 	CHECK(ibv_flow_label_to_udp_sport(fake_verbs_last_attr.ah_attr.grh.flow_label) == 50001);
+	CHECK(fake_verbs_last_attr.ah_attr.grh.traffic_class == 40);
 	CHECK(ibv_destroy_qp(qp) == 0);
 	/* the NIC refuses the label: the caller's own attributes go through */
 	fake_verbs_refuse_label = 1;

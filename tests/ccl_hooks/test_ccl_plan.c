@@ -48,6 +48,7 @@ static void test_flow_label_inverse(void **state)
 static void test_plan_good(void **state)
 {
 	char err[256];
+	int tc;
 	struct ccl_plan *p = ccl_plan_parse("# ICE\n\nversion 1   # first\n"
 					    "tclass 106\n"
 					    "sport 10.0.0.2 50000 50001 50002\n"
@@ -56,19 +57,41 @@ static void test_plan_good(void **state)
 
 	assert_non_null(p);
 	assert_int_equal(ccl_plan_tclass(p), 106);
-	assert_int_equal(ccl_plan_next_sport(p, 0x0200000a), 50000);
-	assert_int_equal(ccl_plan_next_sport(p, 0x0200000a), 50001);
-	assert_int_equal(ccl_plan_next_sport(p, 0x0200000a), 50002);
-	assert_int_equal(ccl_plan_next_sport(p, 0x0200000a), 50000);
-	assert_int_equal(ccl_plan_next_sport(p, 0x0300000a), 60000);
+	assert_int_equal(ccl_plan_next_sport(p, 0x0200000a, NULL), 50000);
+	assert_int_equal(ccl_plan_next_sport(p, 0x0200000a, NULL), 50001);
+	assert_int_equal(ccl_plan_next_sport(p, 0x0200000a, NULL), 50002);
+	assert_int_equal(ccl_plan_next_sport(p, 0x0200000a, NULL), 50000);
+	assert_int_equal(ccl_plan_next_sport(p, 0x0300000a, NULL), 60000);
 	ccl_plan_free(p);
 	p = ccl_plan_parse("version 1\n", "t", err, sizeof(err));
 	assert_non_null(p);
 	assert_int_equal(ccl_plan_tclass(p), -1);
-	assert_int_equal(ccl_plan_next_sport(p, 1), 0);
+	assert_int_equal(ccl_plan_next_sport(p, 1, &tc), 0);
+	assert_int_equal(tc, -1);
 	ccl_plan_free(p);
 	ccl_plan_free(NULL);
-	assert_int_equal(ccl_plan_next_sport(NULL, 1), 0);
+	assert_int_equal(ccl_plan_next_sport(NULL, 1, &tc), 0);
+	assert_int_equal(tc, -1);
+	/* a port with the plan's traffic class; the others take the file's */
+	p = ccl_plan_parse("version 1\ntclass 106\nsport 10.0.0.2 50000/104 50001\n"
+			   "sport * 60000/40\n",
+			   "t", err, sizeof(err));
+	assert_non_null(p);
+	assert_int_equal(ccl_plan_next_sport(p, 0x0200000a, &tc), 50000);
+	assert_int_equal(tc, 104);
+	assert_int_equal(ccl_plan_next_sport(p, 0x0200000a, &tc), 50001);
+	assert_int_equal(tc, 106);
+	assert_int_equal(ccl_plan_next_sport(p, 0x0300000a, &tc), 60000);
+	assert_int_equal(tc, 40);
+	ccl_plan_free(p);
+	/* without a "tclass" rule: only the ports that carry one */
+	p = ccl_plan_parse("version 1\nsport * 60000/0 60001\n", "t", err, sizeof(err));
+	assert_non_null(p);
+	assert_int_equal(ccl_plan_next_sport(p, 1, &tc), 60000);
+	assert_int_equal(tc, 0);
+	assert_int_equal(ccl_plan_next_sport(p, 1, &tc), 60001);
+	assert_int_equal(tc, -1);
+	ccl_plan_free(p);
 }
 
 static void test_plan_bad(void **state)
@@ -93,6 +116,11 @@ static void test_plan_bad(void **state)
 		 "50010 50011 50012 50013 50014 50015 50016\n",
 		 "at most 16"},
 		{"version 1\nrate 100\n", "t:2: unknown rule"},
+		{"version 1\nsport * 50000/256\n",
+		 "t:2: sport: \"50000/256\": expected PORT/TCLASS"},
+		{"version 1\nsport * 50000/\n", "t:2: sport: \"50000/\": expected PORT/TCLASS"},
+		{"version 1\nsport * 50000/1x\n", "PORT/TCLASS"},
+		{"version 1\nsport * /104\n", "t:2: sport"},
 	};
 	char err[256];
 

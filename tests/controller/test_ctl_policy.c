@@ -58,6 +58,40 @@ static void test_good_policy(void **state)
 	ctl_policy_free(p);
 }
 
+/* profiles with a class: plans carry it for their QPs */
+static void test_classes(void **state)
+{
+	static const char text[] = "profiles:\n"
+				   "  roce: {rp_ai_rate: 1, priority: 3, dscp: 26}\n"
+				   "  roce-too: {rp_ai_rate: 1, priority: 3, dscp: 24}\n"
+				   "  bulk: {rp_gd: 9, priority: 1, dscp: 10}\n"
+				   "  plain: {}\n"
+				   "rules:\n"
+				   "  - {op: all_to_all, profile: bulk}\n"
+				   "  - {op: all_reduce, profile: roce-too}\n"
+				   "default: roce\n";
+	struct ice_cfg_err err;
+	struct ctl_policy *p;
+	const struct ctl_profile *pr;
+	char buf[512];
+
+	p = ctl_policy_load_string("classes.yaml", text, strlen(text), NULL, &err);
+	if (p == NULL)
+		fail_msg("%s", ice_cfg_err_str(&err, buf, sizeof(buf)));
+	/* two profiles on one priority with the same parameters: aliases */
+	pr = ctl_policy_match(p, CTL_COLL_ALL_REDUCE, 1, 0, 0);
+	assert_string_equal(pr->name, "roce-too");
+	assert_true(pr->has_class);
+	assert_int_equal(pr->prio, 3);
+	assert_int_equal(pr->dscp, 24);
+	pr = ctl_policy_match(p, CTL_COLL_ALL_TO_ALL, 1, 0, 0);
+	assert_int_equal(pr->prio, 1);
+	assert_int_equal(pr->dscp, 10);
+	assert_int_equal(pr->params.rp_gd, 9);
+	assert_false(p->profiles[3].has_class);
+	ctl_policy_free(p);
+}
+
 static void test_example_policy(void **state)
 {
 	const char *path = getenv("ICE_CTL_EXAMPLE");
@@ -88,6 +122,10 @@ static void test_example_policy(void **state)
 	assert_string_equal(pr->name, "testbed-100m");
 	assert_memory_equal(&pr->params, &bed, sizeof(bed));
 	assert_int_equal(pr->params.rp_dce_tcp_rtt, 1500);
+	/* the bed's profiles each on a priority of their own */
+	assert_true(pr->has_class);
+	assert_int_equal(pr->prio, 3);
+	assert_int_equal(pr->dscp, 26);
 	/* the ConnectX profiles keep ConnectX's microsecond timers */
 	for (uint32_t i = 0; i < p->nprofiles; i++)
 		if (strncmp(p->profiles[i].name, "cx-", 3) == 0) {
@@ -196,6 +234,13 @@ static const struct bad_case bad_cases[] = {
 	{"bad_no_default.yaml", 1, "default", "required"},
 	{"bad_top_key.yaml", 4, "rule", "baseline, profiles, rules, default"},
 	{"bad_baseline_type.yaml", 4, "baseline", "expected the path"},
+	{"bad_class_prio.yaml", 3, "profiles.gentle.priority", "[0, 7]"},
+	{"bad_class_dscp.yaml", 3, "profiles.gentle.dscp", "[0, 63]"},
+	{"bad_class_half.yaml", 4, "profiles.steady.dscp", "priority and dscp together"},
+	{"bad_class_shared.yaml", 5, "profiles.steady.priority",
+	 "priority 3 is profile gentle's (line 3) with other DCQCN parameters"},
+	{"bad_class_dscp_shared.yaml", 4, "profiles.steady.dscp",
+	 "DSCP 26 steers into priority 3 for profile gentle"},
 };
 
 static void test_bad_policies(void **state)
@@ -225,7 +270,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good_policy),  cmocka_unit_test(test_example_policy),
 		cmocka_unit_test(test_bad_policies), cmocka_unit_test(test_baseline),
-		cmocka_unit_test(test_bad_baseline),
+		cmocka_unit_test(test_bad_baseline), cmocka_unit_test(test_classes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -66,6 +66,12 @@ static void make_plan(struct ice_host_plan *hp)
 		ice_dcqcn_params_default(&hp->entries[i].dcqcn);
 	}
 	hp->entries[1].dcqcn.rp_ai_rate = 1;
+	/* the second QP steered into priority 5 (DSCP 26 + ECT(0)); the first
+	 * leaves both to the host */
+	hp->entries[1].has_tclass = true;
+	hp->entries[1].tclass = 106;
+	hp->entries[1].has_prio = true;
+	hp->entries[1].prio = 5;
 }
 
 static void seed_key(struct ice_plan_key *k, uint8_t fill)
@@ -91,6 +97,27 @@ static int verify(const char *json, const struct ice_plan_keyring *r, uint64_t l
 
 	ice_host_plan_fini(&out);
 	return ret;
+}
+
+/* The envelope of a plan text as a controller holding key would sign it
+ * (values ice_plan_sign cannot write: a uint8_t holds no 256). */
+static char *sign_text(const char *canon, const struct ice_plan_key *key)
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	unsigned char sig[64];
+	size_t len = sizeof(sig), n = strlen(canon) + 256;
+	char *out = malloc(n), hex[129];
+
+	assert_non_null(ctx);
+	assert_non_null(out);
+	assert_int_equal(EVP_DigestSignInit(ctx, NULL, NULL, NULL, key->pkey), 1);
+	assert_int_equal(
+		EVP_DigestSign(ctx, sig, &len, (const unsigned char *)canon, strlen(canon)), 1);
+	EVP_MD_CTX_free(ctx);
+	for (size_t i = 0; i < 64; i++)
+		snprintf(hex + 2 * i, 3, "%02x", sig[i]);
+	snprintf(out, n, "{\"kid\":\"%s\",\"plan\":%s,\"sig\":\"%s\"}", key->kid, canon, hex);
+	return out;
 }
 
 /* PEM of another type of key (RSA), private or public */
@@ -154,6 +181,14 @@ static void test_round_trip(void **state)
 	assert_int_equal(out.entries[1].sport, 50001);
 	assert_true(out.entries[1].has_dcqcn);
 	assert_int_equal(out.entries[1].dcqcn.rp_ai_rate, 1);
+	assert_true(out.entries[1].has_tclass);
+	assert_int_equal(out.entries[1].tclass, 106);
+	assert_true(out.entries[1].has_prio);
+	assert_int_equal(out.entries[1].prio, 5);
+	assert_false(out.entries[0].has_tclass);
+	assert_false(out.entries[0].has_prio);
+	assert_non_null(strstr(js, "\"prio\":5,\"qpn\":257,"));
+	assert_non_null(strstr(js, "\"target_mbps\":50,\"tclass\":106}"));
 	ice_host_plan_fini(&out);
 	free(js);
 	/* an entry without DCQCN parameters: no "dcqcn" (the QP keeps its own) */
@@ -321,6 +356,37 @@ static void test_refusals(void **state)
 	assert_int_equal(verify(js, &k, 0, NOW, &err), -ERANGE);
 	assert_string_equal(err.key, "entries[0].start_mbps");
 	free(js);
+	hp.entries[0].target_mbps = 50;
+	/* a priority past 7, a traffic class past 255: refused with the field */
+	hp.entries[1].prio = 8;
+	js = ice_plan_sign(&hp, &key);
+	assert_int_equal(verify(js, &k, 0, NOW, &err), -ERANGE);
+	assert_string_equal(err.key, "entries[1].prio");
+	assert_non_null(strstr(err.msg, "[0, 7]"));
+	free(js);
+	hp.entries[1].prio = 7;
+	{
+		char *canon = ice_plan_dump(&hp), *t;
+
+		assert_non_null(canon);
+		js = sign_text(canon, &key);
+		assert_int_equal(verify(js, &k, 0, NOW, &err), 0);
+		free(js);
+		t = strstr(canon, "\"tclass\":106");
+		assert_non_null(t);
+		memcpy(t + strlen("\"tclass\":"), "256", 3);
+		js = sign_text(canon, &key);
+		assert_int_equal(verify(js, &k, 0, NOW, &err), -ERANGE);
+		assert_string_equal(err.key, "entries[1].tclass");
+		assert_non_null(strstr(err.msg, "[0, 255]"));
+		free(js);
+		memcpy(t + strlen("\"tclass\":"), "\"1\"", 3);
+		js = sign_text(canon, &key);
+		assert_int_equal(verify(js, &k, 0, NOW, &err), -EBADMSG);
+		assert_string_equal(err.key, "entries[1].tclass");
+		free(js);
+		free(canon);
+	}
 	ice_host_plan_fini(&hp);
 	ice_plan_keyring_fini(&k);
 	ice_plan_key_fini(&key);

@@ -106,6 +106,7 @@ static void check_ranges(const struct ice_host_plan *p)
 		fuzz_check(e->qpn <= 0xffffff);
 		fuzz_check(e->sport >= ICE_ROCE_SPORT_MIN);
 		fuzz_check(e->target_mbps == 0 || e->start_mbps <= e->target_mbps);
+		fuzz_check(!e->has_prio || e->prio <= ICE_PLAN_PRIO_MAX);
 		fuzz_check(e->start_mbps <= ICE_PLAN_RATE_MAX &&
 			   e->target_mbps <= ICE_PLAN_RATE_MAX);
 	}
@@ -126,7 +127,10 @@ static void round_trip(const struct ice_host_plan *p)
 
 		fuzz_check(a->qpn == b->qpn && a->sport == b->sport &&
 			   a->start_mbps == b->start_mbps && a->target_mbps == b->target_mbps &&
-			   a->path == b->path && a->has_dcqcn == b->has_dcqcn);
+			   a->path == b->path && a->has_dcqcn == b->has_dcqcn &&
+			   a->has_tclass == b->has_tclass && a->has_prio == b->has_prio &&
+			   (!a->has_tclass || a->tclass == b->tclass) &&
+			   (!a->has_prio || a->prio == b->prio));
 		fuzz_check(!a->has_dcqcn || memcmp(&a->dcqcn, &b->dcqcn, sizeof(a->dcqcn)) == 0);
 	}
 	ice_host_plan_fini(&q);

@@ -204,13 +204,13 @@ static void test_dcqcn_debugfs(void **state)
 
 	(void)state;
 	assert_non_null(n);
-	assert_false(agent_nic_dcqcn_current(n, &cur));
+	assert_false(agent_nic_dcqcn_current(n, 3, &cur));
 	assert_int_equal(agent_nic_dcqcn_apply(n, &p, &err), 0);
 	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_max_rate")), 25000);
 	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_gd")), 9);
 	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "np_min_time_between_cnps")), 8);
 	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "np_cnp_dscp")), 48); /* not ours */
-	assert_true(agent_nic_dcqcn_current(n, &cur));
+	assert_true(agent_nic_dcqcn_current(n, 3, &cur));
 	assert_int_equal(cur.rp_ai_rate, 20);
 	/* out of the safe range: refused before any write */
 	p.rp_gd = 99;
@@ -282,7 +282,7 @@ static void test_dcqcn_refused(void **state)
 	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_ai_rate")), 5);
 	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_min_rate")), 1);
 	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_gd")), 11);
-	assert_false(agent_nic_dcqcn_current(n, &cur));
+	assert_false(agent_nic_dcqcn_current(n, 3, &cur));
 	/* a profile without the refused value goes through */
 	p.rp_gd = 11;
 	assert_int_equal(agent_nic_dcqcn_apply(n, &p, &err), 0);

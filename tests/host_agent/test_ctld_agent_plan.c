@@ -256,17 +256,17 @@ static void test_apply_refuse_expire(void **state)
 }
 
 static int dcqcn_calls;
-static struct ice_dcqcn_params dcqcn_last;
+static struct agent_dcqcn_prios dcqcn_last;
 static bool dcqcn_null;
 
-static int on_dcqcn(void *ctx, const struct ice_dcqcn_params *prof, struct ice_cfg_err *err)
+static int on_dcqcn(void *ctx, const struct agent_dcqcn_prios *set, struct ice_cfg_err *err)
 {
 	(void)ctx;
 	(void)err;
 	dcqcn_calls++;
-	dcqcn_null = prof == NULL;
-	if (prof != NULL)
-		dcqcn_last = *prof;
+	dcqcn_null = set == NULL;
+	if (set != NULL)
+		dcqcn_last = *set;
 	return 0;
 }
 
@@ -290,8 +290,16 @@ static void test_hook_file_and_dcqcn(void **state)
 {
 	struct ice_plan_entry e[3] = {
 		{.qpn = 0x300, .sport = 50010, .path = 0, .has_dcqcn = true},
-		{.qpn = 0x301, .sport = 50011, .path = 1, .has_dcqcn = true},
-		{.qpn = 0x302, .sport = 50012, .path = 1}, /* not connected here */
+		/* priority 5 through traffic class 40 (DSCP 10), another profile */
+		{.qpn = 0x301,
+		 .sport = 50011,
+		 .path = 1,
+		 .has_dcqcn = true,
+		 .has_tclass = true,
+		 .tclass = 40,
+		 .has_prio = true,
+		 .prio = 5},
+		{.qpn = 0x302, .sport = 50012, .path = 1, .has_dcqcn = true}, /* not connected */
 	};
 	struct ice_host_plan hp = {
 		.epoch = 100, .lifetime_ms = 1000, .issued_ms = NOW, .entries = e, .n = 3};
@@ -305,6 +313,7 @@ static void test_hook_file_and_dcqcn(void **state)
 	snprintf(c.addr, sizeof(c.addr), "%.15s", addr);
 	snprintf(c.tclass, sizeof(c.tclass), "106");
 	snprintf(c.epoch_file, sizeof(c.epoch_file), "none");
+	c.dcqcn_prio = 3;
 	p = agent_plan_new(&c, ctrl, &err);
 	assert_non_null(p);
 	agent_plan_on_dcqcn(p, on_dcqcn, NULL);
@@ -316,16 +325,29 @@ static void test_hook_file_and_dcqcn(void **state)
 	for (int i = 0; i < 3; i++)
 		ice_dcqcn_params_default(&e[i].dcqcn);
 	e[0].dcqcn.rp_max_rate = e[1].dcqcn.rp_max_rate = 25000;
+	e[2].dcqcn.rp_max_rate = 30000; /* capped per QP: the NIC takes the highest */
+	e[1].dcqcn.rp_ai_rate = 1;
 	json = ice_plan_sign(&hp, &key);
 	assert_int_equal(agent_plan_offer(p, json, NOW + 10, &err), 0);
 	free(json);
 	snprintf(path, sizeof(path), "%s/ccl-plan-%s.conf", dir, addr);
 	txt = read_text(path);
 	assert_non_null(txt);
-	assert_non_null(strstr(txt, "\nversion 1\ntclass 106\nsport 10.0.0.2 50010 50011\n"));
+	/* the plan's traffic class on its QP's port; the agent's as the default */
+	assert_non_null(strstr(txt, "\nversion 1\ntclass 106\nsport 10.0.0.2 50010 50011/40\n"));
 	assert_int_equal(dcqcn_calls, 1);
 	assert_false(dcqcn_null);
-	assert_int_equal(dcqcn_last.rp_max_rate, 25000);
+	/* entries without a priority: the agent's dcqcn_prio (3) */
+	assert_true(dcqcn_last.has[3] && dcqcn_last.has[5]);
+	assert_false(dcqcn_last.has[0] || dcqcn_last.has[4]);
+	assert_int_equal(dcqcn_last.prio[3].rp_max_rate, 30000);
+	assert_int_equal(dcqcn_last.prio[5].rp_max_rate, 25000);
+	assert_int_equal(dcqcn_last.prio[5].rp_ai_rate, 1);
+	assert_int_not_equal(dcqcn_last.prio[3].rp_ai_rate, 1);
+	/* device-wide: priority 3's, 2 of 3 QPs */
+	assert_true(dcqcn_last.has_wide);
+	assert_int_equal(dcqcn_last.wide_prio, 3);
+	assert_memory_equal(&dcqcn_last.wide, &dcqcn_last.prio[3], sizeof(dcqcn_last.wide));
 	assert_true(agent_plan_expire(p, NOW + 1000));
 	assert_null(read_text(path));
 	assert_int_equal(dcqcn_calls, 2);
