@@ -552,8 +552,54 @@ static void test_build_from_demand(void **state)
 			assert_int_equal(hps[h].entries[i].dcqcn.rp_max_rate,
 					 hps[h].entries[i].target_mbps);
 		assert_int_equal(ice_plan_verify(js, &k, 2, NOW, &out, &err), 0);
+		/* no policy: no class (the host's own) */
+		assert_false(out.entries[0].has_tclass || out.entries[0].has_prio);
 		ice_host_plan_fini(&out);
 		free(js);
+	}
+	ctl_host_plans_free(hps, nh);
+	{ /* a policy with classes: each QP its profile's priority and the
+	   * traffic class of its DSCP, signed and verified */
+		static const char pol_text[] = "profiles:\n"
+					       "  roce: {rp_ai_rate: 1, priority: 3, dscp: 26}\n"
+					       "  bulk: {rp_gd: 9, priority: 1, dscp: 10}\n"
+					       "rules:\n"
+					       "  - {op: all_reduce, profile: bulk}\n"
+					       "default: roce\n";
+		struct ctl_policy *pol =
+			ctl_policy_load_string("t.yaml", pol_text, strlen(pol_text), NULL, NULL);
+		struct ice_host_plan out;
+		struct ice_cfg_err err;
+		int found = 0;
+		char *js;
+
+		assert_non_null(pol);
+		assert_int_equal(ctl_host_plans_build(t, &d, pol, 4, 2000, NOW, &hps, &nh), 0);
+		js = ice_plan_sign(&hps[0], &key);
+		assert_non_null(strstr(js, "\"prio\":1,"));
+		assert_non_null(strstr(js, "\"tclass\":40}"));
+		assert_int_equal(ice_plan_verify(js, &k, 2, NOW, &out, &err), 0);
+		for (uint32_t i = 0; i < out.n; i++) {
+			assert_true(out.entries[i].has_prio && out.entries[i].has_tclass);
+			assert_int_equal(out.entries[i].prio, 1);
+			assert_int_equal(out.entries[i].tclass, 10 << 2);
+			assert_int_equal(out.entries[i].dcqcn.rp_gd, 9);
+		}
+		ice_host_plan_fini(&out);
+		free(js);
+		ctl_host_plans_free(hps, nh);
+		/* the default profile's class for what no rule matches */
+		d.flows[0].op = CTL_COLL_BROADCAST;
+		assert_int_equal(ctl_host_plans_build(t, &d, pol, 5, 2000, NOW, &hps, &nh), 0);
+		for (uint32_t h = 0; h < nh; h++)
+			for (uint32_t i = 0; i < hps[h].n; i++)
+				if (hps[h].entries[i].qpn == d.flows[0].lqpn) {
+					assert_int_equal(hps[h].entries[i].prio, 3);
+					assert_int_equal(hps[h].entries[i].tclass, 104);
+					found++;
+				}
+		assert_int_equal(found, 1);
+		ctl_policy_free(pol);
 	}
 	ice_plan_keyring_fini(&k);
 	ice_plan_key_fini(&key);

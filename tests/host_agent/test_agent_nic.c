@@ -252,6 +252,98 @@ static void test_dcqcn_ecn(void **state)
 	env_free(e);
 }
 
+/* a plan's profiles per priority: each priority's ecn/ files take its
+ * profile (enable/<prio>, and a parameter a driver keeps per priority),
+ * device-wide files the wide one; the other priorities keep the NIC's own,
+ * and a priority the next plan drops goes back to them */
+static void test_dcqcn_ecn_prios(void **state)
+{
+	struct env *e = env_new(NIC_FIXTURE_OOT, 1, 1);
+	struct agent_dcqcn_prios set;
+	struct ice_cfg_err err = {0};
+	struct ice_dcqcn_params cur;
+	struct agent_nic *n;
+	char path[1024], rel[256];
+
+	(void)state;
+	/* rpg_ai_rate as a directory of priorities, as enable/ is */
+	snprintf(path, sizeof(path), "%s/%s", e->f.root, ecn(e, "roce_rp/rpg_ai_rate"));
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkdir(path, 0755), 0);
+	for (unsigned q = 0; q < 8; q++) {
+		snprintf(rel, sizeof(rel), "roce_rp/rpg_ai_rate/%u", q);
+		assert_int_equal(nic_fixture_put(&e->f, ecn(e, rel), "5\n"), 0);
+	}
+	n = agent_nic_new(&e->cfg, &e->io);
+	assert_non_null(n);
+	memset(&set, 0, sizeof(set));
+	set.has[3] = set.has[5] = set.has_wide = true;
+	set.prio[3] = profile();
+	set.prio[5] = profile();
+	set.prio[5].rp_ai_rate = 1;
+	set.prio[5].rp_max_rate = 10000;
+	set.wide = set.prio[3];
+	set.wide_prio = 3;
+	assert_int_equal(agent_nic_dcqcn_apply_prios(n, &set, &err), 0);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/enable/3")), 1);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_np/enable/5")), 1);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/enable/4")), 0);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/rpg_ai_rate/3")), 20);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/rpg_ai_rate/5")), 1);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/rpg_ai_rate/0")), 5);
+	/* device-wide: the wide profile (priority 3's) */
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/rpg_max_rate")), 25000);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/rpg_gd")), 9);
+	assert_true(agent_nic_dcqcn_current(n, 5, &cur));
+	assert_int_equal(cur.rp_ai_rate, 1);
+	assert_int_equal(cur.rp_max_rate, 25000);
+	/* a profile out of range on one priority: nothing written */
+	set.prio[5].rp_gd = 99;
+	set.prio[3].rp_ai_rate = 7;
+	assert_int_equal(agent_nic_dcqcn_apply_prios(n, &set, &err), -EINVAL);
+	assert_string_equal(err.key, "rp_gd");
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/rpg_ai_rate/3")), 20);
+	/* the next plan only uses priority 5: priority 3 back to the NIC's */
+	set.prio[5].rp_gd = 9;
+	set.has[3] = false;
+	set.wide = set.prio[5];
+	assert_int_equal(agent_nic_dcqcn_apply_prios(n, &set, &err), 0);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/enable/3")), 0);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/rpg_ai_rate/3")), 5);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/enable/5")), 1);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/rpg_max_rate")), 10000);
+	agent_nic_free(n); /* the NIC's own values back */
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/enable/5")), 0);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/rpg_ai_rate/5")), 5);
+	assert_int_equal(nic_fixture_get(&e->f, ecn(e, "roce_rp/rpg_max_rate")), 0);
+	env_free(e);
+}
+
+/* upstream debugfs holds one set for the device: the wide profile */
+static void test_dcqcn_debugfs_prios(void **state)
+{
+	struct env *e = env_new(NIC_FIXTURE_UPSTREAM, 1, 1);
+	struct agent_nic *n = agent_nic_new(&e->cfg, &e->io);
+	struct agent_dcqcn_prios set;
+	struct ice_cfg_err err = {0};
+
+	(void)state;
+	assert_non_null(n);
+	memset(&set, 0, sizeof(set));
+	set.has[3] = set.has[5] = set.has_wide = true;
+	set.prio[3] = profile();
+	set.prio[5] = profile();
+	set.prio[5].rp_ai_rate = 1;
+	set.wide = set.prio[5];
+	set.wide_prio = 5;
+	assert_int_equal(agent_nic_dcqcn_apply_prios(n, &set, &err), 0);
+	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_ai_rate")), 1);
+	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_max_rate")), 25000);
+	agent_nic_free(n);
+	assert_int_equal(nic_fixture_get(&e->f, dbg(e, "rp_ai_rate")), 5);
+	env_free(e);
+}
+
 /* a value the NIC refuses: logged, the profile's earlier writes put back */
 static const char *refuse_name;
 static int refuse_write(void *ctx, const char *path, uint32_t v)
@@ -478,12 +570,20 @@ static int group_teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_read_upstream),	  cmocka_unit_test(test_render_changed),
-		cmocka_unit_test(test_bad_counters),	  cmocka_unit_test(test_dcqcn_debugfs),
-		cmocka_unit_test(test_dcqcn_ecn),	  cmocka_unit_test(test_dcqcn_refused),
-		cmocka_unit_test(test_dcqcn_missing),	  cmocka_unit_test(test_dcqcn_none),
-		cmocka_unit_test(test_netlink_bad),	  cmocka_unit_test(test_netlink_absent),
-		cmocka_unit_test(test_ethtool_kernel_lo), cmocka_unit_test(test_pfc),
+		cmocka_unit_test(test_read_upstream),
+		cmocka_unit_test(test_render_changed),
+		cmocka_unit_test(test_bad_counters),
+		cmocka_unit_test(test_dcqcn_debugfs),
+		cmocka_unit_test(test_dcqcn_ecn),
+		cmocka_unit_test(test_dcqcn_refused),
+		cmocka_unit_test(test_dcqcn_ecn_prios),
+		cmocka_unit_test(test_dcqcn_debugfs_prios),
+		cmocka_unit_test(test_dcqcn_missing),
+		cmocka_unit_test(test_dcqcn_none),
+		cmocka_unit_test(test_netlink_bad),
+		cmocka_unit_test(test_netlink_absent),
+		cmocka_unit_test(test_ethtool_kernel_lo),
+		cmocka_unit_test(test_pfc),
 		cmocka_unit_test(test_pfc_bad),
 	};
 
