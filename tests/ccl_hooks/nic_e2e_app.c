@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 			qp->qp_num);
 	} else {
 		/* a QP that connects now: the agent's plan file gives its port
-		 * (the plan's for this peer) and the policy's tclass at RTR */
+		 * (the plan's for this peer) and its traffic class at RTR */
 		struct ibv_qp *q2 = ibv_create_qp(NULL, &ia);
 
 		memset(&a, 0, sizeof(a));

@@ -12,8 +12,11 @@
 #     within 100 ms of the announcement, as the controller planned it;
 #   - the policy's DCQCN profile is on both NICs (debugfs cc_params and
 #     ecn/roce_rp), and the NICs' own values are back after the agents exit;
+#   - the profile's class: the plan gives each QP priority 5 and traffic
+#     class 136 (DSCP 34); the out-of-tree NIC enables DCQCN on priority 5;
 #   - a QP connecting after the plan takes the plan's port for its peer and
-#     the policy's tclass from the file the agent wrote;
+#     the plan's traffic class (not the agent's default 106) from the file
+#     the agent wrote;
 #   - the fixture's counters reach the records the controller reads (the
 #     QP's bound counters, the device counters).
 # Environment: ICE_AGENT, ICE_CONTROLLER, ICE_NIC_FIXTURE, ICE_E2E_APP,
@@ -82,7 +85,7 @@ links:
 EOF
 cat >"$T/policy.yaml" <<EOF
 profiles:
-  e2e: {rp_gd: 9, rp_ai_rate: 20, rp_min_rate: 10}
+  e2e: {rp_gd: 9, rp_ai_rate: 20, rp_min_rate: 10, priority: 5, dscp: 34}
 default: e2e
 EOF
 
@@ -156,13 +159,18 @@ assert e['sport'] == $sport, 'sport %d planned, %d in force' % (e['sport'], $spo
 assert e['start_mbps'] > 0 and e['start_mbps'] * 1000 == $kbps, \
     'rate %d Mbit/s planned, %d kbit/s in force' % (e['start_mbps'], $kbps)
 assert e['dcqcn']['rp_gd'] == 9, 'the policy profile is not in the plan'
+assert e.get('prio') == 5 and e.get('tclass') == 136, \
+    'the profile class is not in the plan (prio %s tclass %s)' % (e.get('prio'), e.get('tclass'))
 " || fail "$h: the QP's port or rate is not the plan's"
 	python3 -c "import sys; sys.exit(0 if float('$ms') <= 100 else 1)" ||
 		fail "rank $r: plan in force after $ms ms (target 100 ms)"
 done
 [ -s "$T/run1/ccl-plan-10.255.77.1.conf" ] || fail "h1: the agent wrote no plan file for the hook"
+grep -Eq "^sport 10.0.0.2( [0-9/]+)* $SPORT0/136( |\$)" "$T/run1/ccl-plan-10.255.77.1.conf" ||
+	fail "h1: the hook's plan file lacks port $SPORT0 with traffic class 136"
 
-# a QP that connects now takes the plan's port towards its peer and the tclass
+# a QP that connects now takes the plan's port towards its peer and its
+# traffic class (the plan's 136, not the agent's default 106)
 touch "$T/go2"
 wait $P0 || fail "rank 0 failed"
 wait $P1 || fail "rank 1 failed"
@@ -170,17 +178,19 @@ for r in 0 1; do
 	eval "sport=\$SPORT$r"
 	q2=$(json 2 qp2_sport "$T/app$r.out")
 	[ "$q2" = "$sport" ] || fail "rank $r: a QP connecting later took port $q2, not the plan's $sport"
-	[ "$(json 2 qp2_tclass "$T/app$r.out")" = 106 ] || fail "rank $r: a QP connecting later got no tclass 106"
+	[ "$(json 2 qp2_tclass "$T/app$r.out")" = 136 ] || fail "rank $r: a QP connecting later got tclass $(json 2 qp2_tclass "$T/app$r.out"), not the plan's 136"
 done
 
-# DCQCN on both NICs: upstream debugfs (device-wide), out-of-tree ecn (priority 3)
+# DCQCN on both NICs: upstream debugfs (device-wide), out-of-tree ecn (the
+# profile's priority 5; 3, the agent's dcqcn_prio, untouched)
 dbg=$T/h1/sys/kernel/debug/mlx5/0000:3b:00.0/cc_params
 ecn=$T/h2/sys/class/net/ens1f0np0/ecn
 [ "$(cat "$dbg/rp_gd")" = 9 ] && [ "$(cat "$dbg/rp_ai_rate")" = 20 ] &&
 	[ "$(cat "$dbg/rp_min_rate")" = 10 ] || fail "h1: the profile is not in debugfs cc_params"
 [ "$(cat "$ecn/roce_rp/rpg_gd")" = 9 ] && [ "$(cat "$ecn/roce_rp/rpg_ai_rate")" = 20 ] &&
-	[ "$(cat "$ecn/roce_rp/enable/3")" = 1 ] && [ "$(cat "$ecn/roce_np/enable/3")" = 1 ] ||
-	fail "h2: the profile is not in ecn/roce_rp|roce_np"
+	[ "$(cat "$ecn/roce_rp/enable/5")" = 1 ] && [ "$(cat "$ecn/roce_np/enable/5")" = 1 ] &&
+	[ "$(cat "$ecn/roce_rp/enable/3")" = 0 ] ||
+	fail "h2: the profile is not in ecn/roce_rp|roce_np on priority 5"
 
 # the fixture's counters in what the controller reads: QP 256 of h1 has the
 # counters bound to it (cc_tx_cnp_pkts = 9 x 1 x 2 at tick 2), h1's device
@@ -200,7 +210,7 @@ kill "$A1" "$A2"
 wait "$A1" "$A2" 2>/dev/null
 [ "$(cat "$dbg/rp_gd")" = 11 ] && [ "$(cat "$dbg/rp_ai_rate")" = 5 ] ||
 	fail "h1: debugfs not restored"
-[ "$(cat "$ecn/roce_rp/rpg_gd")" = 11 ] && [ "$(cat "$ecn/roce_rp/enable/3")" = 0 ] ||
+[ "$(cat "$ecn/roce_rp/rpg_gd")" = 11 ] && [ "$(cat "$ecn/roce_rp/enable/5")" = 0 ] ||
 	fail "h2: ecn not restored"
 [ ! -e "$T/run1/ccl-plan-10.255.77.1.conf" ] || fail "h1: the hook's plan file is left"
 echo "PASS: test_nic_e2e"
