@@ -458,7 +458,7 @@ static void test_host_signals(void **state)
 /* The dead band of the ctl:link records: inside it nothing is written,
  * past any one of its edges the record is. 100 Mbit/s link (12.5 MB/s,
  * band 250 kB/s), Kmin 30 kB (queue band 3750 B). */
-static void test_pub_dead_band(void)
+static void test_pub_dead_band(void **state)
 {
 	const double rate = 12.5e6;
 	const uint32_t kmin = 30000;
