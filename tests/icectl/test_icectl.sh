@@ -229,12 +229,15 @@ done
 wait_for 5 sh -c "$ICECTL qps --json --job jobA --redis unix:$S --fabric $F | grep -q announced" ||
 	fail "the collective's QPs are not announced"
 ictl --json qps --job jobA >"$tmp/job.json"
-py "sorted(q['id'] for q in d['qps']) == ['10.1.0.1:17', '10.2.0.1:19'] and all(q['demand'] == 'announced' and q['op'] == 'all_reduce' and q['policy_rule'] == 'rules[1] line 62' and q['target_mbps'] > 0 for q in d['qps'])" \
+# the line of rules[1] (the all_reduce rule) in the example policy
+r1=$(awk '/^rules:/ { r = 1; next } r && /^  - / { if (n++ == 1) { print NR; exit } }' \
+	"$SRC/controller/policy.example.yaml")
+py "sorted(q['id'] for q in d['qps']) == ['10.1.0.1:17', '10.2.0.1:19'] and all(q['demand'] == 'announced' and q['op'] == 'all_reduce' and q['policy_rule'] == 'rules[1] line $r1' and q['target_mbps'] > 0 for q in d['qps'])" \
 	<"$tmp/job.json" || fail "qps --job jobA: $(cat "$tmp/job.json")"
 ictl explain 10.1.0.1:17 >"$tmp/explain2.out"
 grep -q "(all_reduce of communicator 00000000000000ab, job jobA, 4194304-byte messages)" \
 	"$tmp/explain2.out" || fail "explain: the collective ($(cat "$tmp/explain2.out"))"
-grep -q "DCQCN: profile testbed-100m, by rules\[1\] line 62 of the applied policy" \
+grep -q "DCQCN: profile testbed-100m, by rules\[1\] line $r1 of the applied policy" \
 	"$tmp/explain2.out" || fail "explain: the rule ($(cat "$tmp/explain2.out"))"
 echo "ok: an announced collective: qps --job, explain names the collective, job and policy rule"
 
