@@ -90,6 +90,32 @@ void ctld_ring_order(const int32_t *next, uint32_t n, uint32_t *order);
  * topology, so the planner takes their links as they are. */
 void ctld_plan_opts(const struct ctld_cfg *c, bool incremental, struct ctl_plan_opts *o);
 
+/* Epoch recovery (docs/security.md, "Epochs"). A number read from Redis
+ * is credible as an epoch only if it is at most now_ms +
+ * CTLD_EPOCH_AHEAD_MS: the wall clock is the floor no Redis client can
+ * forge. 60 s = ICE_PLAN_SKEW_MS (5 s: how far the clocks of the
+ * controllers and agents may differ, the bound agents already put on a
+ * plan's issued_ms) + 55 s for a leader's clock stepped back (NTP) after it
+ * issued epochs from its clock; the counter itself never runs ahead of the
+ * clock from INCR alone, since a recovered counter starts at now_ms and
+ * gains one per publication, and the controller publishes far less than
+ * once per ms. */
+#define CTLD_EPOCH_AHEAD_MS 60000ull
+
+struct ctld_epoch_val {
+	uint64_t v;
+	bool credible; /* set by ctld_epoch_base */
+};
+
+/* The counter's value to continue from: the counter if present and
+ * credible, else now_ms; raised to every credible floor (the published
+ * record, the hosts' epochs and last_epoch, the cluster fences) and to own
+ * (the highest epoch this controller issued: trusted, never judged).
+ * Values not credible (above now_ms + CTLD_EPOCH_AHEAD_MS, or not below
+ * ICE_PLAN_EPOCH_MAX) are never adopted; their credible flags say which. */
+uint64_t ctld_epoch_base(struct ctld_epoch_val *counter, bool have_counter,
+			 struct ctld_epoch_val *floors, size_t n, uint64_t own, uint64_t now_ms);
+
 struct ctld;
 struct ctld *ctld_new(const struct ctld_cfg *cfg); /* NULL + errno, logged */
 int ctld_run(struct ctld *d);			   /* until ctld_stop() */

@@ -122,6 +122,7 @@ struct chost {
 struct pending {
 	bool on;
 	uint64_t epoch, trigger_ms, seen_ms, planned_ms, pub_ms;
+	bool stale_said; /* a host's stale refusal handled */
 	char what[96];
 	char (*hosts)[64];
 	uint32_t nhosts;
@@ -170,6 +171,9 @@ struct ctld {
 	uint32_t nlast;
 	uint64_t last_pub_ns, last_epoch;
 	uint64_t bogus_epoch; /* the last floor ignored as not an epoch (said once) */
+	bool epoch_check;     /* recover the counter before the next epoch */
+	uint64_t stale_floor; /* a host refused ours as stale: its credible epoch */
+	uint64_t stale_ms;    /* when the last such refusal was acted on */
 	uint64_t plans;
 	struct pending pend;
 

@@ -73,6 +73,7 @@ void ctld_lease_tick(struct ctld *d)
 	if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0) {
 		d->leader = true;
 		d->trig |= TRIG_TAKEOVER;
+		d->epoch_check = true; /* the counter judged before the first epoch */
 		d->last_pub_ns = 0;
 		ice_info(SUB, "%s: leader now (lease %s ms at %s)", d->cfg.id, ttl, d->k_leader);
 		printf("leader %s at %" PRIu64 " ms\n", d->cfg.id, ice_wall_ms());

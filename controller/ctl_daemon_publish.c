@@ -31,15 +31,31 @@
 
 /* ---- publishing */
 
-/* The next epoch, above ARGV[2] (the highest this controller and the agents
- * know: a restarted Redis has forgotten the counter, the agents have not). */
-static const char LUA_EPOCH[] = "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end "
-				"local c = tonumber(redis.call('GET', KEYS[2]) or '0') or 0 "
-				"local floor = tonumber(ARGV[2]) "
-				"if c >= tonumber(ARGV[3]) or c < 0 then c = 0 end "
-				"local e = math.max(c, floor) + 1 "
-				"redis.call('SET', KEYS[2], string.format('%d', e)) "
-				"return e";
+/* The next epoch: the counter + 1 (or ARGV[2], the highest this controller
+ * issued, + 1), only for the lease holder. -3: the counter needs recovering
+ * first (epoch_recover): missing (a restarted or flushed Redis), not a
+ * number, above ARGV[3] (now_ms + CTLD_EPOCH_AHEAD_MS: not credible), or
+ * below a credible published epoch (a failover lost its last writes).
+ * KEYS leader, epoch, published (one slot: {ctl}); ARGV id, own, limit */
+static const char LUA_EPOCH[] =
+	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end "
+	"local c = tonumber(redis.call('GET', KEYS[2]) or '') "
+	"local lim = tonumber(ARGV[3]) "
+	"if c == nil or c < 0 or c > lim then return -3 end "
+	"local p = tonumber(redis.call('HGET', KEYS[3], 'epoch') or '0') or 0 "
+	"if p > c and p <= lim then return -3 end "
+	"local e = math.max(c, tonumber(ARGV[2])) + 1 "
+	"redis.call('SET', KEYS[2], string.format('%d', e)) "
+	"return e";
+/* Recovery: the counter set to ARGV[2] (ctld_epoch_base); a published
+ * epoch above it was not credible and would fence every plan off: lowered. */
+static const char LUA_EPOCH_SET[] =
+	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end "
+	"redis.call('SET', KEYS[2], ARGV[2]) "
+	"local p = tonumber(redis.call('HGET', KEYS[3], 'epoch') or '0') "
+	"if p == nil or p > tonumber(ARGV[2]) then "
+	"redis.call('HSET', KEYS[3], 'epoch', ARGV[2]) end "
+	"return 0";
 static const char LUA_PUBLISH[] =
 	"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end "
 	"local last = tonumber(redis.call('HGET', KEYS[2], 'epoch') or '0') "
@@ -112,64 +128,178 @@ void ctld_dry_print(struct ctld *d, struct ice_host_plan *hps, uint32_t nh,
 	json_decref(o);
 }
 
-/* The highest epoch known: ours, and what the agents accepted last. A
- * number at or above ICE_PLAN_EPOCH_MAX is not an epoch any controller
- * issued (Redis has no users yet: anyone could have written it); taking it
- * would number every later plan near the 64-bit limit, so it is ignored and
- * said once. The counter in Redis is bounded the same way (LUA_EPOCH). */
-static uint64_t epoch_floor(struct ctld *d)
+uint64_t ctld_epoch_base(struct ctld_epoch_val *counter, bool have_counter,
+			 struct ctld_epoch_val *floors, size_t n, uint64_t own, uint64_t now_ms)
 {
-	redisReply **r = calloc(d->nhosts + 1, sizeof(*r));
-	uint64_t floor = d->last_epoch;
-	char key[ICE_RKEY_MAX];
+	uint64_t lim = now_ms + CTLD_EPOCH_AHEAD_MS, base = now_ms;
 
-	if (r == NULL)
-		return floor;
+	if (lim >= ICE_PLAN_EPOCH_MAX)
+		lim = ICE_PLAN_EPOCH_MAX - 1;
+	if (have_counter) {
+		counter->credible = counter->v <= lim;
+		if (counter->credible)
+			base = counter->v;
+	}
+	for (size_t i = 0; i < n; i++) {
+		floors[i].credible = floors[i].v <= lim;
+		if (floors[i].credible && floors[i].v > base)
+			base = floors[i].v;
+	}
+	return own > base ? own : base;
+}
+
+/* A value read from Redis and not adopted: said once per value (log and
+ * {ctl}:status epoch_ignored, epoch_ignored_key, epoch_ignored_ms). */
+static void epoch_ignored(struct ctld *d, const char *what, uint64_t v, uint64_t now_ms)
+{
+	char vs[24], ts[24];
+	const char *kv[] = {"epoch_ignored", vs, "epoch_ignored_key", what, "epoch_ignored_ms", ts};
+
+	if (v == d->bogus_epoch)
+		return;
+	d->bogus_epoch = v;
+	ice_warn(SUB,
+		 "%s: %s holds epoch %" PRIu64 ", more than %llu ms ahead of this clock (%" PRIu64
+		 " ms): not one a controller issued; ignored",
+		 d->cfg.id, what, v, CTLD_EPOCH_AHEAD_MS, now_ms);
+	snprintf(vs, sizeof(vs), "%" PRIu64, v);
+	snprintf(ts, sizeof(ts), "%" PRIu64, now_ms);
+	ctld_status_write(d, kv, 6);
+}
+
+/* A decimal epoch from a reply; *have: the reply held something (a value
+ * that is not a decimal number comes back as UINT64_MAX: never credible). */
+static uint64_t reply_u64(const redisReply *r, bool *have)
+{
+	char *end;
+	unsigned long long v;
+
+	*have = false;
+	if (r == NULL || r->type != REDIS_REPLY_STRING || r->str == NULL || r->str[0] == '\0')
+		return 0;
+	*have = true;
+	errno = 0;
+	v = strtoull(r->str, &end, 10);
+	if (errno != 0 || *end != '\0' || r->str[0] == '-')
+		return UINT64_MAX;
+	return v;
+}
+
+/* Set the counter again: at a takeover, when the counter is missing or not
+ * credible, when a publication or a host's fence found a newer epoch, when
+ * a host refused our epoch as stale (d->stale_floor). Reads the counter,
+ * the published record, every host's applied epoch and last_epoch (and,
+ * on a cluster, its fence), keeps the credible ones (ctld_epoch_base). */
+static int epoch_recover(struct ctld *d)
+{
+	size_t nv = 2 + 3 * (size_t)d->nhosts, n = 0;
+	struct ctld_epoch_val cnt = {0}, *fl = calloc(nv, sizeof(*fl));
+	char(*what)[ICE_RKEY_MAX + 16] = calloc(nv, sizeof(*what));
+	redisReply **r = calloc(d->nhosts + 2, sizeof(*r));
+	char key[ICE_RKEY_MAX], bs[24], ts[24];
+	uint64_t now = ice_wall_ms(), base;
+	bool have_cnt = false, have;
+	redisReply *x;
+	int ret = -EIO;
+
+	if (fl == NULL || what == NULL || r == NULL) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	x = ctld_cmd(d, "GET %s", d->k_epoch);
+	if (x == NULL)
+		goto out;
+	cnt.v = reply_u64(x, &have_cnt);
+	freeReplyObject(x);
+	x = ctld_cmd(d, "HGET %s epoch", d->k_pub);
+	if (x == NULL)
+		goto out;
+	fl[n].v = reply_u64(x, &have);
+	freeReplyObject(x);
+	if (have)
+		snprintf(what[n++], sizeof(*what), "%s epoch", d->k_pub);
+	fl[n].v = d->stale_floor;
+	if (fl[n].v != 0)
+		snprintf(what[n++], sizeof(*what), "a host's refusal");
 	for (uint32_t i = 0; i < d->nhosts; i++)
 		ice_redis_appendf(&d->link, "HMGET %s epoch last_epoch",
 				  ice_rkey_str(key, sizeof(key), ICE_RK_PLAN_APPLIED, d->cfg.fabric,
 					       d->hosts[i].name, NULL));
-	if (ctld_pipe(d, d->nhosts, r) == 0) {
-		for (uint32_t i = 0; i < d->nhosts; i++)
-			for (size_t j = 0; r[i]->type == REDIS_REPLY_ARRAY && j < r[i]->elements;
-			     j++) {
-				const char *v = r[i]->element[j]->str;
-				uint64_t e = v != NULL ? strtoull(v, NULL, 10) : 0;
-
-				if (e >= ICE_PLAN_EPOCH_MAX) {
-					if (e != d->bogus_epoch)
-						ice_warn(SUB,
-							 "%s reports epoch %" PRIu64
-							 ", not one a controller issued "
-							 "(>= 2^48): ignored",
-							 d->hosts[i].name, e);
-					d->bogus_epoch = e;
-					continue;
-				}
-				if (e > floor)
-					floor = e;
-			}
-		ctld_freev(r, d->nhosts);
+	if (ctld_pipe(d, d->nhosts, r) < 0)
+		goto out;
+	for (uint32_t i = 0; i < d->nhosts; i++) {
+		for (size_t j = 0; r[i]->type == REDIS_REPLY_ARRAY && j < r[i]->elements && j < 2;
+		     j++) {
+			fl[n].v = reply_u64(r[i]->element[j], &have);
+			if (have)
+				snprintf(what[n++], sizeof(*what), "%s %s",
+					 ice_rkey_str(key, sizeof(key), ICE_RK_PLAN_APPLIED,
+						      d->cfg.fabric, d->hosts[i].name, NULL),
+					 j == 0 ? "epoch" : "last_epoch");
+		}
 	}
+	ctld_freev(r, d->nhosts);
 	/* cluster: the hosts' fences too (an agent that was away never
 	 * accepted the newest epoch its fence holds) */
-	for (uint32_t i = 0; d->link.cluster && d->link.c != NULL && i < d->nhosts; i++)
+	for (uint32_t i = 0; d->link.cluster && i < d->nhosts; i++)
 		ice_redis_appendf(&d->link, "GET %s",
 				  ice_rkey_str(key, sizeof(key), ICE_RK_PLAN_FENCE, d->cfg.fabric,
 					       d->hosts[i].name, NULL));
-	if (d->link.cluster && d->link.c != NULL && ctld_pipe(d, d->nhosts, r) == 0) {
+	if (d->link.cluster) {
+		if (ctld_pipe(d, d->nhosts, r) < 0)
+			goto out;
 		for (uint32_t i = 0; i < d->nhosts; i++) {
-			uint64_t e = r[i]->type == REDIS_REPLY_STRING
-					     ? strtoull(r[i]->str, NULL, 10)
-					     : 0;
-
-			if (e > floor && e < ICE_PLAN_EPOCH_MAX)
-				floor = e;
+			fl[n].v = reply_u64(r[i], &have);
+			if (have)
+				snprintf(what[n++], sizeof(*what), "%s",
+					 ice_rkey_str(key, sizeof(key), ICE_RK_PLAN_FENCE,
+						      d->cfg.fabric, d->hosts[i].name, NULL));
 		}
 		ctld_freev(r, d->nhosts);
 	}
+	base = ctld_epoch_base(&cnt, have_cnt, fl, n, d->last_epoch, now);
+	if (have_cnt && !cnt.credible)
+		epoch_ignored(d, d->k_epoch, cnt.v, now);
+	for (size_t i = 0; i < n; i++)
+		if (!fl[i].credible)
+			epoch_ignored(d, what[i], fl[i].v, now);
+	snprintf(bs, sizeof(bs), "%" PRIu64, base);
+	x = ctld_cmd(d, "EVAL %s 3 %s %s %s %s %s", LUA_EPOCH_SET, d->k_leader, d->k_epoch,
+		     d->k_pub, d->cfg.id, bs);
+	if (x == NULL)
+		goto out;
+	if (x->type != REDIS_REPLY_INTEGER || x->integer != 0) {
+		freeReplyObject(x);
+		ret = -EPERM;
+		goto out;
+	}
+	freeReplyObject(x);
+	if (!have_cnt || base != cnt.v) {
+		const char *kv[] = {"epoch_recovered", bs, "epoch_recovered_ms", ts};
+
+		ice_warn(SUB,
+			 "%s: epoch counter %s -> %" PRIu64 " (%s; clock %" PRIu64
+			 " ms, own %" PRIu64 ")",
+			 d->cfg.id,
+			 !have_cnt	? "missing"
+			 : cnt.credible ? "behind"
+					: "not credible",
+			 base,
+			 base == now		 ? "from the clock"
+			 : base == d->last_epoch ? "this controller's last epoch"
+						 : "the highest credible epoch known",
+			 now, d->last_epoch);
+		snprintf(ts, sizeof(ts), "%" PRIu64, now);
+		ctld_status_write(d, kv, 4);
+	}
+	d->epoch_check = false;
+	d->stale_floor = 0;
+	ret = 0;
+out:
+	free(fl);
+	free(what);
 	free(r);
-	return floor;
+	return ret;
 }
 
 /* Cluster: commit in the {ctl} slot, then one script per host in its own
@@ -193,6 +323,8 @@ static int publish_sharded(struct ctld *d, const struct ice_host_plan *hps, uint
 									    : r->str);
 		if (r->type == REDIS_REPLY_INTEGER && r->integer == -1)
 			d->leader = false;
+		else
+			d->epoch_check = true; /* number above the newer one */
 		freeReplyObject(r);
 		return -EPERM;
 	}
@@ -231,6 +363,7 @@ static int publish_sharded(struct ctld *d, const struct ice_host_plan *hps, uint
 	free(rep);
 	if (refused > 0) {
 		ice_warn(SUB, "%s: epoch %s landed on %u of %u hosts", d->cfg.id, ep, ok, nh);
+		d->epoch_check = true; /* the next one above the fences */
 		return -EPERM;
 	}
 	return 0;
@@ -247,15 +380,39 @@ int ctld_publish(struct ctld *d, struct ice_host_plan *hps, uint32_t nh, uint64_
 
 	if (argv == NULL || own == NULL)
 		goto out;
-	snprintf(ep, sizeof(ep), "%" PRIu64, epoch_floor(d));
-	r = ctld_cmd(d, "EVAL %s 2 %s %s %s %s %llu", LUA_EPOCH, d->k_leader, d->k_epoch, d->cfg.id,
-		     ep, (unsigned long long)ICE_PLAN_EPOCH_MAX);
-	if (r == NULL)
-		goto out;
-	if (r->type != REDIS_REPLY_INTEGER || r->integer <= 0) {
+	for (int tries = 0;; tries++) {
+		char own_s[24], lim[24];
+
+		if (d->epoch_check && (ret = epoch_recover(d)) < 0) {
+			if (ret == -EPERM) {
+				ice_warn(SUB, "%s: not leader any more; not publishing", d->cfg.id);
+				d->leader = false;
+			}
+			goto out;
+		}
+		ret = -EIO;
+		snprintf(own_s, sizeof(own_s), "%" PRIu64, d->last_epoch);
+		snprintf(lim, sizeof(lim), "%" PRIu64,
+			 (uint64_t)(ice_wall_ms() + CTLD_EPOCH_AHEAD_MS));
+		r = ctld_cmd(d, "EVAL %s 3 %s %s %s %s %s %s", LUA_EPOCH, d->k_leader, d->k_epoch,
+			     d->k_pub, d->cfg.id, own_s, lim);
+		if (r == NULL)
+			goto out;
+		if (r->type != REDIS_REPLY_INTEGER || r->integer != -3 || tries > 0)
+			break;
 		freeReplyObject(r);
-		ice_warn(SUB, "%s: not leader any more; not publishing", d->cfg.id);
-		d->leader = false;
+		d->epoch_check = true; /* missing, not credible or behind: recover */
+	}
+	if (r->type != REDIS_REPLY_INTEGER || r->integer <= 0) {
+		if (r->type == REDIS_REPLY_INTEGER && r->integer == -1) {
+			ice_warn(SUB, "%s: not leader any more; not publishing", d->cfg.id);
+			d->leader = false;
+		} else {
+			ice_warn(SUB, "%s: no epoch: %s", d->cfg.id,
+				 r->type == REDIS_REPLY_ERROR ? r->str
+							      : "the counter did not recover");
+		}
+		freeReplyObject(r);
 		ret = -EPERM;
 		goto out;
 	}
@@ -316,6 +473,8 @@ int ctld_publish(struct ctld *d, struct ice_host_plan *hps, uint32_t nh, uint64_
 									    : r->str);
 		if (r->type == REDIS_REPLY_INTEGER && r->integer == -1)
 			d->leader = false;
+		else
+			d->epoch_check = true; /* number above the newer one */
 		d->m.refused_fenced++;
 		ret = -EPERM;
 	}
@@ -352,6 +511,36 @@ void ctld_pend_start(struct ctld *d, uint64_t epoch, struct ice_host_plan *hps, 
 	}
 }
 
+/* host holds epoch le, at or above the one we published to it: it refused
+ * ours as stale (its clock, or a controller's, ran ahead; a Redis that lost
+ * writes). Number the next plan above it if it is credible and publish
+ * again now; else say so once and leave it: such a host takes plans again
+ * once the clock has passed its epoch (docs/security.md, "Epochs"). */
+static void stale_refusal(struct ctld *d, const char *host, uint64_t le, uint64_t now)
+{
+	char what[ICE_RKEY_MAX + 16], key[ICE_RKEY_MAX];
+
+	if (le > now + CTLD_EPOCH_AHEAD_MS || le >= ICE_PLAN_EPOCH_MAX) {
+		snprintf(what, sizeof(what), "%s last_epoch",
+			 ice_rkey_str(key, sizeof(key), ICE_RK_PLAN_APPLIED, d->cfg.fabric, host,
+				      NULL));
+		epoch_ignored(d, what, le, now);
+		return;
+	}
+	if (d->stale_ms != 0 && now < d->stale_ms + 1000)
+		return; /* at most once a second: a host cannot make us spin */
+	d->stale_ms = now;
+	ice_warn(SUB,
+		 "%s: %s holds epoch %" PRIu64 ", not below ours (%" PRIu64
+		 "): it refuses our plans as stale; numbering the next above it",
+		 d->cfg.id, host, le, d->pend.epoch);
+	if (le > d->stale_floor)
+		d->stale_floor = le;
+	d->epoch_check = true;
+	d->trig |= TRIG_REOPT;
+	d->last_pub_ns = 0; /* publish even if the plan is the same */
+}
+
 /* Which epoch did each host apply? Print the reaction time once all did. */
 void ctld_read_applied(struct ctld *d)
 {
@@ -369,24 +558,28 @@ void ctld_read_applied(struct ctld *d)
 	for (uint32_t i = 0; i < p->nhosts; i++) {
 		ice_rkey_str(key, sizeof(key), ICE_RK_PLAN_APPLIED, d->cfg.fabric, p->hosts[i],
 			     NULL);
-		ice_redis_appendf(&d->link, "HMGET %s epoch ts_ms", key);
+		ice_redis_appendf(&d->link, "HMGET %s epoch ts_ms last_epoch", key);
 	}
 	if (ctld_pipe(d, p->nhosts, r) < 0) {
 		free(r);
 		return;
 	}
 	for (uint32_t i = 0; i < p->nhosts; i++) {
-		uint64_t e = 0, ts = 0;
+		uint64_t e = 0, ts = 0, le = 0;
+		bool have;
 
-		if (r[i]->type == REDIS_REPLY_ARRAY && r[i]->elements == 2 &&
-		    r[i]->element[0]->str != NULL && r[i]->element[1]->str != NULL) {
-			e = strtoull(r[i]->element[0]->str, NULL, 10);
-			ts = strtoull(r[i]->element[1]->str, NULL, 10);
+		if (r[i]->type == REDIS_REPLY_ARRAY && r[i]->elements == 3) {
+			e = reply_u64(r[i]->element[0], &have);
+			ts = reply_u64(r[i]->element[1], &have);
+			le = reply_u64(r[i]->element[2], &have);
 		}
-		if (e >= p->epoch) {
+		if (e >= p->epoch && e != UINT64_MAX) {
 			ok++;
 			if (e == p->epoch && ts > max_ts)
 				max_ts = ts;
+		} else if (le >= p->epoch && !p->stale_said) {
+			stale_refusal(d, p->hosts[i], le, now);
+			p->stale_said = true; /* one renumbering per publication */
 		}
 	}
 	ctld_freev(r, p->nhosts);

@@ -717,8 +717,12 @@ static void write_back(struct agent_plan *p, uint64_t now_ns)
 	if (p->refusal_due) {
 		snprintf(rs, sizeof(rs), "%" PRIu64, p->refused_ms);
 		snprintf(n, sizeof(n), "%" PRIu64, p->refused);
-		ice_redis_appendf(&p->link, "HSET %s refused %s refused_ms %s refused_reason %s",
-				  p->akey, n, rs, p->reason);
+		/* with the highest epoch accepted: a controller whose counter
+		 * fell behind it numbers its next plan above it */
+		ice_redis_appendf(
+			&p->link,
+			"HSET %s refused %s refused_ms %s refused_reason %s last_epoch %s", p->akey,
+			n, rs, p->reason, le);
 		ncmd++;
 	}
 	if (ice_redis_pipe(&p->link, ncmd, NULL, NULL) < 0) {
