@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * ctl_daemon_publish.c: fenced plan publishing. The epoch comes from an
- * atomic INCR above every epoch the agents have accepted, and the plans,
+ * atomic INCR of a counter recovered, when lost, with the wall clock as its
+ * floor (epoch_recover: no number from Redis taken above the clock +
+ * CTLD_EPOCH_AHEAD_MS, docs/security.md "Epochs"), and the plans,
  * the published record and the log entry are written by one script that
  * checks the lease and the epoch first, so a deposed leader cannot publish.
  * Then the agents' write-backs are read until every host applied the epoch
