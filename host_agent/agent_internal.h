@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "agent.h"
 #include "ice_log.h"
@@ -20,6 +21,30 @@ extern uint32_t agent_log_sub; /* ICE_LOG=...,debug=agent */
 json_t *agent_qp_json(const struct agent_qp *q, const struct agent_sample *s);
 json_t *agent_nic_json(const struct agent_sample *s, const struct agent_cfg *cfg);
 json_t *agent_event_json(const struct ice_event *ev);
+
+/* The same JSON text as json_dumps(JSON_COMPACT | JSON_REAL_PRECISION(10))
+ * without jansson (agent_json.c): a real into buf (its length; -1 when not
+ * finite, a value jansson refuses), a string quoted and escaped onto b. */
+#define AGENT_JSON_REAL_MAX 40
+extern const char *const agent_ctr_names[AGENT_NCTR]; /* struct agent_ctr's members */
+int agent_json_real(char buf[AGENT_JSON_REAL_MAX], double v);
+void agent_json_str(struct agent_buf *b, const char *s);
+
+/* Append n bytes (b->failed when out of memory); inline: a QP record is
+ * ~200 small pieces */
+void agent_buf_put_grow(struct agent_buf *b, const char *p, size_t n);
+static inline void agent_buf_put(struct agent_buf *b, const char *p, size_t n)
+{
+	if (n <= b->cap - b->len && n > 0 && !b->failed) {
+		memcpy(b->p + b->len, p, n);
+		b->len += n;
+		return;
+	}
+	agent_buf_put_grow(b, p, n);
+}
+
+/* A dotted quad as inet_ntop writes it (be: network order); returns buf. */
+char *agent_ip4_text(char buf[16], uint32_t be);
 
 /* v in decimal, written at the end of buf; returns where it starts. */
 char *agent_u64_text(char buf[24], uint64_t v);

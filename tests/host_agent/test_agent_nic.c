@@ -114,12 +114,59 @@ static void test_read_upstream(void **state)
 		assert_int_equal(q[i].type, 2);
 		assert_int_equal(q[i].rqpn, 0x9000 + j);
 		assert_int_equal(q[i].pid, 4242);
-		/* cc_tx_cnp_pkts is the 9th counter, out_of_sequence the 3rd */
-		assert_int_equal(q[i].cc_tx_cnp, nic_fixture_qp_value(j, 8, j < 10 ? 1 : 0));
+		/* every counter the records use, by its place in the fixture's
+		 * list (rx_write_requests, rx_read_requests, out_of_sequence, ...) */
 		assert_int_equal(q[i].out_of_sequence, nic_fixture_qp_value(j, 2, j < 10 ? 1 : 0));
+		assert_int_equal(q[i].packet_seq_err, nic_fixture_qp_value(j, 3, j < 10 ? 1 : 0));
+		assert_int_equal(q[i].local_ack_timeout_err,
+				 nic_fixture_qp_value(j, 4, j < 10 ? 1 : 0));
+		assert_int_equal(q[i].rnr_nak_retry_err,
+				 nic_fixture_qp_value(j, 5, j < 10 ? 1 : 0));
+		assert_int_equal(q[i].cc_rx_ce, nic_fixture_qp_value(j, 6, j < 10 ? 1 : 0));
+		assert_int_equal(q[i].cc_rx_cnp, nic_fixture_qp_value(j, 7, j < 10 ? 1 : 0));
+		assert_int_equal(q[i].cc_tx_cnp, nic_fixture_qp_value(j, 8, j < 10 ? 1 : 0));
 	}
 	agent_nic_free(n);
 	env_free(e);
+}
+
+/* the QP table is sorted by lqpn for the counters' lookup, whatever the
+ * order of the dump: the kernel's (QP1 of each port last), reversed, shuffled */
+static void test_stat_qp_order(void **state)
+{
+	enum { N = 300 };
+	static struct agent_nic_qp qps[N];
+	uint32_t seed = 1;
+
+	(void)state;
+	for (int order = 0; order < 4; order++) {
+		uint64_t sum = 0, want = 0;
+
+		for (size_t i = 0; i < N; i++) {
+			qps[i] = (struct agent_nic_qp){.lqpn = (uint32_t)(0x100 + i)};
+			if (order == 1 && i >= N - 8)
+				qps[i].lqpn = 1; /* GSI of 8 ports */
+			if (order == 2)
+				qps[i].lqpn = (uint32_t)(0x100 + N - i);
+			want += qps[i].lqpn;
+		}
+		for (size_t i = N - 1; order == 3 && i > 0; i--) {
+			struct agent_nic_qp t = qps[i];
+			size_t j;
+
+			seed = seed * 1103515245u + 12345u;
+			j = (seed >> 8) % (i + 1);
+			qps[i] = qps[j];
+			qps[j] = t;
+		}
+		assert_int_equal(agent_nic_nl_stat_qp(NULL, 0, qps, N), 0);
+		for (size_t i = 0; i < N; i++) {
+			sum += qps[i].lqpn;
+			if (i > 0)
+				assert_true(qps[i - 1].lqpn <= qps[i].lqpn);
+		}
+		assert_int_equal(sum, want);
+	}
 }
 
 /* only what changed is rendered; everything on a full render */
@@ -571,6 +618,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_read_upstream),
+		cmocka_unit_test(test_stat_qp_order),
 		cmocka_unit_test(test_render_changed),
 		cmocka_unit_test(test_bad_counters),
 		cmocka_unit_test(test_dcqcn_debugfs),
