@@ -33,46 +33,19 @@ static int port_free(const char *addr, unsigned int port)
 	return ret;
 }
 
-#define FAB_ACL_MAX_ADDRS 8 /* NIC addresses per host */
-
-struct fab_acl_host {
-	char addr[FAB_ACL_MAX_ADDRS][INET_ADDRSTRLEN];
-	const char *addrs[FAB_ACL_MAX_ADDRS];
-};
-
 int fab_redis_acl_render(const struct topo *t)
 {
-	struct ice_redis_acl_user *us = calloc(t->nnodes, sizeof(*us));
-	struct fab_acl_host *as = calloc(t->nnodes, sizeof(*as));
+	struct topo_acl_hosts h;
 	char dir[300], why[600] = "";
-	size_t n = 0;
-	int ret = -ENOMEM;
+	int ret = topo_acl_hosts(t, &h);
 
-	if (us == NULL || as == NULL)
-		goto out;
-	for (uint32_t i = 0; i < t->nnodes; i++) { /* as icectl acl does */
-		const struct topo_node *h = &t->nodes[i];
-
-		if (h->kind != TOPO_HOST)
-			continue;
-		us[n].host = h->name;
-		for (uint32_t p = 0; p < h->nports && us[n].naddrs < FAB_ACL_MAX_ADDRS; p++) {
-			size_t k = us[n].naddrs++;
-
-			inet_ntop(AF_INET, &t->ports[h->ports[p]].addr, as[n].addr[k],
-				  sizeof(as[n].addr[k]));
-			as[n].addrs[k] = as[n].addr[k];
-		}
-		us[n].addrs = as[n].addrs;
-		n++;
+	if (ret == 0) {
+		fab_state_path(t->name, "acl", dir, sizeof(dir));
+		ret = ice_redis_acl_render(dir, t->name, h.users, h.n, why, sizeof(why));
 	}
-	fab_state_path(t->name, "acl", dir, sizeof(dir));
-	ret = ice_redis_acl_render(dir, t->name, us, n, why, sizeof(why));
-out:
 	if (ret < 0)
 		ice_err(FAB_SUB, "--redis-acl: %s", why[0] ? why : strerror(-ret));
-	free(us);
-	free(as);
+	topo_acl_hosts_free(&h);
 	return ret < 0 ? ret : 0;
 }
 

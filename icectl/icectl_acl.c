@@ -18,19 +18,10 @@
 #include "icectl.h"
 #include "topo.h"
 
-#define MAX_ADDRS 8 /* NIC addresses per host */
-
-struct acl_host {
-	char addr[MAX_ADDRS][INET_ADDRSTRLEN];
-	const char *addrs[MAX_ADDRS];
-};
-
 int ictl_acl(struct ictl *x)
 {
 	struct ice_cfg_err err = {0};
-	struct ice_redis_acl_user *us = NULL;
-	struct acl_host *as = NULL;
-	size_t n = 0;
+	struct topo_acl_hosts h = {0};
 	struct topo *t;
 	char why[PATH_MAX + 64] = "";
 	int ret = ICTL_EXIT_BAD, users;
@@ -40,29 +31,11 @@ int ictl_acl(struct ictl *x)
 		fprintf(stderr, "icectl acl: %s\n", err.msg);
 		return ICTL_EXIT_BAD;
 	}
-	us = calloc(t->nnodes, sizeof(*us));
-	as = calloc(t->nnodes, sizeof(*as));
-	if (us == NULL || as == NULL) {
+	if (topo_acl_hosts(t, &h) < 0) {
 		fprintf(stderr, "icectl acl: %s\n", strerror(ENOMEM));
 		goto out;
 	}
-	for (uint32_t i = 0; i < t->nnodes; i++) {
-		const struct topo_node *h = &t->nodes[i];
-
-		if (h->kind != TOPO_HOST)
-			continue;
-		us[n].host = h->name;
-		for (uint32_t p = 0; p < h->nports && us[n].naddrs < MAX_ADDRS; p++) {
-			size_t k = us[n].naddrs++;
-
-			inet_ntop(AF_INET, &t->ports[h->ports[p]].addr, as[n].addr[k],
-				  sizeof(as[n].addr[k]));
-			as[n].addrs[k] = as[n].addr[k];
-		}
-		us[n].addrs = as[n].addrs;
-		n++;
-	}
-	users = ice_redis_acl_render(x->out, x->fabric, us, n, why, sizeof(why));
+	users = ice_redis_acl_render(x->out, x->fabric, h.users, h.n, why, sizeof(why));
 	if (users < 0) {
 		fprintf(stderr, "icectl acl: %s: %s\n", x->topology,
 			why[0] != '\0' ? why : strerror(-users));
@@ -80,8 +53,7 @@ int ictl_acl(struct ictl *x)
 	       x->out);
 	ret = 0;
 out:
-	free(us);
-	free(as);
+	topo_acl_hosts_free(&h);
 	topo_free(t);
 	return ret;
 }

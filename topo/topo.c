@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ice_redis.h"
 #include "topo_internal.h"
 
 static const char *const hash_alg_names[TOPO_HASH_ALG_MAX] = {
@@ -913,4 +914,48 @@ int topo_validate(const struct topo *t, struct ice_cfg_err *err)
 	if (check_addresses(t, err) < 0)
 		return -EINVAL;
 	return check_connected(t, err);
+}
+
+/* ---- Redis users of a fabric's hosts ------------------------------------------ */
+
+struct topo_acl_addrs {
+	char addr[TOPO_ACL_ADDRS][INET_ADDRSTRLEN];
+	const char *addrs[TOPO_ACL_ADDRS];
+};
+
+int topo_acl_hosts(const struct topo *t, struct topo_acl_hosts *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->users = calloc(t->nnodes + 1, sizeof(*out->users));
+	out->addrs = calloc(t->nnodes + 1, sizeof(*out->addrs));
+	if (out->users == NULL || out->addrs == NULL) {
+		topo_acl_hosts_free(out);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < t->nnodes; i++) {
+		const struct topo_node *h = &t->nodes[i];
+		struct ice_redis_acl_user *u = &out->users[out->n];
+		struct topo_acl_addrs *a = &out->addrs[out->n];
+
+		if (h->kind != TOPO_HOST)
+			continue;
+		u->host = h->name;
+		for (uint32_t p = 0; p < h->nports && u->naddrs < TOPO_ACL_ADDRS; p++) {
+			size_t k = u->naddrs++;
+
+			inet_ntop(AF_INET, &t->ports[h->ports[p]].addr, a->addr[k],
+				  sizeof(a->addr[k]));
+			a->addrs[k] = a->addr[k];
+		}
+		u->addrs = a->addrs;
+		out->n++;
+	}
+	return 0;
+}
+
+void topo_acl_hosts_free(struct topo_acl_hosts *a)
+{
+	free(a->users);
+	free(a->addrs);
+	memset(a, 0, sizeof(*a));
 }

@@ -231,6 +231,23 @@ int topo_port_map16(const struct topo *t, uint32_t src_port, uint32_t dst_port,
  * 0 or -errno. */
 int topo_frr_config(const struct topo *t, uint32_t node, FILE *f);
 
+/* ---- Redis users of a fabric's hosts ------------------------------------------ */
+#define TOPO_ACL_ADDRS 8 /* NIC addresses per host */
+
+struct ice_redis_acl_user;
+
+/* One Redis ACL user per host of t (the host's name and its NICs' IPv4
+ * addresses, for ice_redis_acl_render): users[n], their strings in t and in
+ * the struct. Fill with topo_acl_hosts (0 or -ENOMEM), free with
+ * topo_acl_hosts_free. */
+struct topo_acl_hosts {
+	struct ice_redis_acl_user *users;
+	size_t n;
+	struct topo_acl_addrs *addrs; /* one per user */
+};
+int topo_acl_hosts(const struct topo *t, struct topo_acl_hosts *out);
+void topo_acl_hosts_free(struct topo_acl_hosts *a);
+
 /* ---- names ------------------------------------------------------------------- */
 const char *topo_hash_alg_name(enum topo_hash_alg a);
 int topo_hash_alg_parse(const char *s); /* -1 when unknown */
