@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -154,7 +155,7 @@ int tp_launch_ranks(const struct tp_launch *l, struct tp_comm_cfg *cc, int (*fn)
 	fflush(stdout);
 	fflush(stderr);
 	for (int r = 0; r < n; r++) {
-		pid_t pid = fork();
+		pid_t launcher = getpid(), pid = fork();
 
 		if (pid < 0) {
 			perror("fork");
@@ -164,6 +165,10 @@ int tp_launch_ranks(const struct tp_launch *l, struct tp_comm_cfg *cc, int (*fn)
 		if (pid == 0) {
 			char tag[32];
 
+			/* a rank ends with its launcher: a killed ice-perf or
+			 * ice-bench leaves no rank behind holding its port */
+			if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != launcher)
+				_exit(1);
 			snprintf(tag, sizeof(tag), "rank %d", r);
 			ice_log_set_tag(tag);
 			cc->rank = r;

@@ -135,9 +135,15 @@ perf() {
 	ICE_PIDS+=($!)
 }
 perf_stop() {
-	local p
+	local p h
 	for p in "${PERF_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 	PERF_PIDS=()
+	# the ranks end with their launcher (PR_SET_PDEATHSIG): wait until their
+	# RoCEv2 ports are free, or a new ice-perf cannot bind (seen under load)
+	for h in h1 h2 h3 h4; do
+		wait_for 5 bash -c "! ip netns exec ice$name-$h ss -Hlun sport = :4791 | grep -q ." ||
+			echo "perf_stop: $h still has UDP 4791 bound after 5 s" >&2
+	done
 }
 
 # spine_bytes: "B1 B2", bytes leaf1 sent to spine1 and spine2
