@@ -168,6 +168,35 @@ static int file_text(int fd, const char *path, char *buf, size_t *len, struct ic
 	return 0;
 }
 
+/* A key file opened with its check (the private key's or the public keys'),
+ * read into *text (malloc'd, the caller frees) and wrapped in *b (a memory
+ * BIO over it). 0, or a negative errno with err filled. */
+static int key_file_bio(const char *path, bool secret, char **text, size_t *len, BIO **b,
+			struct ice_cfg_err *err)
+{
+	char why[512];
+	int fd, ret;
+
+	*text = NULL;
+	*b = NULL;
+	fd = secret ? ice_ipc_secret_open(path, why, sizeof(why))
+		    : ice_ipc_public_open(path, why, sizeof(why));
+	if (fd < 0) {
+		ice_cfg_fail(err, NULL, "", "%s key file %s", secret ? "private" : "public", why);
+		return fd;
+	}
+	*text = malloc(ICE_PLAN_KEYFILE_MAX + 1);
+	if (*text == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	ret = file_text(fd, path, *text, len, err);
+	if (ret < 0)
+		return ret;
+	*b = BIO_new_mem_buf(*text, (int)*len);
+	return *b == NULL ? -ENOMEM : 0;
+}
+
 /* PEM blocks one by one: 1 with name/data (OPENSSL_free both) and the line the
  * block starts on, 0 at the end, -EINVAL on a broken block. */
 static int pem_next(BIO *b, const char *text, size_t len, char **name, unsigned char **data,
@@ -200,36 +229,21 @@ static const char *type_of(EVP_PKEY *k)
 
 int ice_plan_key_load(const char *path, struct ice_plan_key *key, struct ice_cfg_err *err)
 {
-	char why[512], *text, *name = NULL;
+	char *text = NULL, *name = NULL;
 	unsigned char *data = NULL;
 	const unsigned char *p;
 	PKCS8_PRIV_KEY_INFO *p8 = NULL;
 	EVP_PKEY *pkey = NULL;
 	size_t len = 0;
 	long dlen = 0;
-	int fd, ret, line;
+	int ret, line;
 	BIO *b = NULL;
 
 	memset(key, 0, sizeof(*key));
-	fd = ice_ipc_secret_open(path, why, sizeof(why));
-	if (fd < 0) {
-		ice_cfg_fail(err, NULL, "", "private key file %s", why);
-		return fd;
-	}
-	text = malloc(ICE_PLAN_KEYFILE_MAX + 1);
-	if (text == NULL) {
-		close(fd);
-		return -ENOMEM;
-	}
-	ret = file_text(fd, path, text, &len, err);
+	ret = key_file_bio(path, true, &text, &len, &b, err);
 	if (ret < 0)
 		goto out;
 	ret = -EINVAL;
-	b = BIO_new_mem_buf(text, (int)len);
-	if (b == NULL) {
-		ret = -ENOMEM;
-		goto out;
-	}
 	switch (pem_next(b, text, len, &name, &data, &dlen, &line)) {
 	case 1:
 		break;
@@ -288,7 +302,8 @@ out:
 	EVP_PKEY_free(pkey);
 	BIO_free(b);
 	ERR_clear_error(); /* what OpenSSL queued about a refused file */
-	OPENSSL_cleanse(text, ICE_PLAN_KEYFILE_MAX + 1);
+	if (text != NULL)
+		OPENSSL_cleanse(text, ICE_PLAN_KEYFILE_MAX + 1);
 	free(text);
 	return ret;
 }
@@ -325,33 +340,18 @@ void ice_plan_keyring_fini(struct ice_plan_keyring *ring)
 
 int ice_plan_keyring_load(const char *path, struct ice_plan_keyring *ring, struct ice_cfg_err *err)
 {
-	char why[512], *text, *name = NULL;
+	char *text = NULL, *name = NULL;
 	unsigned char *data = NULL;
 	size_t len = 0;
 	long dlen = 0;
-	int fd, ret, line, more;
+	int ret, line, more;
 	BIO *b = NULL;
 
 	memset(ring, 0, sizeof(*ring));
-	fd = ice_ipc_public_open(path, why, sizeof(why));
-	if (fd < 0) {
-		ice_cfg_fail(err, NULL, "", "public key file %s", why);
-		return fd;
-	}
-	text = malloc(ICE_PLAN_KEYFILE_MAX + 1);
-	if (text == NULL) {
-		close(fd);
-		return -ENOMEM;
-	}
-	ret = file_text(fd, path, text, &len, err);
+	ret = key_file_bio(path, false, &text, &len, &b, err);
 	if (ret < 0)
 		goto out;
 	ret = -EINVAL;
-	b = BIO_new_mem_buf(text, (int)len);
-	if (b == NULL) {
-		ret = -ENOMEM;
-		goto out;
-	}
 	while ((more = pem_next(b, text, len, &name, &data, &dlen, &line)) == 1) {
 		const unsigned char *p = data;
 		struct ice_plan_key k;
