@@ -48,6 +48,8 @@ const struct ice_cfg_field ctld_cfg_fields[] = {
 	  "proactive start/target rates for announced collectives (true; false = paths only)"),
 	F("lease_ttl", ICE_CFG_DURATION, lease_ttl, 100e6, 60e9, ICE_NSEC_PER_MSEC,
 	  "leader lease; a standby takes over after it (bare numbers in ms)"),
+	F("host_qps_max", ICE_CFG_U32, host_qps_max, 1, 1e7, 0,
+	  "QP records read per host and refresh; more are dropped and counted (16384)"),
 	F("min_rate", ICE_CFG_RATE, min_rate, 0, 1e12, 0,
 	  "QPs measured below this rate are idle and not planned (1mbit)"),
 	F("announce_ttl", ICE_CFG_DURATION, announce_ttl, 100e6, 86400e9, ICE_NSEC_PER_SEC,
@@ -100,6 +102,7 @@ void ctld_cfg_defaults(struct ctld_cfg *c)
 	c->rates = true;
 	c->lease_ttl = 1000 * ICE_NSEC_PER_MSEC;
 	c->min_rate = 1000000;
+	c->host_qps_max = 16384;
 	c->announce_ttl = 10 * ICE_NSEC_PER_SEC;
 	c->redis_timeout = 500 * ICE_NSEC_PER_MSEC;
 	c->search_budget = 0.2;

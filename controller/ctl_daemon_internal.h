@@ -153,10 +153,12 @@ struct ctld {
 	/* the QP view's last refresh (ctld_read_qps): its time, the longest
 	 * since the last status write, counts (in {ctl}:status, view_*) */
 	uint64_t view_ns, view_max_ns, view_reads;
-	uint64_t squat_check_ns; /* a standby's next look at the leader key's expiry */
-	uint64_t view_bad;	 /* QP records dropped: malformed fields */
-	uint64_t view_foreign;	 /* QP records dropped: filed under a host that
-				    does not have their local address */
+	uint64_t squats;       /* leader keys taken from a squatter (ctl_daemon_lease.c) */
+	bool lease_err;	       /* taking the lease failed; said once */
+	uint64_t view_bad;     /* QP records dropped: malformed fields */
+	uint64_t view_capped;  /* QP index reads cut at host_qps_max */
+	uint64_t view_foreign; /* QP records dropped: filed under a host that
+				  does not have their local address */
 	struct ccoll *colls;
 	size_t ncolls;
 

@@ -21,34 +21,25 @@ static const char LUA_RELEASE[] =
 	"if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) "
 	"else return 0 end";
 
-/* A standby whose lease never comes: a controller's lease always expires
- * (PX), so a leader key without expiry was written by something else (an
- * operator, a hostile client with write access to it). Standing by is all
- * a controller may do (taking it could split the brain with a peer), but
- * it says so every 10 s, with the holder. */
-static void lease_squat_check(struct ctld *d)
-{
-	uint64_t now = ice_now_ns();
-	redisReply *r;
-
-	if (now < d->squat_check_ns)
-		return;
-	d->squat_check_ns = now + 10 * ICE_NSEC_PER_SEC;
-	r = ctld_cmd(d, "PTTL %s", d->k_leader);
-	if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == -1) {
-		redisReply *o = ctld_cmd(d, "GET %s", d->k_leader);
-
-		ice_warn(SUB,
-			 "%s: the leader key %s is held by '%.64s' with no expiry: not a "
-			 "controller's lease (theirs expire); standing by until it is removed",
-			 d->cfg.id, d->k_leader,
-			 o != NULL && o->type == REDIS_REPLY_STRING ? o->str : "?");
-		if (o != NULL)
-			freeReplyObject(o);
-	}
-	if (r != NULL)
-		freeReplyObject(r);
-}
+/*
+ * Taking the lease, in one script: the key is taken when it is free, and
+ * also when it holds something that cannot be a controller's lease: a value
+ * with no expiry, or one that outlives the longest lease a controller may
+ * be configured with (CTLD_LEASE_MAX_MS). Such a key was written by
+ * something else (an operator, a client with the controller's or no
+ * credentials) and would otherwise stop publishing for good. The test and
+ * the SET are one atomic step, so of several standbys only the first takes
+ * it; the others then find a real lease. Replies: 1 taken (free), a string
+ * (the squatter's value) taken from a squatter, 0 held by a lease.
+ */
+#define CTLD_LEASE_MAX_MS 60000 /* lease_ttl's upper bound (ctl_daemon_config.c) */
+static const char LUA_TAKE[] =
+	"local t = redis.call('PTTL', KEYS[1]) "
+	"if t == -2 then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end "
+	"if t == -1 or t > tonumber(ARGV[3]) then "
+	"local h = redis.call('GET', KEYS[1]) "
+	"redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return h end "
+	"return 0";
 
 void ctld_lease_tick(struct ctld *d)
 {
@@ -67,17 +58,31 @@ void ctld_lease_tick(struct ctld *d)
 		freeReplyObject(r);
 		return;
 	}
-	r = ctld_cmd(d, "SET %s %s NX PX %s", d->k_leader, d->cfg.id, ttl);
+	r = ctld_cmd(d, "EVAL %s 1 %s %s %s %d", LUA_TAKE, d->k_leader, d->cfg.id, ttl,
+		     CTLD_LEASE_MAX_MS);
 	if (r == NULL)
 		return;
-	if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0) {
+	if ((r->type == REDIS_REPLY_INTEGER && r->integer == 1) || r->type == REDIS_REPLY_STRING) {
+		if (r->type == REDIS_REPLY_STRING) {
+			d->squats++;
+			ice_warn(SUB,
+				 "%s: the leader key %s held '%.64s' with no expiry or one beyond "
+				 "%d ms: not a controller's lease; taken over (squat %" PRIu64 ")",
+				 d->cfg.id, d->k_leader, r->str, CTLD_LEASE_MAX_MS, d->squats);
+		}
 		d->leader = true;
+		d->lease_err = false;
 		d->trig |= TRIG_TAKEOVER;
 		d->epoch_check = true; /* the counter judged before the first epoch */
 		d->last_pub_ns = 0;
 		ice_info(SUB, "%s: leader now (lease %s ms at %s)", d->cfg.id, ttl, d->k_leader);
 		printf("leader %s at %" PRIu64 " ms\n", d->cfg.id, ice_wall_ms());
 		fflush(stdout);
+	} else if (r->type == REDIS_REPLY_ERROR) {
+		if (!d->lease_err)
+			ice_warn(SUB, "%s: taking the lease at %s: %s", d->cfg.id, d->k_leader,
+				 r->str);
+		d->lease_err = true;
 	} else if (!d->started) {
 		redisReply *o = ctld_cmd(d, "GET %s", d->k_leader);
 
@@ -86,10 +91,7 @@ void ctld_lease_tick(struct ctld *d)
 		if (o != NULL)
 			freeReplyObject(o);
 	}
-	if (!d->leader)
-		lease_squat_check(d);
-	if (r != NULL)
-		freeReplyObject(r);
+	freeReplyObject(r);
 }
 
 void ctld_lease_release(struct ctld *d)

@@ -322,7 +322,7 @@ out:
 
 static void status_counters(struct ctld *d)
 {
-	char v[17][24];
+	char v[19][24];
 	const char *kv[] = {"link_writes",
 			    v[11],
 			    "qp_writes",
@@ -358,7 +358,11 @@ static void status_counters(struct ctld *d)
 			    "view_bad_qps",
 			    v[15],
 			    "view_foreign_qps",
-			    v[16]};
+			    v[16],
+			    "lease_squats",
+			    v[17],
+			    "view_capped_reads",
+			    v[18]};
 
 	snprintf(v[0], 24, "%" PRIu64, d->tm.readings);
 	snprintf(v[1], 24, "%" PRIu64, d->tm.unknown_ports);
@@ -377,6 +381,8 @@ static void status_counters(struct ctld *d)
 	snprintf(v[14], 24, "%" PRIu64, d->m.qp_deletes);
 	snprintf(v[15], 24, "%" PRIu64, d->view_bad);
 	snprintf(v[16], 24, "%" PRIu64, d->view_foreign);
+	snprintf(v[17], 24, "%" PRIu64, d->squats);
+	snprintf(v[18], 24, "%" PRIu64, d->view_capped);
 	d->view_max_ns = 0; /* the longest between two status writes */
 	ctld_status_write(d, kv, sizeof(kv) / sizeof(kv[0]));
 }

@@ -806,12 +806,25 @@ void ctld_read_qps(struct ctld *d)
 		return;
 	for (uint32_t i = 0; i < d->nhosts; i++) {
 		ice_rkey_str(key, sizeof(key), ICE_RK_QPS, d->cfg.fabric, d->hosts[i].name, NULL);
-		ice_redis_appendf(&d->link, "ZRANGEBYSCORE %s %s +inf", key, min);
+		/* one more than the cap, to know a host went past it */
+		ice_redis_appendf(&d->link, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %u", key, min,
+				  d->cfg.host_qps_max + 1);
 	}
 	if (ctld_pipe(d, d->nhosts, rep) < 0)
 		goto out;
-	for (uint32_t i = 0; i < d->nhosts; i++)
-		nhm += rep[i]->type == REDIS_REPLY_ARRAY ? rep[i]->elements : 0;
+	for (uint32_t i = 0; i < d->nhosts; i++) {
+		if (rep[i]->type != REDIS_REPLY_ARRAY)
+			continue;
+		/* a host that files more QPs than any host has (phantoms, a
+		 * runaway job) costs the view no more than the cap */
+		if (rep[i]->elements > d->cfg.host_qps_max) {
+			freeReplyObject(rep[i]->element[--rep[i]->elements]);
+			qp_dropped(&d->view_capped, d->hosts[i].name,
+				   "the host files more QP records than host_qps_max; its oldest "
+				   "are read, the rest dropped");
+		}
+		nhm += rep[i]->elements;
+	}
 	hix = calloc(nhm + 1, sizeof(*hix));
 	if (hix == NULL)
 		goto out;

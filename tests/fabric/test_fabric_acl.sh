@@ -11,13 +11,15 @@
 #   2. what h1 may write, its own keys, it abuses: a QP record filed under
 #      h1 for h2's address (it would be planned and steered on h2), a huge
 #      last_epoch of its own: the controller drops the first (counted),
-#      ignores the second, and keeps publishing;
+#      ignores the second, and keeps publishing; a flood of 80 phantom
+#      QPs of its own is cut at host_qps_max (48) per refresh, said, and
+#      publishing goes on;
 #   3. with the controller's credentials (what an ACL cannot stop):
 #      malformed QP records are dropped and counted; a phantom QP of h2 is
 #      planned but reaches h2's agent only as an absent entry, never applied
-#      to a QP; a leader key squatted without expiry stops the publishing
-#      and the controller says why, every 10 s, until it is removed; then
-#      it leads and publishes again.
+#      to a QP; a leader key squatted without expiry, or with one longer
+#      than any controller's lease may be, is no lease: the controller
+#      takes it back at once, says from whom, and publishes again.
 # The inflated {ctl}:epoch and a host's huge last_epoch written with full
 # access are test_fabric_ctl_ha's (1b); the ACL's table line by line on a
 # bare redis-server is test_icectl_acl's.
@@ -48,7 +50,7 @@ grep -Eq "NOAUTH|NOPERM|WRONGPASS" "/run/ice/$name/export.log" "$ICE_TMP"/agent-
 echo "bed: default user off; 4 agents, the exporter and the link recorder admitted as their users"
 
 perf h1 h3 60
-ctl_start A --lifetime 3s --reopt 1s --lease-ttl 1000ms # republished within the lifetime
+ctl_start A --lifetime 3s --reopt 1s --lease-ttl 1000ms --host-qps-max 48 # republished within the lifetime
 pub() { rcli HGET "ice:$name:{ctl}:published" epoch; }
 applied() { rcli HGET "ice:$name:{$1}:plan:applied" epoch; }
 for ((i = 0; i < 100; i++)); do [ -n "$(pub)" ] && break; sleep 0.1; done
@@ -103,6 +105,30 @@ e2=$(pub)
 [ "$e2" -gt "$e1" ] && [ "$e2" -lt 281474976710656 ] || ctl_fail "epoch $e1 -> $e2 after h1's huge last_epoch"
 echo "h1's own keys: a QP for h2's address dropped and counted, never in h2's plan; a huge last_epoch ignored (epoch $e1 -> $e2)"
 
+# a flood of phantom QPs in h1's own keys: the view reads at most
+# host_qps_max (48) of a host's records per refresh, and says so
+for ((q = 5000; q < 5080; q++)); do
+	echo "HSET ice:$name:{h1}:qp:${IP[h1]}:$q id ${IP[h1]}:$q kind qp local ${IP[h1]} remote ${IP[h4]} qpn $q rqpn 5 sport 50000 rate '{\"tx_bytes\":5000000}' ts_ms $now"
+	echo "ZADD ice:$name:{h1}:qps 99999999999999 ${IP[h1]}:$q"
+done | rcli_as ice-host-h1 >/dev/null
+for ((i = 0; i < 60; i++)); do
+	[ "$(rcli HGET "ice:$name:{ctl}:status" view_capped_reads)" -ge 1 ] 2>/dev/null && break
+	sleep 0.1
+done
+capped=$(rcli HGET "ice:$name:{ctl}:status" view_capped_reads)
+[ "${capped:-0}" -ge 1 ] || ctl_fail "80 phantom QPs of h1 not cut at host_qps_max 48: view_capped_reads '$capped'"
+grep -q "host h1: a QP record dropped.*more QP records than host_qps_max" "$ICE_TMP/ctl-A.log" ||
+	ctl_fail "the controller did not say it cut h1's QP records"
+vq=$(rcli HGET "ice:$name:{ctl}:status" view_qps)
+e3=$(pub)
+for ((i = 0; i < 60; i++)); do [ "$(pub)" != "$e3" ] && break; sleep 0.1; done
+[ "$(pub)" != "$e3" ] || ctl_fail "no plan during the flood of phantom QPs"
+for ((q = 5000; q < 5080; q++)); do
+	echo "DEL ice:$name:{h1}:qp:${IP[h1]}:$q"
+	echo "ZREM ice:$name:{h1}:qps ${IP[h1]}:$q"
+done | rcli_as ice-host-h1 >/dev/null
+echo "80 phantom QPs of h1: read at most 48 per refresh ($capped capped reads, view $vq QPs), publishing goes on (epoch $e3 -> $(pub))"
+
 # 3. the controller's credentials (the ACL allows anything)
 rcli HSET "ice:$name:{h1}:qp:bad:1" local not-an-ip remote "${IP[h3]}" qpn 1 >/dev/null
 rcli HSET "ice:$name:{h1}:qp:bad:2" local "${IP[h1]}" remote "${IP[h3]}" qpn -5 sport 99999999 >/dev/null
@@ -132,21 +158,33 @@ fi
 kill -0 "$CPID" || ctl_fail "the controller died"
 echo "malformed records: $(rcli HGET "ice:$name:{ctl}:status" view_bad_qps) dropped and counted, publishing goes on (epoch $(pub))"
 
-# the squatted leader key
-rcli SET "ice:$name:{ctl}:leader" mallory >/dev/null
-es=$(pub)
-for ((i = 0; i < 120; i++)); do
-	grep -q "held by 'mallory' with no expiry" "$ICE_TMP/ctl-A.log" && break
-	sleep 0.1
-done
-grep -q "held by 'mallory' with no expiry" "$ICE_TMP/ctl-A.log" ||
-	ctl_fail "the controller did not say why it stopped leading"
-sleep 1.5
-[ "$(pub)" = "$es" ] || ctl_fail "published past a squatted leader key ($es -> $(pub))"
-rcli DEL "ice:$name:{ctl}:leader" >/dev/null
-t0=$(date +%s%N)
-for ((i = 0; i < 60; i++)); do [ "$(pub)" != "$es" ] && break; sleep 0.1; done
-[ "$(pub)" != "$es" ] || ctl_fail "no plan after the squatted key was removed"
-echo "squatted leader key: A stood by and said why; leads again $((($(date +%s%N) - t0) / 1000000)) ms after it was removed (epoch $es -> $(pub))"
+# the squatted leader key: once without expiry, once with an hour's
+squat() {
+	local es t0 ms
+	es=$(pub)
+	t0=$(date +%s%N)
+	rcli SET "ice:$name:{ctl}:leader" "$1" "${@:2}" >/dev/null
+	for ((i = 0; i < 50; i++)); do
+		grep -q "held '$1' with no expiry" "$ICE_TMP/ctl-A.log" && break
+		sleep 0.1
+	done
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	grep -q "held '$1' with no expiry" "$ICE_TMP/ctl-A.log" ||
+		ctl_fail "the controller did not take the leader key back from '$1'"
+	[ "$(rcli GET "ice:$name:{ctl}:leader")" = A ] ||
+		ctl_fail "the leader key holds '$(rcli GET "ice:$name:{ctl}:leader")'"
+	ttl=$(rcli PTTL "ice:$name:{ctl}:leader")
+	[ "$ttl" -gt 0 ] && [ "$ttl" -le 60000 ] || ctl_fail "the lease taken back has PTTL $ttl"
+	for ((i = 0; i < 60; i++)); do [ "$(pub)" != "$es" ] && break; sleep 0.1; done
+	[ "$(pub)" != "$es" ] || ctl_fail "no plan after taking the key back from '$1'"
+	echo "leader key squatted by '$1' ${*:2}: A took it back in $ms ms (PTTL now $ttl ms), epoch $es -> $(pub)"
+}
+squat mallory
+squat trudy PX 3600000
+[ "$(rcli HGET "ice:$name:{ctl}:status" lease_squats)" -ge 2 ] 2>/dev/null ||
+	sleep 1.2
+[ "$(rcli HGET "ice:$name:{ctl}:status" lease_squats)" -ge 2 ] ||
+	ctl_fail "lease_squats is '$(rcli HGET "ice:$name:{ctl}:status" lease_squats)'"
+kill -0 "$CPID" || ctl_fail "the controller died"
 perf_stop
 echo "PASS"
