@@ -404,7 +404,7 @@ struct ctld *ctld_new(const struct ctld_cfg *cfg)
 			strerror(errno));
 		goto err;
 	}
-	if (ctld_telem_init(d) < 0) {
+	if (ctld_telem_init(d) < 0 || ctld_pfc_init(d) < 0) {
 		ice_err(SUB, "out of memory (telemetry)");
 		goto err;
 	}
@@ -490,6 +490,7 @@ int ctld_run(struct ctld *d)
 			ctld_ops_tick(d);
 			ctld_read_links(d);
 			ctld_telem_poll(d);
+			ctld_pfc_read_nics(d);
 			ctld_telem_tick(d);
 			if (d->probe && now >= d->next_pmap_ns) {
 				ctld_read_pmaps(d);
@@ -561,6 +562,7 @@ void ctld_free(struct ctld *d)
 	ctld_pmaps_free(d->pmaps, d->npmaps);
 	free(d->hkeys);
 	ctld_telem_fini(d);
+	ctld_pfc_fini(d);
 	ctl_planner_free(d->pl);
 	ctl_policy_free(d->pol);
 	topo_free(d->topo);

@@ -33,6 +33,8 @@ struct ctld_cfg {
 	uint64_t interval;	/* ns: loop period (events, links, lease) */
 	uint64_t qp_interval;	/* ns: how often the QP view is re-read */
 	uint32_t host_qps_max;	/* QP records read per host and refresh */
+	uint64_t pfc_interval;	/* ns: the NICs' PFC state read; 0 never */
+	double pfc_storm;	/* paused share of an interval that storms */
 	uint64_t reopt;		/* ns: periodic global re-optimisation; 0 = never */
 	uint64_t lifetime;	/* ns: plan lifetime (republished at a third of it) */
 	double hysteresis;	/* relative max-utilisation gain needed to move flows */

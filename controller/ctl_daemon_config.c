@@ -73,6 +73,12 @@ const struct ice_cfg_field ctld_cfg_fields[] = {
 	F("host_cnp_min", ICE_CFG_DOUBLE, host_cnp_min, 0, 1e9, 0,
 	  "CNPs/s a QP's sender receives that mark its path congested, where no\n"
 	  "switch telemetry is (host signals; 100)"),
+	F("pfc_interval", ICE_CFG_DURATION, pfc_interval, 0, 60e9, ICE_NSEC_PER_MSEC,
+	  "how often the NICs' PFC state is read from their agents' records, 0 = never\n"
+	  "(500 ms; bare numbers in ms; switch ports' PFC comes with their telemetry)"),
+	F("pfc_storm", ICE_CFG_DOUBLE, pfc_storm, 0.01, 1, 0,
+	  "a lossless priority paused at least this share of an interval, two intervals\n"
+	  "in a row, is a pause storm on that link (0.5)"),
 	F("link_refresh", ICE_CFG_DURATION, link_refresh, 0, 3600e9, ICE_NSEC_PER_SEC,
 	  "each link's ctl:link record is rewritten when a value changes past its dead\n"
 	  "band and at least this often; 0 = every telemetry interval (2 s; bare numbers in s)"),
@@ -103,6 +109,8 @@ void ctld_cfg_defaults(struct ctld_cfg *c)
 	c->lease_ttl = 1000 * ICE_NSEC_PER_MSEC;
 	c->min_rate = 1000000;
 	c->host_qps_max = 16384;
+	c->pfc_interval = 500 * ICE_NSEC_PER_MSEC;
+	c->pfc_storm = 0.5;
 	c->announce_ttl = 10 * ICE_NSEC_PER_SEC;
 	c->redis_timeout = 500 * ICE_NSEC_PER_MSEC;
 	c->search_budget = 0.2;

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "ctl_daemon.h"
+#include "ctl_pfc.h"
 #include "ctl_pmap.h"
 #include "ctl_telem.h"
 #include "ice_http.h"
@@ -189,6 +190,11 @@ struct ctld {
 
 	/* switch telemetry and the closed loop (ctl_daemon_telem.c) */
 	struct ctl_telem tm;
+	/* PFC pause state (ctl_daemon_pfc.c) */
+	struct ctl_pfc pfc;
+	double *pfc_nic;	  /* [2 * nlinks * 8]: the host links' shares, last NIC read */
+	uint64_t next_pfc_ns;	  /* the next NIC read */
+	uint64_t pfc_storms_said; /* storms begun, as last logged */
 	char k_swports[128], k_swexp[128];
 	uint64_t oper_changes; /* the exporter's count, last seen */
 	char (*swports)[64];   /* "<switch>:<port>" from ice:<F>:sw:ports */
@@ -262,12 +268,25 @@ void ctld_read_pmaps(struct ctld *d);
 void ctld_read_events(struct ctld *d);
 void ctld_expire_colls(struct ctld *d);
 void ctld_read_qps(struct ctld *d); /* also the hosts */
+/* The host NIC of address a (network order), or NULL. */
+const struct topo_port *ctld_nic_by_addr(struct ctld *d, uint32_t a);
 void ctld_pmaps_free(struct ctl_pmap *m, uint32_t n);
 void ctld_coll_free(struct ccoll *c);
 
 /* ---- ctl_daemon_telem.c */
 int ctld_telem_init(struct ctld *d); /* 0 or -ENOMEM */
 void ctld_telem_fini(struct ctld *d);
+/* ---- ctl_daemon_pfc.c: PFC pause state (ctl_pfc.h) */
+int ctld_pfc_init(struct ctld *d); /* 0 or -ENOMEM */
+void ctld_pfc_fini(struct ctld *d);
+/* the NICs' PFC parts, every pfc_interval (hosts from the QP view) */
+void ctld_pfc_read_nics(struct ctld *d);
+/* a switch port's in-/out-pfc-paused fields (NULL: absent) for the
+ * directed link it sends on, in this telemetry round */
+void ctld_pfc_port(struct ctld *d, const char *sw, const char *port, const char *in,
+		   const char *out);
+/* close the round: the NICs' last shares joined, storms logged */
+void ctld_pfc_round(struct ctld *d);
 /* When due: read every switch port (one round trip), update the measured
  * and unplanned loads, the planner's capacities (feedback), set TRIG_TELEM
  * for a congested link that planned QPs cross, and (leader) publish what

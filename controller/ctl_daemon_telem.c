@@ -90,8 +90,14 @@ void ctld_telem_caps(struct ctld *d)
 	for (uint32_t dl = 0; dl < d->tm.ndl; dl++) {
 		if (d->down[dl / 2])
 			continue; /* the planner sees LINK_DOWN_BPS */
+		/* a pause storm: the share of the time the link passes nothing
+		 * of its lossless class (never below the telemetry's floor) */
+		double pf = ctl_pfc_factor(&d->pfc, dl);
+
+		if (pf < d->tm.floor)
+			pf = d->tm.floor;
 		ctl_planner_set_cap(d->pl, dl,
-				    d->cfg.feedback ? ctl_telem_cap(&d->tm, dl)
+				    d->cfg.feedback ? pf * ctl_telem_cap(&d->tm, dl)
 						    : (double)d->rate0[dl / 2]);
 	}
 }
@@ -184,14 +190,25 @@ static void congestion(struct ctld *d)
 		char name[96];
 		uint64_t hot_ms;
 
-		if (!ctl_telem_congested(&d->tm, dl) || d->tick < d->hold_tick[dl] ||
+		bool pfc = ctl_pfc_storming(&d->pfc, dl);
+
+		if ((!pfc && !ctl_telem_congested(&d->tm, dl)) || d->tick < d->hold_tick[dl] ||
 		    d->down[dl / 2] || !crossed(d, dl))
 			continue;
 		d->hold_tick[dl] = d->tick + (d->cfg.move_hold ? d->cfg.move_hold : 1);
 		d->hot[dl] = true;
 		d->trig |= TRIG_TELEM;
 		dl_name(d, dl, name, sizeof(name));
-		if (x->state == CTL_TL_OK)
+		if (pfc)
+			ice_info(
+				SUB,
+				"link %s pausing (PFC): priorities mask 0x%02x paused %.0f %% of "
+				"the "
+				"interval for %u intervals; planned %.2f MB/s: re-planning its QPs",
+				name, d->pfc.dl[dl].storm,
+				100 * ctl_pfc_paused_max(&d->pfc, dl, NULL), d->pfc.dl[dl].run,
+				d->planned[dl] / 1e6);
+		else if (x->state == CTL_TL_OK)
 			ice_info(SUB,
 				 "link %s congested for %u intervals (avg queue %.0f B, Kmin %u B, "
 				 "%" PRIu64
@@ -207,11 +224,14 @@ static void congestion(struct ctld *d)
 				 "(the rest of its rate) %.2f: re-planning its QPs",
 				 name, x->qps, d->cfg.host_cnp_min, x->hhot, d->planned[dl] / 1e6,
 				 d->known[dl] / 1e6, x->hunplanned / 1e6);
-		hot_ms = x->state == CTL_TL_OK ? x->hot_ms : x->hhot_ms;
+		hot_ms = pfc			 ? d->pfc.dl[dl].run_ms
+			 : x->state == CTL_TL_OK ? x->hot_ms
+						 : x->hhot_ms;
 		if (!(d->trig & TRIG_LINK) && (d->trig_ms == 0 || hot_ms < d->trig_ms)) {
 			d->trig_ms = hot_ms;
 			d->trig_seen_ms = ice_wall_ms();
-			snprintf(d->trig_what, sizeof(d->trig_what), "link %.70s congested", name);
+			snprintf(d->trig_what, sizeof(d->trig_what), "link %.70s %s", name,
+				 pfc ? "pausing" : "congested");
 		}
 	}
 }
@@ -228,11 +248,23 @@ static void link_pub(const struct ctld *d, uint32_t dl, struct ctl_telem_pub *p)
 	p->capacity = ctl_planner_cap(d->pl, dl) / 8;
 	p->avg_q = x->avg_q;
 	p->ce = x->state == CTL_TL_OK ? x->ce : 0;
+	p->pfc_paused = ctl_pfc_paused_max(&d->pfc, dl, &p->pfc_storm);
 	snprintf(p->state, sizeof(p->state), "%s",
 		 x->port == UINT32_MAX ? "host"
 		 : x->state != CTL_TL_OK && (x->qps > 0 || x->hunplanned > 0)
 			 ? "host-signals"
 			 : ctl_telem_state_name(x->state));
+}
+
+/* A priority mask as "3,4" ("" for none). */
+static void prio_list(char *buf, uint8_t mask)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int k = 0; k < CTL_PFC_PRIOS; k++)
+		if (mask & (1u << k))
+			n += (size_t)sprintf(buf + n, "%s%d", n ? "," : "", k);
 }
 
 /* What the controller knows per link, one hash each (one round trip): a
@@ -262,13 +294,14 @@ static void publish_links(struct ctld *d)
 		goto out;
 	snprintf(ts, sizeof(ts), "%" PRIu64, ice_wall_ms());
 	for (uint32_t l = 0; l < d->topo->nlinks; l++) {
-		char v[2][8][24];
-		const char *argv[2 + 2 * 2 * 8 + 2];
-		static const char *const f[2][8] = {
+		char v[2][10][24];
+		const char *argv[2 + 2 * 2 * 10 + 2];
+		static const char *const f[2][10] = {
 			{"up_planned", "up_known", "up_measured", "up_unplanned", "up_capacity",
-			 "up_avg_queue", "up_state", "up_ce"},
+			 "up_avg_queue", "up_state", "up_ce", "up_pfc_paused", "up_pfc_storm"},
 			{"down_planned", "down_known", "down_measured", "down_unplanned",
-			 "down_capacity", "down_avg_queue", "down_state", "down_ce"}};
+			 "down_capacity", "down_avg_queue", "down_state", "down_ce",
+			 "down_pfc_paused", "down_pfc_storm"}};
 		struct ctl_telem_pub now[2];
 		double rate = (double)d->rate0[l] / 8;
 		uint32_t kmin = d->topo->links[l].ecn.kmin_bytes;
@@ -296,7 +329,9 @@ static void publish_links(struct ctld *d)
 			snprintf(v[dir][5], 24, "%.0f", p->avg_q);
 			snprintf(v[dir][6], 24, "%s", p->state);
 			snprintf(v[dir][7], 24, "%" PRIu64, p->ce);
-			for (int k = 0; k < 8; k++) {
+			snprintf(v[dir][8], 24, "%.3f", p->pfc_paused);
+			prio_list(v[dir][9], p->pfc_storm);
+			for (int k = 0; k < 10; k++) {
 				argv[argc++] = f[dir][k];
 				argv[argc++] = v[dir][k];
 			}
@@ -322,7 +357,7 @@ out:
 
 static void status_counters(struct ctld *d)
 {
-	char v[19][24];
+	char v[23][24];
 	const char *kv[] = {"link_writes",
 			    v[11],
 			    "qp_writes",
@@ -362,7 +397,15 @@ static void status_counters(struct ctld *d)
 			    "lease_squats",
 			    v[17],
 			    "view_capped_reads",
-			    v[18]};
+			    v[18],
+			    "pfc_lossless",
+			    v[19],
+			    "pfc_nics",
+			    v[20],
+			    "pfc_storms",
+			    v[21],
+			    "pfc_bad_records",
+			    v[22]};
 
 	snprintf(v[0], 24, "%" PRIu64, d->tm.readings);
 	snprintf(v[1], 24, "%" PRIu64, d->tm.unknown_ports);
@@ -383,6 +426,10 @@ static void status_counters(struct ctld *d)
 	snprintf(v[16], 24, "%" PRIu64, d->view_foreign);
 	snprintf(v[17], 24, "%" PRIu64, d->squats);
 	snprintf(v[18], 24, "%" PRIu64, d->view_capped);
+	prio_list(v[19], d->pfc.lossless);
+	snprintf(v[20], 24, "%u", d->pfc.nics);
+	snprintf(v[21], 24, "%" PRIu64, d->pfc.storms);
+	snprintf(v[22], 24, "%" PRIu64, d->pfc.bad);
 	d->view_max_ns = 0; /* the longest between two status writes */
 	ctld_status_write(d, kv, sizeof(kv) / sizeof(kv[0]));
 }
@@ -487,11 +534,13 @@ void ctld_telem_tick(struct ctld *d)
 			continue;
 		}
 		ctl_telem_update(&d->tm, sw, port, &rec, now_ms);
+		ctld_pfc_port(d, sw, port, vals[CTL_TF_PFC_IN], vals[CTL_TF_PFC_OUT]);
 	}
 	take_ports(d, r[0]);
 	ctld_freev(r, n + 1);
 	free(r);
 	ctl_telem_expire(&d->tm, now_ms);
+	ctld_pfc_round(d);
 	oper_links(d);
 	own_loads(d);
 	ctl_telem_feedback(&d->tm, d->known);

@@ -662,7 +662,7 @@ static int addr_cmp(const void *a, const void *b)
 
 /* The host NIC of address a (network order), or NULL: a binary search in
  * an index built at the first call (a topology's addresses never change). */
-static const struct topo_port *nic_by_addr(struct ctld *d, uint32_t a)
+const struct topo_port *ctld_nic_by_addr(struct ctld *d, uint32_t a)
 {
 	struct addr_ix key = {.addr = a}, *f;
 
@@ -868,8 +868,8 @@ void ctld_read_qps(struct ctld *d)
 				   "0..2^24-1; sport: 0..65535)");
 			continue;
 		}
-		sp = nic_by_addr(d, la.s_addr);
-		dp = nic_by_addr(d, ra.s_addr);
+		sp = ctld_nic_by_addr(d, la.s_addr);
+		dp = ctld_nic_by_addr(d, ra.s_addr);
 		if (sp == NULL || dp == NULL || sp == dp)
 			continue;
 		/* a host writes only its own keys (Redis users), but what it

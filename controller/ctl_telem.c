@@ -24,6 +24,8 @@ const char *const ctl_telem_fields[CTL_TF_N] = {
 	[CTL_TF_AVGQ] = "avg-queue-len",
 	[CTL_TF_OPER] = "oper-status",
 	[CTL_TF_RESETS] = "resets",
+	[CTL_TF_PFC_IN] = "in-pfc-paused",
+	[CTL_TF_PFC_OUT] = "out-pfc-paused",
 };
 
 static const char *const state_names[CTL_TL_STATE_MAX] = {
@@ -372,8 +374,10 @@ bool ctl_telem_pub_differs(const struct ctl_telem_pub *was, const struct ctl_tel
 {
 	double band = CTL_TELEM_PUB_LOAD_BAND * rate_Bps, qband;
 
-	if (strcmp(was->state, now->state) != 0 || fabs(was->planned - now->planned) > band ||
-	    fabs(was->known - now->known) > band || fabs(was->measured - now->measured) > band ||
+	if (strcmp(was->state, now->state) != 0 || was->pfc_storm != now->pfc_storm ||
+	    fabs(was->pfc_paused - now->pfc_paused) > 0.05 ||
+	    fabs(was->planned - now->planned) > band || fabs(was->known - now->known) > band ||
+	    fabs(was->measured - now->measured) > band ||
 	    fabs(was->unplanned - now->unplanned) > band ||
 	    fabs(was->capacity - now->capacity) > band)
 		return true;

@@ -38,6 +38,8 @@ enum ctl_telem_field {
 	CTL_TF_AVGQ,
 	CTL_TF_OPER,
 	CTL_TF_RESETS,
+	CTL_TF_PFC_IN, /* PFC (ctl_pfc.h; not parsed by ctl_telem_rec_parse) */
+	CTL_TF_PFC_OUT,
 	CTL_TF_N,
 };
 extern const char *const ctl_telem_fields[CTL_TF_N];
@@ -177,6 +179,8 @@ struct ctl_telem_pub {
 	double planned, known, measured, unplanned, capacity, avg_q;
 	uint64_t ce;
 	char state[16];
+	double pfc_paused; /* the largest paused share of a priority (PFC), 0-1 */
+	uint8_t pfc_storm; /* priorities paused past the storm share */
 };
 
 /* The dead band of those records, as fractions and floors. */
@@ -185,7 +189,8 @@ struct ctl_telem_pub {
 #define CTL_TELEM_PUB_QUEUE_MIN	 1500.0 /* ... at least one MTU, in bytes */
 
 /* Does now differ from was (the values last written) enough to be written
- * again: the state changed; a load moved by more than
+ * again: the state or the PFC storm changed, a paused share moved by more
+ * than 0.05; a load moved by more than
  * CTL_TELEM_PUB_LOAD_BAND of rate_Bps (the link's rate, bytes/s); the queue
  * crossed kmin_bytes or moved by more than CTL_TELEM_PUB_QUEUE_FRAC of it
  * (at least CTL_TELEM_PUB_QUEUE_MIN); CE marks started or stopped, or more
