@@ -12,11 +12,14 @@
  *   3  a kernel reply the agent's NIC backend parses (host_agent/
  *      agent_nic_io.c): an RDMA netlink dump as the device list, the QP
  *      table and the QP counters, and an RTM_GETDCB reply
+ *   4  PFC records the controller reads (controller/ctl_pfc.c): a NIC
+ *      record's `pfc` part and a switch port's paused-share list
  * Each must reject what it cannot use with an error, never crash, leak or
  * read out of bounds (ASan/UBSan in build-san). Built as a libFuzzer binary
  * with clang (-Dfuzz=true) and, always, with the replay driver in
  * fuzz_main.c.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +28,7 @@
 #include "agent.h"
 #include "agent_internal.h"
 #include "agent_nic.h"
+#include "ctl_pfc.h"
 #include "ice_event.h"
 #include "probe_wire.h"
 #include "topo.h"
@@ -37,6 +41,32 @@
 			abort();                                                                   \
 		}                                                                                  \
 	} while (0)
+
+static void pfc_record(const uint8_t *d, size_t n)
+{
+	double rx[CTL_PFC_PRIOS], tx[CTL_PFC_PRIOS];
+	char *s = malloc(n + 1);
+	uint8_t ll;
+	bool known;
+	int ret;
+
+	if (s == NULL)
+		return;
+	memcpy(s, d, n);
+	s[n] = '\0';
+	ret = ctl_pfc_parse_nic(s, &ll, &known, rx, tx);
+	fuzz_check(ret == 0 || ret == -EINVAL);
+	for (int k = 0; k < CTL_PFC_PRIOS; k++) {
+		fuzz_check(rx[k] >= 0 && rx[k] <= 1 && tx[k] >= 0 && tx[k] <= 1);
+		fuzz_check(ret == 0 || (rx[k] == 0 && tx[k] == 0));
+	}
+	fuzz_check(ret == 0 || (ll == 0 && !known));
+	ret = ctl_pfc_parse_list(s, rx);
+	fuzz_check(ret == 0 || ret == -EINVAL);
+	for (int k = 0; ret == 0 && k < CTL_PFC_PRIOS; k++)
+		fuzz_check(rx[k] >= 0 && rx[k] <= 1);
+	free(s);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -118,7 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	switch (data[0] % 4) {
+	switch (data[0] % 5) {
 	case 0:
 		probe_packet(data + 1, size - 1);
 		break;
@@ -128,8 +158,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 2:
 		topology(data + 1, size - 1);
 		break;
-	default:
+	case 3:
 		nic_reply(data + 1, size - 1);
+		break;
+	default:
+		pfc_record(data + 1, size - 1);
 	}
 	return 0;
 }
