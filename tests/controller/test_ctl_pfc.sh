@@ -37,17 +37,11 @@ wait_for 10 rc ping >/dev/null 2>&1 || fail "redis-server did not start"
 "$ICECTL" keygen --out "$tmp" --name plan >/dev/null || fail "icectl keygen"
 
 cat >"$tmp/seed.py" <<'PY'
-import os, socket, sys, time
+import os, sys, time
+from seed_bed import PORTS, agent, connect, port, qp, send, cmd
 S, F, D = sys.argv[1], sys.argv[2], sys.argv[3]
 IP = {"h1": "10.1.0.1", "h5": "10.2.0.1", "h6": "10.2.0.3"}
-PORTS = [("leaf1", p) for p in ("h1", "h2", "h3", "h4", "spine1", "spine2")] + \
-        [("leaf2", p) for p in ("h5", "h6", "h7", "h8", "spine1", "spine2")] + \
-        [(s, l) for s in ("spine1", "spine2") for l in ("leaf1", "leaf2")]
-c = socket.socket(socket.AF_UNIX)
-c.connect(S)
-def cmd(*a):
-    a = [str(x).encode() for x in a]
-    return b"*%d\r\n" % len(a) + b"".join(b"$%d\r\n%s\r\n" % (len(x), x) for x in a)
+c = connect(S)
 def text(name):
     try:
         return open(os.path.join(D, name)).read().strip()
@@ -62,42 +56,20 @@ while True:
     last, seq = now, seq + 1
     out = [cmd("SET", f"ice:{F}:schema", 1)]
     for sw, p in PORTS:
-        rec = ["switch", sw, "port", p, "seq", seq, "ts_ms", ms, "dt_ms", "%.1f" % dt,
-               "out-octets", int(2e6 * (now - t0)), "ecn-marked-pkts", 0,
-               "avg-queue-len", 0, "oper-status", "UP"]
-        held = text(f"pfc.{sw}.{p}")
-        rec += ["in-pfc-paused", held or "0,0,0,0,0,0,0,0"]
-        out.append(cmd("SADD", f"ice:{F}:sw:ports", f"{sw}:{p}"))
-        out.append(cmd("HSET", f"ice:{F}:sw:{{{sw}}}:port:{p}", *rec))
+        held = text(f"pfc.{sw}.{p}") or "0,0,0,0,0,0,0,0"
+        out += port(F, sw, p, seq, ms, dt, int(2e6 * (now - t0)), "in-pfc-paused", held)
     if now >= nxt_agents:
         nxt_agents = now + 0.25
         for h, ip in IP.items():
-            n = f"ice:{F}:{{{h}}}"
-            nic = ["nic", "eth0", "addr", ip, "seq", seq, "ts_ms", ms, "qps", 1 if h == "h1" else 0]
             pfc = text(f"nicpfc.{h}")
-            if pfc is not None:
-                nic += ["pfc", pfc]
-            out += [cmd("SADD", f"ice:{F}:hosts", h),
-                    cmd("HSET", f"{n}:host", "host", h, "schema", 1, "last_ms", ms),
-                    cmd("SADD", f"{n}:nics", "eth0"),
-                    cmd("HSET", f"{n}:nic:eth0:agent", "nic", "eth0", "addr", ip, "pid", 4,
-                        "version", "0.1.0", "schema", 1, "interval_ms", 250, "state", "online"),
-                    cmd("SET", f"{n}:nic:eth0:alive",
-                        '{"pid":4,"ts_ms":%d,"seq":%d,"addr":"%s"}' % (ms, seq, ip), "PX", 3000),
-                    cmd("HSET", f"{n}:nic:eth0", *nic)]
-        q, n = f"{IP['h1']}:17", f"ice:{F}:{{h1}}"
-        out += [cmd("ZADD", f"{n}:qps", ms, q),
-                cmd("HSET", f"{n}:qp:{q}", "id", q, "kind", "qp", "local", IP["h1"],
-                    "remote", IP["h5"], "qpn", 17, "rqpn", 33, "sport", 49999, "ts_ms", ms,
-                    "seq", seq, "rate", '{"tx_bytes":9000000,"cnp_rx":0,"retx":0}')]
-    c.sendall(b"".join(out))
-    want, got = len(out), b""
-    while got.count(b"\r\n") < want:  # every reply is one line here
-        got += c.recv(65536)
+            out += agent(F, h, ip, ms, seq, 1 if h == "h1" else 0,
+                         *(["pfc", pfc] if pfc is not None else []))
+        out += qp(F, "h1", IP["h1"], 17, IP["h5"], ms, seq, 9000000)
+    send(c, out)
     time.sleep(max(0.0, 0.1 - (time.time() - now)))
 PY
 echo '{"lossless":[3],"storm":[],"prio":{"3":{"rx_pause":0,"tx_pause":0,"rx_paused":0,"tx_paused":0}}}' >"$tmp/nicpfc.h5"
-python3 "$tmp/seed.py" "$S" "$F" "$tmp" 2>"$tmp/seed.log" &
+PYTHONPATH="$(dirname "$0")/../icectl" python3 "$tmp/seed.py" "$S" "$F" "$tmp" 2>"$tmp/seed.log" &
 seeder=$!
 
 "$ICE_CONTROLLER" --fabric "$F" --topology "$tmp/topo.yaml" --redis "unix:$S" \

@@ -42,19 +42,13 @@ wait_for 10 rc ping >/dev/null 2>&1 || fail "redis-server did not start"
 # port to spine1 3 MB/s more while $tmp/hot exists. One process, RESP
 # over the socket (a shell loop forking redis-cli misses readings here).
 cat >"$tmp/seed.py" <<'PY'
-import os, socket, sys, time
+import os, sys, time
+from seed_bed import PORTS, agent, connect, port, qp, send, cmd
 S, F, D = sys.argv[1], sys.argv[2], sys.argv[3]
 IP = {"h1": "10.1.0.1", "h2": "10.1.0.3", "h5": "10.2.0.1", "h6": "10.2.0.3"}
 PEER = {"h1": "h5", "h2": "h6", "h5": "h1", "h6": "h2"}
 QPN = {"h1": 17, "h2": 18, "h5": 19, "h6": 20}
-PORTS = [("leaf1", p) for p in ("h1", "h2", "h3", "h4", "spine1", "spine2")] + \
-        [("leaf2", p) for p in ("h5", "h6", "h7", "h8", "spine1", "spine2")] + \
-        [(s, l) for s in ("spine1", "spine2") for l in ("leaf1", "leaf2")]
-c = socket.socket(socket.AF_UNIX)
-c.connect(S)
-def cmd(*a):
-    a = [str(x).encode() for x in a]
-    return b"*%d\r\n" % len(a) + b"".join(b"$%d\r\n%s\r\n" % (len(x), x) for x in a)
+c = connect(S)
 t0 = last = time.time()
 seq = extra = 0
 nxt_agents = 0
@@ -67,39 +61,20 @@ while True:
     out = [cmd("SET", f"ice:{F}:schema", 1)]
     for sw, p in PORTS:
         o = int(2e6 * (now - t0) + (extra if (sw, p) == ("leaf1", "spine1") else 0))
-        out.append(cmd("SADD", f"ice:{F}:sw:ports", f"{sw}:{p}"))
-        out.append(cmd("HSET", f"ice:{F}:sw:{{{sw}}}:port:{p}", "switch", sw, "port", p,
-                       "seq", seq, "ts_ms", ms, "dt_ms", "%.1f" % dt, "out-octets", o,
-                       "ecn-marked-pkts", 0, "avg-queue-len", 0, "oper-status", "UP"))
+        out += port(F, sw, p, seq, ms, dt, o)
     if now >= nxt_agents:
         nxt_agents = now + 0.25
         for h, ip in IP.items():
             if os.path.exists(f"{D}/gone.{h}"):
                 continue
             rate = open(f"{D}/rate.{h}").read().strip()
-            q, n = f"{ip}:{QPN[h]}", f"ice:{F}:{{{h}}}"
-            out += [cmd("SADD", f"ice:{F}:hosts", h),
-                    cmd("HSET", f"{n}:host", "host", h, "schema", 1, "last_ms", ms),
-                    cmd("SADD", f"{n}:nics", "eth0"),
-                    cmd("HSET", f"{n}:nic:eth0:agent", "nic", "eth0", "addr", ip, "pid", 4,
-                        "version", "0.1.0", "schema", 1, "interval_ms", 250, "state", "online"),
-                    cmd("SET", f"{n}:nic:eth0:alive",
-                        '{"pid":4,"ts_ms":%d,"seq":%d,"addr":"%s"}' % (ms, seq, ip), "PX", 3000),
-                    cmd("HSET", f"{n}:nic:eth0", "nic", "eth0", "addr", ip, "seq", seq,
-                        "ts_ms", ms, "qps", 1),
-                    cmd("ZADD", f"{n}:qps", ms, q),
-                    cmd("HSET", f"{n}:qp:{q}", "id", q, "kind", "qp", "local", ip,
-                        "remote", IP[PEER[h]], "qpn", QPN[h], "rqpn", QPN[h] + 16,
-                        "sport", 49999, "ts_ms", ms, "seq", seq,
-                        "rate", '{"tx_bytes":%s,"cnp_rx":0,"retx":0}' % rate)]
-    c.sendall(b"".join(out))
-    want, got = len(out), b""
-    while got.count(b"\r\n") < want:  # every reply is one line here
-        got += c.recv(65536)
+            out += agent(F, h, ip, ms, seq, 1)
+            out += qp(F, h, ip, QPN[h], IP[PEER[h]], ms, seq, rate)
+    send(c, out)
     time.sleep(max(0.0, 0.1 - (time.time() - now)))
 PY
 for h in h1 h2 h5 h6; do echo 9000000 >"$tmp/rate.$h"; done
-python3 "$tmp/seed.py" "$S" "$F" "$tmp" 2>"$tmp/seed.log" &
+PYTHONPATH="$(dirname "$0")" python3 "$tmp/seed.py" "$S" "$F" "$tmp" 2>"$tmp/seed.log" &
 seeder=$!
 
 start_ctl() { # id, more flags
