@@ -73,6 +73,10 @@ const struct ice_cfg_field ctld_cfg_fields[] = {
 	F("host_cnp_min", ICE_CFG_DOUBLE, host_cnp_min, 0, 1e9, 0,
 	  "CNPs/s a QP's sender receives that mark its path congested, where no\n"
 	  "switch telemetry is (host signals; 100)"),
+	F("probe_qdelay", ICE_CFG_DOUBLE, probe_qdelay, 0, 100, 0,
+	  "with probe maps and no switch telemetry: a probed path whose queueing delay is\n"
+	  "at least this share of its slowest link's time to drain ECN Kmin has a standing\n"
+	  "queue, and links only such paths cross are full (0.5; 0 = off)"),
 	F("pfc_interval", ICE_CFG_DURATION, pfc_interval, 0, 60e9, ICE_NSEC_PER_MSEC,
 	  "how often the NICs' PFC state is read from their agents' records, 0 = never\n"
 	  "(500 ms; bare numbers in ms; switch ports' PFC comes with their telemetry)"),
@@ -110,6 +114,7 @@ void ctld_cfg_defaults(struct ctld_cfg *c)
 	c->min_rate = 1000000;
 	c->host_qps_max = 16384;
 	c->pfc_interval = 500 * ICE_NSEC_PER_MSEC;
+	c->probe_qdelay = 0.5;
 	c->pfc_storm = 0.5;
 	c->announce_ttl = 10 * ICE_NSEC_PER_SEC;
 	c->redis_timeout = 500 * ICE_NSEC_PER_MSEC;

@@ -185,6 +185,7 @@ struct ctld {
 	struct ctl_pmap *pmaps;
 	uint32_t npmaps;
 	char (*hkeys)[ICE_RKEY_MAX]; /* the probed pairs' health records */
+	bool *probe_hot;	     /* [2 * nlinks]: only paths with a standing queue cross it */
 	uint32_t nhkeys;
 	uint64_t next_pmap_ns;
 

@@ -51,8 +51,9 @@ int ctld_telem_init(struct ctld *d)
 	d->hold_tick = calloc(ndl + 1, sizeof(uint64_t));
 	d->hot = calloc(ndl + 1, sizeof(bool));
 	d->link_pub = calloc(ndl + 1, sizeof(*d->link_pub));
+	d->probe_hot = calloc(ndl + 1, sizeof(bool));
 	if (d->planned == NULL || d->known == NULL || d->hold_tick == NULL || d->hot == NULL ||
-	    d->link_pub == NULL)
+	    d->link_pub == NULL || d->probe_hot == NULL)
 		return -ENOMEM;
 	if (ice_rkey(d->k_swports, sizeof(d->k_swports), ICE_RK_SW_PORTS, d->cfg.fabric, NULL,
 		     NULL) < 0 ||
@@ -71,6 +72,7 @@ void ctld_telem_fini(struct ctld *d)
 	free(d->hold_tick);
 	free(d->hot);
 	free(d->link_pub);
+	free(d->probe_hot);
 	free(d->moves);
 }
 
@@ -218,12 +220,15 @@ static void congestion(struct ctld *d)
 				 x->ce, x->bytes_s / 1e6, d->planned[dl] / 1e6, x->unplanned / 1e6);
 		else
 			ice_info(SUB,
-				 "link %s congested by host signals (no switch telemetry): all %u "
-				 "planned QPs crossing it received at least %.0f CNPs/s for %u "
-				 "samples; planned %.2f MB/s, their agents measure %.2f, unplanned "
-				 "(the rest of its rate) %.2f: re-planning its QPs",
-				 name, x->qps, d->cfg.host_cnp_min, x->hhot, d->planned[dl] / 1e6,
-				 d->known[dl] / 1e6, x->hunplanned / 1e6);
+				 "link %s congested by host signals (no switch telemetry): %s "
+				 "for %u samples; planned %.2f MB/s, their agents measure %.2f, "
+				 "unplanned (the rest of its rate) %.2f: re-planning its QPs",
+				 name,
+				 d->probe_hot[dl]
+					 ? "only probed paths with a standing queue cross it"
+					 : "all planned QPs crossing it received CNPs",
+				 x->hhot, d->planned[dl] / 1e6, d->known[dl] / 1e6,
+				 x->hunplanned / 1e6);
 		hot_ms = pfc			 ? d->pfc.dl[dl].run_ms
 			 : x->state == CTL_TL_OK ? x->hot_ms
 						 : x->hhot_ms;
@@ -622,6 +627,11 @@ void ctld_telem_host(struct ctld *d)
 				marked[q->route.dlink[h]] += q->cnp_s >= d->cfg.host_cnp_min;
 			}
 		}
+		/* the probe's queueing delay says the same of a link as CNPs on
+		 * all its QPs: only paths with a standing queue cross it */
+		for (uint32_t dl = 0; dl < d->tm.ndl; dl++)
+			if (d->probe_hot[dl])
+				marked[dl] = qps[dl];
 		ctl_telem_host(&d->tm, qps, marked, d->known, ice_wall_ms());
 	}
 	free(qps);

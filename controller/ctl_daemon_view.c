@@ -343,11 +343,35 @@ out:
 		freeReplyObject(hs);
 }
 
+/* A probed path with a standing queue: its queueing delay (the median RTT
+ * over the path's base) at least probe_qdelay of the time its slowest ECN
+ * link takes to drain Kmin. Paths without samples, or no ECN on the way,
+ * tell nothing. */
+static bool probe_queue(const struct ctld *d, const char *path, const json_t *qdelay)
+{
+	uint32_t dl[16];
+	int nh = ctl_pmap_path_dlinks(d->topo, path, dl, 16);
+	double drain_us = 0;
+
+	if (nh <= 0 || !json_is_number(qdelay) || d->cfg.probe_qdelay <= 0)
+		return false;
+	for (int k = 0; k < nh; k++) {
+		const struct topo_link *l = &d->topo->links[dl[k] / 2];
+		double us = l->ecn.kmin_bytes > 0 && d->rate0[dl[k] / 2] > 0
+				    ? l->ecn.kmin_bytes * 8e6 / (double)d->rate0[dl[k] / 2]
+				    : 0;
+
+		if (us > 0 && (drain_us == 0 || us < drain_us))
+			drain_us = us;
+	}
+	return drain_us > 0 && json_number_value(qdelay) >= d->cfg.probe_qdelay * drain_us;
+}
+
 void ctld_read_health(struct ctld *d)
 {
 	redisReply **r;
 	const char **names = NULL;
-	bool *dead = NULL, *down = NULL;
+	bool *dead = NULL, *down = NULL, *hot = NULL;
 	json_t **recs = NULL;
 	uint32_t n = 0, cap = 0;
 	uint64_t ts_max = 0;
@@ -384,16 +408,20 @@ void ctld_read_health(struct ctld *d)
 				uint32_t nc = cap ? 2 * cap : 64;
 				const char **a = realloc(names, nc * sizeof(*a));
 				bool *b = a ? realloc(dead, nc * sizeof(*b)) : NULL;
+				bool *c = b ? realloc(hot, nc * sizeof(*c)) : NULL;
 
 				if (a != NULL)
 					names = a;
-				if (b == NULL)
+				if (b != NULL)
+					dead = b;
+				if (c == NULL)
 					goto out;
-				dead = b;
+				hot = c;
 				cap = nc;
 			}
 			names[n] = nm;
 			dead[n] = strcmp(st, "dead") == 0;
+			hot[n] = !dead[n] && probe_queue(d, nm, json_object_get(p, "qdelay_us"));
 			if (dead[n]) {
 				uint64_t ts = (uint64_t)json_integer_value(
 					json_object_get(p, "dead_since_ms"));
@@ -407,6 +435,7 @@ void ctld_read_health(struct ctld *d)
 		}
 	}
 	ctl_pmap_dead_links(d->topo, names, dead, n, down);
+	ctl_pmap_hot_dlinks(d->topo, names, hot, n, d->probe_hot);
 	{
 		bool changed = false;
 
@@ -425,6 +454,7 @@ out_free:
 	free(r);
 	free(names);
 	free(dead);
+	free(hot);
 	free(down);
 }
 

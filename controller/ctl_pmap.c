@@ -231,48 +231,68 @@ static int64_t link_between(const struct topo *t, uint32_t u, uint32_t v)
 	return -1;
 }
 
-uint32_t ctl_pmap_dead_links(const struct topo *t, const char *const *name, const bool *dead,
-			     uint32_t n, bool *down)
+int ctl_pmap_path_dlinks(const struct topo *t, const char *name, uint32_t *dl, uint32_t max)
 {
-	uint8_t *seen = calloc(t->nlinks + 1, 1); /* 1: a dead path crosses it, 2: a live one */
-	uint32_t used = 0;
+	char buf[256], *save = NULL, *h;
+	uint32_t nh = 0, prev = UINT32_MAX;
 
-	for (uint32_t l = 0; l < t->nlinks; l++)
-		down[l] = false;
+	if (name == NULL || strlen(name) >= sizeof(buf))
+		return -EINVAL;
+	snprintf(buf, sizeof(buf), "%s", name);
+	for (h = strtok_r(buf, ">", &save); h != NULL; h = strtok_r(NULL, ">", &save)) {
+		const struct topo_node *nd = topo_node_by_name(t, h);
+		int64_t l;
+
+		if (nd == NULL)
+			return -ENOENT;
+		if (prev != UINT32_MAX) {
+			if (nh == max || (l = link_between(t, prev, nd->id)) < 0)
+				return -ENOENT;
+			/* the direction: prev's end of the link first is a->b */
+			dl[nh++] = 2 * (uint32_t)l + (t->ports[t->links[l].a].node == prev ? 0 : 1);
+		}
+		prev = nd->id;
+	}
+	return nh > 0 ? (int)nh : -ENOENT;
+}
+
+/* Tomography over directed links: a link crossed by a marked path and by
+ * no unmarked one is set in out[] (len: per directed link when dir, else
+ * per link); returns the paths used. */
+static uint32_t tomography(const struct topo *t, const char *const *name, const bool *mark,
+			   uint32_t n, bool dir, bool *out)
+{
+	uint32_t len = dir ? 2 * t->nlinks : t->nlinks, used = 0;
+	uint8_t *seen = calloc(len + 1, 1); /* 1: a marked path crosses it, 2: another */
+
+	for (uint32_t l = 0; l < len; l++)
+		out[l] = false;
 	if (seen == NULL)
 		return 0;
 	for (uint32_t i = 0; i < n; i++) {
-		char buf[256], *save = NULL, *h;
-		int64_t hop[16];
-		uint32_t nh = 0, prev = UINT32_MAX;
-		bool ok = name[i] != NULL && strlen(name[i]) < sizeof(buf);
+		uint32_t dl[16];
+		int nh = ctl_pmap_path_dlinks(t, name[i], dl, 16);
 
-		if (ok)
-			snprintf(buf, sizeof(buf), "%s", name[i]);
-		for (h = ok ? strtok_r(buf, ">", &save) : NULL; h != NULL && ok;
-		     h = strtok_r(NULL, ">", &save)) {
-			const struct topo_node *nd = topo_node_by_name(t, h);
-
-			if (nd == NULL) {
-				ok = false;
-				break;
-			}
-			if (prev != UINT32_MAX) {
-				if (nh == 16)
-					ok = false;
-				else if ((hop[nh++] = link_between(t, prev, nd->id)) < 0)
-					ok = false;
-			}
-			prev = nd->id;
-		}
-		if (!ok || nh == 0)
+		if (nh <= 0)
 			continue;
 		used++;
-		for (uint32_t k = 0; k < nh; k++)
-			seen[hop[k]] |= dead[i] ? 1 : 2;
+		for (int k = 0; k < nh; k++)
+			seen[dir ? dl[k] : dl[k] / 2] |= mark[i] ? 1 : 2;
 	}
-	for (uint32_t l = 0; l < t->nlinks; l++)
-		down[l] = seen[l] == 1;
+	for (uint32_t l = 0; l < len; l++)
+		out[l] = seen[l] == 1;
 	free(seen);
 	return used;
+}
+
+uint32_t ctl_pmap_dead_links(const struct topo *t, const char *const *name, const bool *dead,
+			     uint32_t n, bool *down)
+{
+	return tomography(t, name, dead, n, false, down);
+}
+
+uint32_t ctl_pmap_hot_dlinks(const struct topo *t, const char *const *name, const bool *hot,
+			     uint32_t n, bool *hot_dl)
+{
+	return tomography(t, name, hot, n, true, hot_dl);
 }

@@ -52,6 +52,15 @@ struct topo;
  * leaf's live path through it clears it. */
 uint32_t ctl_pmap_dead_links(const struct topo *t, const char *const *name, const bool *dead,
 			     uint32_t n, bool *down);
+/* The same over directed links with the probe's queueing delay: a direction
+ * that paths with a standing queue (hot[i]) cross and no path without one
+ * does is set in hot_dl[] (one per directed link, 2 * link + 0 for a->b). */
+uint32_t ctl_pmap_hot_dlinks(const struct topo *t, const char *const *name, const bool *hot,
+			     uint32_t n, bool *hot_dl);
+/* The directed links of a path named by node names ("leaf1>spine2>leaf2"),
+ * at most max: their number, or -EINVAL / -ENOENT (a node or hop the
+ * topology does not have, or more than max hops). */
+int ctl_pmap_path_dlinks(const struct topo *t, const char *name, uint32_t *dl, uint32_t max);
 
 /*
  * The port -> path provider over a set of maps (struct ctl_pathmap, ctl.h),

@@ -374,6 +374,39 @@ static void test_dead_links(void **state)
 	free(down);
 }
 
+/* The probe's queueing delay, per direction: a direction only hot paths
+ * cross is hot; the reverse of a hot path is not; path names resolve to
+ * their directed links. */
+static void test_hot_dlinks(void **state)
+{
+	struct fixture *fx = *state;
+	const struct topo *t = fx->t;
+	const char *names[] = {"leaf1>spine2>leaf2", "leaf3>spine2>leaf2", "leaf2>spine2>leaf1",
+			       "leaf1>spine1>leaf2"};
+	const bool hot[] = {true, false, false, false};
+	bool *h = calloc(2 * t->nlinks, sizeof(bool));
+	int l12 = link_of(t, "leaf1", "spine2"), l22 = link_of(t, "spine2", "leaf2");
+	uint32_t dl[16], up12, n = 0;
+
+	assert_non_null(h);
+	assert_int_equal(ctl_pmap_path_dlinks(t, names[0], dl, 16), 2);
+	up12 = 2 * (uint32_t)l12 +
+	       (t->ports[t->links[l12].a].node == topo_node_by_name(t, "leaf1")->id ? 0 : 1);
+	assert_int_equal(dl[0], up12);
+	assert_int_equal(dl[1] / 2, (uint32_t)l22);
+	assert_int_equal(ctl_pmap_path_dlinks(t, "leaf1>leaf2", dl, 16), -ENOENT);
+	assert_int_equal(ctl_pmap_path_dlinks(t, "leaf1>nosuch", dl, 16), -ENOENT);
+	assert_int_equal(ctl_pmap_path_dlinks(t, names[0], dl, 1), -ENOENT);
+	assert_int_equal(ctl_pmap_hot_dlinks(t, names, hot, 4, h), 4);
+	for (uint32_t k = 0; k < 2 * t->nlinks; k++)
+		n += h[k];
+	/* leaf1 -> spine2 only: spine2 -> leaf2 is cleared by leaf3's cool path,
+	 * and leaf2 -> spine2 -> leaf1 (the reverse) is cool */
+	assert_int_equal(n, 1);
+	assert_true(h[up12]);
+	free(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -383,6 +416,7 @@ int main(void)
 		cmocka_unit_test(test_pmap_differs),
 		cmocka_unit_test(test_sports_after_rehash),
 		cmocka_unit_test(test_dead_links),
+		cmocka_unit_test(test_hot_dlinks),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -23,13 +23,35 @@
 # telemetry at all (ice-fabric up --export-interval 0): the CNPs the job's
 # sender receives stand in (host signals) for step 2; step 3 needs the
 # ports' oper-status and is left out.
+# ICE_LOOP_SIGNALS=probe (test_fabric_ctl_loop_probe): no switch telemetry,
+# CNPs ignored (--host-cnp-min 1e9), the controller on ice-probe's maps: the
+# probe's queueing delay on the job's pair (h1 -> h3, a watch on h1) is the
+# only signal, and step 2's move is made on it.
 . "$(dirname "$0")/lib_fabric.sh"
 . "$(dirname "$0")/lib_fabric_ctl.sh"
 ice_need_tool iperf3
 SIGNALS=${ICE_LOOP_SIGNALS:-switch}
+CTL_OPTS=()
 if [ "$SIGNALS" = host ]; then
 	CTL_UP_OPTS=(--export-interval 0)
 	ctl_fabric_up ch
+elif [ "$SIGNALS" = probe ]; then
+	ICE_PROBE=${ICE_PROBE:-ice-probe}
+	ice_need_tool "$ICE_PROBE"
+	CTL_UP_OPTS=(--export-interval 0)
+	ctl_fabric_up cq
+	CTL_OPTS=(--sports probe --host-cnp-min 1e9)
+	"$ICE_FABRIC" exec --fabric "$name" h3 -- "$ICE_PROBE" responder --src "${IP[h3]}" \
+		2>"$ICE_TMP/resp-h3.log" &
+	ICE_PIDS+=($!)
+	printf 'pairs:\n  - {src: h1, dst: h3}\n' >"$ICE_TMP/pl.yaml"
+	"$ICE_FABRIC" exec --fabric "$name" h1 -- "$ICE_PROBE" watch --src "${IP[h1]}" --host h1 \
+		--pinglist "$ICE_TMP/pl.yaml" --redis "$redis" --fabric "$name" \
+		--report-interval 200ms --probe-interval 20ms --log info \
+		>"$ICE_TMP/watch-h1.out" 2>"$ICE_TMP/watch-h1.log" &
+	ICE_PIDS+=($!)
+	wait_for 10 bash -c "[ \"\$(redis-cli -h $rhost -p $rport SCARD ice:$name:probe:hosts)\" = 1 ]" ||
+		ctl_fail "no probe map in Redis after 10 s"
 else
 	ctl_fabric_up cl
 fi
@@ -65,7 +87,7 @@ read -r s1 s2 <<<"$(spine_split 1)"
 echo "ECMP: background port $bgport and job port $sp on spine1: leaf1 -> spine1 / spine2: $s1 / $s2 bytes/s"
 
 # 1. demand only: the controller does not see the background
-ctl_start D --feedback false --reopt 1s --lifetime 5s
+ctl_start D --feedback false --reopt 1s --lifetime 5s "${CTL_OPTS[@]}"
 wait_for 5 grep -q '^epoch ' "$ICE_TMP/ctl-D.out" || ctl_fail "no plan published in 5 s (demand only)"
 sleep 2.5
 n=$(qp_field h1 sport)
@@ -78,7 +100,7 @@ wait "$CPID" 2>/dev/null
 # links of that path carry the background and the job, so whichever the
 # controller reads as congested first is a right reaction (under load on
 # CI it was spine1 -> leaf2).
-ctl_start F --reopt 30s --lifetime 5s
+ctl_start F --reopt 30s --lifetime 5s "${CTL_OPTS[@]}"
 wait_for 10 grep -Eq '^reaction: link (leaf1>spine1|spine1>leaf2) congested' "$ICE_TMP/ctl-F.out" ||
 	ctl_fail "no reaction to the congested leaf1 -> spine1 -> leaf2"
 grep '^reaction: link' "$ICE_TMP/ctl-F.out" | head -1
@@ -98,9 +120,16 @@ moves=$(grep -c "move $qp " "$ICE_TMP/ctl-F.log")
 echo "link leaf1:spine1: $(rcli HMGET "ice:$name:ctl:link:leaf1:spine1" up_measured up_known up_unplanned up_capacity up_state | paste -sd' ')"
 un=$(rcli HGET "ice:$name:ctl:link:leaf1:spine1" up_unplanned)
 [ "${un:-0}" -gt 4000000 ] || ctl_fail "leaf1 -> spine1's unplanned load is ${un:-none} bytes/s, the background at least 8.75 MB/s"
-if [ "$SIGNALS" = host ]; then
+if [ "$SIGNALS" != switch ]; then
 	[ -z "$(rcli SMEMBERS "ice:$name:sw:ports")" ] || ctl_fail "switch telemetry in Redis: the host-signal test needs none"
 	grep -q "congested by host signals" "$ICE_TMP/ctl-F.log" || ctl_fail "the move was not made on host signals"
+	if [ "$SIGNALS" = probe ]; then
+		grep -q "only probed paths with a standing queue cross it" "$ICE_TMP/ctl-F.log" ||
+			ctl_fail "the move was not made on the probe's queueing delay"
+		echo "probe: $(grep -o 'link [^ ]* congested by host signals.*' "$ICE_TMP/ctl-F.log" | head -1)"
+		echo "probe paths of h1 -> h3: $(rcli HGET "ice:$name:{h1}:probe:health:${IP[h1]}>${IP[h3]}" json |
+			jq -c '[.paths[] | {path, qdelay_us, base_rtt_us}]' 2>/dev/null)"
+	fi
 	[ "$(rcli HGET "ice:$name:ctl:link:leaf1:spine1" up_state)" = host-signals ] ||
 		ctl_fail "leaf1 -> spine1 is not planned from host signals"
 	wait_for 3 bash -c "[ -n \"\$(redis-cli -h $rhost -p $rport HGET 'ice:$name:ctl:qp:$qp' verdict)\" ]" ||
