@@ -195,6 +195,9 @@ struct tp_comm_cfg {
 	uint64_t slice_bytes;  /* pipelining unit of the ring algorithms */
 	uint64_t oneshot_max;  /* all-reduce up to this many bytes: one-shot */
 	uint64_t bootstrap_timeout_ns;
+	uint64_t oob_timeout_ns;  /* one out-of-band call (0: 4 x bootstrap_timeout_ns) */
+	bool oob_only;		  /* no engine, no QPs: only the rendezvous and the
+				   * out-of-band helpers (a job's control group) */
 	struct tp_engine_cfg eng; /* for this rank's engine */
 };
 
@@ -217,6 +220,11 @@ int tp_comm_barrier(struct tp_comm *c);
 /* Every rank gets the maximum / the sum of v over the ranks. */
 int tp_comm_oob_max(struct tp_comm *c, double *v);
 int tp_comm_oob_sum(struct tp_comm *c, double *v);
+/* Rank 0's len bytes of buf to every rank. */
+int tp_comm_oob_bcast(struct tp_comm *c, void *buf, size_t len);
+/* Every rank's len bytes of mine into all (rank r's at all + r * len) on
+ * rank 0; all is not used on the other ranks (may be NULL). */
+int tp_comm_oob_gather(struct tp_comm *c, const void *mine, size_t len, void *all);
 
 /* Collectives (blocking, NCCL argument order; host buffers). In-place when
  * sendbuf == recvbuf (for all-gather: sendbuf == recvbuf + rank * count). */

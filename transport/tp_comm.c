@@ -321,8 +321,8 @@ struct tp_comm *tp_comm_init(const struct tp_comm_cfg *cfg)
 		goto err;
 	for (int r = 0; r < c->nranks; r++)
 		c->oob[r] = -1;
-	c->e = tp_engine_new(&cfg->eng);
-	if (c->e == NULL) {
+	c->e = cfg->oob_only ? NULL : tp_engine_new(&cfg->eng);
+	if (c->e == NULL && !cfg->oob_only) {
 		err = -errno;
 		goto err;
 	}
@@ -336,9 +336,9 @@ struct tp_comm *tp_comm_init(const struct tp_comm_cfg *cfg)
 	h->nranks = (uint32_t)c->nranks;
 	h->k = c->k;
 	h->addr = cfg->eng.addr.s_addr;
-	h->port = tp_engine_port(c->e);
-	h->mtu = tp_engine_cfg(c->e)->mtu;
-	for (int p = 0; p < c->nranks; p++) {
+	h->port = c->e != NULL ? tp_engine_port(c->e) : 0;
+	h->mtu = c->e != NULL ? tp_engine_cfg(c->e)->mtu : 0;
+	for (int p = 0; p < c->nranks && c->e != NULL; p++) {
 		if (p == c->rank)
 			continue;
 		for (uint32_t q = 0; q < c->k; q++) {
@@ -361,7 +361,7 @@ struct tp_comm *tp_comm_init(const struct tp_comm_cfg *cfg)
 			goto err;
 		}
 	}
-	for (int p = 0; p < c->nranks && table != NULL; p++) {
+	for (int p = 0; p < c->nranks && table != NULL && c->e != NULL; p++) {
 		const struct boot_hdr *ph = (const struct boot_hdr *)(table + rec_len * (size_t)p);
 
 		/* as RC QPs take min(active MTU) of both ports at RTR */
@@ -377,7 +377,7 @@ struct tp_comm *tp_comm_init(const struct tp_comm_cfg *cfg)
 				ph->mtu);
 		}
 	}
-	for (int p = 0; p < c->nranks; p++) {
+	for (int p = 0; p < c->nranks && c->e != NULL; p++) {
 		const struct boot_hdr *ph = (const struct boot_hdr *)(table + rec_len * (size_t)p);
 
 		if (p == c->rank)
@@ -402,7 +402,8 @@ struct tp_comm *tp_comm_init(const struct tp_comm_cfg *cfg)
 	c->comm_id = 1469598103934665603ull; /* FNV-1a of the rendezvous address */
 	for (const char *p = c->cfg.bootstrap; *p; p++)
 		c->comm_id = (c->comm_id ^ (uint8_t)*p) * 1099511628211ull;
-	tp_comm_event(c, ICE_EV_COMM_INIT, 0, 0, -1, -1, -1, -1);
+	if (c->e != NULL)
+		tp_comm_event(c, ICE_EV_COMM_INIT, 0, 0, -1, -1, -1, -1);
 	ice_dbg(ICE_SUB_COMM, "rank %d of %d ready, %u QPs per peer", c->rank, c->nranks, c->k);
 	return c;
 err:
@@ -572,10 +573,14 @@ int tp_comm_irecv(struct tp_comm *c, int peer, void *buf, size_t len, struct tp_
 
 /* ---- out of band ---------------------------------------------------------- */
 
-/* Read or write len bytes on an oob socket while keeping the engine going. */
+/* Read or write len bytes on an oob socket while keeping the engine (if
+ * any) going. */
 static int oob_io(struct tp_comm *c, int fd, void *buf, size_t len, bool wr)
 {
-	return io_all(c, fd, buf, len, wr, ice_now_ns() + c->cfg.bootstrap_timeout_ns * 4);
+	uint64_t t =
+		c->cfg.oob_timeout_ns ? c->cfg.oob_timeout_ns : c->cfg.bootstrap_timeout_ns * 4;
+
+	return io_all(c->e != NULL ? c : NULL, fd, buf, len, wr, ice_now_ns() + t);
 }
 
 /* Every rank contributes v; rank 0 combines (op 0: max, 1: sum) and returns
@@ -619,6 +624,29 @@ int tp_comm_oob_max(struct tp_comm *c, double *v)
 int tp_comm_oob_sum(struct tp_comm *c, double *v)
 {
 	return oob_reduce(c, v, 1);
+}
+
+int tp_comm_oob_bcast(struct tp_comm *c, void *buf, size_t len)
+{
+	int ret = 0;
+
+	if (c->rank != 0)
+		return oob_io(c, c->oob[0], buf, len, false);
+	for (int r = 1; r < c->nranks && ret == 0; r++)
+		ret = oob_io(c, c->oob[r], buf, len, true);
+	return ret;
+}
+
+int tp_comm_oob_gather(struct tp_comm *c, const void *mine, size_t len, void *all)
+{
+	int ret = 0;
+
+	if (c->rank != 0)
+		return oob_io(c, c->oob[0], (void *)mine, len, true);
+	memcpy(all, mine, len);
+	for (int r = 1; r < c->nranks && ret == 0; r++)
+		ret = oob_io(c, c->oob[r], (uint8_t *)all + (size_t)r * len, len, false);
+	return ret;
 }
 
 void tp_comm_event(struct tp_comm *c, enum ice_ev_kind kind, enum ice_coll_op op, size_t count,

@@ -71,8 +71,7 @@ int tp_launch_parse_addr(const char *tool, const char *flag, const char *s, stru
 	return 0;
 }
 
-/* A listening TCP socket on addr, any port; bootstrap gets "addr:port". */
-static int listen_any(struct in_addr addr, char *bootstrap, size_t len)
+int tp_launch_listen(struct in_addr addr, char *bootstrap, size_t len)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr = addr};
 	socklen_t salen = sizeof(sa);
@@ -108,7 +107,7 @@ static int rendezvous_in_netns(const struct tp_launch *l, const char *ns, struct
 		if (fd < 0)
 			fprintf(stderr, "%s: namespace %s has no IPv4 address\n", l->tool, ns);
 		else
-			fd = listen_any(a, cc->bootstrap, sizeof(cc->bootstrap));
+			fd = tp_launch_listen(a, cc->bootstrap, sizeof(cc->bootstrap));
 	}
 	if (setns(self, CLONE_NEWNET) < 0 && fd >= 0) {
 		close(fd);
@@ -144,7 +143,7 @@ int tp_launch_ranks(const struct tp_launch *l, struct tp_comm_cfg *cc, int (*fn)
 		n = l->nranks;
 		if (tp_launch_parse_addr(l->tool, "--addr-base", l->addr_base, &base) < 0)
 			return 2;
-		lfd = listen_any(base, cc->bootstrap, sizeof(cc->bootstrap));
+		lfd = tp_launch_listen(base, cc->bootstrap, sizeof(cc->bootstrap));
 	}
 	if (lfd < 0) {
 		fprintf(stderr, "%s: cannot open the rendezvous socket: %s\n", l->tool,

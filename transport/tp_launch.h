@@ -30,6 +30,9 @@ int tp_launch_ranks(const struct tp_launch *l, struct tp_comm_cfg *cc, int (*fn)
 int tp_launch_enter_netns(const char *tool, const char *name);
 /* First IPv4 address of an interface that is up and not loopback. */
 int tp_launch_local_addr(struct in_addr *out);
+/* A TCP socket listening on addr, any port; bootstrap gets "addr:port".
+ * The fd or -errno. */
+int tp_launch_listen(struct in_addr addr, char *bootstrap, size_t len);
 /* Parse an IPv4 address for a flag; -EINVAL with a message naming it. */
 int tp_launch_parse_addr(const char *tool, const char *flag, const char *s, struct in_addr *out);
 

@@ -34,6 +34,7 @@ struct itr_job {
 	enum trn_pp_sched sched; /* pp: the pipeline schedule */
 	int ndev;
 	struct trn_profile dev[TRN_MAX_DEVICES]; /* rank r runs on dev[r] */
+	int grank[TRN_MAX_DEVICES];		 /* --rank mode: the run's rank of job rank r */
 	struct trn_model model;
 	int steps, warmup;
 	double lr;
@@ -50,6 +51,7 @@ struct itr_rank_result {
 	int samples;	    /* DP: samples per step */
 	int first, nlayers; /* PP: layers of this stage */
 	double compute_s;   /* per timed step: matmuls (and emulation padding) */
+	double gflops;	    /* the matmuls' FLOP / their seconds, timed steps */
 	double exposed_s;   /* per timed step: waiting for communication */
 	double update_s;    /* per timed step: optimizer and copies */
 	double wait_act_s;  /* PP, per timed step: waiting for activations (in exposed_s) */
@@ -88,5 +90,21 @@ struct itr_rank_arg {
 	struct itr_result *res;
 };
 int itr_rank_main(void *arg);
+
+/* --rank mode (ice_train_hosts.c): one process per rank of the run, on any
+ * host, joined in a control group through rank 0's --bootstrap. */
+struct itr_ctl;
+/* Join the control group (tp->rank of nranks); NULL after a message naming
+ * the bootstrap address and the timeout. Sets tp->cc.eng.addr from --addr. */
+struct itr_ctl *itr_ctl_join(struct tp_opts *tp, int nranks);
+void itr_ctl_free(struct itr_ctl *x); /* NULL-safe */
+/* Rank 0's jobs (and --repeat) to every rank, replacing the others' own;
+ * own: this rank's mixed job, to warn when it names another device. */
+int itr_ctl_jobs(struct itr_ctl *x, struct itr_job *jobs, int *njobs, int max, int *repeat,
+		 const struct itr_job *own);
+/* Run job: its ranks train, the others wait; on rank 0 res gets every job
+ * rank's figures and *status 0 or 1 (a rank failed); on the others *status
+ * is this rank's. 0, or -errno when the control group failed. */
+int itr_ctl_run(struct itr_ctl *x, const struct itr_job *job, struct itr_result *res, int *status);
 
 #endif /* ICE_TRAIN_H */

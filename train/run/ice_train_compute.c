@@ -86,7 +86,10 @@ int itr_matmul(struct itr_rank *k, bool ta, bool tb, int m, int n, int kk, const
 	ret = k->ops->sgemm(ta, tb, m, n, kk, 1.0f, a, b, beta, c);
 	if (k->prof->emulated)
 		trn_emu_end(&k->emu, 2.0 * m * n * kk);
-	k->t_compute += ice_now_s() - t0;
+	t0 = ice_now_s() - t0;
+	k->t_compute += t0;
+	k->mm_s += t0;
+	k->mm_flops += 2.0 * m * n * kk;
 	if (ret < 0)
 		ice_err(ICE_SUB_BENCH, "rank %d: sgemm %dx%dx%d failed: %s", k->r, m, n, kk,
 			strerror(-ret));

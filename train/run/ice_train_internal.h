@@ -150,6 +150,7 @@ struct itr_rank {
 
 	struct trn_dp_plan dp; /* the split used (the same on every rank) */
 	double t_compute, t_exposed, t_update;
+	double mm_s, mm_flops;			     /* matrix multiplies: seconds and FLOP */
 	double t_wait_act, t_wait_grad, t_wait_send; /* PP: parts of t_exposed */
 	double t_handoff;			     /* PP: thread hand-offs inside the waits */
 	struct itr_ev *ev;			     /* --trace: events of this rank */

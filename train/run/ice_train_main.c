@@ -39,6 +39,7 @@ struct opts {
 	enum trn_pp_sched sched;
 	int steps, warmup;
 	int repeat;	    /* runs of every job */
+	int nranks;	    /* --nranks: 0, or the number of devices (checked) */
 	int dp_tail;	    /* 0: auto */
 	int optim;	    /* enum trn_optim */
 	double lr, overlap; /* overlap < 0: from the schedule */
@@ -134,6 +135,8 @@ static const struct ice_cfg_field train_fields[] = {
 	F("repeat", ICE_CFG_I32, repeat, .min = 1, .max = ITR_MAX_REPEAT,
 	  .help = "run every job N times, in turn, and keep each job's\nrun of median "
 		  "throughput (default 1)"),
+	F("nranks", ICE_CFG_I32, nranks, .min = 1, .max = TRN_MAX_DEVICES, .alias = 'N',
+	  .help = "with --rank: ranks in the run, one per device of\n--devices (a check)"),
 	F("json", ICE_CFG_BOOL, json, .flags = ICE_CFG_SWITCH,
 	  .help = "print one JSON object instead of text"),
 	F("trace", ICE_CFG_STRING, trace, .arg = "FILE",
@@ -145,10 +148,12 @@ static int train_finish(void *obj, const char *path, struct ice_cfg_err *err)
 {
 	struct opts *o = obj;
 
-	if (o->tp.rank >= 0)
-		return ice_cfg_fail(err, path, "rank",
-				    "ice-train starts its ranks itself (local addresses or "
-				    "--netns)");
+	if (o->tp.rank >= 0 && o->tp.netns != NULL)
+		return ice_cfg_fail(err, path, "netns",
+				    "--rank runs one rank here; --netns starts them all");
+	if (o->tp.rank < 0 && o->nranks > 0)
+		return ice_cfg_fail(err, path, "nranks",
+				    "goes with --rank (local ranks: one per device of --devices)");
 	return 0;
 }
 
@@ -166,7 +171,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		.finish = train_finish,
 		.more = &tp,
 		.nmore = 1,
-		.epilog = "local ranks take --addr-base 127.21.0.1, .2, ... unless it is given\n",
+		.epilog = "local ranks take --addr-base 127.21.0.1, .2, ... unless it is given;\n"
+			  "--rank R --bootstrap IP:PORT --addr IP runs rank R of the run only\n"
+			  "(start one per device, on any host; rank 0 prints the reports)\n",
 	};
 
 	memset(o, 0, sizeof(*o));
@@ -513,6 +520,7 @@ static json_t *job_json(const struct job_out *jo)
 	for (int r = 0; r < j->ndev; r++) {
 		const struct itr_rank_result *rr = &res->rank[r];
 		json_t *x = json_object();
+		char hash[24];
 
 		json_object_set_new(x, "rank", json_integer(r));
 		json_object_set_new(x, "device", json_string(j->dev[r].name));
@@ -533,6 +541,7 @@ static json_t *job_json(const struct job_out *jo)
 			json_object_set_new(x, "handoff_s", json_real(rr->handoff_s));
 		}
 		json_object_set_new(x, "compute_s", json_real(rr->compute_s));
+		json_object_set_new(x, "gflops_measured", json_real(rr->gflops));
 		json_object_set_new(x, "exposed_comm_s", json_real(rr->exposed_s));
 		json_object_set_new(x, "update_s", json_real(rr->update_s));
 		json_object_set_new(x, "cpu_s", json_real(rr->cpu_s));
@@ -542,6 +551,8 @@ static json_t *job_json(const struct job_out *jo)
 		json_object_set_new(x, "emu_overrun_s", json_real(rr->emu_overrun_s));
 		json_object_set_new(x, "emu_hidden_s", json_real(rr->emu_hidden_s));
 		json_object_set_new(x, "loss", json_real(rr->loss));
+		snprintf(hash, sizeof(hash), "%016llx", (unsigned long long)rr->weight_hash);
+		json_object_set_new(x, "weight_hash", json_string(hash));
 		if (rr->stage_name[0] != '\0')
 			json_object_set_new(x, "allreduce_staging", json_string(rr->stage_name));
 		json_array_append_new(ranks, x);
@@ -603,7 +614,45 @@ static void print_targets(const struct job_out *jobs, int njobs, enum itr_scheme
 		       late ? "; some job was CPU-bound, see its WARNING" : "");
 }
 
-static int run_job(struct opts *o, struct job_out *jo)
+/* Run one job: its ranks started here (tp_launch_ranks), or, in --rank
+ * mode (ctl), this process's rank of it (itr_ctl_run). -errno on a failure
+ * that ends the run. */
+/* A rank that computes far from its profile: warned once per device (the
+ * plan assumed the profile). */
+#define ITR_PROFILE_OFF 0.25
+static void check_profiles(const struct job_out *jo, const char *path)
+{
+	static char warned[TRN_MAX_DEVICES][TRN_NAME_MAX];
+	static int nwarned;
+
+	if (!jo->res->ok)
+		return;
+	for (int r = 0; r < jo->job.ndev; r++) {
+		const struct trn_profile *p = &jo->job.dev[r];
+		double g = jo->res->rank[r].gflops;
+		bool seen = false;
+
+		if (p->emulated || !(g > 0) || fabs(g / p->gflops - 1) <= ITR_PROFILE_OFF)
+			continue;
+		for (int i = 0; i < nwarned; i++)
+			seen |= strcmp(warned[i], p->name) == 0;
+		if (seen || nwarned == TRN_MAX_DEVICES)
+			continue;
+		snprintf(warned[nwarned++], TRN_NAME_MAX, "%s", p->name);
+		fprintf(stderr,
+			"ice-train: warning: device '%s' (rank %d of job '%s') computed %.2f "
+			"GFLOP/s "
+			"in its matrix multiplies, its profile (%s) says %.2f GFLOP/s (%+.0f%%, "
+			"more "
+			"than %.0f%% off): the split was planned for the profile; measure the "
+			"device "
+			"again (ice-devprof)\n",
+			p->name, jo->job.grank[r], jo->job.label, g, path, p->gflops,
+			(g / p->gflops - 1) * 100, ITR_PROFILE_OFF * 100);
+	}
+}
+
+static int run_job(struct opts *o, struct itr_ctl *ctl, struct job_out *jo)
 {
 	struct itr_rank_arg arg;
 	struct tp_comm_cfg cc = o->tp.cc;
@@ -620,6 +669,17 @@ static int run_job(struct opts *o, struct job_out *jo)
 		return -ENOMEM;
 	}
 	memset(jo->res, 0, sizeof(*jo->res));
+	if (ctl != NULL) {
+		int ret;
+
+		if (!o->json && o->tp.rank == 0)
+			fprintf(stderr, "ice-train: running %s (%s split, %d ranks)...\n",
+				jo->job.label, split_name(jo->job.split), jo->job.ndev);
+		ret = itr_ctl_run(ctl, &jo->job, jo->res, &jo->status);
+		if (ret < 0)
+			return ret;
+		goto done;
+	}
 	if (o->tp.netns != NULL) {
 		ns = strdup(o->tp.netns); /* tp_launch_ranks() cuts it up */
 		if (ns == NULL)
@@ -638,6 +698,7 @@ static int run_job(struct opts *o, struct job_out *jo)
 			split_name(jo->job.split), jo->job.ndev);
 	jo->status = tp_launch_ranks(&l, &cc, itr_rank_main, &arg);
 	free(ns);
+done:
 	jo->res->ok = jo->status == 0;
 	for (int r = 0; r < jo->job.ndev; r++)
 		if (!jo->res->rank[r].done)
@@ -708,6 +769,7 @@ int main(int argc, char **argv)
 	char ebuf[512];
 	int idx[TRN_MAX_DEVICES], np, ndev, njobs = 0, rc = 0, ngroups = 0;
 	int group_of[TRN_MAX_DEVICES];
+	struct itr_ctl *ctl = NULL;
 	struct opts o;
 
 	ice_log_init_env();
@@ -799,8 +861,10 @@ int main(int argc, char **argv)
 				}
 			job_init(j, &o, &model, label, ITR_SPLIT_PLAN);
 			for (int i = 0; i < ndev; i++)
-				if (group_of[i] == g)
+				if (group_of[i] == g) {
+					j->grank[j->ndev] = i;
 					j->dev[j->ndev++] = prof[idx[i]];
+				}
 			if (o.scheme == ITR_PP && j->ndev > model.nlayers)
 				j->ndev = model.nlayers;
 			njobs++;
@@ -813,9 +877,37 @@ int main(int argc, char **argv)
 		if (!o.efficiency && sp != o.split)
 			continue;
 		job_init(j, &o, &model, "mixed", sp);
-		for (int i = 0; i < ndev; i++)
+		for (int i = 0; i < ndev; i++) {
+			j->grank[j->ndev] = i;
 			j->dev[j->ndev++] = prof[idx[i]];
+		}
 		njobs++;
+	}
+	if (o.tp.rank >= 0) {
+		static struct itr_job js[ITR_MAX_JOBS];
+
+		if (o.nranks > 0 && o.nranks != ndev) {
+			fprintf(stderr,
+				"ice-train: --nranks %d but --devices '%s' names %d devices: "
+				"expected one rank per device\n",
+				o.nranks, o.devices, ndev);
+			return 2;
+		}
+		ctl = itr_ctl_join(&o.tp, ndev);
+		if (ctl == NULL)
+			return 1;
+		for (int i = 0; i < njobs; i++)
+			js[i] = jobs[i].job;
+		if (itr_ctl_jobs(ctl, js, &njobs, ITR_MAX_JOBS, &o.repeat, &jobs[njobs - 1].job) <
+		    0) {
+			fprintf(stderr,
+				"ice-train: rank %d: cannot get the jobs from rank 0 (%s)\n",
+				o.tp.rank, o.tp.bootstrap);
+			itr_ctl_free(ctl);
+			return 1;
+		}
+		for (int i = 0; i < njobs; i++)
+			jobs[i].job = js[i];
 	}
 	for (int r = 0; r < o.repeat; r++)
 		for (int i = 0; i < njobs; i++) {
@@ -824,13 +916,25 @@ int main(int argc, char **argv)
 			jo->job = jobs[i].job;
 			jo->run = r + 1;
 			jo->nruns = o.repeat;
-			if (run_job(&o, jo) < 0)
+			if (run_job(&o, ctl, jo) < 0) {
+				itr_ctl_free(ctl);
 				return 1;
+			}
+			if (ctl != NULL && o.tp.rank != 0) {
+				/* rank 0 reports */
+				rc |= jo->status != 0;
+				munmap(jo->res, sizeof(*jo->res));
+				continue;
+			}
 			if (!jo->res->ok || !jo->data_ok)
 				rc = 1;
+			check_profiles(jo, o.profiles_path);
 			if (!o.json)
 				print_job(jo);
 		}
+	itr_ctl_free(ctl);
+	if (o.tp.rank > 0)
+		return rc;
 	for (int i = 0; i < njobs; i++)
 		keep_median(runs[i], o.repeat, &jobs[i]);
 	if (o.efficiency) {

@@ -465,6 +465,7 @@ static int train(struct itr_rank *k)
 		k->step = step;
 		if (step == j->warmup) {
 			k->t_compute = k->t_exposed = k->t_update = 0;
+			k->mm_s = k->mm_flops = 0;
 			k->t_wait_act = k->t_wait_grad = k->t_wait_send = k->t_handoff = 0;
 			emu0 = k->emu;
 			cpu0 = cpu_seconds();
@@ -483,6 +484,7 @@ static int train(struct itr_rank *k)
 	k->me->wall_s = ice_now_s() - wall0;
 	k->me->cpu_s = cpu_seconds() - cpu0;
 	k->me->compute_s = k->t_compute / j->steps;
+	k->me->gflops = k->mm_s > 0 ? k->mm_flops / k->mm_s / 1e9 : 0;
 	k->me->exposed_s = k->t_exposed / j->steps;
 	k->me->update_s = k->t_update / j->steps;
 	k->me->wait_act_s = k->t_wait_act / j->steps;

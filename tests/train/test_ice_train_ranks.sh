@@ -1,0 +1,163 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# ice-train --rank R: one process per rank, as on a cluster of hosts (here
+# all on loopback, 127.23.0.x, the bootstrap on a free port of 127.23.0.1):
+#   - dp and pp (even split, emulated devices): every rank's loss and
+#     weights (FNV-1a) are the same bits as the self-launched job on the
+#     same seed, and the dp weights are identical on all ranks;
+#   - --efficiency: each device group alone (rank 1 alone leads its own
+#     job while rank 0 waits), then mixed, reported by rank 0;
+#   - a rank that cannot reach the bootstrap: exits 1 within the
+#     --bootstrap-timeout, naming the address and the flag; rank 0 whose
+#     peers never come: the same; a rank whose rank 0 is killed mid-run
+#     exits non-zero instead of hanging;
+#   - a device that computes far from its profile (a host profile claiming
+#     500 GFLOP/s): warned once, with both figures.
+# Exits 77 when something it needs is absent.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+TRAIN=${ICE_TRAIN:-$ROOT/build/train/run/ice-train}
+EX=${ICE_TRAIN_EXAMPLES:-$ROOT/train}
+PROF=$EX/profiles/emu-2kind.yaml
+MODEL=$EX/models/mlp.yaml
+for f in "$TRAIN" "$PROF" "$MODEL"; do
+	[ -e "$f" ] || { echo "test_ice_train_ranks: skipped: $f is absent" >&2; exit 77; }
+done
+command -v python3 >/dev/null || { echo "test_ice_train_ranks: skipped: needs python3" >&2; exit 77; }
+TMP=$(mktemp -d /tmp/ice-train-ranks.XXXXXX)
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+COMMON=(--model "$MODEL" --profiles "$PROF" --devices emu-fast,emu-slow)
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.23.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# ranks OUT ARGS...: rank 1 in the background, rank 0 here; both must exit 0
+ranks() {
+	local out=$1 port rc0 rc1 pid
+	shift
+	port=$(free_port)
+	timeout 120 "$TRAIN" "${COMMON[@]}" "$@" --rank 1 --nranks 2 \
+		--bootstrap "127.23.0.1:$port" --addr 127.23.0.2 >"$TMP/$out.r1" 2>&1 &
+	pid=$!
+	PIDS+=("$pid")
+	timeout 120 "$TRAIN" "${COMMON[@]}" "$@" --rank 0 --nranks 2 \
+		--bootstrap "127.23.0.1:$port" --addr 127.23.0.1 >"$TMP/$out" 2>"$TMP/$out.r0"
+	rc0=$?
+	wait "$pid"
+	rc1=$?
+	cat "$TMP/$out.r0" "$TMP/$out.r1"
+	[ "$rc0" -eq 0 ] || fail "rank 0 ($*) exited $rc0"
+	[ "$rc1" -eq 0 ] || fail "rank 1 ($*) exited $rc1"
+	[ -s "$TMP/$out.r1" ] && grep -v '^ice-train: rank 1: warning' "$TMP/$out.r1" | grep -q . &&
+		fail "rank 1 printed more than warnings"
+	return 0
+}
+
+# same_bits A B: every job's ranks have the same loss and weights in both
+same_bits() {
+	python3 - "$TMP/$1" "$TMP/$2" <<'EOF' || fail "$1 and $2 differ"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+for ja, jb in zip(a["jobs"], b["jobs"]):
+    assert ja["ok"] and jb["ok"], (ja["ok"], jb["ok"])
+    for ra, rb in zip(ja["ranks"], jb["ranks"]):
+        assert ra["loss"] == rb["loss"], (ra["loss"], rb["loss"])
+        assert ra["weight_hash"] == rb["weight_hash"], (ra["weight_hash"], rb["weight_hash"])
+        assert ra["samples" if "samples" in ra else "layers"] == \
+            rb["samples" if "samples" in rb else "layers"]
+    if "weights_identical" in ja:
+        assert ja["weights_identical"] and jb["weights_identical"]
+    print("%s: %d ranks, losses %s, weights %s: the same in both" %
+          (ja["job"], len(ja["ranks"]), [r["loss"] for r in ja["ranks"]],
+           [r["weight_hash"] for r in ja["ranks"]]))
+EOF
+}
+
+for scheme in dp pp; do
+	echo "## $scheme, even split: one process per rank against the self-launched job"
+	ARGS=(--scheme "$scheme" --split even --steps 1 --warmup 1 --json)
+	ranks "$scheme-ranks" "${ARGS[@]}"
+	timeout 120 "$TRAIN" "${COMMON[@]}" "${ARGS[@]}" --addr-base 127.23.0.1 \
+		>"$TMP/$scheme-self" || fail "self-launched $scheme failed"
+	same_bits "$scheme-ranks" "$scheme-self"
+done
+
+echo "## dp --efficiency, one process per rank"
+ranks eff --scheme dp --steps 1 --warmup 1 --efficiency
+cat "$TMP/eff"
+grep -q '^== alone emu-slow' "$TMP/eff" || fail "no alone emu-slow job"
+grep -Eq 'efficiency = mixed samples/s .*: plan [0-9.]+%, even [0-9.]+%' "$TMP/eff" ||
+	fail "no efficiency line"
+[ "$(grep -c 'weights identical on all 2 ranks: yes' "$TMP/eff")" -eq 2 ] ||
+	fail "mixed jobs: weights not identical"
+
+echo "## a rank that cannot reach the bootstrap"
+port=$(free_port)
+t0=$(date +%s)
+timeout 30 "$TRAIN" "${COMMON[@]}" --rank 1 --bootstrap "127.23.0.1:$port" --addr 127.23.0.2 \
+	--bootstrap-timeout 2 >"$TMP/unreach" 2>&1
+rc=$?
+t1=$(date +%s)
+cat "$TMP/unreach"
+[ "$rc" -eq 1 ] || fail "unreachable bootstrap: exit $rc, expected 1"
+[ $((t1 - t0)) -le 8 ] || fail "unreachable bootstrap: took $((t1 - t0)) s with a 2 s timeout"
+grep -q "cannot join rank 0 at 127.23.0.1:$port within 2 s (--bootstrap-timeout)" \
+	"$TMP/unreach" || fail "unreachable bootstrap: the message does not name it"
+
+echo "## rank 0 whose peer never joins"
+port=$(free_port)
+timeout 30 "$TRAIN" "${COMMON[@]}" --rank 0 --bootstrap "127.23.0.1:$port" --addr 127.23.0.1 \
+	--bootstrap-timeout 2 >"$TMP/alone0" 2>&1
+rc=$?
+cat "$TMP/alone0"
+[ "$rc" -eq 1 ] || fail "lonely rank 0: exit $rc, expected 1"
+grep -q "did not all join at 127.23.0.1:$port within 2 s (--bootstrap-timeout)" "$TMP/alone0" ||
+	fail "lonely rank 0: the message does not name the address"
+python3 -c 'import socket,sys; socket.socket().bind(("127.23.0.1", int(sys.argv[1])))' "$port" ||
+	fail "rank 0 left its rendezvous port $port bound"
+
+echo "## rank 0 killed during the run: rank 1 ends too"
+port=$(free_port)
+"$TRAIN" "${COMMON[@]}" --scheme dp --steps 20 --warmup 1 --efficiency --rank 0 \
+	--bootstrap "127.23.0.1:$port" --addr 127.23.0.1 >/dev/null 2>&1 &
+pid0=$!
+PIDS+=("$pid0")
+t0=$(date +%s)
+timeout 120 "$TRAIN" "${COMMON[@]}" --scheme dp --steps 20 --warmup 1 --efficiency --rank 1 \
+	--bootstrap "127.23.0.1:$port" --addr 127.23.0.2 >"$TMP/orphan" 2>&1 &
+pid1=$!
+PIDS+=("$pid1")
+sleep 4
+kill -9 "$pid0"
+wait "$pid1"
+rc=$?
+t1=$(date +%s)
+cat "$TMP/orphan"
+[ "$rc" -ne 0 ] || fail "rank 1 exited 0 after rank 0 was killed"
+[ "$rc" -ne 124 ] || fail "rank 1 hung after rank 0 was killed (ended by timeout)"
+echo "rank 1 exited $rc, $((t1 - t0)) s after the start (rank 0 killed at 4 s)"
+
+echo "## a profile far from the device"
+cat >"$TMP/claim.yaml" <<'EOF'
+devices:
+  - name: cpu-claimed
+    kind: host
+    gflops: 500
+    mem_gbps: 5
+EOF
+timeout 120 "$TRAIN" --model "$MODEL" --profiles "$TMP/claim.yaml" --devices 'cpu-claimed*2' \
+	--steps 1 --warmup 1 --efficiency --addr-base 127.23.0.1 >"$TMP/claim" 2>"$TMP/claim.err" ||
+	fail "cpu-claimed run failed"
+cat "$TMP/claim.err"
+n=$(grep -c "warning: device 'cpu-claimed'" "$TMP/claim.err")
+[ "$n" -eq 1 ] || fail "profile mismatch warned $n times over 3 jobs, expected once"
+grep -Eq "computed [0-9.]+ GFLOP/s .*says 500.00 GFLOP/s" "$TMP/claim.err" ||
+	fail "the warning lacks a figure"
+echo "test_ice_train_ranks: ok"
