@@ -3,8 +3,8 @@
  * ice-devprof: measure a device profile (train/trn.h) on one memory backend
  * of transport/dev.h, or write a stated (emulated) one.
  *
- *   ice-devprof [--kind host|cuda|hip] [--name NAME] [--seconds S]
- *               [--m 8 --n 1024 --k 1024] [--mb 64] [-o FILE]
+ *   ice-devprof [--kind host|cuda|hip] [--name NAME] [--seconds S] [--sustain S]
+ *               [--comm-load X] [--m 8 --n 1024 --k 1024] [--mb 64] [-o FILE]
  *   ice-devprof --emulate NAME --gflops X [--mem-gbps X] [--h2d-gbps X]
  *               [--d2h-gbps X] [--reduce-gbps X] [-o FILE]
  *
@@ -13,11 +13,20 @@
  * kinds: scale_div by 1, which reads and writes every byte, as dev_mem has no
  * device-to-device copy), read + write bytes. h2d / d2h: copy_async +
  * copy_wait between host_alloc'ed and device buffers. reduce: f32 sum, bytes
- * of dst. Each figure is the best repetition within its share of --seconds.
- * With -o the profile replaces the one of the same name in FILE (or is
- * added); without, it goes to stdout. Exit: 0, 1 failure, 2 bad flags.
+ * of dst. Each figure is the best repetition within its share of --seconds
+ * (for sgemm: the burst figure). Then sgemm runs back to back for --sustain
+ * seconds (default 5: fifty periods of a CFS quota's default 100 ms, so a
+ * cpu.max / cfs_quota_us throttle, power or thermal limits show) with a
+ * stand-in for ice-train's communication thread beside it (f32 sums over a
+ * 1 MiB bucket, the arithmetic of an all-reduce, for --comm-load of every
+ * 10 ms; asleep otherwise): FLOP over the window's wall time is the
+ * sustained figure, the profile's gflops (what the planner uses);
+ * burst_gflops keeps the burst. With -o the profile replaces the one of the same name in FILE (or
+ * is added); without, it goes to stdout. Exit: 0, 1 failure, 2 bad flags.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +46,7 @@ struct devprof_cfg {
 	char name[TRN_NAME_MAX];
 	int kind;
 	double seconds;
+	double sustain, comm_load;
 	int64_t m, n, k, mb;
 	char output[512];
 	char emulate[TRN_NAME_MAX];
@@ -55,6 +65,12 @@ static const struct ice_cfg_field devprof_fields[] = {
 	  .help = "memory backend to measure: host, cuda, hip (default host)"),
 	F("seconds", ICE_CFG_DOUBLE, seconds, .min = 0.05, .max = 3600,
 	  .help = "measuring time in all (default 2)"),
+	F("sustain", ICE_CFG_DOUBLE, sustain, .min = 0.1, .max = 3600,
+	  .help = "sgemm back to back this long for the sustained\nfigure, the profile's gflops "
+		  "(default 5)"),
+	F("comm_load", ICE_CFG_DOUBLE, comm_load, .min = 0, .max = 0.9,
+	  .help = "share of time the communication thread's stand-in\nis busy during --sustain "
+		  "(default 0.1)"),
 	F("m", ICE_CFG_INT, m, .min = 1, .max = 65536, .help = "sgemm rows of A and C (default 8)"),
 	F("n", ICE_CFG_INT, n, .min = 1, .max = 65536,
 	  .help = "sgemm columns of B and C (default 1024)"),
@@ -177,6 +193,98 @@ static int measure(struct bench *b, bench_fn fn, double units, double budget, do
 	return 0;
 }
 
+/* The communication thread's stand-in: f32 sums over a 1 MiB bucket on host
+ * memory for load of every 10 ms, asleep for the rest. */
+struct comm_load {
+	pthread_t th;
+	double load;
+	atomic_bool quit;
+	double busy_s; /* what it ran, for the report */
+};
+
+static void *comm_load_main(void *arg)
+{
+	struct comm_load *cl = arg;
+	const struct dev_mem_ops *h = dev_mem_ops_get(DEV_MEM_HOST);
+	size_t cnt = (1u << 20) / sizeof(float), chunk = (64u << 10) / sizeof(float);
+	float *a = calloc(cnt, sizeof(float)), *b = calloc(cnt, sizeof(float));
+	uint64_t period = 10 * ICE_NSEC_PER_MSEC, next = ice_now_ns();
+	size_t off = 0;
+
+	while (a != NULL && b != NULL && !atomic_load(&cl->quit)) {
+		uint64_t t0 = ice_now_ns(), busy = t0 + (uint64_t)(cl->load * (double)period);
+		struct timespec ts;
+
+		while (ice_now_ns() < busy) {
+			h->reduce(a + off, b + off, chunk, DEV_FLOAT32, DEV_SUM);
+			off = (off + chunk) % cnt;
+		}
+		cl->busy_s += (double)(ice_now_ns() - t0) * 1e-9;
+		next += period;
+		ts.tv_sec = (time_t)(next / ICE_NSEC_PER_SEC);
+		ts.tv_nsec = (long)(next % ICE_NSEC_PER_SEC);
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+	}
+	free(a);
+	free(b);
+	return NULL;
+}
+
+static double cpu_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* sgemm back to back for window seconds beside the communication load:
+ * FLOP per wall second over the window (*rate), the slowest tenth of the
+ * window (*slow), the process's CPU seconds per wall second (*share: both
+ * threads; below the cores it could use when a quota or other work holds
+ * it back). */
+static int measure_sustained(struct bench *b, double window, double load, double *rate,
+			     double *slow, double *load_s, double *share)
+{
+	struct comm_load cl = {.load = load};
+	double units = 2.0 * b->m * b->n * b->k, done = 0, sdone = 0;
+	double t0, ts, c0, slice = window / 10, worst = 0;
+	int ret = 0;
+
+	atomic_init(&cl.quit, false);
+	if (load > 0 && pthread_create(&cl.th, NULL, comm_load_main, &cl) != 0)
+		return -EAGAIN;
+	t0 = ts = ice_now_s();
+	c0 = cpu_now_s();
+	while (ret == 0) {
+		double now;
+
+		ret = run_sgemm(b);
+		done += units;
+		sdone += units;
+		now = ice_now_s();
+		if (now - ts >= slice) {
+			double r = sdone / (now - ts);
+
+			worst = worst == 0 || r < worst ? r : worst;
+			ts = now;
+			sdone = 0;
+		}
+		if (now - t0 >= window) {
+			*rate = done / (now - t0);
+			*share = (cpu_now_s() - c0) / (now - t0);
+			break;
+		}
+	}
+	if (load > 0) {
+		atomic_store(&cl.quit, true);
+		pthread_join(cl.th, NULL);
+	}
+	*slow = worst;
+	*load_s = cl.busy_s;
+	return ret;
+}
+
 static int fill(const struct dev_mem_ops *ops, void *dst, size_t len)
 {
 	float *h = malloc(len);
@@ -230,8 +338,21 @@ static int profile_device(const struct devprof_cfg *c, struct trn_profile *p)
 		ret = fill(ops, b.b, (size_t)b.k * b.n * sizeof(float));
 	if (ret == 0)
 		ret = measure(&b, run_sgemm, 2.0 * b.m * b.n * b.k, share, &rate);
-	if (ret == 0)
-		p->gflops = rate / 1e9;
+	if (ret == 0) {
+		double slow, load_s, cpu = 0;
+
+		p->burst_gflops = rate / 1e9;
+		ret = measure_sustained(&b, c->sustain, c->comm_load, &rate, &slow, &load_s, &cpu);
+		if (ret == 0) {
+			p->gflops = rate / 1e9;
+			ice_info(ICE_SUB_COMMON,
+				 "%s: sgemm burst %.2f GFLOP/s (best repetition), sustained %.2f "
+				 "GFLOP/s over %.1f s (slowest tenth %.2f) beside a communication "
+				 "load of %.0f%% (%.2f s busy); CPU %.2f s per s",
+				 c->name, p->burst_gflops, p->gflops, c->sustain, slow / 1e9,
+				 c->comm_load * 100, load_s, cpu);
+		}
+	}
 out_gemm:
 	ops->free(b.c);
 	ops->free(b.b);
@@ -321,12 +442,19 @@ static int write_profile(const char *path, const struct trn_profile *p)
 
 int main(int argc, char **argv)
 {
-	static struct devprof_cfg cfg = {
-		.kind = DEV_MEM_HOST, .seconds = 2, .m = 8, .n = 1024, .k = 1024, .mb = 64};
+	static struct devprof_cfg cfg = {.kind = DEV_MEM_HOST,
+					 .seconds = 2,
+					 .sustain = 5,
+					 .comm_load = 0.1,
+					 .m = 8,
+					 .n = 1024,
+					 .k = 1024,
+					 .mb = 64};
 	struct ice_cfg_cli cli = {
 		.tool = "ice-devprof",
 		.synopsis = "usage: ice-devprof [--kind host|cuda|hip] [--name NAME] [--seconds S] "
-			    "[--m M --n N --k K] [--mb MIB] [-o FILE]\n"
+			    "[--sustain S] [--comm-load X]\n"
+			    "                   [--m M --n N --k K] [--mb MIB] [-o FILE]\n"
 			    "       ice-devprof --emulate NAME --gflops X [--mem-gbps X] "
 			    "[--h2d-gbps X] [--d2h-gbps X] [--reduce-gbps X] [-o FILE]",
 		.fields = devprof_fields,
@@ -358,7 +486,8 @@ int main(int argc, char **argv)
 		if (ret < 0)
 			return 1;
 		ice_info(ICE_SUB_COMMON,
-			 "%s (%s): sgemm %lldx%lldx%lld %.2f GFLOP/s, mem %.2f GB/s, h2d %.2f "
+			 "%s (%s): sgemm %lldx%lldx%lld %.2f GFLOP/s sustained, mem %.2f GB/s, h2d "
+			 "%.2f "
 			 "GB/s, d2h %.2f GB/s, reduce %.2f GB/s",
 			 p.name, p.kind, (long long)cfg.m, (long long)cfg.n, (long long)cfg.k,
 			 p.gflops, p.mem_gbps, p.h2d_gbps, p.d2h_gbps, p.reduce_gbps);

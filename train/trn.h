@@ -31,7 +31,10 @@ struct trn_profile {
 	char name[TRN_NAME_MAX]; /* e.g. "h200", "cpu", "emu-fast" */
 	char kind[8];		 /* "host", "cuda", "hip" */
 	bool emulated;		 /* speeds are stated, compute is padded to them */
-	double gflops;		 /* fp32 matrix-multiply throughput */
+	double gflops;		 /* fp32 matrix-multiply throughput the device
+				  * sustains (what the planner uses) */
+	double burst_gflops;	 /* the same in a short burst (0: unknown);
+				  * informational: throttling shows as the gap */
 	double mem_gbps;	 /* device memory bandwidth (copy, read + write) */
 	double h2d_gbps;	 /* pinned host -> device copy */
 	double d2h_gbps;	 /* device -> pinned host copy */
@@ -45,6 +48,7 @@ struct trn_profile {
  *       kind: host
  *       emulated: true
  *       gflops: 6.0
+ *       burst_gflops: 6.0   (optional)
  *       mem_gbps: 10
  *       h2d_gbps: 10
  *       d2h_gbps: 10

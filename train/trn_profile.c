@@ -33,7 +33,9 @@ static const struct ice_cfg_field prof_fields[] = {
 	 .choices = kind_names,
 	 .help = "memory backend: host, cuda, hip"},
 	PF("emulated", ICE_CFG_BOOL, p.emulated, 0, "speeds are stated, compute is padded"),
-	PF("gflops", ICE_CFG_DOUBLE, p.gflops, 0, "fp32 GEMM throughput, GFLOP/s"),
+	PF("gflops", ICE_CFG_DOUBLE, p.gflops, 0, "fp32 GEMM throughput sustained, GFLOP/s"),
+	PF("burst_gflops", ICE_CFG_DOUBLE, p.burst_gflops, 0,
+	   "fp32 GEMM throughput in a short burst, GFLOP/s"),
 	PF("mem_gbps", ICE_CFG_DOUBLE, p.mem_gbps, 0, "device memory bandwidth, GB/s"),
 	PF("h2d_gbps", ICE_CFG_DOUBLE, p.h2d_gbps, 0, "host to device copy, GB/s"),
 	PF("d2h_gbps", ICE_CFG_DOUBLE, p.d2h_gbps, 0, "device to host copy, GB/s"),
@@ -55,6 +57,7 @@ static int check_item(const struct ice_yaml_doc *doc, const struct ice_yaml_node
 		const char *what;
 	} nums[] = {
 		{"gflops", offsetof(struct trn_profile, gflops), "GFLOP/s"},
+		{"burst_gflops", offsetof(struct trn_profile, burst_gflops), "GFLOP/s"},
 		{"mem_gbps", offsetof(struct trn_profile, mem_gbps), "GB/s"},
 		{"h2d_gbps", offsetof(struct trn_profile, h2d_gbps), "GB/s"},
 		{"d2h_gbps", offsetof(struct trn_profile, d2h_gbps), "GB/s"},
@@ -186,11 +189,9 @@ int trn_profiles_save(const char *path, const struct trn_profile *p, int n)
 		const struct {
 			const char *key;
 			double v;
-		} nums[] = {{"gflops", p[i].gflops},
-			    {"mem_gbps", p[i].mem_gbps},
-			    {"h2d_gbps", p[i].h2d_gbps},
-			    {"d2h_gbps", p[i].d2h_gbps},
-			    {"reduce_gbps", p[i].reduce_gbps}};
+		} nums[] = {{"gflops", p[i].gflops},	 {"burst_gflops", p[i].burst_gflops},
+			    {"mem_gbps", p[i].mem_gbps}, {"h2d_gbps", p[i].h2d_gbps},
+			    {"d2h_gbps", p[i].d2h_gbps}, {"reduce_gbps", p[i].reduce_gbps}};
 
 		fprintf(f, "  - name: %s\n", p[i].name);
 		fprintf(f, "    kind: %s\n", p[i].kind);

@@ -32,6 +32,8 @@ static void test_good(void **state)
 	assert_string_equal(p[0].kind, "cuda");
 	assert_false(p[0].emulated);
 	assert_true(p[0].gflops == 50000);
+	assert_true(p[0].burst_gflops == 60000);
+	assert_true(p[1].burst_gflops == 0); /* absent: unknown */
 	assert_true(p[0].mem_gbps == 3000);
 	assert_true(p[0].h2d_gbps == 25);
 	assert_true(p[0].d2h_gbps == 26);
@@ -48,7 +50,7 @@ static void test_good(void **state)
 	assert_int_equal(trn_profile_find(p, n, "nope"), -1);
 	/* max is honoured */
 	assert_int_equal(trn_profiles_load(trn_fixture("prof_good.yaml"), p, 1, &err), -E2BIG);
-	assert_int_equal(err.line, 12);
+	assert_int_equal(err.line, 13);
 }
 
 static void test_example(void **state)
@@ -80,6 +82,7 @@ static void test_round_trip(void **state)
 	snprintf(p[0].name, sizeof(p[0].name), "h200");
 	snprintf(p[0].kind, sizeof(p[0].kind), "cuda");
 	p[0].gflops = 51234.5;
+	p[0].burst_gflops = 61000.5;
 	p[0].mem_gbps = 4100.25;
 	p[0].h2d_gbps = 50.5;
 	p[0].d2h_gbps = 49.75;
@@ -89,6 +92,7 @@ static void test_round_trip(void **state)
 	snprintf(p[1].kind, sizeof(p[1].kind), "host");
 	p[1].emulated = true;
 	p[1].gflops = 2.5;
+	p[1].burst_gflops = 0; /* unknown: left out, read back as 0 */
 	snprintf(p[1].source, sizeof(p[1].source), "stated");
 	assert_int_equal(trn_profiles_save(path, p, 2), 0);
 	assert_int_equal(trn_profiles_load(path, q, 2, &err), 2);
@@ -98,6 +102,7 @@ static void test_round_trip(void **state)
 		assert_string_equal(p[i].source, q[i].source);
 		assert_int_equal(p[i].emulated, q[i].emulated);
 		assert_true(p[i].gflops == q[i].gflops);
+		assert_true(p[i].burst_gflops == q[i].burst_gflops);
 		assert_true(p[i].mem_gbps == q[i].mem_gbps);
 		assert_true(p[i].h2d_gbps == q[i].h2d_gbps);
 		assert_true(p[i].d2h_gbps == q[i].d2h_gbps);
