@@ -12,6 +12,9 @@
 #     --bootstrap-timeout, naming the address and the flag; rank 0 whose
 #     peers never come: the same; a rank whose rank 0 is killed mid-run
 #     exits non-zero instead of hanging;
+#   - --replan with profiles 10x apart on one CPU: the split is re-planned
+#     from the measured speeds at a step boundary, said on rank 0, and the
+#     weights stay identical on both ranks;
 #   - a device that computes far from its profile (a host profile claiming
 #     500 GFLOP/s): warned once, with both figures.
 # Exits 77 when something it needs is absent.
@@ -97,6 +100,28 @@ grep -Eq 'efficiency = mixed samples/s .*: plan [0-9.]+%, even [0-9.]+%' "$TMP/e
 	fail "no efficiency line"
 [ "$(grep -c 'weights identical on all 2 ranks: yes' "$TMP/eff")" -eq 2 ] ||
 	fail "mixed jobs: weights not identical"
+
+echo "## --replan, one process per rank: profiles 10x apart, the same CPU under both"
+cat >"$TMP/wrong.yaml" <<'EOF'
+devices:
+  - name: cpu-a
+    kind: host
+    gflops: 30
+    mem_gbps: 5
+  - name: cpu-b
+    kind: host
+    gflops: 3
+    mem_gbps: 5
+EOF
+COMMON=(--model "$MODEL" --profiles "$TMP/wrong.yaml" --devices cpu-a,cpu-b)
+ranks replan --scheme dp --steps 5 --warmup 1 --replan 0.2
+cat "$TMP/replan"
+grep -Eq "re-planned from the measured speeds .*samples per rank 1[0-9][0-9],[0-9]+ -> " \
+	"$TMP/replan.r0" || fail "--replan: the 10x split was not re-planned"
+grep -Eq 're-planned [0-9]+ time\(s\)' "$TMP/replan" || fail "--replan: not in the report"
+grep -q 'weights identical on all 2 ranks: yes' "$TMP/replan" ||
+	fail "--replan: weights not identical after re-planning"
+COMMON=(--model "$MODEL" --profiles "$PROF" --devices emu-fast,emu-slow)
 
 echo "## a rank that cannot reach the bootstrap"
 port=$(free_port)

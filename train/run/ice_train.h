@@ -40,6 +40,8 @@ struct itr_job {
 	double lr;
 	double overlap; /* trn_net.overlap given to the predictor (< 0: the DP tails') */
 	int dp_tail;	/* DP: micro-batches run backward layer by layer (0: auto) */
+	double replan;	/* DP: re-plan when the step drifts this far from the
+			 * prediction (0.1: 10 %; 0: never) */
 	uint32_t seed;
 	bool quiet;
 	char trace[256]; /* --trace: events appended to this file ("" = none) */
@@ -52,6 +54,8 @@ struct itr_rank_result {
 	int first, nlayers; /* PP: layers of this stage */
 	double compute_s;   /* per timed step: matmuls (and emulation padding) */
 	double gflops;	    /* the matmuls' FLOP / their seconds, timed steps */
+	int replans;	    /* --replan: how often the split was re-planned */
+	int replan_step[8]; /* the steps of the first re-plans */
 	double exposed_s;   /* per timed step: waiting for communication */
 	double update_s;    /* per timed step: optimizer and copies */
 	double wait_act_s;  /* PP, per timed step: waiting for activations (in exposed_s) */

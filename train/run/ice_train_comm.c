@@ -63,6 +63,13 @@ static int cop_run(struct itr_cthread *t, struct itr_cop *op)
 			ret = tp_dev_comm_ops(t->d)->from_host(op->buf, op->hbuf, op->count * 4);
 		return ret;
 	}
+	case COP_OOB_MAX: {
+		int ret = 0;
+
+		for (size_t i = 0; i < op->count && ret == 0; i++)
+			ret = tp_comm_oob_max(t->c, &op->dv[i]);
+		return ret;
+	}
 	}
 	return -EINVAL;
 }

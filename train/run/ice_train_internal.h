@@ -25,8 +25,9 @@ enum itr_cop_kind {
 	COP_ALLREDUCE,
 	COP_SEND,
 	COP_RECV,
-	COP_RS, /* a bucket's gradient reduce-scattered into the owners' shards */
-	COP_AG, /* a bucket's updated shards all-gathered */
+	COP_RS,	     /* a bucket's gradient reduce-scattered into the owners' shards */
+	COP_AG,	     /* a bucket's updated shards all-gathered */
+	COP_OOB_MAX, /* count doubles at dv: the maximum over the ranks (out of band) */
 };
 
 /* One queued operation; the poster owns it and waits for done. */
@@ -36,6 +37,7 @@ struct itr_cop {
 	size_t count;
 	int peer;
 	float *hbuf;	      /* RS, AG: buf's host copy (buf itself on host memory) */
+	double *dv;	      /* OOB_MAX: the values */
 	const size_t *counts; /* RS, AG: every rank's shard of buf */
 	size_t mine;	      /* RS, AG: where this rank's shard starts in buf */
 	int ret;
@@ -82,6 +84,7 @@ enum itr_ev_kind {
 	EV_RS,
 	EV_AG,
 	EV_UPD,
+	EV_OOB, /* --replan: the step's exchange of speeds and times */
 };
 
 struct itr_ev {
@@ -149,8 +152,12 @@ struct itr_rank {
 	size_t hscratch_len;
 
 	struct trn_dp_plan dp; /* the split used (the same on every rank) */
+	struct trn_net net;    /* calibrated (for re-plans) */
 	double t_compute, t_exposed, t_update;
-	double mm_s, mm_flops;			     /* matrix multiplies: seconds and FLOP */
+	double mm_s, mm_flops; /* matrix multiplies: seconds and FLOP */
+	double gflops_ema;     /* --replan: this rank's speed, smoothed over its steps */
+	int last_replan;       /* --replan: the step of the last re-plan (or of the start) */
+	struct itr_cop op_oob; /* --replan: the step's exchange of speeds and times */
 	double t_wait_act, t_wait_grad, t_wait_send; /* PP: parts of t_exposed */
 	double t_handoff;			     /* PP: thread hand-offs inside the waits */
 	struct itr_ev *ev;			     /* --trace: events of this rank */

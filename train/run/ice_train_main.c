@@ -43,6 +43,7 @@ struct opts {
 	int dp_tail;	    /* 0: auto */
 	int optim;	    /* enum trn_optim */
 	double lr, overlap; /* overlap < 0: from the schedule */
+	double replan;	    /* DP: re-plan threshold (0: never) */
 	uint32_t seed;
 	bool efficiency, json;
 	struct tp_opts tp;
@@ -129,6 +130,9 @@ static const struct ice_cfg_field train_fields[] = {
 	F("overlap", ICE_CFG_DOUBLE, overlap, .min = 0, .max = 1,
 	  .help = "share of backward the predictor may hide the DP\nall-reduce behind (default: "
 		  "the tail's)"),
+	F("replan", ICE_CFG_DOUBLE, replan, .min = 0, .max = 10, .arg = "X",
+	  .help = "DP, planned split: re-plan it from the ranks' measured\nspeeds when a step is "
+		  "more than X (0.1: 10%) off the\nprediction (default 0: never)"),
 	F("efficiency", ICE_CFG_BOOL, efficiency, .flags = ICE_CFG_SWITCH,
 	  .help = "run each device group alone, then the mixed job with\nthe planned and the "
 		  "even split; print the efficiency"),
@@ -151,6 +155,10 @@ static int train_finish(void *obj, const char *path, struct ice_cfg_err *err)
 	if (o->tp.rank >= 0 && o->tp.netns != NULL)
 		return ice_cfg_fail(err, path, "netns",
 				    "--rank runs one rank here; --netns starts them all");
+	if (o->replan > 0 && o->scheme == ITR_PP)
+		return ice_cfg_fail(err, path, "replan",
+				    "data parallel only (moving layers between pipeline stages is "
+				    "not done)");
 	if (o->tp.rank < 0 && o->nranks > 0)
 		return ice_cfg_fail(err, path, "nranks",
 				    "goes with --rank (local ranks: one per device of --devices)");
@@ -433,6 +441,18 @@ static void print_job(const struct job_out *jo)
 		       "%.4f s)\n",
 		       res->pp.micro_batches, res->pp.step_s, res->pp.est_s);
 	}
+	if (j->scheme == ITR_DP && res->rank[0].replans > 0) {
+		const struct itr_rank_result *r0 = &res->rank[0];
+		int shown = r0->replans < 8 ? r0->replans : 8;
+
+		printf("   re-planned %d time(s) (--replan %.0f%%), after step", r0->replans,
+		       j->replan * 100);
+		for (int i = 0; i < shown; i++)
+			printf("%s %d", i ? "," : "", r0->replan_step[i]);
+		printf("%s; the split above is the last one, the prediction below that "
+		       "split's\n",
+		       r0->replans > shown ? ", ..." : "");
+	}
 	if (j->scheme == ITR_DP && j->ndev > 1) {
 		printf("   backward layer by layer over the last micro-batches (the all-reduce "
 		       "hides behind them):");
@@ -542,6 +562,7 @@ static json_t *job_json(const struct job_out *jo)
 		}
 		json_object_set_new(x, "compute_s", json_real(rr->compute_s));
 		json_object_set_new(x, "gflops_measured", json_real(rr->gflops));
+		json_object_set_new(x, "replans", json_integer(rr->replans));
 		json_object_set_new(x, "exposed_comm_s", json_real(rr->exposed_s));
 		json_object_set_new(x, "update_s", json_real(rr->update_s));
 		json_object_set_new(x, "cpu_s", json_real(rr->cpu_s));
@@ -722,6 +743,7 @@ static void job_init(struct itr_job *j, const struct opts *o, const struct trn_m
 	j->lr = o->lr;
 	j->overlap = o->overlap; /* < 0: from the DP tails (trn_dp_tails) */
 	j->dp_tail = o->dp_tail;
+	j->replan = o->replan;
 	j->seed = o->seed;
 	if (o->trace[0] != '\0')
 		snprintf(j->trace, sizeof(j->trace), "%s", o->trace);

@@ -27,7 +27,7 @@
 /* --trace event names, in enum itr_ev_kind's order */
 static const char *const ev_name[] = {
 	"fwd",	     "bwd", "recv_act",	      "recv_grad", "send_act", "send_grad",
-	"allreduce", "wgt", "reduce_scatter", "allgather", "update"};
+	"allreduce", "wgt", "reduce_scatter", "allgather", "update",   "replan_exchange"};
 
 static double cpu_seconds(void)
 {
@@ -243,17 +243,11 @@ static int setup_acts(struct itr_rank *k, int row0, int nrows, bool first, bool 
 	return 0;
 }
 
-static void free_rank(struct itr_rank *k)
+/* What setup_acts() made (a re-planned split sets them up again). */
+static void free_acts(struct itr_rank *k)
 {
 	const struct dev_mem_ops *o = k->ops;
 
-	if (o == NULL)
-		return;
-	o->free(k->wblk);
-	if (!k->host) {
-		free(k->wmblk);
-		free(k->gh);
-	}
 	for (int s = 0; k->act != NULL && s < k->nslots; s++) {
 		for (int j = 0; k->act[s] != NULL && j <= k->nl; j++)
 			o->free(k->act[s][j]);
@@ -267,14 +261,8 @@ static void free_rank(struct itr_rank *k)
 	}
 	o->free(k->tmp[0]);
 	o->free(k->tmp[1]);
-	o->free(k->grad);
 	o->free(k->x);
 	o->free(k->negt);
-	free(k->hscratch);
-	free(k->w);
-	free(k->wm);
-	free(k->goff);
-	free(k->bk);
 	free(k->act);
 	free(k->xin);
 	free(k->dytop);
@@ -285,6 +273,34 @@ static void free_rank(struct itr_rank *k)
 	free(k->op_rgrad);
 	free(k->dy);
 	free(k->dtop);
+	k->act = NULL;
+	k->dy = NULL;
+	k->tmp[0] = k->tmp[1] = NULL;
+	k->x = k->negt = NULL;
+	k->xin = NULL;
+	k->dytop = k->gsend = NULL;
+	k->op_fwd = k->op_bwd = k->op_ract = k->op_rgrad = NULL;
+	k->dtop = NULL;
+}
+
+static void free_rank(struct itr_rank *k)
+{
+	const struct dev_mem_ops *o = k->ops;
+
+	if (o == NULL)
+		return;
+	o->free(k->wblk);
+	if (!k->host) {
+		free(k->wmblk);
+		free(k->gh);
+	}
+	free_acts(k);
+	o->free(k->grad);
+	free(k->hscratch);
+	free(k->w);
+	free(k->wm);
+	free(k->goff);
+	free(k->bk);
 	free(k->pp_ops);
 	free(k->ev);
 }
@@ -451,12 +467,113 @@ static int finish(struct itr_rank *k)
 	return ret;
 }
 
+/* --replan: a rank's speed is smoothed over its steps with this weight on
+ * the newest */
+#define ITR_EMA_ALPHA 0.5
+
+static void split_str(const struct trn_dp_plan *p, int n, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int r = 0; r < n; r++)
+		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%d", r ? "," : "",
+					p->samples[r]);
+}
+
+/*
+ * DP, --replan: after each step every rank smooths its own speed (matrix
+ * multiply FLOP per second of the step, exponentially, ITR_EMA_ALPHA), and
+ * the ranks exchange their speeds and step times (a maximum over the
+ * ranks, through the communication thread, out of band). The exchange
+ * gives every rank the same figures, so all decide alike: when the step
+ * (the slowest rank's) is further from the prediction than --replan, and
+ * the last re-plan is two steps back, the split is planned again from the
+ * measured speeds, and a new split takes effect at this step boundary
+ * (activations and input rows set up again for the new rows).
+ */
+static int adapt(struct itr_rank *k, int step, double step_s, double flops, double secs)
+{
+	const struct itr_job *j = k->job;
+	struct trn_profile dev[TRN_MAX_DEVICES];
+	double v[TRN_MAX_DEVICES + 1], g = secs > 0 ? flops / secs / 1e9 : 0, drift;
+	struct trn_net net = k->net;
+	struct trn_dp_plan p;
+	char was[256], now[256];
+	int ret, n = k->n, row0 = 0;
+
+	if (g > 0 && (step >= j->warmup || step > 0))
+		k->gflops_ema = k->gflops_ema > 0
+					? ITR_EMA_ALPHA * g + (1 - ITR_EMA_ALPHA) * k->gflops_ema
+					: g;
+	for (int r = 0; r < n; r++)
+		v[r] = 0;
+	v[k->r] = k->gflops_ema;
+	v[n] = step_s;
+	k->op_oob.dv = v;
+	itr_cop_post(&k->ct, &k->op_oob, COP_OOB_MAX, NULL, (size_t)n + 1, 0);
+	ret = itr_wait_op(k, &k->op_oob, EV_OOB);
+	if (ret < 0)
+		return ret;
+	if (step < j->warmup || step - k->last_replan < 2 || !(k->dp.step_s > 0))
+		return 0;
+	drift = v[n] / k->dp.step_s - 1;
+	if (fabs(drift) <= j->replan)
+		return 0;
+	for (int r = 0; r < n; r++) {
+		dev[r] = j->dev[r];
+		if (v[r] > 0)
+			dev[r].gflops = v[r];
+	}
+	net.overlap = j->overlap; /* < 0: from the new tails */
+	memset(&p, 0, sizeof(p));
+	ret = trn_plan_dp_tailed(k->m, dev, n, &net, false, j->dp_tail, &p);
+	if (ret < 0)
+		return ret;
+	k->last_replan = step;
+	if (k->me->replans < (int)(sizeof(k->me->replan_step) / sizeof(k->me->replan_step[0])))
+		k->me->replan_step[k->me->replans] = step;
+	k->me->replans++;
+	split_str(&k->dp, n, was, sizeof(was));
+	split_str(&p, n, now, sizeof(now));
+	if (k->r == 0) {
+		fprintf(stderr,
+			"ice-train: job '%s', step %d: measured step %.4f s, predicted %.4f s "
+			"(%+.1f%%, beyond --replan %.0f%%): re-planned from the measured speeds "
+			"(GFLOP/s",
+			j->label, step, v[n], k->dp.step_s, drift * 100, j->replan * 100);
+		for (int r = 0; r < n; r++)
+			fprintf(stderr, "%s %.2f (profile %.2f)", r ? "," : "", v[r],
+				j->dev[r].gflops);
+		fprintf(stderr, "): samples per rank %s -> %s, predicted %.4f s\n", was, now,
+			p.step_s);
+		k->res->dp = p;
+	}
+	if (strcmp(was, now) == 0 && memcmp(p.tail, k->dp.tail, sizeof(p.tail)) == 0) {
+		k->dp = p;
+		return 0;
+	}
+	k->dp = p;
+	k->me->samples = p.samples[k->r];
+	for (int r = 0; r < k->r; r++)
+		row0 += p.samples[r];
+	free_acts(k);
+	k->nslots = p.tail[k->r] > 1 ? p.tail[k->r] : 1;
+	ret = setup_acts(k, row0, k->me->samples, true, true);
+	if (ret < 0)
+		ice_err(ICE_SUB_BENCH, "rank %d: re-planned split: cannot set up %d rows: %s", k->r,
+			k->me->samples, strerror(-ret));
+	return ret;
+}
+
 static int train(struct itr_rank *k)
 {
 	const struct itr_job *j = k->job;
 	int total = j->warmup + j->steps;
 	struct trn_emu emu0;
-	double cpu0 = 0, wall0 = 0;
+	double cpu0 = 0, wall0 = 0, f0, s0;
+	bool adaptive =
+		j->replan > 0 && j->scheme == ITR_DP && j->split == ITR_SPLIT_PLAN && k->n > 1;
 	int ret;
 
 	k->me->step_end_ns[0] = ice_now_ns();
@@ -472,6 +589,8 @@ static int train(struct itr_rank *k)
 			wall0 = ice_now_s();
 		}
 		k->loss = 0;
+		f0 = k->mm_flops;
+		s0 = k->mm_s;
 		ret = j->scheme == ITR_DP ? itr_dp_step(k, k->me->samples)
 					  : itr_pp_step(k, step + 1 < total);
 		if (ret < 0) {
@@ -480,6 +599,15 @@ static int train(struct itr_rank *k)
 			return ret;
 		}
 		k->me->step_end_ns[step + 1] = ice_now_ns();
+		if (adaptive && step + 1 < total) {
+			ret = adapt(
+				k, step,
+				(double)(k->me->step_end_ns[step + 1] - k->me->step_end_ns[step]) *
+					1e-9,
+				k->mm_flops - f0, k->mm_s - s0);
+			if (ret < 0)
+				return ret;
+		}
 	}
 	k->me->wall_s = ice_now_s() - wall0;
 	k->me->cpu_s = cpu_seconds() - cpu0;
@@ -565,6 +693,8 @@ static int run_rank(struct itr_rank *k, struct tp_comm_cfg *cc)
 	ret = plan_job(k, &net);
 	if (ret < 0)
 		goto out;
+	k->net = net;
+	k->last_replan = -2;
 	if (k->r == 0)
 		k->res->net = net;
 	if (j->scheme == ITR_DP) {
