@@ -135,6 +135,7 @@ cat "$TMP/unreach"
 [ $((t1 - t0)) -le 8 ] || fail "unreachable bootstrap: took $((t1 - t0)) s with a 2 s timeout"
 grep -q "cannot join rank 0 at 127.23.0.1:$port within 2 s (--bootstrap-timeout)" \
 	"$TMP/unreach" || fail "unreachable bootstrap: the message does not name it"
+pgrep -f -- "--bootstrap 127.23.0.1:$port" && fail "a process of the failed rank is left"
 
 echo "## rank 0 whose peer never joins"
 port=$(free_port)
@@ -147,6 +148,7 @@ grep -q "did not all join at 127.23.0.1:$port within 2 s (--bootstrap-timeout)" 
 	fail "lonely rank 0: the message does not name the address"
 python3 -c 'import socket,sys; socket.socket().bind(("127.23.0.1", int(sys.argv[1])))' "$port" ||
 	fail "rank 0 left its rendezvous port $port bound"
+pgrep -f -- "--bootstrap 127.23.0.1:$port" && fail "a process of the lonely rank 0 is left"
 
 echo "## rank 0 killed during the run: rank 1 ends too"
 port=$(free_port)
@@ -168,6 +170,7 @@ cat "$TMP/orphan"
 [ "$rc" -ne 0 ] || fail "rank 1 exited 0 after rank 0 was killed"
 [ "$rc" -ne 124 ] || fail "rank 1 hung after rank 0 was killed (ended by timeout)"
 echo "rank 1 exited $rc, $((t1 - t0)) s after the start (rank 0 killed at 4 s)"
+pgrep -f -- "--bootstrap 127.23.0.1:$port" && fail "a rank of the killed run is left"
 
 echo "## a profile far from the device"
 cat >"$TMP/claim.yaml" <<'EOF'
