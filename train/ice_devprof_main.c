@@ -4,7 +4,8 @@
  * of transport/dev.h, or write a stated (emulated) one.
  *
  *   ice-devprof [--kind host|cuda|hip] [--name NAME] [--seconds S] [--sustain S]
- *               [--comm-load X] [--m 8 --n 1024 --k 1024] [--mb 64] [-o FILE]
+ *               [--comm-load X] [--weights-mb 32] [--m 8 --n 1024 --k 1024] [--mb 64]
+ *               [-o FILE]
  *   ice-devprof --emulate NAME --gflops X [--mem-gbps X] [--h2d-gbps X]
  *               [--d2h-gbps X] [--reduce-gbps X] [-o FILE]
  *
@@ -17,12 +18,15 @@
  * (for sgemm: the burst figure). Then sgemm runs back to back for --sustain
  * seconds (default 5: fifty periods of a CFS quota's default 100 ms, so a
  * cpu.max / cfs_quota_us throttle, power or thermal limits show) with a
- * stand-in for ice-train's communication thread beside it (f32 sums over a
- * 1 MiB bucket, the arithmetic of an all-reduce, for --comm-load of every
- * 10 ms; asleep otherwise): FLOP over the window's wall time is the
- * sustained figure, the profile's gflops (what the planner uses);
- * burst_gflops keeps the burst. With -o the profile replaces the one of the same name in FILE (or
- * is added); without, it goes to stdout. Exit: 0, 1 failure, 2 bad flags.
+ * stand-in for ice-train's communication thread beside it (f32 sums over a 1
+ * MiB bucket, the arithmetic of an all-reduce, for --comm-load of every 10
+ * ms; asleep otherwise), the B matrix (the weights) taken in turn from
+ * --weights-mb MiB of them (default 32, about ice-train's model: out of
+ * cache, as in a step); FLOP over the window's wall time is the sustained
+ * figure, the profile's gflops (what the planner uses); burst_gflops keeps
+ * the burst. With -o the profile replaces the one of the same name in FILE
+ * (or is added); without, it goes to stdout. Exit: 0, 1 failure, 2 bad
+ * flags.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -47,6 +51,7 @@ struct devprof_cfg {
 	int kind;
 	double seconds;
 	double sustain, comm_load;
+	int64_t weights_mb;
 	int64_t m, n, k, mb;
 	char output[512];
 	char emulate[TRN_NAME_MAX];
@@ -68,6 +73,9 @@ static const struct ice_cfg_field devprof_fields[] = {
 	F("sustain", ICE_CFG_DOUBLE, sustain, .min = 0.1, .max = 3600,
 	  .help = "sgemm back to back this long for the sustained\nfigure, the profile's gflops "
 		  "(default 5)"),
+	F("weights_mb", ICE_CFG_INT, weights_mb, .min = 0, .max = 65536,
+	  .help = "MiB of weight matrices the sustained sgemm goes\nthrough in turn, as a model's "
+		  "layers (default 32;\n0: one, cache-hot)"),
 	F("comm_load", ICE_CFG_DOUBLE, comm_load, .min = 0, .max = 0.9,
 	  .help = "share of time the communication thread's stand-in\nis busy during --sustain "
 		  "(default 0.1)"),
@@ -130,7 +138,9 @@ static int devprof_finish(void *obj, const char *path, struct ice_cfg_err *err)
 struct bench {
 	const struct dev_mem_ops *ops;
 	void *a, *b, *c; /* device buffers */
-	void *h;	 /* pinned host buffer */
+	void *wb;	 /* sustained: nb matrices like b in turn (weights from memory) */
+	int nb;
+	void *h; /* pinned host buffer */
 	size_t len;
 	int m, n, k;
 };
@@ -251,6 +261,10 @@ static int measure_sustained(struct bench *b, double window, double load, double
 	double t0, ts, c0, slice = window / 10, worst = 0;
 	int ret = 0;
 
+	void *b0 = b->b;
+	size_t bsz = (size_t)b->k * (size_t)b->n * sizeof(float);
+	int i = 0;
+
 	atomic_init(&cl.quit, false);
 	if (load > 0 && pthread_create(&cl.th, NULL, comm_load_main, &cl) != 0)
 		return -EAGAIN;
@@ -259,6 +273,8 @@ static int measure_sustained(struct bench *b, double window, double load, double
 	while (ret == 0) {
 		double now;
 
+		if (b->nb > 0)
+			b->b = (char *)b->wb + (size_t)(i++ % b->nb) * bsz;
 		ret = run_sgemm(b);
 		done += units;
 		sdone += units;
@@ -280,6 +296,7 @@ static int measure_sustained(struct bench *b, double window, double load, double
 		atomic_store(&cl.quit, true);
 		pthread_join(cl.th, NULL);
 	}
+	b->b = b0;
 	*slow = worst;
 	*load_s = cl.busy_s;
 	return ret;
@@ -338,6 +355,13 @@ static int profile_device(const struct devprof_cfg *c, struct trn_profile *p)
 		ret = fill(ops, b.b, (size_t)b.k * b.n * sizeof(float));
 	if (ret == 0)
 		ret = measure(&b, run_sgemm, 2.0 * b.m * b.n * b.k, share, &rate);
+	b.nb = (int)(((size_t)c->weights_mb << 20) / ((size_t)b.k * b.n * sizeof(float)));
+	if (ret == 0 && b.nb > 0) {
+		size_t wlen = (size_t)b.nb * b.k * b.n * sizeof(float);
+
+		b.wb = ops->alloc(wlen);
+		ret = b.wb == NULL ? -ENOMEM : fill(ops, b.wb, wlen);
+	}
 	if (ret == 0) {
 		double slow, load_s, cpu = 0;
 
@@ -348,12 +372,14 @@ static int profile_device(const struct devprof_cfg *c, struct trn_profile *p)
 			ice_info(ICE_SUB_COMMON,
 				 "%s: sgemm burst %.2f GFLOP/s (best repetition), sustained %.2f "
 				 "GFLOP/s over %.1f s (slowest tenth %.2f) beside a communication "
-				 "load of %.0f%% (%.2f s busy); CPU %.2f s per s",
+				 "load of %.0f%% (%.2f s busy), %d weight matrices in turn; CPU "
+				 "%.2f s per s",
 				 c->name, p->burst_gflops, p->gflops, c->sustain, slow / 1e9,
-				 c->comm_load * 100, load_s, cpu);
+				 c->comm_load * 100, load_s, b.nb > 0 ? b.nb : 1, cpu);
 		}
 	}
 out_gemm:
+	ops->free(b.wb);
 	ops->free(b.c);
 	ops->free(b.b);
 	ops->free(b.a);
@@ -446,6 +472,7 @@ int main(int argc, char **argv)
 					 .seconds = 2,
 					 .sustain = 5,
 					 .comm_load = 0.1,
+					 .weights_mb = 32,
 					 .m = 8,
 					 .n = 1024,
 					 .k = 1024,
@@ -453,7 +480,7 @@ int main(int argc, char **argv)
 	struct ice_cfg_cli cli = {
 		.tool = "ice-devprof",
 		.synopsis = "usage: ice-devprof [--kind host|cuda|hip] [--name NAME] [--seconds S] "
-			    "[--sustain S] [--comm-load X]\n"
+			    "[--sustain S] [--comm-load X] [--weights-mb MIB]\n"
 			    "                   [--m M --n N --k K] [--mb MIB] [-o FILE]\n"
 			    "       ice-devprof --emulate NAME --gflops X [--mem-gbps X] "
 			    "[--h2d-gbps X] [--d2h-gbps X] [--reduce-gbps X] [-o FILE]",
