@@ -513,9 +513,8 @@ int main(int argc, char **argv)
 		if (ret < 0)
 			return 1;
 		ice_info(ICE_SUB_COMMON,
-			 "%s (%s): sgemm %lldx%lldx%lld %.2f GFLOP/s sustained, mem %.2f GB/s, h2d "
-			 "%.2f "
-			 "GB/s, d2h %.2f GB/s, reduce %.2f GB/s",
+			 "%s (%s): sgemm %lldx%lldx%lld %.2f GFLOP/s sustained, "
+			 "mem %.2f GB/s, h2d %.2f GB/s, d2h %.2f GB/s, reduce %.2f GB/s",
 			 p.name, p.kind, (long long)cfg.m, (long long)cfg.n, (long long)cfg.k,
 			 p.gflops, p.mem_gbps, p.h2d_gbps, p.d2h_gbps, p.reduce_gbps);
 	}

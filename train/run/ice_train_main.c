@@ -635,9 +635,6 @@ static void print_targets(const struct job_out *jobs, int njobs, enum itr_scheme
 		       late ? "; some job was CPU-bound, see its WARNING" : "");
 }
 
-/* Run one job: its ranks started here (tp_launch_ranks), or, in --rank
- * mode (ctl), this process's rank of it (itr_ctl_run). -errno on a failure
- * that ends the run. */
 /* A rank that computes far from its profile: warned once per device (the
  * plan assumed the profile). */
 #define ITR_PROFILE_OFF 0.25
@@ -661,18 +658,18 @@ static void check_profiles(const struct job_out *jo, const char *path)
 			continue;
 		snprintf(warned[nwarned++], TRN_NAME_MAX, "%s", p->name);
 		fprintf(stderr,
-			"ice-train: warning: device '%s' (rank %d of job '%s') computed %.2f "
-			"GFLOP/s "
-			"in its matrix multiplies, its profile (%s) says %.2f GFLOP/s (%+.0f%%, "
-			"more "
-			"than %.0f%% off): the split was planned for the profile; measure the "
-			"device "
-			"again (ice-devprof)\n",
+			"ice-train: warning: device '%s' (rank %d of job '%s') computed "
+			"%.2f GFLOP/s in its matrix multiplies, its profile (%s) says "
+			"%.2f GFLOP/s (%+.0f%%, more than %.0f%% off): the split was planned "
+			"for the profile; measure the device again (ice-devprof)\n",
 			p->name, jo->job.grank[r], jo->job.label, g, path, p->gflops,
 			(g / p->gflops - 1) * 100, ITR_PROFILE_OFF * 100);
 	}
 }
 
+/* Run one job: its ranks started here (tp_launch_ranks), or, in --rank
+ * mode (ctl), this process's rank of it (itr_ctl_run). -errno on a failure
+ * that ends the run. */
 static int run_job(struct opts *o, struct itr_ctl *ctl, struct job_out *jo)
 {
 	struct itr_rank_arg arg;

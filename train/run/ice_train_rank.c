@@ -538,9 +538,9 @@ static int adapt(struct itr_rank *k, int step, double step_s, double flops, doub
 	split_str(&p, n, now, sizeof(now));
 	if (k->r == 0) {
 		fprintf(stderr,
-			"ice-train: job '%s', step %d: measured step %.4f s, predicted %.4f s "
-			"(%+.1f%%, beyond --replan %.0f%%): re-planned from the measured speeds "
-			"(GFLOP/s",
+			"ice-train: job '%s', step %d: measured step %.4f s, predicted "
+			"%.4f s (%+.1f%%, beyond --replan %.0f%%): re-planned from the "
+			"measured speeds (GFLOP/s",
 			j->label, step, v[n], k->dp.step_s, drift * 100, j->replan * 100);
 		for (int r = 0; r < n; r++)
 			fprintf(stderr, "%s %.2f (profile %.2f)", r ? "," : "", v[r],
