@@ -240,6 +240,14 @@ int ctl_plan_rates(struct ctl_planner *p, struct ctl_demand *d, int which, doubl
  * changed NULL: every flow. 0 or -errno. */
 int ctl_plan_rates_changed(struct ctl_planner *p, struct ctl_demand *d, int which, double headroom,
 			   const bool *changed);
+/* The planner keeps the link -> flows index of its last filling (per
+ * which) and brings it up to date at each ctl_plan_rates_changed() instead
+ * of indexing every flow again (flows are matched by position: new ones
+ * appended; fewer flows than indexed rebuilds it). This checks it against
+ * d's routes: 0 when every flow's route is the one indexed and each of its
+ * links lists the flow (entries of routes a flow left may remain), -ENOENT
+ * when there is none, -EINVAL otherwise. For tests. */
+int ctl_rate_index_check(const struct ctl_planner *p, const struct ctl_demand *d, int which);
 
 /* ---- policy -------------------------------------------------------------------- */
 

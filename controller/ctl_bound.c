@@ -7,9 +7,11 @@
  * The groups and their up-link capacities depend on the topology only:
  * they are found once per planner (union-find over the links, ~10 ms at
  * k = 74) and kept; a bound is then one pass over the flows with two small
- * arrays of group loads per tier (~1-2 ms at 10^5 flows). It is recomputed
- * over every flow on each call: the planner is not told which flows left
- * since the last plan, and a bound from stale flows could be too high.
+ * arrays of group loads per tier. The loads are kept with the flows they
+ * are of (by position): a call whose flows are the last call's plus more
+ * (an arriving job) only adds the new ones (~1 ms at 10^5 flows, the check
+ * that the others are the same); any other change counts every flow again
+ * (~7-10 ms): a bound from stale flows could be too high.
  */
 #include <errno.h>
 #include <math.h>
@@ -20,14 +22,24 @@
 
 /* ---- the topology's groups, once per planner -------------------------------------- */
 
+struct ctl_bound_flow {
+	uint32_t src, dst; /* NIC ports, NONE: not counted */
+	double x;	   /* bits or bit/s */
+};
+
 struct ctl_bound_index {
 	uint32_t ntiers;  /* tiers 1 .. levels - 2 */
 	uint32_t ngroups; /* over all tiers */
 	uint32_t *grp;	  /* [ntiers][nedge] group of each edge switch */
 	double *gcap;	  /* [ngroups] up-link capacity of the group (0: none) */
 	uint32_t *edge;	  /* [nports] edge ordinal of a NIC port's switch, else NONE */
-	double *gload;	  /* [2 * ngroups] scratch: out, in */
-	double *nic;	  /* [2 * nports] scratch, zero between calls: out, in */
+	double *gload;	  /* [2 * ngroups] out, in: of the flows in led */
+	double *nic;	  /* [2 * nports] out, in: of the flows in led (others 0) */
+	/* the flows the loads are of, by position, and their bound */
+	struct ctl_bound_flow *led;
+	uint32_t nled;
+	double best;
+	bool kept;
 };
 
 static uint32_t uf_find(uint32_t *uf, uint32_t x)
@@ -48,6 +60,7 @@ void ctl_bound_index_free(struct ctl_bound_index *b)
 	free(b->edge);
 	free(b->gload);
 	free(b->nic);
+	free(b->led);
 	free(b);
 }
 
@@ -142,69 +155,168 @@ static double nic_rate(const struct topo *t, uint32_t port)
 	return (double)t->links[t->ports[port].link].rate_bps;
 }
 
+static struct ctl_bound_flow bound_flow(const struct topo *t, const struct ctl_demand *d,
+					const struct ctl_flow *f)
+{
+	if (f->src_port >= t->nports || f->dst_port >= t->nports)
+		return (struct ctl_bound_flow){.src = NONE, .dst = NONE};
+	return (struct ctl_bound_flow){
+		.src = f->src_port, .dst = f->dst_port, .x = flow_bits(d, f)};
+}
+
+/* Adds x of a flow to its NIC links and, where it leaves a group, to the
+ * group's way out and the destination group's way in (sign: +1, -1). */
+static void bound_add(const struct ctl_planner *p, struct ctl_bound_index *b,
+		      const struct ctl_bound_flow *e, double sign)
+{
+	uint32_t np = p->t->nports, es, ed;
+
+	if (e->src == NONE)
+		return;
+	b->nic[e->src] += sign * e->x;
+	b->nic[np + e->dst] += sign * e->x;
+	es = b->edge[e->src];
+	ed = b->edge[e->dst];
+	if (es == NONE || ed == NONE)
+		return;
+	for (uint32_t k = 0; k < b->ntiers; k++) {
+		uint32_t gs = b->grp[(size_t)k * p->nedge + es];
+		uint32_t gd = b->grp[(size_t)k * p->nedge + ed];
+
+		if (gs != gd) {
+			b->gload[gs] += sign * e->x;
+			b->gload[b->ngroups + gd] += sign * e->x;
+		}
+	}
+}
+
+/* The largest utilisation the flow's NIC links and groups force. */
+static double bound_of(const struct ctl_planner *p, const struct ctl_bound_index *b,
+		       const struct ctl_bound_flow *e)
+{
+	const struct topo *t = p->t;
+	double best = 0;
+	uint32_t es, ed;
+
+	if (e->src == NONE)
+		return 0;
+	if (b->nic[e->src] / nic_rate(t, e->src) > best)
+		best = b->nic[e->src] / nic_rate(t, e->src);
+	if (b->nic[t->nports + e->dst] / nic_rate(t, e->dst) > best)
+		best = b->nic[t->nports + e->dst] / nic_rate(t, e->dst);
+	es = b->edge[e->src];
+	ed = b->edge[e->dst];
+	if (es == NONE || ed == NONE)
+		return best;
+	for (uint32_t k = 0; k < b->ntiers; k++) {
+		uint32_t gs = b->grp[(size_t)k * p->nedge + es];
+		uint32_t gd = b->grp[(size_t)k * p->nedge + ed];
+
+		if (gs == gd)
+			continue;
+		if (b->gcap[gs] > 0 && b->gload[gs] / b->gcap[gs] > best)
+			best = b->gload[gs] / b->gcap[gs];
+		if (b->gcap[gd] > 0 && b->gload[b->ngroups + gd] / b->gcap[gd] > best)
+			best = b->gload[b->ngroups + gd] / b->gcap[gd];
+	}
+	return best;
+}
+
+/* NIC links: every flow crosses its source NIC's link up, its destination's
+ * down. Cuts: demand from a group's hosts to hosts outside must leave
+ * through the group's links to tier + 1, and come in the same way, so max
+ * utilisation >= demand / those links' capacity.
+ *
+ * The loads are kept with the flows they are of (by position): a call whose
+ * flows only add to the last call's (the same flows first, more after;
+ * an arriving job) adds theirs and reads only their links and groups (the
+ * others' can only have grown); any other change (a flow gone or changed)
+ * counts every flow again. */
 double ctl_bound(struct ctl_planner *p, const struct ctl_demand *d)
 {
 	const struct topo *t = p->t;
 	struct ctl_bound_index *b = p->bidx;
-	double best = 0, *nout, *nin, *gout, *gin;
+	struct ctl_bound_flow *led;
+	double best;
 
 	if (b == NULL) {
 		b = p->bidx = bound_index(p);
 		if (b == NULL)
 			return NAN;
 	}
-	nout = b->nic;
-	nin = b->nic + t->nports;
-	gout = b->gload;
-	gin = b->gload + b->ngroups;
-	/* NIC links: every flow crosses its source NIC's link up, its
-	 * destination's down. Cuts: demand from a group's hosts to hosts
-	 * outside must leave through the group's links to tier + 1, and come in
-	 * the same way, so max utilisation >= demand / those links' capacity. */
-	for (size_t i = 0; i < d->n; i++) {
-		const struct ctl_flow *f = &d->flows[i];
-		double x = flow_bits(d, f);
-		uint32_t es, ed;
+	if (b->kept && d->n >= b->nled) {
+		bool same = true;
 
-		if (f->src_port >= t->nports || f->dst_port >= t->nports)
-			continue;
-		nout[f->src_port] += x;
-		nin[f->dst_port] += x;
-		es = b->edge[f->src_port];
-		ed = b->edge[f->dst_port];
-		if (es == NONE || ed == NONE)
-			continue;
-		for (uint32_t k = 0; k < b->ntiers; k++) {
-			uint32_t gs = b->grp[(size_t)k * p->nedge + es];
-			uint32_t gd = b->grp[(size_t)k * p->nedge + ed];
+		for (uint32_t i = 0; i < b->nled && same; i++) {
+			struct ctl_bound_flow e = bound_flow(t, d, &d->flows[i]);
 
-			if (gs != gd) {
-				gout[gs] += x;
-				gin[gd] += x;
+			same = e.src == b->led[i].src && e.dst == b->led[i].dst &&
+			       e.x == b->led[i].x;
+		}
+		if (same) {
+			led = realloc(b->led, sizeof(*led) * (d->n + 1));
+			if (led == NULL)
+				goto fresh;
+			b->led = led;
+			best = b->best;
+			for (uint32_t i = b->nled; i < d->n; i++) {
+				led[i] = bound_flow(t, d, &d->flows[i]);
+				bound_add(p, b, &led[i], 1);
 			}
+			for (uint32_t i = b->nled; i < d->n; i++)
+				if (bound_of(p, b, &led[i]) > best)
+					best = bound_of(p, b, &led[i]);
+			b->nled = (uint32_t)d->n;
+			b->best = best;
+			return best;
 		}
 	}
-	/* the maxima, and the NIC scratch back to zero (a port's load is read
-	 * at its first flow, whole) */
+fresh:
+	/* from scratch: the kept flows' NIC loads back to zero, then every
+	 * flow counted */
+	for (uint32_t i = 0; b->kept && i < b->nled; i++)
+		if (b->led[i].src != NONE)
+			b->nic[b->led[i].src] = b->nic[t->nports + b->led[i].dst] = 0;
+	memset(b->gload, 0, sizeof(double) * 2 * b->ngroups);
+	b->kept = false;
+	best = 0;
+	led = realloc(b->led, sizeof(*led) * (d->n + 1));
+	if (led != NULL) {
+		b->led = led;
+		b->nled = (uint32_t)d->n;
+	}
 	for (size_t i = 0; i < d->n; i++) {
-		const struct ctl_flow *f = &d->flows[i];
+		struct ctl_bound_flow e = bound_flow(t, d, &d->flows[i]);
 
-		if (f->src_port >= t->nports || f->dst_port >= t->nports)
-			continue;
-		if (nout[f->src_port] / nic_rate(t, f->src_port) > best)
-			best = nout[f->src_port] / nic_rate(t, f->src_port);
-		if (nin[f->dst_port] / nic_rate(t, f->dst_port) > best)
-			best = nin[f->dst_port] / nic_rate(t, f->dst_port);
-		nout[f->src_port] = nin[f->dst_port] = 0;
+		if (led != NULL)
+			led[i] = e;
+		bound_add(p, b, &e, 1);
+	}
+	for (size_t i = 0; i < d->n; i++) {
+		struct ctl_bound_flow e = bound_flow(t, d, &d->flows[i]);
+		double x = bound_of(p, b, &e);
+
+		best = x > best ? x : best;
 	}
 	for (uint32_t g = 0; g < b->ngroups; g++) {
 		if (b->gcap[g] > 0) {
-			if (gout[g] / b->gcap[g] > best)
-				best = gout[g] / b->gcap[g];
-			if (gin[g] / b->gcap[g] > best)
-				best = gin[g] / b->gcap[g];
+			if (b->gload[g] / b->gcap[g] > best)
+				best = b->gload[g] / b->gcap[g];
+			if (b->gload[b->ngroups + g] / b->gcap[g] > best)
+				best = b->gload[b->ngroups + g] / b->gcap[g];
 		}
-		gout[g] = gin[g] = 0;
+	}
+	if (led != NULL) {
+		b->kept = true;
+		b->best = best;
+	} else {
+		/* no ledger: nothing kept, the loads back to zero */
+		for (size_t i = 0; i < d->n; i++) {
+			struct ctl_bound_flow e = bound_flow(t, d, &d->flows[i]);
+
+			if (e.src != NONE)
+				b->nic[e.src] = b->nic[t->nports + e.dst] = 0;
+		}
 	}
 	return best;
 }

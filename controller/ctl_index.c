@@ -79,6 +79,26 @@ static bool dag_nh_reserve(struct dag *g, uint32_t n)
 
 static uint32_t dag_build(struct ctl_planner *p, struct dag *g, uint32_t e, uint32_t sw, int depth);
 
+/* 1 + the node that every next hop of me (each with one path) leads to
+ * next, or 0 (ctl_path_internal.h, dag_node.gc). */
+static uint32_t dag_grandchild(const struct ctl_planner *p, const struct dag *g, uint32_t me)
+{
+	const struct dag_node *n = &g->nodes[me];
+	uint32_t gc = NONE;
+
+	for (uint32_t i = 0; i < n->n; i++) {
+		const struct dag_node *c = &g->nodes[dag_nh_at(p, g, n, i).child];
+
+		if (c->n != 1)
+			return 0;
+		if (i == 0)
+			gc = dag_nh_at(p, g, c, 0).child;
+		else if (dag_nh_at(p, g, c, 0).child != gc)
+			return 0;
+	}
+	return gc == NONE ? 0 : gc + 1;
+}
+
 /* Node me's next hops when every neighbour nbrs[lo..lo+n) leads on: built
  * children, then implicit when they all have the same path count (no
  * saturation), else an explicit list. false on ENOMEM or a child that fails. */
@@ -105,6 +125,7 @@ static bool dag_all(struct ctl_planner *p, struct dag *g, uint32_t e, uint32_t m
 		g->nodes[me].n = n;
 		g->nodes[me].stride = stride;
 		g->nodes[me].paths = (uint32_t)sum;
+		g->nodes[me].gc = stride == 1 ? dag_grandchild(p, g, me) : 0;
 		return true;
 	}
 	if (!dag_nh_reserve(g, n))
@@ -297,6 +318,12 @@ void ctl_planner_free(struct ctl_planner *p)
 	free(p->cap);
 	free(p->load);
 	ctl_bound_index_free(p->bidx);
+	ctl_rate_index_free(p->ridx[0]);
+	ctl_rate_index_free(p->ridx[1]);
+	free(p->memo);
+	free(p->minin);
+	free(p->outmin);
+	free(p->minin_at);
 	free(p);
 }
 
@@ -430,8 +457,17 @@ static int planner_index(struct ctl_planner *p)
 	p->load = calloc(2 * (t->nlinks + 1), sizeof(double));
 	if (p->dags == NULL || p->cap == NULL || p->load == NULL)
 		return -ENOMEM;
-	for (uint32_t l = 0; l < t->nlinks; l++)
+	p->tiers_adj = true;
+	for (uint32_t l = 0; l < t->nlinks; l++) {
+		uint32_t ta = t->nodes[t->ports[t->links[l].a].node].tier;
+		uint32_t tb = t->nodes[t->ports[t->links[l].b].node].tier;
+
 		p->cap[2 * l] = p->cap[2 * l + 1] = (double)t->links[l].rate_bps;
+		if (p->cap[2 * l] > p->cap_hi)
+			p->cap_hi = p->cap[2 * l];
+		if (ta + 1 != tb && tb + 1 != ta)
+			p->tiers_adj = false;
+	}
 	return 0;
 }
 
@@ -440,6 +476,8 @@ int ctl_planner_set_cap(struct ctl_planner *p, uint32_t dlink, double bps)
 	if (dlink >= 2 * p->t->nlinks || !(bps > 0))
 		return -EINVAL;
 	p->cap[dlink] = bps;
+	if (bps > p->cap_hi)
+		p->cap_hi = bps;
 	return 0;
 }
 

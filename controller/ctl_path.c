@@ -47,6 +47,7 @@ static int greedy(struct ctl_planner *p, struct ctl_demand *d, const bool *movab
 		if (movable[i])
 			ord[n++] = i;
 	qsort_r(ord, n, sizeof(uint32_t), cmp_greedy, d);
+	ctl_grow_begin(p); /* placing flows only adds load */
 	for (uint32_t i = 0; i < n; i++) {
 		struct ctl_flow *f = &d->flows[ord[i]];
 		double mx;
@@ -56,6 +57,7 @@ static int greedy(struct ctl_planner *p, struct ctl_demand *d, const bool *movab
 			break;
 		route_add(p, &f->path, flow_bits(d, f));
 	}
+	ctl_grow_end(p);
 	free(ord);
 	return ret;
 }

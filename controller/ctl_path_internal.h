@@ -50,6 +50,10 @@ struct dag_node {
 	uint32_t paths;	   /* paths from here to the destination switch (saturating) */
 	uint32_t node;	   /* topo node id */
 	uint32_t stride;   /* implicit: paths under each next hop */
+	uint32_t gc;	   /* implicit: 1 + the node every next hop leads to
+			      alone (a fat-tree's aggregation switch: each core
+			      above it has one way down to the destination, to
+			      the same aggregation switch); 0: none */
 };
 
 /* Everything toward one destination switch, built lazily. */
@@ -77,11 +81,25 @@ struct ctl_planner {
 				 switch (UINT8_MAX: none), from reach; NULL when too big */
 	struct nbr *nbrs;     /* per switch: upper then lower neighbours, port order */
 	uint32_t *up_first, *up_n, *dn_first, *dn_n;
-	struct dag **dags;	      /* [nedge] */
-	double *cap;		      /* [2 * nlinks] bit/s */
-	double *load;		      /* [2 * nlinks] scratch */
-	struct ctl_pathmap model;     /* the hash models (ctl_pathmap_model) */
-	struct ctl_bound_index *bidx; /* ctl_bound.c's groups, on first use */
+	struct dag **dags;		/* [nedge] */
+	double *cap;			/* [2 * nlinks] bit/s */
+	double *load;			/* [2 * nlinks] scratch */
+	double cap_hi;			/* >= every cap[] (set_cap raises it, never lowers) */
+	bool tiers_adj;			/* every link joins adjacent tiers: a switch of tier
+					   T is >= T hops from any NIC (ctl_route.c's floor) */
+	struct ctl_pathmap model;	/* the hash models (ctl_pathmap_model) */
+	struct ctl_bound_index *bidx;	/* ctl_bound.c's groups, on first use */
+	struct ctl_rate_index *ridx[2]; /* ctl_rate.c's link -> flows (paths, ECMP) */
+	struct ctl_memo *memo;		/* ctl_route.c's per-search scratch per DAG node */
+	uint32_t nmemo, memo_stamp;
+	/* while loads only grow (greedy placement, ctl_path.c): per switch, the
+	 * least utilisation of a link into it, read once per growth epoch (a
+	 * value read earlier stays a lower bound) */
+	double *minin;		   /* [nsw] */
+	uint32_t *minin_at;	   /* [nsw] the epoch minin[] was read in */
+	struct ctl_outmin *outmin; /* [2 * nsw] up, down: read once per epoch */
+	uint32_t grow_epoch;
+	bool growing;
 };
 
 /* The i-th next hop (i < n->n) of DAG node n. */
@@ -159,11 +177,37 @@ uint32_t *ctl_flow_order_of(const struct ctl_planner *p, const struct ctl_demand
 
 /* ---- ctl_route.c: path search over a DAG */
 
+/* The (max, sum) of utilisation below a DAG node that has one path to the
+ * NIC, valid in the search whose stamp it carries. */
+struct ctl_memo {
+	double mx, sum;
+	uint32_t stamp;
+};
+/* A switch's links up (or down), as read in a growth epoch: the least
+ * utilisation m1, the next higher m2 (INFINITY: none), and where m1 is
+ * reached (cnt positions in the list; more than CTL_OUTMIN_POS: not kept). */
+#define CTL_OUTMIN_POS 4
+struct ctl_outmin {
+	double m1, m2;
+	uint32_t at;
+	uint32_t cnt;
+	uint32_t pos[CTL_OUTMIN_POS];
+};
+/* Loads will only grow until ctl_grow_end() (0, -ENOMEM: no bounds). */
+int ctl_grow_begin(struct ctl_planner *p);
+void ctl_grow_end(struct ctl_planner *p);
+
 struct search {
 	struct ctl_planner *p;
 	const struct dag *g;
 	const struct ctl_flow *f;
 	double add; /* bits or bit/s the flow adds */
+	/* prune mode: no hop's utilisation is below this (add over the
+	 * highest capacity; 0 where tiers do not bound the hops left) */
+	double floor;
+	bool memo;	 /* prune mode: one-path tails from p->memo */
+	bool grow;	 /* and p->growing: minin[] bounds unread hops */
+	uint32_t dl_nic; /* the last hop, down to the destination NIC */
 	uint32_t dl[MAXH];
 	/* best (prune mode) */
 	double bmx, bsum;
@@ -203,6 +247,10 @@ double ctl_max_of_loads(const struct ctl_planner *p);
 /* ---- ctl_bound.c: the switch groups per tier, kept by the planner */
 struct ctl_bound_index;
 void ctl_bound_index_free(struct ctl_bound_index *b); /* NULL-safe */
+
+/* ---- ctl_rate.c: the link -> flows index of the last filling */
+struct ctl_rate_index;
+void ctl_rate_index_free(struct ctl_rate_index *x); /* NULL-safe */
 
 /* ---- ctl_search.c: local search over the routes in d (loads in p->load),
  * moving only the flows with movable[i]; kick: perturb at a local optimum

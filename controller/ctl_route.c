@@ -55,32 +55,225 @@ static void search_leaf(struct search *s, uint32_t h, double mx, double sum, uin
 	}
 }
 
+int ctl_grow_begin(struct ctl_planner *p)
+{
+	if (p->minin == NULL) {
+		p->minin = malloc(sizeof(double) * (p->nsw + 1));
+		p->minin_at = calloc(p->nsw + 1, sizeof(uint32_t));
+		p->outmin = calloc(2 * (size_t)p->nsw + 1, sizeof(*p->outmin));
+		if (p->minin == NULL || p->outmin == NULL || p->minin_at == NULL) {
+			free(p->minin);
+			free(p->outmin);
+			free(p->minin_at);
+			p->minin = NULL;
+			p->outmin = NULL;
+			p->minin_at = NULL;
+			return -ENOMEM;
+		}
+	}
+	if (++p->grow_epoch == 0) { /* wrapped: no entry may look current */
+		memset(p->minin_at, 0, sizeof(uint32_t) * p->nsw);
+		memset(p->outmin, 0, sizeof(*p->outmin) * 2 * p->nsw);
+		p->grow_epoch = 1;
+	}
+	p->growing = true;
+	return 0;
+}
+
+void ctl_grow_end(struct ctl_planner *p)
+{
+	p->growing = false;
+}
+
+/* The least utilisation of a link into switch sw from its neighbours, read
+ * once per growth epoch. */
+static double sw_minin(struct ctl_planner *p, uint32_t sw)
+{
+	uint32_t lo = p->up_first[sw] < p->dn_first[sw] ? p->up_first[sw] : p->dn_first[sw];
+	uint32_t n = p->up_n[sw] + p->dn_n[sw];
+	double mi = INFINITY;
+
+	if (p->minin_at[sw] == p->grow_epoch)
+		return p->minin[sw];
+	for (uint32_t k = lo; k < lo + n; k++) {
+		uint32_t dl = p->nbrs[k].dl ^ 1;
+
+		if (p->load[dl] / p->cap[dl] < mi)
+			mi = p->load[dl] / p->cap[dl];
+	}
+	p->minin[sw] = mi < 0 ? 0 : mi;
+	p->minin_at[sw] = p->grow_epoch;
+	return p->minin[sw];
+}
+
+/* Switch sw's links up (the list from lo is its up list) or down, read once
+ * per growth epoch. */
+static const struct ctl_outmin *sw_outmin(struct ctl_planner *p, uint32_t sw, uint32_t lo,
+					  uint32_t n)
+{
+	struct ctl_outmin *o = &p->outmin[2 * sw + (lo == p->up_first[sw] ? 0 : 1)];
+
+	if (o->at == p->grow_epoch)
+		return o;
+	o->m1 = o->m2 = INFINITY;
+	o->cnt = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t dl = p->nbrs[lo + k].dl;
+		double u = p->load[dl] / p->cap[dl];
+
+		if (u < o->m1) {
+			o->m2 = o->m1;
+			o->m1 = u;
+			o->cnt = 0;
+		} else if (u > o->m1 && u < o->m2) {
+			o->m2 = u;
+		}
+		if (u == o->m1) {
+			if (o->cnt < CTL_OUTMIN_POS)
+				o->pos[o->cnt] = k;
+			o->cnt++;
+		}
+	}
+	if (o->m1 < 0)
+		o->m1 = 0;
+	o->at = p->grow_epoch;
+	return o;
+}
+
+/* The (max, sum) below DAG node dn, which has one path (prune mode). */
+static const struct ctl_memo *chain_memo(struct search *s, uint32_t dn)
+{
+	struct ctl_planner *p = s->p;
+	struct ctl_memo *m = &p->memo[dn];
+	const struct dag_node *n = &s->g->nodes[dn];
+
+	if (m->stamp == p->memo_stamp)
+		return m;
+	if (n->n == 0) {
+		m->mx = m->sum = util_add(p, s->dl_nic, s->add);
+	} else {
+		const struct dag_nh nh = dag_nh_at(p, s->g, n, 0);
+		double u = util_add(p, nh.dl, s->add);
+		const struct ctl_memo *c = chain_memo(s, nh.child);
+
+		m->mx = u > c->mx ? u : c->mx;
+		m->sum = u + c->sum;
+	}
+	m->stamp = p->memo_stamp;
+	return m;
+}
+
+/* The one path below dn into s->dl from h on; its hop count. */
+static uint32_t chain_links(struct search *s, uint32_t dn, uint32_t h)
+{
+	while (h < MAXH) {
+		const struct dag_node *n = &s->g->nodes[dn];
+		struct dag_nh nh;
+
+		if (n->n == 0) {
+			s->dl[h++] = s->dl_nic;
+			break;
+		}
+		nh = dag_nh_at(s->p, s->g, n, 0);
+		s->dl[h++] = nh.dl;
+		dn = nh.child;
+	}
+	return h;
+}
+
 static void search_dfs(struct search *s, uint32_t dn, uint32_t h, double mx, double sum,
 		       uint32_t idx)
 {
 	const struct dag_node *n = &s->g->nodes[dn];
-	const struct ctl_planner *p = s->p;
+	struct ctl_planner *p = s->p;
+	double rest = 0, gmx = 0, gsum = INFINITY;
+	const uint32_t *only = NULL; /* the next hops to look at (NULL: all) */
+	uint32_t nv = n->n;
 
 	if (s->found || h >= MAXH)
 		return;
 	if (s->want >= 0 && ((int64_t)s->want < idx || (int64_t)s->want >= (int64_t)idx + n->paths))
 		return;
+	if (s->memo && n->paths == 1) {
+		/* one path below: its (max, sum) once per search, shared by the
+		 * routes that reach this node (a fat-tree's core -> aggregation
+		 * -> ToR -> NIC tails) */
+		const struct ctl_memo *m = chain_memo(s, dn);
+		double tm = mx > m->mx ? mx : m->mx;
+
+		if (tm < s->bmx - EPS || (tm <= s->bmx + EPS && sum + m->sum < s->bsum - EPS)) {
+			uint32_t nh = chain_links(s, dn, h);
+
+			s->bmx = tm;
+			s->bsum = sum + m->sum;
+			s->best.idx = (int32_t)idx;
+			s->best.nhops = nh;
+			memcpy(s->best.dlink, s->dl, nh * sizeof(uint32_t));
+		}
+		return;
+	}
 	if (n->n == 0) { /* the destination switch: down to the NIC */
-		uint32_t dl = dlink_of(p->t, p->t->ports[s->f->dst_port].peer);
+		uint32_t dl = s->dl_nic;
 		double u = util_add(p, dl, s->add);
 
 		s->dl[h] = dl;
 		search_leaf(s, h + 1, mx > u ? mx : u, sum + u, idx);
 		return;
 	}
-	for (uint32_t i = 0; i < n->n && !s->found; i++) {
+	/* prune mode: the hops after the next one add at least rest to the
+	 * sum (a child of tier T is T hops from the NIC; a node's next hops
+	 * all go up or all down), so a subtree that cannot beat the best is
+	 * left unread; the route chosen is the same as without it */
+	if (s->prune && s->floor > 0) {
+		const struct dag_nh nh0 = dag_nh_at(p, s->g, n, 0);
+
+		rest = s->floor * p->t->nodes[s->g->nodes[nh0.child].node].tier;
+	}
+	if (s->grow && n->gc != 0) {
+		/* every next hop has one path, through the same node below
+		 * (read once per search): what lies below a next hop is at
+		 * least the least link into that node plus its own path, and
+		 * the next hop at least the least link up (or down) out of
+		 * this switch, or the next higher one where it is not among
+		 * those at the least. Nothing is read where that cannot beat
+		 * the best (the loads only grow, so bounds read earlier in
+		 * the epoch still hold) */
+		const struct ctl_memo *xm = chain_memo(s, n->gc - 1);
+		double in = sw_minin(p, p->sw_of_node[s->g->nodes[n->gc - 1].node]) + s->floor;
+		const struct ctl_outmin *om =
+			sw_outmin(p, p->sw_of_node[n->node], n->first & ~DAG_IMPLICIT, n->n);
+		double out = om->m1 + s->floor, out2 = om->m2 + s->floor, lm;
+
+		gmx = in > xm->mx ? in : xm->mx;
+		gsum = in + xm->sum;
+		lm = mx > gmx ? mx : gmx;
+		lm = lm > out ? lm : out;
+		if (lm > s->bmx + EPS || (lm >= s->bmx - EPS && sum + out + gsum >= s->bsum - EPS))
+			return;
+		lm = lm > out2 ? lm : out2;
+		if (om->cnt <= CTL_OUTMIN_POS &&
+		    (lm > s->bmx + EPS ||
+		     (lm >= s->bmx - EPS && sum + out2 + gsum >= s->bsum - EPS))) {
+			nv = om->cnt;
+			only = om->pos;
+		}
+	}
+	for (uint32_t k = 0; k < nv && !s->found; k++) {
+		uint32_t i = only != NULL ? only[k] : k;
 		const struct dag_nh nh = dag_nh_at(p, s->g, n, i);
 		uint32_t dl = nh.dl;
 		double u = util_add(p, dl, s->add), m = mx > u ? mx : u;
 
 		if (s->prune &&
-		    (m > s->bmx + EPS || (m >= s->bmx - EPS && sum + u >= s->bsum - EPS)))
+		    (m > s->bmx + EPS || (m >= s->bmx - EPS && sum + u + rest >= s->bsum - EPS)))
 			continue;
+		if (gsum < INFINITY) {
+			double lm = m > gmx ? m : gmx;
+
+			if (lm > s->bmx + EPS ||
+			    (lm >= s->bmx - EPS && sum + u + gsum >= s->bsum - EPS))
+				continue;
+		}
 		s->dl[h] = dl;
 		search_dfs(s, nh.child, h + 1, m, sum + u, idx + nh.off);
 	}
@@ -92,6 +285,7 @@ int ctl_search_run(struct search *s, uint32_t src)
 	uint32_t dl0 = dlink_of(t, s->f->src_port);
 	double u = util_add(s->p, dl0, s->add);
 
+	s->dl_nic = dlink_of(t, t->ports[s->f->dst_port].peer);
 	s->bmx = s->bsum = INFINITY;
 	s->best.idx = -1;
 	s->best.nhops = 0;
@@ -114,12 +308,50 @@ static int search_flow(struct search *s)
 	return ctl_search_run(s, src);
 }
 
+/* search_flow in prune mode with the memo of one-path tails (a stamp per
+ * search: the loads change between searches). */
+static int search_memo(struct search *s)
+{
+	struct ctl_planner *p = s->p;
+	uint32_t src;
+	struct dag *g;
+	int ret = ctl_flow_dag(p, s->f, &g, &src);
+
+	if (ret < 0)
+		return ret;
+	s->g = g;
+	if (g->nnodes > p->nmemo) {
+		struct ctl_memo *m = realloc(p->memo, sizeof(*m) * g->nnodes);
+
+		if (m != NULL) {
+			memset(m + p->nmemo, 0, sizeof(*m) * (g->nnodes - p->nmemo));
+			p->memo = m;
+			p->nmemo = g->nnodes;
+		}
+	}
+	if (g->nnodes <= p->nmemo) {
+		if (++p->memo_stamp == 0) { /* wrapped: no entry may look current */
+			memset(p->memo, 0, sizeof(*p->memo) * p->nmemo);
+			p->memo_stamp = 1;
+		}
+		s->memo = true;
+		s->grow = p->growing && s->floor > 0;
+	}
+	return ctl_search_run(s, src);
+}
+
 /* Best route for f given the loads (f's own load not in them). */
 int ctl_best_route(struct ctl_planner *p, const struct ctl_demand *d, const struct ctl_flow *f,
 		   struct ctl_route *out, double *mx)
 {
 	struct search s = {.p = p, .f = f, .add = flow_bits(d, f), .prune = true, .want = -1};
-	int ret = search_flow(&s);
+	int ret;
+
+	/* loads are >= 0 (up to rounding: the margin), so a hop is at least
+	 * add / cap_hi */
+	if (p->tiers_adj && p->cap_hi > 0)
+		s.floor = s.add / p->cap_hi * (1 - 1e-9);
+	ret = search_memo(&s);
 
 	if (ret < 0)
 		return ret;

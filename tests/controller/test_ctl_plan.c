@@ -949,6 +949,123 @@ static void test_rates_changed(void **state)
 	topo_free(t);
 }
 
+static bool shares_link(const struct ctl_route *a, const struct ctl_route *b)
+{
+	for (uint32_t h = 0; h < a->nhops; h++)
+		for (uint32_t k = 0; k < b->nhops; k++)
+			if (a->dlink[h] == b->dlink[k])
+				return true;
+	return false;
+}
+
+/* Rates from a fresh planner's full filling equal ours (target_bps). */
+static void assert_rates_full(const struct topo *t, struct ctl_demand *d)
+{
+	struct ctl_planner *q = ctl_planner_new(t);
+	double *mine = malloc(sizeof(double) * (d->n + 1));
+
+	assert_non_null(q);
+	assert_non_null(mine);
+	for (size_t i = 0; i < d->n; i++)
+		mine[i] = d->flows[i].target_bps;
+	assert_int_equal(ctl_plan_rates(q, d, 0, 1.0), 0);
+	for (size_t i = 0; i < d->n; i++)
+		assert_true(fabs(mine[i] - d->flows[i].target_bps) <=
+			    1e-9 * d->flows[i].target_bps);
+	free(mine);
+	ctl_planner_free(q);
+}
+
+/* The link -> flows index the planner keeps between fillings: after
+ * arrivals (incremental plans), moves (a flow put on another of its routes,
+ * only it marked changed: its old links' flows come back through the
+ * entries it left) and departures (fewer flows: rebuilt), it lists every
+ * flow on every link of its route (ctl_rate_index_check), and the
+ * incremental rates are a fresh planner's full filling. */
+static void test_rate_index_kept(void **state)
+{
+	struct topo *t = fat_tree(8);
+	struct ctl_planner *p = ctl_planner_new(t);
+	struct ctl_plan_opts o;
+	struct ctl_demand d;
+	bool changed[400];
+
+	ctl_demand_init(&d, CTL_UNIT_BPS);
+	assert_int_equal(ctl_rate_index_check(p, &d, 0), -ENOENT);
+	random_demand(&d, t, 60);
+	assert_int_equal(ctl_plan_paths(p, &d, NULL, NULL), 0);
+	assert_int_equal(ctl_plan_rates(p, &d, 0, 1.0), 0);
+	assert_int_equal(ctl_rate_index_check(p, &d, 0), 0);
+	ctl_plan_opts_default(&o);
+	o.mode = CTL_PLAN_INCREMENTAL;
+	o.routes_current = true;
+	for (uint32_t round = 0; round < 12; round++) {
+		size_t n0 = d.n;
+
+		memset(changed, 0, sizeof(changed));
+		if (round % 3 == 0) { /* arrivals */
+			random_demand(&d, t, 1 + rnd(20));
+			assert_int_equal(ctl_plan_paths(p, &d, &o, NULL), 0);
+			for (size_t i = n0; i < d.n; i++)
+				changed[i] = true;
+		} else if (round % 3 == 1) { /* moves: to the route a port takes */
+			for (uint32_t k = 0; k < 6; k++) {
+				uint32_t i = rnd((uint32_t)d.n);
+				struct ctl_flow *f = &d.flows[i];
+
+				assert_int_equal(ctl_route_of_sport(ctl_pathmap_model(p), f,
+								    (uint16_t)(49152 + rnd(16384)),
+								    &f->path),
+						 0);
+				changed[i] = true;
+			}
+		} else { /* departures: the last few leave, their links' flows
+			  * marked (fewer flows than indexed: rebuilt) */
+			d.n -= 1 + rnd(5);
+			for (size_t i = 0; i < d.n; i++)
+				for (size_t j = d.n; j < n0; j++)
+					changed[i] |=
+						shares_link(&d.flows[i].path, &d.flows[j].path);
+		}
+		assert_int_equal(ctl_plan_rates_changed(p, &d, 0, 1.0, changed), 0);
+		assert_int_equal(ctl_rate_index_check(p, &d, 0), 0);
+		assert_rates_full(t, &d);
+		assert_true(d.n < 400);
+	}
+	/* a flow's route changed behind the index's back: the check sees it */
+	d.flows[0].path.dlink[1] ^= 1;
+	assert_int_equal(ctl_rate_index_check(p, &d, 0), -EINVAL);
+	ctl_demand_fini(&d);
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
+/* The bound kept with its flows: after arrivals (added to), a changed
+ * demand and departures (counted again) it is a fresh planner's. */
+static void test_bound_kept(void **state)
+{
+	struct topo *t = fat_tree(8);
+	struct ctl_planner *p = ctl_planner_new(t);
+	struct ctl_demand d;
+
+	ctl_demand_init(&d, CTL_UNIT_BPS);
+	for (uint32_t round = 0; round < 20; round++) {
+		struct ctl_planner *q = ctl_planner_new(t);
+
+		if (round % 4 == 3 && d.n > 4)
+			d.n -= 1 + rnd(3); /* departures */
+		else if (round % 4 == 2 && d.n > 0)
+			d.flows[rnd((uint32_t)d.n)].demand += 7 * MBIT; /* a demand changed */
+		else
+			random_demand(&d, t, 1 + rnd(30)); /* arrivals */
+		assert_true(fabs(ctl_bound(p, &d) - ctl_bound(q, &d)) <= 1e-12);
+		ctl_planner_free(q);
+	}
+	ctl_demand_fini(&d);
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -972,6 +1089,8 @@ int main(void)
 		cmocka_unit_test(test_bound_cuts),
 		cmocka_unit_test(test_incremental_local_optimum),
 		cmocka_unit_test(test_rates_changed),
+		cmocka_unit_test(test_rate_index_kept),
+		cmocka_unit_test(test_bound_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
