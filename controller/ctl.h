@@ -244,9 +244,9 @@ int ctl_plan_rates_changed(struct ctl_planner *p, struct ctl_demand *d, int whic
  * which) and brings it up to date at each ctl_plan_rates_changed() instead
  * of indexing every flow again (flows are matched by position: new ones
  * appended; fewer flows than indexed rebuilds it). This checks it against
- * d's routes: 0 when every flow's route is the one indexed and each of its
- * links lists the flow (entries of routes a flow left may remain), -ENOENT
- * when there is none, -EINVAL otherwise. For tests. */
+ * d's routes: 0 when it indexes d's flows and each link of a flow's route
+ * lists the flow (entries of routes a flow left may remain), -ENOENT when
+ * there is none, -EINVAL otherwise. For tests. */
 int ctl_rate_index_check(const struct ctl_planner *p, const struct ctl_demand *d, int which);
 
 /* ---- policy -------------------------------------------------------------------- */

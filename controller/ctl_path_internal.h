@@ -186,12 +186,12 @@ struct ctl_memo {
 /* A switch's links up (or down), as read in a growth epoch: the least
  * utilisation m1, the next higher m2 (INFINITY: none), and where m1 is
  * reached (cnt positions in the list; more than CTL_OUTMIN_POS: not kept). */
-#define CTL_OUTMIN_POS 4
+#define CTL_OUTMIN_POS 16
 struct ctl_outmin {
 	double m1, m2;
 	uint32_t at;
 	uint32_t cnt;
-	uint32_t pos[CTL_OUTMIN_POS];
+	uint16_t pos[CTL_OUTMIN_POS];
 };
 /* Loads will only grow until ctl_grow_end() (0, -ENOMEM: no bounds). */
 int ctl_grow_begin(struct ctl_planner *p);

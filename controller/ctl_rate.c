@@ -13,28 +13,25 @@
 /* ---- the link -> flows index, kept between fillings ------------------------------ */
 
 /*
- * Built by every full filling (it is that filling's own index, so it costs
- * a copy of the routes), one per `which` (paths, ECMP routes). An
- * incremental filling brings it up to date instead of indexing every flow
- * again: flows are the same by position (0 .. nf - 1 as indexed, new ones
- * appended); a flow whose route differs from the one indexed gets entries
- * for its new links in a per-link list beside the CSR arrays, and its old
- * entries stay. Stale entries only add flows to the part that is refilled
- * (with their whole connected part: still exact, since max-min fair rates
- * decompose over the connected parts), and they are what a moved flow's old
- * links need anyway (its neighbours there get its share back). Rebuilt when
- * flows were removed (d->n < nf), when a flow not marked changed has another
- * route than the one indexed (the caller broke ctl_plan_rates_changed's
- * contract; the rebuilt index is still right), or when the extra entries
- * outgrow half the CSR.
+ * Built by every full filling (it is that filling's own index), one per
+ * `which` (paths, ECMP routes). An incremental filling brings it up to date
+ * instead of indexing every flow again: flows are the same by position
+ * (0 .. nf - 1 as indexed, new ones appended); a flow marked changed gets
+ * entries for its links in a per-link list beside the CSR arrays, and its
+ * old entries stay. Stale entries only add flows to the part that is
+ * refilled (with their whole connected part: still exact, since max-min
+ * fair rates decompose over the connected parts), and they are what a
+ * moved flow's old links need anyway (its neighbours there get its share
+ * back). Rebuilt when flows were removed (d->n < nf) or when the extra
+ * entries outgrow half the CSR.
  */
 struct ctl_rate_index {
-	uint32_t nd;		  /* directed links */
-	uint32_t nf;		  /* flows indexed */
-	struct ctl_route *routes; /* [nf] each flow's route as indexed */
-	uint32_t *first, *fl;	  /* CSR: link l's flows fl[first[l] .. first[l + 1]) */
-	uint32_t *xhead;	  /* [nd] first extra entry of a link, NONE */
-	uint32_t *xnext, *xflow;  /* extra entries */
+	uint32_t nd;		 /* directed links */
+	uint32_t nf;		 /* flows indexed */
+	uint32_t *first, *fl;	 /* CSR: link l's flows fl[first[l] .. first[l + 1]) */
+	uint32_t *xhead;	 /* [nd] first extra entry of a link, NONE (on first use) */
+	uint32_t *xnext, *xflow; /* extra entries */
+	uint32_t *xlink;	 /* the link of each (to clear xhead at a rebuild) */
 	uint32_t nx, capx;
 	uint32_t *lid; /* [nd] scratch, NONE between calls: a link's local id */
 };
@@ -43,12 +40,12 @@ void ctl_rate_index_free(struct ctl_rate_index *x)
 {
 	if (x == NULL)
 		return;
-	free(x->routes);
 	free(x->first);
 	free(x->fl);
 	free(x->xhead);
 	free(x->xnext);
 	free(x->xflow);
+	free(x->xlink);
 	free(x->lid);
 	free(x);
 }
@@ -58,42 +55,26 @@ static const struct ctl_route *route_of(const struct ctl_demand *d, int which, u
 	return which ? &d->flows[i].ecmp : &d->flows[i].path;
 }
 
-static bool route_eq(const struct ctl_route *a, const struct ctl_route *b)
-{
-	return a->idx == b->idx && a->nhops == b->nhops &&
-	       memcmp(a->dlink, b->dlink, sizeof(a->dlink[0]) * a->nhops) == 0;
-}
-
 /* The index of d's current routes, from scratch. 0 or -ENOMEM. */
 static int ridx_build(struct ctl_rate_index *x, const struct ctl_demand *d, int which)
 {
 	uint32_t nd = x->nd, *cnt;
 	size_t total = 0;
 
-	free(x->routes);
 	free(x->fl);
-	x->routes = NULL;
 	x->fl = NULL;
 	x->nf = 0;
+	for (uint32_t k = 0; k < x->nx; k++)
+		x->xhead[x->xlink[k]] = NONE;
 	x->nx = 0;
 	if (x->first == NULL)
 		x->first = malloc(sizeof(uint32_t) * (nd + 1));
-	if (x->xhead == NULL)
-		x->xhead = malloc(sizeof(uint32_t) * (nd + 1));
-	if (x->lid == NULL) {
-		x->lid = malloc(sizeof(uint32_t) * (nd + 1));
-		if (x->lid != NULL)
-			memset(x->lid, 0xff, sizeof(uint32_t) * (nd + 1));
-	}
 	cnt = calloc(nd + 1, sizeof(uint32_t));
-	x->routes = malloc(sizeof(*x->routes) * (d->n + 1));
-	if (x->first == NULL || x->xhead == NULL || x->lid == NULL || cnt == NULL ||
-	    x->routes == NULL)
+	if (x->first == NULL || cnt == NULL)
 		goto err;
 	for (uint32_t i = 0; i < d->n; i++) {
 		const struct ctl_route *r = route_of(d, which, i);
 
-		x->routes[i] = *r;
 		for (uint32_t h = 0; h < r->nhops; h++)
 			cnt[r->dlink[h]]++;
 		total += r->nhops;
@@ -107,19 +88,18 @@ static int ridx_build(struct ctl_rate_index *x, const struct ctl_demand *d, int 
 		cnt[l] = x->first[l];
 	}
 	for (uint32_t i = 0; i < d->n; i++) {
-		const struct ctl_route *r = &x->routes[i];
+		const struct ctl_route *r = route_of(d, which, i);
 
 		for (uint32_t h = 0; h < r->nhops; h++)
 			x->fl[cnt[r->dlink[h]]++] = i;
 	}
-	memset(x->xhead, 0xff, sizeof(uint32_t) * nd);
 	x->nf = d->n;
 	free(cnt);
 	return 0;
 err:
 	free(cnt);
-	free(x->routes);
-	x->routes = NULL;
+	free(x->first);
+	x->first = NULL;
 	return -ENOMEM;
 }
 
@@ -127,18 +107,23 @@ static int ridx_extra(struct ctl_rate_index *x, uint32_t l, uint32_t f)
 {
 	if (x->nx == x->capx) {
 		uint32_t c = x->capx ? 2 * x->capx : 4096;
-		uint32_t *nx = realloc(x->xnext, sizeof(uint32_t) * c);
+		uint32_t *a = realloc(x->xnext, sizeof(uint32_t) * c);
 
-		if (nx == NULL)
+		if (a == NULL)
 			return -ENOMEM;
-		x->xnext = nx;
-		nx = realloc(x->xflow, sizeof(uint32_t) * c);
-		if (nx == NULL)
+		x->xnext = a;
+		a = realloc(x->xflow, sizeof(uint32_t) * c);
+		if (a == NULL)
 			return -ENOMEM;
-		x->xflow = nx;
+		x->xflow = a;
+		a = realloc(x->xlink, sizeof(uint32_t) * c);
+		if (a == NULL)
+			return -ENOMEM;
+		x->xlink = a;
 		x->capx = c;
 	}
 	x->xflow[x->nx] = f;
+	x->xlink[x->nx] = l;
 	x->xnext[x->nx] = x->xhead[l];
 	x->xhead[l] = x->nx++;
 	return 0;
@@ -149,23 +134,22 @@ static int ridx_extra(struct ctl_rate_index *x, uint32_t l, uint32_t f)
 static int ridx_update(struct ctl_rate_index *x, const struct ctl_demand *d, int which,
 		       const bool *changed)
 {
-	struct ctl_route *rs;
-
-	if (x->routes == NULL || d->n < x->nf || x->nx > x->first[x->nd] / 2 + 4096)
+	if (x->xhead == NULL) {
+		x->xhead = malloc(sizeof(uint32_t) * (x->nd + 1));
+		if (x->xhead == NULL)
+			return -ENOMEM;
+		memset(x->xhead, 0xff, sizeof(uint32_t) * (x->nd + 1));
+	}
+	if (x->first == NULL || x->fl == NULL || d->n < x->nf || x->nx > x->first[x->nd] / 2 + 4096)
 		return ridx_build(x, d, which);
-	rs = realloc(x->routes, sizeof(*rs) * (d->n + 1));
-	if (rs == NULL)
-		return -ENOMEM;
-	x->routes = rs;
 	for (uint32_t i = 0; i < d->n; i++) {
 		const struct ctl_route *r = route_of(d, which, i);
 
-		if (i < x->nf && (!changed[i] || route_eq(r, &rs[i])))
+		if (i < x->nf && !changed[i])
 			continue;
 		for (uint32_t h = 0; h < r->nhops; h++)
 			if (ridx_extra(x, r->dlink[h], i) < 0)
 				return -ENOMEM;
-		rs[i] = *r;
 	}
 	x->nf = d->n;
 	return 0;
@@ -176,7 +160,7 @@ int ctl_rate_index_check(const struct ctl_planner *p, const struct ctl_demand *d
 	const struct ctl_rate_index *x = p->ridx[which ? 1 : 0];
 	int ret = 0;
 
-	if (x == NULL || x->routes == NULL)
+	if (x == NULL || x->fl == NULL)
 		return -ENOENT;
 	if (x->nf != d->n)
 		return -EINVAL;
@@ -185,15 +169,14 @@ int ctl_rate_index_check(const struct ctl_planner *p, const struct ctl_demand *d
 	for (uint32_t i = 0; i < d->n && ret == 0; i++) {
 		const struct ctl_route *r = route_of(d, which, i);
 
-		if (!route_eq(r, &x->routes[i]))
-			ret = -EINVAL;
 		for (uint32_t h = 0; h < r->nhops && ret == 0; h++) {
 			uint32_t l = r->dlink[h], k;
 			bool found = false;
 
 			for (k = x->first[l]; k < x->first[l + 1] && !found; k++)
 				found = x->fl[k] == i;
-			for (k = x->xhead[l]; k != NONE && !found; k = x->xnext[k])
+			for (k = x->xhead != NULL ? x->xhead[l] : NONE; k != NONE && !found;
+			     k = x->xnext[k])
 				found = x->xflow[k] == i;
 			if (!found)
 				ret = -EINVAL;
@@ -294,6 +277,12 @@ static int water_fill(struct ctl_planner *p, struct ctl_demand *d, int which, do
 	} else {
 		if (ridx_update(x, d, which, changed) < 0)
 			goto out;
+		if (x->lid == NULL) {
+			x->lid = malloc(sizeof(uint32_t) * (x->nd + 1));
+			if (x->lid == NULL)
+				goto out;
+			memset(x->lid, 0xff, sizeof(uint32_t) * (x->nd + 1));
+		}
 		w.in = calloc(d->n + 1, sizeof(bool));
 		w.fs = malloc(sizeof(uint32_t) * (d->n + 1));
 		w.gl = malloc(sizeof(uint32_t) * (x->nd + 1));

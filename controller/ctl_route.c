@@ -130,12 +130,14 @@ static const struct ctl_outmin *sw_outmin(struct ctl_planner *p, uint32_t sw, ui
 		}
 		if (u == o->m1) {
 			if (o->cnt < CTL_OUTMIN_POS)
-				o->pos[o->cnt] = k;
+				o->pos[o->cnt] = (uint16_t)k;
 			o->cnt++;
 		}
 	}
 	if (o->m1 < 0)
 		o->m1 = 0;
+	if (n > UINT16_MAX)
+		o->cnt = CTL_OUTMIN_POS + 1; /* positions not kept */
 	o->at = p->grow_epoch;
 	return o;
 }
@@ -187,7 +189,7 @@ static void search_dfs(struct search *s, uint32_t dn, uint32_t h, double mx, dou
 	const struct dag_node *n = &s->g->nodes[dn];
 	struct ctl_planner *p = s->p;
 	double rest = 0, gmx = 0, gsum = INFINITY;
-	const uint32_t *only = NULL; /* the next hops to look at (NULL: all) */
+	const uint16_t *only = NULL; /* the next hops to look at (NULL: all) */
 	uint32_t nv = n->n;
 
 	if (s->found || h >= MAXH)
