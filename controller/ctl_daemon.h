@@ -36,6 +36,8 @@ struct ctld_cfg {
 	uint64_t pfc_interval;	/* ns: the NICs' PFC state read; 0 never */
 	double pfc_storm;	/* paused share of an interval that storms */
 	double probe_qdelay;	/* share of Kmin's drain time: a path's standing queue */
+	uint64_t qp_stale;	/* ns: QP records older than this are left out; 0: 3
+				   qp_intervals, at least QP_STALE_MIN_MS */
 	uint64_t reopt;		/* ns: periodic global re-optimisation; 0 = never */
 	uint64_t lifetime;	/* ns: plan lifetime (republished at a third of it) */
 	double hysteresis;	/* relative max-utilisation gain needed to move flows */

@@ -36,6 +36,10 @@ const struct ice_cfg_field ctld_cfg_fields[] = {
 	  "loop period: events, links, lease (bare numbers in ms)"),
 	F("qp_interval", ICE_CFG_DURATION, qp_interval, 10e6, 60e9, ICE_NSEC_PER_MSEC,
 	  "how often the QP view is re-read (bare numbers in ms)"),
+	F("qp_stale", ICE_CFG_DURATION, qp_stale, 0, 3600e9, ICE_NSEC_PER_MSEC,
+	  "a QP whose agent has not written it for this long is not in the view;\n"
+	  "0 = 3 qp_intervals, at least 3 s (the default; raise it for agents\n"
+	  "with a longer interval)"),
 	F("reopt", ICE_CFG_DURATION, reopt, 0, 86400e9, ICE_NSEC_PER_SEC,
 	  "periodic global re-optimisation, 0 = never (bare numbers in s)"),
 	F("lifetime", ICE_CFG_DURATION, lifetime, 100e6, 86400e9, ICE_NSEC_PER_SEC,

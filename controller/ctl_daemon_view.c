@@ -830,6 +830,8 @@ void ctld_read_qps(struct ctld *d)
 		return;
 	if (stale < QP_STALE_MIN_MS)
 		stale = QP_STALE_MIN_MS;
+	if (d->cfg.qp_stale != 0)
+		stale = d->cfg.qp_stale / ICE_NSEC_PER_MSEC;
 	snprintf(min, sizeof(min), "%" PRIu64, ice_wall_ms() - stale);
 	rep = calloc(d->nhosts, sizeof(*rep));
 	if (rep == NULL)

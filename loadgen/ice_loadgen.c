@@ -35,6 +35,7 @@ struct lg_opts {
 	char topology[256];
 	uint64_t qps;	   /* QPs in all */
 	uint32_t hosts;	   /* NICs playing agents; 0: every host NIC of the topology */
+	uint32_t first;	   /* the first of them (topology order) */
 	uint64_t interval; /* the agents' interval, ns */
 	uint64_t duration; /* ns; 0: until a signal */
 	uint64_t rate;	   /* bit/s per QP */
@@ -64,6 +65,9 @@ static const struct ice_cfg_field lg_fields[] = {
 	  .help = "QPs in all, spread over the agents (default 1000)"),
 	F("hosts", ICE_CFG_U32, hosts, .min = 0, .max = 10000000,
 	  .help = "agents (host NICs, in topology order); 0: all (default)"),
+	F("first", ICE_CFG_U32, first, .min = 0, .max = 10000000,
+	  .help = "the first agent's NIC (topology order, default 0): generators\n"
+		  "that share the hosts out, each with --first, --hosts and its --qps"),
 	F("interval", ICE_CFG_DURATION, interval, .min = 10e6, .max = 3600e9,
 	  .unit = ICE_NSEC_PER_SEC, .help = "the agents' interval (default 1s, ice-agent's)"),
 	F("duration", ICE_CFG_DURATION, duration, .min = 0, .max = 86400e9,
@@ -118,10 +122,12 @@ static int agents_init(struct lg *g)
 	uint64_t per, extra;
 
 	g->nnic = topo_nic_count(g->t);
-	g->nag = g->o.hosts ? g->o.hosts : g->nnic;
-	if (g->nnic < 2 || g->nag > g->nnic) {
-		fprintf(stderr, "ice-loadgen: %s: %u host NICs, expected at least 2 and %u\n",
-			g->o.topology, g->nnic, g->nag);
+	g->nag = g->o.hosts ? g->o.hosts : g->nnic - g->o.first;
+	if (g->nnic < 2 || g->o.first >= g->nnic || g->nag > g->nnic - g->o.first) {
+		fprintf(stderr,
+			"ice-loadgen: %s: %u host NICs, expected at least 2 and %u from NIC %u "
+			"on\n",
+			g->o.topology, g->nnic, g->nag, g->o.first);
 		return -EINVAL;
 	}
 	g->ag = calloc(g->nag, sizeof(*g->ag));
@@ -129,9 +135,11 @@ static int agents_init(struct lg *g)
 		return -ENOMEM;
 	per = g->o.qps / g->nag;
 	extra = g->o.qps % g->nag;
-	for (uint32_t i = 0, q0 = 0; i < g->nag; i++) {
+	/* QP numbers go on from where the generators before would end (each
+	 * with as many QPs per agent) */
+	for (uint64_t i = 0, q0 = (uint64_t)g->o.first * per; i < g->nag; i++) {
 		struct lg_agent *a = &g->ag[i];
-		const struct topo_port *p = nic_of(g, i);
+		const struct topo_port *p = nic_of(g, g->o.first + (uint32_t)i);
 
 		agent_cfg_defaults(&a->cfg);
 		snprintf(a->cfg.nic, sizeof(a->cfg.nic), "%s", p->ifname);
@@ -142,7 +150,7 @@ static int agents_init(struct lg *g)
 		a->cfg.interval = g->o.interval;
 		a->cfg.addr_be = p->addr.s_addr;
 		a->cfg.ifindex = (int)(2 + p->id);
-		a->nic = i;
+		a->nic = g->o.first + (uint32_t)i;
 		a->nqp = (uint32_t)(per + (i < extra));
 		a->qp0 = q0;
 		q0 += a->nqp;
