@@ -362,7 +362,7 @@ out:
 
 static void status_counters(struct ctld *d)
 {
-	char v[23][24];
+	char v[24][24];
 	const char *kv[] = {"link_writes",
 			    v[11],
 			    "qp_writes",
@@ -395,6 +395,8 @@ static void status_counters(struct ctld *d)
 			    v[9],
 			    "view_read_max_ms",
 			    v[10],
+			    "view_reads",
+			    v[23],
 			    "view_bad_qps",
 			    v[15],
 			    "view_foreign_qps",
@@ -435,6 +437,7 @@ static void status_counters(struct ctld *d)
 	snprintf(v[20], 24, "%u", d->pfc.nics);
 	snprintf(v[21], 24, "%" PRIu64, d->pfc.storms);
 	snprintf(v[22], 24, "%" PRIu64, d->pfc.bad);
+	snprintf(v[23], 24, "%" PRIu64, d->view_reads);
 	d->view_max_ns = 0; /* the longest between two status writes */
 	ctld_status_write(d, kv, sizeof(kv) / sizeof(kv[0]));
 }
