@@ -147,6 +147,7 @@ struct ctld {
 	struct chost *hosts;
 	uint32_t nhosts;
 	uint32_t *host_ix;	/* indices of hosts[] sorted by name */
+	uint32_t ev_next;	/* the host whose events are read next */
 	struct addr_ix *nic_ix; /* the topology's host NICs sorted by address */
 	uint32_t nnic_ix;
 	struct cqp *qps;

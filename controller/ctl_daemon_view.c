@@ -634,18 +634,32 @@ static void host_events(struct ctld *d, struct chost *h, const redisReply *r)
 	}
 }
 
-#define EVENTS_BATCH 512 /* hosts per pipeline */
+#define EVENTS_BATCH	512  /* hosts per pipeline */
+#define EVENTS_PER_TICK 2048 /* hosts read per loop iteration at most */
 
-/* Every host's event stream, one XREAD per host, pipelined (on a cluster
- * the streams sit in their hosts' slots, so one XREAD cannot name them all). */
+/* The hosts' event streams, one XREAD per host, pipelined (on a cluster the
+ * streams sit in their hosts' slots, so one XREAD cannot name them all).
+ * Every loop iteration reads up to EVENTS_PER_TICK hosts, going on from
+ * where the last one stopped: every host at every iteration up to that
+ * many hosts; past it each host every nhosts / EVENTS_PER_TICK iterations
+ * (12,500 hosts: every 7th, 140 ms at the 20 ms loop), so that the loop is
+ * not held for all of them at once (12,500 XREADs took 0.25-1.7 s here,
+ * every iteration; docs/benchmarks.md "Telemetry at scale"). */
 void ctld_read_events(struct ctld *d)
 {
 	redisReply *r[EVENTS_BATCH];
 	char key[ICE_RKEY_MAX];
+	uint32_t left = d->nhosts < EVENTS_PER_TICK ? d->nhosts : EVENTS_PER_TICK;
 
-	for (uint32_t base = 0; base < d->nhosts; base += EVENTS_BATCH) {
-		uint32_t n = d->nhosts - base < EVENTS_BATCH ? d->nhosts - base : EVENTS_BATCH;
+	if (d->ev_next >= d->nhosts)
+		d->ev_next = 0;
+	while (left > 0) {
+		uint32_t base = d->ev_next, n = d->nhosts - base;
 
+		if (n > EVENTS_BATCH)
+			n = EVENTS_BATCH;
+		if (n > left)
+			n = left;
 		for (uint32_t i = 0; i < n; i++) {
 			struct chost *h = &d->hosts[base + i];
 			const char *argv[] = {"XREAD", "COUNT", "1000", "STREAMS", key, h->last_id};
@@ -658,6 +672,8 @@ void ctld_read_events(struct ctld *d)
 		for (uint32_t i = 0; i < n; i++)
 			host_events(d, &d->hosts[base + i], r[i]);
 		ctld_freev(r, n);
+		left -= n;
+		d->ev_next = base + n < d->nhosts ? base + n : 0;
 	}
 }
 
@@ -816,16 +832,17 @@ static void qp_dropped(uint64_t *count, const char *host, const char *why)
 void ctld_read_qps(struct ctld *d)
 {
 	uint64_t stale = 3 * d->cfg.qp_interval / ICE_NSEC_PER_MSEC;
-	char key[ICE_RKEY_MAX], min[32];
+	char key[ICE_RKEY_MAX], min[32], lim[16];
 	redisReply **rep = NULL, **hr = NULL;
 	uint32_t *hix = NULL; /* the host whose key each HMGET read */
 	const struct cqp **oldv = NULL, **newv = NULL;
 	struct cqp *nq = NULL;
 	size_t nn = 0, cap = 0, nhm = 0;
 	bool changed = false;
-	uint64_t t0 = ice_now_ns();
+	uint64_t t0 = ice_now_ns(), t[6];
 
 	read_hosts(d);
+	t[0] = ice_now_ns();
 	if (d->link.c == NULL || d->nhosts == 0)
 		return;
 	if (stale < QP_STALE_MIN_MS)
@@ -833,17 +850,20 @@ void ctld_read_qps(struct ctld *d)
 	if (d->cfg.qp_stale != 0)
 		stale = d->cfg.qp_stale / ICE_NSEC_PER_MSEC;
 	snprintf(min, sizeof(min), "%" PRIu64, ice_wall_ms() - stale);
+	snprintf(lim, sizeof(lim), "%u", d->cfg.host_qps_max + 1);
 	rep = calloc(d->nhosts, sizeof(*rep));
 	if (rep == NULL)
 		return;
 	for (uint32_t i = 0; i < d->nhosts; i++) {
+		const char *argv[] = {"ZRANGEBYSCORE", key, min, "+inf", "LIMIT", "0", lim};
+
 		ice_rkey_str(key, sizeof(key), ICE_RK_QPS, d->cfg.fabric, d->hosts[i].name, NULL);
 		/* one more than the cap, to know a host went past it */
-		ice_redis_appendf(&d->link, "ZRANGEBYSCORE %s %s +inf LIMIT 0 %u", key, min,
-				  d->cfg.host_qps_max + 1);
+		ice_redis_appendv(&d->link, 7, argv, NULL);
 	}
 	if (ctld_pipe(d, d->nhosts, rep) < 0)
 		goto out;
+	t[1] = ice_now_ns();
 	for (uint32_t i = 0; i < d->nhosts; i++) {
 		if (rep[i]->type != REDIS_REPLY_ARRAY)
 			continue;
@@ -863,19 +883,22 @@ void ctld_read_qps(struct ctld *d)
 	nhm = 0;
 	for (uint32_t i = 0; i < d->nhosts; i++)
 		for (size_t j = 0; rep[i]->type == REDIS_REPLY_ARRAY && j < rep[i]->elements; j++) {
+			/* argv, not a format: 10^5 of them per refresh */
+			const char *argv[] = {"HMGET", key,	"local", "remote", "qpn",
+					      "rqpn",  "sport", "rate",	 "ts_ms",  "closed_ms"};
+
 			if (strchr(rep[i]->element[j]->str, '>') != NULL)
 				continue; /* an unjoined BPF flow: no QP to steer */
 			ice_rkey_str(key, sizeof(key), ICE_RK_QP, d->cfg.fabric, d->hosts[i].name,
 				     rep[i]->element[j]->str);
-			ice_redis_appendf(
-				&d->link,
-				"HMGET %s local remote qpn rqpn sport rate ts_ms closed_ms", key);
+			ice_redis_appendv(&d->link, 10, argv, NULL);
 			hix[nhm++] = i;
 		}
 	hr = calloc(nhm + 1, sizeof(*hr));
 	nq = calloc(nhm + 1, sizeof(*nq));
 	if (hr == NULL || nq == NULL || ctld_pipe(d, nhm, hr) < 0)
 		goto out;
+	t[2] = ice_now_ns();
 	for (size_t k = 0; k < nhm; k++) {
 		redisReply *r = hr[k];
 		struct in_addr la, ra;
@@ -931,6 +954,7 @@ void ctld_read_qps(struct ctld *d)
 		q->active = q->rate_bps >= (double)d->cfg.min_rate;
 		q->route.idx = -1;
 	}
+	t[3] = ice_now_ns();
 	/* carry the planned state; did the set of active QPs change? */
 	oldv = qp_sorted(d->qps, d->nqps);
 	newv = qp_sorted(nq, nn);
@@ -982,8 +1006,17 @@ void ctld_read_qps(struct ctld *d)
 	(void)cap;
 	if (changed)
 		d->trig |= TRIG_QP;
+	t[4] = ice_now_ns();
 	ctld_telem_host(d);
-	d->view_ns = ice_now_ns() - t0;
+	t[5] = ice_now_ns();
+	d->view_ns = t[5] - t0;
+	ice_dbg(SUB,
+		"view: %zu QPs of %u hosts in %.1f ms: hosts %.1f, QP indexes %.1f, records %.1f, "
+		"parsed %.1f, matched %.1f, host signals %.1f",
+		nn, d->nhosts, (double)d->view_ns / 1e6, (double)(t[0] - t0) / 1e6,
+		(double)(t[1] - t[0]) / 1e6, (double)(t[2] - t[1]) / 1e6,
+		(double)(t[3] - t[2]) / 1e6, (double)(t[4] - t[3]) / 1e6,
+		(double)(t[5] - t[4]) / 1e6);
 	if (d->view_ns > d->view_max_ns)
 		d->view_max_ns = d->view_ns;
 	d->view_reads++;
