@@ -155,6 +155,7 @@ struct ctld {
 	/* the QP view's last refresh (ctld_read_qps): its time, the longest
 	 * since the last status write, counts (in {ctl}:status, view_*) */
 	uint64_t view_ns, view_max_ns, view_reads;
+	uint64_t view_cpu_ns;  /* the last refresh's CPU time (this thread's) */
 	uint64_t squats;       /* leader keys taken from a squatter (ctl_daemon_lease.c) */
 	bool lease_err;	       /* taking the lease failed; said once */
 	uint64_t view_bad;     /* QP records dropped: malformed fields */

@@ -362,7 +362,7 @@ out:
 
 static void status_counters(struct ctld *d)
 {
-	char v[24][24];
+	char v[25][24];
 	const char *kv[] = {"link_writes",
 			    v[11],
 			    "qp_writes",
@@ -397,6 +397,8 @@ static void status_counters(struct ctld *d)
 			    v[10],
 			    "view_reads",
 			    v[23],
+			    "view_read_cpu_ms",
+			    v[24],
 			    "view_bad_qps",
 			    v[15],
 			    "view_foreign_qps",
@@ -438,6 +440,7 @@ static void status_counters(struct ctld *d)
 	snprintf(v[21], 24, "%" PRIu64, d->pfc.storms);
 	snprintf(v[22], 24, "%" PRIu64, d->pfc.bad);
 	snprintf(v[23], 24, "%" PRIu64, d->view_reads);
+	snprintf(v[24], 24, "%.3f", (double)d->view_cpu_ns / 1e6);
 	d->view_max_ns = 0; /* the longest between two status writes */
 	ctld_status_write(d, kv, sizeof(kv) / sizeof(kv[0]));
 }
