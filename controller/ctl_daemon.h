@@ -108,6 +108,13 @@ void ctld_plan_opts(const struct ctld_cfg *c, bool incremental, struct ctl_plan_
  * once per ms. */
 #define CTLD_EPOCH_AHEAD_MS 60000ull
 
+/* The agent's rate object of a QP record as the agent writes it
+ * ({"k":number,...}: no spaces, escapes or nesting; numbers as JSON writes
+ * them, integers within int64) into tx_bytes, cnp_rx and retx, 0 when
+ * absent; false on anything else (the view then reads it with jansson).
+ * Pure; for the view and its tests. */
+bool ctld_rates_scan(const char *js, double *tx_bytes, double *cnp_rx, double *retx);
+
 struct ctld_epoch_val {
 	uint64_t v;
 	bool credible; /* set by ctld_epoch_base */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "ctl_daemon.h"
 #include "ice_time.h"
@@ -274,12 +275,62 @@ static void test_plan_opts(void **state)
 	topo_free(t);
 }
 
+/* The view's scanner of the agents' rate objects reads what jansson reads,
+ * or declines (the view then asks jansson): the same three figures either
+ * way, over well-formed and odd objects. */
+static void test_rates_scan(void **state)
+{
+	static const char *const in[] = {
+		"{\"tx_bytes\":125000000,\"tx_pkts\":30517.578125,\"cnp_rx\":3,\"retx\":0.5}",
+		"{}",
+		"null",
+		"",
+		"{\"tx_bytes\":1.}",
+		"{\"tx_bytes\":.5}",
+		"{\"tx_bytes\":01}",
+		"{\"tx_bytes\":0x10}",
+		"{\"tx_bytes\":-inf}",
+		"{\"tx_bytes\":1e5,\"retx\":-2E-3}",
+		"{\"tx_bytes\":1e}",
+		"{\"tx_bytes\": 5}",
+		"{\"tx_bytes\":\"5\"}",
+		"{\"tx_bytes\":5,}",
+		"{\"tx_bytes\":5}x",
+		"{\"tx_bytes\":5,\"tx_bytes\":7}",
+		"{\"a\\\"b\":1,\"tx_bytes\":2}",
+		"{\"tx_bytes\":1e400}",
+		"{\"cnp_rx\":-0,\"retx\":0.0}",
+		"{\"tx_bytes\":-}",
+		"{\"tx_bytes\":2",
+		"{\"tx_bytes\":[1]}",
+		"{\"retx\":12345678901234567890}",
+		"{\"retx\":12345678901234567890.0}",
+		"{\"tx_bytes\":9223372036854775807}"};
+	uint32_t fast = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		json_t *o = json_loads(in[i], 0, NULL);
+		double t, c, r, jt, jc, jr;
+
+		jt = o ? json_number_value(json_object_get(o, "tx_bytes")) : 0;
+		jc = o ? json_number_value(json_object_get(o, "cnp_rx")) : 0;
+		jr = o ? json_number_value(json_object_get(o, "retx")) : 0;
+		json_decref(o);
+		if (!ctld_rates_scan(in[i], &t, &c, &r))
+			continue;
+		fast++;
+		assert_true(t == jt && c == jc && r == jr);
+	}
+	assert_int_equal(fast, 6); /* the well-formed ones read by the scanner */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good_file),  cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_plans_same), cmocka_unit_test(test_ring_order),
-		cmocka_unit_test(test_plan_opts),
+		cmocka_unit_test(test_plan_opts),  cmocka_unit_test(test_rates_scan),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
