@@ -492,7 +492,7 @@ int ctld_run(struct ctld *d)
 			ctld_telem_poll(d);
 			ctld_pfc_read_nics(d);
 			ctld_telem_tick(d);
-			if (d->probe && now >= d->next_pmap_ns) {
+			if (d->probe && (now >= d->next_pmap_ns || ctld_pmaps_moved(d))) {
 				ctld_read_pmaps(d);
 				ctld_read_health(d);
 				d->next_pmap_ns = now + PMAP_REFRESH_NS;

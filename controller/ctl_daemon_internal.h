@@ -190,6 +190,7 @@ struct ctld {
 	bool *probe_hot;	     /* [2 * nlinks]: only paths with a standing queue cross it */
 	uint32_t nhkeys;
 	uint64_t next_pmap_ns;
+	long long pmap_version; /* ice:<F>:probe:version when the maps were last read */
 
 	/* switch telemetry and the closed loop (ctl_daemon_telem.c) */
 	struct ctl_telem tm;
@@ -242,7 +243,8 @@ struct ctld {
 };
 
 /* how often the probe maps' learning times are read (a changed map is
- * fetched and re-planned for at once) */
+ * fetched and re-planned for at once); between, the probes' version
+ * counter is read every loop and a move reads the maps at once */
 #define PMAP_REFRESH_NS (200 * ICE_NSEC_PER_MSEC)
 
 /* ---- ctl_daemon_redis.c */
@@ -268,6 +270,8 @@ bool ctld_link_set(struct ctld *d, uint32_t l, uint8_t who, bool down);
  * what: the signal, for the reaction time. */
 void ctld_links_changed(struct ctld *d, uint64_t ts_ms, const char *what);
 void ctld_read_pmaps(struct ctld *d);
+/* The probes' map counter moved since the maps were last read (one GET). */
+bool ctld_pmaps_moved(struct ctld *d);
 void ctld_read_events(struct ctld *d);
 void ctld_expire_colls(struct ctld *d);
 void ctld_read_qps(struct ctld *d); /* also the hosts */

@@ -240,12 +240,36 @@ static void pmap_news(struct ctld *d, const struct ctl_pmap *m)
 	}
 }
 
+/* ice:<F>:probe:version (0 when absent), or -1 when Redis failed. */
+static long long pmap_version(struct ctld *d)
+{
+	char key[ICE_RKEY_MAX];
+	redisReply *r = ctld_cmd(
+		d, "GET %s",
+		ice_rkey_str(key, sizeof(key), ICE_RK_PROBE_VERSION, d->cfg.fabric, NULL, NULL));
+	long long v;
+
+	if (r == NULL)
+		return -1;
+	v = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
+	freeReplyObject(r);
+	return v;
+}
+
+bool ctld_pmaps_moved(struct ctld *d)
+{
+	long long v = pmap_version(d);
+
+	return v >= 0 && v != d->pmap_version;
+}
+
 /* Every map of every probing host; maps whose learning time did not change
  * are kept, only new ones are fetched, and a new one that contradicts the
  * pair's old one triggers a re-plan. On a Redis failure the old ones stay. */
 void ctld_read_pmaps(struct ctld *d)
 {
 	char key[ICE_RKEY_MAX];
+	long long version = pmap_version(d); /* before the maps: a later one moves it again */
 	redisReply *hs = ctld_cmd(
 		d, "SMEMBERS %s",
 		ice_rkey_str(key, sizeof(key), ICE_RK_PROBE_HOSTS, d->cfg.fabric, NULL, NULL));
@@ -330,6 +354,8 @@ void ctld_read_pmaps(struct ctld *d)
 	d->hkeys = hk;
 	d->nhkeys = nhk;
 	hk = NULL;
+	if (version >= 0)
+		d->pmap_version = version;
 out:
 	free(hk);
 	if (pr != NULL)

@@ -17,8 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/resource.h>
+
 #include "ice_config.h"
 #include "ice_log.h"
+#include "ice_time.h"
 #include "probe_internal.h"
 #include "topo.h"
 
@@ -71,6 +74,29 @@ static int probe_finish(void *obj, const char *path, struct ice_cfg_err *err)
 		inet_ntop(AF_INET, &a, c->cfg.src, sizeof(c->cfg.src));
 	}
 	return probe_cfg_check(&c->cfg, err);
+}
+
+/* What watching cost: probes and bytes on the wire against the NIC's link,
+ * and this process's CPU time. */
+static void print_cost(const struct probe_sess *s)
+{
+	double t = (ice_now_ns() - s->t_init_ns) / 1e9;
+	uint64_t n = s->sent[PROBE_KIND_TRACE] + s->sent[PROBE_KIND_ECHO];
+	double bps = t > 0 ? n * PROBE_WIRE_BYTES * 8.0 / t : 0;
+	double rate = (double)probe_link_rate(s->cfg, s->topo, s->local);
+	struct rusage ru;
+	double cpu = 0;
+
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		cpu = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+		      (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+	fprintf(stderr,
+		"ice-probe: watch: sent %llu probes in %.1f s (%llu traced, %llu echoes): %.1f "
+		"probes/s, %.0f bit/s on the wire (%.3f%% of the link); CPU %.2f s (%.2f%% of a "
+		"core)\n",
+		(unsigned long long)n, t, (unsigned long long)s->sent[PROBE_KIND_TRACE],
+		(unsigned long long)s->sent[PROBE_KIND_ECHO], t > 0 ? n / t : 0, bps,
+		rate > 0 ? 100 * bps / rate : 0, cpu, t > 0 ? 100 * cpu / t : 0);
 }
 
 int main(int argc, char **argv)
@@ -194,6 +220,7 @@ int main(int argc, char **argv)
 		} else {
 			ret = probe_watch(&sess, pl, &o);
 			rc = ret < 0 ? 1 : 0;
+			print_cost(&sess);
 		}
 		free(pl);
 	} else {

@@ -58,7 +58,79 @@ struct watch {
 	const struct probe_watch_opts *o;
 	struct probe_pair_state *ps;
 	uint32_t np;
+	/* the rate budget (watch_budget): path checks first, echoes next, the
+	 * rest kept free so that a rediscovery finds the bucket full */
+	uint32_t check_pairs; /* pairs whose paths are re-traced per interval */
+	uint32_t check_ports; /* ports re-traced per path */
+	uint32_t check_next;  /* the pair the next interval's checks start at */
+	uint64_t echo_iv;     /* echo interval per path, ns */
+	uint64_t budget_key;  /* what the budget was computed for */
 };
+
+/* Shares of the probe's rate limit (link_share): path checks take up to
+ * CHECK_SHARE, echoes what leaves them under SPEND_SHARE, and the rest
+ * refills the bucket for rediscoveries (a leaf-spine pair: ~17 probes). */
+#define CHECK_SHARE 0.4
+#define SPEND_SHARE 0.7
+
+static uint32_t pair_varying(const struct probe_pair_state *p)
+{
+	uint32_t n = 0;
+
+	for (uint32_t t = 1; t <= p->map.nhops; t++)
+		n += !(p->map.fixed_mask & (1u << (t - 1)));
+	return n;
+}
+
+/* Split the rate limit over path checks and echoes for the maps as they
+ * are now: per report interval, the checks of check_pairs pairs (in turn)
+ * with check_ports ports per path, each port at the TTLs that vary; the
+ * echoes spread what is left over the live paths. Logged when it changes. */
+static void watch_budget(struct watch *w)
+{
+	const struct probe_cfg *c = w->s->cfg;
+	double pps = w->s->rate_Bps / PROBE_WIRE_BYTES, iv_s = c->report_interval / 1e9;
+	double per_iv = CHECK_SHARE * pps * iv_s, check_pps, echo_pps;
+	uint32_t npaths = 0, cost = 1, live = 0;
+	uint64_t key, echo_iv;
+
+	for (uint32_t pi = 0; pi < w->np; pi++) {
+		const struct probe_pair_state *p = &w->ps[pi];
+		uint32_t n = 0;
+
+		for (uint32_t i = 0; i < p->nh; i++)
+			n += p->h[i]->idx >= 0;
+		npaths += n;
+		live += n > 0;
+		if (n * pair_varying(p) > cost)
+			cost = n * pair_varying(p);
+	}
+	w->check_ports = (uint32_t)(per_iv / cost);
+	w->check_ports = w->check_ports < 1		      ? 1
+			 : w->check_ports > PROBE_CHECK_PORTS ? PROBE_CHECK_PORTS
+							      : w->check_ports;
+	w->check_pairs = (uint32_t)(per_iv / (cost * w->check_ports));
+	w->check_pairs = w->check_pairs < 1 ? 1 : w->check_pairs > w->np ? w->np : w->check_pairs;
+	check_pps = (double)w->check_pairs * w->check_ports * cost / iv_s;
+	echo_pps = SPEND_SHARE * pps - check_pps;
+	if (echo_pps < 0.1 * pps)
+		echo_pps = 0.1 * pps;
+	echo_iv = npaths > 0 ? (uint64_t)(npaths / echo_pps * 1e9) : c->probe_interval;
+	w->echo_iv = echo_iv > c->probe_interval ? echo_iv : c->probe_interval;
+	key = (uint64_t)npaths << 32 | (uint64_t)w->check_pairs << 16 | w->check_ports;
+	if (key == w->budget_key)
+		return;
+	w->budget_key = key;
+	ice_info(PROBE_LOG,
+		 "rate budget %.0f probes/s (link_share %.4f%%): path checks of %u of %u pair(s) "
+		 "per %.0f ms interval, %u port(s) per path (%.0f probes/s; each pair every "
+		 "%.0f ms), echoes every %.1f ms on each of %u paths (%.0f probes/s)%s",
+		 pps, c->link_share * 100, w->check_pairs, live, iv_s * 1e3, w->check_ports,
+		 check_pps, iv_s * 1e3 * ((w->np + w->check_pairs - 1) / w->check_pairs),
+		 w->echo_iv / 1e6, npaths, npaths * 1e9 / w->echo_iv,
+		 w->echo_iv > c->probe_interval ? " (probe_interval is shorter: the budget decides)"
+						: "");
+}
 
 static struct probe_health *health_get(struct probe_pair_state *p, const char *name)
 {
@@ -138,6 +210,40 @@ static void path_hop(const char *name, uint32_t t, char *buf, size_t len)
 	snprintf(buf, len, "%.*s", (int)n, q);
 }
 
+/* A port of pair p went another way at hop t: the switch before it (hop
+ * t - 1; the NIC itself for t = 1) hashes differently now (a reboot or an
+ * upgrade with a new seed) or lost a link. Every other pair whose paths
+ * cross that switch is remapped too, now, without waiting for its own
+ * checks to draw a moved port. */
+static void remap_crossing(struct watch *w, const struct probe_pair_state *p, const char *path,
+			   uint32_t t)
+{
+	char sw[PROBE_NAME_MAX] = "", hop[PROBE_NAME_MAX];
+	uint32_t n = 0;
+
+	if (t > 1)
+		path_hop(path, t - 1, sw, sizeof(sw));
+	for (uint32_t qi = 0; qi < w->np; qi++) {
+		struct probe_pair_state *q = &w->ps[qi];
+
+		if (q == p || q->remap)
+			continue;
+		for (uint32_t i = 0; i < q->map.npaths; i++) {
+			if (sw[0] != '\0') {
+				path_hop(q->map.path[i].name, t - 1, hop, sizeof(hop));
+				if (strcmp(hop, sw) != 0)
+					continue;
+			}
+			q->remap = true;
+			n++;
+			break;
+		}
+	}
+	if (n > 0)
+		ice_info(PROBE_LOG, "%s%s: %u more pair(s) cross it: remapping them too",
+			 sw[0] ? "switch " : "this NIC's first hop", sw, n);
+}
+
 static void watch_rx(struct probe_sess *s, const struct probe_rx *rx, struct probe_out *o,
 		     void *arg)
 {
@@ -169,6 +275,7 @@ static void watch_rx(struct probe_sess *s, const struct probe_rx *rx, struct pro
 					 "path %s: port %u now crosses %s at hop %u: remap",
 					 h->name, o->sport, h->vhop[o->ttl - 1], o->ttl);
 				p->remap = true;
+				remap_crossing(w, p, p->map.path[h->idx].name, o->ttl);
 			}
 		}
 		return;
@@ -311,7 +418,7 @@ static void health_check_paths(struct watch *w, uint32_t pi)
 			continue;
 		path = &p->map.path[h->idx];
 		ports[n++] = h->sport;
-		for (uint32_t k = 0; k < path->nports && n < PROBE_CHECK_PORTS; k++) {
+		for (uint32_t k = 0; k < path->nports && n < w->check_ports; k++) {
 			uint16_t sp = path->port[(p->check_turn + k) % path->nports];
 
 			if (sp != h->sport)
@@ -324,7 +431,15 @@ static void health_check_paths(struct watch *w, uint32_t pi)
 						    PROBE_KIND_TRACE, (uint16_t)i, pi) == 0)
 					h->vsent |= 1u << (t - 1);
 	}
-	p->check_turn += PROBE_CHECK_PORTS - 1;
+	p->check_turn += w->check_ports > 1 ? w->check_ports - 1 : 1;
+}
+
+/* This interval's path checks: check_pairs pairs, the next ones in turn. */
+static void watch_checks(struct watch *w)
+{
+	for (uint32_t k = 0; k < w->check_pairs && k < w->np; k++)
+		health_check_paths(w, (w->check_next + k) % w->np);
+	w->check_next = (w->check_next + w->check_pairs) % w->np;
 }
 
 static void watch_report(struct watch *w, uint64_t now, uint64_t seq)
@@ -379,8 +494,9 @@ static void watch_report(struct watch *w, uint64_t now, uint64_t seq)
 			if (pair_map(w, p) < 0)
 				p->next_refresh_ns = now + w->s->cfg->report_interval;
 		}
-		health_check_paths(w, pi);
 	}
+	watch_budget(w);
+	watch_checks(w);
 }
 
 int probe_watch(struct probe_sess *s, const struct probe_pinglist *pl,
@@ -388,8 +504,7 @@ int probe_watch(struct probe_sess *s, const struct probe_pinglist *pl,
 {
 	const struct probe_cfg *c = s->cfg;
 	struct watch w = {.s = s, .o = o};
-	uint64_t start = ice_now_ns(), next_report, next_expire, seq = 0, npaths = 0;
-	double limit_interval;
+	uint64_t start = ice_now_ns(), next_report, next_expire, seq = 0;
 	int ret = 0;
 
 	w.ps = calloc(pl->n, sizeof(*w.ps));
@@ -405,7 +520,6 @@ int probe_watch(struct probe_sess *s, const struct probe_pinglist *pl,
 		if (ret < 0)
 			ice_warn(PROBE_LOG, "pair %u: no map yet (%s); retried each interval", i,
 				 strerror(-ret));
-		npaths += w.ps[w.np].nh;
 		w.np++;
 	}
 	if (w.np == 0) {
@@ -413,23 +527,14 @@ int probe_watch(struct probe_sess *s, const struct probe_pinglist *pl,
 		free(w.ps);
 		return -ENOENT;
 	}
-	/* the rate limit bounds how often each path is probed */
-	limit_interval = npaths * (double)PROBE_WIRE_BYTES * 8 /
-			 (c->link_share * (double)probe_link_rate(c, s->topo, s->local)) * 1e9;
-	if (limit_interval > (double)c->probe_interval)
-		ice_warn(PROBE_LOG,
-			 "probe_interval %.1f ms exceeds link_share %.4f%% over %llu paths: "
-			 "probing every %.1f ms",
-			 c->probe_interval / 1e6, c->link_share * 100, (unsigned long long)npaths,
-			 limit_interval / 1e6);
+	/* the rate limit bounds how often each path is checked and echoed */
+	watch_budget(&w);
 	next_report = ice_now_ns() + c->report_interval;
 	next_expire = ice_now_ns() + 10 * ICE_NSEC_PER_MSEC;
-	for (uint32_t pi = 0; pi < w.np; pi++)
-		health_check_paths(&w, pi);
+	watch_checks(&w);
 	while (!stop_flag && (c->duration == 0 || ice_now_ns() - start < c->duration)) {
 		uint64_t now = ice_now_ns(), wake = next_report;
-		uint64_t iv = c->probe_interval > limit_interval ? c->probe_interval
-								 : (uint64_t)limit_interval;
+		uint64_t iv = w.echo_iv;
 
 		for (uint32_t pi = 0; pi < w.np; pi++) {
 			struct probe_pair_state *p = &w.ps[pi];
@@ -468,6 +573,7 @@ int probe_watch(struct probe_sess *s, const struct probe_pinglist *pl,
 				w.ps[pi].remap = false; /* retried at the next report */
 				w.ps[pi].next_refresh_ns = now;
 			}
+		watch_budget(&w);
 		if (now >= next_report) {
 			watch_report(&w, now, ++seq);
 			next_report += c->report_interval;

@@ -23,6 +23,8 @@ struct probe_sess {
 	double tokens, rate_Bps; /* token bucket, bytes */
 	uint64_t tb_last_ns;
 	uint64_t answered; /* probes answered as a responder */
+	uint64_t sent[3];  /* probes sent, by kind (PROBE_KIND_TRACE, _ECHO) */
+	uint64_t t_init_ns;
 	struct probe_pkt rx[64];
 };
 

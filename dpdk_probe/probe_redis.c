@@ -83,7 +83,7 @@ static void pair_key(const struct probe_pathmap *m, char *buf, size_t len)
 int probe_redis_map(struct probe_redis *r, const struct probe_pathmap *m)
 {
 	char pair[40], key[ICE_RKEY_MAX], key2[ICE_RKEY_MAX], key3[ICE_RKEY_MAX];
-	char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
+	char key4[ICE_RKEY_MAX], a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
 	json_t *j;
 	char *txt;
 	int ret;
@@ -100,7 +100,8 @@ int probe_redis_map(struct probe_redis *r, const struct probe_pathmap *m)
 		return -ENOMEM;
 	if (rkey(r, ICE_RK_PROBE_MAP, pair, key, sizeof(key)) < 0 ||
 	    rkey(r, ICE_RK_PROBE_PAIRS, NULL, key2, sizeof(key2)) < 0 ||
-	    rkey(r, ICE_RK_PROBE_HOSTS, NULL, key3, sizeof(key3)) < 0) {
+	    rkey(r, ICE_RK_PROBE_HOSTS, NULL, key3, sizeof(key3)) < 0 ||
+	    rkey(r, ICE_RK_PROBE_VERSION, NULL, key4, sizeof(key4)) < 0) {
 		free(txt);
 		return -EINVAL;
 	}
@@ -111,8 +112,10 @@ int probe_redis_map(struct probe_redis *r, const struct probe_pathmap *m)
 			  txt);
 	ice_redis_appendf(&r->link, "ZADD %s %llu %s", key2, (unsigned long long)m->ts_ms, pair);
 	ice_redis_appendf(&r->link, "SADD %s %s", key3, r->host);
+	/* last: the controller polls this counter and reads the maps when it moves */
+	ice_redis_appendf(&r->link, "INCR %s", key4);
 	free(txt);
-	ret = redis_drain(r, 3);
+	ret = redis_drain(r, 4);
 	return ret;
 }
 

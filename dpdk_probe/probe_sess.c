@@ -32,7 +32,7 @@ int probe_sess_init(struct probe_sess *s, const struct probe_cfg *cfg,
 	probe_track_init(&s->track, ice_now_ns() ^ ((uint64_t)getpid() << 32) ^ local.s_addr);
 	s->rate_Bps = cfg->link_share * (double)probe_link_rate(cfg, t, local) / 8;
 	s->tokens = (double)cfg->burst;
-	s->tb_last_ns = ice_now_ns();
+	s->tb_last_ns = s->t_init_ns = ice_now_ns();
 	s->io = ops->open(cfg, local);
 	if (s->io == NULL)
 		return -errno;
@@ -81,6 +81,7 @@ int probe_sess_send(struct probe_sess *s, struct in_addr dst, uint16_t sport, ui
 		o->live = false;
 		return ret < 0 ? ret : -EIO;
 	}
+	s->sent[kind < 3 ? kind : 0]++;
 	return 0;
 }
 
