@@ -105,11 +105,11 @@ static void watch_budget(struct watch *w)
 		if (n * pair_varying(p) > cost)
 			cost = n * pair_varying(p);
 	}
-	w->check_ports = (uint32_t)(per_iv / cost);
+	w->check_ports = (uint32_t)(per_iv / cost + 0.5);
 	w->check_ports = w->check_ports < 1		      ? 1
 			 : w->check_ports > PROBE_CHECK_PORTS ? PROBE_CHECK_PORTS
 							      : w->check_ports;
-	w->check_pairs = (uint32_t)(per_iv / (cost * w->check_ports));
+	w->check_pairs = (uint32_t)(per_iv / (cost * w->check_ports) + 0.5);
 	w->check_pairs = w->check_pairs < 1 ? 1 : w->check_pairs > w->np ? w->np : w->check_pairs;
 	check_pps = (double)w->check_pairs * w->check_ports * cost / iv_s;
 	echo_pps = SPEND_SHARE * pps - check_pps;
