@@ -191,6 +191,7 @@ struct ctld {
 	uint32_t nhkeys;
 	uint64_t next_pmap_ns;
 	long long pmap_version; /* ice:<F>:probe:version when the maps were last read */
+	bool pmap_changed;	/* a map read now contradicts the pair's last one */
 
 	/* switch telemetry and the closed loop (ctl_daemon_telem.c) */
 	struct ctl_telem tm;

@@ -226,9 +226,10 @@ static void pmap_news(struct ctld *d, const struct ctl_pmap *m)
 		return; /* learned again, the same */
 	inet_ntop(AF_INET, &m->src, a, sizeof(a));
 	inet_ntop(AF_INET, &m->dst, b, sizeof(b));
-	if (o != NULL)
+	if (o != NULL) {
 		ice_info(SUB, "probe map of %s -> %s changed: re-planning", a, b);
-	else if (d->started)
+		d->pmap_changed = true;
+	} else if (d->started)
 		ice_info(SUB, "probe map of %s -> %s learned: re-planning", a, b);
 	d->trig |= TRIG_PMAP;
 	if ((o != NULL || d->started) && !(d->trig & TRIG_LINK) &&
@@ -350,6 +351,12 @@ void ctld_read_pmaps(struct ctld *d)
 	d->pmaps = nm;
 	d->npmaps = nn;
 	nm = NULL;
+	if (d->pmap_changed) {
+		/* the links' loads were measured against the old routes */
+		d->pmap_changed = false;
+		ctl_telem_forget(&d->tm);
+		ctld_telem_caps(d);
+	}
 	free(d->hkeys);
 	d->hkeys = hk;
 	d->nhkeys = nhk;

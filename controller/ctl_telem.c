@@ -343,6 +343,17 @@ double ctl_telem_unplanned(const struct ctl_telem *tm, uint32_t dl)
 	return tm->dl[dl].state == CTL_TL_OK ? tm->dl[dl].unplanned : tm->dl[dl].hunplanned;
 }
 
+void ctl_telem_forget(struct ctl_telem *tm)
+{
+	for (uint32_t dl = 0; dl < tm->ndl; dl++) {
+		struct ctl_telem_link *x = &tm->dl[dl];
+
+		x->unplanned = x->hunplanned = 0;
+		x->over = x->hot = x->hhot = 0;
+		x->fresh = false;
+	}
+}
+
 double ctl_telem_cap(const struct ctl_telem *tm, uint32_t dl)
 {
 	double rate, c;

@@ -157,6 +157,16 @@ void ctl_telem_feedback(struct ctl_telem *tm, const double *known);
 void ctl_telem_host(struct ctl_telem *tm, const uint32_t *qps, const uint32_t *marked,
 		    const double *known, uint64_t now_ms);
 
+/* The controller's own flows were booked on routes that a changed port ->
+ * path map (a switch rehashed, a link changed) says they did not take:
+ * what the links measured against those routes is not someone else's load,
+ * and their queues were the plan's own collisions. Forgets every link's
+ * unplanned estimate, its run of intervals above the dead band and of hot
+ * intervals, and the readings not used yet: the next intervals start from
+ * the new routes (real unannounced load is learned again in persist
+ * intervals). */
+void ctl_telem_forget(struct ctl_telem *tm);
+
 /* The unplanned load (bytes/s) on dl: measured, else from host signals. */
 double ctl_telem_unplanned(const struct ctl_telem *tm, uint32_t dl);
 

@@ -214,6 +214,47 @@ static void test_unplanned_and_capacity(void **state)
 	topo_free(t);
 }
 
+/* A changed port -> path map: what was measured against the old routes is
+ * forgotten; the next interval alone is noise again. */
+static void test_forget_after_remap(void **state)
+{
+	struct topo *t = leaf_spine();
+	struct ctl_telem tm;
+	struct ctl_telem_rec r;
+	double *known;
+	uint32_t dl, oct = 0;
+
+	(void)state;
+	assert_int_equal(ctl_telem_init(&tm, t), 0);
+	known = calloc(tm.ndl, sizeof(double));
+	assert_non_null(known);
+	assert_int_equal(ctl_telem_dlink(t, "leaf1", "spine1", &dl), 0);
+	r = rec(1, 100, 0, 0, 0, 0);
+	ctl_telem_update(&tm, "leaf1", "spine1", &r, 100);
+	known[dl] = 5e6; /* 20 MB/s measured: the flows a rehash sent here */
+	for (int i = 2; i < 6; i++) {
+		oct += 2000000;
+		r = rec(i, 100 * i, 100, oct, 0, 0);
+		ctl_telem_update(&tm, "leaf1", "spine1", &r, 100 * i);
+		ctl_telem_feedback(&tm, known);
+	}
+	assert_true(tm.dl[dl].unplanned > 10e6);
+	assert_true(ctl_telem_cap(&tm, dl) < 200e6);
+	ctl_telem_forget(&tm);
+	assert_true(tm.dl[dl].unplanned == 0);
+	assert_true(ctl_telem_cap(&tm, dl) == 200e6);
+	ctl_telem_feedback(&tm, known); /* the reading already used: nothing new */
+	assert_true(tm.dl[dl].unplanned == 0);
+	oct += 2000000; /* one more such interval: noise until the second */
+	r = rec(6, 600, 100, oct, 0, 0);
+	ctl_telem_update(&tm, "leaf1", "spine1", &r, 600);
+	ctl_telem_feedback(&tm, known);
+	assert_true(tm.dl[dl].unplanned == 0);
+	free(known);
+	ctl_telem_fini(&tm);
+	topo_free(t);
+}
+
 static void test_congestion(void **state)
 {
 	struct topo *t = leaf_spine();
@@ -528,6 +569,7 @@ int main(void)
 		cmocka_unit_test(test_port_to_link),
 		cmocka_unit_test(test_rates_and_bad_input),
 		cmocka_unit_test(test_unplanned_and_capacity),
+		cmocka_unit_test(test_forget_after_remap),
 		cmocka_unit_test(test_congestion),
 		cmocka_unit_test(test_background_avoided),
 		cmocka_unit_test(test_move_that_does_not_pay),
