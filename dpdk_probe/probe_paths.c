@@ -140,12 +140,37 @@ static int expected_paths(const struct probe_sess *s, struct in_addr dst)
 	return topo_paths(s->topo, a->id, b->id, NULL, 0);
 }
 
+/* The i-th source port to try: sport_min + i * stride (mod the range), the
+ * stride coprime with the range and near 0.618 of it, so that the first
+ * ports differ in high bits as well as low ones. Consecutive ports differ
+ * only in their low bits, and a hash linear in its input bits (Toeplitz,
+ * CRC) gives all 12 of 49152..49163 one path whenever the key's bits for
+ * those 4 input bits cancel: seen for every pair of a leaf at once. */
+static uint16_t port_at(const struct probe_cfg *c, uint32_t i)
+{
+	uint32_t range = c->sport_max - c->sport_min + 1, stride = (uint32_t)(range * 0.618) | 1;
+	uint32_t a, b;
+
+	for (;; stride += 2) { /* gcd(stride, range) == 1 */
+		for (a = stride, b = range; b != 0;) {
+			uint32_t t = a % b;
+
+			a = b;
+			b = t;
+		}
+		if (a == 1 || stride >= range)
+			break;
+	}
+	return (uint16_t)(c->sport_min + (uint32_t)((uint64_t)i * stride % range));
+}
+
 int probe_discover(struct probe_sess *s, struct in_addr dst, struct probe_pathmap *m)
 {
 	const struct probe_cfg *c = s->cfg;
 	struct port_trace pt[ROUND_MAX];
 	struct round r = {.pt = pt, .m = m};
-	uint32_t next = c->sport_min, tried = 0, since_new = 0, agree[PROBE_MAX_HOPS] = {0};
+	uint32_t next = 0, range = c->sport_max - c->sport_min + 1;
+	uint32_t tried = 0, since_new = 0, agree[PROBE_MAX_HOPS] = {0};
 	uint64_t t0 = ice_now_ns();
 	char dbuf[INET_ADDRSTRLEN];
 	int ret;
@@ -158,7 +183,7 @@ int probe_discover(struct probe_sess *s, struct in_addr dst, struct probe_pathma
 
 	/* Round 0: one port, TTLs 1..4 then 5..max_ttl: the hop count. */
 	memset(pt, 0, sizeof(pt));
-	pt[0].sport = (uint16_t)next++;
+	pt[0].sport = port_at(c, next++);
 	r.n = 1;
 	for (uint32_t lo = 1; lo <= c->max_ttl && pt[0].reached_ttl == 0; lo += 4) {
 		for (uint32_t t = lo; t < lo + 4 && t <= c->max_ttl; t++)
@@ -213,7 +238,7 @@ int probe_discover(struct probe_sess *s, struct in_addr dst, struct probe_pathma
 		if (cover && ((m->expected > 0 && (int)m->npaths >= m->expected) ||
 			      since_new >= c->extra_ports))
 			break;
-		if (tried >= c->max_ports || next > c->sport_max)
+		if (tried >= c->max_ports || next >= range)
 			break;
 		if (needed == 0)
 			needed = c->extra_ports - since_new;
@@ -223,12 +248,12 @@ int probe_discover(struct probe_sess *s, struct in_addr dst, struct probe_pathma
 			k = c->min_ports > 2 ? c->min_ports - 1 : 2;
 		if (k > c->max_ports - tried)
 			k = c->max_ports - tried;
-		if (k > c->sport_max - next + 1)
-			k = c->sport_max - next + 1;
+		if (k > range - next)
+			k = range - next;
 		want &= ~m->fixed_mask;
 		memset(pt, 0, sizeof(pt));
 		for (uint32_t i = 0; i < k; i++) {
-			pt[i].sport = (uint16_t)next++;
+			pt[i].sport = port_at(c, next++);
 			pt[i].want = want;
 		}
 		r.n = (int)k;
