@@ -113,7 +113,7 @@ rehash() {
 	ice_env_void && void=1
 	[ "$t_bal" = - ] && t_bal= || { t_win=$((t_win + t1)) t_bal=$((t_bal + t1)); }
 	# an unbalanced window first: the seed change did collide the flows
-	awk -v t0="$t1" -v te="${t_win:-0}" -v n=0 '$1 >= t0 && (te == 0 || $1 <= te) { t[n] = $1; a[n] = $2; b[n] = $3; n++ }
+	awk -v t0="$t1" -v te="${t_bal:-0}" -v n=0 '$1 >= t0 && (te == 0 || $1 <= te) { t[n] = $1; a[n] = $2; b[n] = $3; n++ }
 		END { for (i = 0; i + 1 < n; i++) for (j = i + 1; j < n; j++) if (t[j] - t[i] >= 40) {
 			d1 = a[j] - a[i]; d2 = b[j] - b[i]; s = d1 + d2
 			if (s > 10000 && (d1 * 10 < s * 3 || d2 * 10 < s * 3)) exit 0; break }
@@ -142,8 +142,8 @@ rehash() {
 	fi
 	echo "attempt $1: re-balanced $((t_bal - t0)) ms after ice-fabric hash (the first balanced" \
 		">= 200 ms window of leaf1's uplink bytes: +$((t_win - t0))..+$((t_bal - t0)) ms; the" \
-		"seed changes took $((t1 - t0)) ms; a collided >= 40 ms window" \
-		"before it: $([ $seen_collision = 1 ] && echo yes || echo no); target ${BOUND_MS} ms);" \
+		"seed changes took $((t1 - t0)) ms; a collided >= 40 ms window up to then:" \
+		"$([ $seen_collision = 1 ] && echo yes || echo no); target ${BOUND_MS} ms);" \
 		"$ICE_ENV_TXT$([ $void = 1 ] && echo '; VOID')"
 	[ $((t_bal - t0)) -le "$BOUND_MS" ] && return 0
 	[ $void = 1 ] && return 3
