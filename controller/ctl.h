@@ -75,6 +75,7 @@ struct ctl_flow {
 	uint16_t sport;	       /* planned source port (ctl_plan_sports) */
 	double start_bps;      /* planned start rate (ctl_plan_rates) */
 	double target_bps;     /* planned target rate: the fair share at full capacity */
+	double max_bps;	       /* DCQCN's ceiling (rp_max_rate; ctl_plan_ceilings), 0: target */
 };
 
 struct ctl_demand {
@@ -140,12 +141,13 @@ struct ctl_plan_opts {
 void ctl_plan_opts_default(struct ctl_plan_opts *o);
 
 struct ctl_plan_stats {
-	double max_util;   /* the plan's max directed-link utilisation */
-	double bound;	   /* lower bound on it for this demand (any routing) */
-	double start_util; /* REOPT: the max utilisation before */
-	uint32_t moves;	   /* local-search moves (a swap counts 2) */
-	uint32_t moved;	   /* flows whose route differs from the input (REOPT) */
-	bool budget_hit;   /* the local search stopped on its time budget */
+	double max_util;    /* the plan's max directed-link utilisation */
+	double bound;	    /* lower bound on it for this demand (any routing) */
+	double start_util;  /* REOPT: the max utilisation before */
+	double fabric_util; /* FRESH, REOPT: the max over the links between switches */
+	uint32_t moves;	    /* local-search moves (a swap counts 2) */
+	uint32_t moved;	    /* flows whose route differs from the input (REOPT) */
+	bool budget_hit;    /* the local search stopped on its time budget */
 	double greedy_s, search_s, total_s;
 	/* balanced colouring (alternating paths), run when every flow is movable */
 	double kempe_util;     /* its max utilisation before any local search; 0: not run */
@@ -248,6 +250,15 @@ int ctl_plan_rates_changed(struct ctl_planner *p, struct ctl_demand *d, int whic
  * lists the flow (entries of routes a flow left may remain), -ENOENT when
  * there is none, -EINVAL otherwise. For tests. */
 int ctl_rate_index_check(const struct ctl_planner *p, const struct ctl_demand *d, int which);
+/* DCQCN's ceilings (max_bps) after ctl_plan_rates: each flow's max-min
+ * share over cap (bit/s per directed link, 2 * nlinks; the links' rates
+ * where the planner's capacities were cut for load nobody planned), never
+ * below its target_bps. The targets share what the unplanned load leaves;
+ * the ceiling lets DCQCN take back what that load does not use (it is
+ * measured, not controlled, and the queues it builds mark CE) but never
+ * more than a planned flow's share of the full link, so planned flows
+ * still stay out of each other's queues. 0 or -errno. */
+int ctl_plan_ceilings(struct ctl_planner *p, struct ctl_demand *d, int which, const double *cap);
 
 /* ---- policy -------------------------------------------------------------------- */
 

@@ -269,6 +269,8 @@ static void plan(struct ctld *d)
 		ecmp = ctl_max_util(d->pl, &dem, 1);
 	if (ret == 0 && d->cfg.rates)
 		ret = ctl_plan_rates(d->pl, &dem, 0, d->cfg.headroom);
+	if (ret == 0 && d->cfg.rates && d->cfg.feedback)
+		ret = ctld_telem_ceilings(d, &dem);
 	if (ret < 0) {
 		ice_err(SUB, "planning %zu flows failed: %s", dem.n, strerror(-ret));
 		d->m.plan_failures++;
@@ -282,7 +284,8 @@ static void plan(struct ctld *d)
 		bool was = q->planned;
 
 		if (!(f->flags & CTL_FLOW_ANNOUNCED) || !d->cfg.rates)
-			f->start_bps = f->target_bps = 0; /* measured: DCQCN from line rate */
+			f->start_bps = f->target_bps = f->max_bps =
+				0; /* measured: DCQCN from line rate */
 		f->flags &= (uint8_t)~CTL_FLOW_FIXED;
 		q->planned = true;
 		q->route = f->path;
@@ -300,13 +303,13 @@ static void plan(struct ctld *d)
 			 pm->unsteered, dem.n);
 	ice_info(SUB,
 		 "plan (%s%s%s%s%s%s%s): %zu flows (%u announced) on %u hosts, %s: max util %.3f "
-		 "(bound %.3f, ECMP %.3f), moved %u, %.1f ms%s",
+		 "(bound %.3f, ECMP %.3f; fabric %.3f), moved %u, %.1f ms%s",
 		 trig & TRIG_QP ? "qps " : "", trig & TRIG_LINK ? "link " : "",
 		 trig & TRIG_COLL ? "collective " : "", trig & TRIG_PMAP ? "probe-map " : "",
 		 trig & TRIG_TELEM ? "congestion " : "", trig & TRIG_REOPT ? "periodic " : "",
 		 trig & TRIG_TAKEOVER ? "takeover " : "", dem.n, nann, d->nhosts,
 		 o.mode == CTL_PLAN_INCREMENTAL ? "incremental" : "re-optimised", st.max_util,
-		 st.bound, ecmp, st.moved, st.total_s * 1e3,
+		 st.bound, ecmp, st.fabric_util, st.moved, st.total_s * 1e3,
 		 down_used ? "; some flows cross a down link" : "");
 	d->plans++;
 	d->m.plans++;

@@ -308,6 +308,10 @@ void ctld_telem_poll(struct ctld *d);
 void ctld_telem_host(struct ctld *d);
 /* The planner's capacities from the unplanned loads (after a re-index too). */
 void ctld_telem_caps(struct ctld *d);
+/* DCQCN's ceilings (max_bps) of dem's planned flows where the unplanned
+ * load cut a capacity: their shares of the links' rates
+ * (ctl_plan_ceilings). 0 or -errno. */
+int ctld_telem_ceilings(struct ctld *d, struct ctl_demand *dem);
 /* May the flow of q move in this plan (move budget; a congestion-only
  * trigger moves only QPs crossing a congested link)? */
 bool ctld_telem_movable(const struct ctld *d, const struct cqp *q, unsigned trig);

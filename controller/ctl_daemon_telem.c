@@ -104,6 +104,29 @@ void ctld_telem_caps(struct ctld *d)
 	}
 }
 
+/* DCQCN's ceilings where the unplanned load cut a capacity: the planned
+ * flows' shares of the links' rates (a down link keeps its capacity). */
+int ctld_telem_ceilings(struct ctld *d, struct ctl_demand *dem)
+{
+	uint32_t nd = d->tm.ndl;
+	bool cut = false;
+	double *cap;
+	int ret;
+
+	for (uint32_t dl = 0; dl < nd && !cut; dl++)
+		cut = !d->down[dl / 2] && ctl_planner_cap(d->pl, dl) < (double)d->rate0[dl / 2];
+	if (!cut)
+		return 0; /* the targets are the ceilings */
+	cap = malloc(sizeof(double) * (nd + 1));
+	if (cap == NULL)
+		return -ENOMEM;
+	for (uint32_t dl = 0; dl < nd; dl++)
+		cap[dl] = d->down[dl / 2] ? ctl_planner_cap(d->pl, dl) : (double)d->rate0[dl / 2];
+	ret = ctl_plan_ceilings(d->pl, dem, 0, cap);
+	free(cap);
+	return ret;
+}
+
 /* The plan's own load per directed link: planned rates, and what its QPs
  * measure (bytes/s). A QP the controller knows but has not planned yet is
  * booked on the route its source port takes now: its traffic is known,

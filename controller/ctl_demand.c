@@ -42,7 +42,7 @@ int ctl_demand_add(struct ctl_demand *d, const struct ctl_flow *f)
 	x->ecmp.idx = -1;
 	x->ecmp.nhops = 0;
 	x->sport = 0;
-	x->start_bps = x->target_bps = 0;
+	x->start_bps = x->target_bps = x->max_bps = 0;
 	return 0;
 }
 

@@ -179,6 +179,90 @@ out:
 	return ret;
 }
 
+/* Second objective: the max utilisation of the links between switches
+ * where a caller cut capacities (ctl_planner_set_cap: load nobody planned).
+ * A NIC's link is on every route of its flows, so when one of them holds
+ * the max (the host NICs bound an all-to-all), every split of the fabric
+ * ties on the first objective, one that fills a cut link as well as one
+ * beside it. Only then (the fabric's max below the max over all links),
+ * with the NICs' links out of sight (their capacity infinite), a local
+ * search (first local optimum, no kicks) of the movable flows that cross a
+ * cut link lowers the fabric's max; its routes are kept when that gains
+ * (REOPT: by the hysteresis) and the max over all links is no worse. With
+ * the topology's capacities (ice-sim, the daemon without feedback) it
+ * costs one pass over the links. */
+static bool route_cut(const struct ctl_planner *p, const struct ctl_route *r)
+{
+	for (uint32_t h = 0; h < r->nhops; h++) {
+		uint32_t dl = r->dlink[h];
+
+		if (p->cap[dl] < (double)p->t->links[dl / 2].rate_bps * (1 - EPS))
+			return true;
+	}
+	return false;
+}
+
+static int fabric_pass(struct ctl_planner *p, struct ctl_demand *d, const bool *movable,
+		       const struct ctl_plan_opts *o, struct ctl_plan_stats *st)
+{
+	const struct topo *t = p->t;
+	uint32_t nn = topo_nic_count(t), nmv = 0;
+	double *saved = NULL, all, before, after, need;
+	struct ctl_route *old = NULL;
+	struct ctl_plan_stats tmp = {0};
+	bool *mv = NULL, keep, cut = false;
+	int ret = -ENOMEM;
+
+	for (uint32_t dl = 0; dl < 2 * t->nlinks && !cut; dl++)
+		cut = p->cap[dl] < (double)t->links[dl / 2].rate_bps * (1 - EPS);
+	if (!cut)
+		return 0;
+	saved = malloc(sizeof(double) * (2 * (size_t)nn + 1));
+	old = malloc(sizeof(*old) * (d->n + 1));
+	mv = malloc(sizeof(bool) * (d->n + 1));
+	if (saved == NULL || old == NULL || mv == NULL)
+		goto out;
+	all = ctl_loads_of(p, d, 0);
+	for (uint32_t i = 0; i < nn; i++) {
+		uint32_t l = t->ports[topo_nic(t, i)->id].link;
+
+		saved[2 * i] = p->cap[2 * l];
+		saved[2 * i + 1] = p->cap[2 * l + 1];
+		p->cap[2 * l] = p->cap[2 * l + 1] = INFINITY;
+	}
+	for (uint32_t i = 0; i < d->n; i++) {
+		old[i] = d->flows[i].path;
+		mv[i] = movable[i] && route_cut(p, &d->flows[i].path);
+		nmv += mv[i];
+	}
+	before = ctl_loads_of(p, d, 0);
+	/* where a fabric link shares the max, the first objective saw it */
+	ret = nmv > 0 && before > 0 && before < all * (1 - EPS)
+		      ? ctl_local_search(p, d, mv, o->search_budget_s, 0, false, &tmp)
+		      : 0;
+	after = ctl_loads_of(p, d, 0);
+	for (uint32_t i = 0; i < nn; i++) {
+		uint32_t l = t->ports[topo_nic(t, i)->id].link;
+
+		p->cap[2 * l] = saved[2 * i];
+		p->cap[2 * l + 1] = saved[2 * i + 1];
+	}
+	need = before * (1 - (o->mode == CTL_PLAN_REOPT ? o->hysteresis : EPS));
+	keep = ret == 0 && after < need && ctl_loads_of(p, d, 0) <= all * (1 + EPS);
+	if (!keep) {
+		for (uint32_t i = 0; i < d->n; i++)
+			d->flows[i].path = old[i];
+		ctl_loads_of(p, d, 0);
+	}
+	st->fabric_util = keep ? after : before;
+	st->moves += keep ? tmp.moves : 0;
+out:
+	free(saved);
+	free(old);
+	free(mv);
+	return ret;
+}
+
 int ctl_plan_paths(struct ctl_planner *p, struct ctl_demand *d, const struct ctl_plan_opts *o,
 		   struct ctl_plan_stats *st)
 {
@@ -238,6 +322,8 @@ int ctl_plan_paths(struct ctl_planner *p, struct ctl_demand *d, const struct ctl
 		ret = plan_from(p, d, movable, o, bound, st);
 		if (ret == 0)
 			ret = ecmp_start(p, d, movable, o, bound, st);
+		if (ret == 0 && !o->no_search)
+			ret = fabric_pass(p, d, movable, o, st);
 	} else if (o->mode == CTL_PLAN_INCREMENTAL) {
 		for (uint32_t i = 0; i < d->n; i++)
 			movable[i] = d->flows[i].path.idx < 0;
@@ -271,6 +357,8 @@ int ctl_plan_paths(struct ctl_planner *p, struct ctl_demand *d, const struct ctl
 				for (uint32_t i = 0; i < d->n; i++)
 					d->flows[i].path = old[i]; /* not worth moving */
 		}
+		if (ret == 0 && !o->no_search)
+			ret = fabric_pass(p, d, movable, o, st);
 		for (uint32_t i = 0; i < d->n; i++)
 			if (d->flows[i].path.idx != old[i].idx)
 				moved++;

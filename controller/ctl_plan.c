@@ -71,6 +71,7 @@ int ctl_host_plans_build(const struct topo *t, const struct ctl_demand *d,
 	for (size_t i = 0; i < d->n; i++) {
 		const struct ctl_flow *f = &d->flows[i];
 		struct ice_plan_entry *e;
+		uint32_t ceil;
 
 		if (f->host >= t->nnodes)
 			continue;
@@ -101,10 +102,13 @@ int ctl_host_plans_build(const struct topo *t, const struct ctl_demand *d,
 			ice_dcqcn_params_default(&e->dcqcn);
 		}
 		/* a planned rate: DCQCN may climb back to the flow's fair share at
-		 * full capacity, not past it into the queues of its links */
+		 * full capacity, not past it into the queues of its links (the
+		 * ceiling: that share of the links' rates where load nobody
+		 * planned cut the target, ctl_plan_ceilings) */
+		ceil = f->max_bps > f->target_bps ? ice_plan_mbps(f->max_bps) : e->target_mbps;
 		if (e->target_mbps != 0 &&
-		    (e->dcqcn.rp_max_rate == 0 || e->dcqcn.rp_max_rate > e->target_mbps))
-			e->dcqcn.rp_max_rate = e->target_mbps;
+		    (e->dcqcn.rp_max_rate == 0 || e->dcqcn.rp_max_rate > ceil))
+			e->dcqcn.rp_max_rate = ceil;
 	}
 	qsort(hps, nh, sizeof(*hps), cmp_host_name);
 	free(slot);

@@ -428,3 +428,34 @@ int ctl_plan_rates(struct ctl_planner *p, struct ctl_demand *d, int which, doubl
 {
 	return ctl_plan_rates_changed(p, d, which, headroom, NULL);
 }
+
+int ctl_plan_ceilings(struct ctl_planner *p, struct ctl_demand *d, int which, const double *cap)
+{
+	uint32_t nd = 2 * p->t->nlinks;
+	double *own = malloc(sizeof(double) * (nd + 1)), *tgt = malloc(sizeof(double) * (d->n + 1));
+	int ret = -ENOMEM;
+
+	if (own == NULL || tgt == NULL)
+		goto out;
+	for (uint32_t l = 0; l < nd; l++)
+		if (!(cap[l] > 0)) {
+			ret = -EINVAL;
+			goto out;
+		}
+	memcpy(own, p->cap, sizeof(double) * nd);
+	for (size_t i = 0; i < d->n; i++)
+		tgt[i] = d->flows[i].target_bps;
+	memcpy(p->cap, cap, sizeof(double) * nd);
+	ret = water_fill(p, d, which, 1.0, false, NULL);
+	memcpy(p->cap, own, sizeof(double) * nd);
+	for (size_t i = 0; i < d->n; i++) {
+		struct ctl_flow *f = &d->flows[i];
+
+		f->max_bps = ret == 0 && f->target_bps > tgt[i] ? f->target_bps : tgt[i];
+		f->target_bps = tgt[i];
+	}
+out:
+	free(own);
+	free(tgt);
+	return ret;
+}

@@ -709,6 +709,157 @@ static void test_kempe_fat_tree_rings(void **state)
 	topo_free(t);
 }
 
+/* The host NICs hold the max (each full: one flow across, one beside), so
+ * either spine ties on it; load nobody planned cut spine A's uplink.
+ * A re-optimisation moves the flow on A to B (the fabric's max, second
+ * objective), unless the gain is under the hysteresis. */
+static void test_tie_toward_room(void **state)
+{
+	struct topo *t = leaf_spine(2, 2, 2); /* h1 h2 on leaf1, h3 h4 on leaf2 */
+	struct ctl_planner *p = ctl_planner_new(t);
+	struct ctl_plan_opts o;
+	struct ctl_plan_stats st;
+	struct ctl_demand d;
+	uint32_t a;
+
+	assert_non_null(p);
+	ctl_demand_init(&d, CTL_UNIT_BPS);
+	add_flow(&d, t, 0, 2, 100 * MBIT, 1); /* h1 -> h3 across */
+	add_flow(&d, t, 0, 1, 100 * MBIT, 2); /* h1 -> h2 beside: h1's NIC full */
+	ctl_plan_opts_default(&o);
+	o.mode = CTL_PLAN_REOPT; /* hysteresis 5% */
+	/* nothing to gain: route 0 stays, and its uplink is spine A's */
+	d.flows[0].path = (struct ctl_route){.idx = 0};
+	d.flows[1].path = (struct ctl_route){.idx = 0};
+	assert_int_equal(ctl_plan_paths(p, &d, &o, &st), 0);
+	assert_int_equal(st.moved, 0);
+	assert_int_equal(d.flows[0].path.idx, 0);
+	a = d.flows[0].path.dlink[1];
+
+	/* 90 Mbit/s unplanned on it: 100/110 there against 100/200 on B */
+	assert_int_equal(ctl_planner_set_cap(p, a, 110e6), 0);
+	d.flows[0].path = (struct ctl_route){.idx = 0};
+	d.flows[1].path = (struct ctl_route){.idx = 0};
+	assert_int_equal(ctl_plan_paths(p, &d, &o, &st), 0);
+	assert_true(st.max_util > 0.999 && st.max_util < 1.001); /* h1's NIC, either way */
+	assert_int_equal(st.moved, 1);
+	assert_int_not_equal(d.flows[0].path.dlink[1], a);
+	assert_true(st.fabric_util > 0.499 && st.fabric_util < 0.501);
+	/* as it stands it stays */
+	assert_int_equal(ctl_plan_paths(p, &d, &o, &st), 0);
+	assert_int_equal(st.moved, 0);
+
+	/* 5 Mbit/s: 100/195 against 100/200, a gain of 2.5%: no move */
+	assert_int_equal(ctl_planner_set_cap(p, a, 195e6), 0);
+	d.flows[0].path = (struct ctl_route){.idx = 0};
+	d.flows[1].path = (struct ctl_route){.idx = 0};
+	assert_int_equal(ctl_plan_paths(p, &d, &o, &st), 0);
+	assert_int_equal(st.moved, 0);
+	assert_int_equal(d.flows[0].path.dlink[1], a);
+	assert_true(st.fabric_util > 0.512 && st.fabric_util < 0.514);
+
+	/* a fresh plan takes the room however small the gain */
+	d.flows[0].path = (struct ctl_route){.idx = -1};
+	d.flows[1].path = (struct ctl_route){.idx = -1};
+	o.mode = CTL_PLAN_FRESH;
+	assert_int_equal(ctl_plan_paths(p, &d, &o, &st), 0);
+	assert_int_not_equal(d.flows[0].path.dlink[1], a);
+	ctl_demand_fini(&d);
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
+/* Load nobody planned cuts a link's capacity: the targets share what it
+ * leaves, DCQCN's ceiling (rp_max_rate in the host plan) is the share of
+ * the full link, and where nothing was cut the ceiling is the target. */
+static uint32_t plan_max_rate(const struct topo *t, const struct ctl_demand *d, uint32_t qpn)
+{
+	struct ice_host_plan *hps;
+	uint32_t nh, mr = 0;
+
+	assert_int_equal(ctl_host_plans_build(t, d, NULL, 1, 2000, 1000, &hps, &nh), 0);
+	for (uint32_t h = 0; h < nh; h++)
+		for (uint32_t i = 0; i < hps[h].n; i++)
+			if (hps[h].entries[i].qpn == qpn)
+				mr = hps[h].entries[i].dcqcn.rp_max_rate;
+	ctl_host_plans_free(hps, nh);
+	return mr;
+}
+
+static void test_ceilings(void **state)
+{
+	struct topo *t = leaf_spine(2, 2, 2); /* h1 h2 on leaf1, h3 h4 on leaf2 */
+	struct ctl_planner *p = ctl_planner_new(t);
+	double cap[64];
+	struct ctl_demand d;
+	uint32_t hot;
+
+	assert_non_null(p);
+	assert_true(2 * t->nlinks <= 64);
+	for (uint32_t l = 0; l < 2 * t->nlinks; l++)
+		cap[l] = (double)t->links[l / 2].rate_bps;
+	/* one flow per spine; 90 Mbit/s nobody planned on flow 0's uplink */
+	ctl_demand_init(&d, CTL_UNIT_BYTES);
+	add_flow(&d, t, 0, 2, 1000000, 1);
+	add_flow(&d, t, 1, 3, 1000000, 2);
+	assert_int_equal(ctl_plan_paths(p, &d, NULL, NULL), 0);
+	assert_int_not_equal(spine_of(t, &d.flows[0].path), spine_of(t, &d.flows[1].path));
+	hot = d.flows[0].path.dlink[1];
+	assert_int_equal(ctl_planner_set_cap(p, hot, 110e6), 0);
+	assert_int_equal(ctl_plan_rates(p, &d, 0, 0.9), 0);
+	assert_true(fabs(d.flows[0].target_bps - 110e6) < 1e3);
+	assert_true(fabs(d.flows[0].start_bps - 99e6) < 1e3);
+	assert_true(fabs(d.flows[1].target_bps - 200e6) < 1e3);
+	/* before ctl_plan_ceilings the ceiling is the target */
+	assert_int_equal(plan_max_rate(t, &d, 1), 110);
+	assert_int_equal(ctl_plan_ceilings(p, &d, 0, cap), 0);
+	assert_true(fabs(d.flows[0].max_bps - 200e6) < 1e3);
+	assert_true(fabs(d.flows[0].target_bps - 110e6) < 1e3); /* kept */
+	assert_true(fabs(d.flows[1].max_bps - 200e6) < 1e3);
+	assert_int_equal(plan_max_rate(t, &d, 1), 200);
+	assert_int_equal(plan_max_rate(t, &d, 2), 200);
+	assert_true(ctl_planner_cap(p, hot) == 110e6); /* the planner's own caps back */
+	ctl_demand_fini(&d);
+
+	ctl_planner_free(p);
+	topo_free(t);
+
+	/* one spine: two planned flows share the cut uplink: 55 each of what
+	 * is left, and no more than 100 each (their shares of the full link);
+	 * on the downlink nothing was cut, and there the ceiling is the share */
+	t = leaf_spine(1, 2, 2);
+	p = ctl_planner_new(t);
+	assert_non_null(p);
+	assert_true(2 * t->nlinks <= 64);
+	for (uint32_t l = 0; l < 2 * t->nlinks; l++)
+		cap[l] = (double)t->links[l / 2].rate_bps;
+	ctl_demand_init(&d, CTL_UNIT_BYTES);
+	add_flow(&d, t, 0, 2, 1000000, 1);
+	add_flow(&d, t, 1, 3, 1000000, 2);
+	assert_int_equal(ctl_plan_paths(p, &d, NULL, NULL), 0);
+	assert_int_equal(d.flows[0].path.dlink[1], d.flows[1].path.dlink[1]);
+	assert_int_equal(ctl_plan_rates(p, &d, 0, 1.0), 0);
+	assert_int_equal(ctl_plan_ceilings(p, &d, 0, cap), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_true(fabs(d.flows[i].target_bps - 100e6) < 1e3);
+		assert_true(fabs(d.flows[i].max_bps - 100e6) < 1e3);
+		assert_int_equal(plan_max_rate(t, &d, (uint32_t)i + 1), 100);
+	}
+	assert_int_equal(ctl_planner_set_cap(p, d.flows[0].path.dlink[1], 110e6), 0);
+	assert_int_equal(ctl_plan_rates(p, &d, 0, 1.0), 0);
+	assert_int_equal(ctl_plan_ceilings(p, &d, 0, cap), 0);
+	for (int i = 0; i < 2; i++) {
+		assert_true(fabs(d.flows[i].target_bps - 55e6) < 1e3);
+		assert_true(fabs(d.flows[i].max_bps - 100e6) < 1e3);
+		assert_int_equal(plan_max_rate(t, &d, (uint32_t)i + 1), 100);
+	}
+	cap[0] = 0;
+	assert_int_equal(ctl_plan_ceilings(p, &d, 0, cap), -EINVAL);
+	ctl_demand_fini(&d);
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
 /* Unequal demands: the colouring is only a start there; the plan is still
  * never below the bound and never worse than plain ECMP. */
 static void test_kempe_weighted_never_worse(void **state)
@@ -1089,6 +1240,8 @@ int main(void)
 		cmocka_unit_test(test_bound_cuts),
 		cmocka_unit_test(test_incremental_local_optimum),
 		cmocka_unit_test(test_rates_changed),
+		cmocka_unit_test(test_ceilings),
+		cmocka_unit_test(test_tie_toward_room),
 		cmocka_unit_test(test_rate_index_kept),
 		cmocka_unit_test(test_bound_kept),
 	};
