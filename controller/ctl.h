@@ -144,7 +144,8 @@ struct ctl_plan_stats {
 	double max_util;    /* the plan's max directed-link utilisation */
 	double bound;	    /* lower bound on it for this demand (any routing) */
 	double start_util;  /* REOPT: the max utilisation before */
-	double fabric_util; /* FRESH, REOPT: the max over the links between switches */
+	double fabric_util; /* the second objective (capacities cut, NICs at the max): the max
+			     * over the switch links the flows on cut links cross; 0: not run */
 	uint32_t moves;	    /* local-search moves (a swap counts 2) */
 	uint32_t moved;	    /* flows whose route differs from the input (REOPT) */
 	bool budget_hit;    /* the local search stopped on its time budget */

@@ -85,7 +85,7 @@ static int plan_kempe(struct ctl_planner *p, struct ctl_demand *d, bool *movable
 	t1 = ice_now_s();
 	st->greedy_s += t1 - t0;
 	if (*u > bound * (1 + 1e-9)) {
-		ret = ctl_local_search(p, d, movable, o->search_budget_s, bound, true, st);
+		ret = ctl_local_search(p, d, movable, o->search_budget_s, bound, true, true, st);
 		*u = ctl_loads_of(p, d, 0);
 	}
 	st->search_s += ice_now_s() - t1;
@@ -132,7 +132,7 @@ static int plan_from(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 	st->greedy_s += t1 - t0;
 	if (ret == 0 && search)
 		ret = ctl_local_search(p, d, movable, budget, bound,
-				       o->mode != CTL_PLAN_INCREMENTAL, st);
+				       o->mode != CTL_PLAN_INCREMENTAL, true, st);
 	st->search_s += ice_now_s() - t1;
 	if (ret == 0 && kc != NULL && ctl_loads_of(p, d, 0) > kc_u) {
 		for (uint32_t i = 0; i < d->n; i++)
@@ -168,7 +168,8 @@ static int ecmp_start(struct ctl_planner *p, struct ctl_demand *d, bool *movable
 	ecmp = ctl_loads_of(p, d, 0);
 	if (ecmp < planned - EPS * planned) {
 		if (!o->no_search)
-			ret = ctl_local_search(p, d, movable, o->search_budget_s, bound, true, st);
+			ret = ctl_local_search(p, d, movable, o->search_budget_s, bound, true, true,
+					       st);
 		if (ret == 0 && ctl_loads_of(p, d, 0) <= planned)
 			goto out; /* keep the ECMP-started routes */
 	}
@@ -186,9 +187,10 @@ out:
  * ties on the first objective, one that fills a cut link as well as one
  * beside it. Only then (the fabric's max below the max over all links),
  * with the NICs' links out of sight (their capacity infinite), a local
- * search (first local optimum, no kicks) of the movable flows that cross a
- * cut link lowers the fabric's max; its routes are kept when that gains
- * (REOPT: by the hysteresis) and the max over all links is no worse. With
+ * search (first local optimum, no kicks, no floor) of the movable flows
+ * that cross a cut link lowers the max over the links they cross or move
+ * onto; its routes are kept when that gains (REOPT: by the hysteresis)
+ * and the max over all links is no worse. With
  * the topology's capacities (ice-sim, the daemon without feedback) it
  * costs one pass over the links. */
 static bool route_cut(const struct ctl_planner *p, const struct ctl_route *r)
@@ -202,12 +204,30 @@ static bool route_cut(const struct ctl_planner *p, const struct ctl_route *r)
 	return false;
 }
 
+/* The max utilisation over the links the flows mv cross now or crossed
+ * (old routes). */
+static double touched_max(const struct ctl_planner *p, const struct ctl_demand *d, const bool *mv,
+			  const struct ctl_route *old)
+{
+	double mx = 0;
+
+	for (uint32_t i = 0; i < d->n; i++)
+		for (int k = 0; mv[i] && k < 2; k++) {
+			const struct ctl_route *r = k ? &old[i] : &d->flows[i].path;
+
+			for (uint32_t h = 0; h < r->nhops; h++)
+				if (p->load[r->dlink[h]] / p->cap[r->dlink[h]] > mx)
+					mx = p->load[r->dlink[h]] / p->cap[r->dlink[h]];
+		}
+	return mx;
+}
+
 static int fabric_pass(struct ctl_planner *p, struct ctl_demand *d, const bool *movable,
 		       const struct ctl_plan_opts *o, struct ctl_plan_stats *st)
 {
 	const struct topo *t = p->t;
 	uint32_t nn = topo_nic_count(t), nmv = 0;
-	double *saved = NULL, all, before, after, need;
+	double *saved = NULL, all, fabric, before, after, need;
 	struct ctl_route *old = NULL;
 	struct ctl_plan_stats tmp = {0};
 	bool *mv = NULL, keep, cut = false;
@@ -218,7 +238,7 @@ static int fabric_pass(struct ctl_planner *p, struct ctl_demand *d, const bool *
 	if (!cut)
 		return 0;
 	saved = malloc(sizeof(double) * (2 * (size_t)nn + 1));
-	old = malloc(sizeof(*old) * (d->n + 1));
+	old = calloc(d->n + 1, sizeof(*old));
 	mv = malloc(sizeof(bool) * (d->n + 1));
 	if (saved == NULL || old == NULL || mv == NULL)
 		goto out;
@@ -235,12 +255,14 @@ static int fabric_pass(struct ctl_planner *p, struct ctl_demand *d, const bool *
 		mv[i] = movable[i] && route_cut(p, &d->flows[i].path);
 		nmv += mv[i];
 	}
-	before = ctl_loads_of(p, d, 0);
+	fabric = ctl_loads_of(p, d, 0);
+	before = touched_max(p, d, mv, old);
 	/* where a fabric link shares the max, the first objective saw it */
-	ret = nmv > 0 && before > 0 && before < all * (1 - EPS)
-		      ? ctl_local_search(p, d, mv, o->search_budget_s, 0, false, &tmp)
+	ret = nmv > 0 && before > 0 && fabric < all * (1 - EPS)
+		      ? ctl_local_search(p, d, mv, o->search_budget_s, 0, false, false, &tmp)
 		      : 0;
-	after = ctl_loads_of(p, d, 0);
+	ctl_loads_of(p, d, 0);
+	after = touched_max(p, d, mv, old);
 	for (uint32_t i = 0; i < nn; i++) {
 		uint32_t l = t->ports[topo_nic(t, i)->id].link;
 
@@ -349,7 +371,7 @@ int ctl_plan_paths(struct ctl_planner *p, struct ctl_demand *d, const struct ctl
 			movable[i] = !(d->flows[i].flags & CTL_FLOW_FIXED);
 		}
 		/* first from the current routes (fewest moves), then from scratch */
-		ret = ctl_local_search(p, d, movable, o->search_budget_s, bound, true, st);
+		ret = ctl_local_search(p, d, movable, o->search_budget_s, bound, true, true, st);
 		after = ctl_loads_of(p, d, 0);
 		if (ret == 0 && after > before * (1 - o->hysteresis)) {
 			ret = plan_from(p, d, movable, o, bound, st);

@@ -254,9 +254,11 @@ void ctl_rate_index_free(struct ctl_rate_index *x); /* NULL-safe */
 
 /* ---- ctl_search.c: local search over the routes in d (loads in p->load),
  * moving only the flows with movable[i]; kick: perturb at a local optimum
- * (sideways moves, tabu) and go on, else stop there. */
+ * (sideways moves, tabu) and go on, else stop there; floor: stop at the
+ * most utilised link no movable flow crosses (the max over all links),
+ * else lower the max over the links movable flows cross or move onto. */
 int ctl_local_search(struct ctl_planner *p, struct ctl_demand *d, bool *movable, double budget_s,
-		     double bound, bool kick, struct ctl_plan_stats *st);
+		     double bound, bool kick, bool floor, struct ctl_plan_stats *st);
 
 /* ---- ctl_kempe.c: routes for the movable flows (all flows movable) from
  * balanced colourings, level by level. 0 or -errno. */

@@ -328,7 +328,7 @@ static void ls_save(struct ctl_route *best, struct ctl_demand *d, const uint32_t
 
 /* Local search over the routes in d (loads in p->load). */
 int ctl_local_search(struct ctl_planner *p, struct ctl_demand *d, bool *movable, double budget_s,
-		     double bound, bool kick, struct ctl_plan_stats *st)
+		     double bound, bool kick, bool use_floor, struct ctl_plan_stats *st)
 {
 	struct ls s = {.p = p, .d = d, .movable = movable};
 	uint32_t nd = 2 * p->t->nlinks, nmv = 0, *mv = NULL;
@@ -363,7 +363,7 @@ int ctl_local_search(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 	 * then their most utilised is a floor no move can go below */
 	for (uint32_t l = 0; l < nd; l++) {
 		if (s.head[l] == NONE) {
-			if (p->load[l] / p->cap[l] > floor)
+			if (use_floor && p->load[l] / p->cap[l] > floor)
 				floor = p->load[l] / p->cap[l];
 		} else if (p->load[l] > 0 && (ret = heap_push(&s, l)) < 0) {
 			goto out;
@@ -380,7 +380,8 @@ int ctl_local_search(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 		if (s.heap.n > 16 * (size_t)nd + 4096) { /* drop stale entries */
 			s.heap.n = 0;
 			for (uint32_t l = 0; l < nd; l++)
-				if (p->load[l] > 0 && (ret = heap_push(&s, l)) < 0)
+				if (p->load[l] > 0 && (use_floor || s.head[l] != NONE) &&
+				    (ret = heap_push(&s, l)) < 0)
 					goto out;
 			top = heap_top(&s);
 		}
