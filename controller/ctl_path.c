@@ -180,19 +180,21 @@ out:
 	return ret;
 }
 
-/* Second objective: the max utilisation of the links between switches
- * where a caller cut capacities (ctl_planner_set_cap: load nobody planned).
+/* Second objective: the max utilisation of the links between switches.
  * A NIC's link is on every route of its flows, so when one of them holds
  * the max (the host NICs bound an all-to-all), every split of the fabric
- * ties on the first objective, one that fills a cut link as well as one
- * beside it. Only then (the fabric's max below the max over all links),
- * with the NICs' links out of sight (their capacity infinite), a local
- * search (first local optimum, no kicks, no floor) of the movable flows
- * that cross a cut link lowers the max over the links they cross or move
+ * ties on the first objective: one that fills a link that load nobody
+ * planned has cut (ctl_planner_set_cap) as well as one beside it, or 7 of
+ * a leaf's 9 flows on one spine, placed by index while their QPs were
+ * still unannounced, as well as 5/4. Only then (the fabric's max below
+ * the max over all links), with the NICs' links out of sight (their
+ * capacity infinite), a local search (first local optimum, no kicks, no
+ * floor) of the movable flows (where capacities were cut: those that
+ * cross a cut link) lowers the max over the links they cross or move
  * onto; its routes are kept when that gains (REOPT: by the hysteresis)
- * and the max over all links is no worse. With
- * the topology's capacities (ice-sim, the daemon without feedback) it
- * costs one pass over the links. */
+ * and the max over all links is no worse. Re-optimisations (the daemon:
+ * within its search budget) run it always, fresh plans only on cut
+ * capacities: on the topology's (ice-sim) it costs a look at the links. */
 static bool route_cut(const struct ctl_planner *p, const struct ctl_route *r)
 {
 	for (uint32_t h = 0; h < r->nhops; h++) {
@@ -235,7 +237,7 @@ static int fabric_pass(struct ctl_planner *p, struct ctl_demand *d, const bool *
 
 	for (uint32_t dl = 0; dl < 2 * t->nlinks && !cut; dl++)
 		cut = p->cap[dl] < (double)t->links[dl / 2].rate_bps * (1 - EPS);
-	if (!cut)
+	if (!cut && o->mode != CTL_PLAN_REOPT)
 		return 0;
 	saved = malloc(sizeof(double) * (2 * (size_t)nn + 1));
 	old = calloc(d->n + 1, sizeof(*old));
@@ -252,7 +254,7 @@ static int fabric_pass(struct ctl_planner *p, struct ctl_demand *d, const bool *
 	}
 	for (uint32_t i = 0; i < d->n; i++) {
 		old[i] = d->flows[i].path;
-		mv[i] = movable[i] && route_cut(p, &d->flows[i].path);
+		mv[i] = movable[i] && (!cut || route_cut(p, &d->flows[i].path));
 		nmv += mv[i];
 	}
 	fabric = ctl_loads_of(p, d, 0);

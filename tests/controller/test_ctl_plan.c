@@ -758,6 +758,40 @@ static void test_tie_toward_room(void **state)
 	assert_int_equal(d.flows[0].path.dlink[1], a);
 	assert_true(st.fabric_util > 0.512 && st.fabric_util < 0.514);
 
+	/* nothing cut: three flows across placed on spine A (as unannounced
+	 * QPs are, by index), the NICs full: a re-optimisation spreads them */
+	assert_int_equal(ctl_planner_set_cap(p, a, 200e6), 0);
+	ctl_demand_fini(&d);
+	{
+		struct topo *t3 = leaf_spine(2, 2, 3); /* h1-h3 on leaf1, h4-h6 on leaf2 */
+		struct ctl_planner *p3 = ctl_planner_new(t3);
+		uint32_t on_a = 0;
+
+		assert_non_null(p3);
+		ctl_demand_init(&d, CTL_UNIT_BPS);
+		for (uint32_t h = 0; h < 3; h++) {
+			add_flow(&d, t3, h, 3 + h, 50 * MBIT, 10 + h);	      /* across */
+			add_flow(&d, t3, h, (h + 1) % 3, 150 * MBIT, 20 + h); /* beside */
+		}
+		for (uint32_t i = 0; i < d.n; i++)
+			d.flows[i].path = (struct ctl_route){.idx = 0};
+		o.mode = CTL_PLAN_REOPT;
+		assert_int_equal(ctl_plan_paths(p3, &d, &o, &st), 0);
+		assert_true(st.max_util > 0.999 && st.max_util < 1.001); /* the NICs */
+		assert_int_equal(st.moved, 1);				 /* 3/0 -> 2/1 */
+		assert_true(st.fabric_util > 0.499 && st.fabric_util < 0.501);
+		for (uint32_t i = 0; i < d.n; i++)
+			on_a += d.flows[i].path.nhops == 4 && d.flows[i].path.idx == 0;
+		assert_int_equal(on_a, 2);
+		ctl_demand_fini(&d);
+		ctl_planner_free(p3);
+		topo_free(t3);
+	}
+	ctl_demand_init(&d, CTL_UNIT_BPS);
+	add_flow(&d, t, 0, 2, 100 * MBIT, 1);
+	add_flow(&d, t, 0, 1, 100 * MBIT, 2);
+	assert_int_equal(ctl_planner_set_cap(p, a, 195e6), 0);
+
 	/* a fresh plan takes the room however small the gain */
 	d.flows[0].path = (struct ctl_route){.idx = -1};
 	d.flows[1].path = (struct ctl_route){.idx = -1};
