@@ -189,10 +189,9 @@ out:
  * still unannounced, as well as 5/4. Only then (the fabric's max below
  * the max over all links), with the NICs' links out of sight (their
  * capacity infinite), a local search (first local optimum, no kicks, no
- * floor) of the movable flows (where capacities were cut: those that
- * cross a cut link) lowers the max over the links they cross or move
- * onto; its routes are kept when that gains (REOPT: by the hysteresis)
- * and the max over all links is no worse. Re-optimisations (the daemon:
+ * floor) of the movable flows (fresh plans: those that cross a cut link)
+ * lowers the max over the links they cross or move onto; its routes are kept when that gains
+ * (REOPT: by the hysteresis) and the max over all links is no worse. Re-optimisations (the daemon:
  * within its search budget) run it always, fresh plans only on cut
  * capacities: on the topology's (ice-sim) it costs a look at the links. */
 static bool route_cut(const struct ctl_planner *p, const struct ctl_route *r)
@@ -254,7 +253,8 @@ static int fabric_pass(struct ctl_planner *p, struct ctl_demand *d, const bool *
 	}
 	for (uint32_t i = 0; i < d->n; i++) {
 		old[i] = d->flows[i].path;
-		mv[i] = movable[i] && (!cut || route_cut(p, &d->flows[i].path));
+		mv[i] = movable[i] &&
+			(o->mode == CTL_PLAN_REOPT || route_cut(p, &d->flows[i].path));
 		nmv += mv[i];
 	}
 	fabric = ctl_loads_of(p, d, 0);

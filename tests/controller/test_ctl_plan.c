@@ -783,6 +783,14 @@ static void test_tie_toward_room(void **state)
 		for (uint32_t i = 0; i < d.n; i++)
 			on_a += d.flows[i].path.nhops == 4 && d.flows[i].path.idx == 0;
 		assert_int_equal(on_a, 2);
+		/* the same with a little unplanned load on a link none of them
+		 * crosses (the daemon's estimates are never all zero) */
+		assert_int_equal(
+			ctl_planner_set_cap(p3, 2 * t3->ports[topo_nic(t3, 5)->id].link, 190e6), 0);
+		for (uint32_t i = 0; i < d.n; i++)
+			d.flows[i].path = (struct ctl_route){.idx = 0};
+		assert_int_equal(ctl_plan_paths(p3, &d, &o, &st), 0);
+		assert_int_equal(st.moved, 1);
 		ctl_demand_fini(&d);
 		ctl_planner_free(p3);
 		topo_free(t3);
