@@ -262,11 +262,13 @@ static void plan(struct ctld *d)
 		if (r.idx >= 0 && o.mode == CTL_PLAN_REOPT && !ctld_telem_movable(d, q, trig))
 			f->flags |= CTL_FLOW_FIXED;
 	}
+	ctld_lease_keep(d);
 	ret = ctl_plan_paths(d->pl, &dem, &o, &st);
 	if (ret == 0)
 		ret = ctl_plan_sports(pm, &dem);
 	if (ret == 0 && ctl_plan_ecmp(pm, &dem) == 0)
 		ecmp = ctl_max_util(d->pl, &dem, 1);
+	ctld_lease_keep(d);
 	if (ret == 0 && d->cfg.rates)
 		ret = ctl_plan_rates(d->pl, &dem, 0, d->cfg.headroom);
 	if (ret == 0 && d->cfg.rates && d->cfg.feedback)
@@ -320,6 +322,7 @@ static void plan(struct ctld *d)
 	d->m.max_util = st.max_util;
 	d->m.bound = st.bound;
 	d->m.ecmp_util = ecmp;
+	ctld_lease_keep(d);
 	if (ctl_host_plans_build(d->topo, &dem, d->pol, 0, 0, 0, &hps, &nh) < 0 ||
 	    add_empty_plans(d, &hps, &nh) < 0)
 		goto out;
@@ -345,6 +348,7 @@ static void plan(struct ctld *d)
 	d->m.publications++;
 	d->m.epoch = epoch;
 	ctld_telem_moves_publish(d, epoch);
+	ctld_lease_keep(d);
 	ctld_ops_qp_records(d, &dem, qix, epoch);
 	{
 		char e[24], mu[24], b[24], ec[24], fl[24], mv[24], du[24], ts[24];

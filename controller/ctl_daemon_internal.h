@@ -158,6 +158,7 @@ struct ctld {
 	uint64_t view_cpu_ns;  /* the last refresh's CPU time (this thread's) */
 	uint64_t squats;       /* leader keys taken from a squatter (ctl_daemon_lease.c) */
 	bool lease_err;	       /* taking the lease failed; said once */
+	uint64_t lease_ns;     /* when the lease was last taken or renewed */
 	uint64_t view_bad;     /* QP records dropped: malformed fields */
 	uint64_t view_capped;  /* QP index reads cut at host_qps_max */
 	uint64_t view_foreign; /* QP records dropped: filed under a host that
@@ -258,7 +259,12 @@ int ctld_pipe(struct ctld *d, size_t n, redisReply **out);
 void ctld_freev(redisReply **r, size_t n);
 
 /* ---- ctl_daemon_lease.c */
-void ctld_lease_tick(struct ctld *d);	 /* renew, or try to take the lease */
+void ctld_lease_tick(struct ctld *d); /* renew, or try to take the lease */
+/* The leader renews its lease when a third of it has passed since the last
+ * renewal: long work at scale (a view of 10^5 QPs, plans for 10^4 hosts)
+ * calls it between its round trips, so the lease that fences its
+ * publication does not run out under it. */
+void ctld_lease_keep(struct ctld *d);
 void ctld_lease_release(struct ctld *d); /* give it up when held */
 
 /* ---- ctl_daemon_view.c */

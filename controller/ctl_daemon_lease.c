@@ -54,6 +54,8 @@ void ctld_lease_tick(struct ctld *d)
 		if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) {
 			ice_warn(SUB, "%s: lost the leader lease; standing by", d->cfg.id);
 			d->leader = false;
+		} else {
+			d->lease_ns = ice_now_ns();
 		}
 		freeReplyObject(r);
 		return;
@@ -71,6 +73,7 @@ void ctld_lease_tick(struct ctld *d)
 				 d->cfg.id, d->k_leader, r->str, CTLD_LEASE_MAX_MS, d->squats);
 		}
 		d->leader = true;
+		d->lease_ns = ice_now_ns();
 		d->lease_err = false;
 		d->trig |= TRIG_TAKEOVER;
 		d->epoch_check = true; /* the counter judged before the first epoch */
@@ -92,6 +95,13 @@ void ctld_lease_tick(struct ctld *d)
 			freeReplyObject(o);
 	}
 	freeReplyObject(r);
+}
+
+void ctld_lease_keep(struct ctld *d)
+{
+	if (d->leader && !d->cfg.dry_run && d->link.c != NULL &&
+	    ice_now_ns() >= d->lease_ns + d->cfg.lease_ttl / 3)
+		ctld_lease_tick(d);
 }
 
 void ctld_lease_release(struct ctld *d)

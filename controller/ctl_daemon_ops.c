@@ -274,6 +274,8 @@ static uint32_t why_deletes(struct ctld *d, const struct cwhy *now, size_t nnow)
  * last wrote, its TTL renewed once half of it has passed, and the records
  * of QPs no longer planned deleted. On a new connection or a takeover
  * every record is written again (another leader, or a fresh Redis). */
+#define QP_RECORDS_BATCH 8192
+
 void ctld_ops_qp_records(struct ctld *d, const struct ctl_demand *dem, const uint32_t *qix,
 			 uint64_t epoch)
 {
@@ -281,7 +283,7 @@ void ctld_ops_qp_records(struct ctld *d, const struct ctl_demand *dem, const uin
 	uint64_t now_ms = ice_wall_ms();
 	struct cwhy *nw;
 	redisReply **r;
-	uint32_t n = 0, ndel = 0;
+	uint32_t n = 0, ndel = 0, sent = 0;
 	bool all, failed = false;
 
 	if (d->link.c == NULL)
@@ -310,6 +312,16 @@ void ctld_ops_qp_records(struct ctld *d, const struct ctl_demand *dem, const uin
 		struct cwhy *w = &nw[k];
 		const struct cwhy *old;
 
+		/* in round trips of at most QP_RECORDS_BATCH commands, the lease
+		 * renewed between them: 10^5 records take seconds */
+		if (n - sent >= QP_RECORDS_BATCH) {
+			if (ctld_pipe(d, n - sent, r + sent) < 0) {
+				failed = true;
+				break;
+			}
+			sent = n;
+			ctld_lease_keep(d);
+		}
 		inet_ntop(AF_INET, &a, ip, sizeof(ip));
 		snprintf(w->id, sizeof(w->id), "%s:%u", ip, q->qpn);
 		if (ice_rkey(key, sizeof(key), ICE_RK_CTL_QP, d->cfg.fabric, NULL, w->id) < 0)
@@ -400,14 +412,12 @@ void ctld_ops_qp_records(struct ctld *d, const struct ctl_demand *dem, const uin
 		n += 2;
 	}
 	qsort(nw, dem->n, sizeof(*nw), why_cmp);
-	ndel = why_deletes(d, nw, dem->n);
-	if (n + ndel > 0 && ctld_pipe(d, n + ndel, r) == 0) {
-		for (size_t i = 0; i < n + ndel; i++)
-			failed |= r[i] == NULL || r[i]->type == REDIS_REPLY_ERROR;
-		ctld_freev(r, n + ndel);
-	} else if (n + ndel > 0) {
+	ndel = failed ? 0 : why_deletes(d, nw, dem->n);
+	if (!failed && n + ndel > sent && ctld_pipe(d, n + ndel - sent, r + sent) < 0)
 		failed = true;
-	}
+	for (size_t i = 0; i < n + ndel; i++)
+		failed |= r[i] == NULL || r[i]->type == REDIS_REPLY_ERROR;
+	ctld_freev(r, n + ndel);
 	for (size_t k = 0; k < dem->n; k++) {
 		d->m.qp_writes += nw[k].written;
 		d->m.qp_refreshes += nw[k].refresh;

@@ -241,6 +241,7 @@ static int epoch_recover(struct ctld *d)
 		}
 	}
 	ctld_freev(r, d->nhosts);
+	ctld_lease_keep(d);
 	/* cluster: the hosts' fences too (an agent that was away never
 	 * accepted the newest epoch its fence holds) */
 	for (uint32_t i = 0; d->link.cluster && i < d->nhosts; i++)
@@ -334,21 +335,38 @@ static int publish_sharded(struct ctld *d, const struct ice_host_plan *hps, uint
 	rep = calloc(nh + 1, sizeof(*rep));
 	if (rep == NULL)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < nh; i++) {
-		const char *argv[] = {"EVAL",
-				      LUA_HOST_PLAN,
-				      "2",
-				      own[2 * i],
-				      ice_rkey_str(fence, sizeof(fence), ICE_RK_PLAN_FENCE,
-						   d->cfg.fabric, hps[i].host, NULL),
-				      ep,
-				      own[2 * i + 1]};
+	/* in round trips of at most 4096 hosts, the lease renewed between
+	 * them (each host's script still checks its fence) */
+	for (uint32_t i0 = 0; i0 < nh; i0 += 4096) {
+		uint32_t n = nh - i0 < 4096 ? nh - i0 : 4096;
 
-		ice_redis_appendv(&d->link, 7, argv, NULL);
-	}
-	if (ctld_pipe(d, nh, rep) < 0) {
-		free(rep);
-		return -EIO;
+		if (i0 > 0)
+			ctld_lease_keep(d);
+		if (!d->leader) { /* deposed meanwhile: the rest is the successor's */
+			ice_warn(SUB,
+				 "%s: lost the lease while publishing epoch %s: %u of %u hosts",
+				 d->cfg.id, ep, i0, nh);
+			ctld_freev(rep, i0);
+			free(rep);
+			return -EPERM;
+		}
+		for (uint32_t i = i0; i < i0 + n; i++) {
+			const char *argv[] = {"EVAL",
+					      LUA_HOST_PLAN,
+					      "2",
+					      own[2 * i],
+					      ice_rkey_str(fence, sizeof(fence), ICE_RK_PLAN_FENCE,
+							   d->cfg.fabric, hps[i].host, NULL),
+					      ep,
+					      own[2 * i + 1]};
+
+			ice_redis_appendv(&d->link, 7, argv, NULL);
+		}
+		if (ctld_pipe(d, n, rep + i0) < 0) {
+			ctld_freev(rep, i0);
+			free(rep);
+			return -EIO;
+		}
 	}
 	for (uint32_t i = 0; i < nh; i++) {
 		if (rep[i]->type == REDIS_REPLY_INTEGER && rep[i]->integer == 1) {
@@ -432,6 +450,8 @@ int ctld_publish(struct ctld *d, struct ice_host_plan *hps, uint32_t nh, uint64_
 		}
 		ice_rkey_str(own[2 * i], ICE_RKEY_MAX, ICE_RK_PLAN, d->cfg.fabric, hps[i].host,
 			     NULL);
+		if (i % 1024 == 1023)
+			ctld_lease_keep(d); /* signing 10^4 plans takes a while */
 		if (strlen(hostlist) + strlen(hps[i].host) + 2 < sizeof(hostlist)) {
 			if (i > 0)
 				strcat(hostlist, ",");

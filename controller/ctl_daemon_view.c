@@ -967,6 +967,7 @@ void ctld_read_qps(struct ctld *d)
 	uint64_t t0 = ice_now_ns(), t[6], c0 = view_cpu_ns();
 
 	read_hosts(d);
+	ctld_lease_keep(d); /* the first read of 10^4 hosts takes a second */
 	t[0] = ice_now_ns();
 	if (d->link.c == NULL || d->nhosts == 0)
 		return;
@@ -1023,6 +1024,7 @@ void ctld_read_qps(struct ctld *d)
 	nq = calloc(nhm + 1, sizeof(*nq));
 	if (hr == NULL || nq == NULL || ctld_pipe(d, nhm, hr) < 0)
 		goto out;
+	ctld_lease_keep(d); /* 10^5 records take a second */
 	t[2] = ice_now_ns();
 	for (size_t k = 0; k < nhm; k++) {
 		redisReply *r = hr[k];
