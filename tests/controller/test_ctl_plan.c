@@ -1171,8 +1171,8 @@ static void assert_rates_full(const struct topo *t, struct ctl_demand *d)
 
 /* The link -> flows index the planner keeps between fillings: after
  * arrivals (incremental plans), moves (a flow put on another of its routes,
- * only it marked changed: its old links' flows come back through the
- * entries it left) and departures (fewer flows: rebuilt), it lists every
+ * it and the flows on its old links marked changed) and departures (fewer
+ * flows: rebuilt), it lists every
  * flow on every link of its route (ctl_rate_index_check), and the
  * incremental rates are a fresh planner's full filling. */
 static void test_rate_index_kept(void **state)
@@ -1201,16 +1201,21 @@ static void test_rate_index_kept(void **state)
 			assert_int_equal(ctl_plan_paths(p, &d, &o, NULL), 0);
 			for (size_t i = n0; i < d.n; i++)
 				changed[i] = true;
-		} else if (round % 3 == 1) { /* moves: to the route a port takes */
+		} else if (round % 3 == 1) { /* moves: to the route a port takes; the
+					      * flows on the old route's links marked
+					      * (ctl_plan_rates_changed's contract) */
 			for (uint32_t k = 0; k < 6; k++) {
 				uint32_t i = rnd((uint32_t)d.n);
 				struct ctl_flow *f = &d.flows[i];
+				struct ctl_route old = f->path;
 
 				assert_int_equal(ctl_route_of_sport(ctl_pathmap_model(p), f,
 								    (uint16_t)(49152 + rnd(16384)),
 								    &f->path),
 						 0);
 				changed[i] = true;
+				for (size_t j = 0; j < d.n; j++)
+					changed[j] |= shares_link(&d.flows[j].path, &old);
 			}
 		} else { /* departures: the last few leave, their links' flows
 			  * marked (fewer flows than indexed: rebuilt) */
