@@ -513,6 +513,11 @@ void ctld_pend_start(struct ctld *d, uint64_t epoch, struct ice_host_plan *hps, 
 		     uint64_t planned_ms)
 {
 	struct pending *p = &d->pend;
+	/* a reaction not yet in force on every host carries over to a newer
+	 * epoch published without a trigger of its own (a QP re-read right
+	 * after it): that epoch holds the reaction's plan too, and the line
+	 * is printed when it is in force, not lost */
+	struct pending carry = *p;
 
 	free(p->hosts);
 	memset(p, 0, sizeof(*p));
@@ -530,6 +535,11 @@ void ctld_pend_start(struct ctld *d, uint64_t epoch, struct ice_host_plan *hps, 
 		p->trigger_ms = d->trig_ms;
 		p->seen_ms = d->trig_seen_ms;
 		snprintf(p->what, sizeof(p->what), "%s", d->trig_what);
+	} else if (carry.on && carry.trigger_ms != 0) {
+		p->trigger_ms = carry.trigger_ms;
+		p->seen_ms = carry.seen_ms;
+		p->planned_ms = carry.planned_ms;
+		snprintf(p->what, sizeof(p->what), "%s", carry.what);
 	}
 }
 
