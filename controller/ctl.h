@@ -48,6 +48,7 @@ enum ctl_coll_op {
 
 #define CTL_FLOW_ANNOUNCED 0x1u /* demand comes from an announced collective */
 #define CTL_FLOW_FIXED	   0x2u /* incremental planning never moves this flow */
+#define CTL_FLOW_STICKY	   0x4u /* REOPT: moved lately; others move first (ctl_plan_paths) */
 
 /* A chosen route: index into topo_paths() of the pair, and its directed
  * links (2 * link id + 0 for a->b, i.e. upward; + 1 for b->a). */

@@ -261,6 +261,8 @@ static void plan(struct ctld *d)
 		/* the move budget; a congestion trigger moves only the QPs crossing it */
 		if (r.idx >= 0 && o.mode == CTL_PLAN_REOPT && !ctld_telem_movable(d, q, trig))
 			f->flags |= CTL_FLOW_FIXED;
+		else if (r.idx >= 0 && o.mode == CTL_PLAN_REOPT && ctld_telem_sticky(d, q))
+			f->flags |= CTL_FLOW_STICKY;
 	}
 	ctld_lease_keep(d);
 	ret = ctl_plan_paths(d->pl, &dem, &o, &st);
@@ -288,7 +290,7 @@ static void plan(struct ctld *d)
 		if (!(f->flags & CTL_FLOW_ANNOUNCED) || !d->cfg.rates)
 			f->start_bps = f->target_bps = f->max_bps =
 				0; /* measured: DCQCN from line rate */
-		f->flags &= (uint8_t)~CTL_FLOW_FIXED;
+		f->flags &= (uint8_t) ~(CTL_FLOW_FIXED | CTL_FLOW_STICKY);
 		q->planned = true;
 		q->route = f->path;
 		q->plan_bps = f->target_bps > 0 ? f->target_bps : (double)f->demand;

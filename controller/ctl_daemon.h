@@ -56,6 +56,7 @@ struct ctld_cfg {
 	bool feedback;		 /* measured unplanned load off capacities, congestion re-plans */
 	uint64_t telem_interval; /* ns: how often switch telemetry is read; 0 = never */
 	uint64_t move_hold;	 /* a QP moves at most once per this many telemetry intervals */
+	uint64_t move_sticky;	 /* moved within this many: others move first */
 	double feedback_alpha;	 /* EWMA weight of the newest interval's unplanned load */
 	double host_cnp_min;	 /* CNPs/s a QP's sender receives that count as marked */
 	uint64_t link_refresh;	 /* ns: ctl:link rewritten at least this often; 0 = every

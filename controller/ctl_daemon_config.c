@@ -72,6 +72,9 @@ const struct ice_cfg_field ctld_cfg_fields[] = {
 	  "how often switch telemetry is read, 0 = never (100 ms; bare numbers in ms)"),
 	F("move_hold", ICE_CFG_UINT, move_hold, 0, 1e6, 0,
 	  "a QP moves at most once per this many telemetry intervals (10)"),
+	F("move_sticky", ICE_CFG_UINT, move_sticky, 0, 1e6, 0,
+	  "a QP moved within this many telemetry intervals moves again only when\n"
+	  "moving the others instead falls short by the hysteresis (100)"),
 	F("feedback_alpha", ICE_CFG_DOUBLE, feedback_alpha, 0.01, 1, 0,
 	  "weight of the newest interval in the smoothed unplanned load (0.5)"),
 	F("host_cnp_min", ICE_CFG_DOUBLE, host_cnp_min, 0, 1e9, 0,
@@ -126,6 +129,7 @@ void ctld_cfg_defaults(struct ctld_cfg *c)
 	c->feedback = true;
 	c->telem_interval = 100 * ICE_NSEC_PER_MSEC;
 	c->move_hold = 10;
+	c->move_sticky = 100;
 	c->feedback_alpha = 0.5;
 	c->host_cnp_min = 100;
 	c->link_refresh = 2 * ICE_NSEC_PER_SEC;

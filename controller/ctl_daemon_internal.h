@@ -321,6 +321,7 @@ int ctld_telem_ceilings(struct ctld *d, struct ctl_demand *dem);
 /* May the flow of q move in this plan (move budget; a congestion-only
  * trigger moves only QPs crossing a congested link)? */
 bool ctld_telem_movable(const struct ctld *d, const struct cqp *q, unsigned trig);
+bool ctld_telem_sticky(const struct ctld *d, const struct cqp *q);
 /* q's route changes from old to now: log why, and record it (ctl:qp:<id>,
  * written by ctld_telem_moves_publish). */
 void ctld_telem_move(struct ctld *d, struct cqp *q, const struct ctl_route *old, unsigned trig);

@@ -683,6 +683,13 @@ bool ctld_telem_movable(const struct ctld *d, const struct cqp *q, unsigned trig
 	return crosses_hot;
 }
 
+/* Moved within the last move_sticky intervals: the planner moves others
+ * first (CTL_FLOW_STICKY). */
+bool ctld_telem_sticky(const struct ctld *d, const struct cqp *q)
+{
+	return q->moved_tick != 0 && d->tick < q->moved_tick + d->cfg.move_sticky;
+}
+
 static const char *rule_of(unsigned trig)
 {
 	return trig & TRIG_LINK	      ? "link"

@@ -223,6 +223,41 @@ static double touched_max(const struct ctl_planner *p, const struct ctl_demand *
 	return mx;
 }
 
+/* Hide the NICs' links (capacity infinite, their caps kept in saved, 2
+ * per NIC) or put them back. */
+static void nic_caps(struct ctl_planner *p, double *saved, bool hide)
+{
+	const struct topo *t = p->t;
+
+	for (uint32_t i = 0; i < topo_nic_count(t); i++) {
+		uint32_t l = t->ports[topo_nic(t, i)->id].link;
+
+		if (hide) {
+			saved[2 * i] = p->cap[2 * l];
+			saved[2 * i + 1] = p->cap[2 * l + 1];
+			p->cap[2 * l] = p->cap[2 * l + 1] = INFINITY;
+		} else {
+			p->cap[2 * l] = saved[2 * i];
+			p->cap[2 * l + 1] = saved[2 * i + 1];
+		}
+	}
+}
+
+/* The max utilisation over the links between switches (loads recomputed);
+ * -ENOMEM as a negative value. */
+static double fabric_max(struct ctl_planner *p, const struct ctl_demand *d)
+{
+	double *saved = malloc(sizeof(double) * (2 * (size_t)topo_nic_count(p->t) + 1)), m;
+
+	if (saved == NULL)
+		return -ENOMEM;
+	nic_caps(p, saved, true);
+	m = ctl_loads_of(p, d, 0);
+	nic_caps(p, saved, false);
+	free(saved);
+	return m;
+}
+
 static int fabric_pass(struct ctl_planner *p, struct ctl_demand *d, const bool *movable,
 		       const struct ctl_plan_opts *o, struct ctl_plan_stats *st)
 {
@@ -244,13 +279,7 @@ static int fabric_pass(struct ctl_planner *p, struct ctl_demand *d, const bool *
 	if (saved == NULL || old == NULL || mv == NULL)
 		goto out;
 	all = ctl_loads_of(p, d, 0);
-	for (uint32_t i = 0; i < nn; i++) {
-		uint32_t l = t->ports[topo_nic(t, i)->id].link;
-
-		saved[2 * i] = p->cap[2 * l];
-		saved[2 * i + 1] = p->cap[2 * l + 1];
-		p->cap[2 * l] = p->cap[2 * l + 1] = INFINITY;
-	}
+	nic_caps(p, saved, true);
 	for (uint32_t i = 0; i < d->n; i++) {
 		old[i] = d->flows[i].path;
 		mv[i] = movable[i] &&
@@ -265,12 +294,7 @@ static int fabric_pass(struct ctl_planner *p, struct ctl_demand *d, const bool *
 		      : 0;
 	ctl_loads_of(p, d, 0);
 	after = touched_max(p, d, mv, old);
-	for (uint32_t i = 0; i < nn; i++) {
-		uint32_t l = t->ports[topo_nic(t, i)->id].link;
-
-		p->cap[2 * l] = saved[2 * i];
-		p->cap[2 * l + 1] = saved[2 * i + 1];
-	}
+	nic_caps(p, saved, false);
 	need = before * (1 - (o->mode == CTL_PLAN_REOPT ? o->hysteresis : EPS));
 	keep = ret == 0 && after < need && ctl_loads_of(p, d, 0) <= all * (1 + EPS);
 	if (!keep) {
@@ -284,6 +308,112 @@ out:
 	free(saved);
 	free(old);
 	free(mv);
+	return ret;
+}
+
+/* One re-optimisation of the flows with movable[i] from their current
+ * routes (old): local search from them (fewest moves), else from scratch,
+ * kept only for a gain of the hysteresis; then the fabric pass. */
+static int reopt_pass(struct ctl_planner *p, struct ctl_demand *d, const bool *movable,
+		      const struct ctl_route *old, const struct ctl_plan_opts *o, double bound,
+		      double before, struct ctl_plan_stats *st)
+{
+	bool *mv = malloc(sizeof(bool) * (d->n + 1));
+	double after;
+	int ret;
+
+	if (mv == NULL)
+		return -ENOMEM;
+	memcpy(mv, movable, sizeof(bool) * d->n);
+	ret = ctl_local_search(p, d, mv, o->search_budget_s, bound, true, true, st);
+	after = ctl_loads_of(p, d, 0);
+	if (ret == 0 && after > before * (1 - o->hysteresis)) {
+		ret = plan_from(p, d, mv, o, bound, st);
+		if (ret == 0 && ctl_loads_of(p, d, 0) > before * (1 - o->hysteresis)) {
+			for (uint32_t i = 0; i < d->n; i++)
+				d->flows[i].path = old[i]; /* not worth moving */
+			ctl_loads_of(p, d, 0);
+		}
+	}
+	if (ret == 0 && !o->no_search)
+		ret = fabric_pass(p, d, mv, o, st);
+	free(mv);
+	return ret;
+}
+
+/* REOPT: place unrouted flows first, then move only for a real gain. Flows
+ * that moved lately (CTL_FLOW_STICKY) are left where they are when moving
+ * the others does as well: a second pass that may move them too is taken
+ * only when it beats the first by the hysteresis (first objective, then
+ * the fabric's), so a change of load moves the QPs that have not moved
+ * yet instead of sending one back. */
+static int reopt(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
+		 const struct ctl_plan_opts *o, double bound, struct ctl_plan_stats *st)
+{
+	struct ctl_route *old = NULL, *first = NULL;
+	struct ctl_plan_stats st2;
+	double before, u1, u2, f1, f2, h = o->hysteresis;
+	uint32_t nsticky = 0;
+	int ret;
+
+	for (uint32_t i = 0; i < d->n; i++)
+		movable[i] = d->flows[i].path.idx < 0;
+	ret = plan_from(p, d, movable, &(struct ctl_plan_opts){.no_search = true}, bound, st);
+	old = calloc(d->n + 1, sizeof(*old));
+	first = calloc(d->n + 1, sizeof(*first));
+	if (ret < 0 || old == NULL || first == NULL) {
+		ret = ret < 0 ? ret : -ENOMEM;
+		goto out;
+	}
+	before = ctl_loads_of(p, d, 0);
+	st->start_util = before;
+	for (uint32_t i = 0; i < d->n; i++) {
+		old[i] = d->flows[i].path;
+		movable[i] = !(d->flows[i].flags & CTL_FLOW_FIXED);
+		if (movable[i] && (d->flows[i].flags & CTL_FLOW_STICKY)) {
+			movable[i] = false;
+			nsticky++;
+		}
+	}
+	ret = reopt_pass(p, d, movable, old, o, bound, before, st);
+	if (ret < 0 || nsticky == 0)
+		goto moved;
+	f1 = fabric_max(p, d);
+	u1 = ctl_loads_of(p, d, 0);
+	for (uint32_t i = 0; i < d->n; i++) {
+		first[i] = d->flows[i].path;
+		d->flows[i].path = old[i];
+		movable[i] = !(d->flows[i].flags & CTL_FLOW_FIXED);
+	}
+	memset(&st2, 0, sizeof(st2));
+	ctl_loads_of(p, d, 0);
+	ret = reopt_pass(p, d, movable, old, o, bound, before, &st2);
+	if (ret < 0)
+		goto out;
+	f2 = fabric_max(p, d);
+	u2 = ctl_loads_of(p, d, 0);
+	st->moves += st2.moves;
+	st->search_s += st2.search_s;
+	st->greedy_s += st2.greedy_s;
+	st->budget_hit |= st2.budget_hit;
+	if (f1 < 0 || f2 < 0) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (u2 < u1 * (1 - h) || (u2 <= u1 * (1 + EPS) && f2 < f1 * (1 - h))) {
+		st->fabric_util = st2.fabric_util;
+	} else {
+		for (uint32_t i = 0; i < d->n; i++)
+			d->flows[i].path = first[i];
+		ctl_loads_of(p, d, 0);
+	}
+moved:
+	for (uint32_t i = 0; ret == 0 && i < d->n; i++)
+		if (d->flows[i].path.idx != old[i].idx)
+			st->moved++;
+out:
+	free(old);
+	free(first);
 	return ret;
 }
 
@@ -353,40 +483,7 @@ int ctl_plan_paths(struct ctl_planner *p, struct ctl_demand *d, const struct ctl
 			movable[i] = d->flows[i].path.idx < 0;
 		ret = plan_from(p, d, movable, o, bound, st);
 	} else {
-		/* REOPT: place unrouted flows first, then move only for a real gain */
-		double before, after;
-		uint32_t moved = 0;
-
-		for (uint32_t i = 0; i < d->n; i++)
-			movable[i] = d->flows[i].path.idx < 0;
-		ret = plan_from(p, d, movable, &(struct ctl_plan_opts){.no_search = true}, bound,
-				st);
-		old = malloc(sizeof(*old) * (d->n + 1));
-		if (ret < 0 || old == NULL) {
-			ret = ret < 0 ? ret : -ENOMEM;
-			goto out;
-		}
-		before = ctl_loads_of(p, d, 0);
-		st->start_util = before;
-		for (uint32_t i = 0; i < d->n; i++) {
-			old[i] = d->flows[i].path;
-			movable[i] = !(d->flows[i].flags & CTL_FLOW_FIXED);
-		}
-		/* first from the current routes (fewest moves), then from scratch */
-		ret = ctl_local_search(p, d, movable, o->search_budget_s, bound, true, true, st);
-		after = ctl_loads_of(p, d, 0);
-		if (ret == 0 && after > before * (1 - o->hysteresis)) {
-			ret = plan_from(p, d, movable, o, bound, st);
-			if (ret == 0 && ctl_loads_of(p, d, 0) > before * (1 - o->hysteresis))
-				for (uint32_t i = 0; i < d->n; i++)
-					d->flows[i].path = old[i]; /* not worth moving */
-		}
-		if (ret == 0 && !o->no_search)
-			ret = fabric_pass(p, d, movable, o, st);
-		for (uint32_t i = 0; i < d->n; i++)
-			if (d->flows[i].path.idx != old[i].idx)
-				moved++;
-		st->moved = moved;
+		ret = reopt(p, d, movable, o, bound, st);
 	}
 	if (ret == 0 && o->mode == CTL_PLAN_INCREMENTAL)
 		st->max_util = ctl_max_of_loads(p); /* kept up to date since plan_from */

@@ -713,6 +713,74 @@ static void test_kempe_fat_tree_rings(void **state)
  * either spine ties on it; load nobody planned cut spine A's uplink.
  * A re-optimisation moves the flow on A to B (the fabric's max, second
  * objective), unless the gain is under the hysteresis. */
+/* A re-optimisation after a change of load moves the flows that have not
+ * moved lately (CTL_FLOW_STICKY) when that does as well, and a sticky
+ * flow when nothing else helps. */
+static void plan_sticky(struct ctl_planner *p, struct ctl_demand *d, const int32_t *idx,
+			uint8_t sticky, struct ctl_plan_stats *st)
+{
+	struct ctl_plan_opts o;
+
+	ctl_plan_opts_default(&o);
+	o.mode = CTL_PLAN_REOPT;
+	for (uint32_t i = 0; i < d->n; i++) {
+		d->flows[i].path = (struct ctl_route){.idx = idx[i]};
+		d->flows[i].flags = i < 3 && (sticky & (1u << i)) ? CTL_FLOW_STICKY : 0;
+	}
+	assert_int_equal(ctl_plan_paths(p, d, &o, st), 0);
+}
+
+static void test_sticky_moves_others(void **state)
+{
+	struct topo *t = leaf_spine(2, 2, 3); /* h1-h3 on leaf1, h4-h6 on leaf2 */
+	struct ctl_planner *p = ctl_planner_new(t);
+	/* across on spine A, A, B; beside (one path) fills each NIC */
+	const int32_t two_one[6] = {0, 0, 1, 0, 0, 0}, one_two[6] = {0, 1, 1, 0, 0, 0};
+	struct ctl_plan_stats st;
+	struct ctl_demand d;
+	uint32_t a;
+
+	(void)state;
+	assert_non_null(p);
+	ctl_demand_init(&d, CTL_UNIT_BPS);
+	for (uint32_t h = 0; h < 3; h++)
+		add_flow(&d, t, h, 3 + h, 50 * MBIT, 10 + h); /* across */
+	for (uint32_t h = 0; h < 3; h++)
+		add_flow(&d, t, h, (h + 1) % 3, 50 * MBIT, 20 + h); /* beside */
+	plan_sticky(p, &d, two_one, 0, &st);
+	assert_int_equal(st.moved, 0);
+	a = d.flows[0].path.dlink[1]; /* leaf1 -> spine A */
+	assert_int_equal(d.flows[1].path.dlink[1], a);
+
+	/* 90 Mbit/s nobody planned on leaf1 -> A: one of A's two moves to B */
+	assert_int_equal(ctl_planner_set_cap(p, a, 110e6), 0);
+	plan_sticky(p, &d, two_one, 0, &st);
+	assert_int_equal(st.moved, 1);
+	assert_true(st.fabric_util > 0.499 && st.fabric_util < 0.501);
+	/* flow 0 moved lately: flow 1 goes instead, as far */
+	plan_sticky(p, &d, two_one, 1u << 0, &st);
+	assert_int_equal(st.moved, 1);
+	assert_int_equal(d.flows[0].path.dlink[1], a);
+	assert_int_not_equal(d.flows[1].path.dlink[1], a);
+	assert_true(st.fabric_util > 0.499 && st.fabric_util < 0.501);
+	plan_sticky(p, &d, two_one, 1u << 1, &st);
+	assert_int_equal(st.moved, 1);
+	assert_int_equal(d.flows[1].path.dlink[1], a);
+	assert_int_not_equal(d.flows[0].path.dlink[1], a);
+	/* flow 0 alone on A and sticky: nothing else helps, so it moves */
+	assert_int_equal(ctl_planner_set_cap(p, a, 45e6), 0);
+	plan_sticky(p, &d, one_two, 1u << 0, &st);
+	assert_int_equal(st.moved, 1);
+	assert_int_not_equal(d.flows[0].path.dlink[1], a);
+	/* every flow across sticky: the second pass alone may move, and does */
+	assert_int_equal(ctl_planner_set_cap(p, a, 110e6), 0);
+	plan_sticky(p, &d, two_one, 7, &st);
+	assert_int_equal(st.moved, 1);
+	ctl_demand_fini(&d);
+	ctl_planner_free(p);
+	topo_free(t);
+}
+
 static void test_tie_toward_room(void **state)
 {
 	struct topo *t = leaf_spine(2, 2, 2); /* h1 h2 on leaf1, h3 h4 on leaf2 */
@@ -1289,6 +1357,7 @@ int main(void)
 		cmocka_unit_test(test_rates_changed),
 		cmocka_unit_test(test_ceilings),
 		cmocka_unit_test(test_tie_toward_room),
+		cmocka_unit_test(test_sticky_moves_others),
 		cmocka_unit_test(test_rate_index_kept),
 		cmocka_unit_test(test_bound_kept),
 	};
