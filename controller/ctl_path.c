@@ -342,11 +342,10 @@ static int reopt_pass(struct ctl_planner *p, struct ctl_demand *d, const bool *m
 }
 
 /* REOPT: place unrouted flows first, then move only for a real gain. Flows
- * that moved lately (CTL_FLOW_STICKY) are left where they are when moving
- * the others does as well: a second pass that may move them too is taken
- * only when it beats the first by the hysteresis (first objective, then
- * the fabric's), so a change of load moves the QPs that have not moved
- * yet instead of sending one back. */
+ * that moved lately (CTL_FLOW_STICKY) stay where they are unless moving
+ * them too lowers the max utilisation by the hysteresis (a second pass):
+ * never for the fabric's tie-break alone. So a load that changes twice
+ * moves the QPs that have not moved yet instead of sending one back. */
 static int reopt(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 		 const struct ctl_plan_opts *o, double bound, struct ctl_plan_stats *st)
 {
@@ -400,7 +399,7 @@ static int reopt(struct ctl_planner *p, struct ctl_demand *d, bool *movable,
 		ret = -ENOMEM;
 		goto out;
 	}
-	if (u2 < u1 * (1 - h) || (u2 <= u1 * (1 + EPS) && f2 < f1 * (1 - h))) {
+	if (u2 < u1 * (1 - h)) {
 		st->fabric_util = st2.fabric_util;
 	} else {
 		for (uint32_t i = 0; i < d->n; i++)

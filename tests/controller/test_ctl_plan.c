@@ -745,14 +745,15 @@ static void test_sticky_moves_others(void **state)
 	ctl_demand_init(&d, CTL_UNIT_BPS);
 	for (uint32_t h = 0; h < 3; h++)
 		add_flow(&d, t, h, 3 + h, 50 * MBIT, 10 + h); /* across */
-	for (uint32_t h = 0; h < 3; h++)
-		add_flow(&d, t, h, (h + 1) % 3, 50 * MBIT, 20 + h); /* beside */
+	for (uint32_t h = 0; h < 3; h++) /* beside: the NICs (200 Mbit/s) full */
+		add_flow(&d, t, h, (h + 1) % 3, 150 * MBIT, 20 + h);
 	plan_sticky(p, &d, two_one, 0, &st);
 	assert_int_equal(st.moved, 0);
 	a = d.flows[0].path.dlink[1]; /* leaf1 -> spine A */
 	assert_int_equal(d.flows[1].path.dlink[1], a);
 
-	/* 90 Mbit/s nobody planned on leaf1 -> A: one of A's two moves to B */
+	/* 90 Mbit/s nobody planned on leaf1 -> A (100/110 there, under the
+	 * NICs' 1.0): the fabric's tie-break moves one of A's two to B */
 	assert_int_equal(ctl_planner_set_cap(p, a, 110e6), 0);
 	plan_sticky(p, &d, two_one, 0, &st);
 	assert_int_equal(st.moved, 1);
@@ -772,10 +773,14 @@ static void test_sticky_moves_others(void **state)
 	plan_sticky(p, &d, one_two, 1u << 0, &st);
 	assert_int_equal(st.moved, 1);
 	assert_int_not_equal(d.flows[0].path.dlink[1], a);
-	/* every flow across sticky: the second pass alone may move, and does */
+	/* every flow across sticky: the same 45 Mbit/s move both off A (over
+	 * the NICs' max), 110 move none (the fabric's tie-break alone) */
+	plan_sticky(p, &d, two_one, 7, &st);
+	assert_int_equal(st.moved, 2);
+	assert_true(st.max_util > 0.999 && st.max_util < 1.001);
 	assert_int_equal(ctl_planner_set_cap(p, a, 110e6), 0);
 	plan_sticky(p, &d, two_one, 7, &st);
-	assert_int_equal(st.moved, 1);
+	assert_int_equal(st.moved, 0);
 	ctl_demand_fini(&d);
 	ctl_planner_free(p);
 	topo_free(t);
