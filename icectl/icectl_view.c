@@ -210,6 +210,14 @@ json_t *ictl_status_doc(struct ictl *x)
 	return doc;
 }
 
+/* A field of a status hash, "-" when it is absent (an older controller). */
+static const char *ictl_or_dash(json_t *o, const char *key)
+{
+	const char *v = ictl_str(o, key);
+
+	return v[0] ? v : "-";
+}
+
 int ictl_status(struct ictl *x)
 {
 	json_t *doc, *ctls, *agents, *plans, *st, *pub, *stl, *pol;
@@ -251,13 +259,19 @@ int ictl_status(struct ictl *x)
 		       ictl_str(pub, "id")[0] ? ictl_str(pub, "id") : "-");
 		printf("last plan: %s flows, max util %s (bound %s, ECMP %s); last reaction %s ms "
 		       "(%s); feedback %s\n",
-		       ictl_str(st, "flows")[0] ? ictl_str(st, "flows") : "-",
-		       ictl_str(st, "max_util")[0] ? ictl_str(st, "max_util") : "-",
-		       ictl_str(st, "bound")[0] ? ictl_str(st, "bound") : "-",
-		       ictl_str(st, "ecmp_util")[0] ? ictl_str(st, "ecmp_util") : "-",
-		       ictl_str(st, "reaction_ms")[0] ? ictl_str(st, "reaction_ms") : "-",
-		       ictl_str(st, "reaction_what")[0] ? ictl_str(st, "reaction_what") : "-",
-		       ictl_str(st, "feedback")[0] ? ictl_str(st, "feedback") : "-");
+		       ictl_or_dash(st, "flows"), ictl_or_dash(st, "max_util"),
+		       ictl_or_dash(st, "bound"), ictl_or_dash(st, "ecmp_util"),
+		       ictl_or_dash(st, "reaction_ms"), ictl_or_dash(st, "reaction_what"),
+		       ictl_or_dash(st, "feedback"));
+		printf("guards: bad QP records %s, foreign %s, capped host reads %s, leader-key "
+		       "squats taken back %s; telemetry bad records %s, backwards %s; PFC: "
+		       "lossless "
+		       "priorities %s, %s NICs, %s storms, %s bad records\n",
+		       ictl_or_dash(st, "view_bad_qps"), ictl_or_dash(st, "view_foreign_qps"),
+		       ictl_or_dash(st, "view_capped_reads"), ictl_or_dash(st, "lease_squats"),
+		       ictl_or_dash(st, "telem_bad_records"), ictl_or_dash(st, "telem_backwards"),
+		       ictl_or_dash(st, "pfc_lossless"), ictl_or_dash(st, "pfc_nics"),
+		       ictl_or_dash(st, "pfc_storms"), ictl_or_dash(st, "pfc_bad_records"));
 		printf("policy: applied v%" JSON_INTEGER_FORMAT ", in force v%" JSON_INTEGER_FORMAT
 		       "%s%s\n\n",
 		       json_integer_value(json_object_get(pol, "current")),

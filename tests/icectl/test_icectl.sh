@@ -107,7 +107,11 @@ wait_for 5 sh -c "[ -n \"\$(redis-cli -s $S HGET ice:$F:ctl:members ictl-a)\" ]"
 	fail "the controller is not in ctl:members"
 
 # ---- status
+wait_for 5 sh -c "[ -n \"\$(redis-cli -s $S HGET ice:$F:{ctl}:status lease_squats)\" ]" ||
+	fail "the controller wrote no status"
 ictl status >"$tmp/status.out" || fail "status: exit $?"
+grep -Eq "^guards: bad QP records [0-9]+, foreign [0-9]+, capped host reads [0-9]+, leader-key squats taken back 0;.* PFC: lossless priorities [-0-9,]+, [0-9]+ NICs, [0-9]+ storms" \
+	"$tmp/status.out" || fail "status: no guards line"
 grep -q "leader ictl-a" "$tmp/status.out" || fail "status: no leader line"
 grep -Eq "^  ictl-a +leader" "$tmp/status.out" || fail "status: controller row"
 grep -Eq "^  h4 +eth0 +online +250 ms" "$tmp/status.out" || fail "status: agent row"
@@ -119,7 +123,7 @@ py "[p['in_force'] for p in sorted(d['plans'], key=lambda p: p['host'])] == [Tru
 	<"$tmp/status.json" || fail "status --json: plans in force"
 py "any('h3' in s for s in d['stale']) and d['controllers'][0]['role'] == 'leader'" \
 	<"$tmp/status.json" || fail "status --json: stale, role"
-echo "ok: status (leader, agents, epochs published vs applied, stale hosts)"
+echo "ok: status (leader, agents, epochs published vs applied, stale hosts, guards)"
 
 # ---- links: every directed link of the topology, with the switch's record
 rc HSET "ice:$F:sw:{leaf1}:port:spine1" switch leaf1 port spine1 peer spine1 seq 5 \
