@@ -165,6 +165,18 @@ for bad, want in ((["h1"], "2 or more"), (["h1", "h9"], "not a host"),
         ok = want in str(e)
         print(f"{'ok  ' if ok else 'FAIL'} placement {bad}: {e}")
         fails += not ok
+# the rehash recovery rule: the first 0.3 s window from which the ring stays
+# at >= 95 % of the bound for 0.6 s; a window under it (an iteration
+# boundary) restarts the hold; a series that ends before the hold: never
+ser = [(round(0.1 * i, 1), v) for i, v in enumerate(
+    [0.4, 0.9, 0.96, 0.97, 0.96, 0.93, 0.96, 0.96, 0.97, 0.96, 0.96, 0.96, 0.97, 0.9])]
+for what, pts, want in (("a dip restarts the hold", ser, 0.6),
+                        ("a hold cut short by the series' end", ser[:11], None),
+                        ("never at the level", [(0.1 * i, 0.94) for i in range(20)], None)):
+    got = m.held_from(pts, 0.1)
+    ok = got == want
+    print(f"{'ok  ' if ok else 'FAIL'} recovery rule, {what}: {got} (want {want})")
+    fails += not ok
 text = "hash: {algorithm: crc32, seed: 0x5}\nkernel_hash_seed: 5\nswitches:\n" \
        "  - {name: leaf1, tier: 1, hash: {algorithm: crc16}, kernel_hash_seed: 9}\n"
 s = m.strip_hash(text)
