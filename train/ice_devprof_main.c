@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ice_cpu.h"
 #include "ice_log.h"
 #include "ice_time.h"
 #include "dev.h"
@@ -364,6 +365,8 @@ static int profile_device(const struct devprof_cfg *c, struct trn_profile *p)
 	}
 	if (ret == 0) {
 		double slow, load_s, cpu = 0;
+		char limit[256];
+		double cores = ice_cpu_cores(limit, sizeof(limit));
 
 		p->burst_gflops = rate / 1e9;
 		ret = measure_sustained(&b, c->sustain, c->comm_load, &rate, &slow, &load_s, &cpu);
@@ -373,9 +376,10 @@ static int profile_device(const struct devprof_cfg *c, struct trn_profile *p)
 				 "%s: sgemm burst %.2f GFLOP/s (best repetition), sustained %.2f "
 				 "GFLOP/s over %.1f s (slowest tenth %.2f) beside a communication "
 				 "load of %.0f%% (%.2f s busy), %d weight matrices in turn; CPU "
-				 "%.2f s per s",
+				 "%.2f s per s of %.2f cores (%s)",
 				 c->name, p->burst_gflops, p->gflops, c->sustain, slow / 1e9,
-				 c->comm_load * 100, load_s, b.nb > 0 ? b.nb : 1, cpu);
+				 c->comm_load * 100, load_s, b.nb > 0 ? b.nb : 1, cpu, cores,
+				 limit);
 		}
 	}
 out_gemm:

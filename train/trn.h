@@ -123,21 +123,54 @@ struct trn_net {
 	double p2p_gbps;   /* point-to-point (pipeline send/recv) bandwidth */
 	double lat_s;	   /* per-message latency (alpha) */
 	double overlap;	   /* share of DP all-reduce hidden behind backward, 0..1 */
+	/* CPU contention (trn_cpu_contention_s): per device, the CPU cores its
+	 * rank's threads may use (0: not priced, the communication costs no
+	 * compute time) and the CPU seconds its communication progress takes
+	 * per byte: of gradient all-reduced (DP; the sharded reduce-scatter
+	 * and all-gather move the same bytes), and per byte sent or received
+	 * point to point (PP). ice-train reads the cores from the kernel
+	 * (ice_cpu_cores) and calibrates the costs on the job's communicator. */
+	double cores[TRN_MAX_DEVICES];
+	double cpu_ar_s[TRN_MAX_DEVICES];
+	double cpu_p2p_s[TRN_MAX_DEVICES];
 };
+
+/*
+ * The wall time a rank's compute loses to communication that shares its
+ * CPU: over a window of window_s seconds the compute thread keeps
+ * compute_cores busy (a host rank: min(1, cores); a device rank, whose
+ * compute runs on the device: 0) and the communication needs comm_cpu_s
+ * CPU seconds. What the spare cores (cores - compute_cores) cannot absorb
+ * is shared with the compute, at cores CPU seconds per second:
+ *
+ *     extra = max(0, comm_cpu_s - (cores - compute_cores) window_s) / cores
+ *
+ * One core, fully busy: the communication's CPU time adds to the step; a
+ * half-core CFS quota: twice it; two free cores and a thread that needs
+ * less than one: nothing. cores <= 0: 0 (not priced).
+ */
+double trn_cpu_contention_s(double cores, double compute_cores, double window_s, double comm_cpu_s);
+/* The cores device d's compute keeps busy on a rank with `cores` CPU
+ * cores: min(1, cores) for a host device, 0 for an accelerator or an
+ * emulated one (its compute stands for a device's, padded by a sleep). */
+double trn_compute_cores(const struct trn_profile *d, double cores);
 
 /* ---- data parallel --------------------------------------------------------- */
 
 struct trn_dp_plan {
 	int ndev;
-	int samples[TRN_MAX_DEVICES];	   /* per device per step; sum = global_batch,
-					    * multiples of micro_batch where possible */
-	double compute_s[TRN_MAX_DEVICES]; /* predicted fwd+bwd time per device */
-	double update_s[TRN_MAX_DEVICES];  /* its optimizer step (m->optim) */
-	double comm_s;			   /* predicted all-reduce time (not hidden) */
-	double step_s;			   /* predicted step time */
-	int tail[TRN_MAX_DEVICES];	   /* last micro-batches whose backward runs
-					    * layer by layer (trn_dp_tails) */
-	double overlap;			   /* the net->overlap step_s was predicted with */
+	int samples[TRN_MAX_DEVICES];	      /* per device per step; sum = global_batch,
+					       * multiples of micro_batch where possible */
+	double compute_s[TRN_MAX_DEVICES];    /* predicted fwd+bwd time per device */
+	double update_s[TRN_MAX_DEVICES];     /* its optimizer step (m->optim) */
+	double comm_s;			      /* predicted all-reduce time (not hidden) */
+	double contention_s[TRN_MAX_DEVICES]; /* compute time lost to the
+					       * communication's CPU
+					       * (trn_cpu_contention_s) */
+	double step_s;			      /* predicted step time */
+	int tail[TRN_MAX_DEVICES];	      /* last micro-batches whose backward runs
+					       * layer by layer (trn_dp_tails) */
+	double overlap;			      /* the net->overlap step_s was predicted with */
 };
 
 /* The split minimising the predicted step time (never worse than even):
@@ -191,26 +224,29 @@ struct trn_pp_op {
 };
 
 struct trn_pp_plan {
-	enum trn_pp_sched sched;	 /* input of trn_predict_pp(); the plan
-					  * functions set it */
-	int nstages;			 /* one stage per device, in device order */
-	int first[TRN_MAX_DEVICES];	 /* first layer of stage s */
-	int nlayers[TRN_MAX_DEVICES];	 /* layers of stage s (>= 1) */
-	int micro_batches;		 /* global_batch / micro_batch */
-	double stage_s[TRN_MAX_DEVICES]; /* fwd+bwd of one micro-batch on stage s,
-					  * including its activation sends */
-	double fwd_s[TRN_MAX_DEVICES];	 /* F of one micro-batch on stage s */
-	double bwd_s[TRN_MAX_DEVICES];	 /* B (input gradient: half the backward) */
-	double wgt_s[TRN_MAX_DEVICES];	 /* W (weight gradient: the other half) */
-	double hop_s[TRN_MAX_DEVICES];	 /* one activation message from stage s to
-					  * s + 1 (its gradient comes back alike) */
-	double upd_s[TRN_MAX_DEVICES];	 /* stage s's optimizer step, once a step
-					  * after its last operation */
-	double est_s;			 /* what the planner minimises: sum_s stage_s
-					  * + (m - 1) max_s (compute of stage s +
-					  * upd_s / m) */
-	double step_s;			 /* predicted step: the schedule below,
-					  * simulated with these times */
+	enum trn_pp_sched sched;	      /* input of trn_predict_pp(); the plan
+					       * functions set it */
+	int nstages;			      /* one stage per device, in device order */
+	int first[TRN_MAX_DEVICES];	      /* first layer of stage s */
+	int nlayers[TRN_MAX_DEVICES];	      /* layers of stage s (>= 1) */
+	int micro_batches;		      /* global_batch / micro_batch */
+	double stage_s[TRN_MAX_DEVICES];      /* fwd+bwd of one micro-batch on stage s,
+					       * including its activation sends */
+	double fwd_s[TRN_MAX_DEVICES];	      /* F of one micro-batch on stage s */
+	double bwd_s[TRN_MAX_DEVICES];	      /* B (input gradient: half the backward) */
+	double wgt_s[TRN_MAX_DEVICES];	      /* W (weight gradient: the other half) */
+	double hop_s[TRN_MAX_DEVICES];	      /* one activation message from stage s to
+					       * s + 1 (its gradient comes back alike) */
+	double upd_s[TRN_MAX_DEVICES];	      /* stage s's optimizer step, once a step
+					       * after its last operation */
+	double contention_s[TRN_MAX_DEVICES]; /* per micro-batch, in fwd_s and
+					       * bwd_s: compute time lost to
+					       * the messages' CPU */
+	double est_s;			      /* what the planner minimises: sum_s stage_s
+					       * + (m - 1) max_s (compute of stage s +
+					       * upd_s / m) */
+	double step_s;			      /* predicted step: the schedule below,
+					       * simulated with these times */
 };
 
 /* 1F1B: stage s of S first runs trn_pp_warmup(s, S, m) forwards, then one

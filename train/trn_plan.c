@@ -48,6 +48,25 @@ static double model_bwd_flops(const struct trn_model *m)
 	return f;
 }
 
+/* ---- CPU contention -------------------------------------------------------- */
+
+double trn_cpu_contention_s(double cores, double compute_cores, double window_s, double comm_cpu_s)
+{
+	double spare;
+
+	if (!(cores > 0) || !(comm_cpu_s > 0))
+		return 0;
+	spare = fmax(0, cores - fmax(0, compute_cores)) * fmax(0, window_s);
+	return fmax(0, comm_cpu_s - spare) / cores;
+}
+
+double trn_compute_cores(const struct trn_profile *d, double cores)
+{
+	if (d == NULL || d->emulated || strcmp(d->kind, "host") != 0)
+		return 0;
+	return fmin(1, fmax(0, cores));
+}
+
 /* ---- data parallel ---------------------------------------------------------- */
 
 void trn_dp_shards(const struct trn_profile *dev, int ndev, size_t count, size_t *out)
@@ -169,9 +188,26 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
 	}
 	if (sum != m->global_batch)
 		return -EINVAL;
+	for (int i = 0; i < ndev; i++)
+		p->contention_s[i] = 0;
 	if (ndev > 1) {
-		comm = dp_allreduce_s(m, dev, ndev, net, &last);
-		comm = fmax(last, comm - net->overlap * bwd_slow);
+		double all = dp_allreduce_s(m, dev, ndev, net, &last), hidden;
+
+		comm = fmax(last, all - net->overlap * bwd_slow);
+		/* the hidden part runs beside the compute: its progress takes
+		 * CPU from the compute where the rank's cores are too few */
+		hidden = fmax(0, all - comm);
+		maxc = maxcu = 0;
+		for (int i = 0; i < ndev; i++) {
+			double cpu = net->cpu_ar_s[i] * trn_model_param_bytes(m) *
+				     (all > 0 ? hidden / all : 0);
+
+			p->contention_s[i] = trn_cpu_contention_s(
+				net->cores[i], trn_compute_cores(&dev[i], net->cores[i]), hidden,
+				cpu);
+			maxc = fmax(maxc, p->compute_s[i] + p->contention_s[i]);
+			maxcu = fmax(maxcu, p->compute_s[i] + p->contention_s[i] + p->update_s[i]);
+		}
 	}
 	p->comm_s = comm;
 	/* replicated: every update starts when the all-reduce is done;
@@ -780,7 +816,7 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
 		return -EINVAL;
 	for (int s = 0; s < ndev; s++) {
 		int a = p->first[s], e = a + p->nlayers[s];
-		double ff = 0, fb = 0, pb = 0;
+		double ff = 0, fb = 0, pb = 0, msg, cc, xf, xb;
 
 		if (p->nlayers[s] < 1 || a != (s == 0 ? 0 : p->first[s - 1] + p->nlayers[s - 1]) ||
 		    e > m->nlayers)
@@ -796,6 +832,17 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
 		p->bwd_s[s] = stage_compute(m, dev, s, fb / 2);
 		p->wgt_s[s] = stage_compute(m, dev, s, fb / 2);
 		p->stage_s[s] = stage_time(m, dev, s, ndev, a, e, ff + fb, net);
+		/* an F receives its activation and sends its output, a B the
+		 * gradients back; their progress shares the stage's CPU */
+		msg = (s > 0 ? 4.0 * m->in[a] * m->micro_batch : 0) +
+		      (s < ndev - 1 ? 4.0 * m->out[e - 1] * m->micro_batch : 0);
+		cc = trn_compute_cores(&dev[s], net->cores[s]);
+		xf = trn_cpu_contention_s(net->cores[s], cc, p->fwd_s[s], net->cpu_p2p_s[s] * msg);
+		xb = trn_cpu_contention_s(net->cores[s], cc, p->bwd_s[s], net->cpu_p2p_s[s] * msg);
+		p->fwd_s[s] += xf;
+		p->bwd_s[s] += xb;
+		p->stage_s[s] += xf + xb;
+		p->contention_s[s] = xf + xb;
 		p->hop_s[s] = s < ndev - 1 ? p2p_time(m, m->out[e - 1], net) : 0;
 		p->upd_s[s] = trn_update_s(&dev[s], pb);
 		sum += p->stage_s[s] + p->upd_s[s] / p->micro_batches;

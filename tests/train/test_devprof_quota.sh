@@ -13,7 +13,8 @@
 # quiet (>= 0.8 CPU s per s), the sustained figure 0.3-0.75 of that free
 # one (half a core, less or more as the communication load falls; on a
 # busy core the free run is itself held back, and that is said instead).
-# The cgroup is removed afterwards, also on failure. Exits 77 without root
+# ice-devprof reports the cores the kernel allows it (ice_cpu_cores): 1
+# pinned, 0.5 in the cgroup. The cgroup is removed afterwards, also on failure. Exits 77 without root
 # or without a cgroup cpu controller.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -89,6 +90,11 @@ free, g, b = fig("free", "gflops"), fig("quota-half", "gflops"), fig("quota-half
 print("one core free: sustained %.2f GFLOP/s, CPU %.2f s/s; half a core: sustained %.2f, "
       "burst %.2f (%.1fx), CPU %.2f s/s" % (free, cpu("free"), g, b, b / g, cpu("quota-half")))
 assert cpu("quota-half") <= 0.55, "CPU %.2f s/s beyond the quota" % cpu("quota-half")
+# the cores the kernel allows (ice_cpu_cores): the affinity's one core, the quota's half
+cores = lambda name: re.search(r"%s: sgemm burst .* of ([0-9.]+) cores \(([^)]*)\)" % name, log)
+print("cores: free %s (%s), quota-half %s (%s)" % (cores("free").groups() + cores("quota-half").groups()))
+assert float(cores("free").group(1)) == 1.0, cores("free").groups()
+assert float(cores("quota-half").group(1)) == 0.5, cores("quota-half").groups()
 assert g <= 0.6 * b and b >= 1.5 * g, "burst only %.2fx the sustained" % (b / g)
 if cpu("free") >= 0.8:
     print("sustained under the quota: %.2f of the free core's" % (g / free))

@@ -866,17 +866,137 @@ static void test_plan_pp_large(void **state)
 		print_message("stage %d: %d layers\n", i, p.nlayers[i]);
 }
 
+/* ---- CPU contention ------------------------------------------------------------ */
+
+/* The pure function: what the spare cores cannot absorb, shared at the
+ * rank's cores per second. */
+static void test_cpu_contention(void **state)
+{
+	struct trn_profile d[3];
+
+	/* one core, the compute keeps it busy: all of the communication's CPU */
+	assert_near(trn_cpu_contention_s(1, 1, 0.1, 0.02), 0.02);
+	/* half a core of quota: at half a CPU second per second, twice it */
+	assert_near(trn_cpu_contention_s(0.5, 0.5, 0.1, 0.02), 0.04);
+	/* two cores: the spare one absorbs it... */
+	assert_near(trn_cpu_contention_s(2, 1, 0.1, 0.02), 0);
+	/* ... up to its window, the rest shared by both */
+	assert_near(trn_cpu_contention_s(2, 1, 0.01, 0.02), 0.005);
+	/* a device's compute leaves the core to the communication */
+	assert_near(trn_cpu_contention_s(1, 0, 0.01, 0.02), 0.01);
+	/* not priced */
+	assert_near(trn_cpu_contention_s(0, 1, 0.1, 0.02), 0);
+	assert_near(trn_cpu_contention_s(1, 1, 0.1, 0), 0);
+	devs(d, (double[]){1, 1, 1}, 3);
+	snprintf(d[1].kind, sizeof(d[1].kind), "cuda");
+	d[2].emulated = true;
+	assert_near(trn_compute_cores(&d[0], 0.5), 0.5);
+	assert_near(trn_compute_cores(&d[0], 4), 1);
+	assert_near(trn_compute_cores(&d[1], 4), 0);
+	assert_near(trn_compute_cores(&d[2], 4), 0);
+}
+
+/* DP: the hidden part of the all-reduce takes its CPU from the compute of
+ * ranks without a spare core. Fails if the contention term is removed. */
+static void test_predict_dp_contention(void **state)
+{
+	struct trn_profile d[2];
+	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 1, .lat_s = 1e-3, .overlap = 0.5};
+	struct trn_dp_plan p = {0}, q;
+	double tb = 1048576 / 1e9 + 1e-3, tl = 854272 / 1e9 + 1e-3;
+	double all = 3 * tb + tl, hidden = 3 * tb, cpu;
+
+	devs(d, (double[]){2, 1}, 2);
+	model_square(1, 1000, 12, 1);
+	m.bucket_kb = 1024;
+	p.samples[0] = 8;
+	p.samples[1] = 4;
+	/* as test_predict_dp: 24 ms of compute each, the last bucket shows */
+	net.cores[0] = net.cores[1] = 1;
+	net.cpu_ar_s[0] = net.cpu_ar_s[1] = 2e-9; /* 2 ns of CPU per byte */
+	cpu = 2e-9 * 4e6 * hidden / all;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.comm_s, tl);
+	assert_near(p.contention_s[0], cpu);
+	assert_near(p.contention_s[1], cpu);
+	assert_near(p.step_s, 0.024 + cpu + tl);
+	/* half a core of quota on the slow rank: twice that */
+	net.cores[1] = 0.5;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.contention_s[1], 2 * cpu);
+	assert_near(p.step_s, 0.024 + 2 * cpu + tl);
+	/* two cores each: the spare core absorbs it, the classic step */
+	net.cores[0] = net.cores[1] = 2;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.contention_s[1], 0);
+	assert_near(p.step_s, 0.024 + tl);
+	/* the planner moves work off the rank that pays for it: equal
+	 * devices, the second on a half core with an expensive transport */
+	devs(d, (double[]){1, 1}, 2);
+	net.cores[0] = 4;
+	net.cores[1] = 0.5;
+	net.cpu_ar_s[0] = net.cpu_ar_s[1] = 20e-9;
+	net.overlap = 1;
+	assert_int_equal(trn_plan_dp(&m, d, 2, &net, &q), 0);
+	assert_true(q.samples[0] > q.samples[1]);
+	assert_true(q.contention_s[1] > 0);
+}
+
+/* PP: each F and B pays its messages' CPU where the stage has no spare
+ * core. Fails if the contention term is removed. */
+static void test_predict_pp_contention(void **state)
+{
+	struct trn_profile d[2];
+	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 1, .lat_s = 1e-6, .overlap = 0};
+	struct trn_pp_plan p = {.sched = TRN_PP_1F1B}, q;
+	double msg = 4.0 * 100 * 2, c = 10e-9;
+
+	devs(d, (double[]){1, 1}, 2);
+	model_square(2, 100, 8, 2);
+	p.first[0] = 0;
+	p.nlayers[0] = 1;
+	p.first[1] = 1;
+	p.nlayers[1] = 1;
+	assert_int_equal(trn_predict_pp(&m, d, 2, &net, &p), 0);
+	q = p;
+	net.cores[0] = net.cores[1] = 1;
+	net.cpu_p2p_s[0] = net.cpu_p2p_s[1] = c;
+	assert_int_equal(trn_predict_pp(&m, d, 2, &net, &q), 0);
+	/* stage 0 sends one activation per F, receives one gradient per B;
+	 * stage 1 the other way */
+	for (int s = 0; s < 2; s++) {
+		assert_near(q.fwd_s[s], p.fwd_s[s] + c * msg);
+		assert_near(q.bwd_s[s], p.bwd_s[s] + c * msg);
+		assert_near(q.contention_s[s], 2 * c * msg);
+	}
+	assert_true(q.step_s > p.step_s + 4 * 2 * c * msg);
+	/* a spare core: nothing */
+	net.cores[0] = net.cores[1] = 2;
+	assert_int_equal(trn_predict_pp(&m, d, 2, &net, &q), 0);
+	assert_near(q.step_s, p.step_s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_predict_dp),     cmocka_unit_test(test_dp_tails),
-		cmocka_unit_test(test_plan_dp_tailed), cmocka_unit_test(test_plan_dp_hand),
-		cmocka_unit_test(test_plan_dp_brute),  cmocka_unit_test(test_plan_dp_never_worse),
-		cmocka_unit_test(test_predict_pp),     cmocka_unit_test(test_predict_pp_schedule),
-		cmocka_unit_test(test_predict_pp_zb),  cmocka_unit_test(test_pp_zb_orders),
-		cmocka_unit_test(test_plan_pp_hand),   cmocka_unit_test(test_plan_pp_brute),
-		cmocka_unit_test(test_plan_pp_large),  cmocka_unit_test(test_dp_update),
+		cmocka_unit_test(test_predict_dp),
+		cmocka_unit_test(test_dp_tails),
+		cmocka_unit_test(test_plan_dp_tailed),
+		cmocka_unit_test(test_plan_dp_hand),
+		cmocka_unit_test(test_plan_dp_brute),
+		cmocka_unit_test(test_plan_dp_never_worse),
+		cmocka_unit_test(test_predict_pp),
+		cmocka_unit_test(test_predict_pp_schedule),
+		cmocka_unit_test(test_predict_pp_zb),
+		cmocka_unit_test(test_pp_zb_orders),
+		cmocka_unit_test(test_plan_pp_hand),
+		cmocka_unit_test(test_plan_pp_brute),
+		cmocka_unit_test(test_plan_pp_large),
+		cmocka_unit_test(test_dp_update),
 		cmocka_unit_test(test_pp_update),
+		cmocka_unit_test(test_cpu_contention),
+		cmocka_unit_test(test_predict_dp_contention),
+		cmocka_unit_test(test_predict_pp_contention),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ice_cpu.h"
 #include "ice_log.h"
 #include "ice_time.h"
 #include "ice_train_internal.h"
@@ -296,18 +297,32 @@ int itr_wait_op(struct itr_rank *k, struct itr_cop *op, enum itr_ev_kind kind)
 
 /* ---- network calibration ------------------------------------------------- */
 
+/* CPU seconds this process has run (all its threads). */
+static double process_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* One operation's wall time (the slowest rank's) and this rank's CPU
+ * seconds for it (*cpu: its own; the transport sleeps on its socket
+ * while it waits, so this is the work of the operation's progress). */
 static int time_op(struct tp_dev_comm *d, int what, float *buf, size_t count, int iters,
-		   double *out)
+		   double *out, double *cpu)
 {
 	struct tp_comm *c = tp_dev_comm_base(d);
 	int n = tp_comm_nranks(c), r = tp_comm_rank(c);
-	double t0 = 0;
+	double t0 = 0, c0 = 0;
 	int ret;
 
 	ret = tp_comm_barrier(c);
 	for (int i = -2; ret == 0 && i < iters; i++) {
-		if (i == 0)
+		if (i == 0) {
 			t0 = ice_now_s();
+			c0 = process_cpu_s();
+		}
 		if (what == 0)
 			ret = tp_dev_allreduce(d, buf, buf, count, DEV_FLOAT32, DEV_SUM,
 					       TP_STAGE_AUTO);
@@ -317,8 +332,26 @@ static int time_op(struct tp_dev_comm *d, int what, float *buf, size_t count, in
 	}
 	if (ret < 0)
 		return ret;
+	*cpu = (process_cpu_s() - c0) / iters;
 	*out = (ice_now_s() - t0) / iters;
 	return tp_comm_oob_max(c, out);
+}
+
+/* Every rank's cores and CPU costs, the same on all ranks (each fills its
+ * own slot, a maximum over the ranks fills the rest). */
+static int share_cpu(struct itr_rank *k, struct trn_net *net)
+{
+	struct tp_comm *c = tp_dev_comm_base(k->d);
+	int ret = 0;
+
+	for (int r = 0; r < k->n && ret == 0; r++) {
+		ret = tp_comm_oob_max(c, &net->cores[r]);
+		if (ret == 0)
+			ret = tp_comm_oob_max(c, &net->cpu_ar_s[r]);
+		if (ret == 0)
+			ret = tp_comm_oob_max(c, &net->cpu_p2p_s[r]);
+	}
+	return ret;
 }
 
 /* Measure the all-reduce bus bandwidth on one bucket, the point-to-point
@@ -327,11 +360,12 @@ static int time_op(struct tp_dev_comm *d, int what, float *buf, size_t count, in
 int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, struct trn_net *net)
 {
 	size_t cnt = bucket_count > 2 * act_count ? bucket_count : 2 * act_count;
-	double t_ar, t_lat, t_p2p;
+	double t_ar, t_lat, t_p2p, c_ar = 0, c_lat = 0, c_p2p = 0;
 	float *buf;
 	float *h;
 	int ret;
 
+	memset(net, 0, sizeof(*net));
 	net->overlap = k->job->overlap;
 	if (k->n == 1) {
 		/* nothing to talk to: communication costs nothing */
@@ -351,11 +385,11 @@ int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, str
 	if (k->host)
 		memset(buf, 0, cnt * 4);
 	if (ret == 0)
-		ret = time_op(k->d, 0, buf, bucket_count, 5, &t_ar);
+		ret = time_op(k->d, 0, buf, bucket_count, 5, &t_ar, &c_ar);
 	if (ret == 0)
-		ret = time_op(k->d, 1, buf, 1, 20, &t_lat);
+		ret = time_op(k->d, 1, buf, 1, 20, &t_lat, &c_lat);
 	if (ret == 0)
-		ret = time_op(k->d, 1, buf, act_count, 5, &t_p2p);
+		ret = time_op(k->d, 1, buf, act_count, 5, &t_p2p, &c_p2p);
 	free(h);
 	k->ops->free(buf);
 	if (ret < 0)
@@ -363,5 +397,14 @@ int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, str
 	net->busbw_gbps = (double)bucket_count * 4 / t_ar * 2.0 * (k->n - 1) / k->n / 1e9;
 	net->lat_s = t_lat;
 	net->p2p_gbps = (double)act_count * 4 / (t_p2p > t_lat ? t_p2p - t_lat : t_p2p) / 1e9;
-	return 0;
+	/* CPU contention: this rank's cores, as the kernel limits them, and
+	 * its CPU per byte (a bucket's gradient; a send/recv moves an
+	 * activation each way). --no-contention: not priced. */
+	if (!k->job->no_contention) {
+		net->cores[k->r] = ice_cpu_cores(NULL, 0);
+		net->cpu_ar_s[k->r] = c_ar / ((double)bucket_count * 4);
+		net->cpu_p2p_s[k->r] = c_p2p / (2.0 * (double)act_count * 4);
+	}
+	(void)c_lat;
+	return share_cpu(k, net);
 }

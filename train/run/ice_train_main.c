@@ -46,6 +46,7 @@ struct opts {
 	double replan;	    /* DP: re-plan threshold (0: never) */
 	uint32_t seed;
 	bool efficiency, json;
+	bool no_contention; /* the predictor does not price CPU contention */
 	struct tp_opts tp;
 };
 
@@ -133,6 +134,10 @@ static const struct ice_cfg_field train_fields[] = {
 	F("replan", ICE_CFG_DOUBLE, replan, .min = 0, .max = 10, .arg = "X",
 	  .help = "DP, planned split: re-plan it from the ranks' measured\nspeeds when a step is "
 		  "more than X (0.1: 10%) off the\nprediction (default 0: never)"),
+	F("no_contention", ICE_CFG_BOOL, no_contention, .flags = ICE_CFG_SWITCH,
+	  .help = "predict as if communication never took CPU from\nthe compute (the "
+		  "predictor prices it by default:\neach rank's cores and its calibrated "
+		  "CPU per byte)"),
 	F("efficiency", ICE_CFG_BOOL, efficiency, .flags = ICE_CFG_SWITCH,
 	  .help = "run each device group alone, then the mixed job with\nthe planned and the "
 		  "even split; print the efficiency"),
@@ -402,6 +407,18 @@ static void print_job(const struct job_out *jo)
 		printf("   network (calibrated on this job's communicator): all-reduce busbw %.3f "
 		       "GB/s, p2p %.3f GB/s, latency %.1f us; overlap %.3f\n",
 		       net->busbw_gbps, net->p2p_gbps, net->lat_s * 1e6, net->overlap);
+	if (j->ndev > 1 && !j->no_contention) {
+		printf("   CPU contention priced (--no-contention: not): per rank cores, "
+		       "CPU ns per byte %s, compute lost per %s:",
+		       j->scheme == ITR_DP ? "all-reduced" : "sent/received",
+		       j->scheme == ITR_DP ? "step" : "micro-batch");
+		for (int r = 0; r < j->ndev; r++)
+			printf("%s %.2f, %.3f, %.4f s", r ? ";" : "", net->cores[r],
+			       (j->scheme == ITR_DP ? net->cpu_ar_s[r] : net->cpu_p2p_s[r]) * 1e9,
+			       j->scheme == ITR_DP ? res->dp.contention_s[r]
+						   : res->pp.contention_s[r]);
+		printf("\n");
+	}
 	printf("   %-4s %-22s %-5s %8s %10s %10s %10s %16s %8s\n", "rank", "device", "kind",
 	       j->scheme == ITR_DP ? "samples" : "layers", "compute s", "exp.comm s", "update s",
 	       "emu late calls/s", "hidden s");
@@ -561,6 +578,10 @@ static json_t *job_json(const struct job_out *jo)
 			json_object_set_new(x, "handoff_s", json_real(rr->handoff_s));
 		}
 		json_object_set_new(x, "compute_s", json_real(rr->compute_s));
+		json_object_set_new(x, "cores", json_real(res->net.cores[r]));
+		json_object_set_new(x, "predicted_contention_s",
+				    json_real(j->scheme == ITR_DP ? res->dp.contention_s[r]
+								  : res->pp.contention_s[r]));
 		json_object_set_new(x, "gflops_measured", json_real(rr->gflops));
 		json_object_set_new(x, "replans", json_integer(rr->replans));
 		json_object_set_new(x, "exposed_comm_s", json_real(rr->exposed_s));
@@ -741,6 +762,7 @@ static void job_init(struct itr_job *j, const struct opts *o, const struct trn_m
 	j->overlap = o->overlap; /* < 0: from the DP tails (trn_dp_tails) */
 	j->dp_tail = o->dp_tail;
 	j->replan = o->replan;
+	j->no_contention = o->no_contention;
 	j->seed = o->seed;
 	if (o->trace[0] != '\0')
 		snprintf(j->trace, sizeof(j->trace), "%s", o->trace);
