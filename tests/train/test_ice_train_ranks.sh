@@ -14,7 +14,9 @@
 #     exits non-zero instead of hanging;
 #   - --replan with profiles 10x apart on one CPU: the split is re-planned
 #     from the measured speeds at a step boundary, said on rank 0, and the
-#     weights stay identical on both ranks;
+#     weights stay identical on both ranks; the same for a pipeline, whose
+#     layers move to other stages with their weights: the loss is the same
+#     bits as the job's without --replan (the same arithmetic per layer);
 #   - a device that computes far from its profile (a host profile claiming
 #     500 GFLOP/s): warned once, with both figures.
 # Exits 77 when something it needs is absent.
@@ -121,6 +123,27 @@ grep -Eq "re-planned from the measured speeds .*samples per rank 1[0-9][0-9],[0-
 grep -Eq 're-planned [0-9]+ time\(s\)' "$TMP/replan" || fail "--replan: not in the report"
 grep -q 'weights identical on all 2 ranks: yes' "$TMP/replan" ||
 	fail "--replan: weights not identical after re-planning"
+
+echo "## --replan, pipeline, one process per rank: the layers move with their weights"
+ranks replan-pp --scheme pp --steps 4 --warmup 1 --replan 0.2 --json
+grep -Eq "re-planned from the measured speeds .*layers per stage 0-2[0-9],2[0-9]-27 -> 0-[0-9]+,[0-9]+-27, predicted [0-9.]+ s; from the next step boundary" \
+	"$TMP/replan-pp.r0" || fail "--replan pp: the 10x split was not re-planned"
+# the same job without --replan keeps the profiles' split all along: the
+# same arithmetic on every layer, so the same loss, bit for bit
+timeout 120 "$TRAIN" "${COMMON[@]}" --scheme pp --steps 4 --warmup 1 --json \
+	--addr-base 127.23.0.1 >"$TMP/replan-pp-none" || fail "pp without --replan failed"
+python3 - "$TMP/replan-pp" "$TMP/replan-pp-none" <<'EOF2' || fail "--replan pp: weights or loss changed"
+import json, sys
+a, b = (json.load(open(p))["jobs"][0] for p in sys.argv[1:3])
+ra, rb = a["ranks"], b["ranks"]
+print("re-planned: layers %s, %d re-plan(s), loss %r; kept: layers %s, loss %r" %
+      ([(r["first_layer"], r["layers"]) for r in ra], ra[0]["replans"], ra[-1]["loss"],
+       [(r["first_layer"], r["layers"]) for r in rb], rb[-1]["loss"]))
+assert a["ok"] and b["ok"]
+assert ra[0]["replans"] >= 1 and rb[0]["replans"] == 0
+assert ra[1]["first_layer"] != rb[1]["first_layer"], "the split did not change"
+assert ra[-1]["loss"] == rb[-1]["loss"], (ra[-1]["loss"], rb[-1]["loss"])
+EOF2
 COMMON=(--model "$MODEL" --profiles "$PROF" --devices emu-fast,emu-slow)
 
 echo "## a rank that cannot reach the bootstrap"

@@ -40,7 +40,7 @@ struct itr_job {
 	double lr;
 	double overlap;	    /* trn_net.overlap given to the predictor (< 0: the DP tails') */
 	int dp_tail;	    /* DP: micro-batches run backward layer by layer (0: auto) */
-	double replan;	    /* DP: re-plan when the step drifts this far from the
+	double replan;	    /* re-plan when the step drifts this far from the
 			     * prediction (0.1: 10 %; 0: never) */
 	bool no_contention; /* --no-contention: cores and CPU costs left at 0 */
 	uint32_t seed;

@@ -154,10 +154,12 @@ struct itr_rank {
 	struct trn_dp_plan dp; /* the split used (the same on every rank) */
 	struct trn_net net;    /* calibrated (for re-plans) */
 	double t_compute, t_exposed, t_update;
-	double mm_s, mm_flops; /* matrix multiplies: seconds and FLOP */
-	double gflops_ema;     /* --replan: this rank's speed, smoothed over its steps */
-	int last_replan;       /* --replan: the step of the last re-plan (or of the start) */
-	struct itr_cop op_oob; /* --replan: the step's exchange of speeds and times */
+	double mm_s, mm_flops;	    /* matrix multiplies: seconds and FLOP */
+	double gflops_ema;	    /* --replan: this rank's speed, smoothed over its steps */
+	int last_replan;	    /* --replan: the step of the last re-plan (or of the start) */
+	struct itr_cop op_oob;	    /* --replan: the step's exchange of speeds and times */
+	bool pp_pending;	    /* PP --replan: a new split waits for the next boundary */
+	struct trn_pp_plan pp_next; /* PP --replan: that split */
 	double t_wait_act, t_wait_grad, t_wait_send; /* PP: parts of t_exposed */
 	double t_handoff;			     /* PP: thread hand-offs inside the waits */
 	struct itr_ev *ev;			     /* --trace: events of this rank */

@@ -43,7 +43,7 @@ struct opts {
 	int dp_tail;	    /* 0: auto */
 	int optim;	    /* enum trn_optim */
 	double lr, overlap; /* overlap < 0: from the schedule */
-	double replan;	    /* DP: re-plan threshold (0: never) */
+	double replan;	    /* re-plan threshold (0: never) */
 	uint32_t seed;
 	bool efficiency, json;
 	bool no_contention; /* the predictor does not price CPU contention */
@@ -132,8 +132,9 @@ static const struct ice_cfg_field train_fields[] = {
 	  .help = "share of backward the predictor may hide the DP\nall-reduce behind (default: "
 		  "the tail's)"),
 	F("replan", ICE_CFG_DOUBLE, replan, .min = 0, .max = 10, .arg = "X",
-	  .help = "DP, planned split: re-plan it from the ranks' measured\nspeeds when a step is "
-		  "more than X (0.1: 10%) off the\nprediction (default 0: never)"),
+	  .help = "planned split: re-plan it from the ranks' measured\nspeeds when a step is "
+		  "more than X (0.1: 10%) off the\nprediction (default 0: never; PP: the layers "
+		  "move\nwith their weights)"),
 	F("no_contention", ICE_CFG_BOOL, no_contention, .flags = ICE_CFG_SWITCH,
 	  .help = "predict as if communication never took CPU from\nthe compute (the "
 		  "predictor prices it by default:\neach rank's cores and its calibrated "
@@ -160,10 +161,6 @@ static int train_finish(void *obj, const char *path, struct ice_cfg_err *err)
 	if (o->tp.rank >= 0 && o->tp.netns != NULL)
 		return ice_cfg_fail(err, path, "netns",
 				    "--rank runs one rank here; --netns starts them all");
-	if (o->replan > 0 && o->scheme == ITR_PP)
-		return ice_cfg_fail(err, path, "replan",
-				    "data parallel only (moving layers between pipeline stages is "
-				    "not done)");
 	if (o->tp.rank < 0 && o->nranks > 0)
 		return ice_cfg_fail(err, path, "nranks",
 				    "goes with --rank (local ranks: one per device of --devices)");
@@ -458,7 +455,7 @@ static void print_job(const struct job_out *jo)
 		       "%.4f s)\n",
 		       res->pp.micro_batches, res->pp.step_s, res->pp.est_s);
 	}
-	if (j->scheme == ITR_DP && res->rank[0].replans > 0) {
+	if (res->rank[0].replans > 0) {
 		const struct itr_rank_result *r0 = &res->rank[0];
 		int shown = r0->replans < 8 ? r0->replans : 8;
 

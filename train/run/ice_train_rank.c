@@ -283,24 +283,35 @@ static void free_acts(struct itr_rank *k)
 	k->dtop = NULL;
 }
 
-static void free_rank(struct itr_rank *k)
+/* What setup_params() made (a re-planned pipeline sets them up again). */
+static void free_params(struct itr_rank *k)
 {
 	const struct dev_mem_ops *o = k->ops;
 
-	if (o == NULL)
-		return;
 	o->free(k->wblk);
 	if (!k->host) {
 		free(k->wmblk);
 		free(k->gh);
 	}
-	free_acts(k);
 	o->free(k->grad);
 	free(k->hscratch);
 	free(k->w);
 	free(k->wm);
 	free(k->goff);
 	free(k->bk);
+	k->wblk = k->wmblk = k->grad = k->gh = k->hscratch = NULL;
+	k->w = k->wm = NULL;
+	k->goff = NULL;
+	k->bk = NULL;
+	k->nbk = 0;
+}
+
+static void free_rank(struct itr_rank *k)
+{
+	if (k->ops == NULL)
+		return;
+	free_acts(k);
+	free_params(k);
 	free(k->pp_ops);
 	free(k->ev);
 }
@@ -481,27 +492,140 @@ static void split_str(const struct trn_dp_plan *p, int n, char *buf, size_t len)
 					p->samples[r]);
 }
 
+/* "0-19,20-27": the stages' layers */
+static void layers_str(const struct trn_pp_plan *p, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int s = 0; s < p->nstages; s++)
+		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%d-%d",
+					s ? "," : "", p->first[s], p->first[s] + p->nlayers[s] - 1);
+}
+
+/* Parameters of global layers [0, l) (floats). */
+static size_t params_before(const struct trn_model *m, int l)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < l; i++)
+		n += (size_t)m->in[i] * (size_t)m->out[i];
+	return n;
+}
+
 /*
- * DP, --replan: after each step every rank smooths its own speed (matrix
+ * PP, --replan: the split decided at the last step boundary takes effect
+ * at this one (the step in between queued no receive of the next step
+ * ahead, so nothing is in flight). Every stage's weights go to every rank
+ * (an all-gather of the host master copies, in layer order: each stage's
+ * layers are one contiguous part of the model), each rank takes its new
+ * layers from them and sets up its parameters, activations and schedule
+ * again. The weights are moved, not recomputed: the same bits.
+ */
+static int pp_switch(struct itr_rank *k)
+{
+	const struct trn_model *m = k->m;
+	size_t counts[TRN_MAX_DEVICES], total = params_before(m, m->nlayers);
+	size_t mine = params_before(m, k->l0);
+	struct itr_cop op;
+	float *full = malloc(total * 4);
+	int ret, mbs = m->global_batch / m->micro_batch;
+
+	if (full == NULL)
+		return -ENOMEM;
+	for (int s = 0; s < k->n; s++)
+		counts[s] = params_before(m, k->pp.first[s] + k->pp.nlayers[s]) -
+			    params_before(m, k->pp.first[s]);
+	for (int j = 0; j < k->nl; j++)
+		memcpy(full + params_before(m, k->l0 + j), k->wm[j],
+		       (size_t)itr_lin(k, j) * (size_t)itr_lout(k, j) * 4);
+	memset(&op, 0, sizeof(op));
+	op.hbuf = full;
+	op.counts = counts;
+	op.mine = mine;
+	itr_cop_post(&k->ct, &op, COP_AG, full, total, 0);
+	ret = itr_wait_op(k, &op, EV_AG);
+	if (ret < 0)
+		goto out;
+	free_acts(k);
+	free_params(k);
+	k->pp = k->pp_next;
+	k->pp_pending = false;
+	k->l0 = k->pp.first[k->r];
+	k->nl = k->pp.nlayers[k->r];
+	k->me->first = k->l0;
+	k->me->nlayers = k->nl;
+	ret = trn_pp_order(&k->pp, k->r, k->pp_ops, 3 * mbs);
+	if (ret < 0)
+		goto out;
+	k->pp_nops = ret;
+	k->nslots = itr_pp_slots(k->pp_ops, k->pp_nops, k->pp.sched);
+	ret = setup_params(k);
+	if (ret == 0) {
+		for (int j = 0; j < k->nl; j++)
+			memcpy(k->wm[j], full + params_before(m, k->l0 + j),
+			       (size_t)itr_lin(k, j) * (size_t)itr_lout(k, j) * 4);
+		if (!k->host && k->ops->from_host(k->wblk, k->wmblk, k->nparam * 4) < 0)
+			ret = -EIO;
+	}
+	if (ret == 0)
+		ret = setup_acts(k, 0, m->global_batch, k->r == 0, k->r == k->n - 1);
+out:
+	if (ret < 0)
+		ice_err(ICE_SUB_BENCH, "rank %d: re-planned pipeline: cannot take layers %d-%d: %s",
+			k->r, k->pp_next.first[k->r],
+			k->pp_next.first[k->r] + k->pp_next.nlayers[k->r] - 1, strerror(-ret));
+	free(full);
+	return ret;
+}
+
+/* The new split's own slots and schedule after a DP re-plan. */
+static int dp_switch(struct itr_rank *k, const struct trn_dp_plan *p)
+{
+	int row0 = 0, ret;
+
+	k->dp = *p;
+	k->me->samples = p->samples[k->r];
+	for (int r = 0; r < k->r; r++)
+		row0 += p->samples[r];
+	free_acts(k);
+	k->nslots = p->tail[k->r] > 1 ? p->tail[k->r] : 1;
+	ret = setup_acts(k, row0, k->me->samples, true, true);
+	if (ret < 0)
+		ice_err(ICE_SUB_BENCH, "rank %d: re-planned split: cannot set up %d rows: %s", k->r,
+			k->me->samples, strerror(-ret));
+	return ret;
+}
+
+/*
+ * --replan: after each step every rank smooths its own speed (matrix
  * multiply FLOP per second of the step, exponentially, ITR_EMA_ALPHA), and
  * the ranks exchange their speeds and step times (a maximum over the
  * ranks, through the communication thread, out of band). The exchange
  * gives every rank the same figures, so all decide alike: when the step
  * (the slowest rank's) is further from the prediction than --replan, and
  * the last re-plan is two steps back, the split is planned again from the
- * measured speeds, and a new split takes effect at this step boundary
- * (activations and input rows set up again for the new rows).
+ * measured speeds. DP: a new split takes effect at this step boundary
+ * (activations and input rows set up again for the new rows). PP: at the
+ * next one (pp_switch), since the next step's first receive may already
+ * be queued; the layers move with their weights.
  */
 static int adapt(struct itr_rank *k, int step, double step_s, double flops, double secs)
 {
 	const struct itr_job *j = k->job;
 	struct trn_profile dev[TRN_MAX_DEVICES];
-	double v[TRN_MAX_DEVICES + 1], g = secs > 0 ? flops / secs / 1e9 : 0, drift;
+	double v[TRN_MAX_DEVICES + 1], g = secs > 0 ? flops / secs / 1e9 : 0, drift, pred;
 	struct trn_net net = k->net;
 	struct trn_dp_plan p;
+	struct trn_pp_plan q;
+	bool pp = j->scheme == ITR_PP, same;
 	char was[256], now[256];
-	int ret, n = k->n, row0 = 0;
+	int ret, n = k->n;
 
+	if (pp && k->pp_pending) {
+		k->last_replan = step;
+		return pp_switch(k);
+	}
 	if (g > 0 && (step >= j->warmup || step > 0))
 		k->gflops_ema = k->gflops_ema > 0
 					? ITR_EMA_ALPHA * g + (1 - ITR_EMA_ALPHA) * k->gflops_ema
@@ -515,9 +639,12 @@ static int adapt(struct itr_rank *k, int step, double step_s, double flops, doub
 	ret = itr_wait_op(k, &k->op_oob, EV_OOB);
 	if (ret < 0)
 		return ret;
-	if (step < j->warmup || step - k->last_replan < 2 || !(k->dp.step_s > 0))
+	pred = pp ? k->pp.step_s : k->dp.step_s;
+	/* PP: a new split runs from the step after next; none is left */
+	if (step < j->warmup || step - k->last_replan < 2 || !(pred > 0) ||
+	    (pp && step + 2 >= j->warmup + j->steps))
 		return 0;
-	drift = v[n] / k->dp.step_s - 1;
+	drift = v[n] / pred - 1;
 	if (fabs(drift) <= j->replan)
 		return 0;
 	for (int r = 0; r < n; r++) {
@@ -525,45 +652,64 @@ static int adapt(struct itr_rank *k, int step, double step_s, double flops, doub
 		if (v[r] > 0)
 			dev[r].gflops = v[r];
 	}
-	net.overlap = j->overlap; /* < 0: from the new tails */
-	memset(&p, 0, sizeof(p));
-	ret = trn_plan_dp_tailed(k->m, dev, n, &net, false, j->dp_tail, &p);
-	if (ret < 0)
-		return ret;
+	if (pp) {
+		memset(&q, 0, sizeof(q));
+		ret = trn_plan_pp(k->m, dev, n, &net, j->sched, &q);
+		if (ret < 0)
+			return ret;
+		layers_str(&k->pp, was, sizeof(was));
+		layers_str(&q, now, sizeof(now));
+	} else {
+		net.overlap = j->overlap; /* < 0: from the new tails */
+		memset(&p, 0, sizeof(p));
+		ret = trn_plan_dp_tailed(k->m, dev, n, &net, false, j->dp_tail, &p);
+		if (ret < 0)
+			return ret;
+		split_str(&k->dp, n, was, sizeof(was));
+		split_str(&p, n, now, sizeof(now));
+	}
 	k->last_replan = step;
 	if (k->me->replans < (int)(sizeof(k->me->replan_step) / sizeof(k->me->replan_step[0])))
 		k->me->replan_step[k->me->replans] = step;
 	k->me->replans++;
-	split_str(&k->dp, n, was, sizeof(was));
-	split_str(&p, n, now, sizeof(now));
+	same = strcmp(was, now) == 0;
 	if (k->r == 0) {
 		fprintf(stderr,
 			"ice-train: job '%s', step %d: measured step %.4f s, predicted "
 			"%.4f s (%+.1f%%, beyond --replan %.0f%%): re-planned from the "
 			"measured speeds (GFLOP/s",
-			j->label, step, v[n], k->dp.step_s, drift * 100, j->replan * 100);
+			j->label, step, v[n], pred, drift * 100, j->replan * 100);
 		for (int r = 0; r < n; r++)
 			fprintf(stderr, "%s %.2f (profile %.2f)", r ? "," : "", v[r],
 				j->dev[r].gflops);
-		fprintf(stderr, "): samples per rank %s -> %s, predicted %.4f s\n", was, now,
-			p.step_s);
-		k->res->dp = p;
+		if (pp)
+			fprintf(stderr, "): layers per stage %s -> %s, predicted %.4f s%s\n", was,
+				now, q.step_s,
+				same ? ""
+				     : "; from the next step boundary, the moved layers' "
+				       "weights sent to their new stages");
+		else
+			fprintf(stderr, "): samples per rank %s -> %s, predicted %.4f s\n", was,
+				now, p.step_s);
+		if (pp)
+			k->res->pp = q;
+		else
+			k->res->dp = p;
 	}
-	if (strcmp(was, now) == 0 && memcmp(p.tail, k->dp.tail, sizeof(p.tail)) == 0) {
+	if (pp) {
+		if (same) {
+			k->pp.step_s = q.step_s; /* the same operations, a new prediction */
+			return 0;
+		}
+		k->pp_next = q;
+		k->pp_pending = true;
+		return 0;
+	}
+	if (same && memcmp(p.tail, k->dp.tail, sizeof(p.tail)) == 0) {
 		k->dp = p;
 		return 0;
 	}
-	k->dp = p;
-	k->me->samples = p.samples[k->r];
-	for (int r = 0; r < k->r; r++)
-		row0 += p.samples[r];
-	free_acts(k);
-	k->nslots = p.tail[k->r] > 1 ? p.tail[k->r] : 1;
-	ret = setup_acts(k, row0, k->me->samples, true, true);
-	if (ret < 0)
-		ice_err(ICE_SUB_BENCH, "rank %d: re-planned split: cannot set up %d rows: %s", k->r,
-			k->me->samples, strerror(-ret));
-	return ret;
+	return dp_switch(k, &p);
 }
 
 static int train(struct itr_rank *k)
@@ -572,8 +718,7 @@ static int train(struct itr_rank *k)
 	int total = j->warmup + j->steps;
 	struct trn_emu emu0;
 	double cpu0 = 0, wall0 = 0, f0, s0;
-	bool adaptive =
-		j->replan > 0 && j->scheme == ITR_DP && j->split == ITR_SPLIT_PLAN && k->n > 1;
+	bool adaptive = j->replan > 0 && j->split == ITR_SPLIT_PLAN && k->n > 1;
 	int ret;
 
 	k->me->step_end_ns[0] = ice_now_ns();
@@ -592,7 +737,7 @@ static int train(struct itr_rank *k)
 		f0 = k->mm_flops;
 		s0 = k->mm_s;
 		ret = j->scheme == ITR_DP ? itr_dp_step(k, k->me->samples)
-					  : itr_pp_step(k, step + 1 < total);
+					  : itr_pp_step(k, step + 1 < total && !k->pp_pending);
 		if (ret < 0) {
 			ice_err(ICE_SUB_BENCH, "rank %d: step %d failed: %s", k->r, step,
 				strerror(-ret));
