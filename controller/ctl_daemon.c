@@ -205,10 +205,12 @@ static void plan(struct ctld *d)
 	struct ctl_pathmap_probe probe;
 	struct ctl_pathmap *pm;
 	double ecmp = 0;
+	char fab[24];
 	bool refresh, same;
 	int ret;
 
-	ctld_plan_opts(&d->cfg, trig == TRIG_QP, &o);
+	/* new or idle QPs and the lifetime's refresh keep every planned route */
+	ctld_plan_opts(&d->cfg, (trig & ~(unsigned)(TRIG_QP | TRIG_REFRESH)) == 0, &o);
 	ctl_demand_init(&dem, CTL_UNIT_BPS);
 	/* which source port takes which path: one provider for the whole plan */
 	pm = d->probe ? ctl_pathmap_probe_init(&probe, d->pl, d->pmaps, d->npmaps)
@@ -305,15 +307,21 @@ static void plan(struct ctld *d)
 			 "%u of %zu flows not steered: no probe map of their NIC pair, or the "
 			 "map has no port on the planned path",
 			 pm->unsteered, dem.n);
+	/* the fabric's tie-break runs only when a plan re-optimises */
+	if (o.mode == CTL_PLAN_INCREMENTAL)
+		snprintf(fab, sizeof(fab), "not searched");
+	else
+		snprintf(fab, sizeof(fab), "%.3f", st.fabric_util);
 	ice_info(SUB,
-		 "plan (%s%s%s%s%s%s%s): %zu flows (%u announced) on %u hosts, %s: max util %.3f "
-		 "(bound %.3f, ECMP %.3f; fabric %.3f), moved %u, %.1f ms%s",
+		 "plan (%s%s%s%s%s%s%s%s): %zu flows (%u announced) on %u hosts, %s: max util %.3f "
+		 "(bound %.3f, ECMP %.3f; fabric %s), moved %u, %.1f ms%s",
 		 trig & TRIG_QP ? "qps " : "", trig & TRIG_LINK ? "link " : "",
 		 trig & TRIG_COLL ? "collective " : "", trig & TRIG_PMAP ? "probe-map " : "",
 		 trig & TRIG_TELEM ? "congestion " : "", trig & TRIG_REOPT ? "periodic " : "",
-		 trig & TRIG_TAKEOVER ? "takeover " : "", dem.n, nann, d->nhosts,
+		 trig & TRIG_TAKEOVER ? "takeover " : "", trig & TRIG_REFRESH ? "refresh " : "",
+		 dem.n, nann, d->nhosts,
 		 o.mode == CTL_PLAN_INCREMENTAL ? "incremental" : "re-optimised", st.max_util,
-		 st.bound, ecmp, st.fabric_util, st.moved, st.total_s * 1e3,
+		 st.bound, ecmp, fab, st.moved, st.total_s * 1e3,
 		 down_used ? "; some flows cross a down link" : "");
 	d->plans++;
 	d->m.plans++;
@@ -528,7 +536,7 @@ int ctld_run(struct ctld *d)
 			}
 			if (d->leader && d->last_pub_ns != 0 &&
 			    now - d->last_pub_ns >= d->cfg.lifetime / 3)
-				d->trig |= TRIG_REOPT; /* refresh before the lifetime ends */
+				d->trig |= TRIG_REFRESH; /* before the lifetime ends */
 			if (d->link.c != NULL && d->trig != 0 && d->started &&
 			    (d->leader || d->cfg.dry_run)) {
 				plan(d);

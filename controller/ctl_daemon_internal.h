@@ -44,7 +44,8 @@ enum trig {
 	TRIG_REOPT = 8,	    /* periodic */
 	TRIG_TAKEOVER = 16, /* became leader */
 	TRIG_PMAP = 32,	    /* a probe map changed (or a pair got its first) */
-	TRIG_TELEM = 64	    /* a link stayed congested (switch telemetry) */
+	TRIG_TELEM = 64,    /* a link stayed congested (switch telemetry) */
+	TRIG_REFRESH = 128  /* a third of the plan's lifetime gone: republish, move nothing */
 };
 
 struct cqp {
