@@ -120,6 +120,7 @@ static void announce(struct ctld *d)
 		d->qps[i].ann_flags = 0;
 		d->qps[i].op = CTL_COLL_ANY;
 		d->qps[i].coll_id = d->qps[i].msg_bytes = 0;
+		d->qps[i].ann_ms = 0;
 	}
 	for (size_t c = 0; c < d->ncolls; c++) {
 		struct ccoll *cl = &d->colls[c];
@@ -161,6 +162,8 @@ static void announce(struct ctld *d)
 				q->op = cl->op;
 				q->coll_id = strtoull(cl->comm, NULL, 16);
 				q->msg_bytes = cl->bytes;
+				if (cl->active_ms > q->ann_ms)
+					q->ann_ms = cl->active_ms;
 			}
 		}
 	next:

@@ -75,6 +75,7 @@ struct cqp {
 	uint32_t ann_flags;
 	enum ctl_coll_op op;
 	uint64_t coll_id, msg_bytes;
+	uint64_t ann_ms; /* wall ms its collective became active (ramp-up), 0 none */
 };
 
 /* A QP's move in the plan being made, and why (published after it). */
@@ -106,6 +107,7 @@ struct ccoll {
 	int32_t *next;
 	uint32_t seen;
 	uint64_t last_ms, trigger_ms;
+	uint64_t active_ms; /* wall ms its last rank was seen: its QPs ramp up */
 	bool active;
 };
 

@@ -136,6 +136,10 @@ static void own_loads(struct ctld *d)
 {
 	struct ctl_pathmap_probe probe;
 	struct ctl_pathmap *pm = NULL;
+	uint64_t now_ms = ice_wall_ms();
+	/* how late a QP's rate reaches us after its switch counts it: its
+	 * agent's sample and our QP read, and two telemetry readings */
+	uint64_t ramp_ms = (2 * d->cfg.qp_interval + 2 * d->cfg.telem_interval) / ICE_NSEC_PER_MSEC;
 
 	memset(d->planned, 0, sizeof(double) * d->tm.ndl);
 	memset(d->known, 0, sizeof(double) * d->tm.ndl);
@@ -144,9 +148,12 @@ static void own_loads(struct ctld *d)
 		struct ctl_route r = {.idx = -1};
 
 		if (q->planned && q->route.idx >= 0) {
+			double k = ctl_telem_known_bps(q->rate_bps, q->plan_bps, q->ann_ms, now_ms,
+						       ramp_ms);
+
 			for (uint32_t h = 0; h < q->route.nhops; h++) {
 				d->planned[q->route.dlink[h]] += q->plan_bps / 8;
-				d->known[q->route.dlink[h]] += q->rate_bps / 8;
+				d->known[q->route.dlink[h]] += k / 8;
 			}
 			continue;
 		}

@@ -613,6 +613,7 @@ static void coll_event(struct ctld *d, const struct chost *h, const char *nic, j
 		c->trigger_ms = ts_ms;
 	if (!c->active && c->seen == c->nranks) {
 		c->active = true;
+		c->active_ms = ice_wall_ms();
 		d->trig |= TRIG_COLL;
 		if (!(d->trig & TRIG_LINK) && c->trigger_ms >= d->trig_ms) {
 			d->trig_ms = c->trigger_ms;

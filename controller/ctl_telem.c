@@ -343,6 +343,14 @@ double ctl_telem_unplanned(const struct ctl_telem *tm, uint32_t dl)
 	return tm->dl[dl].state == CTL_TL_OK ? tm->dl[dl].unplanned : tm->dl[dl].hunplanned;
 }
 
+double ctl_telem_known_bps(double rate_bps, double plan_bps, uint64_t ann_ms, uint64_t now_ms,
+			   uint64_t ramp_ms)
+{
+	if (ann_ms != 0 && now_ms >= ann_ms && now_ms < ann_ms + ramp_ms && plan_bps > rate_bps)
+		return plan_bps;
+	return rate_bps;
+}
+
 void ctl_telem_forget(struct ctl_telem *tm)
 {
 	for (uint32_t dl = 0; dl < tm->ndl; dl++) {

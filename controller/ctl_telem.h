@@ -169,6 +169,15 @@ void ctl_telem_forget(struct ctl_telem *tm);
 
 /* The unplanned load (bytes/s) on dl: measured, else from host signals. */
 double ctl_telem_unplanned(const struct ctl_telem *tm, uint32_t dl);
+/* The rate (bit/s) a planned QP adds to the known load of its links: what
+ * its agent measured; but while its collective ramps up (announced at
+ * ann_ms, wall ms; now_ms < ann_ms + ramp_ms) at least its planned rate.
+ * The switches count the collective's first packets an agent interval and
+ * a QP read before the QPs' rates reach the controller: without this, a
+ * collective's start reads as someone else's load on its own links (most
+ * on its NICs, where it cut the flows' DCQCN ceilings). */
+double ctl_telem_known_bps(double rate_bps, double plan_bps, uint64_t ann_ms, uint64_t now_ms,
+			   uint64_t ramp_ms);
 
 /* The capacity (bit/s) the planner should see on dl: the link's rate less
  * the unplanned load, never below floor x rate. */

@@ -214,6 +214,71 @@ static void test_unplanned_and_capacity(void **state)
 	topo_free(t);
 }
 
+/* A collective's first intervals: the switch counts its packets before its
+ * QPs' rates reach the controller. Its planned rate counts as known while it
+ * ramps up (ctl_telem_known_bps), so its start is not someone else's load;
+ * traffic beyond its plan still is. Without the ramp the same readings make
+ * a phantom. */
+static void test_collective_ramp(void **state)
+{
+	struct topo *t = leaf_spine();
+	struct ctl_telem tm, tm0;
+	struct ctl_telem_rec r;
+	double *known, *known0;
+	uint32_t dl, oct = 0;
+	const double plan = 96e6; /* bit/s: 12 MB/s */
+
+	(void)state;
+	/* the rule itself */
+	assert_true(ctl_telem_known_bps(0, plan, 1000, 1100, 400) == plan);
+	assert_true(ctl_telem_known_bps(50e6, plan, 1000, 1100, 400) == plan);
+	assert_true(ctl_telem_known_bps(120e6, plan, 1000, 1100, 400) == 120e6); /* above it */
+	assert_true(ctl_telem_known_bps(10e6, plan, 1000, 1400, 400) == 10e6);	 /* ramp over */
+	assert_true(ctl_telem_known_bps(10e6, plan, 0, 1100, 400) == 10e6);    /* none announced */
+	assert_true(ctl_telem_known_bps(10e6, plan, 1200, 1100, 400) == 10e6); /* clocks apart */
+
+	assert_int_equal(ctl_telem_init(&tm, t), 0);
+	assert_int_equal(ctl_telem_init(&tm0, t), 0);
+	known = calloc(tm.ndl, sizeof(double));
+	known0 = calloc(tm.ndl, sizeof(double));
+	assert_non_null(known);
+	assert_non_null(known0);
+	assert_int_equal(ctl_telem_dlink(t, "leaf1", "spine1", &dl), 0);
+	r = rec(1, 100, 0, 0, 0, 0);
+	ctl_telem_update(&tm, "leaf1", "spine1", &r, 100);
+	ctl_telem_update(&tm0, "leaf1", "spine1", &r, 100);
+	/* announced at 100 ms, ramp 400 ms: the switch sees 12 MB/s from 200
+	 * ms on, the agent's rate comes 300 ms later */
+	for (int i = 2; i < 6; i++) {
+		double rate = i < 5 ? 0 : plan;
+
+		oct += 1200000;
+		r = rec(i, 100 * i, 100, oct, 0, 0);
+		ctl_telem_update(&tm, "leaf1", "spine1", &r, 100 * i);
+		ctl_telem_update(&tm0, "leaf1", "spine1", &r, 100 * i);
+		known[dl] = ctl_telem_known_bps(rate, plan, 100, 100 * i, 400) / 8;
+		known0[dl] = ctl_telem_known_bps(rate, plan, 0, 100 * i, 400) / 8;
+		ctl_telem_feedback(&tm, known);
+		ctl_telem_feedback(&tm0, known0);
+		assert_true(tm.dl[dl].unplanned == 0);
+	}
+	assert_true(tm0.dl[dl].unplanned > 4e6); /* the phantom the ramp prevents */
+	/* a background beyond the plan while it ramps: still unplanned */
+	for (int i = 6; i < 10; i++) {
+		oct += 2500000;
+		r = rec(i, 100 * i, 100, oct, 0, 0);
+		ctl_telem_update(&tm, "leaf1", "spine1", &r, 100 * i);
+		known[dl] = ctl_telem_known_bps(0, plan, 600, 100 * i, 400) / 8;
+		ctl_telem_feedback(&tm, known);
+	}
+	assert_true(tm.dl[dl].unplanned > 11e6 && tm.dl[dl].unplanned < 13.1e6);
+	free(known);
+	free(known0);
+	ctl_telem_fini(&tm);
+	ctl_telem_fini(&tm0);
+	topo_free(t);
+}
+
 /* A changed port -> path map: what was measured against the old routes is
  * forgotten; the next interval alone is noise again. */
 static void test_forget_after_remap(void **state)
@@ -569,6 +634,7 @@ int main(void)
 		cmocka_unit_test(test_port_to_link),
 		cmocka_unit_test(test_rates_and_bad_input),
 		cmocka_unit_test(test_unplanned_and_capacity),
+		cmocka_unit_test(test_collective_ramp),
 		cmocka_unit_test(test_forget_after_remap),
 		cmocka_unit_test(test_congestion),
 		cmocka_unit_test(test_background_avoided),
