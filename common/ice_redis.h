@@ -58,6 +58,7 @@ enum ice_rkey {
 	ICE_RK_PROBE_HEALTH,
 	ICE_RK_PROBE_HEALTH_TS,
 	ICE_RK_PROBE_VERSION,
+	ICE_RK_PROBE_REHASH,
 	/* controller, plans, fabric */
 	ICE_RK_CTL_LEADER,
 	ICE_RK_CTL_EPOCH,

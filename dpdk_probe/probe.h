@@ -60,6 +60,8 @@ struct probe_cfg {
 	uint64_t probe_timeout;	  /* ns after which a health probe is lost */
 	uint64_t base_window;	  /* ns over which the base RTT is the minimum */
 	uint64_t map_refresh;	  /* ns between full rediscoveries */
+	double check_share;	  /* share of the rate limit for path checks; 0 = none */
+	uint64_t notice_poll;	  /* ns between reads of the rehash notices; 0 = off */
 	double link_share;	  /* probing bytes / link rate, at most */
 	uint64_t link_rate;	  /* bit/s; 0 = from the topology, else 100gbit */
 	uint64_t burst;		  /* token bucket depth, bytes */

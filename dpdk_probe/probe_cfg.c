@@ -61,6 +61,10 @@ const struct ice_cfg_field probe_cfg_fields[] = {
 	  "the base RTT is the minimum over this window"),
 	F("map_refresh", ICE_CFG_DURATION, map_refresh, 100 * MS, 86400 * S, MS,
 	  "full rediscovery of every pair's map"),
+	F("check_share", ICE_CFG_DOUBLE, check_share, 0, 0.7, 0,
+	  "share of the rate limit for path checks; 0 = none (other hosts' notices)"),
+	F("notice_poll", ICE_CFG_DURATION, notice_poll, 0, 60 * S, MS,
+	  "between reads of the other hosts' rehash notices; 0 = neither read nor sent"),
 	F("link_share", ICE_CFG_DOUBLE, link_share, 1e-6, 0.1, 0,
 	  "probing bytes per second / link rate, at most"),
 	F("link_rate", ICE_CFG_RATE, link_rate, 0, 1e13, 0, "NIC rate; 0 = topology, else 100gbit"),
@@ -99,6 +103,8 @@ void probe_cfg_defaults(struct probe_cfg *c)
 	c->probe_timeout = 1 * S;
 	c->base_window = 60 * S;
 	c->map_refresh = 300 * S;
+	c->check_share = 0.4;
+	c->notice_poll = 20 * MS;
 	c->link_share = 0.001;
 	c->burst = 16384;
 	c->responder_port = ICE_ROCE_UDP_PORT;

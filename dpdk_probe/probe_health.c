@@ -22,6 +22,7 @@
 #include "ice_log.h"
 #include "ice_time.h"
 #include "probe_internal.h"
+#include "topo.h"
 
 static volatile sig_atomic_t stop_flag;
 
@@ -65,12 +66,22 @@ struct watch {
 	uint32_t check_next;  /* the pair the next interval's checks start at */
 	uint64_t echo_iv;     /* echo interval per path, ns */
 	uint64_t budget_key;  /* what the budget was computed for */
+	/* rehash notices: ours to publish (queued by watch_rx), others' read
+	 * every notice_poll */
+	struct probe_notices nt;
+	uint64_t next_notice_ns;
+	struct {
+		char sw[PROBE_NAME_MAX];
+		uint32_t pair, hop;
+		uint16_t port;
+		uint64_t ts_ms;
+	} pend[4];
+	uint32_t npend;
 };
 
 /* Shares of the probe's rate limit (link_share): path checks take up to
- * CHECK_SHARE, echoes what leaves them under SPEND_SHARE, and the rest
+ * check_share (0.4), echoes what leaves them under SPEND_SHARE, and the rest
  * refills the bucket for rediscoveries (a leaf-spine pair: ~17 probes). */
-#define CHECK_SHARE 0.4
 #define SPEND_SHARE 0.7
 
 static uint32_t pair_varying(const struct probe_pair_state *p)
@@ -90,7 +101,7 @@ static void watch_budget(struct watch *w)
 {
 	const struct probe_cfg *c = w->s->cfg;
 	double pps = w->s->rate_Bps / PROBE_WIRE_BYTES, iv_s = c->report_interval / 1e9;
-	double per_iv = CHECK_SHARE * pps * iv_s, check_pps, echo_pps;
+	double per_iv = c->check_share * pps * iv_s, check_pps, echo_pps;
 	uint32_t npaths = 0, cost = 1, live = 0;
 	uint64_t key, echo_iv;
 
@@ -111,6 +122,8 @@ static void watch_budget(struct watch *w)
 							      : w->check_ports;
 	w->check_pairs = (uint32_t)(per_iv / (cost * w->check_ports) + 0.5);
 	w->check_pairs = w->check_pairs < 1 ? 1 : w->check_pairs > w->np ? w->np : w->check_pairs;
+	if (c->check_share <= 0) /* no checks of our own: other hosts' notices, refreshes */
+		w->check_pairs = w->check_ports = 0;
 	check_pps = (double)w->check_pairs * w->check_ports * cost / iv_s;
 	echo_pps = SPEND_SHARE * pps - check_pps;
 	if (echo_pps < 0.1 * pps)
@@ -126,7 +139,9 @@ static void watch_budget(struct watch *w)
 		 "per %.0f ms interval, %u port(s) per path (%.0f probes/s; each pair every "
 		 "%.0f ms), echoes every %.1f ms on each of %u paths (%.0f probes/s)%s",
 		 pps, c->link_share * 100, w->check_pairs, live, iv_s * 1e3, w->check_ports,
-		 check_pps, iv_s * 1e3 * ((w->np + w->check_pairs - 1) / w->check_pairs),
+		 check_pps,
+		 w->check_pairs > 0 ? iv_s * 1e3 * ((w->np + w->check_pairs - 1) / w->check_pairs)
+				    : 0,
 		 w->echo_iv / 1e6, npaths, npaths * 1e9 / w->echo_iv,
 		 w->echo_iv > c->probe_interval ? " (probe_interval is shorter: the budget decides)"
 						: "");
@@ -210,38 +225,190 @@ static void path_hop(const char *name, uint32_t t, char *buf, size_t len)
 	snprintf(buf, len, "%.*s", (int)n, q);
 }
 
+static bool map_crosses(const struct probe_pathmap *m, const char *sw)
+{
+	char hop[PROBE_NAME_MAX];
+
+	for (uint32_t i = 0; i < m->npaths; i++)
+		for (uint32_t t = 1; t < m->nhops; t++) { /* the last switch picks no next hop */
+			path_hop(m->path[i].name, t, hop, sizeof(hop));
+			if (strcmp(hop, sw) == 0)
+				return true;
+		}
+	return false;
+}
+
+uint32_t probe_pairs_crossing(struct probe_pair_state *ps, uint32_t np,
+			      const struct probe_pair_state *except, const char *sw, uint64_t ts_ms)
+{
+	uint32_t n = 0;
+
+	for (uint32_t qi = 0; qi < np; qi++) {
+		struct probe_pair_state *q = &ps[qi];
+		uint64_t started = q->map.ts_ms - q->map.took_ns / ICE_NSEC_PER_MSEC;
+
+		if (q == except || q->remap || q->map.npaths == 0 || started >= ts_ms)
+			continue;
+		if (sw[0] != '\0' && !map_crosses(&q->map, sw))
+			continue;
+		q->remap = true;
+		n++;
+	}
+	return n;
+}
+
+static int seen_find(const struct probe_notices *n, const char *sw)
+{
+	for (uint32_t i = 0; i < n->nseen; i++)
+		if (strcmp(n->seen[i].sw, sw) == 0)
+			return (int)i;
+	return -1;
+}
+
+void probe_notice_record(struct probe_notices *n, const char *sw, uint64_t ts_ms)
+{
+	int i = seen_find(n, sw);
+
+	if (i < 0) {
+		if (n->nseen < PROBE_NOTICE_SEEN) {
+			i = (int)n->nseen++;
+		} else { /* the switch heard of longest ago makes room */
+			i = 0;
+			for (uint32_t k = 1; k < n->nseen; k++)
+				if (n->seen[k].ts_ms < n->seen[i].ts_ms)
+					i = (int)k;
+		}
+		snprintf(n->seen[i].sw, sizeof(n->seen[i].sw), "%s", sw);
+		n->seen[i].ts_ms = ts_ms;
+	} else if (ts_ms > n->seen[i].ts_ms) {
+		n->seen[i].ts_ms = ts_ms;
+	}
+}
+
+enum probe_notice_verdict probe_notice_judge(struct probe_notices *n, const struct topo *t,
+					     const struct probe_notice *x)
+{
+	const struct topo_node *node;
+	int i;
+
+	n->read++;
+	if (x->bad) {
+		n->bad++;
+		return PROBE_NOTICE_BAD;
+	}
+	if (t != NULL &&
+	    ((node = topo_node_by_name(t, x->sw)) == NULL || node->kind != TOPO_SWITCH)) {
+		n->unknown++;
+		return PROBE_NOTICE_UNKNOWN;
+	}
+	i = seen_find(n, x->sw);
+	if (i >= 0 && x->ts_ms < n->seen[i].ts_ms + PROBE_NOTICE_HOLD_MS) {
+		n->same++;
+		return PROBE_NOTICE_SAME;
+	}
+	probe_notice_record(n, x->sw, x->ts_ms);
+	return PROBE_NOTICE_ACT;
+}
+
 /* A port of pair p went another way at hop t: the switch before it (hop
  * t - 1; the NIC itself for t = 1) hashes differently now (a reboot or an
  * upgrade with a new seed) or lost a link. Every other pair whose paths
  * cross that switch is remapped too, now, without waiting for its own
- * checks to draw a moved port. */
+ * checks to draw a moved port; and the other hosts are told (a notice
+ * queued for the main loop, which publishes it before it remaps). */
 static void remap_crossing(struct watch *w, const struct probe_pair_state *p, const char *path,
-			   uint32_t t)
+			   uint32_t t, uint16_t port)
 {
-	char sw[PROBE_NAME_MAX] = "", hop[PROBE_NAME_MAX];
-	uint32_t n = 0;
+	char sw[PROBE_NAME_MAX] = "";
+	uint64_t now = ice_wall_ms();
+	uint32_t n;
 
 	if (t > 1)
 		path_hop(path, t - 1, sw, sizeof(sw));
-	for (uint32_t qi = 0; qi < w->np; qi++) {
-		struct probe_pair_state *q = &w->ps[qi];
-
-		if (q == p || q->remap)
-			continue;
-		for (uint32_t i = 0; i < q->map.npaths; i++) {
-			if (sw[0] != '\0') {
-				path_hop(q->map.path[i].name, t - 1, hop, sizeof(hop));
-				if (strcmp(hop, sw) != 0)
-					continue;
-			}
-			q->remap = true;
-			n++;
-			break;
-		}
-	}
+	n = probe_pairs_crossing(w->ps, w->np, p, sw, now + 1);
 	if (n > 0)
 		ice_info(PROBE_LOG, "%s%s: %u more pair(s) cross it: remapping them too",
 			 sw[0] ? "switch " : "this NIC's first hop", sw, n);
+	if (sw[0] == '\0')
+		return; /* the NIC's own choice: nothing the other hosts cross */
+	probe_notice_record(&w->nt, sw, now);
+	if (w->o->redis != NULL && w->s->cfg->notice_poll > 0 &&
+	    w->npend < sizeof(w->pend) / sizeof(w->pend[0])) {
+		snprintf(w->pend[w->npend].sw, sizeof(w->pend[w->npend].sw), "%s", sw);
+		w->pend[w->npend].pair = (uint32_t)(p - w->ps);
+		w->pend[w->npend].hop = t - 1;
+		w->pend[w->npend].port = port;
+		w->pend[w->npend].ts_ms = now;
+		w->npend++;
+	}
+}
+
+/* Publish the notices queued since the last loop; read the other hosts'
+ * every notice_poll and mark the pairs crossing a switch they name. A
+ * dead Redis costs nothing here: the calls fail at once while its back-off
+ * runs, and the watch goes on with its own checks. */
+static void watch_notices(struct watch *w, uint64_t now)
+{
+	const struct probe_cfg *c = w->s->cfg;
+	struct probe_notice x[PROBE_NOTICE_READ];
+	int n;
+
+	if (w->o->redis == NULL || c->notice_poll == 0)
+		return;
+	for (uint32_t i = 0; i < w->npend; i++) {
+		if (probe_redis_notice_send(w->o->redis, w->pend[i].sw, &w->ps[w->pend[i].pair].map,
+					    w->pend[i].port, w->pend[i].hop,
+					    w->pend[i].ts_ms) == 0) {
+			w->nt.sent++;
+			ice_info(PROBE_LOG, "told the other hosts: switch %s rehashed",
+				 w->pend[i].sw);
+		}
+	}
+	w->npend = 0;
+	if (now < w->next_notice_ns)
+		return;
+	w->next_notice_ns = now + c->notice_poll;
+	n = probe_redis_notice_read(w->o->redis, x, PROBE_NOTICE_READ);
+	for (int i = 0; i < n; i++) {
+		uint64_t wall = ice_wall_ms();
+		uint32_t k;
+
+		switch (probe_notice_judge(&w->nt, w->s->topo, &x[i])) {
+		case PROBE_NOTICE_BAD:
+			if (!w->nt.bad_logged)
+				ice_warn(PROBE_LOG,
+					 "rehash notice from '%s' without a switch or a time: "
+					 "ignored "
+					 "(counted, not logged again)",
+					 x[i].host);
+			w->nt.bad_logged = true;
+			break;
+		case PROBE_NOTICE_UNKNOWN:
+			if (!w->nt.unknown_logged)
+				ice_warn(PROBE_LOG,
+					 "rehash notice from %s names switch '%s', which the "
+					 "topology does not have: ignored (counted, not logged "
+					 "again)",
+					 x[i].host, x[i].sw);
+			w->nt.unknown_logged = true;
+			break;
+		case PROBE_NOTICE_SAME:
+			break;
+		case PROBE_NOTICE_ACT:
+			k = probe_pairs_crossing(w->ps, w->np, NULL, x[i].sw, x[i].ts_ms);
+			if (k == 0) {
+				w->nt.elsewhere++;
+				break;
+			}
+			w->nt.acted++;
+			w->nt.pairs += k;
+			ice_info(PROBE_LOG,
+				 "notice from %s: switch %s rehashed (seen %lld ms ago): %u "
+				 "pair(s) cross it: remapping them",
+				 x[i].host, x[i].sw, (long long)(wall - x[i].ts_ms), k);
+			break;
+		}
+	}
 }
 
 static void watch_rx(struct probe_sess *s, const struct probe_rx *rx, struct probe_out *o,
@@ -275,7 +442,7 @@ static void watch_rx(struct probe_sess *s, const struct probe_rx *rx, struct pro
 					 "path %s: port %u now crosses %s at hop %u: remap",
 					 h->name, o->sport, h->vhop[o->ttl - 1], o->ttl);
 				p->remap = true;
-				remap_crossing(w, p, p->map.path[h->idx].name, o->ttl);
+				remap_crossing(w, p, p->map.path[h->idx].name, o->ttl, o->sport);
 			}
 		}
 		return;
@@ -536,6 +703,9 @@ int probe_watch(struct probe_sess *s, const struct probe_pinglist *pl,
 		uint64_t now = ice_now_ns(), wake = next_report;
 		uint64_t iv = w.echo_iv;
 
+		if (o->redis != NULL && c->notice_poll > 0 && w.next_notice_ns < wake)
+			wake = w.next_notice_ns > now ? w.next_notice_ns : now;
+
 		for (uint32_t pi = 0; pi < w.np; pi++) {
 			struct probe_pair_state *p = &w.ps[pi];
 
@@ -567,6 +737,8 @@ int probe_watch(struct probe_sess *s, const struct probe_pinglist *pl,
 			watch_expire(&w);
 			next_expire = now + 10 * ICE_NSEC_PER_MSEC;
 		}
+		/* our detections out, the other hosts' in: both mark pairs to remap */
+		watch_notices(&w, now);
 		/* a path check saw another switch: rediscover now, not at the report */
 		for (uint32_t pi = 0; pi < w.np; pi++)
 			if (w.ps[pi].remap && pair_map(&w, &w.ps[pi]) < 0) {
@@ -581,6 +753,16 @@ int probe_watch(struct probe_sess *s, const struct probe_pinglist *pl,
 				next_report = now + c->report_interval;
 		}
 	}
+	if (o->redis != NULL && c->notice_poll > 0)
+		fprintf(stderr,
+			"ice-probe: watch: rehash notices: sent %llu, read %llu (acted on %llu: "
+			"%llu "
+			"pair(s) remapped; already handled %llu; no pair crossing %llu; unknown "
+			"switch %llu; malformed %llu)\n",
+			(unsigned long long)w.nt.sent, (unsigned long long)w.nt.read,
+			(unsigned long long)w.nt.acted, (unsigned long long)w.nt.pairs,
+			(unsigned long long)w.nt.same, (unsigned long long)w.nt.elsewhere,
+			(unsigned long long)w.nt.unknown, (unsigned long long)w.nt.bad);
 	for (uint32_t pi = 0; pi < w.np; pi++)
 		for (uint32_t i = 0; i < w.ps[pi].nh; i++)
 			free(w.ps[pi].h[i]);

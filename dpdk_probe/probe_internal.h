@@ -49,6 +49,9 @@ uint64_t probe_link_rate(const struct probe_cfg *cfg, const struct topo *t, stru
 
 /* ---- path discovery --------------------------------------------------------- */
 
+/* Discovery's probes carry this pair index: a late answer that reaches the
+ * watch (a resent TTL's first answer) is no path check. */
+#define PROBE_PAIR_DISCOVERY UINT32_MAX
 int probe_discover(struct probe_sess *s, struct in_addr dst, struct probe_pathmap *m);
 int probe_path_find(const struct probe_pathmap *m, const char *name);
 void probe_pathmap_print(const struct probe_pathmap *m, FILE *f);
@@ -109,5 +112,62 @@ double probe_percentile(double *v, uint32_t n, double p);
 /* The controller's pinglist (ice:<F>:probe:pinglist); -ENOENT when absent. */
 int probe_redis_pinglist(struct probe_redis *r, const struct topo *t, struct probe_pinglist *pl,
 			 struct ice_cfg_err *err);
+
+/* ---- rehash notices (ice:<F>:probe:rehash) ------------------------------------
+ * A watcher whose path check saw a port cross another switch names the
+ * switch before the changed hop in the fabric's notice stream; every other
+ * watcher reads the stream every notice_poll and remaps at once the pairs
+ * whose paths cross that switch at a hop that is not their last (where the
+ * switch picks the next hop), instead of waiting for its own checks. */
+
+#define PROBE_NOTICE_READ    16	  /* entries read per poll */
+#define PROBE_NOTICE_HOLD_MS 1000 /* notices of one switch this close are one event */
+#define PROBE_NOTICE_SEEN    32	  /* switches remembered */
+
+struct probe_notice {
+	char host[64];
+	char sw[PROBE_NAME_MAX];
+	uint64_t ts_ms; /* when the sender's check saw the move (wall clock) */
+	bool bad;	/* no switch, or one too long; no ts_ms */
+};
+
+/* Publish that switch sw hashes differently (m: the pair whose port moved). */
+int probe_redis_notice_send(struct probe_redis *r, const char *sw, const struct probe_pathmap *m,
+			    uint16_t port, uint32_t hop, uint64_t ts_ms);
+/* Other hosts' notices since the last call, up to max (the first call reads
+ * none: it takes the stream's end). The count, -ENOTCONN (no Redis now) or
+ * -EIO (the connection broke; retried later). */
+int probe_redis_notice_read(struct probe_redis *r, struct probe_notice *out, int max);
+
+enum probe_notice_verdict {
+	PROBE_NOTICE_ACT,     /* a new event: remap the pairs crossing the switch */
+	PROBE_NOTICE_SAME,    /* an event already handled (ours or another host's) */
+	PROBE_NOTICE_UNKNOWN, /* the topology has no switch of that name */
+	PROBE_NOTICE_BAD,     /* malformed */
+};
+
+/* What a watcher remembers of notices, and its counters. */
+struct probe_notices {
+	struct {
+		char sw[PROBE_NAME_MAX];
+		uint64_t ts_ms;
+	} seen[PROBE_NOTICE_SEEN];
+	uint32_t nseen;
+	uint64_t sent, read, acted, same, elsewhere, unknown, bad, pairs;
+	bool unknown_logged, bad_logged;
+};
+
+/* Judge notice x against what n remembers and the topology t (NULL: every
+ * name is accepted); an ACT is remembered, as is record() for the watcher's
+ * own detections. Counts into n. */
+enum probe_notice_verdict probe_notice_judge(struct probe_notices *n, const struct topo *t,
+					     const struct probe_notice *x);
+void probe_notice_record(struct probe_notices *n, const char *sw, uint64_t ts_ms);
+/* Mark for remapping every pair of ps[0..np) but except whose map crosses
+ * switch sw at a hop other than its last and was discovered (started)
+ * before ts_ms; pairs already marked are left. Returns how many it marked. */
+uint32_t probe_pairs_crossing(struct probe_pair_state *ps, uint32_t np,
+			      const struct probe_pair_state *except, const char *sw,
+			      uint64_t ts_ms);
 
 #endif /* ICE_PROBE_INTERNAL_H */

@@ -31,7 +31,26 @@ struct round {
 	struct port_trace *pt;
 	int n;
 	struct probe_pathmap *m;
+	struct in_addr dst;
+	uint64_t lat_max_ns; /* the slowest answer of this discovery so far */
 };
+
+/* A round's first wait: 4x the slowest answer so far, at least
+ * FIRST_WAIT_MIN and at most trace_timeout; what is still missing then is
+ * sent again and waited for up to trace_timeout. Switches rate-limit the
+ * ICMP they send (Linux: 1000/s, bursts of 50, per switch; CoPP on real
+ * ones), so when several hosts rediscover at once some answers never come:
+ * a lost one cost a whole trace_timeout (200 ms) and delayed every pair
+ * mapped after it. A late answer of the first send still counts. */
+#define FIRST_WAIT_MIN (10 * ICE_NSEC_PER_MSEC)
+
+static uint64_t first_wait(const struct probe_sess *s, const struct round *r)
+{
+	uint64_t w = 4 * r->lat_max_ns;
+
+	w = w < FIRST_WAIT_MIN ? FIRST_WAIT_MIN : w;
+	return w < s->cfg->trace_timeout ? w : s->cfg->trace_timeout;
+}
 
 static void round_rx(struct probe_sess *s, const struct probe_rx *rx, struct probe_out *o,
 		     void *arg)
@@ -41,13 +60,18 @@ static void round_rx(struct probe_sess *s, const struct probe_rx *rx, struct pro
 	if (o->kind != PROBE_KIND_TRACE)
 		return; /* a health probe's late answer: not ours to retire */
 	o->live = false;
+	if (o->dst.s_addr != r->dst.s_addr)
+		return; /* a late answer of another pair's discovery (the same ports) */
 	for (int i = 0; i < r->n; i++) {
 		struct port_trace *p = &r->pt[i];
 		uint32_t bit = 1u << (o->ttl - 1);
 
+		uint64_t lat = ice_now_ns() - o->t_sent_ns;
+
 		if (p->sport != o->sport || o->ttl < 1 || o->ttl > PROBE_MAX_HOPS)
 			continue;
 		r->m->answers++;
+		r->lat_max_ns = lat > r->lat_max_ns ? lat : r->lat_max_ns;
 		if (rx->kind == PROBE_RX_HOP) {
 			probe_hop_name(s, rx->from, p->hop[o->ttl - 1], PROBE_NAME_MAX);
 			p->got |= bit;
@@ -61,8 +85,9 @@ static void round_rx(struct probe_sess *s, const struct probe_rx *rx, struct pro
 	}
 }
 
-/* Send the wanted, unanswered TTLs of every port; wait for the answers. */
-static int round_run(struct probe_sess *s, struct round *r, struct in_addr dst)
+/* Send the wanted, unanswered TTLs of every port; wait for the answers,
+ * at most wait_ns. */
+static int round_run(struct probe_sess *s, struct round *r, struct in_addr dst, uint64_t wait_ns)
 {
 	uint64_t end;
 	int ret;
@@ -71,11 +96,11 @@ static int round_run(struct probe_sess *s, struct round *r, struct in_addr dst)
 		for (uint32_t t = 1; t <= PROBE_MAX_HOPS; t++)
 			if ((r->pt[i].want & ~r->pt[i].got) & (1u << (t - 1))) {
 				ret = probe_sess_send(s, dst, r->pt[i].sport, (uint8_t)t,
-						      PROBE_KIND_TRACE, 0, 0);
+						      PROBE_KIND_TRACE, 0, PROBE_PAIR_DISCOVERY);
 				if (ret == 0)
 					r->m->probes++;
 			}
-	end = ice_now_ns() + s->cfg->trace_timeout;
+	end = ice_now_ns() + wait_ns;
 	for (;;) {
 		uint64_t now = ice_now_ns();
 		bool done = true;
@@ -168,7 +193,7 @@ int probe_discover(struct probe_sess *s, struct in_addr dst, struct probe_pathma
 {
 	const struct probe_cfg *c = s->cfg;
 	struct port_trace pt[ROUND_MAX];
-	struct round r = {.pt = pt, .m = m};
+	struct round r = {.pt = pt, .m = m, .dst = dst};
 	uint32_t next = 0, range = c->sport_max - c->sport_min + 1;
 	uint32_t tried = 0, since_new = 0, agree[PROBE_MAX_HOPS] = {0};
 	uint64_t t0 = ice_now_ns();
@@ -189,7 +214,8 @@ int probe_discover(struct probe_sess *s, struct in_addr dst, struct probe_pathma
 		for (uint32_t t = lo; t < lo + 4 && t <= c->max_ttl; t++)
 			pt[0].want |= 1u << (t - 1);
 		for (int retry = 0; retry < 2 && pt[0].reached_ttl == 0; retry++) {
-			ret = round_run(s, &r, dst);
+			ret = round_run(s, &r, dst,
+					retry == 0 ? first_wait(s, &r) : c->trace_timeout);
 			if (ret < 0)
 				return ret;
 		}
@@ -211,7 +237,7 @@ int probe_discover(struct probe_sess *s, struct in_addr dst, struct probe_pathma
 
 		pt[0].want = all;
 		if ((pt[0].got & all) != all)
-			round_run(s, &r, dst);
+			round_run(s, &r, dst, c->trace_timeout);
 		if ((pt[0].got & all) == all)
 			map_add_port(m, &pt[0]);
 		else
@@ -259,7 +285,8 @@ int probe_discover(struct probe_sess *s, struct in_addr dst, struct probe_pathma
 		r.n = (int)k;
 		tried += k;
 		for (int retry = 0; retry < 2; retry++) {
-			ret = round_run(s, &r, dst);
+			ret = round_run(s, &r, dst,
+					retry == 0 ? first_wait(s, &r) : c->trace_timeout);
 			if (ret < 0)
 				return ret;
 		}

@@ -19,6 +19,8 @@ struct probe_redis {
 	const struct probe_cfg *cfg;
 	struct ice_redis link;
 	char host[64];
+	char notice_id[48]; /* the last rehash notice read; "" before the first read */
+	bool notice_err_logged;
 };
 
 /* Connected, or -ENOTCONN (this attempt failed or the back-off runs). */
@@ -189,4 +191,116 @@ int probe_redis_pinglist(struct probe_redis *r, const struct topo *t, struct pro
 	ret = probe_pinglist_parse(name, rep->str, rep->len, t, pl, err);
 	freeReplyObject(rep);
 	return ret;
+}
+
+/* ---- rehash notices: ice:<F>:probe:rehash ------------------------------------ */
+
+int probe_redis_notice_send(struct probe_redis *r, const char *sw, const struct probe_pathmap *m,
+			    uint16_t port, uint32_t hop, uint64_t ts_ms)
+{
+	char key[ICE_RKEY_MAX], pair[40];
+
+	if (redis_connect(r) < 0)
+		return -ENOTCONN;
+	if (rkey(r, ICE_RK_PROBE_REHASH, NULL, key, sizeof(key)) < 0)
+		return -EINVAL;
+	pair_key(m, pair, sizeof(pair));
+	ice_redis_appendf(&r->link,
+			  "XADD %s MAXLEN ~ %d * host %s switch %s ts_ms %llu pair %s port %u "
+			  "hop %u",
+			  key, PROBE_STREAM_CAP, r->host, sw, (unsigned long long)ts_ms, pair,
+			  (unsigned)port, hop);
+	return redis_drain(r, 1);
+}
+
+/* One stream entry's fields into n; n->bad when the switch or the time is
+ * missing or does not fit. */
+static void notice_parse(const redisReply *f, struct probe_notice *n)
+{
+	bool has_sw = false, has_ts = false;
+
+	memset(n, 0, sizeof(*n));
+	if (f == NULL || f->type != REDIS_REPLY_ARRAY) {
+		n->bad = true;
+		return;
+	}
+	for (size_t i = 0; i + 1 < f->elements; i += 2) {
+		const redisReply *k = f->element[i], *v = f->element[i + 1];
+		char *end;
+
+		if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+			continue;
+		if (strcmp(k->str, "host") == 0) {
+			snprintf(n->host, sizeof(n->host), "%s", v->str);
+		} else if (strcmp(k->str, "switch") == 0) {
+			has_sw = v->len > 0 && v->len < sizeof(n->sw);
+			snprintf(n->sw, sizeof(n->sw), "%s", v->str);
+		} else if (strcmp(k->str, "ts_ms") == 0) {
+			errno = 0;
+			n->ts_ms = strtoull(v->str, &end, 10);
+			has_ts = errno == 0 && end != v->str && *end == '\0';
+		}
+	}
+	n->bad = !has_sw || !has_ts;
+}
+
+int probe_redis_notice_read(struct probe_redis *r, struct probe_notice *out, int max)
+{
+	char key[ICE_RKEY_MAX];
+	redisReply *rep;
+	int n = 0;
+
+	if (redis_connect(r) < 0)
+		return -ENOTCONN;
+	if (rkey(r, ICE_RK_PROBE_REHASH, NULL, key, sizeof(key)) < 0)
+		return -EINVAL;
+	if (r->notice_id[0] == '\0') { /* the first read: from the stream's end on */
+		rep = ice_redis_cmdf(&r->link, "XREVRANGE %s + - COUNT 1", key);
+		if (rep == NULL) {
+			ice_redis_down(&r->link, ice_now_ns(), NULL);
+			return -EIO;
+		}
+		if (rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 &&
+		    rep->element[0]->type == REDIS_REPLY_ARRAY && rep->element[0]->elements == 2 &&
+		    rep->element[0]->element[0]->type == REDIS_REPLY_STRING)
+			snprintf(r->notice_id, sizeof(r->notice_id), "%s",
+				 rep->element[0]->element[0]->str);
+		else if (rep->type == REDIS_REPLY_ARRAY)
+			snprintf(r->notice_id, sizeof(r->notice_id), "0-0");
+		freeReplyObject(rep);
+		return 0;
+	}
+	rep = ice_redis_cmdf(&r->link, "XREAD COUNT %d STREAMS %s %s", max, key, r->notice_id);
+	if (rep == NULL) {
+		ice_redis_down(&r->link, ice_now_ns(), NULL);
+		return -EIO;
+	}
+	if (rep->type == REDIS_REPLY_ERROR) { /* e.g. a user without the key: say so once */
+		if (!r->notice_err_logged)
+			ice_warn(PROBE_LOG, "redis: reading the rehash notices: %s", rep->str);
+		r->notice_err_logged = true;
+		freeReplyObject(rep);
+		return -EIO;
+	}
+	/* [[key, [[id, [field, value, ...]], ...]]], or nil when nothing is new */
+	if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 1 &&
+	    rep->element[0]->type == REDIS_REPLY_ARRAY && rep->element[0]->elements == 2 &&
+	    rep->element[0]->element[1]->type == REDIS_REPLY_ARRAY) {
+		const redisReply *ents = rep->element[0]->element[1];
+
+		for (size_t i = 0; i < ents->elements && n < max; i++) {
+			const redisReply *e = ents->element[i];
+
+			if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+			    e->element[0]->type != REDIS_REPLY_STRING)
+				continue;
+			snprintf(r->notice_id, sizeof(r->notice_id), "%s", e->element[0]->str);
+			notice_parse(e->element[1], &out[n]);
+			if (!out[n].bad && strcmp(out[n].host, r->host) == 0)
+				continue; /* our own */
+			n++;
+		}
+	}
+	freeReplyObject(rep);
+	return n;
 }

@@ -15,9 +15,14 @@
 # balanced again within BOUND_MS (the issue's target, 1 s), up to 3
 # attempts: a clean miss fails, void ones (the VM's host stalled the run,
 # ice-env-probe) are tried again, all void skips (77). Prints the time
-# from the seed change to re-balanced. Then leaf1:spine2 goes down and up
+# from the seed change to re-balanced. h2's watcher makes no path checks of
+# its own (--check-share 0): its map must follow h1's rehash notice
+# (ice:<F>:probe:rehash, naming leaf1), which it reads every 20 ms; notices
+# naming a switch the topology lacks, or none, are counted, logged once and
+# ignored. Then leaf1:spine2 goes down and up
 # with no link record and no switch telemetry (the fabric runs no exporter):
-# the controller learns it from the probe's dead paths alone.
+# the controller learns it from the probe's dead paths alone. Last, Redis
+# is killed: both watchers go on probing and reporting.
 . "$(dirname "$0")/../fabric/lib_fabric.sh"
 . "$(dirname "$0")/../fabric/lib_fabric_ctl.sh"
 ICE_PROBE=${ICE_PROBE:-ice-probe}
@@ -33,6 +38,7 @@ CTL_TOPO=$ICE_TMP/ctl-topo.yaml
 grep -v '^hash:' "$file" >"$CTL_TOPO"
 grep -q 'hash: {' "$CTL_TOPO" && ctl_fail "the controller's copy still names a hash"
 
+declare -A WPID
 # responders, then a watch per source host, publishing maps to Redis
 for h in h3 h4; do
 	"$ICE_FABRIC" exec --fabric "$name" "$h" -- "$ICE_PROBE" responder --src "${IP[$h]}" \
@@ -40,13 +46,14 @@ for h in h3 h4; do
 	ICE_PIDS+=($!)
 done
 printf 'pairs:\n  - {src: h1, dst: h3}\n  - {src: h2, dst: h4}\n' >"$ICE_TMP/pl.yaml"
-for p in "h1 h3" "h2 h4"; do
-	read -r s d <<<"$p"
+for p in "h1 h3 0.4" "h2 h4 0"; do
+	read -r s d share <<<"$p"
 	"$ICE_FABRIC" exec --fabric "$name" "$s" -- "$ICE_PROBE" watch --json --src "${IP[$s]}" \
 		--host "$s" --pinglist "$ICE_TMP/pl.yaml" --redis "$redis" --fabric "$name" \
-		--report-interval ${IV_MS}ms --probe-interval 50ms --log info \
+		--report-interval ${IV_MS}ms --probe-interval 50ms --log info --check-share "$share" \
 		>"$ICE_TMP/watch-$s.out" 2>"$ICE_TMP/watch-$s.log" &
 	ICE_PIDS+=($!)
+	WPID[$s]=$!
 done
 map_key() { echo "ice:$name:{$1}:probe:map:${IP[$1]}>${IP[$2]}"; }
 map_ts() { rcli HGET "$(map_key "$1" "$2")" ts_ms; }
@@ -128,6 +135,11 @@ rehash() {
 	grep '^reaction: probe map' "$ICE_TMP/ctl-A.out" | tail -1 | sed 's/^/  /'
 	[ "${ts1_1:-0}" -gt "$ts0_1" ] || [ "${ts1_2:-0}" -gt "$ts0_2" ] ||
 		ctl_fail "no probe map got a new ts_ms"
+	# h2 checks nothing itself: only h1's notice can have remapped it
+	tail -n +"$(sed -n 2p "$ICE_TMP/watch-mark")" "$ICE_TMP/watch-h2.log" |
+		grep -q 'notice from h1: switch leaf1 rehashed' ||
+		ctl_fail "h2 did not act on a rehash notice from h1 naming leaf1"
+	[ "${ts1_2:-0}" -gt "$ts0_2" ] || ctl_fail "h2's map (no checks of its own) not remapped"
 	[ "$(grep -c '^epoch ' "$ICE_TMP/ctl-A.out")" -gt "$plans0" ] || ctl_fail "no new plan published"
 	for h in "${HOSTS[@]}"; do
 		a=$(rcli HGET "ice:$name:{$h}:plan:applied" ts_ms)
@@ -224,6 +236,27 @@ read -r s1 s2 <<<"$(spine_split 1)"
 echo "after the seed change: leaf1 -> spine1 / spine2: $s1 / $s2 bytes/s"
 balanced "$s1" "$s2" || ctl_fail "leaf1's uplinks not balanced after re-planning: $s1 / $s2"
 
+# bad notices: a switch the topology lacks (twice), a host's name, none at
+# all: counted, logged once, no remap
+ts0_1=$(map_ts h1 h3)
+NK="ice:$name:probe:rehash"
+for sw in leaf9 leaf9 h3; do
+	rcli XADD "$NK" '*' host hX switch "$sw" ts_ms "$(now_ms)" >/dev/null
+done
+rcli XADD "$NK" '*' host hX ts_ms "$(now_ms)" >/dev/null
+rcli XADD "$NK" '*' host hX switch leaf1 ts_ms soon >/dev/null
+sleep 0.5
+for h in h1 h2; do
+	[ "$(grep -c "names switch 'leaf9'" "$ICE_TMP/watch-$h.log")" = 1 ] ||
+		ctl_fail "$h: the unknown switch's notices not logged exactly once"
+	grep -q "names switch 'h3'" "$ICE_TMP/watch-$h.log" &&
+		ctl_fail "$h: logged the unknown-switch notices more than once"
+	[ "$(grep -c 'without a switch or a time' "$ICE_TMP/watch-$h.log")" = 1 ] ||
+		ctl_fail "$h: the malformed notices not logged exactly once"
+done
+[ "$(map_ts h1 h3)" = "$ts0_1" ] || ctl_fail "a bad notice remapped h1"
+echo "bad rehash notices: ignored, logged once each kind"
+
 # a link down that only the probe tells (no link record, no telemetry)
 t0=$(now_ms)
 "$ICE_FABRIC" link --fabric "$name" --no-record leaf1:spine2 down || ctl_fail "ice-fabric link down"
@@ -241,4 +274,22 @@ wait_for 15 grep -q 'link leaf1:spine2 is up (ice-probe' "$ICE_TMP/ctl-A.log" ||
 echo "leaf1:spine2 up: back in the plans +$(($(now_ms) - t0)) ms (at most) after the change"
 grep -q 'plan refused' "$ICE_TMP"/agent-*.log && ctl_fail "an agent refused a plan"
 perf_stop
+
+# Redis dies: the watchers keep probing and reporting (records on stdout)
+rpid=$(cat "/run/ice/$name/redis.pid")
+kill "$rpid" || ctl_fail "cannot stop redis-server (pid $rpid)"
+for ((i = 0; i < 50; i++)); do kill -0 "$rpid" 2>/dev/null || break; sleep 0.1; done
+n1=$(wc -l <"$ICE_TMP/watch-h1.out") n2=$(wc -l <"$ICE_TMP/watch-h2.out")
+sleep 1.5
+for h in h1 h2; do
+	kill -0 "${WPID[$h]}" 2>/dev/null ||
+		ctl_fail "$h's watcher exited with Redis down"
+done
+m1=$(($(wc -l <"$ICE_TMP/watch-h1.out") - n1)) m2=$(($(wc -l <"$ICE_TMP/watch-h2.out") - n2))
+[ "$m1" -ge 5 ] && [ "$m2" -ge 5 ] ||
+	ctl_fail "watchers stalled with Redis down: $m1 / $m2 records in 1.5 s (${IV_MS} ms interval)"
+echo "Redis down: the watchers wrote $m1 / $m2 health records in 1.5 s"
+redis-server --port "$rport" --bind "$rhost" --protected-mode no --daemonize yes \
+	--pidfile "/run/ice/$name/redis.pid" --dir "/run/ice/$name" --save '' --appendonly no \
+	>/dev/null || ctl_fail "cannot restart redis-server"
 echo "PASS"

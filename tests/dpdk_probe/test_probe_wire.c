@@ -5,11 +5,13 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "probe_internal.h"
+#include "topo.h"
 
 static struct in_addr ip(const char *s)
 {
@@ -253,6 +255,89 @@ static void test_percentile(void **state)
 	assert_true(probe_percentile(v, 0, 50) == 0);
 }
 
+/* A pair whose map has the given paths (hop names joined by '>'), discovered
+ * at ts_ms. */
+static void pair_with(struct probe_pair_state *p, uint64_t ts_ms, const char *a, const char *b)
+{
+	memset(p, 0, sizeof(*p));
+	p->map.nhops = 3;
+	p->map.ts_ms = ts_ms;
+	p->map.took_ns = 10 * 1000000ull;
+	snprintf(p->map.path[0].name, sizeof(p->map.path[0].name), "%s", a);
+	snprintf(p->map.path[1].name, sizeof(p->map.path[1].name), "%s", b);
+	p->map.npaths = 2;
+}
+
+/* Rehash notices: which pairs a switch's notice remaps, and the notices
+ * ignored (malformed, unknown switch, the same event again). */
+static void test_rehash_notice(void **state)
+{
+	struct probe_pair_state *ps = calloc(4, sizeof(*ps));
+	struct probe_notices *n = calloc(1, sizeof(*n));
+	struct topo_gen_opts o;
+	struct topo *t;
+	struct probe_notice x = {.host = "h1", .sw = "leaf1", .ts_ms = 5000};
+
+	(void)state;
+	assert_non_null(ps);
+	assert_non_null(n);
+	topo_gen_opts_default(&o);
+	t = topo_gen_leaf_spine(&o);
+	assert_non_null(t);
+	pair_with(&ps[0], 1000, "leaf1>spine1>leaf2", "leaf1>spine2>leaf2");
+	pair_with(&ps[1], 1000, "leaf1>spine1>leaf2", "leaf1>spine2>leaf2");
+	pair_with(&ps[2], 1000, "leaf2>spine1>leaf1", "leaf2>spine2>leaf1");
+	pair_with(&ps[3], 5015, "leaf1>spine1>leaf2", "leaf1>spine2>leaf2"); /* begun after */
+	/* leaf1 picks the spine for pairs 0, 1 and 3; pair 3 was mapped after
+	 * the notice's move; pair 2 only ends at leaf1 (its last hop) */
+	assert_int_equal(probe_notice_judge(n, t, &x), PROBE_NOTICE_ACT);
+	assert_int_equal(probe_pairs_crossing(ps, 4, NULL, x.sw, x.ts_ms), 2);
+	assert_true(ps[0].remap && ps[1].remap);
+	assert_false(ps[2].remap || ps[3].remap);
+	/* already marked pairs are not counted again; except is skipped */
+	ps[1].remap = false;
+	assert_int_equal(probe_pairs_crossing(ps, 4, &ps[1], "leaf1", 6000), 1);
+	assert_false(ps[1].remap);
+	/* another host's notice of the same event, and a late one: the same */
+	x.ts_ms = 5400;
+	assert_int_equal(probe_notice_judge(n, t, &x), PROBE_NOTICE_SAME);
+	x.ts_ms = 4000;
+	assert_int_equal(probe_notice_judge(n, t, &x), PROBE_NOTICE_SAME);
+	/* past the hold: a new event */
+	x.ts_ms = 5000 + PROBE_NOTICE_HOLD_MS;
+	assert_int_equal(probe_notice_judge(n, t, &x), PROBE_NOTICE_ACT);
+	/* our own detection counts as handled */
+	probe_notice_record(n, "spine1", 7000);
+	snprintf(x.sw, sizeof(x.sw), "spine1");
+	x.ts_ms = 7100;
+	assert_int_equal(probe_notice_judge(n, t, &x), PROBE_NOTICE_SAME);
+	/* a name the topology does not have, a host's name: unknown */
+	snprintf(x.sw, sizeof(x.sw), "leaf9");
+	assert_int_equal(probe_notice_judge(n, t, &x), PROBE_NOTICE_UNKNOWN);
+	snprintf(x.sw, sizeof(x.sw), "h1");
+	assert_int_equal(probe_notice_judge(n, t, &x), PROBE_NOTICE_UNKNOWN);
+	/* without a topology any name is taken; a malformed notice never */
+	snprintf(x.sw, sizeof(x.sw), "10.0.0.9");
+	assert_int_equal(probe_notice_judge(n, NULL, &x), PROBE_NOTICE_ACT);
+	x.bad = true;
+	assert_int_equal(probe_notice_judge(n, t, &x), PROBE_NOTICE_BAD);
+	assert_int_equal(n->read, 9);
+	assert_int_equal(n->unknown, 2);
+	assert_int_equal(n->bad, 1);
+	assert_int_equal(n->same, 3);
+	/* a full table makes room by dropping the oldest switch */
+	for (int i = 0; i < PROBE_NOTICE_SEEN + 2; i++) {
+		char sw[PROBE_NAME_MAX];
+
+		snprintf(sw, sizeof(sw), "sw%d", i);
+		probe_notice_record(n, sw, 10000 + (uint64_t)i);
+	}
+	assert_int_equal(n->nseen, PROBE_NOTICE_SEEN);
+	topo_free(t);
+	free(n);
+	free(ps);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -264,6 +349,7 @@ int main(void)
 		cmocka_unit_test(test_other_traffic),
 		cmocka_unit_test(test_pinglist),
 		cmocka_unit_test(test_percentile),
+		cmocka_unit_test(test_rehash_notice),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
