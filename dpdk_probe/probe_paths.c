@@ -35,20 +35,26 @@ struct round {
 	uint64_t lat_max_ns; /* the slowest answer of this discovery so far */
 };
 
-/* A round's first wait: 4x the slowest answer so far, at least
- * FIRST_WAIT_MIN and at most trace_timeout; what is still missing then is
- * sent again and waited for up to trace_timeout. Switches rate-limit the
- * ICMP they send (Linux: 1000/s, bursts of 50, per switch; CoPP on real
- * ones), so when several hosts rediscover at once some answers never come:
- * a lost one cost a whole trace_timeout (200 ms) and delayed every pair
- * mapped after it. A late answer of the first send still counts. */
-#define FIRST_WAIT_MIN (10 * ICE_NSEC_PER_MSEC)
+/* How long try 0 or 1 of a round waits: 4x the slowest answer of this
+ * discovery so far (at least 10 ms), then 16x (at least 40 ms; with no
+ * answer yet: trace_timeout), never past trace_timeout; what is missing
+ * after a try is sent again. Switches rate-limit the ICMP they send (Linux:
+ * 1000/s in bursts of 50, per switch; CoPP on real ones), so when several
+ * hosts rediscover at once some answers never come, and each such loss
+ * cost a whole trace_timeout (200 ms), delaying every pair mapped after
+ * it. A late answer of an earlier try still counts. */
+#define WAIT_MIN (10 * ICE_NSEC_PER_MSEC)
 
-static uint64_t first_wait(const struct probe_sess *s, const struct round *r)
+static uint64_t round_wait(const struct probe_sess *s, const struct round *r, int retry)
 {
-	uint64_t w = 4 * r->lat_max_ns;
+	uint64_t w;
 
-	w = w < FIRST_WAIT_MIN ? FIRST_WAIT_MIN : w;
+	if (retry == 0)
+		w = 4 * r->lat_max_ns > WAIT_MIN ? 4 * r->lat_max_ns : WAIT_MIN;
+	else if (r->lat_max_ns == 0)
+		w = s->cfg->trace_timeout;
+	else
+		w = 16 * r->lat_max_ns > 4 * WAIT_MIN ? 16 * r->lat_max_ns : 4 * WAIT_MIN;
 	return w < s->cfg->trace_timeout ? w : s->cfg->trace_timeout;
 }
 
@@ -214,8 +220,7 @@ int probe_discover(struct probe_sess *s, struct in_addr dst, struct probe_pathma
 		for (uint32_t t = lo; t < lo + 4 && t <= c->max_ttl; t++)
 			pt[0].want |= 1u << (t - 1);
 		for (int retry = 0; retry < 2 && pt[0].reached_ttl == 0; retry++) {
-			ret = round_run(s, &r, dst,
-					retry == 0 ? first_wait(s, &r) : c->trace_timeout);
+			ret = round_run(s, &r, dst, round_wait(s, &r, retry));
 			if (ret < 0)
 				return ret;
 		}
@@ -236,8 +241,11 @@ int probe_discover(struct probe_sess *s, struct in_addr dst, struct probe_pathma
 		uint32_t all = (1u << m->nhops) - 1;
 
 		pt[0].want = all;
-		if ((pt[0].got & all) != all)
-			round_run(s, &r, dst, c->trace_timeout);
+		for (int retry = 0; retry < 2 && (pt[0].got & all) != all; retry++) {
+			ret = round_run(s, &r, dst, round_wait(s, &r, retry));
+			if (ret < 0)
+				return ret;
+		}
 		if ((pt[0].got & all) == all)
 			map_add_port(m, &pt[0]);
 		else
@@ -285,8 +293,7 @@ int probe_discover(struct probe_sess *s, struct in_addr dst, struct probe_pathma
 		r.n = (int)k;
 		tried += k;
 		for (int retry = 0; retry < 2; retry++) {
-			ret = round_run(s, &r, dst,
-					retry == 0 ? first_wait(s, &r) : c->trace_timeout);
+			ret = round_run(s, &r, dst, round_wait(s, &r, retry));
 			if (ret < 0)
 				return ret;
 		}
