@@ -95,10 +95,12 @@ ice_cpu_sample() {
 ICE_ENV_VOID_PCT=${ICE_ENV_VOID_PCT:-2}
 ice_env_start() {
 	ICE_ENV_GRACE=$1
-	rm -f "$ICE_TMP/env.out"
+	rm -f "$ICE_TMP/env.out" "$ICE_TMP/env.out.ready"
 	python3 "$(dirname "${BASH_SOURCE[0]}")/../../tools/ice-env-probe" "$1" "$ICE_TMP/env.out" &
 	ICE_ENV_PID=$!
 	ICE_PIDS+=($ICE_ENV_PID)
+	# until it can take the SIGTERM of ice_env_stop (python starts slowly on a busy box)
+	for ((i = 0; i < 100; i++)); do [ -e "$ICE_TMP/env.out.ready" ] && break; sleep 0.05; done
 }
 ice_env_stop() {
 	kill -TERM "$ICE_ENV_PID" 2>/dev/null
