@@ -373,13 +373,16 @@ static void watch_notices(struct watch *w, uint64_t now)
 		uint64_t wall = ice_wall_ms();
 		uint32_t k;
 
+		/* a time far ahead of ours would hold off that switch's real notices */
+		if (x[i].ts_ms > wall + PROBE_NOTICE_AHEAD_MS)
+			x[i].bad = true;
 		switch (probe_notice_judge(&w->nt, w->s->topo, &x[i])) {
 		case PROBE_NOTICE_BAD:
 			if (!w->nt.bad_logged)
 				ice_warn(PROBE_LOG,
-					 "rehash notice from '%s' without a switch or a time: "
-					 "ignored "
-					 "(counted, not logged again)",
+					 "rehash notice from '%s' without a switch or a time "
+					 "(or one ahead of ours): ignored (counted, not logged "
+					 "again)",
 					 x[i].host);
 			w->nt.bad_logged = true;
 			break;

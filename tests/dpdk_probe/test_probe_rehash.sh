@@ -237,7 +237,8 @@ echo "after the seed change: leaf1 -> spine1 / spine2: $s1 / $s2 bytes/s"
 balanced "$s1" "$s2" || ctl_fail "leaf1's uplinks not balanced after re-planning: $s1 / $s2"
 
 # bad notices: a switch the topology lacks (twice), a host's name, none at
-# all: counted, logged once, no remap
+# all, a time that is no number, one a day ahead (it would hold off leaf1's
+# real notices): counted, logged once, no remap
 ts0_1=$(map_ts h1 h3)
 NK="ice:$name:probe:rehash"
 for sw in leaf9 leaf9 h3; do
@@ -245,6 +246,7 @@ for sw in leaf9 leaf9 h3; do
 done
 rcli XADD "$NK" '*' host hX ts_ms "$(now_ms)" >/dev/null
 rcli XADD "$NK" '*' host hX switch leaf1 ts_ms soon >/dev/null
+rcli XADD "$NK" '*' host hX switch leaf1 ts_ms $(($(now_ms) + 86400000)) >/dev/null
 sleep 0.5
 for h in h1 h2; do
 	[ "$(grep -c "names switch 'leaf9'" "$ICE_TMP/watch-$h.log")" = 1 ] ||
