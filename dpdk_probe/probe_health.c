@@ -10,7 +10,9 @@
  * ones in turn) at the TTLs that vary: a port that now crosses other
  * switches (a link change, or a switch that rehashes after a reboot), or a
  * path that stays silent for 2 intervals, makes the pair rediscover its
- * map; paths no longer found are reported dead.
+ * map; paths no longer found are reported dead. A moved port also names
+ * the switch before the changed hop to the other hosts (a rehash notice in
+ * Redis), whose watchers remap their pairs crossing it at once.
  */
 #include <arpa/inet.h>
 #include <errno.h>
