@@ -267,6 +267,10 @@ int probe_redis_notice_read(struct probe_redis *r, struct probe_notice *out, int
 				 rep->element[0]->element[0]->str);
 		else if (rep->type == REDIS_REPLY_ARRAY)
 			snprintf(r->notice_id, sizeof(r->notice_id), "0-0");
+		else if (rep->type == REDIS_REPLY_ERROR && !r->notice_err_logged) {
+			ice_warn(PROBE_LOG, "redis: reading the rehash notices: %s", rep->str);
+			r->notice_err_logged = true;
+		}
 		freeReplyObject(rep);
 		return 0;
 	}
