@@ -155,6 +155,27 @@ double trn_cpu_contention_s(double cores, double compute_cores, double window_s,
  * emulated one (its compute stands for a device's, padded by a sleep). */
 double trn_compute_cores(const struct trn_profile *d, double cores);
 
+/* ---- profiles refined from the steps (issue 20) --------------------------- */
+
+/* The speed (GFLOP/s) that a rank's timed matrix multiplies imply for the
+ * predictor: they did `flops` FLOP in `mm_s` seconds, of which the
+ * predictor attributes `contention_s` (the CPU contention it priced over
+ * the same steps) to the communication taking the rank's cores, so its
+ * compute term flops / speed must be the rest: flops / (mm_s -
+ * contention_s). The priced contention is not taken off when it would leave
+ * less than half of mm_s (the measurement then does not look like the
+ * model; the raw figure is safer). 0 when nothing was timed. */
+double trn_speed_from_steps(double flops, double mm_s, double contention_s);
+/* out = dev with each gflops replaced by measured[i] where that is > 0 and
+ * the device is not emulated (an emulated device computes at its stated
+ * speed; when the CPU cannot keep up, ice-train says so instead). Returns
+ * how many were replaced. dev and out may be the same array. */
+int trn_profiles_refine(const struct trn_profile *dev, int ndev, const double *measured,
+			struct trn_profile *out);
+/* measured / profile - 1: how far a measured speed is from the profile's
+ * (0 when either is not > 0). */
+double trn_profile_off(const struct trn_profile *d, double measured);
+
 /* ---- data parallel --------------------------------------------------------- */
 
 struct trn_dp_plan {

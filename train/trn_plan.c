@@ -67,6 +67,42 @@ double trn_compute_cores(const struct trn_profile *d, double cores)
 	return fmin(1, fmax(0, cores));
 }
 
+/* ---- profiles refined from the steps ---------------------------------------- */
+
+double trn_speed_from_steps(double flops, double mm_s, double contention_s)
+{
+	double s = mm_s;
+
+	if (!(flops > 0) || !(mm_s > 0))
+		return 0;
+	if (contention_s > 0 && mm_s - contention_s >= 0.5 * mm_s)
+		s = mm_s - contention_s;
+	return flops / s / 1e9;
+}
+
+int trn_profiles_refine(const struct trn_profile *dev, int ndev, const double *measured,
+			struct trn_profile *out)
+{
+	int n = 0;
+
+	for (int i = 0; i < ndev; i++) {
+		if (out != dev)
+			out[i] = dev[i];
+		if (!dev[i].emulated && measured[i] > 0 && isfinite(measured[i])) {
+			out[i].gflops = measured[i];
+			n++;
+		}
+	}
+	return n;
+}
+
+double trn_profile_off(const struct trn_profile *d, double measured)
+{
+	if (d == NULL || !(d->gflops > 0) || !(measured > 0))
+		return 0;
+	return measured / d->gflops - 1;
+}
+
 /* ---- data parallel ---------------------------------------------------------- */
 
 void trn_dp_shards(const struct trn_profile *dev, int ndev, size_t count, size_t *out)

@@ -18,7 +18,9 @@
 #     same weights at the end, bit for bit;
 #   - data parallel with a CUDA rank on the runtime double and a CPU rank,
 #     both optimizer modes: the same weights on both ranks and in both;
-#   - --json gives one valid JSON object with the figures.
+#   - --json gives one valid JSON object with the figures;
+#   - --refine predicts again after the warm-up from the speeds the ranks
+#     measured in it, --save-profiles writes the speeds into a profile file.
 # Figures are printed, never asserted (benchmarks print). Exits 77 when
 # something it needs is absent. Ranks use 127.21.0.x (loopback).
 set -u
@@ -195,4 +197,48 @@ assert len(o["jobs"]) == 1 and j["runs"] == 3, j
 lo, mid, hi = j["samples_per_s_min"], j["samples_per_s"], j["samples_per_s_max"]
 assert lo < mid < hi or (lo <= mid <= hi and len({lo, mid, hi}) < 3), j  # ties aside
 PY
+
+echo "## --refine: the prediction again from the warm-up steps' speeds; --save-profiles"
+# a real host device whose profile claims 1000 GFLOP/s (this CPU does
+# 5-40): the profile's prediction is far too short, the refined one (from
+# warm-up step 1's matrix multiplies, none of the timed steps) is closer,
+# and --save-profiles writes what the timed steps sustained; an emulated
+# device keeps its stated speed, so its refined prediction is the profile's
+printf 'devices:\n  - name: cpu-wrong\n    kind: host\n    gflops: 1000\n    mem_gbps: 5\n' \
+	>"$TMP/host.yaml"
+timeout 120 "$TRAIN" --model "$MODEL" --profiles "$TMP/host.yaml" --devices cpu-wrong --scheme dp \
+	--steps 2 --warmup 2 --refine 1 --json --save-profiles "$TMP/saved.yaml" >"$TMP/refine" \
+	2>"$TMP/refine.err"
+rc=$?
+cat "$TMP/refine.err"
+[ "$rc" -eq 0 ] || fail "ice-train --refine exited $rc"
+grep -q "device 'cpu-wrong' .* says 1000.00 GFLOP/s" "$TMP/refine.err" ||
+	fail "--refine: no warning naming the profile's figure"
+timeout 120 "$TRAIN" "${COMMON[@]}" --scheme pp --steps 1 --warmup 2 --refine 2 --json \
+	>"$TMP/refine-emu" 2>"$TMP/refine-emu.err" ||
+	{ cat "$TMP/refine-emu.err"; fail "ice-train --refine on emulated devices failed"; }
+python3 - "$TMP/refine" "$TMP/saved.yaml" "$TMP/refine-emu" <<'PY' ||
+import json, re, sys
+j = json.load(open(sys.argv[1]))["jobs"][0]
+print("profile's prediction %.4f s (%+.1f %%), refined %.4f s (%+.1f %%), measured %.4f s" % (
+    j["predicted_step_s"], j["error_pct"], j["refined_step_s"], j["refined_error_pct"], j["step_median_s"]))
+assert j["refine_steps"] == 1, j
+assert j["error_pct"] < -50, j
+assert abs(j["refined_error_pct"]) < abs(j["error_pct"]), j
+r = j["ranks"][0]
+assert 0 < r["gflops_refined"] < 500 and 0 < r["gflops_steps"] < 500, r
+saved = open(sys.argv[2]).read()
+g = float(re.search(r"gflops: (\S+)", saved).group(1))
+assert abs(g - r["gflops_steps"]) < 1e-3 * g, (g, r)
+assert "was 1000.00 GFLOP/s" in saved, saved
+e = json.load(open(sys.argv[3]))["jobs"][0]
+assert e["refine_steps"] == 2 and e["refined_step_s"] == e["predicted_step_s"], e
+PY
+	fail "--refine / --save-profiles: not as expected"
+# refined from warm-up steps only
+timeout 20 "$TRAIN" "${COMMON[@]}" --steps 1 --warmup 1 --refine 2 >"$TMP/refine-bad" 2>&1
+rc=$?
+cat "$TMP/refine-bad"
+[ "$rc" -eq 2 ] && grep -q -- "--refine 2: expected at most --warmup (1)" "$TMP/refine-bad" ||
+	fail "--refine beyond --warmup: expected exit 2 and a message, got $rc"
 echo "PASS"

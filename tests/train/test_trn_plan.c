@@ -976,6 +976,100 @@ static void test_predict_pp_contention(void **state)
 	assert_near(q.step_s, p.step_s);
 }
 
+/* A rank's speed from the steps it timed: the contention the predictor
+ * priced over them is not the device's (issue 20). */
+static void test_speed_from_steps(void **state)
+{
+	(void)state;
+	assert_near(trn_speed_from_steps(10e9, 1, 0), 10);
+	/* 0.25 s of the 1.25 s were the communication's CPU, priced apart */
+	assert_near(trn_speed_from_steps(10e9, 1.25, 0.25), 10);
+	/* priced contention beyond half the time: the raw figure */
+	assert_near(trn_speed_from_steps(10e9, 1, 0.8), 10);
+	assert_near(trn_speed_from_steps(0, 1, 0), 0);
+	assert_near(trn_speed_from_steps(10e9, 0, 0), 0);
+	assert_near(trn_speed_from_steps(10e9, -1, 0), 0);
+}
+
+/* Refined profiles: measured speeds replace the profiles' (not an emulated
+ * device's), and a DP and a PP step predicted from a speed recovered from
+ * the timed matrix multiplies (contention included) equal the prediction
+ * from the true speed. Fails without trn_profiles_refine /
+ * trn_speed_from_steps, or if the latter kept the priced contention in. */
+static void test_refine_predict(void **state)
+{
+	struct trn_profile d[3], r[3], truth[2];
+	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 1, .lat_s = 1e-3, .overlap = 0.5};
+	struct trn_dp_plan p = {0}, q, t;
+	struct trn_pp_plan pp = {.sched = TRN_PP_ZB}, pq, pt;
+	double meas[3] = {1.5, 0, 7}, g[2];
+	double flops = 2.0 * 1000 * 1000 * 3; /* per sample: fwd + bwd */
+
+	(void)state;
+	devs(d, (double[]){2, 1, 3}, 3);
+	d[2].emulated = true;
+	assert_int_equal(trn_profiles_refine(d, 3, meas, r), 1);
+	assert_near(r[0].gflops, 1.5);
+	assert_near(r[1].gflops, 1);
+	assert_near(r[2].gflops, 3); /* emulated: stated */
+	assert_string_equal(r[0].name, "d0");
+	assert_int_equal(trn_profiles_refine(r, 3, (double[]){0, 0.5, 0}, r), 1);
+	assert_near(r[1].gflops, 0.5);
+	assert_near(trn_profile_off(&d[0], 1.5), -0.25);
+	assert_near(trn_profile_off(&d[0], 0), 0);
+
+	/* DP: profiles say 2 and 1, the devices really do 2 and 0.5 */
+	devs(d, (double[]){2, 1}, 2);
+	devs(truth, (double[]){2, 0.5}, 2);
+	model_square(1, 1000, 12, 1);
+	m.bucket_kb = 1024;
+	net.cores[0] = net.cores[1] = 1;
+	net.cpu_ar_s[0] = net.cpu_ar_s[1] = 2e-9;
+	p.samples[0] = 8;
+	p.samples[1] = 4;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	t = p;
+	assert_int_equal(trn_predict_dp(&m, truth, 2, &net, &t), 0);
+	assert_true(t.step_s > p.step_s * 1.5);
+	/* what each rank's matmuls take in a step: their FLOP at the true
+	 * speed plus the communication's CPU on the same core */
+	for (int i = 0; i < 2; i++)
+		g[i] = trn_speed_from_steps(p.samples[i] * flops,
+					    p.samples[i] * flops / (truth[i].gflops * 1e9) +
+						    t.contention_s[i],
+					    p.contention_s[i]);
+	assert_near(g[0], 2);
+	assert_near(g[1], 0.5);
+	trn_profiles_refine(d, 2, g, r);
+	q = p;
+	assert_int_equal(trn_predict_dp(&m, r, 2, &net, &q), 0);
+	assert_near(q.step_s, t.step_s);
+
+	/* PP over two layers, one per stage; contention per micro-batch */
+	model_square(2, 1000, 8, 2);
+	net.cpu_p2p_s[0] = net.cpu_p2p_s[1] = 10e-9;
+	pp.first[0] = 0;
+	pp.nlayers[0] = 1;
+	pp.first[1] = 1;
+	pp.nlayers[1] = 1;
+	assert_int_equal(trn_predict_pp(&m, d, 2, &net, &pp), 0);
+	pt = pp;
+	assert_int_equal(trn_predict_pp(&m, truth, 2, &net, &pt), 0);
+	for (int s = 0; s < 2; s++) {
+		double f = 4.0 * 2 * flops; /* 4 micro-batches of 2 samples */
+
+		g[s] = trn_speed_from_steps(
+			f, f / (truth[s].gflops * 1e9) + pt.micro_batches * pt.contention_s[s],
+			pp.micro_batches * pp.contention_s[s]);
+	}
+	assert_near(g[1], 0.5);
+	trn_profiles_refine(d, 2, g, r);
+	pq = pp;
+	assert_int_equal(trn_predict_pp(&m, r, 2, &net, &pq), 0);
+	assert_near(pq.step_s, pt.step_s);
+	assert_true(pq.step_s > pp.step_s * 1.5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -997,6 +1091,8 @@ int main(void)
 		cmocka_unit_test(test_cpu_contention),
 		cmocka_unit_test(test_predict_dp_contention),
 		cmocka_unit_test(test_predict_pp_contention),
+		cmocka_unit_test(test_speed_from_steps),
+		cmocka_unit_test(test_refine_predict),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

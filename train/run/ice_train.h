@@ -43,6 +43,8 @@ struct itr_job {
 	double replan;	    /* re-plan when the step drifts this far from the
 			     * prediction (0.1: 10 %; 0: never) */
 	bool no_contention; /* --no-contention: cores and CPU costs left at 0 */
+	int refine;	    /* --refine N: predict again from the speeds of the last
+			     * N warm-up steps (0: not) */
 	uint32_t seed;
 	bool quiet;
 	char trace[256]; /* --trace: events appended to this file ("" = none) */
@@ -51,20 +53,25 @@ struct itr_job {
 /* Per-rank figures, written by the rank itself. */
 struct itr_rank_result {
 	bool done;
-	int samples;	    /* DP: samples per step */
-	int first, nlayers; /* PP: layers of this stage */
-	double compute_s;   /* per timed step: matmuls (and emulation padding) */
-	double gflops;	    /* the matmuls' FLOP / their seconds, timed steps */
-	int replans;	    /* --replan: how often the split was re-planned */
-	int replan_step[8]; /* the steps of the first re-plans */
-	double exposed_s;   /* per timed step: waiting for communication */
-	double update_s;    /* per timed step: optimizer and copies */
-	double wait_act_s;  /* PP, per timed step: waiting for activations (in exposed_s) */
-	double wait_grad_s; /* PP: waiting for gradients from the next stage */
-	double wait_send_s; /* PP: waiting for an earlier send before reusing its buffer */
-	double handoff_s;   /* inside those waits: between the threads, not on the wire */
-	double cpu_s;	    /* CPU time of the process over the timed steps */
-	double wall_s;	    /* wall time of the timed steps */
+	int samples;	       /* DP: samples per step */
+	int first, nlayers;    /* PP: layers of this stage */
+	double compute_s;      /* per timed step: matmuls (and emulation padding) */
+	double gflops;	       /* the matmuls' FLOP / their seconds, timed steps */
+	double gflops_steps;   /* the same with the priced contention taken off
+				* (trn_speed_from_steps): what a profile would say */
+	double gflops_refined; /* --refine: that over the refinement's warm-up steps */
+	double pred_refined_s; /* --refine: the job's step predicted from every
+				* rank's gflops_refined (the same on all ranks) */
+	int replans;	       /* --replan: how often the split was re-planned */
+	int replan_step[8];    /* the steps of the first re-plans */
+	double exposed_s;      /* per timed step: waiting for communication */
+	double update_s;       /* per timed step: optimizer and copies */
+	double wait_act_s;     /* PP, per timed step: waiting for activations (in exposed_s) */
+	double wait_grad_s;    /* PP: waiting for gradients from the next stage */
+	double wait_send_s;    /* PP: waiting for an earlier send before reusing its buffer */
+	double handoff_s;      /* inside those waits: between the threads, not on the wire */
+	double cpu_s;	       /* CPU time of the process over the timed steps */
+	double wall_s;	       /* wall time of the timed steps */
 	uint64_t emu_calls, emu_overruns;
 	double emu_overrun_s;		   /* over the timed steps */
 	double emu_hidden_s;		   /* overlapped by the stream (trn_emu) */

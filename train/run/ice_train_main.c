@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ice_config.h"
@@ -34,13 +35,15 @@
 
 struct opts {
 	char model_path[512], profiles_path[512], devices[1024], trace[256];
-	enum itr_scheme scheme; /* ICE_CFG_ENUM: stored as an int */
+	char save_profiles[512]; /* --save-profiles: profiles refined from the steps */
+	enum itr_scheme scheme;	 /* ICE_CFG_ENUM: stored as an int */
 	enum itr_split split;
 	enum trn_pp_sched sched;
 	int steps, warmup;
 	int repeat;	    /* runs of every job */
 	int nranks;	    /* --nranks: 0, or the number of devices (checked) */
 	int dp_tail;	    /* 0: auto */
+	int refine;	    /* --refine N: 0, or warm-up steps to refine the prediction from */
 	int optim;	    /* enum trn_optim */
 	double lr, overlap; /* overlap < 0: from the schedule */
 	double replan;	    /* re-plan threshold (0: never) */
@@ -56,6 +59,8 @@ struct job_out {
 	struct itr_result *res; /* shared mapping */
 	int status;		/* tp_launch_ranks() */
 	double step_med, step_mean, tput, pred, err_pct, cores;
+	double pred_ref, err_ref_pct; /* --refine: the prediction after the warm-up
+				       * (0: none) and its error */
 	bool emu_overrun;
 	bool data_ok;		 /* DP: weights identical; PP: every message arrived intact */
 	int run, nruns;		 /* this is run `run` (1-based) of nruns */
@@ -135,6 +140,15 @@ static const struct ice_cfg_field train_fields[] = {
 	  .help = "planned split: re-plan it from the ranks' measured\nspeeds when a step is "
 		  "more than X (0.1: 10%) off the\nprediction (default 0: never; PP: the layers "
 		  "move\nwith their weights)"),
+	F("refine", ICE_CFG_I32, refine, .min = 0, .max = ITR_MAX_STEPS / 2, .arg = "N",
+	  .help = "predict the step again after the warm-up, from the\nspeeds the ranks' "
+		  "matrix multiplies sustained in\nthe last N warm-up steps (at most --warmup; "
+		  "the\ntimed steps are compared with both predictions;\ndefault 0: only the "
+		  "profiles')"),
+	F("save_profiles", ICE_CFG_STRING, save_profiles, .arg = "FILE",
+	  .help = "write each device's profile with the speed its\nmatrix multiplies "
+		  "sustained in the timed steps\n(the jobs it ran alone, else all; the "
+		  "median over\nthe runs) into FILE, replacing the same name"),
 	F("no_contention", ICE_CFG_BOOL, no_contention, .flags = ICE_CFG_SWITCH,
 	  .help = "predict as if communication never took CPU from\nthe compute (the "
 		  "predictor prices it by default:\neach rank's cores and its calibrated "
@@ -319,6 +333,8 @@ static void step_stats(struct job_out *jo)
 	jo->tput = j->model.global_batch / jo->step_mean;
 	jo->pred = j->scheme == ITR_DP ? jo->res->dp.step_s : jo->res->pp.step_s;
 	jo->err_pct = (jo->pred - jo->step_med) / jo->step_med * 100;
+	jo->pred_ref = j->refine > 0 ? jo->res->rank[0].pred_refined_s : 0;
+	jo->err_ref_pct = jo->pred_ref > 0 ? (jo->pred_ref - jo->step_med) / jo->step_med * 100 : 0;
 	for (int r = 0; r < j->ndev; r++) {
 		cpu += jo->res->rank[r].cpu_s;
 		wall = jo->res->rank[r].wall_s > wall ? jo->res->rank[r].wall_s : wall;
@@ -483,6 +499,18 @@ static void print_job(const struct job_out *jo)
 	       jo->step_med, jo->step_mean, j->steps, j->warmup, jo->tput);
 	printf("   predicted step %.4f s, measured %.4f s: error %+.1f%%\n", jo->pred, jo->step_med,
 	       jo->err_pct);
+	if (jo->pred_ref > 0) {
+		if (j->refine > 1)
+			printf("   refined after warm-up steps %d-%d", j->warmup - j->refine,
+			       j->warmup - 1);
+		else
+			printf("   refined after warm-up step %d", j->warmup - 1);
+		printf(" from the ranks' measured GFLOP/s (");
+		for (int r = 0; r < j->ndev; r++)
+			printf("%s%.2f, profile %.2f%s", r ? "; " : "", res->rank[r].gflops_refined,
+			       j->dev[r].gflops, j->dev[r].emulated ? ", emulated: kept" : "");
+		printf("): predicted %.4f s, error %+.1f%%\n", jo->pred_ref, jo->err_ref_pct);
+	}
 	printf("   CPU: %.2f cores busy on average (all ranks, both threads; host has %ld)\n",
 	       jo->cores, ncpu);
 	if (jo->emu_overrun)
@@ -535,6 +563,13 @@ static json_t *job_json(const struct job_out *jo)
 	}
 	json_object_set_new(o, "predicted_step_s", json_real(jo->pred));
 	json_object_set_new(o, "error_pct", json_real(jo->err_pct));
+	if (jo->pred_ref > 0) {
+		/* predicted after the warm-up from the speeds of its last refine
+		 * steps; compared with the same timed steps */
+		json_object_set_new(o, "refine_steps", json_integer(j->refine));
+		json_object_set_new(o, "refined_step_s", json_real(jo->pred_ref));
+		json_object_set_new(o, "refined_error_pct", json_real(jo->err_ref_pct));
+	}
 	json_object_set_new(o, "cpu_cores_busy", json_real(jo->cores));
 	json_object_set_new(o, "emulation_overran", json_boolean(jo->emu_overrun));
 	json_object_set_new(o, "steps", json_integer(j->steps));
@@ -580,6 +615,9 @@ static json_t *job_json(const struct job_out *jo)
 				    json_real(j->scheme == ITR_DP ? res->dp.contention_s[r]
 								  : res->pp.contention_s[r]));
 		json_object_set_new(x, "gflops_measured", json_real(rr->gflops));
+		json_object_set_new(x, "gflops_steps", json_real(rr->gflops_steps));
+		if (j->refine > 0)
+			json_object_set_new(x, "gflops_refined", json_real(rr->gflops_refined));
 		json_object_set_new(x, "replans", json_integer(rr->replans));
 		json_object_set_new(x, "exposed_comm_s", json_real(rr->exposed_s));
 		json_object_set_new(x, "update_s", json_real(rr->update_s));
@@ -634,12 +672,17 @@ static void print_json(const struct job_out *jobs, int njobs, const struct trn_m
 static void print_targets(const struct job_out *jobs, int njobs, enum itr_scheme scheme,
 			  double eff_plan)
 {
-	double want = scheme == ITR_DP ? 0.97 : 0.998, worst = 0;
-	bool emulated = false, late = false;
+	double want = scheme == ITR_DP ? 0.97 : 0.998, worst = 0, worst_ref = 0;
+	bool emulated = false, late = false, refined = false;
 
 	for (int i = 0; i < njobs; i++) {
 		if (jobs[i].res->ok && fabs(jobs[i].err_pct) > fabs(worst))
 			worst = jobs[i].err_pct;
+		if (jobs[i].res->ok && jobs[i].pred_ref > 0) {
+			refined = true;
+			if (fabs(jobs[i].err_ref_pct) > fabs(worst_ref))
+				worst_ref = jobs[i].err_ref_pct;
+		}
 		for (int d = 0; d < jobs[i].job.ndev; d++)
 			emulated |= jobs[i].job.dev[d].emulated;
 		late |= jobs[i].emu_overrun;
@@ -648,6 +691,10 @@ static void print_targets(const struct job_out *jobs, int njobs, enum itr_scheme
 	       eff_plan >= want ? "reached" : "MISSED ", want * 100, eff_plan * 100);
 	printf("   [%s] predictor error < 5%% of measured step time, every job: worst %+.1f%%\n",
 	       fabs(worst) < 5 ? "reached" : "MISSED ", worst);
+	if (refined)
+		printf("   [%s] the same, predicted after the warm-up from its measured speeds "
+		       "(--refine): worst %+.1f%%\n",
+		       fabs(worst_ref) < 5 ? "reached" : "MISSED ", worst_ref);
 	if (emulated)
 		printf("   (emulated devices: speeds are the profiles'%s)\n",
 		       late ? "; some job was CPU-bound, see its WARNING" : "");
@@ -760,9 +807,113 @@ static void job_init(struct itr_job *j, const struct opts *o, const struct trn_m
 	j->dp_tail = o->dp_tail;
 	j->replan = o->replan;
 	j->no_contention = o->no_contention;
+	j->refine = o->refine;
 	j->seed = o->seed;
 	if (o->trace[0] != '\0')
 		snprintf(j->trace, sizeof(j->trace), "%s", o->trace);
+}
+
+/*
+ * --save-profiles FILE: every device of the run with gflops replaced by what
+ * its matrix multiplies sustained in the timed steps (gflops_steps: the
+ * priced contention taken off), the median over the runs of the jobs in
+ * which it ran alone (all ranks of the job this device), else of every job
+ * it ran in; into FILE, replacing the profile of the same name or adding it
+ * (FILE is created if absent). Emulated devices are left out (they compute
+ * at their stated speed). -1 after a message.
+ */
+static int save_profiles(const char *path, struct job_out (*runs)[ITR_MAX_REPEAT], int njobs,
+			 int nruns)
+{
+	static struct trn_profile all[TRN_MAX_DEVICES];
+	struct ice_cfg_err ce;
+	char ebuf[512], when[32], src[256];
+	int n = 0, changed = 0;
+	time_t now = time(NULL);
+	struct tm tm;
+	FILE *f = fopen(path, "r");
+
+	if (f != NULL) {
+		fclose(f);
+		n = trn_profiles_load(path, all, TRN_MAX_DEVICES, &ce);
+		if (n < 0) {
+			fprintf(stderr, "ice-train: --save-profiles: %s\n",
+				ice_cfg_err_str(&ce, ebuf, sizeof(ebuf)));
+			return -1;
+		}
+	}
+	gmtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	for (int i = 0; i < njobs; i++)
+		for (int d = 0; d < runs[i][0].job.ndev; d++) {
+			const struct trn_profile *p = &runs[i][0].job.dev[d];
+			double v[ITR_MAX_JOBS * ITR_MAX_REPEAT * TRN_MAX_DEVICES];
+			int nv = 0, k, seen = 0;
+
+			if (p->emulated)
+				continue;
+			for (int x = 0; x < i; x++)
+				for (int e = 0; e < runs[x][0].job.ndev; e++)
+					seen |= strcmp(runs[x][0].job.dev[e].name, p->name) == 0;
+			for (int e = 0; e < d; e++)
+				seen |= strcmp(runs[i][0].job.dev[e].name, p->name) == 0;
+			if (seen)
+				continue;
+			/* pass 0: jobs of this device alone; pass 1: any */
+			for (int pass = 0; pass < 2 && nv == 0; pass++)
+				for (int x = 0; x < njobs; x++) {
+					const struct itr_job *jx = &runs[x][0].job;
+					bool alone = true, in = false;
+
+					for (int e = 0; e < jx->ndev; e++) {
+						bool me = strcmp(jx->dev[e].name, p->name) == 0;
+
+						in |= me;
+						alone &= me;
+					}
+					if (!in || (pass == 0 && !alone))
+						continue;
+					for (int r = 0; r < nruns; r++) {
+						const struct itr_result *res = runs[x][r].res;
+
+						if (res == NULL || !res->ok)
+							continue;
+						for (int e = 0; e < jx->ndev; e++)
+							if (strcmp(jx->dev[e].name, p->name) == 0 &&
+							    res->rank[e].gflops_steps > 0)
+								v[nv++] = res->rank[e].gflops_steps;
+					}
+				}
+			if (nv == 0)
+				continue;
+			qsort(v, (size_t)nv, sizeof(v[0]), cmp_double);
+			k = trn_profile_find(all, n, p->name);
+			if (k < 0) {
+				if (n == TRN_MAX_DEVICES)
+					continue;
+				k = n++;
+			}
+			all[k] = *p;
+			all[k].gflops = nv % 2 ? v[nv / 2] : (v[nv / 2 - 1] + v[nv / 2]) / 2;
+			snprintf(src, sizeof(src),
+				 "ice-train's timed steps at %s (median of %d; was %.2f GFLOP/s)",
+				 when, nv, p->gflops);
+			memcpy(all[k].source, src, sizeof(all[k].source) - 1);
+			all[k].source[sizeof(all[k].source) - 1] = '\0';
+			changed++;
+		}
+	if (changed == 0) {
+		fprintf(stderr,
+			"ice-train: --save-profiles %s: no device of the run was measured "
+			"(emulated devices keep their stated speed): nothing written\n",
+			path);
+		return 0;
+	}
+	if (trn_profiles_save(path, all, n) < 0) {
+		fprintf(stderr, "ice-train: --save-profiles %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 /* A run's throughput for ranking; a failed run counts as the slowest. */
@@ -828,6 +979,13 @@ int main(int argc, char **argv)
 	ndev = parse_devices(o.devices, prof, np, idx);
 	if (check_model(o.model_path, &model, o.scheme, ndev) < 0)
 		return 2;
+	if (o.refine > o.warmup) {
+		fprintf(stderr,
+			"ice-train: --refine %d: expected at most --warmup (%d): the prediction "
+			"is refined from warm-up steps, never from the timed ones\n",
+			o.refine, o.warmup);
+		return 2;
+	}
 	if (o.warmup + o.steps + 1 > ITR_MAX_STEPS) {
 		fprintf(stderr, "ice-train: --warmup + --steps: expected at most %d\n",
 			ITR_MAX_STEPS - 1);
@@ -973,6 +1131,8 @@ int main(int argc, char **argv)
 	itr_ctl_free(ctl);
 	if (o.tp.rank > 0)
 		return rc;
+	if (o.save_profiles[0] != '\0' && save_profiles(o.save_profiles, runs, njobs, o.repeat) < 0)
+		rc = 1;
 	for (int i = 0; i < njobs; i++)
 		keep_median(runs[i], o.repeat, &jobs[i]);
 	if (o.efficiency) {

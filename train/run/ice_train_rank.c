@@ -669,6 +669,8 @@ static int adapt(struct itr_rank *k, int step, double step_s, double flops, doub
 		split_str(&p, n, now, sizeof(now));
 	}
 	k->last_replan = step;
+	if (j->refine > 0) /* planned from measured speeds: the refined prediction */
+		k->me->pred_refined_s = pp ? q.step_s : p.step_s;
 	if (k->me->replans < (int)(sizeof(k->me->replan_step) / sizeof(k->me->replan_step[0])))
 		k->me->replan_step[k->me->replans] = step;
 	k->me->replans++;
@@ -712,12 +714,66 @@ static int adapt(struct itr_rank *k, int step, double step_s, double flops, doub
 	return dp_switch(k, &p);
 }
 
+/* The CPU contention the predictor priced for this rank over one step of
+ * the split it runs (DP: per step; PP: per micro-batch, times them). */
+static double contention_step(const struct itr_rank *k)
+{
+	if (k->job->scheme == ITR_DP)
+		return k->dp.contention_s[k->r];
+	return k->pp.contention_s[k->r] * k->pp.micro_batches;
+}
+
+/*
+ * --refine N, after the last warm-up step: each rank's speed over the last
+ * N warm-up steps (its matrix multiplies, the contention the predictor
+ * priced over them taken off: trn_speed_from_steps) goes to every rank (a
+ * maximum over the ranks, out of band), and every rank predicts the step of
+ * the split it runs again from those speeds (trn_profiles_refine: an
+ * emulated device keeps its stated one). The timed steps come after: none
+ * of them is used for the prediction they are compared with.
+ */
+static int refine(struct itr_rank *k, double flops, double secs)
+{
+	const struct itr_job *j = k->job;
+	struct trn_profile dev[TRN_MAX_DEVICES];
+	double v[TRN_MAX_DEVICES];
+	int n = k->n, ret = 0;
+
+	for (int r = 0; r < n; r++)
+		v[r] = 0;
+	v[k->r] = trn_speed_from_steps(flops, secs, j->refine * contention_step(k));
+	k->me->gflops_refined = v[k->r];
+	if (n > 1) {
+		k->op_oob.dv = v;
+		itr_cop_post(&k->ct, &k->op_oob, COP_OOB_MAX, NULL, (size_t)n, 0);
+		ret = itr_wait_op(k, &k->op_oob, EV_OOB);
+		if (ret < 0)
+			return ret;
+	}
+	trn_profiles_refine(j->dev, n, v, dev);
+	if (j->scheme == ITR_DP) {
+		struct trn_dp_plan p = k->dp;
+
+		ret = trn_predict_dp(k->m, dev, n, &k->net, &p);
+		k->me->pred_refined_s = p.step_s;
+	} else {
+		struct trn_pp_plan q = k->pp;
+
+		ret = trn_predict_pp(k->m, dev, n, &k->net, &q);
+		k->me->pred_refined_s = q.step_s;
+	}
+	if (ret < 0)
+		ice_err(ICE_SUB_BENCH, "rank %d: the refined prediction failed: %s", k->r,
+			strerror(-ret));
+	return ret;
+}
+
 static int train(struct itr_rank *k)
 {
 	const struct itr_job *j = k->job;
 	int total = j->warmup + j->steps;
 	struct trn_emu emu0;
-	double cpu0 = 0, wall0 = 0, f0, s0;
+	double cpu0 = 0, wall0 = 0, f0, s0, rf0 = 0, rs0 = 0;
 	bool adaptive = j->replan > 0 && j->split == ITR_SPLIT_PLAN && k->n > 1;
 	int ret;
 
@@ -733,6 +789,10 @@ static int train(struct itr_rank *k)
 			cpu0 = cpu_seconds();
 			wall0 = ice_now_s();
 		}
+		if (j->refine > 0 && step == j->warmup - j->refine) {
+			rf0 = k->mm_flops;
+			rs0 = k->mm_s;
+		}
 		k->loss = 0;
 		f0 = k->mm_flops;
 		s0 = k->mm_s;
@@ -744,6 +804,11 @@ static int train(struct itr_rank *k)
 			return ret;
 		}
 		k->me->step_end_ns[step + 1] = ice_now_ns();
+		if (j->refine > 0 && step + 1 == j->warmup) {
+			ret = refine(k, k->mm_flops - rf0, k->mm_s - rs0);
+			if (ret < 0)
+				return ret;
+		}
 		if (adaptive && step + 1 < total) {
 			ret = adapt(
 				k, step,
@@ -758,6 +823,8 @@ static int train(struct itr_rank *k)
 	k->me->cpu_s = cpu_seconds() - cpu0;
 	k->me->compute_s = k->t_compute / j->steps;
 	k->me->gflops = k->mm_s > 0 ? k->mm_flops / k->mm_s / 1e9 : 0;
+	k->me->gflops_steps =
+		trn_speed_from_steps(k->mm_flops, k->mm_s, j->steps * contention_step(k));
 	k->me->exposed_s = k->t_exposed / j->steps;
 	k->me->update_s = k->t_update / j->steps;
 	k->me->wait_act_s = k->t_wait_act / j->steps;
