@@ -157,15 +157,20 @@ double trn_compute_cores(const struct trn_profile *d, double cores);
 
 /* ---- profiles refined from the steps (issue 20) --------------------------- */
 
-/* The speed (GFLOP/s) that a rank's timed matrix multiplies imply for the
- * predictor: they did `flops` FLOP in `mm_s` seconds, of which the
- * predictor attributes `contention_s` (the CPU contention it priced over
- * the same steps) to the communication taking the rank's cores, so its
- * compute term flops / speed must be the rest: flops / (mm_s -
- * contention_s). The priced contention is not taken off when it would leave
- * less than half of mm_s (the measurement then does not look like the
- * model; the raw figure is safer). 0 when nothing was timed. */
-double trn_speed_from_steps(double flops, double mm_s, double contention_s);
+/* The speed (GFLOP/s) a host rank sustained over some steps of a job, as
+ * the predictor's compute term needs it: the steps' matrix-multiply FLOP
+ * over the time the rank needed the CPU for them. A host rank's compute
+ * thread, its communication thread (progress, reductions, message
+ * checksums) and whatever else the step does share the cores the rank may
+ * use, so that time is the larger of the compute thread's CPU seconds and
+ * the process's CPU seconds over its cores (a CFS quota of 0.4 core:
+ * CPU / 0.4, which counts the throttled time wherever it falls, not only
+ * inside the matrix multiplies), less other_s, what the predictor prices
+ * apart (the optimizer step). Waiting for other ranks takes no CPU and is
+ * not counted. cores <= 0: the compute thread's CPU alone. 0 when nothing
+ * was measured. */
+double trn_speed_from_steps(double flops, double thread_cpu_s, double proc_cpu_s, double cores,
+			    double other_s);
 /* out = dev with each gflops replaced by measured[i] where that is > 0 and
  * the device is not emulated (an emulated device computes at its stated
  * speed; when the CPU cannot keep up, ice-train says so instead). Returns

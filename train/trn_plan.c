@@ -69,15 +69,18 @@ double trn_compute_cores(const struct trn_profile *d, double cores)
 
 /* ---- profiles refined from the steps ---------------------------------------- */
 
-double trn_speed_from_steps(double flops, double mm_s, double contention_s)
+double trn_speed_from_steps(double flops, double thread_cpu_s, double proc_cpu_s, double cores,
+			    double other_s)
 {
-	double s = mm_s;
+	double busy = thread_cpu_s;
 
-	if (!(flops > 0) || !(mm_s > 0))
+	if (cores > 0 && proc_cpu_s / cores > busy)
+		busy = proc_cpu_s / cores;
+	if (other_s > 0 && busy - other_s >= 0.5 * busy)
+		busy -= other_s;
+	if (!(flops > 0) || !(busy > 0))
 		return 0;
-	if (contention_s > 0 && mm_s - contention_s >= 0.5 * mm_s)
-		s = mm_s - contention_s;
-	return flops / s / 1e9;
+	return flops / busy / 1e9;
 }
 
 int trn_profiles_refine(const struct trn_profile *dev, int ndev, const double *measured,

@@ -976,32 +976,42 @@ static void test_predict_pp_contention(void **state)
 	assert_near(q.step_s, p.step_s);
 }
 
-/* A rank's speed from the steps it timed: the contention the predictor
- * priced over them is not the device's (issue 20). */
+/* A host rank's speed from the CPU its steps needed (issue 20): the
+ * compute thread's CPU, or the whole process's over the cores it may use
+ * when that is more (the communication thread on the same core, a CPU
+ * quota), less what is priced apart. Fails without trn_speed_from_steps or
+ * if it timed only the compute thread. */
 static void test_speed_from_steps(void **state)
 {
 	(void)state;
-	assert_near(trn_speed_from_steps(10e9, 1, 0), 10);
-	/* 0.25 s of the 1.25 s were the communication's CPU, priced apart */
-	assert_near(trn_speed_from_steps(10e9, 1.25, 0.25), 10);
-	/* priced contention beyond half the time: the raw figure */
-	assert_near(trn_speed_from_steps(10e9, 1, 0.8), 10);
-	assert_near(trn_speed_from_steps(0, 1, 0), 0);
-	assert_near(trn_speed_from_steps(10e9, 0, 0), 0);
-	assert_near(trn_speed_from_steps(10e9, -1, 0), 0);
+	/* one core: 10 GFLOP in 1 s of compute thread, nothing else */
+	assert_near(trn_speed_from_steps(10e9, 1, 1, 1, 0), 10);
+	/* the communication thread took 0.25 s of the same core */
+	assert_near(trn_speed_from_steps(10e9, 1, 1.25, 1, 0), 8);
+	/* a quota of 0.4 core: 1 CPU s takes 2.5 s of wall time */
+	assert_near(trn_speed_from_steps(10e9, 1, 1, 0.4, 0), 4);
+	/* two cores: the communication thread has its own */
+	assert_near(trn_speed_from_steps(10e9, 1, 1.25, 2, 0), 10);
+	/* the optimizer step is priced apart; not beyond half the time */
+	assert_near(trn_speed_from_steps(10e9, 1.25, 1.25, 1, 0.25), 10);
+	assert_near(trn_speed_from_steps(10e9, 1, 1, 1, 0.8), 10);
+	/* no cores known: the compute thread alone */
+	assert_near(trn_speed_from_steps(10e9, 1, 3, 0, 0), 10);
+	assert_near(trn_speed_from_steps(0, 1, 1, 1, 0), 0);
+	assert_near(trn_speed_from_steps(10e9, 0, 0, 1, 0), 0);
 }
 
 /* Refined profiles: measured speeds replace the profiles' (not an emulated
- * device's), and a DP and a PP step predicted from a speed recovered from
- * the timed matrix multiplies (contention included) equal the prediction
- * from the true speed. Fails without trn_profiles_refine /
- * trn_speed_from_steps, or if the latter kept the priced contention in. */
+ * device's), and a DP and a PP step predicted from the speed recovered
+ * from a rank's CPU (its communication's CPU inside it, so not priced
+ * again: cores 0) equal the prediction from the true speed with the
+ * contention priced. Fails without trn_profiles_refine /
+ * trn_speed_from_steps. */
 static void test_refine_predict(void **state)
 {
 	struct trn_profile d[3], r[3], truth[2];
-	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 1, .lat_s = 1e-3, .overlap = 0.5};
+	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 1, .lat_s = 1e-3, .overlap = 0.5}, n0;
 	struct trn_dp_plan p = {0}, q, t;
-	struct trn_pp_plan pp = {.sched = TRN_PP_ZB}, pq, pt;
 	double meas[3] = {1.5, 0, 7}, g[2];
 	double flops = 2.0 * 1000 * 1000 * 3; /* per sample: fwd + bwd */
 
@@ -1018,7 +1028,8 @@ static void test_refine_predict(void **state)
 	assert_near(trn_profile_off(&d[0], 1.5), -0.25);
 	assert_near(trn_profile_off(&d[0], 0), 0);
 
-	/* DP: profiles say 2 and 1, the devices really do 2 and 0.5 */
+	/* DP: profiles say 2 and 1, the devices really do 2 and 0.5; one
+	 * core each, the all-reduce's CPU on it */
 	devs(d, (double[]){2, 1}, 2);
 	devs(truth, (double[]){2, 0.5}, 2);
 	model_square(1, 1000, 12, 1);
@@ -1031,43 +1042,21 @@ static void test_refine_predict(void **state)
 	t = p;
 	assert_int_equal(trn_predict_dp(&m, truth, 2, &net, &t), 0);
 	assert_true(t.step_s > p.step_s * 1.5);
-	/* what each rank's matmuls take in a step: their FLOP at the true
-	 * speed plus the communication's CPU on the same core */
-	for (int i = 0; i < 2; i++)
-		g[i] = trn_speed_from_steps(p.samples[i] * flops,
-					    p.samples[i] * flops / (truth[i].gflops * 1e9) +
-						    t.contention_s[i],
-					    p.contention_s[i]);
-	assert_near(g[0], 2);
-	assert_near(g[1], 0.5);
-	trn_profiles_refine(d, 2, g, r);
-	q = p;
-	assert_int_equal(trn_predict_dp(&m, r, 2, &net, &q), 0);
-	assert_near(q.step_s, t.step_s);
+	assert_true(t.contention_s[1] > 0);
+	/* each rank's CPU in a step: its FLOP at the true speed on the
+	 * compute thread, the communication's CPU on the communication
+	 * thread, both on its one core */
+	for (int i = 0; i < 2; i++) {
+		double c = p.samples[i] * flops / (truth[i].gflops * 1e9);
 
-	/* PP over two layers, one per stage; contention per micro-batch */
-	model_square(2, 1000, 8, 2);
-	net.cpu_p2p_s[0] = net.cpu_p2p_s[1] = 10e-9;
-	pp.first[0] = 0;
-	pp.nlayers[0] = 1;
-	pp.first[1] = 1;
-	pp.nlayers[1] = 1;
-	assert_int_equal(trn_predict_pp(&m, d, 2, &net, &pp), 0);
-	pt = pp;
-	assert_int_equal(trn_predict_pp(&m, truth, 2, &net, &pt), 0);
-	for (int s = 0; s < 2; s++) {
-		double f = 4.0 * 2 * flops; /* 4 micro-batches of 2 samples */
-
-		g[s] = trn_speed_from_steps(
-			f, f / (truth[s].gflops * 1e9) + pt.micro_batches * pt.contention_s[s],
-			pp.micro_batches * pp.contention_s[s]);
+		g[i] = trn_speed_from_steps(p.samples[i] * flops, c, c + t.contention_s[i], 1, 0);
 	}
-	assert_near(g[1], 0.5);
 	trn_profiles_refine(d, 2, g, r);
-	pq = pp;
-	assert_int_equal(trn_predict_pp(&m, r, 2, &net, &pq), 0);
-	assert_near(pq.step_s, pt.step_s);
-	assert_true(pq.step_s > pp.step_s * 1.5);
+	n0 = net;
+	n0.cores[0] = n0.cores[1] = 0;
+	q = p;
+	assert_int_equal(trn_predict_dp(&m, r, 2, &n0, &q), 0);
+	assert_near(q.step_s, t.step_s);
 }
 
 int main(void)

@@ -82,6 +82,7 @@ struct itr_rank_result {
 	uint64_t pp_sent_bwd, pp_recv_bwd;
 	char stage_name[16]; /* memory path of the all-reduce (tp_stage_name) */
 	uint64_t step_end_ns[ITR_MAX_STEPS];
+	float step_gflops[ITR_MAX_STEPS]; /* every step's matmul FLOP / their seconds */
 };
 
 struct itr_result {

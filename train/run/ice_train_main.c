@@ -573,6 +573,25 @@ static json_t *job_json(const struct job_out *jo)
 	json_object_set_new(o, "cpu_cores_busy", json_real(jo->cores));
 	json_object_set_new(o, "emulation_overran", json_boolean(jo->emu_overrun));
 	json_object_set_new(o, "steps", json_integer(j->steps));
+	{
+		/* every step's time, warm-up included: its last rank's end
+		 * after the previous step's last */
+		json_t *a = json_array();
+
+		for (int k = 0; k < j->warmup + j->steps; k++) {
+			uint64_t e0 = 0, e1 = 0;
+
+			for (int r = 0; r < j->ndev; r++) {
+				e0 = res->rank[r].step_end_ns[k] > e0 ? res->rank[r].step_end_ns[k]
+								      : e0;
+				e1 = res->rank[r].step_end_ns[k + 1] > e1
+					     ? res->rank[r].step_end_ns[k + 1]
+					     : e1;
+			}
+			json_array_append_new(a, json_real(round((double)(e1 - e0) * 1e-5) / 1e4));
+		}
+		json_object_set_new(o, "step_times_s", a);
+	}
 	json_object_set_new(o, "warmup", json_integer(j->warmup));
 	json_object_set_new(o, "net",
 			    json_pack("{s:f,s:f,s:f,s:f}", "busbw_gbps", res->net.busbw_gbps,
@@ -616,6 +635,15 @@ static json_t *job_json(const struct job_out *jo)
 								  : res->pp.contention_s[r]));
 		json_object_set_new(x, "gflops_measured", json_real(rr->gflops));
 		json_object_set_new(x, "gflops_steps", json_real(rr->gflops_steps));
+		{
+			/* every step's, warm-up included (ITR_MAX_STEPS bounds them) */
+			json_t *a = json_array();
+
+			for (int k = 0; k < j->warmup + j->steps; k++)
+				json_array_append_new(
+					a, json_real(round(rr->step_gflops[k] * 100) / 100));
+			json_object_set_new(x, "step_gflops", a);
+		}
 		if (j->refine > 0)
 			json_object_set_new(x, "gflops_refined", json_real(rr->gflops_refined));
 		json_object_set_new(x, "replans", json_integer(rr->replans));

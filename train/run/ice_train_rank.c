@@ -18,6 +18,7 @@
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ice_log.h"
@@ -36,6 +37,15 @@ static double cpu_seconds(void)
 	getrusage(RUSAGE_SELF, &ru);
 	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
 	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
+/* CPU seconds of the calling thread (the rank's compute thread). */
+static double thread_cpu_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* xorshift64*: deterministic data from (seed, stream). */
@@ -714,34 +724,62 @@ static int adapt(struct itr_rank *k, int step, double step_s, double flops, doub
 	return dp_switch(k, &p);
 }
 
-/* The CPU contention the predictor priced for this rank over one step of
- * the split it runs (DP: per step; PP: per micro-batch, times them). */
-static double contention_step(const struct itr_rank *k)
+/* What the rank's CPU work over some steps says of its device's speed
+ * (trn_speed_from_steps): on a host device whose compute keeps a core busy,
+ * the matrix multiplies' FLOP over the CPU the rank needed for the steps
+ * (both threads, over the cores it may use), the optimizer step taken off;
+ * on an accelerator (or without the cores: --no-contention), over the
+ * matrix multiplies' own seconds. */
+struct itr_meter {
+	double flops, mm_s, thread_cpu, proc_cpu, update_s;
+};
+
+static void meter_start(const struct itr_rank *k, struct itr_meter *m)
 {
-	if (k->job->scheme == ITR_DP)
-		return k->dp.contention_s[k->r];
-	return k->pp.contention_s[k->r] * k->pp.micro_batches;
+	m->flops = k->mm_flops;
+	m->mm_s = k->mm_s;
+	m->thread_cpu = thread_cpu_seconds();
+	m->proc_cpu = cpu_seconds();
+	m->update_s = k->t_update;
+}
+
+static bool cpu_metered(const struct itr_rank *k)
+{
+	return trn_compute_cores(k->prof, k->net.cores[k->r]) > 0;
+}
+
+static double meter_speed(const struct itr_rank *k, const struct itr_meter *m)
+{
+	double flops = k->mm_flops - m->flops;
+
+	if (!cpu_metered(k))
+		return k->mm_s > m->mm_s ? flops / (k->mm_s - m->mm_s) / 1e9 : 0;
+	return trn_speed_from_steps(flops, thread_cpu_seconds() - m->thread_cpu,
+				    cpu_seconds() - m->proc_cpu, k->net.cores[k->r],
+				    k->t_update - m->update_s);
 }
 
 /*
  * --refine N, after the last warm-up step: each rank's speed over the last
- * N warm-up steps (its matrix multiplies, the contention the predictor
- * priced over them taken off: trn_speed_from_steps) goes to every rank (a
- * maximum over the ranks, out of band), and every rank predicts the step of
- * the split it runs again from those speeds (trn_profiles_refine: an
- * emulated device keeps its stated one). The timed steps come after: none
- * of them is used for the prediction they are compared with.
+ * N warm-up steps (meter_speed) goes to every rank (a maximum over the
+ * ranks, out of band), and every rank predicts the step of the split it
+ * runs again from those speeds (trn_profiles_refine: an emulated device
+ * keeps its stated one). A speed measured from the CPU already holds the
+ * rank's communication's CPU, so that rank's contention is not priced
+ * again (its cores go to 0 for this prediction). The timed steps come
+ * after: none of them is used for the prediction they are compared with.
  */
-static int refine(struct itr_rank *k, double flops, double secs)
+static int refine(struct itr_rank *k, const struct itr_meter *w)
 {
 	const struct itr_job *j = k->job;
 	struct trn_profile dev[TRN_MAX_DEVICES];
+	struct trn_net net = k->net;
 	double v[TRN_MAX_DEVICES];
 	int n = k->n, ret = 0;
 
 	for (int r = 0; r < n; r++)
 		v[r] = 0;
-	v[k->r] = trn_speed_from_steps(flops, secs, j->refine * contention_step(k));
+	v[k->r] = meter_speed(k, w);
 	k->me->gflops_refined = v[k->r];
 	if (n > 1) {
 		k->op_oob.dv = v;
@@ -750,16 +788,19 @@ static int refine(struct itr_rank *k, double flops, double secs)
 		if (ret < 0)
 			return ret;
 	}
+	for (int r = 0; r < n; r++)
+		if (v[r] > 0 && trn_compute_cores(&j->dev[r], net.cores[r]) > 0)
+			net.cores[r] = 0;
 	trn_profiles_refine(j->dev, n, v, dev);
 	if (j->scheme == ITR_DP) {
 		struct trn_dp_plan p = k->dp;
 
-		ret = trn_predict_dp(k->m, dev, n, &k->net, &p);
+		ret = trn_predict_dp(k->m, dev, n, &net, &p);
 		k->me->pred_refined_s = p.step_s;
 	} else {
 		struct trn_pp_plan q = k->pp;
 
-		ret = trn_predict_pp(k->m, dev, n, &k->net, &q);
+		ret = trn_predict_pp(k->m, dev, n, &net, &q);
 		k->me->pred_refined_s = q.step_s;
 	}
 	if (ret < 0)
@@ -773,7 +814,8 @@ static int train(struct itr_rank *k)
 	const struct itr_job *j = k->job;
 	int total = j->warmup + j->steps;
 	struct trn_emu emu0;
-	double cpu0 = 0, wall0 = 0, f0, s0, rf0 = 0, rs0 = 0;
+	double cpu0 = 0, wall0 = 0, f0, s0;
+	struct itr_meter wref, wtimed;
 	bool adaptive = j->replan > 0 && j->split == ITR_SPLIT_PLAN && k->n > 1;
 	int ret;
 
@@ -788,11 +830,10 @@ static int train(struct itr_rank *k)
 			emu0 = k->emu;
 			cpu0 = cpu_seconds();
 			wall0 = ice_now_s();
+			meter_start(k, &wtimed);
 		}
-		if (j->refine > 0 && step == j->warmup - j->refine) {
-			rf0 = k->mm_flops;
-			rs0 = k->mm_s;
-		}
+		if (j->refine > 0 && step == j->warmup - j->refine)
+			meter_start(k, &wref);
 		k->loss = 0;
 		f0 = k->mm_flops;
 		s0 = k->mm_s;
@@ -804,8 +845,10 @@ static int train(struct itr_rank *k)
 			return ret;
 		}
 		k->me->step_end_ns[step + 1] = ice_now_ns();
+		k->me->step_gflops[step] =
+			k->mm_s > s0 ? (float)((k->mm_flops - f0) / (k->mm_s - s0) / 1e9) : 0;
 		if (j->refine > 0 && step + 1 == j->warmup) {
-			ret = refine(k, k->mm_flops - rf0, k->mm_s - rs0);
+			ret = refine(k, &wref);
 			if (ret < 0)
 				return ret;
 		}
@@ -823,8 +866,7 @@ static int train(struct itr_rank *k)
 	k->me->cpu_s = cpu_seconds() - cpu0;
 	k->me->compute_s = k->t_compute / j->steps;
 	k->me->gflops = k->mm_s > 0 ? k->mm_flops / k->mm_s / 1e9 : 0;
-	k->me->gflops_steps =
-		trn_speed_from_steps(k->mm_flops, k->mm_s, j->steps * contention_step(k));
+	k->me->gflops_steps = meter_speed(k, &wtimed);
 	k->me->exposed_s = k->t_exposed / j->steps;
 	k->me->update_s = k->t_update / j->steps;
 	k->me->wait_act_s = k->t_wait_act / j->steps;
