@@ -5,7 +5,8 @@
  *
  *   ice-plan --model M.yaml --profiles P.yaml --devices NAME,NAME*COUNT,...
  *            [--scheme dp|pp|both] [--pp-schedule zb|1f1b] [--busbw GBPS] [--p2p GBPS]
- *            [--lat 50us] [--overlap X] [--optimizer sharded|replicated] [--json]
+ *            [--lat 50us] [--overlap X] [--optimizer sharded|replicated]
+ *            [--cores X,Y,... --cpu-ar-ns X --cpu-p2p-ns X] [--json]
  *
  * Exit: 0 done, 1 run-time failure, 2 bad configuration.
  */
@@ -37,6 +38,8 @@ struct plan_cfg {
 	int optim;    /* enum trn_optim */
 	double busbw, p2p, overlap;
 	uint64_t lat_ns;
+	char cores[1024];	      /* --cores: per device, or one for all ("" = not priced) */
+	double cpu_ar_ns, cpu_p2p_ns; /* communication's CPU per byte (ns) */
 	bool json;
 	/* filled by plan_finish() */
 	struct trn_model m;
@@ -73,6 +76,16 @@ static const struct ice_cfg_field plan_fields[] = {
 		  "the layer-by-layer tails give, as ice-train runs them)"),
 	F("optimizer", ICE_CFG_ENUM, optim, .choices = optim_names,
 	  .help = "DP optimizer step: sharded by memory bandwidth (default) or replicated"),
+	F("cores", ICE_CFG_STRING, cores, .size = 1024,
+	  .help = "CPU cores each device's rank may use, in --devices order (X,Y,... or one X "
+		  "for all; ice-train reads them from the kernel): the predictor prices the "
+		  "communication's CPU taken from a host device's compute as ice-train does "
+		  "(default: not priced)"),
+	F("cpu_ar_ns", ICE_CFG_DOUBLE, cpu_ar_ns, .min = 0, .max = 1e6,
+	  .help = "with --cores: CPU ns per gradient byte all-reduced (ice-train's "
+		  "calibration prints it; default 0)"),
+	F("cpu_p2p_ns", ICE_CFG_DOUBLE, cpu_p2p_ns, .min = 0, .max = 1e6,
+	  .help = "with --cores: CPU ns per byte a pipeline stage sends or receives (default 0)"),
 	F("json", ICE_CFG_BOOL, json, .help = "print JSON instead of tables"),
 };
 #define NFIELDS (sizeof(plan_fields) / sizeof(plan_fields[0]))
@@ -129,6 +142,48 @@ static int parse_devices(struct plan_cfg *c, struct ice_cfg_err *err)
 	return 0;
 }
 
+/* --cores: the cores of each device's rank (trn_net.cores, with the CPU
+ * per byte of --cpu-ar-ns / --cpu-p2p-ns), as ice-train measures them. */
+static int parse_cores(struct plan_cfg *c, const char *path, struct ice_cfg_err *err)
+{
+	char list[sizeof(c->cores)], *save = NULL, *tok, *end;
+	double v[TRN_MAX_DEVICES];
+	int n = 0;
+
+	if (c->cores[0] == '\0') {
+		if (c->cpu_ar_ns > 0 || c->cpu_p2p_ns > 0)
+			return ice_cfg_fail(err, path, "cores",
+					    "expected --cores with --cpu-ar-ns / --cpu-p2p-ns (the "
+					    "cores the communication's CPU is taken from)");
+		return 0;
+	}
+	snprintf(list, sizeof(list), "%s", c->cores);
+	for (tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		errno = 0;
+		if (n == TRN_MAX_DEVICES)
+			return ice_cfg_fail(err, path, "cores",
+					    "expected at most %d values, got '%s'", TRN_MAX_DEVICES,
+					    c->cores);
+		v[n] = strtod(tok, &end);
+		if (errno != 0 || end == tok || *end != '\0' || !(v[n] > 0) || v[n] > 4096)
+			return ice_cfg_fail(
+				err, path, "cores",
+				"expected numbers of cores in (0, 4096], got '%s' in '%s'", tok,
+				c->cores);
+		n++;
+	}
+	if (n != 1 && n != c->ndev)
+		return ice_cfg_fail(err, path, "cores",
+				    "expected one value or one per device (%d), got %d in '%s'",
+				    c->ndev, n, c->cores);
+	for (int i = 0; i < c->ndev; i++) {
+		c->net.cores[i] = v[n == 1 ? 0 : i];
+		c->net.cpu_ar_s[i] = c->cpu_ar_ns * 1e-9;
+		c->net.cpu_p2p_s[i] = c->cpu_p2p_ns * 1e-9;
+	}
+	return 0;
+}
+
 static int plan_finish(void *obj, const char *path, struct ice_cfg_err *err)
 {
 	struct plan_cfg *c = obj;
@@ -167,15 +222,15 @@ static int plan_finish(void *obj, const char *path, struct ice_cfg_err *err)
 	c->net.p2p_gbps = c->p2p;
 	c->net.lat_s = (double)c->lat_ns * 1e-9;
 	c->net.overlap = 0; /* DP plans take c->overlap (dp_plan); PP has no all-reduce */
-	return 0;
+	return parse_cores(c, path, err);
 }
 
 /* The DP plan ice-train runs: tails chosen automatically and, unless
  * --overlap gave it, the overlap they give. */
-static int dp_plan(const struct plan_cfg *c, const struct trn_profile *dev, int n, bool even,
-		   struct trn_dp_plan *p)
+static int dp_plan(const struct plan_cfg *c, const struct trn_profile *dev, int n,
+		   const struct trn_net *base, bool even, struct trn_dp_plan *p)
 {
-	struct trn_net net = c->net;
+	struct trn_net net = *base;
 
 	net.overlap = c->overlap; /* < 0: from the tails */
 	return trn_plan_dp_tailed(&c->m, dev, n, &net, even, 0, p);
@@ -197,6 +252,7 @@ static int groups_alone(const struct plan_cfg *c, bool pp, struct group_thr *g)
 
 	for (int i = 0; i < c->ndev; i++) {
 		struct trn_profile sub[TRN_MAX_DEVICES];
+		struct trn_net net = c->net; /* the group's devices' cores */
 		int n = 0, k;
 
 		for (k = 0; k < ng; k++)
@@ -205,20 +261,24 @@ static int groups_alone(const struct plan_cfg *c, bool pp, struct group_thr *g)
 		if (k < ng)
 			continue;
 		for (int j = 0; j < c->ndev; j++)
-			if (strcmp(c->dev[j].name, c->dev[i].name) == 0)
+			if (strcmp(c->dev[j].name, c->dev[i].name) == 0) {
+				net.cores[n] = c->net.cores[j];
+				net.cpu_ar_s[n] = c->net.cpu_ar_s[j];
+				net.cpu_p2p_s[n] = c->net.cpu_p2p_s[j];
 				sub[n++] = c->dev[j];
+			}
 		snprintf(g[ng].name, sizeof(g[ng].name), "%s", c->dev[i].name);
 		g[ng].count = n;
 		g[ng].thr = 0;
 		if (pp) {
 			struct trn_pp_plan p;
 
-			if (trn_plan_pp(&c->m, sub, n, &c->net, c->pp_sched, &p) == 0)
+			if (trn_plan_pp(&c->m, sub, n, &net, c->pp_sched, &p) == 0)
 				g[ng].thr = c->m.global_batch / p.step_s;
 		} else {
 			struct trn_dp_plan p;
 
-			if (dp_plan(c, sub, n, false, &p) == 0)
+			if (dp_plan(c, sub, n, &net, false, &p) == 0)
 				g[ng].thr = c->m.global_batch / p.step_s;
 		}
 		ng++;
@@ -260,6 +320,17 @@ static void print_header(const struct plan_cfg *c)
 	       m->micro_batch, m->global_batch / m->micro_batch, m->bucket_kb);
 	printf("network: all-reduce busbw %g GB/s, p2p %g GB/s, latency %g us\n", c->net.busbw_gbps,
 	       c->net.p2p_gbps, c->net.lat_s * 1e6);
+	if (c->cores[0] != '\0') {
+		printf("CPU contention priced (--cores): %g ns per byte all-reduced, %g ns per "
+		       "byte "
+		       "sent/received; cores",
+		       c->cpu_ar_ns, c->cpu_p2p_ns);
+		for (int i = 0; i < c->ndev; i++)
+			printf("%s %g", i ? "," : "", c->net.cores[i]);
+		printf("\n");
+	} else {
+		printf("CPU contention not priced (--cores: the cores of each device's rank)\n");
+	}
 	printf("devices:\n");
 	for (int i = 0; i < c->ndev; i++) {
 		printf("  %2d %-14s %-4s %8.3g GFLOP/s  %s%s\n", i, c->dev[i].name, c->dev[i].kind,
@@ -318,6 +389,15 @@ static void print_dp(const struct plan_cfg *c, const struct trn_dp_plan *p,
 	printf("  %-19s | %33.3f | %33.3f\n",
 	       c->overlap < 0 ? "overlap (tails)" : "overlap (given)", p->overlap, e->overlap);
 	printf("  %-19s | %33.4f | %33.4f\n", "comm_s (exposed)", p->comm_s, e->comm_s);
+	if (c->cores[0] != '\0') {
+		printf("  contention_s per step (in the step):");
+		for (int i = 0; i < c->ndev; i++)
+			printf(" %.4f", p->contention_s[i]);
+		printf(" planner;");
+		for (int i = 0; i < c->ndev; i++)
+			printf(" %.4f", e->contention_s[i]);
+		printf(" even\n");
+	}
 	printf("  %-19s | %33.4f | %33.4f\n", "step_s", p->step_s, e->step_s);
 	printf("  %-19s | %33.2f | %33.2f\n", "samples/s", tp, te);
 	printf("  gain of the planner over even: %+.1f%% throughput\n", 100 * (tp / te - 1));
@@ -356,6 +436,15 @@ static void print_pp(const struct plan_cfg *c, const struct trn_pp_plan *p,
 		       nm, lp, cp, p->stage_s[s] - cp, p->stage_s[s], le, ce, e->stage_s[s] - ce,
 		       e->stage_s[s]);
 	}
+	if (c->cores[0] != '\0') {
+		printf("  contention_s per micro-batch (in send_s): planner");
+		for (int s = 0; s < p->nstages; s++)
+			printf(" %.6f", p->contention_s[s]);
+		printf(", even");
+		for (int s = 0; s < e->nstages; s++)
+			printf(" %.6f", e->contention_s[s]);
+		printf("\n");
+	}
 	printf("  optimizer step per stage, s per step (update_s): planner");
 	for (int st = 0; st < p->nstages; st++)
 		printf(" %.4f", p->upd_s[st]);
@@ -371,6 +460,16 @@ static void print_pp(const struct plan_cfg *c, const struct trn_pp_plan *p,
 
 /* ---- JSON ------------------------------------------------------------------- */
 
+/* per device: compute time lost to the communication's CPU (0: not priced) */
+static json_t *contention_json(const double *v, int n)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; i < n; i++)
+		json_array_append_new(a, json_real(v[i]));
+	return a;
+}
+
 static json_t *json_dp(const struct plan_cfg *c, const struct trn_dp_plan *p)
 {
 	json_t *o = json_object(), *s = json_array(), *cs = json_array(), *t = json_array();
@@ -384,6 +483,7 @@ static json_t *json_dp(const struct plan_cfg *c, const struct trn_dp_plan *p)
 	}
 	json_object_set_new(o, "samples", s);
 	json_object_set_new(o, "compute_s", cs);
+	json_object_set_new(o, "contention_s", contention_json(p->contention_s, p->ndev));
 	json_object_set_new(o, "update_s", us);
 	json_object_set_new(o, "optimizer", json_string(trn_optim_name(c->m.optim)));
 	json_object_set_new(o, "tail_micro_batches", t);
@@ -410,6 +510,7 @@ static json_t *json_pp(const struct plan_cfg *c, const struct trn_pp_plan *p)
 	json_object_set_new(o, "nlayers", n);
 	json_object_set_new(o, "compute_s", cs);
 	json_object_set_new(o, "stage_s", st);
+	json_object_set_new(o, "contention_s", contention_json(p->contention_s, p->nstages));
 	json_object_set_new(o, "update_s", us);
 	json_object_set_new(o, "micro_batches", json_integer(p->micro_batches));
 	json_object_set_new(o, "schedule", json_string(trn_pp_sched_name(p->sched)));
@@ -462,6 +563,15 @@ static int print_json(const struct plan_cfg *c, const struct trn_dp_plan *dp,
 	json_object_set_new(root, "net",
 			    json_pack("{s:f, s:f, s:f}", "busbw_gbps", c->net.busbw_gbps,
 				      "p2p_gbps", c->net.p2p_gbps, "lat_s", c->net.lat_s));
+	if (c->cores[0] != '\0') {
+		json_t *k = json_array();
+
+		for (int i = 0; i < c->ndev; i++)
+			json_array_append_new(k, json_real(c->net.cores[i]));
+		json_object_set_new(root, "contention",
+				    json_pack("{s:o, s:f, s:f}", "cores", k, "cpu_ar_ns",
+					      c->cpu_ar_ns, "cpu_p2p_ns", c->cpu_p2p_ns));
+	}
 	if (dp != NULL)
 		json_object_set_new(root, "dp",
 				    json_scheme(c, false, json_dp(c, dp), json_dp(c, dpe),
@@ -487,7 +597,8 @@ int main(int argc, char **argv)
 		.synopsis = "usage: ice-plan --model M.yaml --profiles P.yaml --devices "
 			    "NAME,NAME*COUNT,... [--scheme dp|pp|both] [--pp-schedule zb|1f1b] "
 			    "[--busbw GBPS] [--p2p GBPS] "
-			    "[--lat 50us] [--overlap X] [--optimizer sharded|replicated] [--json]",
+			    "[--lat 50us] [--overlap X] [--optimizer sharded|replicated] "
+			    "[--cores X,Y,... --cpu-ar-ns X --cpu-p2p-ns X] [--json]",
 		.fields = plan_fields,
 		.nfields = NFIELDS,
 		.obj = &cfg,
@@ -513,9 +624,9 @@ int main(int argc, char **argv)
 		do_pp = false;
 	}
 	if (do_dp) {
-		ret = dp_plan(&cfg, cfg.dev, cfg.ndev, false, &dp);
+		ret = dp_plan(&cfg, cfg.dev, cfg.ndev, &cfg.net, false, &dp);
 		if (ret == 0)
-			ret = dp_plan(&cfg, cfg.dev, cfg.ndev, true, &dpe);
+			ret = dp_plan(&cfg, cfg.dev, cfg.ndev, &cfg.net, true, &dpe);
 		if (ret < 0) {
 			ice_err(ICE_SUB_COMMON, "ice-plan: data-parallel plan failed: %s",
 				strerror(-ret));

@@ -83,6 +83,8 @@ struct itr_rank_result {
 	char stage_name[16]; /* memory path of the all-reduce (tp_stage_name) */
 	uint64_t step_end_ns[ITR_MAX_STEPS];
 	float step_gflops[ITR_MAX_STEPS]; /* every step's matmul FLOP / their seconds */
+	float step_pred_s[ITR_MAX_STEPS]; /* --refine: step k predicted from the
+					   * --refine steps before it (k >= warmup) */
 };
 
 struct itr_result {

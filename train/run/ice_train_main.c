@@ -61,6 +61,9 @@ struct job_out {
 	double step_med, step_mean, tput, pred, err_pct, cores;
 	double pred_ref, err_ref_pct; /* --refine: the prediction after the warm-up
 				       * (0: none) and its error */
+	bool roll;		      /* --refine: every timed step predicted from the steps
+				       * before it */
+	double err_roll_pct;	      /* the median of those predictions' errors */
 	bool emu_overrun;
 	bool data_ok;		 /* DP: weights identical; PP: every message arrived intact */
 	int run, nruns;		 /* this is run `run` (1-based) of nruns */
@@ -311,8 +314,10 @@ static int cmp_double(const void *a, const void *b)
 static void step_stats(struct job_out *jo)
 {
 	const struct itr_job *j = &jo->job;
-	double d[ITR_MAX_STEPS], sum = 0, cpu = 0, wall = 0;
+	double d[ITR_MAX_STEPS], e[ITR_MAX_STEPS], sum = 0, cpu = 0, wall = 0;
 	int n = 0;
+
+	jo->roll = j->refine > 0;
 
 	for (int k = j->warmup; k < j->warmup + j->steps; k++) {
 		uint64_t a = 0, b = 0;
@@ -325,9 +330,17 @@ static void step_stats(struct job_out *jo)
 			b = e1 > b ? e1 : b;
 		}
 		d[n] = (double)(b - a) * 1e-9;
+		if (jo->res->rank[0].step_pred_s[k] > 0 && d[n] > 0)
+			e[n] = (jo->res->rank[0].step_pred_s[k] - d[n]) / d[n] * 100;
+		else
+			jo->roll = false;
 		sum += d[n++];
 	}
 	qsort(d, (size_t)n, sizeof(d[0]), cmp_double);
+	if (jo->roll) {
+		qsort(e, (size_t)n, sizeof(e[0]), cmp_double);
+		jo->err_roll_pct = n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
+	}
 	jo->step_mean = sum / n;
 	jo->step_med = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
 	jo->tput = j->model.global_batch / jo->step_mean;
@@ -510,6 +523,10 @@ static void print_job(const struct job_out *jo)
 			printf("%s%.2f, profile %.2f%s", r ? "; " : "", res->rank[r].gflops_refined,
 			       j->dev[r].gflops, j->dev[r].emulated ? ", emulated: kept" : "");
 		printf("): predicted %.4f s, error %+.1f%%\n", jo->pred_ref, jo->err_ref_pct);
+		if (jo->roll)
+			printf("   each timed step predicted from the %d step%s before it: median "
+			       "error %+.1f%%\n",
+			       j->refine, j->refine > 1 ? "s" : "", jo->err_roll_pct);
 	}
 	printf("   CPU: %.2f cores busy on average (all ranks, both threads; host has %ld)\n",
 	       jo->cores, ncpu);
@@ -569,6 +586,17 @@ static json_t *job_json(const struct job_out *jo)
 		json_object_set_new(o, "refine_steps", json_integer(j->refine));
 		json_object_set_new(o, "refined_step_s", json_real(jo->pred_ref));
 		json_object_set_new(o, "refined_error_pct", json_real(jo->err_ref_pct));
+		if (jo->roll) {
+			/* timed step k predicted from the refine steps before it */
+			json_t *a = json_array();
+
+			for (int k = j->warmup; k < j->warmup + j->steps; k++)
+				json_array_append_new(
+					a,
+					json_real(round(res->rank[0].step_pred_s[k] * 1e4) / 1e4));
+			json_object_set_new(o, "step_predicted_s", a);
+			json_object_set_new(o, "rolling_error_pct", json_real(jo->err_roll_pct));
+		}
 	}
 	json_object_set_new(o, "cpu_cores_busy", json_real(jo->cores));
 	json_object_set_new(o, "emulation_overran", json_boolean(jo->emu_overrun));
@@ -700,7 +728,7 @@ static void print_json(const struct job_out *jobs, int njobs, const struct trn_m
 static void print_targets(const struct job_out *jobs, int njobs, enum itr_scheme scheme,
 			  double eff_plan)
 {
-	double want = scheme == ITR_DP ? 0.97 : 0.998, worst = 0, worst_ref = 0;
+	double want = scheme == ITR_DP ? 0.97 : 0.998, worst = 0, worst_ref = 0, worst_roll = 0;
 	bool emulated = false, late = false, refined = false;
 
 	for (int i = 0; i < njobs; i++) {
@@ -710,6 +738,8 @@ static void print_targets(const struct job_out *jobs, int njobs, enum itr_scheme
 			refined = true;
 			if (fabs(jobs[i].err_ref_pct) > fabs(worst_ref))
 				worst_ref = jobs[i].err_ref_pct;
+			if (jobs[i].roll && fabs(jobs[i].err_roll_pct) > fabs(worst_roll))
+				worst_roll = jobs[i].err_roll_pct;
 		}
 		for (int d = 0; d < jobs[i].job.ndev; d++)
 			emulated |= jobs[i].job.dev[d].emulated;
@@ -723,6 +753,10 @@ static void print_targets(const struct job_out *jobs, int njobs, enum itr_scheme
 		printf("   [%s] the same, predicted after the warm-up from its measured speeds "
 		       "(--refine): worst %+.1f%%\n",
 		       fabs(worst_ref) < 5 ? "reached" : "MISSED ", worst_ref);
+	if (refined)
+		printf("   [%s] the same, each timed step predicted from the steps before it: "
+		       "worst median %+.1f%%\n",
+		       fabs(worst_roll) < 5 ? "reached" : "MISSED ", worst_roll);
 	if (emulated)
 		printf("   (emulated devices: speeds are the profiles'%s)\n",
 		       late ? "; some job was CPU-bound, see its WARNING" : "");

@@ -679,8 +679,10 @@ static int adapt(struct itr_rank *k, int step, double step_s, double flops, doub
 		split_str(&p, n, now, sizeof(now));
 	}
 	k->last_replan = step;
-	if (j->refine > 0) /* planned from measured speeds: the refined prediction */
+	if (j->refine > 0) { /* planned from measured speeds: the refined prediction */
 		k->me->pred_refined_s = pp ? q.step_s : p.step_s;
+		k->me->step_pred_s[step + 1] = (float)k->me->pred_refined_s;
+	}
 	if (k->me->replans < (int)(sizeof(k->me->replan_step) / sizeof(k->me->replan_step[0])))
 		k->me->replan_step[k->me->replans] = step;
 	k->me->replans++;
@@ -748,39 +750,59 @@ static bool cpu_metered(const struct itr_rank *k)
 	return trn_compute_cores(k->prof, k->net.cores[k->r]) > 0;
 }
 
-static double meter_speed(const struct itr_rank *k, const struct itr_meter *m)
+/* The meter's figures since m was started (differences). */
+static void meter_since(const struct itr_rank *k, const struct itr_meter *m, struct itr_meter *d)
 {
-	double flops = k->mm_flops - m->flops;
+	d->flops = k->mm_flops - m->flops;
+	d->mm_s = k->mm_s - m->mm_s;
+	d->thread_cpu = thread_cpu_seconds() - m->thread_cpu;
+	d->proc_cpu = cpu_seconds() - m->proc_cpu;
+	d->update_s = k->t_update - m->update_s;
+}
 
+/* The speed steps [a, b] say, from their meters (sm: one per step). */
+static double meter_speed(const struct itr_rank *k, const struct itr_meter *sm, int a, int b)
+{
+	struct itr_meter s = {0};
+
+	for (int i = a; i <= b; i++) {
+		s.flops += sm[i].flops;
+		s.mm_s += sm[i].mm_s;
+		s.thread_cpu += sm[i].thread_cpu;
+		s.proc_cpu += sm[i].proc_cpu;
+		s.update_s += sm[i].update_s;
+	}
 	if (!cpu_metered(k))
-		return k->mm_s > m->mm_s ? flops / (k->mm_s - m->mm_s) / 1e9 : 0;
-	return trn_speed_from_steps(flops, thread_cpu_seconds() - m->thread_cpu,
-				    cpu_seconds() - m->proc_cpu, k->net.cores[k->r],
-				    k->t_update - m->update_s);
+		return s.mm_s > 0 ? s.flops / s.mm_s / 1e9 : 0;
+	return trn_speed_from_steps(s.flops, s.thread_cpu, s.proc_cpu, k->net.cores[k->r],
+				    s.update_s);
 }
 
 /*
- * --refine N, after the last warm-up step: each rank's speed over the last
- * N warm-up steps (meter_speed) goes to every rank (a maximum over the
- * ranks, out of band), and every rank predicts the step of the split it
- * runs again from those speeds (trn_profiles_refine: an emulated device
- * keeps its stated one). A speed measured from the CPU already holds the
- * rank's communication's CPU, so that rank's contention is not priced
- * again (its cores go to 0 for this prediction). The timed steps come
- * after: none of them is used for the prediction they are compared with.
+ * --refine N, before step `next` (from the end of the warm-up on): each
+ * rank's speed over the N steps before it (meter_speed) goes to every rank
+ * (a maximum over the ranks, out of band), and every rank predicts the
+ * step of the split it runs from those speeds (trn_profiles_refine: an
+ * emulated device keeps its stated one). A speed measured from the CPU
+ * already holds the rank's communication's CPU, so that rank's contention
+ * is not priced again (its cores go to 0 for this prediction). The
+ * prediction before the first timed step (from the last N warm-up steps)
+ * is the refined prediction; the later ones (each from the N steps before
+ * it) go to step_pred_s. No prediction uses the step it is compared with.
  */
-static int refine(struct itr_rank *k, const struct itr_meter *w)
+static int refine(struct itr_rank *k, const struct itr_meter *sm, int next)
 {
 	const struct itr_job *j = k->job;
 	struct trn_profile dev[TRN_MAX_DEVICES];
 	struct trn_net net = k->net;
-	double v[TRN_MAX_DEVICES];
+	double v[TRN_MAX_DEVICES], pred = 0;
 	int n = k->n, ret = 0;
 
 	for (int r = 0; r < n; r++)
 		v[r] = 0;
-	v[k->r] = meter_speed(k, w);
-	k->me->gflops_refined = v[k->r];
+	v[k->r] = meter_speed(k, sm, next - j->refine, next - 1);
+	if (next == j->warmup)
+		k->me->gflops_refined = v[k->r];
 	if (n > 1) {
 		k->op_oob.dv = v;
 		itr_cop_post(&k->ct, &k->op_oob, COP_OOB_MAX, NULL, (size_t)n, 0);
@@ -796,17 +818,22 @@ static int refine(struct itr_rank *k, const struct itr_meter *w)
 		struct trn_dp_plan p = k->dp;
 
 		ret = trn_predict_dp(k->m, dev, n, &net, &p);
-		k->me->pred_refined_s = p.step_s;
+		pred = p.step_s;
 	} else {
 		struct trn_pp_plan q = k->pp;
 
 		ret = trn_predict_pp(k->m, dev, n, &net, &q);
-		k->me->pred_refined_s = q.step_s;
+		pred = q.step_s;
 	}
-	if (ret < 0)
+	if (ret < 0) {
 		ice_err(ICE_SUB_BENCH, "rank %d: the refined prediction failed: %s", k->r,
 			strerror(-ret));
-	return ret;
+		return ret;
+	}
+	k->me->step_pred_s[next] = (float)pred;
+	if (next == j->warmup)
+		k->me->pred_refined_s = pred;
+	return 0;
 }
 
 static int train(struct itr_rank *k)
@@ -815,10 +842,12 @@ static int train(struct itr_rank *k)
 	int total = j->warmup + j->steps;
 	struct trn_emu emu0;
 	double cpu0 = 0, wall0 = 0, f0, s0;
-	struct itr_meter wref, wtimed;
+	struct itr_meter m0, *sm = calloc((size_t)total, sizeof(*sm)); /* per step */
 	bool adaptive = j->replan > 0 && j->split == ITR_SPLIT_PLAN && k->n > 1;
 	int ret;
 
+	if (sm == NULL)
+		return -ENOMEM;
 	k->me->step_end_ns[0] = ice_now_ns();
 	emu0 = k->emu;
 	for (int step = 0; step < total; step++) {
@@ -830,10 +859,8 @@ static int train(struct itr_rank *k)
 			emu0 = k->emu;
 			cpu0 = cpu_seconds();
 			wall0 = ice_now_s();
-			meter_start(k, &wtimed);
 		}
-		if (j->refine > 0 && step == j->warmup - j->refine)
-			meter_start(k, &wref);
+		meter_start(k, &m0);
 		k->loss = 0;
 		f0 = k->mm_flops;
 		s0 = k->mm_s;
@@ -842,15 +869,19 @@ static int train(struct itr_rank *k)
 		if (ret < 0) {
 			ice_err(ICE_SUB_BENCH, "rank %d: step %d failed: %s", k->r, step,
 				strerror(-ret));
+			free(sm);
 			return ret;
 		}
 		k->me->step_end_ns[step + 1] = ice_now_ns();
 		k->me->step_gflops[step] =
 			k->mm_s > s0 ? (float)((k->mm_flops - f0) / (k->mm_s - s0) / 1e9) : 0;
-		if (j->refine > 0 && step + 1 == j->warmup) {
-			ret = refine(k, &wref);
-			if (ret < 0)
+		meter_since(k, &m0, &sm[step]);
+		if (j->refine > 0 && step + 1 >= j->warmup && step + 1 < total) {
+			ret = refine(k, sm, step + 1);
+			if (ret < 0) {
+				free(sm);
 				return ret;
+			}
 		}
 		if (adaptive && step + 1 < total) {
 			ret = adapt(
@@ -858,15 +889,18 @@ static int train(struct itr_rank *k)
 				(double)(k->me->step_end_ns[step + 1] - k->me->step_end_ns[step]) *
 					1e-9,
 				k->mm_flops - f0, k->mm_s - s0);
-			if (ret < 0)
+			if (ret < 0) {
+				free(sm);
 				return ret;
+			}
 		}
 	}
 	k->me->wall_s = ice_now_s() - wall0;
 	k->me->cpu_s = cpu_seconds() - cpu0;
 	k->me->compute_s = k->t_compute / j->steps;
 	k->me->gflops = k->mm_s > 0 ? k->mm_flops / k->mm_s / 1e9 : 0;
-	k->me->gflops_steps = meter_speed(k, &wtimed);
+	k->me->gflops_steps = meter_speed(k, sm, j->warmup, total - 1);
+	free(sm);
 	k->me->exposed_s = k->t_exposed / j->steps;
 	k->me->update_s = k->t_update / j->steps;
 	k->me->wait_act_s = k->t_wait_act / j->steps;
