@@ -19,6 +19,8 @@
 #   - data parallel with a CUDA rank on the runtime double and a CPU rank,
 #     both optimizer modes: the same weights on both ranks and in both;
 #   - --json gives one valid JSON object with the figures;
+#   - ice-plan --cores prices CPU contention (two host devices, one on a
+#     0.4-core quota), refuses --cpu-ar-ns without --cores;
 #   - --refine predicts again after the warm-up from the speeds the ranks
 #     measured in it, --save-profiles writes the speeds into a profile file.
 # Figures are printed, never asserted (benchmarks print). Exits 77 when
@@ -177,6 +179,38 @@ assert given["dp"]["planner"]["tail_micro_batches"] == [6, 3], given["dp"]
 assert auto["pp"]["planner"]["step_s"] < auto["pp"]["even"]["step_s"], auto["pp"]
 print("ice-plan: dp tails", dp["tail_micro_batches"], "overlap", round(dp["overlap"], 3))
 PY
+
+echo "## ice-plan --cores: CPU contention priced as ice-train prices it"
+# two host devices (their compute keeps a core busy), the slow one on 0.4
+# of a core: the all-reduce's CPU comes out of both ranks' compute, 2.5x
+# on the quota; stage messages' CPU likewise; without --cores: none
+printf 'devices:\n  - name: h-fast\n    kind: host\n    gflops: 8\n    mem_gbps: 8\n  - name: h-slow\n    kind: host\n    gflops: 3.2\n    mem_gbps: 3.2\n' \
+	>"$TMP/hosts.yaml"
+HP=(--model "$MODEL" --profiles "$TMP/hosts.yaml" --devices h-fast,h-slow --busbw 0.8 --json)
+timeout 30 "$PLAN" "${HP[@]}" >"$TMP/plan-free.json" || fail "ice-plan (hosts) exited $?"
+timeout 30 "$PLAN" "${HP[@]}" --cores 1,0.4 --cpu-ar-ns 1.4 --cpu-p2p-ns 10 >"$TMP/plan-cores.json" ||
+	fail "ice-plan --cores exited $?"
+python3 - "$TMP/plan-free.json" "$TMP/plan-cores.json" <<'PY' || fail "ice-plan --cores: contention not priced as expected"
+import json, sys
+free, cores = (json.load(open(f)) for f in sys.argv[1:3])
+assert "contention" not in free and cores["contention"]["cores"] == [1, 0.4], cores.get("contention")
+for s in ("dp", "pp"):
+    f, c = free[s]["even"], cores[s]["even"]
+    assert all(x == 0 for x in f["contention_s"]), f
+    assert all(x > 0 for x in c["contention_s"]), c
+    assert c["contention_s"][1] > c["contention_s"][0], c
+    assert c["step_s"] > f["step_s"], (c["step_s"], f["step_s"])
+print("ice-plan --cores: dp even contention", [round(x, 4) for x in cores["dp"]["even"]["contention_s"]],
+      "s a step; pp", [round(x, 6) for x in cores["pp"]["even"]["contention_s"]], "s a micro-batch")
+PY
+timeout 30 "$PLAN" "${HP[@]}" --cpu-ar-ns 1.4 >"$TMP/plan-bad" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] && grep -q "expected --cores" "$TMP/plan-bad" ||
+	{ cat "$TMP/plan-bad"; fail "ice-plan --cpu-ar-ns without --cores: expected exit 2, got $rc"; }
+timeout 30 "$PLAN" "${HP[@]}" --cores 1,1,1 >"$TMP/plan-bad" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] && grep -q "one value or one per device (2), got 3" "$TMP/plan-bad" ||
+	{ cat "$TMP/plan-bad"; fail "ice-plan --cores of 3 for 2 devices: expected exit 2, got $rc"; }
 
 echo "## dp --json --repeat 3"
 timeout 120 "$TRAIN" "${COMMON[@]}" --scheme dp --split even --steps 1 --warmup 0 --json --repeat 3 \
