@@ -60,8 +60,6 @@ struct itr_rank_result {
 	double gflops_steps;   /* the same with the priced contention taken off
 				* (trn_speed_from_steps): what a profile would say */
 	double gflops_refined; /* --refine: that over the refinement's warm-up steps */
-	double pred_refined_s; /* --refine: the job's step predicted from every
-				* rank's gflops_refined (the same on all ranks) */
 	int replans;	       /* --replan: how often the split was re-planned */
 	int replan_step[8];    /* the steps of the first re-plans */
 	double exposed_s;      /* per timed step: waiting for communication */
@@ -83,8 +81,8 @@ struct itr_rank_result {
 	char stage_name[16]; /* memory path of the all-reduce (tp_stage_name) */
 	uint64_t step_end_ns[ITR_MAX_STEPS];
 	float step_gflops[ITR_MAX_STEPS]; /* every step's matmul FLOP / their seconds */
-	float step_pred_s[ITR_MAX_STEPS]; /* --refine: step k predicted from the
-					   * --refine steps before it (k >= warmup) */
+	float step_speed[ITR_MAX_STEPS];  /* --refine: before step k >= warmup, the
+					   * speed of the --refine steps before it */
 };
 
 struct itr_result {

@@ -309,6 +309,41 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/*
+ * --refine: step k of the split the job ran, predicted from the speeds
+ * every rank measured over the --refine steps before it (step_speed;
+ * trn_profiles_refine: an emulated device keeps its stated speed). A speed
+ * measured from a host rank's CPU holds its communication's CPU, so its
+ * contention is not priced again (cores 0). 0 when not refined or the
+ * split changed (--replan).
+ */
+static double predict_step(const struct job_out *jo, int k)
+{
+	const struct itr_job *j = &jo->job;
+	const struct itr_result *res = jo->res;
+	struct trn_profile dev[TRN_MAX_DEVICES];
+	struct trn_net net = res->net;
+	double v[TRN_MAX_DEVICES];
+
+	if (j->refine <= 0 || k < j->warmup || res->rank[0].replans > 0)
+		return 0;
+	for (int r = 0; r < j->ndev; r++) {
+		v[r] = res->rank[r].step_speed[k];
+		if (v[r] > 0 && trn_compute_cores(&j->dev[r], net.cores[r]) > 0)
+			net.cores[r] = 0;
+	}
+	trn_profiles_refine(j->dev, j->ndev, v, dev);
+	if (j->scheme == ITR_DP) {
+		struct trn_dp_plan p = res->dp;
+
+		return trn_predict_dp(&j->model, dev, j->ndev, &net, &p) < 0 ? 0 : p.step_s;
+	} else {
+		struct trn_pp_plan q = res->pp;
+
+		return trn_predict_pp(&j->model, dev, j->ndev, &net, &q) < 0 ? 0 : q.step_s;
+	}
+}
+
 /* Step times from every rank's step ends: step k ends when its last rank
  * is done. */
 static void step_stats(struct job_out *jo)
@@ -318,9 +353,9 @@ static void step_stats(struct job_out *jo)
 	int n = 0;
 
 	jo->roll = j->refine > 0;
-
 	for (int k = j->warmup; k < j->warmup + j->steps; k++) {
 		uint64_t a = 0, b = 0;
+		double pk = predict_step(jo, k);
 
 		for (int r = 0; r < j->ndev; r++) {
 			uint64_t e0 = jo->res->rank[r].step_end_ns[k];
@@ -330,8 +365,8 @@ static void step_stats(struct job_out *jo)
 			b = e1 > b ? e1 : b;
 		}
 		d[n] = (double)(b - a) * 1e-9;
-		if (jo->res->rank[0].step_pred_s[k] > 0 && d[n] > 0)
-			e[n] = (jo->res->rank[0].step_pred_s[k] - d[n]) / d[n] * 100;
+		if (pk > 0 && d[n] > 0)
+			e[n] = (pk - d[n]) / d[n] * 100;
 		else
 			jo->roll = false;
 		sum += d[n++];
@@ -346,7 +381,7 @@ static void step_stats(struct job_out *jo)
 	jo->tput = j->model.global_batch / jo->step_mean;
 	jo->pred = j->scheme == ITR_DP ? jo->res->dp.step_s : jo->res->pp.step_s;
 	jo->err_pct = (jo->pred - jo->step_med) / jo->step_med * 100;
-	jo->pred_ref = j->refine > 0 ? jo->res->rank[0].pred_refined_s : 0;
+	jo->pred_ref = predict_step(jo, j->warmup);
 	jo->err_ref_pct = jo->pred_ref > 0 ? (jo->pred_ref - jo->step_med) / jo->step_med * 100 : 0;
 	for (int r = 0; r < j->ndev; r++) {
 		cpu += jo->res->rank[r].cpu_s;
@@ -592,8 +627,7 @@ static json_t *job_json(const struct job_out *jo)
 
 			for (int k = j->warmup; k < j->warmup + j->steps; k++)
 				json_array_append_new(
-					a,
-					json_real(round(res->rank[0].step_pred_s[k] * 1e4) / 1e4));
+					a, json_real(round(predict_step(jo, k) * 1e4) / 1e4));
 			json_object_set_new(o, "step_predicted_s", a);
 			json_object_set_new(o, "rolling_error_pct", json_real(jo->err_roll_pct));
 		}

@@ -679,10 +679,6 @@ static int adapt(struct itr_rank *k, int step, double step_s, double flops, doub
 		split_str(&p, n, now, sizeof(now));
 	}
 	k->last_replan = step;
-	if (j->refine > 0) { /* planned from measured speeds: the refined prediction */
-		k->me->pred_refined_s = pp ? q.step_s : p.step_s;
-		k->me->step_pred_s[step + 1] = (float)k->me->pred_refined_s;
-	}
 	if (k->me->replans < (int)(sizeof(k->me->replan_step) / sizeof(k->me->replan_step[0])))
 		k->me->replan_step[k->me->replans] = step;
 	k->me->replans++;
@@ -779,61 +775,19 @@ static double meter_speed(const struct itr_rank *k, const struct itr_meter *sm, 
 }
 
 /*
- * --refine N, before step `next` (from the end of the warm-up on): each
- * rank's speed over the N steps before it (meter_speed) goes to every rank
- * (a maximum over the ranks, out of band), and every rank predicts the
- * step of the split it runs from those speeds (trn_profiles_refine: an
- * emulated device keeps its stated one). A speed measured from the CPU
- * already holds the rank's communication's CPU, so that rank's contention
- * is not priced again (its cores go to 0 for this prediction). The
- * prediction before the first timed step (from the last N warm-up steps)
- * is the refined prediction; the later ones (each from the N steps before
- * it) go to step_pred_s. No prediction uses the step it is compared with.
+ * --refine N, before step `next` (from the end of the warm-up on): this
+ * rank's speed over the N steps before it (meter_speed), for the launcher,
+ * which predicts each timed step from every rank's speed before it
+ * (ice_train_main.c). Nothing is exchanged between the ranks here: the
+ * measurement does not touch the steps it predicts.
  */
-static int refine(struct itr_rank *k, const struct itr_meter *sm, int next)
+static void refine(struct itr_rank *k, const struct itr_meter *sm, int next)
 {
 	const struct itr_job *j = k->job;
-	struct trn_profile dev[TRN_MAX_DEVICES];
-	struct trn_net net = k->net;
-	double v[TRN_MAX_DEVICES], pred = 0;
-	int n = k->n, ret = 0;
 
-	for (int r = 0; r < n; r++)
-		v[r] = 0;
-	v[k->r] = meter_speed(k, sm, next - j->refine, next - 1);
+	k->me->step_speed[next] = (float)meter_speed(k, sm, next - j->refine, next - 1);
 	if (next == j->warmup)
-		k->me->gflops_refined = v[k->r];
-	if (n > 1) {
-		k->op_oob.dv = v;
-		itr_cop_post(&k->ct, &k->op_oob, COP_OOB_MAX, NULL, (size_t)n, 0);
-		ret = itr_wait_op(k, &k->op_oob, EV_OOB);
-		if (ret < 0)
-			return ret;
-	}
-	for (int r = 0; r < n; r++)
-		if (v[r] > 0 && trn_compute_cores(&j->dev[r], net.cores[r]) > 0)
-			net.cores[r] = 0;
-	trn_profiles_refine(j->dev, n, v, dev);
-	if (j->scheme == ITR_DP) {
-		struct trn_dp_plan p = k->dp;
-
-		ret = trn_predict_dp(k->m, dev, n, &net, &p);
-		pred = p.step_s;
-	} else {
-		struct trn_pp_plan q = k->pp;
-
-		ret = trn_predict_pp(k->m, dev, n, &net, &q);
-		pred = q.step_s;
-	}
-	if (ret < 0) {
-		ice_err(ICE_SUB_BENCH, "rank %d: the refined prediction failed: %s", k->r,
-			strerror(-ret));
-		return ret;
-	}
-	k->me->step_pred_s[next] = (float)pred;
-	if (next == j->warmup)
-		k->me->pred_refined_s = pred;
-	return 0;
+		k->me->gflops_refined = k->me->step_speed[next];
 }
 
 static int train(struct itr_rank *k)
@@ -876,13 +830,8 @@ static int train(struct itr_rank *k)
 		k->me->step_gflops[step] =
 			k->mm_s > s0 ? (float)((k->mm_flops - f0) / (k->mm_s - s0) / 1e9) : 0;
 		meter_since(k, &m0, &sm[step]);
-		if (j->refine > 0 && step + 1 >= j->warmup && step + 1 < total) {
-			ret = refine(k, sm, step + 1);
-			if (ret < 0) {
-				free(sm);
-				return ret;
-			}
-		}
+		if (j->refine > 0 && step + 1 >= j->warmup && step + 1 < total)
+			refine(k, sm, step + 1);
 		if (adaptive && step + 1 < total) {
 			ret = adapt(
 				k, step,
