@@ -235,7 +235,7 @@ PY
 echo "## --refine: the prediction again from the warm-up steps' speeds; --save-profiles"
 # a real host device whose profile claims 1000 GFLOP/s (this CPU does
 # 5-40): the profile's prediction is far too short, the refined one (from
-# warm-up step 1's matrix multiplies, none of the timed steps) is closer,
+# the speed the rank measured in warm-up step 1, none of the timed steps) is closer,
 # and --save-profiles writes what the timed steps sustained; an emulated
 # device keeps its stated speed, so its refined prediction is the profile's
 printf 'devices:\n  - name: cpu-wrong\n    kind: host\n    gflops: 1000\n    mem_gbps: 5\n' \
