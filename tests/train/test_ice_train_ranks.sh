@@ -104,15 +104,18 @@ grep -Eq 'efficiency = mixed samples/s .*: plan [0-9.]+%, even [0-9.]+%' "$TMP/e
 	fail "mixed jobs: weights not identical"
 
 echo "## --replan, one process per rank: profiles 10x apart, the same CPU under both"
+# both profiles far from what a core does here (5-40 GFLOP/s): with 30 and
+# 3, a quiet core at 30 made the planned step (cpu-a's) come out as
+# predicted and nothing was re-planned; 300 and 30 miss on any such CPU
 cat >"$TMP/wrong.yaml" <<'EOF'
 devices:
   - name: cpu-a
     kind: host
-    gflops: 30
+    gflops: 300
     mem_gbps: 5
   - name: cpu-b
     kind: host
-    gflops: 3
+    gflops: 30
     mem_gbps: 5
 EOF
 COMMON=(--model "$MODEL" --profiles "$TMP/wrong.yaml" --devices cpu-a,cpu-b)
