@@ -203,12 +203,12 @@ static void plan(struct ctld *d)
 	struct ctl_plan_stats st = {0};
 	struct ctl_demand dem;
 	struct ice_host_plan *hps = NULL;
-	uint32_t nh = 0, *qix = NULL, nann = 0, down_used = 0;
+	uint32_t nh = 0, *qix = NULL, nann = 0, down_used = 0, nfixed = 0, nsticky = 0;
 	uint64_t now_ns = ice_now_ns(), planned_ms, epoch = 0;
 	struct ctl_pathmap_probe probe;
 	struct ctl_pathmap *pm;
 	double ecmp = 0;
-	char fab[24];
+	char fab[64];
 	bool refresh, same;
 	int ret;
 
@@ -268,6 +268,8 @@ static void plan(struct ctld *d)
 			f->flags |= CTL_FLOW_FIXED;
 		else if (r.idx >= 0 && o.mode == CTL_PLAN_REOPT && ctld_telem_sticky(d, q))
 			f->flags |= CTL_FLOW_STICKY;
+		nfixed += (f->flags & CTL_FLOW_FIXED) != 0;
+		nsticky += (f->flags & CTL_FLOW_STICKY) != 0;
 	}
 	ctld_lease_keep(d);
 	ret = ctl_plan_paths(d->pl, &dem, &o, &st);
@@ -310,11 +312,14 @@ static void plan(struct ctld *d)
 			 "%u of %zu flows not steered: no probe map of their NIC pair, or the "
 			 "map has no port on the planned path",
 			 pm->unsteered, dem.n);
-	/* the fabric's tie-break runs only when a plan re-optimises */
+	/* the fabric's tie-break runs only when a plan re-optimises; the
+	 * flows the move budget held (fixed: moved within move_hold, or off
+	 * a congested link; sticky: moved within move_sticky) */
 	if (o.mode == CTL_PLAN_INCREMENTAL)
 		snprintf(fab, sizeof(fab), "not searched");
 	else
-		snprintf(fab, sizeof(fab), "%.3f", st.fabric_util);
+		snprintf(fab, sizeof(fab), "%.3f; held %u fixed, %u sticky", st.fabric_util, nfixed,
+			 nsticky);
 	ice_info(SUB,
 		 "plan (%s%s%s%s%s%s%s%s): %zu flows (%u announced) on %u hosts, %s: max util %.3f "
 		 "(bound %.3f, ECMP %.3f; fabric %s), moved %u, %.1f ms%s",
