@@ -214,6 +214,10 @@ static void plan(struct ctld *d)
 
 	/* new or idle QPs and the lifetime's refresh keep every planned route */
 	ctld_plan_opts(&d->cfg, (trig & ~(unsigned)(TRIG_QP | TRIG_REFRESH)) == 0, &o);
+	/* a periodic plan moves QPs only for a gain of the max utilisation:
+	 * the fabric's tie-break runs with an event (a collective, a link, a
+	 * map, congestion, a takeover), not mid-collective on a timer */
+	o.no_tie = (trig & ~(unsigned)(TRIG_REOPT | TRIG_QP | TRIG_REFRESH)) == 0;
 	ctl_demand_init(&dem, CTL_UNIT_BPS);
 	/* which source port takes which path: one provider for the whole plan */
 	pm = d->probe ? ctl_pathmap_probe_init(&probe, d->pl, d->pmaps, d->npmaps)
@@ -315,8 +319,9 @@ static void plan(struct ctld *d)
 	/* the fabric's tie-break runs only when a plan re-optimises; the
 	 * flows the move budget held (fixed: moved within move_hold, or off
 	 * a congested link; sticky: moved within move_sticky) */
-	if (o.mode == CTL_PLAN_INCREMENTAL)
-		snprintf(fab, sizeof(fab), "not searched");
+	if (o.mode == CTL_PLAN_INCREMENTAL || o.no_tie)
+		snprintf(fab, sizeof(fab), "no tie-break; held %u fixed, %u sticky", nfixed,
+			 nsticky);
 	else
 		snprintf(fab, sizeof(fab), "%.3f; held %u fixed, %u sticky", st.fabric_util, nfixed,
 			 nsticky);

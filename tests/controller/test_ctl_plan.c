@@ -821,6 +821,14 @@ static void test_tie_toward_room(void **state)
 	/* as it stands it stays */
 	assert_int_equal(ctl_plan_paths(p, &d, &o, &st), 0);
 	assert_int_equal(st.moved, 0);
+	/* no tie-break (the daemon's periodic plans): it stays on A */
+	d.flows[0].path = (struct ctl_route){.idx = 0};
+	d.flows[1].path = (struct ctl_route){.idx = 0};
+	o.no_tie = true;
+	assert_int_equal(ctl_plan_paths(p, &d, &o, &st), 0);
+	assert_int_equal(st.moved, 0);
+	assert_int_equal(d.flows[0].path.dlink[1], a);
+	o.no_tie = false;
 
 	/* 5 Mbit/s: 100/195 against 100/200, a gain of 2.5%: no move */
 	assert_int_equal(ctl_planner_set_cap(p, a, 195e6), 0);
