@@ -131,7 +131,7 @@ struct ctl_plan_opts {
 	double hysteresis;	/* relative gain of the max utilisation to move flows; 0.05 */
 	double search_budget_s; /* local-search wall-time budget; 0 = until no move helps */
 	bool no_search;		/* greedy only */
-	/* REOPT: no tie-break on the fabric's links where only NIC links
+	/* REOPT (other modes ignore it): no tie-break on the fabric's links where only NIC links
 	 * hold the max (fabric_util); flows move only for a gain of the max
 	 * utilisation. The daemon's periodic plans: a move costs a running
 	 * collective its slowest flow's drain, and a tie the fabric can carry

@@ -217,7 +217,8 @@ static void plan(struct ctld *d)
 	/* a periodic plan moves QPs only for a gain of the max utilisation:
 	 * the fabric's tie-break runs with an event (a collective, a link, a
 	 * map, congestion, a takeover), not mid-collective on a timer */
-	o.no_tie = (trig & ~(unsigned)(TRIG_REOPT | TRIG_QP | TRIG_REFRESH)) == 0;
+	o.no_tie = (trig & TRIG_PERIODIC) != 0 &&
+		   (trig & ~(unsigned)(TRIG_PERIODIC | TRIG_QP | TRIG_REFRESH)) == 0;
 	ctl_demand_init(&dem, CTL_UNIT_BPS);
 	/* which source port takes which path: one provider for the whole plan */
 	pm = d->probe ? ctl_pathmap_probe_init(&probe, d->pl, d->pmaps, d->npmaps)
@@ -316,23 +317,25 @@ static void plan(struct ctld *d)
 			 "%u of %zu flows not steered: no probe map of their NIC pair, or the "
 			 "map has no port on the planned path",
 			 pm->unsteered, dem.n);
-	/* the fabric's tie-break runs only when a plan re-optimises; the
-	 * flows the move budget held (fixed: moved within move_hold, or off
-	 * a congested link; sticky: moved within move_sticky) */
-	if (o.mode == CTL_PLAN_INCREMENTAL || o.no_tie)
+	/* the fabric's max (0: its pass did not run) or no tie-break (the
+	 * timer's plans); the flows the move budget held (fixed: moved within
+	 * move_hold, or off a congested link; sticky: moved within
+	 * move_sticky) */
+	if (o.no_tie)
 		snprintf(fab, sizeof(fab), "no tie-break; held %u fixed, %u sticky", nfixed,
 			 nsticky);
 	else
 		snprintf(fab, sizeof(fab), "%.3f; held %u fixed, %u sticky", st.fabric_util, nfixed,
 			 nsticky);
 	ice_info(SUB,
-		 "plan (%s%s%s%s%s%s%s%s): %zu flows (%u announced) on %u hosts, %s: max util %.3f "
+		 "plan (%s%s%s%s%s%s%s%s%s): %zu flows (%u announced) on %u hosts, %s: max util "
+		 "%.3f "
 		 "(bound %.3f, ECMP %.3f; fabric %s), moved %u, %.1f ms%s",
 		 trig & TRIG_QP ? "qps " : "", trig & TRIG_LINK ? "link " : "",
 		 trig & TRIG_COLL ? "collective " : "", trig & TRIG_PMAP ? "probe-map " : "",
-		 trig & TRIG_TELEM ? "congestion " : "", trig & TRIG_REOPT ? "periodic " : "",
-		 trig & TRIG_TAKEOVER ? "takeover " : "", trig & TRIG_REFRESH ? "refresh " : "",
-		 dem.n, nann, d->nhosts,
+		 trig & TRIG_TELEM ? "congestion " : "", trig & TRIG_REOPT ? "re-optimise " : "",
+		 trig & TRIG_PERIODIC ? "periodic " : "", trig & TRIG_TAKEOVER ? "takeover " : "",
+		 trig & TRIG_REFRESH ? "refresh " : "", dem.n, nann, d->nhosts,
 		 o.mode == CTL_PLAN_INCREMENTAL ? "incremental" : "re-optimised", st.max_util,
 		 st.bound, ecmp, fab, st.moved, st.total_s * 1e3,
 		 down_used ? "; some flows cross a down link" : "");
@@ -544,7 +547,7 @@ int ctld_run(struct ctld *d)
 			}
 			ctld_expire_colls(d);
 			if (d->cfg.reopt != 0 && now >= d->next_reopt_ns) {
-				d->trig |= TRIG_REOPT;
+				d->trig |= TRIG_PERIODIC;
 				d->next_reopt_ns = now + d->cfg.reopt;
 			}
 			if (d->leader && d->last_pub_ns != 0 &&

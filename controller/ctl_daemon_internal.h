@@ -45,7 +45,8 @@ enum trig {
 	TRIG_TAKEOVER = 16, /* became leader */
 	TRIG_PMAP = 32,	    /* a probe map changed (or a pair got its first) */
 	TRIG_TELEM = 64,    /* a link stayed congested (switch telemetry) */
-	TRIG_REFRESH = 128  /* a third of the plan's lifetime gone: republish, move nothing */
+	TRIG_REFRESH = 128, /* a third of the plan's lifetime gone: republish, move nothing */
+	TRIG_PERIODIC = 256 /* the reopt timer (no fabric tie-break alone) */
 };
 
 struct cqp {

@@ -254,11 +254,11 @@ static int fabric_pass(struct ctl_planner *p, struct ctl_demand *d, const bool *
 	bool *mv = NULL, keep, cut = false;
 	int ret = -ENOMEM;
 
-	if (o->no_tie)
-		return 0;
 	for (uint32_t dl = 0; dl < 2 * t->nlinks && !cut; dl++)
 		cut = p->cap[dl] < (double)t->links[dl / 2].rate_bps * (1 - EPS);
 	if (!cut && o->mode != CTL_PLAN_REOPT)
+		return 0;
+	if (o->no_tie && o->mode == CTL_PLAN_REOPT)
 		return 0;
 	saved = malloc(sizeof(double) * (2 * (size_t)nn + 1));
 	old = calloc(d->n + 1, sizeof(*old));

@@ -358,13 +358,25 @@ static void watch_notices(struct watch *w, uint64_t now)
 	if (w->o->redis == NULL || c->notice_poll == 0)
 		return;
 	for (uint32_t i = 0; i < w->npend; i++) {
-		if (probe_redis_notice_send(w->o->redis, w->pend[i].sw, &w->ps[w->pend[i].pair].map,
-					    w->pend[i].port, w->pend[i].hop,
-					    w->pend[i].ts_ms) == 0) {
+		int ret = probe_redis_notice_send(w->o->redis, w->pend[i].sw,
+						  &w->ps[w->pend[i].pair].map, w->pend[i].port,
+						  w->pend[i].hop, w->pend[i].ts_ms);
+
+		if (ret == 0) {
 			w->nt.sent++;
 			ice_info(PROBE_LOG, "told the other hosts: switch %s rehashed",
 				 w->pend[i].sw);
+			continue;
 		}
+		/* Redis down or refusing (an ACL without probe:rehash): the
+		 * others find the rehash by their own checks */
+		w->nt.send_failed++;
+		if (!w->nt.send_logged)
+			ice_warn(PROBE_LOG,
+				 "cannot tell the other hosts that switch %s rehashed (%s); "
+				 "logged once",
+				 w->pend[i].sw, strerror(-ret));
+		w->nt.send_logged = true;
 	}
 	w->npend = 0;
 	if (now < w->next_notice_ns)
@@ -760,14 +772,15 @@ int probe_watch(struct probe_sess *s, const struct probe_pinglist *pl,
 	}
 	if (o->redis != NULL && c->notice_poll > 0)
 		fprintf(stderr,
-			"ice-probe: watch: rehash notices: sent %llu, read %llu (acted on %llu: "
-			"%llu "
+			"ice-probe: watch: rehash notices: sent %llu (failed %llu), read %llu "
+			"(acted on %llu: %llu "
 			"pair(s) remapped; already handled %llu; no pair crossing %llu; unknown "
 			"switch %llu; malformed %llu)\n",
-			(unsigned long long)w.nt.sent, (unsigned long long)w.nt.read,
-			(unsigned long long)w.nt.acted, (unsigned long long)w.nt.pairs,
-			(unsigned long long)w.nt.same, (unsigned long long)w.nt.elsewhere,
-			(unsigned long long)w.nt.unknown, (unsigned long long)w.nt.bad);
+			(unsigned long long)w.nt.sent, (unsigned long long)w.nt.send_failed,
+			(unsigned long long)w.nt.read, (unsigned long long)w.nt.acted,
+			(unsigned long long)w.nt.pairs, (unsigned long long)w.nt.same,
+			(unsigned long long)w.nt.elsewhere, (unsigned long long)w.nt.unknown,
+			(unsigned long long)w.nt.bad);
 	for (uint32_t pi = 0; pi < w.np; pi++)
 		for (uint32_t i = 0; i < w.ps[pi].nh; i++)
 			free(w.ps[pi].h[i]);

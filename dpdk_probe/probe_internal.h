@@ -120,10 +120,10 @@ int probe_redis_pinglist(struct probe_redis *r, const struct topo *t, struct pro
  * whose paths cross that switch at a hop that is not their last (where the
  * switch picks the next hop), instead of waiting for its own checks. */
 
-#define PROBE_NOTICE_READ     16    /* entries read per poll */
-#define PROBE_NOTICE_HOLD_MS  1000  /* notices of one switch this close are one event */
-#define PROBE_NOTICE_SEEN     32    /* switches remembered */
-#define PROBE_NOTICE_AHEAD_MS 10000 /* a notice's time this far ahead of ours: malformed */
+#define PROBE_NOTICE_READ     16   /* entries read per poll */
+#define PROBE_NOTICE_HOLD_MS  1000 /* notices of one switch this close are one event */
+#define PROBE_NOTICE_SEEN     32   /* switches remembered */
+#define PROBE_NOTICE_AHEAD_MS 1000 /* a notice's time this far ahead of ours: malformed */
 
 struct probe_notice {
 	char host[64];
@@ -154,8 +154,8 @@ struct probe_notices {
 		uint64_t ts_ms;
 	} seen[PROBE_NOTICE_SEEN];
 	uint32_t nseen;
-	uint64_t sent, read, acted, same, elsewhere, unknown, bad, pairs;
-	bool unknown_logged, bad_logged;
+	uint64_t sent, send_failed, read, acted, same, elsewhere, unknown, bad, pairs;
+	bool unknown_logged, bad_logged, send_logged;
 };
 
 /* Judge notice x against what n remembers and the topology t (NULL: every

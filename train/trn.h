@@ -166,7 +166,8 @@ double trn_compute_cores(const struct trn_profile *d, double cores);
  * the process's CPU seconds over its cores (a CFS quota of 0.4 core:
  * CPU / 0.4, which counts the throttled time wherever it falls, not only
  * inside the matrix multiplies), less other_s, what the predictor prices
- * apart (the optimizer step). Waiting for other ranks takes no CPU and is
+ * apart (the optimizer step), unless that would take off more than half
+ * of it. Waiting for other ranks takes no CPU and is
  * not counted. cores <= 0: the compute thread's CPU alone. 0 when nothing
  * was measured. */
 double trn_speed_from_steps(double flops, double thread_cpu_s, double proc_cpu_s, double cores,

@@ -763,7 +763,7 @@ static void print_targets(const struct job_out *jobs, int njobs, enum itr_scheme
 			  double eff_plan)
 {
 	double want = scheme == ITR_DP ? 0.97 : 0.998, worst = 0, worst_ref = 0, worst_roll = 0;
-	bool emulated = false, late = false, refined = false;
+	bool emulated = false, late = false, refined = false, rolled = false;
 
 	for (int i = 0; i < njobs; i++) {
 		if (jobs[i].res->ok && fabs(jobs[i].err_pct) > fabs(worst))
@@ -772,6 +772,7 @@ static void print_targets(const struct job_out *jobs, int njobs, enum itr_scheme
 			refined = true;
 			if (fabs(jobs[i].err_ref_pct) > fabs(worst_ref))
 				worst_ref = jobs[i].err_ref_pct;
+			rolled |= jobs[i].roll;
 			if (jobs[i].roll && fabs(jobs[i].err_roll_pct) > fabs(worst_roll))
 				worst_roll = jobs[i].err_roll_pct;
 		}
@@ -787,7 +788,7 @@ static void print_targets(const struct job_out *jobs, int njobs, enum itr_scheme
 		printf("   [%s] the same, predicted after the warm-up from its measured speeds "
 		       "(--refine): worst %+.1f%%\n",
 		       fabs(worst_ref) < 5 ? "reached" : "MISSED ", worst_ref);
-	if (refined)
+	if (rolled)
 		printf("   [%s] the same, each timed step predicted from the steps before it: "
 		       "worst median %+.1f%%\n",
 		       fabs(worst_roll) < 5 ? "reached" : "MISSED ", worst_roll);
