@@ -344,6 +344,13 @@ static void print_header(const struct plan_cfg *c)
 		       "not hardware)\n");
 }
 
+/* n values with prec decimals, on the current line. */
+static void print_values(int prec, const double *v, int n)
+{
+	for (int i = 0; i < n; i++)
+		printf(" %.*f", prec, v[i]);
+}
+
 static void print_eff(const struct plan_cfg *c, bool pp, double thr_plan, double thr_even)
 {
 	struct group_thr g[TRN_MAX_DEVICES];
@@ -390,13 +397,11 @@ static void print_dp(const struct plan_cfg *c, const struct trn_dp_plan *p,
 	       c->overlap < 0 ? "overlap (tails)" : "overlap (given)", p->overlap, e->overlap);
 	printf("  %-19s | %33.4f | %33.4f\n", "comm_s (exposed)", p->comm_s, e->comm_s);
 	if (c->cores[0] != '\0') {
-		printf("  contention_s per step (in the step):");
-		for (int i = 0; i < c->ndev; i++)
-			printf(" %.4f", p->contention_s[i]);
-		printf(" planner;");
-		for (int i = 0; i < c->ndev; i++)
-			printf(" %.4f", e->contention_s[i]);
-		printf(" even\n");
+		printf("  contention_s per step (in the step): planner");
+		print_values(4, p->contention_s, c->ndev);
+		printf(", even");
+		print_values(4, e->contention_s, c->ndev);
+		printf("\n");
 	}
 	printf("  %-19s | %33.4f | %33.4f\n", "step_s", p->step_s, e->step_s);
 	printf("  %-19s | %33.2f | %33.2f\n", "samples/s", tp, te);
@@ -438,11 +443,9 @@ static void print_pp(const struct plan_cfg *c, const struct trn_pp_plan *p,
 	}
 	if (c->cores[0] != '\0') {
 		printf("  contention_s per micro-batch (in send_s): planner");
-		for (int s = 0; s < p->nstages; s++)
-			printf(" %.6f", p->contention_s[s]);
+		print_values(6, p->contention_s, p->nstages);
 		printf(", even");
-		for (int s = 0; s < e->nstages; s++)
-			printf(" %.6f", e->contention_s[s]);
+		print_values(6, e->contention_s, e->nstages);
 		printf("\n");
 	}
 	printf("  optimizer step per stage, s per step (update_s): planner");
