@@ -26,6 +26,7 @@
 #include "ice_config.h"
 #include "ice_log.h"
 #include "ice_train.h"
+#include "ice_train_report.h"
 #include "tp_launch.h"
 #include "dev.h"
 #include "tp_opts.h"
@@ -51,23 +52,6 @@ struct opts {
 	bool efficiency, json;
 	bool no_contention; /* the predictor does not price CPU contention */
 	struct tp_opts tp;
-};
-
-/* One finished job, as the launcher saw it. */
-struct job_out {
-	struct itr_job job;
-	struct itr_result *res; /* shared mapping */
-	int status;		/* tp_launch_ranks() */
-	double step_med, step_mean, tput, pred, err_pct, cores;
-	double pred_ref, err_ref_pct; /* --refine: the prediction after the warm-up
-				       * (0: none) and its error */
-	bool roll;		      /* --refine: every timed step predicted from the steps
-				       * before it */
-	double err_roll_pct;	      /* the median of those predictions' errors */
-	bool emu_overrun;
-	bool data_ok;		 /* DP: weights identical; PP: every message arrived intact */
-	int run, nruns;		 /* this is run `run` (1-based) of nruns */
-	double tput_lo, tput_hi; /* over the runs (--repeat) */
 };
 
 static const char *const scheme_names[] = {"dp", "pp", NULL};
@@ -302,533 +286,6 @@ static int check_model(const char *path, const struct trn_model *m, enum itr_sch
 	return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/*
- * --refine: step k of the split the job ran, predicted from the speeds
- * every rank measured over the --refine steps before it (step_speed;
- * trn_profiles_refine: an emulated device keeps its stated speed). A speed
- * measured from a host rank's CPU holds its communication's CPU, so its
- * contention is not priced again (cores 0). 0 when not refined or the
- * split changed (--replan).
- */
-static double predict_step(const struct job_out *jo, int k)
-{
-	const struct itr_job *j = &jo->job;
-	const struct itr_result *res = jo->res;
-	struct trn_profile dev[TRN_MAX_DEVICES];
-	struct trn_net net = res->net;
-	double v[TRN_MAX_DEVICES];
-
-	if (j->refine <= 0 || k < j->warmup || res->rank[0].replans > 0)
-		return 0;
-	for (int r = 0; r < j->ndev; r++) {
-		v[r] = res->rank[r].step_speed[k];
-		if (v[r] > 0 && trn_compute_cores(&j->dev[r], net.cores[r]) > 0)
-			net.cores[r] = 0;
-	}
-	trn_profiles_refine(j->dev, j->ndev, v, dev);
-	if (j->scheme == ITR_DP) {
-		struct trn_dp_plan p = res->dp;
-
-		return trn_predict_dp(&j->model, dev, j->ndev, &net, &p) < 0 ? 0 : p.step_s;
-	} else {
-		struct trn_pp_plan q = res->pp;
-
-		return trn_predict_pp(&j->model, dev, j->ndev, &net, &q) < 0 ? 0 : q.step_s;
-	}
-}
-
-/* Step times from every rank's step ends: step k ends when its last rank
- * is done. */
-static void step_stats(struct job_out *jo)
-{
-	const struct itr_job *j = &jo->job;
-	double d[ITR_MAX_STEPS], e[ITR_MAX_STEPS], sum = 0, cpu = 0, wall = 0;
-	int n = 0;
-
-	jo->roll = j->refine > 0;
-	for (int k = j->warmup; k < j->warmup + j->steps; k++) {
-		uint64_t a = 0, b = 0;
-		double pk = predict_step(jo, k);
-
-		for (int r = 0; r < j->ndev; r++) {
-			uint64_t e0 = jo->res->rank[r].step_end_ns[k];
-			uint64_t e1 = jo->res->rank[r].step_end_ns[k + 1];
-
-			a = e0 > a ? e0 : a;
-			b = e1 > b ? e1 : b;
-		}
-		d[n] = (double)(b - a) * 1e-9;
-		if (pk > 0 && d[n] > 0)
-			e[n] = (pk - d[n]) / d[n] * 100;
-		else
-			jo->roll = false;
-		sum += d[n++];
-	}
-	qsort(d, (size_t)n, sizeof(d[0]), cmp_double);
-	if (jo->roll) {
-		qsort(e, (size_t)n, sizeof(e[0]), cmp_double);
-		jo->err_roll_pct = n % 2 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
-	}
-	jo->step_mean = sum / n;
-	jo->step_med = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
-	jo->tput = j->model.global_batch / jo->step_mean;
-	jo->pred = j->scheme == ITR_DP ? jo->res->dp.step_s : jo->res->pp.step_s;
-	jo->err_pct = (jo->pred - jo->step_med) / jo->step_med * 100;
-	jo->pred_ref = predict_step(jo, j->warmup);
-	jo->err_ref_pct = jo->pred_ref > 0 ? (jo->pred_ref - jo->step_med) / jo->step_med * 100 : 0;
-	for (int r = 0; r < j->ndev; r++) {
-		cpu += jo->res->rank[r].cpu_s;
-		wall = jo->res->rank[r].wall_s > wall ? jo->res->rank[r].wall_s : wall;
-		const struct itr_rank_result *rr = &jo->res->rank[r];
-
-		/* a few late wake-ups are noise; a twentieth of the compute time
-		 * spent beyond the stated speed means this CPU set the pace */
-		if (rr->emu_overrun_s / j->steps > 0.05 * rr->compute_s)
-			jo->emu_overrun = true;
-	}
-	jo->cores = wall > 0 ? cpu / wall : 0;
-	if (j->scheme == ITR_DP) {
-		jo->data_ok = jo->res->weights_identical;
-	} else {
-		jo->data_ok = true;
-		for (int s = 0; s + 1 < j->ndev; s++) {
-			const struct itr_rank_result *a = &jo->res->rank[s],
-						     *b = &jo->res->rank[s + 1];
-
-			if (a->pp_sent_fwd != b->pp_recv_fwd || b->pp_sent_bwd != a->pp_recv_bwd)
-				jo->data_ok = false;
-		}
-	}
-}
-
-/* "emu-fast*2 (emulated),h200" style list of a job's devices. */
-static void dev_list(const struct itr_job *j, char *buf, size_t len)
-{
-	size_t off = 0;
-
-	buf[0] = '\0';
-	for (int i = 0; i < j->ndev;) {
-		int c = 1;
-		char count[16] = "";
-
-		while (i + c < j->ndev && strcmp(j->dev[i + c].name, j->dev[i].name) == 0)
-			c++;
-		if (c > 1)
-			snprintf(count, sizeof(count), "*%d", c);
-		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%s%s%s",
-					i ? "," : "", j->dev[i].name, count,
-					j->dev[i].emulated ? " (emulated)" : "");
-		i += c;
-	}
-}
-
-static const char *split_name(enum itr_split s)
-{
-	return s == ITR_SPLIT_PLAN ? "plan" : "even";
-}
-
-/* DP: the last step's loss summed over the ranks (each has its samples). */
-static double dp_loss(const struct job_out *jo)
-{
-	double l = 0;
-
-	for (int r = 0; r < jo->job.ndev; r++)
-		l += jo->res->rank[r].loss;
-	return l;
-}
-
-static void print_job(const struct job_out *jo)
-{
-	const struct itr_job *j = &jo->job;
-	const struct itr_result *res = jo->res;
-	const struct trn_net *net = &res->net;
-	char devs[512];
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
-	dev_list(j, devs, sizeof(devs));
-	printf("\n== %s: %s%s%s, %s split, %d rank(s): %s", j->label,
-	       j->scheme == ITR_DP ? "dp" : "pp", j->scheme == ITR_PP ? " " : "",
-	       j->scheme == ITR_PP ? trn_pp_sched_name(j->sched) : "", split_name(j->split),
-	       j->ndev, devs);
-	if (jo->nruns > 1)
-		printf(" (run %d of %d)", jo->run, jo->nruns);
-	printf("\n");
-	if (jo->status != 0 || !res->ok) {
-		printf("   FAILED (exit status %d); see the messages above\n", jo->status);
-		return;
-	}
-	if (j->ndev > 1)
-		printf("   network (calibrated on this job's communicator): all-reduce busbw %.3f "
-		       "GB/s, p2p %.3f GB/s, latency %.1f us; overlap %.3f\n",
-		       net->busbw_gbps, net->p2p_gbps, net->lat_s * 1e6, net->overlap);
-	if (j->ndev > 1 && !j->no_contention) {
-		printf("   CPU contention priced (--no-contention: not): per rank cores, "
-		       "CPU ns per byte %s, compute lost per %s:",
-		       j->scheme == ITR_DP ? "all-reduced" : "sent/received",
-		       j->scheme == ITR_DP ? "step" : "micro-batch");
-		for (int r = 0; r < j->ndev; r++)
-			printf("%s %.2f, %.3f, %.4f s", r ? ";" : "", net->cores[r],
-			       (j->scheme == ITR_DP ? net->cpu_ar_s[r] : net->cpu_p2p_s[r]) * 1e9,
-			       j->scheme == ITR_DP ? res->dp.contention_s[r]
-						   : res->pp.contention_s[r]);
-		printf("\n");
-	}
-	printf("   %-4s %-22s %-5s %8s %10s %10s %10s %16s %8s\n", "rank", "device", "kind",
-	       j->scheme == ITR_DP ? "samples" : "layers", "compute s", "exp.comm s", "update s",
-	       "emu late calls/s", "hidden s");
-	for (int r = 0; r < j->ndev; r++) {
-		const struct itr_rank_result *rr = &res->rank[r];
-		char what[32], name[48];
-
-		if (j->scheme == ITR_DP)
-			snprintf(what, sizeof(what), "%d", rr->samples);
-		else
-			snprintf(what, sizeof(what), "%d-%d", rr->first,
-				 rr->first + rr->nlayers - 1);
-		snprintf(name, sizeof(name), "%s%s", j->dev[r].name,
-			 j->dev[r].emulated ? " (emulated)" : "");
-		printf("   %-4d %-22s %-5s %8s %10.4f %10.4f %10.4f %9.1f%% %5.3f %8.4f\n", r, name,
-		       j->dev[r].emulated ? "host" : j->dev[r].kind, what, rr->compute_s,
-		       rr->exposed_s, rr->update_s,
-		       rr->emu_calls ? 100.0 * rr->emu_overruns / rr->emu_calls : 0.0,
-		       rr->emu_overrun_s / j->steps, rr->emu_hidden_s / j->steps);
-	}
-	printf("   per step: compute = matmuls incl. emulation padding; exp.comm = compute "
-	       "thread waiting for the communication thread; emu late = share of calls and "
-	       "seconds beyond the stated speed; hidden = host work and late wake-ups the "
-	       "emulated device's stream overlapped\n");
-	if (j->scheme == ITR_PP && j->ndev > 1) {
-		for (int r = 0; r < j->ndev; r++) {
-			const struct itr_rank_result *rr = &res->rank[r];
-
-			printf("   stage %d waits per step: activations %.4f s, gradients %.4f s, "
-			       "send buffers %.4f s; thread hand-offs within them %.4f s\n",
-			       r, rr->wait_act_s, rr->wait_grad_s, rr->wait_send_s, rr->handoff_s);
-		}
-		printf("   predicted: stage compute+sends");
-		for (int r = 0; r < j->ndev; r++)
-			printf(" %.5f", res->pp.stage_s[r]);
-		printf(" s per micro-batch; %d micro-batches; schedule %.4f s (closed form "
-		       "%.4f s)\n",
-		       res->pp.micro_batches, res->pp.step_s, res->pp.est_s);
-	}
-	if (res->rank[0].replans > 0) {
-		const struct itr_rank_result *r0 = &res->rank[0];
-		int shown = r0->replans < 8 ? r0->replans : 8;
-
-		printf("   re-planned %d time(s) (--replan %.0f%%), after step", r0->replans,
-		       j->replan * 100);
-		for (int i = 0; i < shown; i++)
-			printf("%s %d", i ? "," : "", r0->replan_step[i]);
-		printf("%s; the split above is the last one, the prediction below that "
-		       "split's\n",
-		       r0->replans > shown ? ", ..." : "");
-	}
-	if (j->scheme == ITR_DP && j->ndev > 1) {
-		printf("   backward layer by layer over the last micro-batches (the all-reduce "
-		       "hides behind them):");
-		for (int r = 0; r < j->ndev; r++)
-			printf(" %d", res->dp.tail[r]);
-		printf(" per rank; predicted exposed all-reduce %.4f s\n", res->dp.comm_s);
-		printf("   optimizer step: %s, predicted", trn_optim_name(j->model.optim));
-		for (int r = 0; r < j->ndev; r++)
-			printf(" %.4f", res->dp.update_s[r]);
-		printf(" s per rank\n");
-	}
-	printf("   step: median %.4f s, mean %.4f s over %d steps (after %d warm-up); "
-	       "throughput %.2f samples/s\n",
-	       jo->step_med, jo->step_mean, j->steps, j->warmup, jo->tput);
-	printf("   predicted step %.4f s, measured %.4f s: error %+.1f%%\n", jo->pred, jo->step_med,
-	       jo->err_pct);
-	if (jo->pred_ref > 0) {
-		if (j->refine > 1)
-			printf("   refined after warm-up steps %d-%d", j->warmup - j->refine,
-			       j->warmup - 1);
-		else
-			printf("   refined after warm-up step %d", j->warmup - 1);
-		printf(" from the ranks' measured GFLOP/s (");
-		for (int r = 0; r < j->ndev; r++)
-			printf("%s%.2f, profile %.2f%s", r ? "; " : "", res->rank[r].gflops_refined,
-			       j->dev[r].gflops, j->dev[r].emulated ? ", emulated: kept" : "");
-		printf("): predicted %.4f s, error %+.1f%%\n", jo->pred_ref, jo->err_ref_pct);
-		if (jo->roll)
-			printf("   each timed step predicted from the %d step%s before it: median "
-			       "error %+.1f%%\n",
-			       j->refine, j->refine > 1 ? "s" : "", jo->err_roll_pct);
-	}
-	printf("   CPU: %.2f cores busy on average (all ranks, both threads; host has %ld)\n",
-	       jo->cores, ncpu);
-	if (jo->emu_overrun)
-		printf("   WARNING: emulated compute overran its stated speed by more than 5%% "
-		       "(emu late): these results are CPU-bound and measure this host, not the "
-		       "profiles\n");
-	if (j->scheme == ITR_DP)
-		printf("   weights identical on all %d ranks: %s (fnv1a %016llx, sum %.6g, "
-		       "loss %.6g)\n",
-		       j->ndev, res->weights_identical ? "yes" : "NO",
-		       (unsigned long long)res->rank[0].weight_hash, res->rank[0].weight_sum,
-		       dp_loss(jo));
-	else {
-		printf("   pipeline messages intact (checksums sent = received): %s; loss %.6g\n",
-		       jo->data_ok ? "yes" : "NO", res->rank[j->ndev - 1].loss);
-		/* the same split and data give the same weights under either
-		 * schedule (gradients are summed in the same order) */
-		printf("   weights (fnv1a per stage):");
-		for (int r = 0; r < j->ndev; r++)
-			printf(" %016llx", (unsigned long long)res->rank[r].weight_hash);
-		printf("\n");
-	}
-}
-
-static json_t *job_json(const struct job_out *jo)
-{
-	const struct itr_job *j = &jo->job;
-	const struct itr_result *res = jo->res;
-	json_t *o = json_object(), *ranks = json_array();
-	char devs[512];
-
-	dev_list(j, devs, sizeof(devs));
-	json_object_set_new(o, "job", json_string(j->label));
-	json_object_set_new(o, "devices", json_string(devs));
-	json_object_set_new(o, "scheme", json_string(j->scheme == ITR_DP ? "dp" : "pp"));
-	json_object_set_new(o, "split", json_string(split_name(j->split)));
-	json_object_set_new(o, "ok", json_boolean(jo->status == 0 && res->ok));
-	if (jo->status != 0 || !res->ok) {
-		json_decref(ranks);
-		return o;
-	}
-	json_object_set_new(o, "step_median_s", json_real(jo->step_med));
-	json_object_set_new(o, "step_mean_s", json_real(jo->step_mean));
-	json_object_set_new(o, "samples_per_s", json_real(jo->tput));
-	if (jo->nruns > 1) {
-		/* this is the run of median throughput */
-		json_object_set_new(o, "runs", json_integer(jo->nruns));
-		json_object_set_new(o, "samples_per_s_min", json_real(jo->tput_lo));
-		json_object_set_new(o, "samples_per_s_max", json_real(jo->tput_hi));
-	}
-	json_object_set_new(o, "predicted_step_s", json_real(jo->pred));
-	json_object_set_new(o, "error_pct", json_real(jo->err_pct));
-	if (jo->pred_ref > 0) {
-		/* predicted after the warm-up from the speeds of its last refine
-		 * steps; compared with the same timed steps */
-		json_object_set_new(o, "refine_steps", json_integer(j->refine));
-		json_object_set_new(o, "refined_step_s", json_real(jo->pred_ref));
-		json_object_set_new(o, "refined_error_pct", json_real(jo->err_ref_pct));
-		if (jo->roll) {
-			/* timed step k predicted from the refine steps before it */
-			json_t *a = json_array();
-
-			for (int k = j->warmup; k < j->warmup + j->steps; k++)
-				json_array_append_new(
-					a, json_real(round(predict_step(jo, k) * 1e4) / 1e4));
-			json_object_set_new(o, "step_predicted_s", a);
-			json_object_set_new(o, "rolling_error_pct", json_real(jo->err_roll_pct));
-		}
-	}
-	json_object_set_new(o, "cpu_cores_busy", json_real(jo->cores));
-	json_object_set_new(o, "emulation_overran", json_boolean(jo->emu_overrun));
-	json_object_set_new(o, "steps", json_integer(j->steps));
-	{
-		/* every step's time, warm-up included: its last rank's end
-		 * after the previous step's last */
-		json_t *a = json_array();
-
-		for (int k = 0; k < j->warmup + j->steps; k++) {
-			uint64_t e0 = 0, e1 = 0;
-
-			for (int r = 0; r < j->ndev; r++) {
-				e0 = res->rank[r].step_end_ns[k] > e0 ? res->rank[r].step_end_ns[k]
-								      : e0;
-				e1 = res->rank[r].step_end_ns[k + 1] > e1
-					     ? res->rank[r].step_end_ns[k + 1]
-					     : e1;
-			}
-			json_array_append_new(a, json_real(round((double)(e1 - e0) * 1e-5) / 1e4));
-		}
-		json_object_set_new(o, "step_times_s", a);
-	}
-	json_object_set_new(o, "warmup", json_integer(j->warmup));
-	json_object_set_new(o, "net",
-			    json_pack("{s:f,s:f,s:f,s:f}", "busbw_gbps", res->net.busbw_gbps,
-				      "p2p_gbps", res->net.p2p_gbps, "lat_s", res->net.lat_s,
-				      "overlap", res->net.overlap));
-	if (j->scheme == ITR_DP) {
-		json_object_set_new(o, "weights_identical", json_boolean(res->weights_identical));
-		json_object_set_new(o, "predicted_comm_s", json_real(res->dp.comm_s));
-	} else {
-		json_object_set_new(o, "pipeline_data_ok", json_boolean(jo->data_ok));
-		json_object_set_new(o, "micro_batches", json_integer(res->pp.micro_batches));
-		json_object_set_new(o, "pp_schedule", json_string(trn_pp_sched_name(j->sched)));
-	}
-	for (int r = 0; r < j->ndev; r++) {
-		const struct itr_rank_result *rr = &res->rank[r];
-		json_t *x = json_object();
-		char hash[24];
-
-		json_object_set_new(x, "rank", json_integer(r));
-		json_object_set_new(x, "device", json_string(j->dev[r].name));
-		json_object_set_new(x, "kind", json_string(j->dev[r].kind));
-		json_object_set_new(x, "emulated", json_boolean(j->dev[r].emulated));
-		if (j->scheme == ITR_DP) {
-			json_object_set_new(x, "samples", json_integer(rr->samples));
-			json_object_set_new(x, "tail_micro_batches", json_integer(res->dp.tail[r]));
-			json_object_set_new(x, "predicted_compute_s",
-					    json_real(res->dp.compute_s[r]));
-		} else {
-			json_object_set_new(x, "first_layer", json_integer(rr->first));
-			json_object_set_new(x, "layers", json_integer(rr->nlayers));
-			json_object_set_new(x, "predicted_stage_s", json_real(res->pp.stage_s[r]));
-			json_object_set_new(x, "wait_act_s", json_real(rr->wait_act_s));
-			json_object_set_new(x, "wait_grad_s", json_real(rr->wait_grad_s));
-			json_object_set_new(x, "wait_send_s", json_real(rr->wait_send_s));
-			json_object_set_new(x, "handoff_s", json_real(rr->handoff_s));
-		}
-		json_object_set_new(x, "compute_s", json_real(rr->compute_s));
-		json_object_set_new(x, "cores", json_real(res->net.cores[r]));
-		json_object_set_new(x, "predicted_contention_s",
-				    json_real(j->scheme == ITR_DP ? res->dp.contention_s[r]
-								  : res->pp.contention_s[r]));
-		json_object_set_new(x, "gflops_measured", json_real(rr->gflops));
-		json_object_set_new(x, "gflops_steps", json_real(rr->gflops_steps));
-		{
-			/* every step's, warm-up included (ITR_MAX_STEPS bounds them) */
-			json_t *a = json_array();
-
-			for (int k = 0; k < j->warmup + j->steps; k++)
-				json_array_append_new(
-					a, json_real(round(rr->step_gflops[k] * 100) / 100));
-			json_object_set_new(x, "step_gflops", a);
-		}
-		if (j->refine > 0)
-			json_object_set_new(x, "gflops_refined", json_real(rr->gflops_refined));
-		json_object_set_new(x, "replans", json_integer(rr->replans));
-		json_object_set_new(x, "exposed_comm_s", json_real(rr->exposed_s));
-		json_object_set_new(x, "update_s", json_real(rr->update_s));
-		json_object_set_new(x, "cpu_s", json_real(rr->cpu_s));
-		json_object_set_new(x, "wall_s", json_real(rr->wall_s));
-		json_object_set_new(x, "emu_calls", json_integer((json_int_t)rr->emu_calls));
-		json_object_set_new(x, "emu_overruns", json_integer((json_int_t)rr->emu_overruns));
-		json_object_set_new(x, "emu_overrun_s", json_real(rr->emu_overrun_s));
-		json_object_set_new(x, "emu_hidden_s", json_real(rr->emu_hidden_s));
-		json_object_set_new(x, "loss", json_real(rr->loss));
-		snprintf(hash, sizeof(hash), "%016llx", (unsigned long long)rr->weight_hash);
-		json_object_set_new(x, "weight_hash", json_string(hash));
-		if (rr->stage_name[0] != '\0')
-			json_object_set_new(x, "allreduce_staging", json_string(rr->stage_name));
-		json_array_append_new(ranks, x);
-	}
-	json_object_set_new(o, "ranks", ranks);
-	return o;
-}
-
-static void print_json(const struct job_out *jobs, int njobs, const struct trn_model *m,
-		       enum itr_scheme scheme, double alone, const double *eff)
-{
-	json_t *root = json_object(), *arr = json_array();
-
-	for (int i = 0; i < njobs; i++)
-		json_array_append_new(arr, job_json(&jobs[i]));
-	json_object_set_new(root, "tool", json_string("ice-train"));
-	json_object_set_new(root, "model", json_string(m->name));
-	json_object_set_new(root, "global_batch", json_integer(m->global_batch));
-	json_object_set_new(root, "micro_batch", json_integer(m->micro_batch));
-	json_object_set_new(root, "scheme", json_string(scheme == ITR_DP ? "dp" : "pp"));
-	if (scheme == ITR_DP)
-		json_object_set_new(root, "optimizer", json_string(trn_optim_name(m->optim)));
-	json_object_set_new(root, "host_cpus", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
-	json_object_set_new(root, "jobs", arr);
-	if (eff != NULL) {
-		/* mixed samples/s over the sum of the groups' alone */
-		json_object_set_new(root, "alone_samples_per_s", json_real(alone));
-		json_object_set_new(root, "efficiency_plan",
-				    isnan(eff[0]) ? json_null() : json_real(eff[0]));
-		json_object_set_new(root, "efficiency_even",
-				    isnan(eff[1]) ? json_null() : json_real(eff[1]));
-	}
-	json_dumpf(root, stdout, JSON_INDENT(2));
-	printf("\n");
-	json_decref(root);
-}
-
-/* Issue 8's goals for this run (reported, not asserted): efficiency of the
- * planner's split, and the predictor's error on every job. */
-static void print_targets(const struct job_out *jobs, int njobs, enum itr_scheme scheme,
-			  double eff_plan)
-{
-	double want = scheme == ITR_DP ? 0.97 : 0.998, worst = 0, worst_ref = 0, worst_roll = 0;
-	bool emulated = false, late = false, refined = false, rolled = false;
-
-	for (int i = 0; i < njobs; i++) {
-		if (jobs[i].res->ok && fabs(jobs[i].err_pct) > fabs(worst))
-			worst = jobs[i].err_pct;
-		if (jobs[i].res->ok && jobs[i].pred_ref > 0) {
-			refined = true;
-			if (fabs(jobs[i].err_ref_pct) > fabs(worst_ref))
-				worst_ref = jobs[i].err_ref_pct;
-			rolled |= jobs[i].roll;
-			if (jobs[i].roll && fabs(jobs[i].err_roll_pct) > fabs(worst_roll))
-				worst_roll = jobs[i].err_roll_pct;
-		}
-		for (int d = 0; d < jobs[i].job.ndev; d++)
-			emulated |= jobs[i].job.dev[d].emulated;
-		late |= jobs[i].emu_overrun;
-	}
-	printf("   [%s] mixed-training efficiency, planner's split >= %.1f%%: %.1f%%\n",
-	       eff_plan >= want ? "reached" : "MISSED ", want * 100, eff_plan * 100);
-	printf("   [%s] predictor error < 5%% of measured step time, every job: worst %+.1f%%\n",
-	       fabs(worst) < 5 ? "reached" : "MISSED ", worst);
-	if (refined)
-		printf("   [%s] the same, predicted after the warm-up from its measured speeds "
-		       "(--refine): worst %+.1f%%\n",
-		       fabs(worst_ref) < 5 ? "reached" : "MISSED ", worst_ref);
-	if (rolled)
-		printf("   [%s] the same, each timed step predicted from the steps before it: "
-		       "worst median %+.1f%%\n",
-		       fabs(worst_roll) < 5 ? "reached" : "MISSED ", worst_roll);
-	if (emulated)
-		printf("   (emulated devices: speeds are the profiles'%s)\n",
-		       late ? "; some job was CPU-bound, see its WARNING" : "");
-}
-
-/* A rank that computes far from its profile: warned once per device (the
- * plan assumed the profile). */
-#define ITR_PROFILE_OFF 0.25
-static void check_profiles(const struct job_out *jo, const char *path)
-{
-	static char warned[TRN_MAX_DEVICES][TRN_NAME_MAX];
-	static int nwarned;
-
-	if (!jo->res->ok)
-		return;
-	for (int r = 0; r < jo->job.ndev; r++) {
-		const struct trn_profile *p = &jo->job.dev[r];
-		double g = jo->res->rank[r].gflops;
-		bool seen = false;
-
-		if (p->emulated || !(g > 0) || fabs(g / p->gflops - 1) <= ITR_PROFILE_OFF)
-			continue;
-		for (int i = 0; i < nwarned; i++)
-			seen |= strcmp(warned[i], p->name) == 0;
-		if (seen || nwarned == TRN_MAX_DEVICES)
-			continue;
-		snprintf(warned[nwarned++], TRN_NAME_MAX, "%s", p->name);
-		fprintf(stderr,
-			"ice-train: warning: device '%s' (rank %d of job '%s') computed "
-			"%.2f GFLOP/s in its matrix multiplies, its profile (%s) says "
-			"%.2f GFLOP/s (%+.0f%%, more than %.0f%% off): the split was planned "
-			"for the profile; measure the device again (ice-devprof)\n",
-			p->name, jo->job.grank[r], jo->job.label, g, path, p->gflops,
-			(g / p->gflops - 1) * 100, ITR_PROFILE_OFF * 100);
-	}
-}
-
 /* Run one job: its ranks started here (tp_launch_ranks), or, in --rank
  * mode (ctl), this process's rank of it (itr_ctl_run). -errno on a failure
  * that ends the run. */
@@ -854,7 +311,7 @@ static int run_job(struct opts *o, struct itr_ctl *ctl, struct job_out *jo)
 
 		if (!o->json && o->tp.rank == 0)
 			fprintf(stderr, "ice-train: running %s (%s split, %d ranks)...\n",
-				jo->job.label, split_name(jo->job.split), jo->job.ndev);
+				jo->job.label, itr_split_name(jo->job.split), jo->job.ndev);
 		ret = itr_ctl_run(ctl, &jo->job, jo->res, &jo->status);
 		if (ret < 0)
 			return ret;
@@ -875,7 +332,7 @@ static int run_job(struct opts *o, struct itr_ctl *ctl, struct job_out *jo)
 			jo->job.scheme == ITR_DP     ? "dp"
 			: jo->job.sched == TRN_PP_ZB ? "pp zb"
 						     : "pp 1f1b",
-			split_name(jo->job.split), jo->job.ndev);
+			itr_split_name(jo->job.split), jo->job.ndev);
 	jo->status = tp_launch_ranks(&l, &cc, itr_rank_main, &arg);
 	free(ns);
 done:
@@ -884,7 +341,7 @@ done:
 		if (!jo->res->rank[r].done)
 			jo->res->ok = false;
 	if (jo->res->ok)
-		step_stats(jo);
+		itr_step_stats(jo);
 	return 0;
 }
 
@@ -983,7 +440,7 @@ static int save_profiles(const char *path, struct job_out (*runs)[ITR_MAX_REPEAT
 				}
 			if (nv == 0)
 				continue;
-			qsort(v, (size_t)nv, sizeof(v[0]), cmp_double);
+			qsort(v, (size_t)nv, sizeof(v[0]), itr_cmp_double);
 			k = trn_profile_find(all, n, p->name);
 			if (k < 0) {
 				if (n == TRN_MAX_DEVICES)
@@ -1221,9 +678,9 @@ int main(int argc, char **argv)
 			}
 			if (!jo->res->ok || !jo->data_ok)
 				rc = 1;
-			check_profiles(jo, o.profiles_path);
+			itr_check_profiles(jo, o.profiles_path);
 			if (!o.json)
-				print_job(jo);
+				itr_print_job(jo);
 		}
 	itr_ctl_free(ctl);
 	if (o.tp.rank > 0)
@@ -1254,14 +711,14 @@ int main(int argc, char **argv)
 			for (int i = 0; i < njobs; i++) {
 				char devs[512];
 
-				dev_list(&jobs[i].job, devs, sizeof(devs));
+				itr_dev_list(&jobs[i].job, devs, sizeof(devs));
 				if (!jobs[i].res->ok) {
 					printf("   %-16s %-44s %-5s %9s\n", jobs[i].job.label, devs,
-					       split_name(jobs[i].job.split), "FAILED");
+					       itr_split_name(jobs[i].job.split), "FAILED");
 					continue;
 				}
 				printf("   %-16s %-44s %-5s %9.4f %10.2f %11.4f %+8.1f\n",
-				       jobs[i].job.label, devs, split_name(jobs[i].job.split),
+				       jobs[i].job.label, devs, itr_split_name(jobs[i].job.split),
 				       jobs[i].step_med, jobs[i].tput, jobs[i].pred,
 				       jobs[i].err_pct);
 			}
@@ -1273,19 +730,20 @@ int main(int argc, char **argv)
 				for (int i = 0; i < njobs; i++)
 					printf("%s %s%s%s %.2f-%.2f", i ? "," : "",
 					       jobs[i].job.label, ngroups <= i ? " " : "",
-					       ngroups <= i ? split_name(jobs[i].job.split) : "",
+					       ngroups <= i ? itr_split_name(jobs[i].job.split)
+							    : "",
 					       jobs[i].tput_lo, jobs[i].tput_hi);
 				printf("\n");
 			}
 			printf("   efficiency = mixed samples/s / sum of groups alone (%.2f "
 			       "samples/s): plan %.1f%%, even %.1f%%\n",
 			       alone, eff[0] * 100, eff[1] * 100);
-			print_targets(jobs, njobs, o.scheme, eff[0]);
+			itr_print_targets(jobs, njobs, o.scheme, eff[0]);
 		}
 		if (o.json)
-			print_json(jobs, njobs, &model, o.scheme, alone, eff);
+			itr_print_json(jobs, njobs, &model, o.scheme, alone, eff);
 	} else if (o.json) {
-		print_json(jobs, njobs, &model, o.scheme, NAN, NULL);
+		itr_print_json(jobs, njobs, &model, o.scheme, NAN, NULL);
 	}
 	for (int i = 0; i < njobs; i++)
 		if (jobs[i].res != NULL)

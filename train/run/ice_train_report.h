@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ice-train's report of its jobs (ice_train_report.c): step statistics and
+ * the predictions' errors, the text tables, --json, the targets line and
+ * the profile check. The launcher (ice_train_main.c) runs the jobs.
+ */
+#ifndef ICE_TRAIN_REPORT_H
+#define ICE_TRAIN_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ice_train.h"
+
+/* One finished job, as the launcher saw it. */
+struct job_out {
+	struct itr_job job;
+	struct itr_result *res; /* shared mapping */
+	int status;		/* tp_launch_ranks() */
+	double step_med, step_mean, tput, pred, err_pct, cores;
+	double pred_ref, err_ref_pct; /* --refine: the prediction after the warm-up
+				       * (0: none) and its error */
+	bool roll;		      /* --refine: every timed step predicted from the steps
+				       * before it */
+	double err_roll_pct;	      /* the median of those predictions' errors */
+	bool emu_overrun;
+	bool data_ok;		 /* DP: weights identical; PP: every message arrived intact */
+	int run, nruns;		 /* this is run `run` (1-based) of nruns */
+	double tput_lo, tput_hi; /* over the runs (--repeat) */
+};
+
+/* qsort's order of doubles, ascending. */
+int itr_cmp_double(const void *a, const void *b);
+/* jo's step median and mean, throughput, the prediction's error and, with
+ * --refine, the refined and rolling predictions' errors. */
+void itr_step_stats(struct job_out *jo);
+/* "name x n, name" of j's devices into buf. */
+void itr_dev_list(const struct itr_job *j, char *buf, size_t len);
+const char *itr_split_name(enum itr_split s);
+/* One job's table (text). */
+void itr_print_job(const struct job_out *jo);
+/* Every job as JSON on stdout; alone and eff: --efficiency's figures (NAN,
+ * NULL: none). */
+void itr_print_json(const struct job_out *jobs, int njobs, const struct trn_model *m,
+		    enum itr_scheme scheme, double alone, const double *eff);
+/* The run's goals (reported, not asserted). */
+void itr_print_targets(const struct job_out *jobs, int njobs, enum itr_scheme scheme,
+		       double eff_plan);
+/* A rank that computed far from its profile (path): warned once per device. */
+void itr_check_profiles(const struct job_out *jo, const char *path);
+
+#endif
