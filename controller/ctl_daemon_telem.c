@@ -5,7 +5,7 @@
  * collector; docs/redis-schema.md, "Switch telemetry") in one pipelined
  * round trip and hands them to ctl_telem (controller/ctl_telem.h): per
  * directed link the measured load, the queue, and the load nobody planned,
- * max(0, measured - known) smoothed, where known is what the plan's own
+ * max(0, measured - known) (fast up, smoothed down), where known is what the plan's own
  * QPs measure (their agents' rates) on their planned routes. With feedback
  * on, that unplanned load is taken off the planner's capacities (paths and
  * rates), and a link that stays congested (avg queue above its Kmin, or CE

@@ -4,8 +4,9 @@
  * as the planner needs it: per directed link of the topology, the load
  * measured at the switch port that sends on it (bytes/s from out-octets
  * over dt_ms), its queue (avg-queue-len, CE marks per interval), and the
- * part of that load nobody planned: max(0, measured - known) smoothed
- * (EWMA), which the daemon takes off the link's capacity (ctl_planner_set_cap).
+ * part of that load nobody planned: max(0, measured - known), counted in
+ * full once it lasts, fading by an EWMA once gone, which the daemon takes off the link's capacity
+ * (ctl_planner_set_cap).
  *
  * Pure: no Redis. The daemon reads the records (ctl_daemon_telem.c) and
  * hands each one here. A switch port maps to a link by the switch's name and
@@ -86,8 +87,9 @@ struct ctl_telem_link {
 	uint64_t hot_ms; /* ts_ms of the first interval of that run */
 	/* feedback */
 	double known;	  /* bytes/s of the controller's own flows (its last call) */
-	double unplanned; /* bytes/s: smoothed max(0, measured - known) */
+	double unplanned; /* bytes/s: max(0, measured - known), fast up, smoothed down */
 	uint32_t over;	  /* intervals in a row with measured - known above the dead band */
+	double run_min;	  /* bytes/s: the least measured - known of that run */
 	unsigned logged;  /* 1 << state: that kind was logged for this link */
 	/* host signals, where no switch telemetry is (ctl_telem_host) */
 	uint32_t qps, marked; /* planned QPs crossing it; those that get CNPs */

@@ -178,20 +178,38 @@ static void test_unplanned_and_capacity(void **state)
 		ctl_telem_feedback(&tm, known);
 		if (i == 2) /* one interval alone is noise */
 			assert_true(tm.dl[dl].unplanned == 0);
-		if (i == 3) /* the second: alpha 0.5, half of it */
-			assert_true(tm.dl[dl].unplanned > 7.49e6 && tm.dl[dl].unplanned < 7.51e6);
+		if (i == 3) /* the second: all of it at once, not alpha's half */
+			assert_true(tm.dl[dl].unplanned > 14.99e6 && tm.dl[dl].unplanned < 15.01e6);
 	}
-	assert_true(tm.dl[dl].unplanned > 14.9e6 && tm.dl[dl].unplanned < 15.0e6);
+	assert_true(tm.dl[dl].unplanned > 14.9e6 && tm.dl[dl].unplanned < 15.01e6);
 	/* 200 Mbit/s less 120 */
-	assert_true(ctl_telem_cap(&tm, dl) > 80.0e6 && ctl_telem_cap(&tm, dl) < 80.9e6);
+	assert_true(ctl_telem_cap(&tm, dl) > 79.9e6 && ctl_telem_cap(&tm, dl) < 80.1e6);
 	assert_true(ctl_telem_cap(&tm, dl ^ 1) == 200e6); /* the other direction: none */
-	/* known above measured: nothing unplanned (decays), never below the floor */
+	/* it rises at once to the least of a run that lasted: 15 then 10 MB/s
+	 * unplanned, then 18 (the run's least stays 10; the EWMA takes it up
+	 * from there) */
+	known[dl] = 10e6;
+	oct += 2000000;
+	r = rec(12, 1200, 100, oct, 0, 0);
+	ctl_telem_update(&tm, "leaf1", "spine1", &r, 1200);
+	ctl_telem_feedback(&tm, known);
+	assert_true(tm.dl[dl].unplanned > 12.49e6 && tm.dl[dl].unplanned < 12.51e6);
+	known[dl] = 2e6;
+	oct += 2000000;
+	r = rec(13, 1300, 100, oct, 0, 0);
+	ctl_telem_update(&tm, "leaf1", "spine1", &r, 1300);
+	ctl_telem_feedback(&tm, known);
+	assert_true(tm.dl[dl].unplanned > 15.24e6 && tm.dl[dl].unplanned < 15.26e6);
+	/* known above measured: nothing unplanned; it fades (alpha 0.5 an
+	 * interval: one interval after, half), never below the floor */
 	known[dl] = 30e6;
-	for (int i = 12; i < 30; i++) {
+	for (int i = 14; i < 30; i++) {
 		oct += 2000000;
 		r = rec(i, 100 * i, 100, oct, 0, 0);
 		ctl_telem_update(&tm, "leaf1", "spine1", &r, 100 * i);
 		ctl_telem_feedback(&tm, known);
+		if (i == 14)
+			assert_true(tm.dl[dl].unplanned > 7.6e6 && tm.dl[dl].unplanned < 7.7e6);
 	}
 	assert_true(tm.dl[dl].unplanned < 1e3);
 	/* noise below the dead band (10% of 25 MB/s) is not unplanned */
