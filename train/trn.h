@@ -128,11 +128,16 @@ struct trn_net {
 	 * compute time) and the CPU seconds its communication progress takes
 	 * per byte: of gradient all-reduced (DP; the sharded reduce-scatter
 	 * and all-gather move the same bytes), and per byte sent or received
-	 * point to point (PP). ice-train reads the cores from the kernel
-	 * (ice_cpu_cores) and calibrates the costs on the job's communicator. */
+	 * point to point (PP), and per message sent or received point to
+	 * point beyond its bytes (PP: posting it to the communication
+	 * thread, its wake-ups, hand-off and completion; 0: not priced).
+	 * ice-train reads the cores from the kernel (ice_cpu_cores) and
+	 * calibrates the costs on the job's communicator, the per-message one
+	 * through its communication thread as a pipeline stage uses it. */
 	double cores[TRN_MAX_DEVICES];
 	double cpu_ar_s[TRN_MAX_DEVICES];
 	double cpu_p2p_s[TRN_MAX_DEVICES];
+	double cpu_msg_s[TRN_MAX_DEVICES];
 };
 
 /*
@@ -162,16 +167,21 @@ double trn_compute_cores(const struct trn_profile *d, double cores);
  * over the time the rank needed the CPU for them. A host rank's compute
  * thread, its communication thread (progress, reductions, message
  * checksums) and whatever else the step does share the cores the rank may
- * use, so that time is the larger of the compute thread's CPU seconds and
- * the process's CPU seconds over its cores (a CFS quota of 0.4 core:
- * CPU / 0.4, which counts the throttled time wherever it falls, not only
- * inside the matrix multiplies), less other_s, what the predictor prices
- * apart (the optimizer step), unless that would take off more than half
- * of it. Waiting for other ranks takes no CPU and is
- * not counted. cores <= 0: the compute thread's CPU alone. 0 when nothing
- * was measured. */
-double trn_speed_from_steps(double flops, double thread_cpu_s, double proc_cpu_s, double cores,
-			    double other_s);
+ * use, so that time is the largest of
+ *   - the compute thread's CPU seconds plus its run-queue wait
+ *     (thread_wait_s: runnable, not running; /proc/thread-self/schedstat):
+ *     the time it wanted a core, which grows when a neighbour, its own
+ *     communication thread or a CFS quota's throttling keeps it off one;
+ *   - the process's CPU seconds over its cores (a CFS quota of 0.4 core:
+ *     CPU / 0.4, which counts the throttled time wherever it falls, also
+ *     while the compute thread waits for a message);
+ * less other_s, what the predictor prices apart (the optimizer step),
+ * unless that would take off more than half of it. Waiting for other ranks
+ * (blocked, not runnable) takes neither and is not counted. cores <= 0:
+ * the compute thread's CPU and wait alone. thread_wait_s < 0: not known
+ * (no schedstat), counted as 0. 0 when nothing was measured. */
+double trn_speed_from_steps(double flops, double thread_cpu_s, double thread_wait_s,
+			    double proc_cpu_s, double cores, double other_s);
 /* out = dev with each gflops replaced by measured[i] where that is > 0 and
  * the device is not emulated (an emulated device computes at its stated
  * speed; when the CPU cannot keep up, ice-train says so instead). Returns

@@ -69,10 +69,10 @@ double trn_compute_cores(const struct trn_profile *d, double cores)
 
 /* ---- profiles refined from the steps ---------------------------------------- */
 
-double trn_speed_from_steps(double flops, double thread_cpu_s, double proc_cpu_s, double cores,
-			    double other_s)
+double trn_speed_from_steps(double flops, double thread_cpu_s, double thread_wait_s,
+			    double proc_cpu_s, double cores, double other_s)
 {
-	double busy = thread_cpu_s;
+	double busy = thread_cpu_s + (thread_wait_s > 0 ? thread_wait_s : 0);
 
 	if (cores > 0 && proc_cpu_s / cores > busy)
 		busy = proc_cpu_s / cores;
@@ -855,7 +855,7 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
 		return -EINVAL;
 	for (int s = 0; s < ndev; s++) {
 		int a = p->first[s], e = a + p->nlayers[s];
-		double ff = 0, fb = 0, pb = 0, msg, cc, xf, xb;
+		double ff = 0, fb = 0, pb = 0, msg, cpu, cc, xf, xb;
 
 		if (p->nlayers[s] < 1 || a != (s == 0 ? 0 : p->first[s - 1] + p->nlayers[s - 1]) ||
 		    e > m->nlayers)
@@ -872,12 +872,14 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
 		p->wgt_s[s] = stage_compute(m, dev, s, fb / 2);
 		p->stage_s[s] = stage_time(m, dev, s, ndev, a, e, ff + fb, net);
 		/* an F receives its activation and sends its output, a B the
-		 * gradients back; their progress shares the stage's CPU */
+		 * gradients back; their progress shares the stage's CPU: per
+		 * byte, and per message */
 		msg = (s > 0 ? 4.0 * m->in[a] * m->micro_batch : 0) +
 		      (s < ndev - 1 ? 4.0 * m->out[e - 1] * m->micro_batch : 0);
+		cpu = net->cpu_p2p_s[s] * msg + net->cpu_msg_s[s] * ((s > 0) + (s < ndev - 1));
 		cc = trn_compute_cores(&dev[s], net->cores[s]);
-		xf = trn_cpu_contention_s(net->cores[s], cc, p->fwd_s[s], net->cpu_p2p_s[s] * msg);
-		xb = trn_cpu_contention_s(net->cores[s], cc, p->bwd_s[s], net->cpu_p2p_s[s] * msg);
+		xf = trn_cpu_contention_s(net->cores[s], cc, p->fwd_s[s], cpu);
+		xb = trn_cpu_contention_s(net->cores[s], cc, p->bwd_s[s], cpu);
 		p->fwd_s[s] += xf;
 		p->bwd_s[s] += xb;
 		p->stage_s[s] += xf + xb;

@@ -976,6 +976,46 @@ static void test_predict_pp_contention(void **state)
 	assert_near(q.step_s, p.step_s);
 }
 
+/* PP: each message also costs its fixed CPU (cpu_msg_s): stage 0 and the
+ * last stage one message per F and per B, a middle stage two (it receives
+ * and sends on both). Fails if the per-message cost is not priced or is
+ * priced per byte. */
+static void test_predict_pp_msg_cpu(void **state)
+{
+	struct trn_profile d[3];
+	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 1, .lat_s = 1e-6, .overlap = 0};
+	struct trn_pp_plan p = {.sched = TRN_PP_1F1B}, q;
+	double cm = 50e-6; /* below a stage's F (160 us): a spare core absorbs it */
+
+	(void)state;
+	devs(d, (double[]){1, 1, 1}, 3);
+	model_square(3, 200, 8, 2);
+	for (int s = 0; s < 3; s++) {
+		p.first[s] = s;
+		p.nlayers[s] = 1;
+		net.cores[s] = 1;
+	}
+	assert_int_equal(trn_predict_pp(&m, d, 3, &net, &p), 0);
+	q = p;
+	for (int s = 0; s < 3; s++)
+		net.cpu_msg_s[s] = cm;
+	assert_int_equal(trn_predict_pp(&m, d, 3, &net, &q), 0);
+	for (int s = 0; s < 3; s++) {
+		double nmsg = s == 1 ? 2 : 1;
+
+		assert_near(q.fwd_s[s], p.fwd_s[s] + nmsg * cm);
+		assert_near(q.bwd_s[s], p.bwd_s[s] + nmsg * cm);
+		assert_near(q.contention_s[s], 2 * nmsg * cm);
+	}
+	/* the middle stage is now the slowest: every micro-batch pays it */
+	assert_true(q.step_s > p.step_s + 2 * 2 * 2 * cm);
+	/* a spare core absorbs it */
+	for (int s = 0; s < 3; s++)
+		net.cores[s] = 2;
+	assert_int_equal(trn_predict_pp(&m, d, 3, &net, &q), 0);
+	assert_near(q.step_s, p.step_s);
+}
+
 /* A host rank's speed from the CPU its steps needed (issue 20): the
  * compute thread's CPU, or the whole process's over the cores it may use
  * when that is more (the communication thread on the same core, a CPU
@@ -985,20 +1025,46 @@ static void test_speed_from_steps(void **state)
 {
 	(void)state;
 	/* one core: 10 GFLOP in 1 s of compute thread, nothing else */
-	assert_near(trn_speed_from_steps(10e9, 1, 1, 1, 0), 10);
+	assert_near(trn_speed_from_steps(10e9, 1, 0, 1, 1, 0), 10);
 	/* the communication thread took 0.25 s of the same core */
-	assert_near(trn_speed_from_steps(10e9, 1, 1.25, 1, 0), 8);
+	assert_near(trn_speed_from_steps(10e9, 1, 0, 1.25, 1, 0), 8);
 	/* a quota of 0.4 core: 1 CPU s takes 2.5 s of wall time */
-	assert_near(trn_speed_from_steps(10e9, 1, 1, 0.4, 0), 4);
+	assert_near(trn_speed_from_steps(10e9, 1, 0, 1, 0.4, 0), 4);
 	/* two cores: the communication thread has its own */
-	assert_near(trn_speed_from_steps(10e9, 1, 1.25, 2, 0), 10);
+	assert_near(trn_speed_from_steps(10e9, 1, 0, 1.25, 2, 0), 10);
 	/* the optimizer step is priced apart; not beyond half the time */
-	assert_near(trn_speed_from_steps(10e9, 1.25, 1.25, 1, 0.25), 10);
-	assert_near(trn_speed_from_steps(10e9, 1, 1, 1, 0.8), 10);
+	assert_near(trn_speed_from_steps(10e9, 1.25, 0, 1.25, 1, 0.25), 10);
+	assert_near(trn_speed_from_steps(10e9, 1, 0, 1, 1, 0.8), 10);
 	/* no cores known: the compute thread alone */
-	assert_near(trn_speed_from_steps(10e9, 1, 3, 0, 0), 10);
-	assert_near(trn_speed_from_steps(0, 1, 1, 1, 0), 0);
-	assert_near(trn_speed_from_steps(10e9, 0, 0, 1, 0), 0);
+	assert_near(trn_speed_from_steps(10e9, 1, 0, 3, 0, 0), 10);
+	assert_near(trn_speed_from_steps(0, 1, 0, 1, 1, 0), 0);
+	assert_near(trn_speed_from_steps(10e9, 0, 0, 0, 1, 0), 0);
+}
+
+/* The run-queue wait (issue 20): a neighbour that takes half the compute
+ * thread's core adds no CPU time to the rank but as much wait; the speed
+ * must halve. A quota's throttling seen by both measures is not counted
+ * twice (the larger wins). Fails if the wait is ignored (the CPU-based
+ * speed would stay 10) or added to the process's CPU. */
+static void test_speed_from_steps_wait(void **state)
+{
+	(void)state;
+	/* a neighbour: 1 s of CPU, 1 s on the run queue, one core */
+	assert_near(trn_speed_from_steps(10e9, 1, 1, 1, 1, 0), 5);
+	/* the same on two cores: the process's CPU says nothing of it */
+	assert_near(trn_speed_from_steps(10e9, 1, 1, 1, 2, 0), 5);
+	/* a 0.4-core quota, compute thread throttled for 1.5 s of 2.5 s:
+	 * both measures say 2.5 s */
+	assert_near(trn_speed_from_steps(10e9, 1, 1.5, 1, 0.4, 0), 4);
+	/* throttled while it waited for a message (blocked): only the
+	 * process's CPU over the quota sees it */
+	assert_near(trn_speed_from_steps(10e9, 1, 0.5, 1, 0.4, 0), 4);
+	/* its own communication thread ran 0.25 s in its place */
+	assert_near(trn_speed_from_steps(10e9, 1, 0.25, 1.25, 1, 0), 8);
+	/* no schedstat: as before */
+	assert_near(trn_speed_from_steps(10e9, 1, -1, 1, 1, 0), 10);
+	/* the optimizer step still comes off */
+	assert_near(trn_speed_from_steps(10e9, 1, 0.25, 1, 1, 0.25), 10);
 }
 
 /* Refined profiles: measured speeds replace the profiles' (not an emulated
@@ -1049,7 +1115,8 @@ static void test_refine_predict(void **state)
 	for (int i = 0; i < 2; i++) {
 		double c = p.samples[i] * flops / (truth[i].gflops * 1e9);
 
-		g[i] = trn_speed_from_steps(p.samples[i] * flops, c, c + t.contention_s[i], 1, 0);
+		g[i] = trn_speed_from_steps(p.samples[i] * flops, c, 0, c + t.contention_s[i], 1,
+					    0);
 	}
 	trn_profiles_refine(d, 2, g, r);
 	n0 = net;
@@ -1080,7 +1147,9 @@ int main(void)
 		cmocka_unit_test(test_cpu_contention),
 		cmocka_unit_test(test_predict_dp_contention),
 		cmocka_unit_test(test_predict_pp_contention),
+		cmocka_unit_test(test_predict_pp_msg_cpu),
 		cmocka_unit_test(test_speed_from_steps),
+		cmocka_unit_test(test_speed_from_steps_wait),
 		cmocka_unit_test(test_refine_predict),
 	};
 

@@ -337,6 +337,51 @@ static int time_op(struct tp_dev_comm *d, int what, float *buf, size_t count, in
 	return tp_comm_oob_max(c, out);
 }
 
+/*
+ * The CPU a pipeline stage's messages cost beyond their bytes, measured
+ * the way a stage sends them: through a communication thread (started for
+ * this and stopped again), each a send to the next rank and a receive from
+ * the previous one (a ring: a stage in the middle of a pipeline does both
+ * per operation), posted by this thread, hashed by the other, waited for
+ * here: the queueing, wake-ups, progress and hand-offs a tight loop of
+ * tp_dev_sendrecv does not have. *cpu: this process's CPU seconds per
+ * round (two messages of count floats each).
+ */
+static int time_msgs(struct itr_rank *k, float *buf, size_t count, int iters, double *cpu)
+{
+	struct tp_comm *c = tp_dev_comm_base(k->d);
+	struct itr_cthread t;
+	struct itr_cop snd, rcv;
+	int n = k->n, r = k->r;
+	double c0 = 0;
+	bool blocked;
+	int ret, r2;
+
+	ret = tp_comm_barrier(c);
+	if (ret < 0)
+		return ret;
+	ret = itr_cthread_start(&t, k->d); /* the communicator is its own until stopped */
+	if (ret < 0)
+		return ret;
+	memset(&snd, 0, sizeof(snd));
+	memset(&rcv, 0, sizeof(rcv));
+	for (int i = -2; ret == 0 && i < iters; i++) {
+		if (i == 0)
+			c0 = process_cpu_s();
+		rcv.hash = snd.hash = k->host;
+		itr_cop_post(&t, &rcv, COP_RECV, buf + count, count, (r + n - 1) % n);
+		itr_cop_post(&t, &snd, COP_SEND, buf, count, (r + 1) % n);
+		ret = cop_wait(&t, &snd, &blocked);
+		r2 = cop_wait(&t, &rcv, &blocked);
+		if (ret == 0)
+			ret = r2;
+	}
+	if (ret == 0)
+		*cpu = (process_cpu_s() - c0) / iters;
+	r2 = itr_cthread_stop(&t);
+	return ret < 0 ? ret : r2;
+}
+
 /* Every rank's cores and CPU costs, the same on all ranks (each fills its
  * own slot, a maximum over the ranks fills the rest). */
 static int share_cpu(struct itr_rank *k, struct trn_net *net)
@@ -350,6 +395,8 @@ static int share_cpu(struct itr_rank *k, struct trn_net *net)
 			ret = tp_comm_oob_max(c, &net->cpu_ar_s[r]);
 		if (ret == 0)
 			ret = tp_comm_oob_max(c, &net->cpu_p2p_s[r]);
+		if (ret == 0)
+			ret = tp_comm_oob_max(c, &net->cpu_msg_s[r]);
 	}
 	return ret;
 }
@@ -360,7 +407,7 @@ static int share_cpu(struct itr_rank *k, struct trn_net *net)
 int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, struct trn_net *net)
 {
 	size_t cnt = bucket_count > 2 * act_count ? bucket_count : 2 * act_count;
-	double t_ar, t_lat, t_p2p, c_ar = 0, c_lat = 0, c_p2p = 0;
+	double t_ar, t_lat, t_p2p, c_ar = 0, c_lat = 0, c_p2p = 0, c_msg = 0;
 	float *buf;
 	float *h;
 	int ret;
@@ -390,6 +437,16 @@ int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, str
 		ret = time_op(k->d, 1, buf, 1, 20, &t_lat, &c_lat);
 	if (ret == 0)
 		ret = time_op(k->d, 1, buf, act_count, 5, &t_p2p, &c_p2p);
+	/* a pipeline's messages as its stages send them, where every rank's
+	 * memory is the host's (their sends and receives are posted, so the
+	 * ring cannot deadlock; the same decision on every rank) */
+	if (ret == 0 && k->job->scheme == ITR_PP && !k->job->no_contention) {
+		double dev = k->host ? 0 : 1;
+
+		ret = tp_comm_oob_max(tp_dev_comm_base(k->d), &dev);
+		if (ret == 0 && dev == 0)
+			ret = time_msgs(k, buf, act_count, 20, &c_msg);
+	}
 	free(h);
 	k->ops->free(buf);
 	if (ret < 0)
@@ -404,6 +461,10 @@ int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, str
 		net->cores[k->r] = ice_cpu_cores(NULL, 0);
 		net->cpu_ar_s[k->r] = c_ar / ((double)bucket_count * 4);
 		net->cpu_p2p_s[k->r] = c_p2p / (2.0 * (double)act_count * 4);
+		/* per message: half a round, less its bytes' share */
+		net->cpu_msg_s[k->r] = c_msg / 2 - net->cpu_p2p_s[k->r] * (double)act_count * 4;
+		if (net->cpu_msg_s[k->r] < 0)
+			net->cpu_msg_s[k->r] = 0;
 	}
 	(void)c_lat;
 	return share_cpu(k, net);

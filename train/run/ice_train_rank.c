@@ -48,6 +48,23 @@ static double thread_cpu_seconds(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Seconds the calling thread has waited on a run queue (runnable, not
+ * running: another task on its core, its own communication thread, a CFS
+ * quota's throttling): the second field of /proc/thread-self/schedstat.
+ * -1 when the kernel does not keep it (CONFIG_SCHEDSTATS off, no /proc). */
+static double thread_wait_seconds(void)
+{
+	unsigned long long run_ns, wait_ns;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	int n;
+
+	if (f == NULL)
+		return -1;
+	n = fscanf(f, "%llu %llu", &run_ns, &wait_ns);
+	fclose(f);
+	return n == 2 ? (double)wait_ns * 1e-9 : -1;
+}
+
 /* xorshift64*: deterministic data from (seed, stream). */
 static uint64_t rng_next(uint64_t *s)
 {
@@ -724,12 +741,14 @@ static int adapt(struct itr_rank *k, int step, double step_s, double flops, doub
 
 /* What the rank's CPU work over some steps says of its device's speed
  * (trn_speed_from_steps): on a host device whose compute keeps a core busy,
- * the matrix multiplies' FLOP over the CPU the rank needed for the steps
- * (both threads, over the cores it may use), the optimizer step taken off;
+ * the matrix multiplies' FLOP over the time the rank needed the CPU for
+ * the steps (the compute thread's CPU and run-queue wait, or both threads'
+ * CPU over the cores it may use), the optimizer step taken off;
  * on an accelerator (or without the cores: --no-contention), over the
  * matrix multiplies' own seconds. */
 struct itr_meter {
-	double flops, mm_s, thread_cpu, proc_cpu, update_s;
+	double flops, mm_s, thread_cpu, thread_wait, proc_cpu, update_s; /* thread_wait < 0:
+									  * unknown */
 };
 
 static void meter_start(const struct itr_rank *k, struct itr_meter *m)
@@ -737,6 +756,7 @@ static void meter_start(const struct itr_rank *k, struct itr_meter *m)
 	m->flops = k->mm_flops;
 	m->mm_s = k->mm_s;
 	m->thread_cpu = thread_cpu_seconds();
+	m->thread_wait = thread_wait_seconds();
 	m->proc_cpu = cpu_seconds();
 	m->update_s = k->t_update;
 }
@@ -752,6 +772,9 @@ static void meter_since(const struct itr_rank *k, const struct itr_meter *m, str
 	d->flops = k->mm_flops - m->flops;
 	d->mm_s = k->mm_s - m->mm_s;
 	d->thread_cpu = thread_cpu_seconds() - m->thread_cpu;
+	d->thread_wait = m->thread_wait < 0 ? -1 : thread_wait_seconds();
+	if (d->thread_wait >= 0)
+		d->thread_wait -= m->thread_wait;
 	d->proc_cpu = cpu_seconds() - m->proc_cpu;
 	d->update_s = k->t_update - m->update_s;
 }
@@ -765,13 +788,17 @@ static double meter_speed(const struct itr_rank *k, const struct itr_meter *sm, 
 		s.flops += sm[i].flops;
 		s.mm_s += sm[i].mm_s;
 		s.thread_cpu += sm[i].thread_cpu;
+		if (sm[i].thread_wait < 0 || s.thread_wait < 0)
+			s.thread_wait = -1;
+		else
+			s.thread_wait += sm[i].thread_wait;
 		s.proc_cpu += sm[i].proc_cpu;
 		s.update_s += sm[i].update_s;
 	}
 	if (!cpu_metered(k))
 		return s.mm_s > 0 ? s.flops / s.mm_s / 1e9 : 0;
-	return trn_speed_from_steps(s.flops, s.thread_cpu, s.proc_cpu, k->net.cores[k->r],
-				    s.update_s);
+	return trn_speed_from_steps(s.flops, s.thread_cpu, s.thread_wait, s.proc_cpu,
+				    k->net.cores[k->r], s.update_s);
 }
 
 /*

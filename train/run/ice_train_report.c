@@ -181,13 +181,16 @@ void itr_print_job(const struct job_out *jo)
 	if (j->ndev > 1 && !j->no_contention) {
 		printf("   CPU contention priced (--no-contention: not): per rank cores, "
 		       "CPU ns per byte %s, compute lost per %s:",
-		       j->scheme == ITR_DP ? "all-reduced" : "sent/received",
+		       j->scheme == ITR_DP ? "all-reduced" : "sent/received, us per message",
 		       j->scheme == ITR_DP ? "step" : "micro-batch");
-		for (int r = 0; r < j->ndev; r++)
-			printf("%s %.2f, %.3f, %.4f s", r ? ";" : "", net->cores[r],
-			       (j->scheme == ITR_DP ? net->cpu_ar_s[r] : net->cpu_p2p_s[r]) * 1e9,
-			       j->scheme == ITR_DP ? res->dp.contention_s[r]
-						   : res->pp.contention_s[r]);
+		for (int r = 0; r < j->ndev; r++) {
+			printf("%s %.2f, %.3f", r ? ";" : "", net->cores[r],
+			       (j->scheme == ITR_DP ? net->cpu_ar_s[r] : net->cpu_p2p_s[r]) * 1e9);
+			if (j->scheme == ITR_PP)
+				printf(", %.1f", net->cpu_msg_s[r] * 1e6);
+			printf(", %.4f s", j->scheme == ITR_DP ? res->dp.contention_s[r]
+							       : res->pp.contention_s[r]);
+		}
 		printf("\n");
 	}
 	printf("   %-4s %-22s %-5s %8s %10s %10s %10s %16s %8s\n", "rank", "device", "kind",
@@ -402,6 +405,8 @@ static json_t *job_json(const struct job_out *jo)
 		}
 		json_object_set_new(x, "compute_s", json_real(rr->compute_s));
 		json_object_set_new(x, "cores", json_real(res->net.cores[r]));
+		if (j->scheme == ITR_PP && !j->no_contention)
+			json_object_set_new(x, "cpu_msg_s", json_real(res->net.cpu_msg_s[r]));
 		json_object_set_new(x, "predicted_contention_s",
 				    json_real(j->scheme == ITR_DP ? res->dp.contention_s[r]
 								  : res->pp.contention_s[r]));
