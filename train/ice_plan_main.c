@@ -6,7 +6,7 @@
  *   ice-plan --model M.yaml --profiles P.yaml --devices NAME,NAME*COUNT,...
  *            [--scheme dp|pp|both] [--pp-schedule zb|1f1b] [--busbw GBPS] [--p2p GBPS]
  *            [--lat 50us] [--overlap X] [--optimizer sharded|replicated]
- *            [--cores X,Y,... --cpu-ar-ns X --cpu-p2p-ns X] [--json]
+ *            [--cores X,Y,... --cpu-ar-ns X --cpu-p2p-ns X --cpu-msg-us X] [--json]
  *
  * Exit: 0 done, 1 run-time failure, 2 bad configuration.
  */
@@ -40,6 +40,7 @@ struct plan_cfg {
 	uint64_t lat_ns;
 	char cores[1024];	      /* --cores: per device, or one for all ("" = not priced) */
 	double cpu_ar_ns, cpu_p2p_ns; /* communication's CPU per byte (ns) */
+	double cpu_msg_us;	      /* and per pipeline message (us) */
 	bool json;
 	/* filled by plan_finish() */
 	struct trn_model m;
@@ -86,6 +87,9 @@ static const struct ice_cfg_field plan_fields[] = {
 		  "calibration prints it; default 0)"),
 	F("cpu_p2p_ns", ICE_CFG_DOUBLE, cpu_p2p_ns, .min = 0, .max = 1e6,
 	  .help = "with --cores: CPU ns per byte a pipeline stage sends or receives (default 0)"),
+	F("cpu_msg_us", ICE_CFG_DOUBLE, cpu_msg_us, .min = 0, .max = 1e6,
+	  .help = "with --cores: CPU us per message a pipeline stage sends or receives, beyond "
+		  "its bytes (ice-train's PP calibration prints it; default 0)"),
 	F("json", ICE_CFG_BOOL, json, .help = "print JSON instead of tables"),
 };
 #define NFIELDS (sizeof(plan_fields) / sizeof(plan_fields[0]))
@@ -151,9 +155,10 @@ static int parse_cores(struct plan_cfg *c, const char *path, struct ice_cfg_err 
 	int n = 0;
 
 	if (c->cores[0] == '\0') {
-		if (c->cpu_ar_ns > 0 || c->cpu_p2p_ns > 0)
+		if (c->cpu_ar_ns > 0 || c->cpu_p2p_ns > 0 || c->cpu_msg_us > 0)
 			return ice_cfg_fail(err, path, "cores",
-					    "expected --cores with --cpu-ar-ns / --cpu-p2p-ns (the "
+					    "expected --cores with --cpu-ar-ns / --cpu-p2p-ns / "
+					    "--cpu-msg-us (the "
 					    "cores the communication's CPU is taken from)");
 		return 0;
 	}
@@ -180,6 +185,7 @@ static int parse_cores(struct plan_cfg *c, const char *path, struct ice_cfg_err 
 		c->net.cores[i] = v[n == 1 ? 0 : i];
 		c->net.cpu_ar_s[i] = c->cpu_ar_ns * 1e-9;
 		c->net.cpu_p2p_s[i] = c->cpu_p2p_ns * 1e-9;
+		c->net.cpu_msg_s[i] = c->cpu_msg_us * 1e-6;
 	}
 	return 0;
 }
@@ -265,6 +271,7 @@ static int groups_alone(const struct plan_cfg *c, bool pp, struct group_thr *g)
 				net.cores[n] = c->net.cores[j];
 				net.cpu_ar_s[n] = c->net.cpu_ar_s[j];
 				net.cpu_p2p_s[n] = c->net.cpu_p2p_s[j];
+				net.cpu_msg_s[n] = c->net.cpu_msg_s[j];
 				sub[n++] = c->dev[j];
 			}
 		snprintf(g[ng].name, sizeof(g[ng].name), "%s", c->dev[i].name);
@@ -322,9 +329,8 @@ static void print_header(const struct plan_cfg *c)
 	       c->net.p2p_gbps, c->net.lat_s * 1e6);
 	if (c->cores[0] != '\0') {
 		printf("CPU contention priced (--cores): %g ns per byte all-reduced, %g ns per "
-		       "byte "
-		       "sent/received; cores",
-		       c->cpu_ar_ns, c->cpu_p2p_ns);
+		       "byte sent/received, %g us per message; cores",
+		       c->cpu_ar_ns, c->cpu_p2p_ns, c->cpu_msg_us);
 		for (int i = 0; i < c->ndev; i++)
 			printf("%s %g", i ? "," : "", c->net.cores[i]);
 		printf("\n");
@@ -572,8 +578,9 @@ static int print_json(const struct plan_cfg *c, const struct trn_dp_plan *dp,
 		for (int i = 0; i < c->ndev; i++)
 			json_array_append_new(k, json_real(c->net.cores[i]));
 		json_object_set_new(root, "contention",
-				    json_pack("{s:o, s:f, s:f}", "cores", k, "cpu_ar_ns",
-					      c->cpu_ar_ns, "cpu_p2p_ns", c->cpu_p2p_ns));
+				    json_pack("{s:o, s:f, s:f, s:f}", "cores", k, "cpu_ar_ns",
+					      c->cpu_ar_ns, "cpu_p2p_ns", c->cpu_p2p_ns,
+					      "cpu_msg_us", c->cpu_msg_us));
 	}
 	if (dp != NULL)
 		json_object_set_new(root, "dp",
@@ -597,11 +604,12 @@ int main(int argc, char **argv)
 		.scheme = SCHEME_BOTH, .busbw = 10, .p2p = 10, .lat_ns = 50000, .overlap = -1};
 	struct ice_cfg_cli cli = {
 		.tool = "ice-plan",
-		.synopsis = "usage: ice-plan --model M.yaml --profiles P.yaml --devices "
-			    "NAME,NAME*COUNT,... [--scheme dp|pp|both] [--pp-schedule zb|1f1b] "
-			    "[--busbw GBPS] [--p2p GBPS] "
-			    "[--lat 50us] [--overlap X] [--optimizer sharded|replicated] "
-			    "[--cores X,Y,... --cpu-ar-ns X --cpu-p2p-ns X] [--json]",
+		.synopsis =
+			"usage: ice-plan --model M.yaml --profiles P.yaml --devices "
+			"NAME,NAME*COUNT,... [--scheme dp|pp|both] [--pp-schedule zb|1f1b] "
+			"[--busbw GBPS] [--p2p GBPS] "
+			"[--lat 50us] [--overlap X] [--optimizer sharded|replicated] "
+			"[--cores X,Y,... --cpu-ar-ns X --cpu-p2p-ns X --cpu-msg-us X] [--json]",
 		.fields = plan_fields,
 		.nfields = NFIELDS,
 		.obj = &cfg,

@@ -203,6 +203,22 @@ for s in ("dp", "pp"):
 print("ice-plan --cores: dp even contention", [round(x, 4) for x in cores["dp"]["even"]["contention_s"]],
       "s a step; pp", [round(x, 6) for x in cores["pp"]["even"]["contention_s"]], "s a micro-batch")
 PY
+# the pipeline's per-message CPU (ice-train's PP calibration): on two
+# stages an F and a B move one message each, so 50 us more CPU per
+# operation, 2.5x of it on the quota; DP is not touched
+timeout 30 "$PLAN" "${HP[@]}" --cores 1,0.4 --cpu-ar-ns 1.4 --cpu-p2p-ns 10 --cpu-msg-us 50 \
+	>"$TMP/plan-msg.json" || fail "ice-plan --cpu-msg-us exited $?"
+python3 - "$TMP/plan-cores.json" "$TMP/plan-msg.json" <<'PY' || fail "ice-plan --cpu-msg-us: not priced as expected"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert b["contention"]["cpu_msg_us"] == 50, b["contention"]
+assert a["dp"]["even"]["contention_s"] == b["dp"]["even"]["contention_s"]
+ca, cb = a["pp"]["even"]["contention_s"], b["pp"]["even"]["contention_s"]
+# F and B of a micro-batch: one message each per stage of two
+assert abs((cb[1] - ca[1]) - 2 * 50e-6 / 0.4) < 1e-9, (ca, cb)
+assert b["pp"]["even"]["step_s"] > a["pp"]["even"]["step_s"]
+print("ice-plan --cpu-msg-us 50: pp even contention", [round(x, 6) for x in cb], "s a micro-batch")
+PY
 timeout 30 "$PLAN" "${HP[@]}" --cpu-ar-ns 1.4 >"$TMP/plan-bad" 2>&1
 rc=$?
 [ "$rc" -eq 2 ] && grep -q "expected --cores" "$TMP/plan-bad" ||
