@@ -69,6 +69,8 @@ struct itr_rank_result {
 	double wait_send_s;    /* PP: waiting for an earlier send before reusing its buffer */
 	double handoff_s;      /* inside those waits: between the threads, not on the wire */
 	double cpu_s;	       /* CPU time of the process over the timed steps */
+	double thread_cpu_s;   /* the compute thread's CPU time over the timed steps */
+	double runq_wait_s;    /* its run-queue wait over them (schedstat; -1: unknown) */
 	double wall_s;	       /* wall time of the timed steps */
 	uint64_t emu_calls, emu_overruns;
 	double emu_overrun_s;		   /* over the timed steps */

@@ -876,6 +876,14 @@ static int train(struct itr_rank *k)
 	k->me->compute_s = k->t_compute / j->steps;
 	k->me->gflops = k->mm_s > 0 ? k->mm_flops / k->mm_s / 1e9 : 0;
 	k->me->gflops_steps = meter_speed(k, sm, j->warmup, total - 1);
+	k->me->thread_cpu_s = k->me->runq_wait_s = 0;
+	for (int i = j->warmup; i < total; i++) {
+		k->me->thread_cpu_s += sm[i].thread_cpu;
+		if (sm[i].thread_wait < 0 || k->me->runq_wait_s < 0)
+			k->me->runq_wait_s = -1;
+		else
+			k->me->runq_wait_s += sm[i].thread_wait;
+	}
 	free(sm);
 	k->me->exposed_s = k->t_exposed / j->steps;
 	k->me->update_s = k->t_update / j->steps;
