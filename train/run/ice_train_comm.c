@@ -337,23 +337,46 @@ static int time_op(struct tp_dev_comm *d, int what, float *buf, size_t count, in
 	return tp_comm_oob_max(c, out);
 }
 
+/* The calling thread's CPU seconds. */
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Keep this thread busy for ns (a stage computing while its messages are
+ * in flight). */
+static void busy_for(uint64_t ns)
+{
+	uint64_t end = ice_now_ns() + ns;
+	volatile unsigned x = 0;
+
+	while (ice_now_ns() < end)
+		for (int i = 0; i < 1000; i++)
+			x += (unsigned)i;
+}
+
 /*
  * The CPU a pipeline stage's messages cost beyond their bytes, measured
  * the way a stage sends them: through a communication thread (started for
- * this and stopped again), each a send to the next rank and a receive from
- * the previous one (a ring: a stage in the middle of a pipeline does both
- * per operation), posted by this thread, hashed by the other, waited for
- * here: the queueing, wake-ups, progress and hand-offs a tight loop of
- * tp_dev_sendrecv does not have. *cpu: this process's CPU seconds per
- * round (two messages of count floats each).
+ * this and stopped again), each round a receive from the previous rank and
+ * a send to the next (a ring: a stage in the middle of a pipeline does
+ * both per operation), posted by this thread, hashed by the other, then
+ * ITR_MSG_WORK_NS of this thread's compute while they are in flight (the
+ * communication thread's wake-ups and progress meanwhile count, as in a
+ * stage), then waited for here. *cpu: this process's CPU seconds per round
+ * (two messages of count floats each), less the compute.
  */
+#define ITR_MSG_WORK_NS (1 * ICE_NSEC_PER_MSEC)
 static int time_msgs(struct itr_rank *k, float *buf, size_t count, int iters, double *cpu)
 {
 	struct tp_comm *c = tp_dev_comm_base(k->d);
 	struct itr_cthread t;
 	struct itr_cop snd, rcv;
 	int n = k->n, r = k->r;
-	double c0 = 0;
+	double c0 = 0, work = 0, w0;
 	bool blocked;
 	int ret, r2;
 
@@ -366,18 +389,23 @@ static int time_msgs(struct itr_rank *k, float *buf, size_t count, int iters, do
 	memset(&snd, 0, sizeof(snd));
 	memset(&rcv, 0, sizeof(rcv));
 	for (int i = -2; ret == 0 && i < iters; i++) {
-		if (i == 0)
+		if (i == 0) {
 			c0 = process_cpu_s();
+			work = 0;
+		}
 		rcv.hash = snd.hash = k->host;
 		itr_cop_post(&t, &rcv, COP_RECV, buf + count, count, (r + n - 1) % n);
 		itr_cop_post(&t, &snd, COP_SEND, buf, count, (r + 1) % n);
+		w0 = thread_cpu_s();
+		busy_for(ITR_MSG_WORK_NS);
+		work += thread_cpu_s() - w0;
 		ret = cop_wait(&t, &snd, &blocked);
 		r2 = cop_wait(&t, &rcv, &blocked);
 		if (ret == 0)
 			ret = r2;
 	}
 	if (ret == 0)
-		*cpu = (process_cpu_s() - c0) / iters;
+		*cpu = (process_cpu_s() - c0 - work) / iters;
 	r2 = itr_cthread_stop(&t);
 	return ret < 0 ? ret : r2;
 }
