@@ -77,7 +77,7 @@ const struct ice_cfg_field ctld_cfg_fields[] = {
 	  "moving the others instead falls short by the hysteresis (100)"),
 	F("feedback_alpha", ICE_CFG_DOUBLE, feedback_alpha, 0.01, 1, 0,
 	  "weight of the newest interval in the unplanned load as it falls (it\n"
-	  "rises at once to what lasted two intervals; 0.5)"),
+	  "rises at once from its second interval; 0.5)"),
 	F("host_cnp_min", ICE_CFG_DOUBLE, host_cnp_min, 0, 1e9, 0,
 	  "CNPs/s a QP's sender receives that mark its path congested, where no\n"
 	  "switch telemetry is (host signals; 100)"),

@@ -177,17 +177,18 @@ static void own_loads(struct ctld *d)
 	}
 }
 
-/* Planned QPs cross dl? */
-static bool crossed(const struct ctld *d, uint32_t dl)
+/* How many planned QPs cross dl. */
+static uint32_t crossing(const struct ctld *d, uint32_t dl)
 {
+	uint32_t n = 0;
+
 	for (size_t i = 0; i < d->nqps; i++) {
 		const struct cqp *q = &d->qps[i];
 
 		for (uint32_t h = 0; q->planned && q->route.idx >= 0 && h < q->route.nhops; h++)
-			if (q->route.dlink[h] == dl)
-				return true;
+			n += q->route.dlink[h] == dl;
 	}
-	return false;
+	return n;
 }
 
 /* The port list changed: keep it for the next reads. */
@@ -221,11 +222,12 @@ static void congestion(struct ctld *d)
 		const struct ctl_telem_link *x = &d->tm.dl[dl];
 		char name[96];
 		uint64_t hot_ms;
+		uint32_t nq;
 
 		bool pfc = ctl_pfc_storming(&d->pfc, dl);
 
 		if ((!pfc && !ctl_telem_congested(&d->tm, dl)) || d->tick < d->hold_tick[dl] ||
-		    d->down[dl / 2] || !crossed(d, dl))
+		    d->down[dl / 2] || (nq = crossing(d, dl)) == 0)
 			continue;
 		d->hold_tick[dl] = d->tick + (d->cfg.move_hold ? d->cfg.move_hold : 1);
 		d->hot[dl] = true;
@@ -244,10 +246,11 @@ static void congestion(struct ctld *d)
 			ice_info(SUB,
 				 "link %s congested for %u intervals (avg queue %.0f B, Kmin %u B, "
 				 "%" PRIu64
-				 " CE marks): measured %.2f MB/s, planned %.2f, unplanned "
+				 " CE marks): measured %.2f MB/s, planned %.2f (%u QPs), unplanned "
 				 "%.2f: re-planning its QPs",
 				 name, x->hot, x->avg_q, d->topo->links[dl / 2].ecn.kmin_bytes,
-				 x->ce, x->bytes_s / 1e6, d->planned[dl] / 1e6, x->unplanned / 1e6);
+				 x->ce, x->bytes_s / 1e6, d->planned[dl] / 1e6, nq,
+				 x->unplanned / 1e6);
 		else
 			ice_info(SUB,
 				 "link %s congested by host signals (no switch telemetry): %s "

@@ -524,6 +524,31 @@ void ctld_coll_free(struct ccoll *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/* A rank destroyed communicator comm: no collective runs on it any more,
+ * so its pattern ends now, not announce_ttl later (a job that ends and the
+ * next that starts within the TTL had both planned: the ended one's
+ * demand on the new one's QPs of the same NIC pairs). */
+static void coll_end(struct ctld *d, const char *comm, json_int_t rank)
+{
+	for (size_t i = 0; i < d->ncolls; i++) {
+		struct ccoll *c = &d->colls[i];
+
+		if (strcmp(c->comm, comm) != 0)
+			continue;
+		if (c->active) {
+			d->trig |= TRIG_COLL;
+			ice_info(SUB,
+				 "collective of %s%s%scomm %s ended (rank %lld destroyed its "
+				 "communicator)",
+				 c->job[0] ? "job " : "", c->job, c->job[0] ? ", " : "", c->comm,
+				 (long long)rank);
+		}
+		ctld_coll_free(c);
+		d->colls[i] = d->colls[--d->ncolls];
+		return;
+	}
+}
+
 static void coll_event(struct ctld *d, const struct chost *h, const char *nic, json_t *o)
 {
 	const char *kind = json_string_value(json_object_get(o, "kind"));
@@ -541,6 +566,10 @@ static void coll_event(struct ctld *d, const struct chost *h, const char *nic, j
 
 	if (kind != NULL && strcmp(kind, "qp") == 0) {
 		d->qps_due = true; /* a new QP: its source port before its traffic */
+		return;
+	}
+	if (kind != NULL && strcmp(kind, "comm_destroy") == 0 && comm != NULL) {
+		coll_end(d, comm, rank);
 		return;
 	}
 	if (kind == NULL || strcmp(kind, "coll_start") != 0 || comm == NULL || op < 0 ||

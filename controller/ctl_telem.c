@@ -287,17 +287,18 @@ void ctl_telem_feedback(struct ctl_telem *tm, const double *known)
 		if (u < tm->deadband * rate)
 			u = 0;
 		x->over = u > 0 ? x->over + 1 : 0;
-		x->run_min = x->over <= 1 || u < x->run_min ? u : x->run_min;
 		if (x->over < tm->persist)
 			u = 0;
 		/* fast up, slow down: a load that stayed above the dead band for
-		 * persist intervals counts at once with the least it showed in
-		 * them (smoothing it in would take alpha's time constant, and a
-		 * congestion re-plan made meanwhile would move too few flows and
-		 * need a second); gone, it fades at alpha */
-		x->unplanned = tm->alpha * u + (1 - tm->alpha) * x->unplanned;
-		if (x->over >= tm->persist && x->unplanned < x->run_min)
-			x->unplanned = x->run_min;
+		 * persist intervals counts at once at its newest interval's rate
+		 * (smoothed in, or held to the run's first interval, which a load
+		 * starting mid-interval fills only in part, it read 50-70 % of a
+		 * new background when its links first congested, and that re-plan
+		 * moved too few flows and needed a second); it fades at alpha */
+		if (x->over >= tm->persist && u > x->unplanned)
+			x->unplanned = u;
+		else
+			x->unplanned = tm->alpha * u + (1 - tm->alpha) * x->unplanned;
 		if (x->unplanned < 1)
 			x->unplanned = 0;
 	}
