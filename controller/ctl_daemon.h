@@ -57,7 +57,7 @@ struct ctld_cfg {
 	uint64_t telem_interval; /* ns: how often switch telemetry is read; 0 = never */
 	uint64_t move_hold;	 /* a QP moves at most once per this many telemetry intervals */
 	uint64_t move_sticky;	 /* moved within this many: others move first */
-	double feedback_alpha;	 /* EWMA weight of the newest interval's unplanned load */
+	double feedback_alpha;	 /* EWMA weight of the unplanned load as it falls */
 	double host_cnp_min;	 /* CNPs/s a QP's sender receives that count as marked */
 	uint64_t link_refresh;	 /* ns: ctl:link rewritten at least this often; 0 = every
 				  * telemetry interval (else on a change past the dead band) */

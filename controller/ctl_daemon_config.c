@@ -57,7 +57,8 @@ const struct ice_cfg_field ctld_cfg_fields[] = {
 	F("min_rate", ICE_CFG_RATE, min_rate, 0, 1e12, 0,
 	  "QPs measured below this rate are idle and not planned (1mbit)"),
 	F("announce_ttl", ICE_CFG_DURATION, announce_ttl, 100e6, 86400e9, ICE_NSEC_PER_SEC,
-	  "an announced collective is forgotten this long after its last call (s)"),
+	  "an announced collective is forgotten this long after its last call (s),\n"
+	  "or at once when one of its ranks destroys its communicator"),
 	F("redis_timeout", ICE_CFG_DURATION, redis_timeout, 1e6, 10e9, ICE_NSEC_PER_MSEC,
 	  "Redis connect/reply timeout (bare numbers in ms)"),
 	F("search_budget", ICE_CFG_DOUBLE, search_budget, 0, 60, 0,
@@ -77,7 +78,7 @@ const struct ice_cfg_field ctld_cfg_fields[] = {
 	  "moving the others instead falls short by the hysteresis (100)"),
 	F("feedback_alpha", ICE_CFG_DOUBLE, feedback_alpha, 0.01, 1, 0,
 	  "weight of the newest interval in the unplanned load as it falls (it\n"
-	  "rises at once from its second interval; 0.5)"),
+	  "rises at once to what its last two intervals both held; 0.5)"),
 	F("host_cnp_min", ICE_CFG_DOUBLE, host_cnp_min, 0, 1e9, 0,
 	  "CNPs/s a QP's sender receives that mark its path congested, where no\n"
 	  "switch telemetry is (host signals; 100)"),

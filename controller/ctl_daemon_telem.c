@@ -186,7 +186,10 @@ static uint32_t crossing(const struct ctld *d, uint32_t dl)
 		const struct cqp *q = &d->qps[i];
 
 		for (uint32_t h = 0; q->planned && q->route.idx >= 0 && h < q->route.nhops; h++)
-			n += q->route.dlink[h] == dl;
+			if (q->route.dlink[h] == dl) {
+				n++;
+				break;
+			}
 	}
 	return n;
 }

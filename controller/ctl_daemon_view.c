@@ -524,29 +524,34 @@ void ctld_coll_free(struct ccoll *c)
 	memset(c, 0, sizeof(*c));
 }
 
-/* A rank destroyed communicator comm: no collective runs on it any more,
- * so its pattern ends now, not announce_ttl later (a job that ends and the
- * next that starts within the TTL had both planned: the ended one's
- * demand on the new one's QPs of the same NIC pairs). */
-static void coll_end(struct ctld *d, const char *comm, json_int_t rank)
+/* A member rank destroyed communicator comm: its pattern ends now, not
+ * announce_ttl later (a job ending and the next starting within it had both
+ * planned: the old demand on the new QPs of the same NIC pairs). */
+static void coll_end(struct ctld *d, const struct chost *h, const char *comm, json_int_t rank)
 {
-	for (size_t i = 0; i < d->ncolls; i++) {
-		struct ccoll *c = &d->colls[i];
+	const struct topo_node *n = &d->topo->nodes[h->node];
+	struct ccoll *c = NULL;
+	bool member = false;
 
-		if (strcmp(c->comm, comm) != 0)
-			continue;
-		if (c->active) {
-			d->trig |= TRIG_COLL;
-			ice_info(SUB,
-				 "collective of %s%s%scomm %s ended (rank %lld destroyed its "
-				 "communicator)",
-				 c->job[0] ? "job " : "", c->job, c->job[0] ? ", " : "", c->comm,
-				 (long long)rank);
-		}
-		ctld_coll_free(c);
-		d->colls[i] = d->colls[--d->ncolls];
+	for (size_t i = 0; i < d->ncolls && c == NULL; i++)
+		if (strcmp(d->colls[i].comm, comm) == 0)
+			c = &d->colls[i];
+	/* from its own host (an untracked communicator is id 0, rank -1) */
+	for (uint32_t k = 0; c != NULL && c->nic != NULL && rank >= 0 &&
+			     rank < (json_int_t)c->nranks && k < n->nports;
+	     k++)
+		member |= c->nic[rank] == n->ports[k];
+	if (!member)
 		return;
+	if (c->active) {
+		d->trig |= TRIG_COLL;
+		ice_info(SUB,
+			 "collective of %s%s%scomm %s ended (rank %lld destroyed its communicator)",
+			 c->job[0] ? "job " : "", c->job, c->job[0] ? ", " : "", c->comm,
+			 (long long)rank);
 	}
+	ctld_coll_free(c);
+	*c = d->colls[--d->ncolls];
 }
 
 static void coll_event(struct ctld *d, const struct chost *h, const char *nic, json_t *o)
@@ -569,7 +574,7 @@ static void coll_event(struct ctld *d, const struct chost *h, const char *nic, j
 		return;
 	}
 	if (kind != NULL && strcmp(kind, "comm_destroy") == 0 && comm != NULL) {
-		coll_end(d, comm, rank);
+		coll_end(d, h, comm, rank);
 		return;
 	}
 	if (kind == NULL || strcmp(kind, "coll_start") != 0 || comm == NULL || op < 0 ||

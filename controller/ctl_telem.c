@@ -270,11 +270,11 @@ void ctl_telem_feedback(struct ctl_telem *tm, const double *known)
 {
 	for (uint32_t dl = 0; dl < tm->ndl; dl++) {
 		struct ctl_telem_link *x = &tm->dl[dl];
-		double rate = (double)tm->t->links[dl / 2].rate_bps / 8, u;
+		double rate = (double)tm->t->links[dl / 2].rate_bps / 8, u, held;
 
 		x->known = known[dl];
 		if (x->state != CTL_TL_OK) {
-			x->unplanned = 0;
+			x->unplanned = x->u_prev = 0;
 			continue;
 		}
 		if (!x->fresh)
@@ -287,16 +287,18 @@ void ctl_telem_feedback(struct ctl_telem *tm, const double *known)
 		if (u < tm->deadband * rate)
 			u = 0;
 		x->over = u > 0 ? x->over + 1 : 0;
+		held = u < x->u_prev ? u : x->u_prev;
+		x->u_prev = u;
 		if (x->over < tm->persist)
 			u = 0;
-		/* fast up, slow down: a load that stayed above the dead band for
-		 * persist intervals counts at once at its newest interval's rate
-		 * (smoothed in, or held to the run's first interval, which a load
-		 * starting mid-interval fills only in part, it read 50-70 % of a
-		 * new background when its links first congested, and that re-plan
-		 * moved too few flows and needed a second); it fades at alpha */
-		if (x->over >= tm->persist && u > x->unplanned)
-			x->unplanned = u;
+		/* fast up, slow down: a rise counts at once to the level it held
+		 * in each of the last two intervals (the newer's and the older's
+		 * least: one interval alone, say a moved QP counted on its old
+		 * link too, does not count); smoothed in instead, it took three
+		 * to four intervals to reach a new background, and a congestion
+		 * re-plan made meanwhile moved too few flows. It fades at alpha. */
+		if (x->over >= tm->persist && held > x->unplanned)
+			x->unplanned = held;
 		else
 			x->unplanned = tm->alpha * u + (1 - tm->alpha) * x->unplanned;
 		if (x->unplanned < 1)
@@ -365,7 +367,7 @@ void ctl_telem_forget(struct ctl_telem *tm)
 	for (uint32_t dl = 0; dl < tm->ndl; dl++) {
 		struct ctl_telem_link *x = &tm->dl[dl];
 
-		x->unplanned = x->hunplanned = 0;
+		x->unplanned = x->hunplanned = x->u_prev = 0;
 		x->over = x->hot = x->hhot = 0;
 		x->fresh = false;
 	}

@@ -89,6 +89,7 @@ struct ctl_telem_link {
 	double known;	  /* bytes/s of the controller's own flows (its last call) */
 	double unplanned; /* bytes/s: max(0, measured - known), fast up, smoothed down */
 	uint32_t over;	  /* intervals in a row with measured - known above the dead band */
+	double u_prev;	  /* bytes/s: that excess in the interval before (0: below the band) */
 	unsigned logged;  /* 1 << state: that kind was logged for this link */
 	/* host signals, where no switch telemetry is (ctl_telem_host) */
 	uint32_t qps, marked; /* planned QPs crossing it; those that get CNPs */

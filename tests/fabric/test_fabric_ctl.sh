@@ -80,6 +80,8 @@ rcli XADD "ice:$name:{h3}:events" '*' nic eth0 json \
 	"{\"kind\":\"comm_destroy\",\"lib\":\"test\",\"pid\":1,\"seq\":2,\"ts_ns\":$now,\"comm\":\"00000000000000aa\",\"rank\":1,\"nranks\":2}" >/dev/null
 wait_for 2 grep -q 'comm 00000000000000aa ended (rank 1 destroyed its communicator)' "$ICE_TMP/ctl-A.log" ||
 	ctl_fail "the collective did not end within 2 s of its communicator's destruction"
+wait_for 2 grep -q 'flows (0 announced)' "$ICE_TMP/ctl-A.log" ||
+	ctl_fail "the ended collective's demand is still in the plan"
 echo "communicator destroyed: the collective ended at once"
 grep -q 'plan refused' "$ICE_TMP"/agent-*.log && ctl_fail "an agent refused a plan"
 
