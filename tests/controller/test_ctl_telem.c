@@ -156,6 +156,18 @@ static void test_rates_and_bad_input(void **state)
 	topo_free(t);
 }
 
+/* One more 100 ms interval of 20 MB/s on leaf1 -> spine1 (reading i),
+ * then the feedback with known. */
+static void unplanned_after(struct ctl_telem *tm, uint32_t *oct, int i, const double *known)
+{
+	struct ctl_telem_rec r;
+
+	*oct += 2000000;
+	r = rec((uint64_t)i, 100 * (uint64_t)i, 100, *oct, 0, 0);
+	ctl_telem_update(tm, "leaf1", "spine1", &r, 100 * (uint64_t)i);
+	ctl_telem_feedback(tm, known);
+}
+
 static void test_unplanned_and_capacity(void **state)
 {
 	struct topo *t = leaf_spine();
@@ -191,21 +203,12 @@ static void test_unplanned_and_capacity(void **state)
 	 * counted on its old link, does not count in full), the second at
 	 * once (18) */
 	known[dl] = 10e6;
-	oct += 2000000;
-	r = rec(12, 1200, 100, oct, 0, 0);
-	ctl_telem_update(&tm, "leaf1", "spine1", &r, 1200);
-	ctl_telem_feedback(&tm, known);
+	unplanned_after(&tm, &oct, 12, known);
 	assert_true(tm.dl[dl].unplanned > 12.49e6 && tm.dl[dl].unplanned < 12.51e6);
 	known[dl] = 2e6;
-	oct += 2000000;
-	r = rec(13, 1300, 100, oct, 0, 0);
-	ctl_telem_update(&tm, "leaf1", "spine1", &r, 1300);
-	ctl_telem_feedback(&tm, known);
+	unplanned_after(&tm, &oct, 13, known);
 	assert_true(tm.dl[dl].unplanned > 15.24e6 && tm.dl[dl].unplanned < 15.26e6);
-	oct += 2000000;
-	r = rec(14, 1400, 100, oct, 0, 0);
-	ctl_telem_update(&tm, "leaf1", "spine1", &r, 1400);
-	ctl_telem_feedback(&tm, known);
+	unplanned_after(&tm, &oct, 14, known);
 	assert_true(tm.dl[dl].unplanned > 17.99e6 && tm.dl[dl].unplanned < 18.01e6);
 	/* known above measured: nothing unplanned; it fades (alpha 0.5 an
 	 * interval: one interval after, half), never below the floor */
