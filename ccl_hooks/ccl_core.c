@@ -379,6 +379,22 @@ bool ccl_comm_get(const void *comm, struct ccl_comm_info *out)
 	return false;
 }
 
+uint32_t ccl_comm_next_split(const void *comm)
+{
+	uintptr_t key = (uintptr_t)comm;
+	size_t i = ccl_comm_slot(key);
+
+	for (size_t n = 0; n < CCL_COMMS; n++, i = (i + 1) & (CCL_COMMS - 1)) {
+		uintptr_t k = __atomic_load_n(&ccl_comms[i].key, __ATOMIC_ACQUIRE);
+
+		if (k == 0)
+			return 0;
+		if (k == key)
+			return __atomic_fetch_add(&ccl_comms[i].info.splits, 1, __ATOMIC_RELAXED);
+	}
+	return 0;
+}
+
 void ccl_comm_del(const void *comm)
 {
 	uintptr_t key = (uintptr_t)comm;

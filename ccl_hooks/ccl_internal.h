@@ -62,9 +62,12 @@ struct ccl_comm_info {
 	uint64_t id;
 	int32_t rank;
 	int32_t nranks;
+	uint32_t splits; /* ncclCommSplit calls made on it so far */
 };
 int ccl_comm_put(const void *comm, const struct ccl_comm_info *info);
 bool ccl_comm_get(const void *comm, struct ccl_comm_info *out);
+/* Its splits so far, counting this one (0 for its first; 0 when unknown). */
+uint32_t ccl_comm_next_split(const void *comm);
 void ccl_comm_del(const void *comm);
 
 /* The verbs hook's periodic work (live source-port changes from the

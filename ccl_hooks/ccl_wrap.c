@@ -319,12 +319,16 @@ static ccl_result_t ccl_split(struct ccl_vendor *v, ccl_comm_t comm, int color, 
 			(ccl_result_t(*)(ccl_comm_t, int *))ccl_real(v, CCL_FN_CommUserRank);
 		struct ccl_comm_info parent = {.id = 0, .rank = -1, .nranks = -1};
 		int n = -1, r = -1;
-		uint64_t k[2];
+		uint64_t k[3];
 
 		ccl_comm_get(comm, &parent);
-		/* every member shares the parent and the colour */
+		/* every member shares the parent, the colour and the split's
+		 * place among the parent's (its ranks split it together, in one
+		 * order): two splits of one parent with one colour (a group made
+		 * again) get two ids, and one's end is not the other's */
 		k[0] = parent.id;
 		k[1] = (uint64_t)(uint32_t)color;
+		k[2] = ccl_comm_next_split(comm);
 		if (count == NULL || count(*newcomm, &n) != CCL_SUCCESS)
 			n = -1;
 		if (urank == NULL || urank(*newcomm, &r) != CCL_SUCCESS)

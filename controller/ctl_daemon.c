@@ -212,8 +212,11 @@ static void plan(struct ctld *d)
 	bool refresh, same;
 	int ret;
 
-	/* new or idle QPs and the lifetime's refresh keep every planned route */
-	ctld_plan_opts(&d->cfg, (trig & ~(unsigned)(TRIG_QP | TRIG_REFRESH)) == 0, &o);
+	/* new or idle QPs, a collective's end (it frees capacity, it needs no
+	 * move: its QPs idle soon after) and the lifetime's refresh keep every
+	 * planned route */
+	ctld_plan_opts(&d->cfg, (trig & ~(unsigned)(TRIG_QP | TRIG_REFRESH | TRIG_COLL_END)) == 0,
+		       &o);
 	/* a periodic plan moves QPs only for a gain of the max utilisation:
 	 * the fabric's tie-break runs with an event (a collective, a link, a
 	 * map, congestion, a takeover), not mid-collective on a timer */
@@ -328,14 +331,16 @@ static void plan(struct ctld *d)
 		snprintf(fab, sizeof(fab), "%.3f; held %u fixed, %u sticky", st.fabric_util, nfixed,
 			 nsticky);
 	ice_info(SUB,
-		 "plan (%s%s%s%s%s%s%s%s%s): %zu flows (%u announced) on %u hosts, %s: max util "
+		 "plan (%s%s%s%s%s%s%s%s%s%s): %zu flows (%u announced) on %u hosts, %s: max util "
 		 "%.3f "
 		 "(bound %.3f, ECMP %.3f; fabric %s), moved %u, %.1f ms%s",
 		 trig & TRIG_QP ? "qps " : "", trig & TRIG_LINK ? "link " : "",
-		 trig & TRIG_COLL ? "collective " : "", trig & TRIG_PMAP ? "probe-map " : "",
-		 trig & TRIG_TELEM ? "congestion " : "", trig & TRIG_REOPT ? "re-optimise " : "",
-		 trig & TRIG_PERIODIC ? "periodic " : "", trig & TRIG_TAKEOVER ? "takeover " : "",
-		 trig & TRIG_REFRESH ? "refresh " : "", dem.n, nann, d->nhosts,
+		 trig & TRIG_COLL ? "collective " : "",
+		 trig & TRIG_COLL_END ? "collective-end " : "",
+		 trig & TRIG_PMAP ? "probe-map " : "", trig & TRIG_TELEM ? "congestion " : "",
+		 trig & TRIG_REOPT ? "re-optimise " : "", trig & TRIG_PERIODIC ? "periodic " : "",
+		 trig & TRIG_TAKEOVER ? "takeover " : "", trig & TRIG_REFRESH ? "refresh " : "",
+		 dem.n, nann, d->nhosts,
 		 o.mode == CTL_PLAN_INCREMENTAL ? "incremental" : "re-optimised", st.max_util,
 		 st.bound, ecmp, fab, st.moved, st.total_s * 1e3,
 		 down_used ? "; some flows cross a down link" : "");
@@ -560,7 +565,7 @@ int ctld_run(struct ctld *d)
 					break;
 			}
 			if (!d->leader && !d->cfg.dry_run)
-				d->trig &= TRIG_LINK | TRIG_COLL | TRIG_QP |
+				d->trig &= TRIG_LINK | TRIG_COLL | TRIG_COLL_END | TRIG_QP |
 					   TRIG_PMAP; /* standby: keep the view */
 			if (d->leader)
 				ctld_read_applied(d);

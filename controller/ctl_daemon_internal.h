@@ -38,15 +38,16 @@ extern uint32_t ctld_log_sub; /* ICE_LOG=...,debug=ctl */
 
 enum trig {
 	TRIG_NONE = 0,
-	TRIG_QP = 1,	    /* QPs appeared, went idle or away: incremental */
-	TRIG_LINK = 2,	    /* link state changed */
-	TRIG_COLL = 4,	    /* a collective was announced (or ended) */
-	TRIG_REOPT = 8,	    /* periodic */
-	TRIG_TAKEOVER = 16, /* became leader */
-	TRIG_PMAP = 32,	    /* a probe map changed (or a pair got its first) */
-	TRIG_TELEM = 64,    /* a link stayed congested (switch telemetry) */
-	TRIG_REFRESH = 128, /* a third of the plan's lifetime gone: republish, move nothing */
-	TRIG_PERIODIC = 256 /* the reopt timer (no fabric tie-break alone) */
+	TRIG_QP = 1,	     /* QPs appeared, went idle or away: incremental */
+	TRIG_LINK = 2,	     /* link state changed */
+	TRIG_COLL = 4,	     /* a collective was announced (or its pattern changed) */
+	TRIG_REOPT = 8,	     /* periodic */
+	TRIG_TAKEOVER = 16,  /* became leader */
+	TRIG_PMAP = 32,	     /* a probe map changed (or a pair got its first) */
+	TRIG_TELEM = 64,     /* a link stayed congested (switch telemetry) */
+	TRIG_REFRESH = 128,  /* a third of the plan's lifetime gone: republish, move nothing */
+	TRIG_PERIODIC = 256, /* the reopt timer (no fabric tie-break alone) */
+	TRIG_COLL_END = 512  /* a collective ended: rates again, routes kept */
 };
 
 struct cqp {

@@ -544,7 +544,7 @@ static void coll_end(struct ctld *d, const struct chost *h, const char *comm, js
 	if (!member)
 		return;
 	if (c->active) {
-		d->trig |= TRIG_COLL;
+		d->trig |= TRIG_COLL_END;
 		ice_info(SUB,
 			 "collective of %s%s%scomm %s ended (rank %lld destroyed its communicator)",
 			 c->job[0] ? "job " : "", c->job, c->job[0] ? ", " : "", c->comm,
@@ -753,7 +753,7 @@ void ctld_expire_colls(struct ctld *d)
 	for (size_t i = 0; i < d->ncolls;) {
 		if (d->colls[i].last_ms + ttl < now) {
 			if (d->colls[i].active) {
-				d->trig |= TRIG_COLL;
+				d->trig |= TRIG_COLL_END;
 				ice_info(SUB,
 					 "collective of %s%s%scomm %s ended (silent for %" PRIu64
 					 " ms)",

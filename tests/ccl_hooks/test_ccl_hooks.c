@@ -184,6 +184,23 @@ static int child_events(void)
 	return 0;
 }
 
+/* Two splits of one parent with one colour, the first destroyed before
+ * the second (a group made again). */
+static int child_split(void)
+{
+	void *c = NULL, *a = NULL, *b = NULL;
+	uid_t128 id = test_uid();
+
+	fake_nccl_rc = 0;
+	CHECK(ncclCommInitRank(&c, 4, id, 2) == 0);
+	CHECK(ncclCommSplit(c, 5, 0, &a, NULL) == 0);
+	CHECK(ncclCommDestroy(a) == 0);
+	CHECK(ncclCommSplit(c, 5, 0, &b, NULL) == 0);
+	CHECK(ncclCommDestroy(b) == 0);
+	CHECK(ncclCommDestroy(c) == 0);
+	return 0;
+}
+
 static int child_many(void)
 {
 	char b[8];
@@ -409,6 +426,7 @@ static const struct {
 } scenarios[] = {
 	{"forward", child_forward},
 	{"events", child_events},
+	{"split", child_split},
 	{"many", child_many},
 	{"robust", child_robust},
 	{"verbs_plan", child_verbs_plan},
@@ -572,6 +590,27 @@ static void test_events(void **state)
 	assert_true(ev[8].comm_id == cid);
 }
 
+/* A split's id: the same in every process that makes the same splits, and
+ * another for a second split of one parent with the same colour. */
+static void test_split_ids(void **state)
+{
+	struct ice_event ev[16], again[16];
+
+	drain();
+	assert_int_equal(run_child("split", NULL), 0);
+	assert_int_equal(recv_events(ev, 16), 6);
+	assert_int_equal(run_child("split", NULL), 0);
+	assert_int_equal(recv_events(again, 16), 6);
+	assert_int_equal(ev[1].kind, ICE_EV_COMM_INIT);
+	assert_int_equal(ev[2].kind, ICE_EV_COMM_DESTROY);
+	assert_int_equal(ev[3].kind, ICE_EV_COMM_INIT);
+	assert_true(ev[2].comm_id == ev[1].comm_id);
+	assert_true(ev[3].comm_id != ev[1].comm_id && ev[3].comm_id != ev[0].comm_id);
+	assert_true(ev[4].comm_id == ev[3].comm_id);
+	for (int i = 0; i < 6; i++)
+		assert_true(again[i].comm_id == ev[i].comm_id);
+}
+
 static void test_sample(void **state)
 {
 	struct ice_event ev[128];
@@ -732,11 +771,12 @@ static void test_dlvsym(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_forward),	   cmocka_unit_test(test_events),
-		cmocka_unit_test(test_sample),	   cmocka_unit_test(test_failures),
-		cmocka_unit_test(test_verbs_plan), cmocka_unit_test(test_verbs_no_change),
-		cmocka_unit_test(test_dlvsym),	   cmocka_unit_test(test_verbs_live),
-		cmocka_unit_test(test_verbs_rate), cmocka_unit_test(test_verbs_plan_ip),
+		cmocka_unit_test(test_forward),		cmocka_unit_test(test_events),
+		cmocka_unit_test(test_split_ids),	cmocka_unit_test(test_sample),
+		cmocka_unit_test(test_failures),	cmocka_unit_test(test_verbs_plan),
+		cmocka_unit_test(test_verbs_no_change), cmocka_unit_test(test_dlvsym),
+		cmocka_unit_test(test_verbs_live),	cmocka_unit_test(test_verbs_rate),
+		cmocka_unit_test(test_verbs_plan_ip),
 	};
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	const char *pre = getenv("LD_PRELOAD");
