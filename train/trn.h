@@ -182,6 +182,10 @@ double trn_compute_cores(const struct trn_profile *d, double cores);
  * (no schedstat), counted as 0. 0 when nothing was measured. */
 double trn_speed_from_steps(double flops, double thread_cpu_s, double thread_wait_s,
 			    double proc_cpu_s, double cores, double other_s);
+/* A thread's run-queue wait in seconds (runnable, not running) from the
+ * text of /proc/thread-self/schedstat ("RUN_NS WAIT_NS SLICES"), as
+ * trn_speed_from_steps takes it: -1 when it is not known. */
+double trn_schedstat_wait_s(const char *text);
 /* out = dev with each gflops replaced by measured[i] where that is > 0 and
  * the device is not emulated (an emulated device computes at its stated
  * speed; when the CPU cannot keep up, ice-train says so instead). Returns

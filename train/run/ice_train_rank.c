@@ -54,15 +54,15 @@ static double thread_cpu_seconds(void)
  * -1 when the kernel does not keep it (CONFIG_SCHEDSTATS off, no /proc). */
 static double thread_wait_seconds(void)
 {
-	unsigned long long run_ns, wait_ns;
+	char text[128];
 	FILE *f = fopen("/proc/thread-self/schedstat", "r");
-	int n;
+	bool ok;
 
 	if (f == NULL)
 		return -1;
-	n = fscanf(f, "%llu %llu", &run_ns, &wait_ns);
+	ok = fgets(text, sizeof(text), f) != NULL;
 	fclose(f);
-	return n == 2 ? (double)wait_ns * 1e-9 : -1;
+	return ok ? trn_schedstat_wait_s(text) : -1;
 }
 
 /* xorshift64*: deterministic data from (seed, stream). */
