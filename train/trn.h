@@ -184,7 +184,11 @@ double trn_speed_from_steps(double flops, double thread_cpu_s, double thread_wai
 			    double proc_cpu_s, double cores, double other_s);
 /* A thread's run-queue wait in seconds (runnable, not running) from the
  * text of /proc/thread-self/schedstat ("RUN_NS WAIT_NS SLICES"), as
- * trn_speed_from_steps takes it: -1 when it is not known. */
+ * trn_speed_from_steps takes it: -1 when it is not known (no text, not
+ * two numbers, or all zeros: a kernel without scheduler statistics,
+ * CONFIG_SCHEDSTATS off or kernel.sched_schedstats=0 and no delay
+ * accounting, writes "0 0 0" for every task, where a thread that reads
+ * its own file has at least one slice). */
 double trn_schedstat_wait_s(const char *text);
 /* out = dev with each gflops replaced by measured[i] where that is > 0 and
  * the device is not emulated (an emulated device computes at its stated

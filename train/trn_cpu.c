@@ -9,9 +9,13 @@
 
 double trn_schedstat_wait_s(const char *text)
 {
-	unsigned long long run_ns, wait_ns;
+	unsigned long long run_ns = 0, wait_ns = 0, slices = 0;
+	int n = text != NULL ? sscanf(text, "%llu %llu %llu", &run_ns, &wait_ns, &slices) : 0;
 
-	if (text == NULL || sscanf(text, "%llu %llu", &run_ns, &wait_ns) != 2)
+	/* all zeros: the kernel keeps no statistics (sched_info off) and
+	 * writes "0 0 0"; a thread reading its own file has been on a CPU at
+	 * least once (a task that has just started writes "0 0 1") */
+	if (n < 2 || (run_ns == 0 && wait_ns == 0 && slices == 0))
 		return -1;
 	return (double)wait_ns * 1e-9;
 }

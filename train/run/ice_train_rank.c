@@ -51,7 +51,8 @@ static double thread_cpu_seconds(void)
 /* Seconds the calling thread has waited on a run queue (runnable, not
  * running: another task on its core, its own communication thread, a CFS
  * quota's throttling): the second field of /proc/thread-self/schedstat.
- * -1 when the kernel does not keep it (CONFIG_SCHEDSTATS off, no /proc). */
+ * -1 when the kernel does not keep it (no /proc, or zeros:
+ * trn_schedstat_wait_s). */
 static double thread_wait_seconds(void)
 {
 	char text[128];

@@ -427,10 +427,12 @@ static json_t *job_json(const struct job_out *jo)
 		json_object_set_new(x, "exposed_comm_s", json_real(rr->exposed_s));
 		json_object_set_new(x, "update_s", json_real(rr->update_s));
 		json_object_set_new(x, "cpu_s", json_real(rr->cpu_s));
-		/* the compute thread's CPU and run-queue wait (schedstat) */
+		/* the compute thread's CPU and run-queue wait (schedstat; null:
+		 * not known, the kernel keeps no scheduler statistics) */
 		json_object_set_new(x, "thread_cpu_s", json_real(rr->thread_cpu_s));
-		if (rr->runq_wait_s >= 0)
-			json_object_set_new(x, "runq_wait_s", json_real(rr->runq_wait_s));
+		json_object_set_new(x, "runq_wait_s",
+				    rr->runq_wait_s >= 0 ? json_real(rr->runq_wait_s)
+							 : json_null());
 		json_object_set_new(x, "wall_s", json_real(rr->wall_s));
 		json_object_set_new(x, "emu_calls", json_integer((json_int_t)rr->emu_calls));
 		json_object_set_new(x, "emu_overruns", json_integer((json_int_t)rr->emu_overruns));
