@@ -182,6 +182,14 @@ double trn_compute_cores(const struct trn_profile *d, double cores);
  * (no schedstat), counted as 0. 0 when nothing was measured. */
 double trn_speed_from_steps(double flops, double thread_cpu_s, double thread_wait_s,
 			    double proc_cpu_s, double cores, double other_s);
+/* The device's own speed over the same steps, as a profile holds it
+ * (ice-train --save-profiles): trn_speed_from_steps without the run-queue
+ * wait, which is the time others held the core the compute thread wanted
+ * (a neighbouring rank, another job), not this device's. A CPU quota
+ * stays in it (the process's CPU over its cores, which a quota lowers),
+ * and so does the rank's own communication thread on its core. */
+double trn_speed_own(double flops, double thread_cpu_s, double proc_cpu_s, double cores,
+		     double other_s);
 /* A thread's run-queue wait in seconds (runnable, not running) from the
  * text of /proc/thread-self/schedstat ("RUN_NS WAIT_NS SLICES"), as
  * trn_speed_from_steps takes it: -1 when it is not known (no text, not

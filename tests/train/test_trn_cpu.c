@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * trn's CPU measurements of a rank (trn_cpu.c, issue 20): the run-queue
- * wait read from schedstat's text, known or not.
+ * wait read from schedstat's text, known or not; a device's own speed.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -41,10 +41,33 @@ static void test_schedstat_wait(void **state)
 	assert_near(trn_schedstat_wait_s("x y z\n"), -1);
 }
 
+/* What --save-profiles saves: the device's own speed. A neighbouring rank
+ * on the core held it half the time (1 s of CPU, 1 s of run-queue wait):
+ * the steps ran at half speed (trn_speed_from_steps, what the refined
+ * prediction of this job uses), but the device computes at its own speed
+ * when alone. Fails if the saved figure counts the wait. */
+static void test_speed_own(void **state)
+{
+	(void)state;
+	assert_near(trn_speed_from_steps(10e9, 1, 1, 1, 1, 0), 5);
+	assert_near(trn_speed_own(10e9, 1, 1, 1, 0), 10);
+	/* a 0.4-core quota is the device's own (its wait, 1.5 s, is the
+	 * throttling): the process's CPU over its cores keeps it */
+	assert_near(trn_speed_from_steps(10e9, 1, 1.5, 1, 0.4, 0), 4);
+	assert_near(trn_speed_own(10e9, 1, 1, 0.4, 0), 4);
+	/* so is its communication thread's CPU on its one core, and the
+	 * optimizer step is taken off as for the steps' figure */
+	assert_near(trn_speed_own(10e9, 1, 1.25, 1, 0), 8);
+	assert_near(trn_speed_own(10e9, 1.25, 1.25, 1, 0.25), 10);
+	/* nothing measured */
+	assert_near(trn_speed_own(0, 1, 1, 1, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_schedstat_wait),
+		cmocka_unit_test(test_speed_own),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -59,6 +59,8 @@ struct itr_rank_result {
 	double gflops;	       /* the matmuls' FLOP / their seconds, timed steps */
 	double gflops_steps;   /* the same with the priced contention taken off
 				* (trn_speed_from_steps): what a profile would say */
+	double gflops_own;     /* the same without the compute thread's run-queue
+				* wait (trn_speed_own): --save-profiles */
 	double gflops_refined; /* --refine: that over the refinement's warm-up steps */
 	int replans;	       /* --replan: how often the split was re-planned */
 	int replan_step[8];    /* the steps of the first re-plans */

@@ -134,8 +134,9 @@ static const struct ice_cfg_field train_fields[] = {
 		  "profiles')"),
 	F("save_profiles", ICE_CFG_STRING, save_profiles, .arg = "FILE",
 	  .help = "write each device's profile with the speed its\nmatrix multiplies "
-		  "sustained in the timed steps\n(the jobs it ran alone, else all; the "
-		  "median over\nthe runs) into FILE, replacing the same name"),
+		  "sustained in the timed steps\n(its own: the run-queue wait others caused "
+		  "left\nout, gflops_own; the jobs it ran alone, else all;\nthe median over "
+		  "the runs) into FILE, replacing\nthe same name"),
 	F("no_contention", ICE_CFG_BOOL, no_contention, .flags = ICE_CFG_SWITCH,
 	  .help = "predict as if communication never took CPU from\nthe compute (the "
 		  "predictor prices it by default:\neach rank's cores and its calibrated "
@@ -369,8 +370,9 @@ static void job_init(struct itr_job *j, const struct opts *o, const struct trn_m
 
 /*
  * --save-profiles FILE: every device of the run with gflops replaced by what
- * its matrix multiplies sustained in the timed steps (gflops_steps: the
- * priced contention taken off), the median over the runs of the jobs in
+ * its matrix multiplies sustained in the timed steps (gflops_own: its own
+ * speed, without the run-queue wait others caused; trn_speed_own), the
+ * median over the runs of the jobs in
  * which it ran alone (all ranks of the job this device), else of every job
  * it ran in; into FILE, replacing the profile of the same name or adding it
  * (FILE is created if absent). Emulated devices are left out (they compute
@@ -434,8 +436,8 @@ static int save_profiles(const char *path, struct job_out (*runs)[ITR_MAX_REPEAT
 							continue;
 						for (int e = 0; e < jx->ndev; e++)
 							if (strcmp(jx->dev[e].name, p->name) == 0 &&
-							    res->rank[e].gflops_steps > 0)
-								v[nv++] = res->rank[e].gflops_steps;
+							    res->rank[e].gflops_own > 0)
+								v[nv++] = res->rank[e].gflops_own;
 					}
 				}
 			if (nv == 0)

@@ -780,8 +780,11 @@ static void meter_since(const struct itr_rank *k, const struct itr_meter *m, str
 	d->update_s = k->t_update - m->update_s;
 }
 
-/* The speed steps [a, b] say, from their meters (sm: one per step). */
-static double meter_speed(const struct itr_rank *k, const struct itr_meter *sm, int a, int b)
+/* The speed steps [a, b] say, from their meters (sm: one per step); own:
+ * the device's own, without the compute thread's run-queue wait
+ * (trn_speed_own). */
+static double meter_speed(const struct itr_rank *k, const struct itr_meter *sm, int a, int b,
+			  bool own)
 {
 	struct itr_meter s = {0};
 
@@ -798,6 +801,9 @@ static double meter_speed(const struct itr_rank *k, const struct itr_meter *sm, 
 	}
 	if (!cpu_metered(k))
 		return s.mm_s > 0 ? s.flops / s.mm_s / 1e9 : 0;
+	if (own)
+		return trn_speed_own(s.flops, s.thread_cpu, s.proc_cpu, k->net.cores[k->r],
+				     s.update_s);
 	return trn_speed_from_steps(s.flops, s.thread_cpu, s.thread_wait, s.proc_cpu,
 				    k->net.cores[k->r], s.update_s);
 }
@@ -813,7 +819,7 @@ static void refine(struct itr_rank *k, const struct itr_meter *sm, int next)
 {
 	const struct itr_job *j = k->job;
 
-	k->me->step_speed[next] = (float)meter_speed(k, sm, next - j->refine, next - 1);
+	k->me->step_speed[next] = (float)meter_speed(k, sm, next - j->refine, next - 1, false);
 	if (next == j->warmup)
 		k->me->gflops_refined = k->me->step_speed[next];
 }
@@ -876,7 +882,8 @@ static int train(struct itr_rank *k)
 	k->me->cpu_s = cpu_seconds() - cpu0;
 	k->me->compute_s = k->t_compute / j->steps;
 	k->me->gflops = k->mm_s > 0 ? k->mm_flops / k->mm_s / 1e9 : 0;
-	k->me->gflops_steps = meter_speed(k, sm, j->warmup, total - 1);
+	k->me->gflops_steps = meter_speed(k, sm, j->warmup, total - 1, false);
+	k->me->gflops_own = meter_speed(k, sm, j->warmup, total - 1, true);
 	k->me->thread_cpu_s = k->me->runq_wait_s = 0;
 	for (int i = j->warmup; i < total; i++) {
 		k->me->thread_cpu_s += sm[i].thread_cpu;

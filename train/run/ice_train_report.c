@@ -412,6 +412,7 @@ static json_t *job_json(const struct job_out *jo)
 								  : res->pp.contention_s[r]));
 		json_object_set_new(x, "gflops_measured", json_real(rr->gflops));
 		json_object_set_new(x, "gflops_steps", json_real(rr->gflops_steps));
+		json_object_set_new(x, "gflops_own", json_real(rr->gflops_own));
 		{
 			/* every step's, warm-up included (ITR_MAX_STEPS bounds them) */
 			json_t *a = json_array();
