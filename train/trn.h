@@ -128,12 +128,15 @@ struct trn_net {
 	 * compute time) and the CPU seconds its communication progress takes
 	 * per byte: of gradient all-reduced (DP; the sharded reduce-scatter
 	 * and all-gather move the same bytes), and per byte sent or received
-	 * point to point (PP), and per message sent or received point to
-	 * point beyond its bytes (PP: posting it to the communication
-	 * thread, its wake-ups, hand-off and completion; 0: not priced).
-	 * ice-train reads the cores from the kernel (ice_cpu_cores) and
-	 * calibrates the costs on the job's communicator, the per-message one
-	 * through its communication thread as a pipeline stage uses it. */
+	 * point to point (PP: with the checksum a host stage's communication
+	 * thread computes over every byte it sends and receives), and per
+	 * message sent or received point to point beyond its bytes (PP:
+	 * posting it to the communication thread, its wake-ups, hand-off and
+	 * completion; 0: not priced). ice-train reads the cores from the
+	 * kernel (ice_cpu_cores) and calibrates the costs on the job's
+	 * communicator, a pipeline of host ranks both point-to-point ones
+	 * through its communication thread as a stage uses it, at two message
+	 * sizes (trn_msg_cpu_fit). */
 	double cores[TRN_MAX_DEVICES];
 	double cpu_ar_s[TRN_MAX_DEVICES];
 	double cpu_p2p_s[TRN_MAX_DEVICES];
@@ -159,6 +162,19 @@ double trn_cpu_contention_s(double cores, double compute_cores, double window_s,
  * cores: min(1, cores) for a host device, 0 for an accelerator or an
  * emulated one (its compute stands for a device's, padded by a sleep). */
 double trn_compute_cores(const struct trn_profile *d, double cores);
+
+/* A pipeline stage's CPU for its point-to-point messages, split into the
+ * trn_net figures the predictor prices them with (cpu_p2p_s per byte,
+ * cpu_msg_s per message), from rounds of one send and one receive (two
+ * messages) timed the way a stage sends them (through the communication
+ * thread, each message's checksum included) at two sizes: small_cpu_s CPU
+ * seconds per round of small_bytes-byte messages, big_cpu_s per round of
+ * big_bytes-byte ones. *per_byte is the slope (the transport's progress
+ * and the checksum, both per byte), *per_msg the intercept (posting,
+ * wake-ups, hand-off, completion); neither below 0. -EINVAL unless
+ * 0 <= small_bytes < big_bytes. */
+int trn_msg_cpu_fit(double small_bytes, double small_cpu_s, double big_bytes, double big_cpu_s,
+		    double *per_byte, double *per_msg);
 
 /* ---- profiles refined from the steps (issue 20) --------------------------- */
 

@@ -2,8 +2,10 @@
 /*
  * trn: what a rank's CPU measurements say, as the predictor uses them
  * (issue 20): the run-queue wait the kernel keeps for a thread, a
- * device's own speed.
+ * device's own speed, a pipeline message's CPU per byte and per message.
  */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "trn.h"
@@ -25,4 +27,16 @@ double trn_speed_own(double flops, double thread_cpu_s, double proc_cpu_s, doubl
 		     double other_s)
 {
 	return trn_speed_from_steps(flops, thread_cpu_s, 0, proc_cpu_s, cores, other_s);
+}
+
+int trn_msg_cpu_fit(double small_bytes, double small_cpu_s, double big_bytes, double big_cpu_s,
+		    double *per_byte, double *per_msg)
+{
+	if (!(big_bytes > small_bytes) || !(small_bytes >= 0) || per_byte == NULL ||
+	    per_msg == NULL)
+		return -EINVAL;
+	/* a round is two messages: one sent, one received */
+	*per_byte = fmax(0, (big_cpu_s - small_cpu_s) / (2 * (big_bytes - small_bytes)));
+	*per_msg = fmax(0, small_cpu_s / 2 - *per_byte * small_bytes);
+	return 0;
 }

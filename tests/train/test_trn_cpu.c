@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * trn's CPU measurements of a rank (trn_cpu.c, issue 20): the run-queue
- * wait read from schedstat's text, known or not; a device's own speed.
+ * wait read from schedstat's text, known or not; a device's own speed; a
+ * pipeline message's CPU per byte and per message.
  */
+#include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -63,11 +65,44 @@ static void test_speed_own(void **state)
 	assert_near(trn_speed_own(0, 1, 1, 1, 0), 0);
 }
 
+/* The pipeline predictor prices a stage's messages as cpu_p2p_s per byte
+ * plus cpu_msg_s per message (trn_predict_pp); the calibration times rounds
+ * of a send and a receive as a stage makes them, checksums included, at
+ * two sizes. A stage whose messages cost 30 us each plus 1 ns a byte (0.2
+ * transport, 0.8 checksum): the fit gives 30 us and 1 ns back, and
+ * prices either size as it was measured. Fails if the per-message figure
+ * holds a per-byte cost: the calibration before took one size only and
+ * left the checksum in the message's figure (30 + 0.8 * 8192 ns = 36.6 us,
+ * so a stage of larger activations was priced as one of these). */
+static void test_msg_cpu_fit(void **state)
+{
+	double pm = 30e-6, pb = 1e-9, b, m;
+
+	(void)state;
+	assert_int_equal(trn_msg_cpu_fit(4, 2 * (pm + 4 * pb), 8192, 2 * (pm + 8192 * pb), &b, &m),
+			 0);
+	assert_near(b, pb);
+	assert_near(m, pm);
+	assert_near(b * 8192 + m, pm + 8192 * pb);
+	assert_near(b * 4 + m, pm + 4 * pb);
+	/* a larger message than measured costs its bytes more */
+	assert_near(b * 65536 + m, pm + 65536 * pb);
+	/* noise: the large round measured below the small one is no negative
+	 * cost per byte */
+	assert_int_equal(trn_msg_cpu_fit(4, 60e-6, 8192, 50e-6, &b, &m), 0);
+	assert_near(b, 0);
+	assert_near(m, 30e-6);
+	/* sizes that give no slope */
+	assert_int_equal(trn_msg_cpu_fit(4, 60e-6, 4, 70e-6, &b, &m), -EINVAL);
+	assert_int_equal(trn_msg_cpu_fit(8192, 60e-6, 4, 70e-6, &b, &m), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_schedstat_wait),
 		cmocka_unit_test(test_speed_own),
+		cmocka_unit_test(test_msg_cpu_fit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

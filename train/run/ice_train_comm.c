@@ -359,15 +359,17 @@ static void busy_for(uint64_t ns)
 }
 
 /*
- * The CPU a pipeline stage's messages cost beyond their bytes, measured
- * the way a stage sends them: through a communication thread (started for
- * this and stopped again), each round a receive from the previous rank and
- * a send to the next (a ring: a stage in the middle of a pipeline does
- * both per operation), posted by this thread, hashed by the other, then
- * ITR_MSG_WORK_NS of this thread's compute while they are in flight (the
- * communication thread's wake-ups and progress meanwhile count, as in a
- * stage), then waited for here. *cpu: this process's CPU seconds per round
- * (two messages of count floats each), less the compute.
+ * The CPU a pipeline stage's messages cost, measured the way a stage sends
+ * them: through a communication thread (started for this and stopped
+ * again), each round a receive from the previous rank and a send to the
+ * next (a ring: a stage in the middle of a pipeline does both per
+ * operation), posted by this thread, checksummed by the other (as a host
+ * stage's are: a cost per byte), then ITR_MSG_WORK_NS of this thread's
+ * compute while they are in flight (the communication thread's wake-ups
+ * and progress meanwhile count, as in a stage), then waited for here.
+ * *cpu: this process's CPU seconds per round (two messages of count floats
+ * each), less the compute. Timed at two sizes, it gives the cost per byte
+ * and per message (trn_msg_cpu_fit).
  */
 #define ITR_MSG_WORK_NS (1 * ICE_NSEC_PER_MSEC)
 static int time_msgs(struct itr_rank *k, float *buf, size_t count, int iters, double *cpu)
@@ -435,7 +437,7 @@ static int share_cpu(struct itr_rank *k, struct trn_net *net)
 int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, struct trn_net *net)
 {
 	size_t cnt = bucket_count > 2 * act_count ? bucket_count : 2 * act_count;
-	double t_ar, t_lat, t_p2p, c_ar = 0, c_lat = 0, c_p2p = 0, c_msg = 0;
+	double t_ar, t_lat, t_p2p, c_ar = 0, c_lat = 0, c_p2p = 0, c_msg1 = -1, c_msg = 0;
 	float *buf;
 	float *h;
 	int ret;
@@ -467,12 +469,15 @@ int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, str
 		ret = time_op(k->d, 1, buf, act_count, 5, &t_p2p, &c_p2p);
 	/* a pipeline's messages as its stages send them, where every rank's
 	 * memory is the host's (their sends and receives are posted, so the
-	 * ring cannot deadlock; the same decision on every rank) */
+	 * ring cannot deadlock; the same decision on every rank): of one
+	 * float and of one activation */
 	if (ret == 0 && k->job->scheme == ITR_PP && !k->job->no_contention) {
 		double dev = k->host ? 0 : 1;
 
 		ret = tp_comm_oob_max(tp_dev_comm_base(k->d), &dev);
-		if (ret == 0 && dev == 0)
+		if (ret == 0 && dev == 0 && act_count > 1)
+			ret = time_msgs(k, buf, 1, 20, &c_msg1);
+		if (ret == 0 && c_msg1 >= 0)
 			ret = time_msgs(k, buf, act_count, 20, &c_msg);
 	}
 	free(h);
@@ -489,10 +494,12 @@ int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, str
 		net->cores[k->r] = ice_cpu_cores(NULL, 0);
 		net->cpu_ar_s[k->r] = c_ar / ((double)bucket_count * 4);
 		net->cpu_p2p_s[k->r] = c_p2p / (2.0 * (double)act_count * 4);
-		/* per message: half a round, less its bytes' share */
-		net->cpu_msg_s[k->r] = c_msg / 2 - net->cpu_p2p_s[k->r] * (double)act_count * 4;
-		if (net->cpu_msg_s[k->r] < 0)
-			net->cpu_msg_s[k->r] = 0;
+		/* a host pipeline: per byte and per message as a stage pays
+		 * them, the checksums in the bytes' share, as the stage
+		 * computes one per byte (ice_train_step.c) */
+		if (c_msg1 >= 0)
+			trn_msg_cpu_fit(4, c_msg1, (double)act_count * 4, c_msg,
+					&net->cpu_p2p_s[k->r], &net->cpu_msg_s[k->r]);
 	}
 	(void)c_lat;
 	return share_cpu(k, net);
