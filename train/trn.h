@@ -172,7 +172,7 @@ double trn_compute_cores(const struct trn_profile *d, double cores);
  * big_bytes-byte ones. *per_byte is the slope (the transport's progress
  * and the checksum, both per byte), *per_msg the intercept (posting,
  * wake-ups, hand-off, completion); neither below 0. -EINVAL unless
- * 0 <= small_bytes < big_bytes. */
+ * 0 <= small_bytes < big_bytes, or when an output is NULL. */
 int trn_msg_cpu_fit(double small_bytes, double small_cpu_s, double big_bytes, double big_cpu_s,
 		    double *per_byte, double *per_msg);
 

@@ -437,7 +437,8 @@ static int share_cpu(struct itr_rank *k, struct trn_net *net)
 int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, struct trn_net *net)
 {
 	size_t cnt = bucket_count > 2 * act_count ? bucket_count : 2 * act_count;
-	double t_ar, t_lat, t_p2p, c_ar = 0, c_lat = 0, c_p2p = 0, c_msg1 = -1, c_msg = 0;
+	double t_ar, t_lat, t_p2p, c_ar = 0, c_lat = 0, c_p2p = 0, c_msg1 = 0, c_msg = 0;
+	bool msgs = false;
 	float *buf;
 	float *h;
 	int ret;
@@ -475,9 +476,11 @@ int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, str
 		double dev = k->host ? 0 : 1;
 
 		ret = tp_comm_oob_max(tp_dev_comm_base(k->d), &dev);
-		if (ret == 0 && dev == 0 && act_count > 1)
+		/* the same on every rank: dev is the job's, act_count the model's */
+		msgs = ret == 0 && dev == 0 && act_count > 1;
+		if (msgs)
 			ret = time_msgs(k, buf, 1, 20, &c_msg1);
-		if (ret == 0 && c_msg1 >= 0)
+		if (msgs && ret == 0)
 			ret = time_msgs(k, buf, act_count, 20, &c_msg);
 	}
 	free(h);
@@ -496,10 +499,11 @@ int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, str
 		net->cpu_p2p_s[k->r] = c_p2p / (2.0 * (double)act_count * 4);
 		/* a host pipeline: per byte and per message as a stage pays
 		 * them, the checksums in the bytes' share, as the stage
-		 * computes one per byte (ice_train_step.c) */
-		if (c_msg1 >= 0)
-			trn_msg_cpu_fit(4, c_msg1, (double)act_count * 4, c_msg,
-					&net->cpu_p2p_s[k->r], &net->cpu_msg_s[k->r]);
+		 * computes one per byte (ice_train_step.c); an activation of
+		 * one float has one size only: its messages are not priced */
+		if (msgs && trn_msg_cpu_fit(4, c_msg1, (double)act_count * 4, c_msg,
+					    &net->cpu_p2p_s[k->r], &net->cpu_msg_s[k->r]) < 0)
+			return -EINVAL;
 	}
 	(void)c_lat;
 	return share_cpu(k, net);
