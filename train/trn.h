@@ -254,8 +254,9 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
 		   const struct trn_net *net, struct trn_dp_plan *p);
 
 /* Choose p->tail[] for the split in p->samples: per device the fewest last
- * micro-batches (at least one, at most all) whose backward, run layer by
- * layer, lasts three times the gradient all-reduce, or fixed (> 0) each.
+ * micro-batches (at least 16 or all it has: ice-train's chunk of a step,
+ * for the weights' reuse) whose backward, run layer by layer, lasts three
+ * times the gradient all-reduce, or fixed (> 0) each.
  * Returns the overlap they give the predictor: the shortest tail's backward
  * as a share of the slowest device's backward (0..1). */
 double trn_dp_tails(const struct trn_model *m, const struct trn_profile *dev, int ndev,

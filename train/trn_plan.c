@@ -269,9 +269,18 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
  * completes the top layers' gradients early: the window grows to the
  * tail's whole backward, for tail - 1 more micro-batches of activations
  * kept. Each device gets the fewest that last TRN_DP_TAIL_MARGIN times the
- * all-reduce (it runs slower beside the compute than calibrated alone).
+ * all-reduce (it runs slower beside the compute than calibrated alone),
+ * and at least TRN_DP_CHUNK (or all it has): ice-train runs a step in
+ * chunks of its tail, each layer over a chunk's micro-batches while the
+ * layer's weights are in cache, and a chunk of 8 or more micro-batches
+ * already computes at the speed of a whole batch through each layer (on
+ * this project's 2-core VM, 28 layers of 512x512 at micro-batch 4: 10.4
+ * GFLOP/s a micro-batch at a time, 16.6 in chunks of 8, 18.6 all 140 at
+ * once; docs/benchmarks.md), so a device's speed is the same at any
+ * share of the batch it is given.
  */
 #define TRN_DP_TAIL_MARGIN 3.0
+#define TRN_DP_CHUNK	   16
 
 double trn_dp_tails(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		    const struct trn_net *net, int fixed, struct trn_dp_plan *p)
@@ -293,7 +302,8 @@ double trn_dp_tails(const struct trn_model *m, const struct trn_profile *dev, in
 			int part = (n - rows) % m->micro_batch;
 
 			if (fixed > 0 ? p->tail[i] >= fixed
-				      : p->tail[i] > 0 && rows * per >= TRN_DP_TAIL_MARGIN * comm)
+				      : p->tail[i] >= TRN_DP_CHUNK &&
+						rows * per >= TRN_DP_TAIL_MARGIN * comm)
 				break;
 			rows += p->tail[i] == 0 && part != 0 ? part : m->micro_batch;
 			p->tail[i]++;

@@ -111,7 +111,8 @@ static void check_tails(struct trn_profile *d, int n, const struct trn_net *net,
 }
 
 /* DP tails: the fewest last micro-batches whose backward lasts three times
- * the all-reduce, and the overlap that gives. */
+ * the all-reduce, at least a chunk (16, or all a device has), and the
+ * overlap that gives. */
 static void test_dp_tails(void **state)
 {
 	struct trn_profile d[3];
@@ -119,37 +120,45 @@ static void test_dp_tails(void **state)
 	struct trn_dp_plan p = {0};
 	double ov;
 
-	devs(d, (double[]){2, 1, 1}, 3);
-	/* one 1000x1000 layer: 4e6 FLOP of backward per sample (2 ms on d0,
-	 * 4 ms on d1); two devices: all-reduce 3 * tb + tl = 8 ms (see
-	 * test_predict_dp), so the tails must last 24 ms: 12 and 6 samples,
-	 * of 16 and 8 */
-	model_square(1, 1000, 24, 1);
+	devs(d, (double[]){8, 4, 4}, 3);
+	/* one 1000x1000 layer: 4e6 FLOP of backward per sample (0.5 ms on d0,
+	 * 1 ms on d1); two devices: all-reduce 3 * tb + tl = 8 ms (see
+	 * test_predict_dp), so the tails must last 24 ms: 48 and 24 samples,
+	 * of 64 and 32 */
+	model_square(1, 1000, 96, 1);
 	m.bucket_kb = 1024;
-	p.samples[0] = 16;
-	p.samples[1] = 8;
-	/* 24 ms of the slowest (both 48 ms: the first) device's 32 ms backward */
-	check_tails(d, 2, &net, 0, &p, 12, 6, 24.0 / 32);
+	p.samples[0] = 64;
+	p.samples[1] = 32;
+	/* 24 ms of the slowest (both 32 ms: the first) device's 32 ms backward */
+	check_tails(d, 2, &net, 0, &p, 48, 24, 24.0 / 32);
 	net.overlap = 24.0 / 32;
 	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
 	assert_near(p.comm_s, 854272 / 1e9 + 1e-3); /* only the last bucket shows */
-	/* fixed: 2 each; d0's 4 ms is the shorter window */
-	check_tails(d, 2, &net, 2, &p, 2, 2, 4.0 / 32);
-	/* micro-batches of 4, d0's 14 samples are 4 + 4 + 4 + 2: the short last
-	 * one (4 ms) and three more (28 ms) reach 24 ms; d1's 2 samples are one
-	 * short micro-batch (8 ms, all it has); d2 has none */
+	/* fixed: 2 each; d0's 1 ms is the shorter window */
+	check_tails(d, 2, &net, 2, &p, 2, 2, 1.0 / 32);
+	/* a fast network: the all-reduce needs one micro-batch, and a chunk
+	 * is what they get: 16 of d0's 40 samples (8 ms of its 20 ms
+	 * backward), all 8 of d1's (8 ms) */
+	p.samples[0] = 40;
+	p.samples[1] = 8;
+	m.global_batch = 48;
+	check_tails(d, 2, &(struct trn_net){.busbw_gbps = 1e3, .p2p_gbps = 1e3, .lat_s = 1e-9}, 0,
+		    &p, 16, 8, 8.0 / 20);
+	/* micro-batches of 4, d0's 14 samples are 4 + 4 + 4 + 2 (4 ms, all it
+	 * has); d1's 2 samples are one short micro-batch (2 ms); d2 has none */
 	m.micro_batch = 4;
+	m.global_batch = 16;
 	p.samples[0] = 14;
 	p.samples[1] = 2;
 	p.samples[2] = 0;
-	check_tails(d, 2, &net, 0, &p, 4, 1, 8.0 / 28);
+	check_tails(d, 2, &net, 0, &p, 4, 1, 2.0 / 7);
 	ov = trn_dp_tails(&m, d, 3, &net, 0, &p);
 	assert_int_equal(p.tail[2], 0);
 	assert_true(ov > 0 && ov <= 1);
-	/* one device: no all-reduce, one micro-batch (the classic order) */
+	/* one device: no all-reduce; still a chunk (all 3 micro-batches) */
 	p.samples[0] = 12;
 	ov = trn_dp_tails(&m, d, 1, &net, 0, &p);
-	assert_int_equal(p.tail[0], 1);
+	assert_int_equal(p.tail[0], 3);
 	assert_true(ov >= 0 && ov <= 1);
 }
 
@@ -161,35 +170,35 @@ static void test_plan_dp_tailed(void **state)
 	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 1, .lat_s = 1e-3, .overlap = -1};
 	struct trn_dp_plan p;
 
-	devs(d, (double[]){2, 1}, 2);
-	model_square(1, 1000, 24, 1);
+	devs(d, (double[]){8, 4}, 2);
+	model_square(1, 1000, 96, 1);
 	m.bucket_kb = 1024;
-	/* the planner's 16 / 8; tails 12 / 6 as in test_dp_tails; overlap 24 of
-	 * the 32 ms backward; only the last bucket shows */
+	/* the planner's 64 / 32; tails 48 / 24 as in test_dp_tails; overlap 24
+	 * of the 32 ms backward; only the last bucket shows */
 	assert_int_equal(trn_plan_dp_tailed(&m, d, 2, &net, false, 0, &p), 0);
-	assert_int_equal(p.samples[0], 16);
-	assert_int_equal(p.samples[1], 8);
-	assert_int_equal(p.tail[0], 12);
-	assert_int_equal(p.tail[1], 6);
+	assert_int_equal(p.samples[0], 64);
+	assert_int_equal(p.samples[1], 32);
+	assert_int_equal(p.tail[0], 48);
+	assert_int_equal(p.tail[1], 24);
 	assert_near(p.overlap, 24.0 / 32);
 	assert_near(p.comm_s, 854272 / 1e9 + 1e-3);
 	assert_near(p.step_s, p.compute_s[0] + p.comm_s);
-	/* even 12 / 12: the same 24 ms tails, of d1's 48 ms backward */
+	/* even 48 / 48: the same 24 ms tails, of d1's 48 ms backward */
 	assert_int_equal(trn_plan_dp_tailed(&m, d, 2, &net, true, 0, &p), 0);
-	assert_int_equal(p.samples[0], 12);
-	assert_int_equal(p.tail[0], 12);
-	assert_int_equal(p.tail[1], 6);
+	assert_int_equal(p.samples[0], 48);
+	assert_int_equal(p.tail[0], 48);
+	assert_int_equal(p.tail[1], 24);
 	assert_near(p.overlap, 0.5);
-	/* fixed tails of 2: d0's 4 ms window */
+	/* fixed tails of 2: d0's 1 ms window */
 	assert_int_equal(trn_plan_dp_tailed(&m, d, 2, &net, false, 2, &p), 0);
 	assert_int_equal(p.tail[0], 2);
 	assert_int_equal(p.tail[1], 2);
-	assert_near(p.overlap, 4.0 / 32);
+	assert_near(p.overlap, 1.0 / 32);
 	/* a given overlap is kept; the tails are still chosen */
 	net.overlap = 0.3;
 	assert_int_equal(trn_plan_dp_tailed(&m, d, 2, &net, false, 0, &p), 0);
 	assert_near(p.overlap, 0.3);
-	assert_int_equal(p.tail[0], 12);
+	assert_int_equal(p.tail[0], 48);
 	net.overlap = 1.5;
 	assert_int_equal(trn_plan_dp_tailed(&m, d, 2, &net, false, 0, &p), -EINVAL);
 	net.overlap = -1;

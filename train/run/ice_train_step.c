@@ -15,7 +15,7 @@
 
 /* ---- training steps --------------------------------------------------- */
 
-/* Rows of the tail's micro-batch t (the last one may be short). */
+/* Rows of a chunk's micro-batch t (the step's last one may be short). */
 static int tail_rows(const struct itr_rank *k, int t, int row0, int nrows)
 {
 	int left = nrows - row0 - t * k->mb;
@@ -104,15 +104,48 @@ static int close_buckets(struct itr_rank *k, int upto)
 	return k->sharded ? shard_advance(k, false) : 0;
 }
 
-/* DP: the backward of the micro-batches in slots [0, n) (rows row0 .. nrows,
- * forwards done, top gradients in act[slot][nl]) layer by layer: each
- * layer's weight gradients over all of them, then its buckets go to the
- * communication thread, then the input gradients, written over the layer's
- * input (no longer needed; a slot's first input buffer is unused). Every
- * layer's gradient sums the micro-batches in the same order as itr_backward()
- * would, so the weights are the same bits. first: the tail starts the
- * step. */
-static int backward_tail(struct itr_rank *k, int n, int row0, int nrows, bool first)
+/* DP: the forward of the micro-batches in slots [0, n) (rows row0 ..
+ * nrows) layer by layer, each layer over all of them while its weights
+ * are in cache, then each slot's loss gradient. Every micro-batch's
+ * products are the ones itr_forward() computes, and the loss sums in the
+ * micro-batches' order. */
+static int forward_chunk(struct itr_rank *k, int n, int row0, int nrows)
+{
+	int lo = itr_lout(k, k->nl - 1);
+
+	for (int t = 0; t < n; t++)
+		k->xin[t] = k->x + (size_t)(row0 + t * k->mb) * k->m->in[0];
+	for (int j = 0; j < k->nl; j++) {
+		for (int t = 0; t < n; t++) {
+			const float *x = j == 0 ? k->xin[t] : k->act[t][j];
+			int ret = itr_matmul(k, false, false, tail_rows(k, t, row0, nrows),
+					     itr_lout(k, j), itr_lin(k, j), x, k->w[j], 0.0f,
+					     k->act[t][j + 1]);
+
+			if (ret < 0)
+				return ret;
+		}
+	}
+	for (int t = 0; t < n; t++) {
+		int ret = itr_loss_grad(k, t, k->negt + (size_t)(row0 + t * k->mb) * lo,
+					tail_rows(k, t, row0, nrows));
+
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* DP: the backward of the micro-batches in slots [0, n) (rows row0 ..
+ * nrows, forwards done, top gradients in act[slot][nl]) layer by layer:
+ * each layer's weight gradients over all of them, then (last: the step's
+ * last chunk) its buckets go to the communication thread, then the input
+ * gradients, written over the layer's input (no longer needed; a slot's
+ * first input buffer is unused). Every layer's gradient sums the
+ * micro-batches in the step's order, as itr_backward() one micro-batch
+ * after the other would, so the weights are the same bits. first: the
+ * chunk starts the step. */
+static int backward_chunk(struct itr_rank *k, int n, int row0, int nrows, bool first, bool last)
 {
 	int b = 0;
 
@@ -126,7 +159,7 @@ static int backward_tail(struct itr_rank *k, int n, int row0, int nrows, bool fi
 			if (ret < 0)
 				return ret;
 		}
-		while (b < k->nbk && k->bk[b].close_at == j)
+		while (last && b < k->nbk && k->bk[b].close_at == j)
 			b++;
 		if (b > k->nclosed) {
 			int ret = close_buckets(k, b);
@@ -143,7 +176,7 @@ static int backward_tail(struct itr_rank *k, int n, int row0, int nrows, bool fi
 				return ret;
 		}
 		/* layers j and above are done with their weights */
-		if (k->sharded) {
+		if (last && k->sharded) {
 			int ret = shard_advance(k, false);
 
 			if (ret < 0)
@@ -153,35 +186,29 @@ static int backward_tail(struct itr_rank *k, int n, int row0, int nrows, bool fi
 	return 0;
 }
 
-/* One DP step over nrows samples: micro-batches forward and backward one
- * after the other, gradients accumulated; the last dp.tail of them
- * forward first, then backward layer by layer (backward_tail), so the
- * all-reduce of the top layers' buckets starts while the tail's lower
- * layers compute. Sharded: each bucket's part is updated once its
- * reduce-scatter is in, and all-gathered; the step ends when every
- * all-gather is. */
+/* One DP step over nrows samples, in chunks of the rank's slots (its
+ * tail, dp.tail): each chunk's micro-batches forward layer by layer, then
+ * backward layer by layer, so a layer's weights serve every micro-batch
+ * of the chunk from cache (a step's speed does not depend on the rank's
+ * share of the batch); the first chunk takes what does not divide. The
+ * last chunk's layers close their gradient buckets as they finish, so the
+ * all-reduce of the top layers' buckets starts while its lower layers
+ * compute. Sharded: each bucket's part is updated once its reduce-scatter
+ * is in, and all-gathered; the step ends when every all-gather is. */
 int itr_dp_step(struct itr_rank *k, int nrows)
 {
 	int nmb = (nrows + k->mb - 1) / k->mb;
-	int tail = k->nslots < nmb ? k->nslots : nmb, head = nmb - tail;
+	int c = k->nslots < nmb ? k->nslots : nmb;
 	int ret = 0;
 
 	k->nclosed = k->nrs = k->nag = 0;
 	for (int b = 0; b < k->nbk; b++)
 		k->bk[b].updated = false;
-	for (int i = 0; i < nmb && ret == 0; i++) {
-		int row = i * k->mb, slot = i < head ? 0 : i - head;
-		int r = nrows - row < k->mb ? nrows - row : k->mb;
-
-		ret = itr_forward(k, slot, k->x + (size_t)row * k->m->in[0], r);
+	for (int i = 0, n = c > 0 && nmb % c ? nmb % c : c; ret == 0 && i < nmb; i += n, n = c) {
+		ret = forward_chunk(k, n, i * k->mb, nrows);
 		if (ret == 0)
-			ret = itr_loss_grad(k, slot, k->negt + (size_t)row * itr_lout(k, k->nl - 1),
-					    r);
-		if (ret == 0 && i < head)
-			ret = itr_backward(k, 0, k->act[0][k->nl], r, NULL, i == 0 ? 0.0f : 1.0f);
+			ret = backward_chunk(k, n, i * k->mb, nrows, i == 0, i + n == nmb);
 	}
-	if (ret == 0 && tail > 0)
-		ret = backward_tail(k, tail, head * k->mb, nrows, head == 0);
 	if (ret == 0 && nmb == 0) {
 		/* no samples here: contribute zeros */
 		memset(k->hscratch, 0, k->hscratch_len * 4);
