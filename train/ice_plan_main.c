@@ -74,7 +74,7 @@ static const struct ice_cfg_field plan_fields[] = {
 	  .help = "per-message latency (default 50us; bare numbers in us)"),
 	F("overlap", ICE_CFG_DOUBLE, overlap, .min = 0, .max = 1,
 	  .help = "share of the DP all-reduce hidden behind backward, 0..1 (default: what "
-		  "the layer-by-layer tails give, as ice-train runs them)"),
+		  "the layer-by-layer chunks (tails) give, as ice-train runs them)"),
 	F("optimizer", ICE_CFG_ENUM, optim, .choices = optim_names,
 	  .help = "DP optimizer step: sharded by memory bandwidth (default) or replicated"),
 	F("cores", ICE_CFG_STRING, cores, .size = 1024,
@@ -384,8 +384,8 @@ static void print_dp(const struct plan_cfg *c, const struct trn_dp_plan *p,
 {
 	double tp = c->m.global_batch / p->step_s, te = c->m.global_batch / e->step_s;
 
-	printf("\ndata parallel (gradient all-reduce of %.2f MB in %d KiB buckets; tail: last "
-	       "micro-batches whose backward runs layer by layer)\n",
+	printf("\ndata parallel (gradient all-reduce of %.2f MB in %d KiB buckets; tail: "
+	       "micro-batches a chunk runs layer by layer)\n",
 	       trn_model_param_bytes(&c->m) / 1e6, c->m.bucket_kb);
 	printf("  optimizer step %s (update_s)\n", trn_optim_name(c->m.optim));
 	printf("  %-3s %-15s | %-33s | %-33s\n", "dev", "profile", "planner", "even");

@@ -237,8 +237,9 @@ struct trn_dp_plan {
 					       * communication's CPU
 					       * (trn_cpu_contention_s) */
 	double step_s;			      /* predicted step time */
-	int tail[TRN_MAX_DEVICES];	      /* last micro-batches whose backward runs
-					       * layer by layer (trn_dp_tails) */
+	int tail[TRN_MAX_DEVICES];	      /* micro-batches a chunk of the step runs
+					       * layer by layer; the last chunk's backward
+					       * hides the all-reduce (trn_dp_tails) */
 	double overlap;			      /* the net->overlap step_s was predicted with */
 };
 

@@ -265,8 +265,9 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
  * With gradient accumulation a layer's gradient is complete only in the
  * last micro-batch's backward, which is all the all-reduce can hide behind.
  * Running the backward of the last tail micro-batches layer by layer
- * (every tail micro-batch through layer l before any through l - 1)
- * completes the top layers' gradients early: the window grows to the
+ * (every tail micro-batch through layer l before any through l - 1; ice-train
+ * runs the whole step so, in chunks of tail) completes the top layers'
+ * gradients early: the window grows to the
  * tail's whole backward, for tail - 1 more micro-batches of activations
  * kept. Each device gets the fewest that last TRN_DP_TAIL_MARGIN times the
  * all-reduce (it runs slower beside the compute than calibrated alone),
@@ -276,8 +277,9 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
  * already computes at the speed of a whole batch through each layer (on
  * this project's 2-core VM, 28 layers of 512x512 at micro-batch 4: 10.4
  * GFLOP/s a micro-batch at a time, 16.6 in chunks of 8, 18.6 all 140 at
- * once; docs/benchmarks.md), so a device's speed is the same at any
- * share of the batch it is given.
+ * once; docs/benchmarks.md), so a device's speed hardly depends on its
+ * share of the batch (a first chunk of what does not divide, shorter than
+ * 8, runs slower: not priced).
  */
 #define TRN_DP_TAIL_MARGIN 3.0
 #define TRN_DP_CHUNK	   16

@@ -4,8 +4,8 @@
 # ice-train end to end on the example files (two emulated device kinds,
 # train/profiles/emu-2kind.yaml; the 24-layer MLP, train/models/mlp.yaml):
 #   - data parallel, planned split: all ranks end with identical weights,
-#     the predictor's step and its error are printed; the planner's tail
-#     (backward layer by layer over the last micro-batches) ends with the
+#     the predictor's step and its error are printed; the planner's chunks
+#     (forward and backward layer by layer over a chunk) end with the
 #     same weights as the classic order (--dp-tail 1); the sharded optimizer
 #     step (reduce-scatter, update of each rank's part, all-gather) ends
 #     with the same weights as the replicated one (all-reduce, every rank

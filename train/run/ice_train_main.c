@@ -111,11 +111,12 @@ static const struct ice_cfg_field train_fields[] = {
 	ICE_CFG_FUNC_ROW("lr", set_lr, .arg = "X", .help = "SGD learning rate (default 0.001)"),
 	F("seed", ICE_CFG_U32, seed, .min = 0, .max = 0x7fffffff,
 	  .help = "weights and data seed (default 1)"),
-	ICE_CFG_FUNC_ROW("dp_tail", set_dp_tail, .offset = offsetof(struct opts, dp_tail),
-			 .arg = "N|auto",
-			 .help = "DP: run the backward of the last N micro-batches\nlayer by "
-				 "layer, so the gradient all-reduce hides\nbehind it (default "
-				 "auto: long enough for it)"),
+	ICE_CFG_FUNC_ROW(
+		"dp_tail", set_dp_tail, .offset = offsetof(struct opts, dp_tail), .arg = "N|auto",
+		.help = "DP: run a step in chunks of N micro-batches, each\nforward "
+			"and backward layer by layer (a layer's\nweights stay in cache); "
+			"the gradient all-reduce\nhides behind the last chunk's backward "
+			"(default\nauto: 16 or all, longer where the all-reduce needs it)"),
 	F("optimizer", ICE_CFG_ENUM, optim, .choices = optim_names,
 	  .help = "DP: each rank updates a part of the weights sized\nby its memory bandwidth "
 		  "(reduce-scatter, update,\nall-gather; default), or all of them after an\n"

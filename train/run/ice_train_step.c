@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * ice-train: one training step of a rank. DP: micro-batches forward and
- * backward, the last ones' backward layer by layer with their gradient
- * buckets all-reduced, or (sharded) reduce-scattered, updated and
+ * ice-train: one training step of a rank. DP: micro-batches in chunks,
+ * each chunk forward and backward layer by layer, the last chunk's
+ * gradient buckets all-reduced, or (sharded) reduce-scattered, updated and
  * all-gathered, as soon as they are complete. PP: a stage's operations in
  * the schedule's order (1F1B or zero bubble), sends and receives queued to
  * the communication thread.
@@ -189,7 +189,7 @@ static int backward_chunk(struct itr_rank *k, int n, int row0, int nrows, bool f
 /* One DP step over nrows samples, in chunks of the rank's slots (its
  * tail, dp.tail): each chunk's micro-batches forward layer by layer, then
  * backward layer by layer, so a layer's weights serve every micro-batch
- * of the chunk from cache (a step's speed does not depend on the rank's
+ * of the chunk from cache (a step's speed hardly depends on the rank's
  * share of the batch); the first chunk takes what does not divide. The
  * last chunk's layers close their gradient buckets as they finish, so the
  * all-reduce of the top layers' buckets starts while its lower layers
