@@ -278,8 +278,9 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
  * this project's 2-core VM, 28 layers of 512x512 at micro-batch 4: 10.4
  * GFLOP/s a micro-batch at a time, 16.6 in chunks of 8, 18.6 all 140 at
  * once; docs/benchmarks.md), so a device's speed hardly depends on its
- * share of the batch (a first chunk of what does not divide, shorter than
- * 8, runs slower: not priced).
+ * share of the batch (ice-train shares what precedes the last chunk
+ * near-equally among chunks; fewer than 8 micro-batches there make a
+ * short chunk that runs slower: not priced).
  */
 #define TRN_DP_TAIL_MARGIN 3.0
 #define TRN_DP_CHUNK	   16
