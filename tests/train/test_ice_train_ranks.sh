@@ -7,7 +7,10 @@
 #     weights (FNV-1a) are the same bits as the self-launched job on the
 #     same seed, and the dp weights are identical on all ranks;
 #   - --efficiency: each device group alone (rank 1 alone leads its own
-#     job while rank 0 waits), then mixed, reported by rank 0;
+#     job while rank 0 waits), then mixed, reported by rank 0; with
+#     --together also the groups alone at the same time, one process per
+#     rank and self-launched (--trace: the two jobs overlap in time, the
+#     alone ones do not) and the efficiency over them;
 #   - a rank that cannot reach the bootstrap: exits 1 within the
 #     --bootstrap-timeout, naming the address and the flag; rank 0 whose
 #     peers never come: the same; a rank whose rank 0 is killed mid-run
@@ -94,14 +97,47 @@ for scheme in dp pp; do
 	same_bits "$scheme-ranks" "$scheme-self"
 done
 
-echo "## dp --efficiency, one process per rank"
-ranks eff --scheme dp --steps 1 --warmup 1 --efficiency
+echo "## dp --efficiency --together, one process per rank: the groups alone, then at the same time"
+ranks eff --scheme dp --steps 1 --warmup 1 --efficiency --together
 cat "$TMP/eff"
 grep -q '^== alone emu-slow' "$TMP/eff" || fail "no alone emu-slow job"
+grep -q '^== together emu-slow' "$TMP/eff" || fail "no together emu-slow job (ranks)"
 grep -Eq 'efficiency = mixed samples/s .*: plan [0-9.]+%, even [0-9.]+%' "$TMP/eff" ||
 	fail "no efficiency line"
+grep -Eq 'over the groups alone at the same time .*: plan [0-9.]+%, even [0-9.]+%' \
+	"$TMP/eff" || fail "no efficiency over the groups together (ranks)"
 [ "$(grep -c 'weights identical on all 2 ranks: yes' "$TMP/eff")" -eq 2 ] ||
 	fail "mixed jobs: weights not identical"
+echo "## the same self-launched"
+timeout 120 "$TRAIN" "${COMMON[@]}" --scheme dp --steps 2 --warmup 1 --efficiency --together \
+	--json --trace "$TMP/tog.csv" --addr-base 127.23.0.1 >"$TMP/tog.json" ||
+	fail "self-launched --efficiency --together failed"
+python3 - "$TMP/tog.json" "$TMP/tog.csv" <<'EOF' || fail "--together: wrong jobs or times"
+import csv, json, sys
+d = json.load(open(sys.argv[1]))
+jobs = [(j["job"], j.get("together", False), j["ok"]) for j in d["jobs"]]
+assert jobs == [("alone emu-fast", False, True), ("alone emu-slow", False, True),
+                ("together emu-fast", True, True), ("together emu-slow", True, True),
+                ("mixed", False, True), ("mixed", False, True)], jobs
+tog = sum(j["samples_per_s"] for j in d["jobs"][2:4])
+assert abs(d["together_samples_per_s"] - tog) < 1e-6 * tog, (d["together_samples_per_s"], tog)
+assert abs(d["efficiency_plan_together"] - d["jobs"][4]["samples_per_s"] / tog) < 1e-6
+span = {}
+for row in csv.DictReader(open(sys.argv[2])):
+    t = [int(row[k]) for k in ("t0_ns", "t1_ns", "t2_ns", "t3_ns") if int(row[k]) > 0]
+    lo, hi = span.get(row["job"], (float("inf"), 0))
+    span[row["job"]] = (min([lo] + t), max([hi] + t))
+def overlap(a, b):
+    return min(span[a][1], span[b][1]) - max(span[a][0], span[b][0])
+assert overlap("alone emu-fast", "alone emu-slow") < 0, "the alone jobs overlapped"
+# a job's first event comes late in its first step (an all-reduce of its
+# last chunk), so the spans show less than the whole overlap
+o = overlap("together emu-fast", "together emu-slow")
+assert o > 0, ("the together jobs did not run at the same time", o)
+print("together: %.2f s of their traced events at the same time; efficiency %.3f, "
+      "over the groups together %.3f" % (o / 1e9, d["efficiency_plan"],
+      d["efficiency_plan_together"]))
+EOF
 
 echo "## --replan, one process per rank: profiles 10x apart, the same CPU under both"
 # both profiles far from what a core does here (5-40 GFLOP/s): with 30 and

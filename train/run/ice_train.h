@@ -47,6 +47,8 @@ struct itr_job {
 			     * N warm-up steps (0: not) */
 	uint32_t seed;
 	bool quiet;
+	int together;	 /* --efficiency --together: > 0 in each of a set of
+			  * adjacent jobs that run at the same time */
 	char trace[256]; /* --trace: events appended to this file ("" = none) */
 };
 
@@ -119,9 +121,12 @@ void itr_ctl_free(struct itr_ctl *x); /* NULL-safe */
  * own: this rank's mixed job, to warn when it names another device. */
 int itr_ctl_jobs(struct itr_ctl *x, struct itr_job *jobs, int *njobs, int max, int *repeat,
 		 const struct itr_job *own);
-/* Run job: its ranks train, the others wait; on rank 0 res gets every job
- * rank's figures and *status 0 or 1 (a rank failed); on the others *status
- * is this rank's. 0, or -errno when the control group failed. */
-int itr_ctl_run(struct itr_ctl *x, const struct itr_job *job, struct itr_result *res, int *status);
+/* Run njobs jobs at the same time (a set: no rank in two of them; one job
+ * alone is a set of one): their ranks train, the others wait; on rank 0
+ * res[k] gets every rank's figures of jobs[k] and status[k] 0 or 1 (a rank
+ * failed); on the others *status is this rank's. 0, or -errno when the
+ * control group failed. */
+int itr_ctl_run(struct itr_ctl *x, const struct itr_job *jobs, int njobs, struct itr_result **res,
+		int *status);
 
 #endif /* ICE_TRAIN_H */

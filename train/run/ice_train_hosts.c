@@ -50,7 +50,8 @@ struct itr_ctl {
 
 /* What each rank sends rank 0 after a job. */
 struct itr_report {
-	int32_t jrank; /* rank in the job, -1: not in it */
+	int32_t job;   /* which job of the set */
+	int32_t jrank; /* rank in it, -1: in none */
 	int32_t status;
 	bool ok;
 	bool weights_identical;	   /* job rank 0's */
@@ -157,16 +158,25 @@ static int job_rank(const struct itr_job *j, int grank)
 	return -1;
 }
 
-int itr_ctl_run(struct itr_ctl *x, const struct itr_job *job, struct itr_result *res, int *status)
+int itr_ctl_run(struct itr_ctl *x, const struct itr_job *jobs, int njobs, struct itr_result **res,
+		int *status)
 {
 	struct itr_report *me = calloc(1, sizeof(*me)), *all = NULL;
 	struct itr_result *mine = NULL;
-	int jr = job_rank(job, x->rank), lfd = -1, ret;
+	const struct itr_job *job = NULL;
+	int jr = -1, lfd = -1, ret = 0;
 	char boot[64] = "";
 	double leader = -1;
 
 	if (me == NULL)
 		return -ENOMEM;
+	/* the jobs of a set have no rank in common: this rank's is the first
+	 * that has it */
+	for (int k = 0; k < njobs && jr < 0; k++) {
+		jr = job_rank(&jobs[k], x->rank);
+		me->job = k;
+		job = &jobs[k];
+	}
 	me->jrank = jr;
 	me->status = 0;
 	if (jr == 0) {
@@ -175,7 +185,6 @@ int itr_ctl_run(struct itr_ctl *x, const struct itr_job *job, struct itr_result 
 			fprintf(stderr,
 				"ice-train: rank %d: cannot listen on %s for job '%s': %s\n",
 				x->rank, x->tp->addr, job->label, strerror(-lfd));
-			leader = 0;
 		} else {
 			const char *colon = strrchr(boot, ':');
 
@@ -183,10 +192,16 @@ int itr_ctl_run(struct itr_ctl *x, const struct itr_job *job, struct itr_result 
 				 atoi(colon + 1);
 		}
 	}
-	/* every rank learns the job's rendezvous (0: its first rank failed) */
-	ret = tp_comm_oob_max(x->c, &leader);
-	if (ret < 0)
-		goto out;
+	/* every rank learns each job's rendezvous (<= 0: its first rank failed) */
+	for (int k = 0; k < njobs; k++) {
+		double v = jr == 0 && me->job == k ? (leader > 0 ? leader : 0) : -1;
+
+		ret = tp_comm_oob_max(x->c, &v);
+		if (ret < 0)
+			goto out;
+		if (jr >= 0 && me->job == k)
+			leader = v;
+	}
 	if (jr >= 0 && leader <= 0) {
 		me->status = 1;
 	} else if (jr >= 0) {
@@ -233,20 +248,23 @@ int itr_ctl_run(struct itr_ctl *x, const struct itr_job *job, struct itr_result 
 	ret = tp_comm_oob_gather(x->c, me, sizeof(*me), all);
 	if (ret < 0 || x->rank != 0)
 		goto out;
-	*status = 0;
+	for (int k = 0; k < njobs; k++)
+		status[k] = 0;
 	for (int g = 0; g < x->nranks; g++) {
 		const struct itr_report *p = &all[g];
+		struct itr_result *r;
 
-		if (p->jrank < 0 || p->jrank >= job->ndev)
+		if (p->job < 0 || p->job >= njobs || p->jrank < 0 || p->jrank >= jobs[p->job].ndev)
 			continue;
+		r = res[p->job];
 		if (p->status != 0)
-			*status = 1;
-		res->rank[p->jrank] = p->rr;
+			status[p->job] = 1;
+		r->rank[p->jrank] = p->rr;
 		if (p->jrank == 0) {
-			res->net = p->net;
-			res->dp = p->dp;
-			res->pp = p->pp;
-			res->weights_identical = p->weights_identical;
+			r->net = p->net;
+			r->dp = p->dp;
+			r->pp = p->pp;
+			r->weights_identical = p->weights_identical;
 		}
 	}
 out:
@@ -254,7 +272,7 @@ out:
 		fprintf(stderr,
 			"ice-train: rank %d: the control connection to rank 0 (%s) failed "
 			"during job '%s': %s\n",
-			x->rank, x->tp->bootstrap, job->label, strerror(-ret));
+			x->rank, x->tp->bootstrap, jobs[0].label, strerror(-ret));
 	else if (x->rank != 0)
 		*status = me->status;
 	free(all);

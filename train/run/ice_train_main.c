@@ -13,13 +13,17 @@
  * group alone, then the mixed job with the planner's and the even split,
  * and reports the mixed-training efficiency.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,7 +35,7 @@
 #include "dev.h"
 #include "tp_opts.h"
 
-#define ITR_MAX_JOBS   (TRN_MAX_DEVICES + 2)
+#define ITR_MAX_JOBS   (2 * TRN_MAX_DEVICES + 2)
 #define ITR_MAX_REPEAT 9
 
 struct opts {
@@ -49,7 +53,7 @@ struct opts {
 	double lr, overlap; /* overlap < 0: from the schedule */
 	double replan;	    /* re-plan threshold (0: never) */
 	uint32_t seed;
-	bool efficiency, json;
+	bool efficiency, together, json;
 	bool no_contention; /* the predictor does not price CPU contention */
 	struct tp_opts tp;
 };
@@ -145,6 +149,11 @@ static const struct ice_cfg_field train_fields[] = {
 	F("efficiency", ICE_CFG_BOOL, efficiency, .flags = ICE_CFG_SWITCH,
 	  .help = "run each device group alone, then the mixed job with\nthe planned and the "
 		  "even split; print the efficiency"),
+	F("together", ICE_CFG_BOOL, together, .flags = ICE_CFG_SWITCH,
+	  .help = "with --efficiency: also run the groups alone all at\nthe same time, each its "
+		  "own job, and print the\nefficiency over them too (where the groups share\na "
+		  "machine's memory and caches, as on one host,\neach group alone then shares "
+		  "them as in the mixed\njob)"),
 	F("repeat", ICE_CFG_I32, repeat, .min = 1, .max = ITR_MAX_REPEAT,
 	  .help = "run every job N times, in turn, and keep each job's\nrun of median "
 		  "throughput (default 1)"),
@@ -288,62 +297,118 @@ static int check_model(const char *path, const struct trn_model *m, enum itr_sch
 	return 0;
 }
 
-/* Run one job: its ranks started here (tp_launch_ranks), or, in --rank
- * mode (ctl), this process's rank of it (itr_ctl_run). -errno on a failure
- * that ends the run. */
-static int run_job(struct opts *o, struct itr_ctl *ctl, struct job_out *jo)
+/* Launch job's ranks locally (one process each, the first binding addr_base
+ * and the others counting up from it); their exit status. */
+static int launch_job(struct opts *o, struct job_out *jo, const char *addr_base)
 {
-	struct itr_rank_arg arg;
+	struct itr_rank_arg arg = {.job = &jo->job, .res = jo->res};
 	struct tp_comm_cfg cc = o->tp.cc;
-	struct tp_launch l = {
-		.tool = "ice-train", .nranks = jo->job.ndev, .addr_base = o->tp.addr_base};
+	struct tp_launch l = {.tool = "ice-train", .nranks = jo->job.ndev, .addr_base = addr_base};
 	char *ns = NULL;
+	int st;
 
-	jo->res = mmap(NULL, sizeof(*jo->res), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-		       -1, 0);
-	if (jo->res == MAP_FAILED) {
-		jo->res = NULL;
-		fprintf(stderr, "ice-train: cannot map %zu bytes for results: %s\n",
-			sizeof(struct itr_result), strerror(errno));
-		return -ENOMEM;
-	}
-	memset(jo->res, 0, sizeof(*jo->res));
-	if (ctl != NULL) {
-		int ret;
-
-		if (!o->json && o->tp.rank == 0)
-			fprintf(stderr, "ice-train: running %s (%s split, %d ranks)...\n",
-				jo->job.label, itr_split_name(jo->job.split), jo->job.ndev);
-		ret = itr_ctl_run(ctl, &jo->job, jo->res, &jo->status);
-		if (ret < 0)
-			return ret;
-		goto done;
-	}
 	if (o->tp.netns != NULL) {
 		ns = strdup(o->tp.netns); /* tp_launch_ranks() cuts it up */
 		if (ns == NULL)
-			return -ENOMEM;
+			return 1;
 		l.netns = ns;
 	}
-	arg.job = &jo->job;
 	arg.cc = &cc;
-	arg.res = jo->res;
-	if (!o->json)
-		fprintf(stderr, "ice-train: running %s (%s, %s split, %d ranks)...\n",
-			jo->job.label,
-			jo->job.scheme == ITR_DP     ? "dp"
-			: jo->job.sched == TRN_PP_ZB ? "pp zb"
-						     : "pp 1f1b",
-			itr_split_name(jo->job.split), jo->job.ndev);
-	jo->status = tp_launch_ranks(&l, &cc, itr_rank_main, &arg);
+	st = tp_launch_ranks(&l, &cc, itr_rank_main, &arg);
 	free(ns);
-done:
-	jo->res->ok = jo->status == 0;
-	for (int r = 0; r < jo->job.ndev; r++)
-		if (!jo->res->rank[r].done)
-			jo->res->ok = false;
-	if (jo->res->ok)
-		itr_step_stats(jo);
+	return st;
+}
+
+/*
+ * Run the n jobs of a set at the same time (--together; n = 1: one job):
+ * through the control group in --rank mode, else each job's ranks from a
+ * process of its own, the jobs' addresses one after the other from
+ * --addr-base. 0, or -errno when the run cannot go on.
+ */
+static int run_set(struct opts *o, struct itr_ctl *ctl, struct job_out **jo, int n)
+{
+	for (int k = 0; k < n; k++) {
+		jo[k]->res = mmap(NULL, sizeof(*jo[k]->res), PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (jo[k]->res == MAP_FAILED) {
+			jo[k]->res = NULL;
+			fprintf(stderr, "ice-train: cannot map %zu bytes for results: %s\n",
+				sizeof(struct itr_result), strerror(errno));
+			return -ENOMEM;
+		}
+		memset(jo[k]->res, 0, sizeof(*jo[k]->res));
+		jo[k]->status = 0;
+		if (!o->json && o->tp.rank <= 0)
+			fprintf(stderr, "ice-train: running %s (%s, %s split, %d ranks)%s...\n",
+				jo[k]->job.label,
+				jo[k]->job.scheme == ITR_DP	? "dp"
+				: jo[k]->job.sched == TRN_PP_ZB ? "pp zb"
+								: "pp 1f1b",
+				itr_split_name(jo[k]->job.split), jo[k]->job.ndev,
+				n > 1 ? ", at the same time as the set's other jobs" : "");
+	}
+	if (ctl != NULL) {
+		static struct itr_job js[ITR_MAX_JOBS];
+		struct itr_result *res[ITR_MAX_JOBS];
+		int st[ITR_MAX_JOBS] = {0}, ret;
+
+		for (int k = 0; k < n; k++) {
+			js[k] = jo[k]->job;
+			res[k] = jo[k]->res;
+		}
+		ret = itr_ctl_run(ctl, js, n, res, st);
+		if (ret < 0)
+			return ret;
+		/* rank 0: each job's; the others: this rank's, in st[0] */
+		for (int k = 0; k < n; k++)
+			jo[k]->status = o->tp.rank == 0 ? st[k] : st[0];
+	} else if (n == 1) {
+		jo[0]->status = launch_job(o, jo[0], o->tp.addr_base);
+	} else {
+		struct in_addr base;
+		pid_t pid[ITR_MAX_JOBS];
+		uint32_t off = 0;
+
+		if (tp_launch_parse_addr("ice-train", "--addr-base", o->tp.addr_base, &base) < 0)
+			return -EINVAL;
+		fflush(stdout);
+		fflush(stderr);
+		for (int k = 0; k < n; k++) {
+			struct in_addr a = {.s_addr = htonl(ntohl(base.s_addr) + off)};
+			char ip[INET_ADDRSTRLEN];
+
+			inet_ntop(AF_INET, &a, ip, sizeof(ip));
+			off += (uint32_t)jo[k]->job.ndev;
+			pid[k] = fork();
+			if (pid[k] == 0) {
+				/* ends with this launcher, as its ranks end with it */
+				prctl(PR_SET_PDEATHSIG, SIGTERM);
+				_exit(launch_job(o, jo[k], ip));
+			}
+			if (pid[k] < 0) {
+				fprintf(stderr, "ice-train: fork: %s\n", strerror(errno));
+				jo[k]->status = 1;
+			}
+		}
+		for (int k = 0; k < n; k++) {
+			int st;
+
+			if (pid[k] > 0 && waitpid(pid[k], &st, 0) == pid[k])
+				jo[k]->status = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+			else if (pid[k] > 0)
+				jo[k]->status = 1;
+		}
+	}
+	for (int k = 0; k < n; k++) {
+		struct itr_result *res = jo[k]->res;
+
+		res->ok = jo[k]->status == 0;
+		for (int r = 0; r < jo[k]->job.ndev; r++)
+			if (!res->rank[r].done)
+				res->ok = false;
+		if (res->ok)
+			itr_step_stats(jo[k]);
+	}
 	return 0;
 }
 
@@ -575,6 +640,11 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (o.together && !o.efficiency) {
+		fprintf(stderr, "ice-train: --together runs the groups alone for --efficiency; "
+				"it needs --efficiency\n");
+		return 2;
+	}
 	if (o.tp.netns != NULL && o.efficiency) {
 		fprintf(stderr, "ice-train: --efficiency runs groups of ranks locally; it does "
 				"not take --netns\n");
@@ -622,6 +692,15 @@ int main(int argc, char **argv)
 				j->ndev = model.nlayers;
 			njobs++;
 		}
+		/* --together: the same jobs again, one set run at the same time */
+		for (int g = 0; o.together && g < ngroups; g++) {
+			struct itr_job *j = &jobs[njobs++].job;
+
+			*j = jobs[g].job;
+			snprintf(j->label, sizeof(j->label), "together %s",
+				 jobs[g].job.dev[0].name);
+			j->together = 1;
+		}
 	}
 	for (int s = 0; s < 2; s++) {
 		enum itr_split sp = s == 0 ? ITR_SPLIT_PLAN : ITR_SPLIT_EVEN;
@@ -663,27 +742,40 @@ int main(int argc, char **argv)
 			jobs[i].job = js[i];
 	}
 	for (int r = 0; r < o.repeat; r++)
-		for (int i = 0; i < njobs; i++) {
-			struct job_out *jo = &runs[i][r];
+		for (int i = 0, n; i < njobs; i += n) {
+			struct job_out *set[ITR_MAX_JOBS];
 
-			jo->job = jobs[i].job;
-			jo->run = r + 1;
-			jo->nruns = o.repeat;
-			if (run_job(&o, ctl, jo) < 0) {
+			/* a job, or the adjacent jobs of a --together set */
+			for (n = 0; i + n < njobs; n++) {
+				struct job_out *jo = &runs[i + n][r];
+
+				if (n > 0 && (jobs[i].job.together == 0 ||
+					      jobs[i + n].job.together != jobs[i].job.together))
+					break;
+				jo->job = jobs[i + n].job;
+				jo->run = r + 1;
+				jo->nruns = o.repeat;
+				set[n] = jo;
+			}
+			if (run_set(&o, ctl, set, n) < 0) {
 				itr_ctl_free(ctl);
 				return 1;
 			}
-			if (ctl != NULL && o.tp.rank != 0) {
-				/* rank 0 reports */
-				rc |= jo->status != 0;
-				munmap(jo->res, sizeof(*jo->res));
-				continue;
+			for (int k = 0; k < n; k++) {
+				struct job_out *jo = set[k];
+
+				if (ctl != NULL && o.tp.rank != 0) {
+					/* rank 0 reports */
+					rc |= jo->status != 0;
+					munmap(jo->res, sizeof(*jo->res));
+					continue;
+				}
+				if (!jo->res->ok || !jo->data_ok)
+					rc = 1;
+				itr_check_profiles(jo, o.profiles_path);
+				if (!o.json)
+					itr_print_job(jo);
 			}
-			if (!jo->res->ok || !jo->data_ok)
-				rc = 1;
-			itr_check_profiles(jo, o.profiles_path);
-			if (!o.json)
-				itr_print_job(jo);
 		}
 	itr_ctl_free(ctl);
 	if (o.tp.rank > 0)
@@ -693,16 +785,31 @@ int main(int argc, char **argv)
 	for (int i = 0; i < njobs; i++)
 		keep_median(runs[i], o.repeat, &jobs[i]);
 	if (o.efficiency) {
-		double alone = 0, eff[2] = {NAN, NAN};
-		bool all_ok = true;
+		struct itr_eff e = {.alone = 0,
+				    .plan = NAN,
+				    .even = NAN,
+				    .together_alone = o.together ? 0 : NAN,
+				    .together_plan = NAN,
+				    .together_even = NAN};
+		int mixed = njobs - 2; /* the planned split's, then the even's */
+		bool all_ok = true, tog_ok = true;
 
 		for (int i = 0; i < ngroups; i++) {
 			all_ok &= jobs[i].res->ok;
-			alone += jobs[i].tput;
+			e.alone += jobs[i].tput;
+			if (o.together) {
+				tog_ok &= jobs[ngroups + i].res->ok;
+				e.together_alone += jobs[ngroups + i].tput;
+			}
 		}
-		for (int s = 0; s < 2; s++)
-			if (all_ok && jobs[ngroups + s].res->ok)
-				eff[s] = jobs[ngroups + s].tput / alone;
+		if (all_ok && jobs[mixed].res->ok)
+			e.plan = jobs[mixed].tput / e.alone;
+		if (all_ok && jobs[mixed + 1].res->ok)
+			e.even = jobs[mixed + 1].tput / e.alone;
+		if (o.together && tog_ok && jobs[mixed].res->ok)
+			e.together_plan = jobs[mixed].tput / e.together_alone;
+		if (o.together && tog_ok && jobs[mixed + 1].res->ok)
+			e.together_even = jobs[mixed + 1].tput / e.together_alone;
 		if (!o.json) {
 			printf("\n== mixed-training efficiency (%s%s%s, model %s, global batch "
 			       "%d)\n",
@@ -732,21 +839,26 @@ int main(int argc, char **argv)
 				       o.repeat);
 				for (int i = 0; i < njobs; i++)
 					printf("%s %s%s%s %.2f-%.2f", i ? "," : "",
-					       jobs[i].job.label, ngroups <= i ? " " : "",
-					       ngroups <= i ? itr_split_name(jobs[i].job.split)
-							    : "",
+					       jobs[i].job.label, mixed <= i ? " " : "",
+					       mixed <= i ? itr_split_name(jobs[i].job.split) : "",
 					       jobs[i].tput_lo, jobs[i].tput_hi);
 				printf("\n");
 			}
 			printf("   efficiency = mixed samples/s / sum of groups alone (%.2f "
 			       "samples/s): plan %.1f%%, even %.1f%%\n",
-			       alone, eff[0] * 100, eff[1] * 100);
-			itr_print_targets(jobs, njobs, o.scheme, eff[0]);
+			       e.alone, e.plan * 100, e.even * 100);
+			if (o.together)
+				printf("   over the groups alone at the same time (%.2f "
+				       "samples/s): "
+				       "plan %.1f%%, even %.1f%%\n",
+				       e.together_alone, e.together_plan * 100,
+				       e.together_even * 100);
+			itr_print_targets(jobs, njobs, o.scheme, e.plan);
 		}
 		if (o.json)
-			itr_print_json(jobs, njobs, &model, o.scheme, alone, eff);
+			itr_print_json(jobs, njobs, &model, o.scheme, &e);
 	} else if (o.json) {
-		itr_print_json(jobs, njobs, &model, o.scheme, NAN, NULL);
+		itr_print_json(jobs, njobs, &model, o.scheme, NULL);
 	}
 	for (int i = 0; i < njobs; i++)
 		if (jobs[i].res != NULL)

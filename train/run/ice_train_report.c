@@ -312,6 +312,8 @@ static json_t *job_json(const struct job_out *jo)
 	json_object_set_new(o, "devices", json_string(devs));
 	json_object_set_new(o, "scheme", json_string(j->scheme == ITR_DP ? "dp" : "pp"));
 	json_object_set_new(o, "split", json_string(itr_split_name(j->split)));
+	if (j->together > 0)
+		json_object_set_new(o, "together", json_true());
 	json_object_set_new(o, "ok", json_boolean(jo->status == 0 && res->ok));
 	if (jo->status != 0 || !res->ok) {
 		json_decref(ranks);
@@ -450,8 +452,13 @@ static json_t *job_json(const struct job_out *jo)
 	return o;
 }
 
+static json_t *real_or_null(double v)
+{
+	return isnan(v) ? json_null() : json_real(v);
+}
+
 void itr_print_json(const struct job_out *jobs, int njobs, const struct trn_model *m,
-		    enum itr_scheme scheme, double alone, const double *eff)
+		    enum itr_scheme scheme, const struct itr_eff *eff)
 {
 	json_t *root = json_object(), *arr = json_array();
 
@@ -468,11 +475,17 @@ void itr_print_json(const struct job_out *jobs, int njobs, const struct trn_mode
 	json_object_set_new(root, "jobs", arr);
 	if (eff != NULL) {
 		/* mixed samples/s over the sum of the groups' alone */
-		json_object_set_new(root, "alone_samples_per_s", json_real(alone));
-		json_object_set_new(root, "efficiency_plan",
-				    isnan(eff[0]) ? json_null() : json_real(eff[0]));
-		json_object_set_new(root, "efficiency_even",
-				    isnan(eff[1]) ? json_null() : json_real(eff[1]));
+		json_object_set_new(root, "alone_samples_per_s", json_real(eff->alone));
+		json_object_set_new(root, "efficiency_plan", real_or_null(eff->plan));
+		json_object_set_new(root, "efficiency_even", real_or_null(eff->even));
+	}
+	if (eff != NULL && !isnan(eff->together_alone)) {
+		/* over the sum of the groups alone at the same time (--together) */
+		json_object_set_new(root, "together_samples_per_s", json_real(eff->together_alone));
+		json_object_set_new(root, "efficiency_plan_together",
+				    real_or_null(eff->together_plan));
+		json_object_set_new(root, "efficiency_even_together",
+				    real_or_null(eff->together_even));
 	}
 	json_dumpf(root, stdout, JSON_INDENT(2));
 	printf("\n");

@@ -39,10 +39,17 @@ void itr_dev_list(const struct itr_job *j, char *buf, size_t len);
 const char *itr_split_name(enum itr_split s);
 /* One job's table (text). */
 void itr_print_job(const struct job_out *jo);
-/* Every job as JSON on stdout; alone and eff: --efficiency's figures (NAN,
- * NULL: none). */
+/* --efficiency's figures: the mixed job's samples/s, planned and even
+ * split, over the sum of the groups' alone (NAN: a job failed); together:
+ * the same over the groups alone at the same time (--together; alone NAN:
+ * not run). */
+struct itr_eff {
+	double alone, plan, even;
+	double together_alone, together_plan, together_even;
+};
+/* Every job as JSON on stdout; eff: --efficiency's figures (NULL: none). */
 void itr_print_json(const struct job_out *jobs, int njobs, const struct trn_model *m,
-		    enum itr_scheme scheme, double alone, const double *eff);
+		    enum itr_scheme scheme, const struct itr_eff *eff);
 /* The run's goals (reported, not asserted). */
 void itr_print_targets(const struct job_out *jobs, int njobs, enum itr_scheme scheme,
 		       double eff_plan);
