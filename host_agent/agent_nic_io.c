@@ -863,8 +863,9 @@ static int stat_entry(const uint8_t *e, struct stat_list *l)
 	/* only a counter bound to one QP (rdma statistic qp bind ... lqpn N)
 	 * is that QP's; one shared by several (auto mode groups QPs by type
 	 * or process) sums them and is left out of the QP records: the
-	 * device-wide counters carry it */
-	if (nl != 1 || !c.any)
+	 * device-wide counters carry it; with no QPs (their table may be
+	 * NULL) there is none to search */
+	if (nl != 1 || !c.any || l->n == 0)
 		return 0;
 	{
 		struct agent_nic_qp *q = bsearch(&lqpns[0], l->qps, l->n, sizeof(*q), qp_by_lqpn);
