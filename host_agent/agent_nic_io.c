@@ -119,6 +119,53 @@ static int kernel_eth_values(void *ctx, const char *ifname, uint64_t *vals, size
 	return ret;
 }
 
+/* ---------------------------------------------------- netlink messages */
+
+/* A reply may sit at any address (the fuzzer hands one in at an odd
+ * offset): its headers are copied out, never read through a cast pointer. */
+static struct nlmsghdr nlh_at(const uint8_t *p)
+{
+	struct nlmsghdr h;
+
+	memcpy(&h, p, sizeof(h));
+	return h;
+}
+
+/* Message iteration over [p, p + left), stepping as NLMSG_OK and
+ * NLMSG_NEXT do. */
+struct nlh_it {
+	const uint8_t *p;
+	int left;
+};
+
+/* The next whole message, its header in *h; NULL at the end or at a
+ * message that does not fit (left then says what is left). */
+static const uint8_t *nlh_next(struct nlh_it *it, struct nlmsghdr *h)
+{
+	const uint8_t *m = it->p;
+
+	if (it->left < NLMSG_HDRLEN)
+		return NULL;
+	*h = nlh_at(m);
+	if (h->nlmsg_len < NLMSG_HDRLEN || h->nlmsg_len > (uint32_t)it->left)
+		return NULL;
+	it->p += NLMSG_ALIGN(h->nlmsg_len);
+	it->left -= (int)NLMSG_ALIGN(h->nlmsg_len);
+	return m;
+}
+
+/* The error of NLMSG_ERROR message m (h its header): 0 for an ACK,
+ * -EBADMSG when m is too short to hold one. */
+static int nlh_error(const uint8_t *m, const struct nlmsghdr *h)
+{
+	struct nlmsgerr e;
+
+	if (h->nlmsg_len < NLMSG_LENGTH(sizeof(e)))
+		return -EBADMSG;
+	memcpy(&e, m + NLMSG_HDRLEN, sizeof(e));
+	return e.error;
+}
+
 /* ------------------------------------------------------- RDMA netlink I/O */
 
 static int kernel_rdma_dump(void *ctx, enum agent_nic_req kind, const void *req, size_t len,
@@ -141,8 +188,9 @@ static int kernel_rdma_dump(void *ctx, enum agent_nic_req kind, const void *req,
 	}
 	while (!done) {
 		ssize_t r = recv(fd, rx, sizeof(rx), 0);
-		const struct nlmsghdr *h;
-		int left;
+		const uint8_t *m;
+		struct nlmsghdr h;
+		struct nlh_it it;
 
 		if (r < 0) {
 			ret = errno == EINTR ? 0 : -errno;
@@ -150,22 +198,19 @@ static int kernel_rdma_dump(void *ctx, enum agent_nic_req kind, const void *req,
 				goto out;
 			continue;
 		}
-		left = (int)r;
-		for (h = (const struct nlmsghdr *)rx; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
-			if (h->nlmsg_type == NLMSG_DONE) {
+		it = (struct nlh_it){rx, (int)r};
+		while ((m = nlh_next(&it, &h)) != NULL) {
+			if (h.nlmsg_type == NLMSG_DONE) {
 				done = true;
 				break;
 			}
-			if (h->nlmsg_type == NLMSG_ERROR) {
-				const struct nlmsgerr *e = NLMSG_DATA(h);
-
-				ret = h->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) ? e->error
-									       : -EBADMSG;
+			if (h.nlmsg_type == NLMSG_ERROR) {
+				ret = nlh_error(m, &h);
 				if (ret == 0)
 					continue; /* an ACK */
 				goto out;
 			}
-			if (!(h->nlmsg_flags & NLM_F_MULTI))
+			if (!(h.nlmsg_flags & NLM_F_MULTI))
 				done = true;
 		}
 		if (have + (size_t)r > cap) {
@@ -204,7 +249,7 @@ static int kernel_dcb_get(void *ctx, const char *ifname, uint8_t **out, size_t *
 		uint8_t attrs[64];
 	} req;
 	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
-	struct nlattr *a;
+	struct nlattr a;
 	size_t nl = strlen(ifname) + 1;
 	uint8_t *buf;
 	ssize_t r;
@@ -219,11 +264,10 @@ static int kernel_dcb_get(void *ctx, const char *ifname, uint8_t **out, size_t *
 	req.h.nlmsg_seq = 1;
 	req.d.dcb_family = AF_UNSPEC;
 	req.d.cmd = DCB_CMD_IEEE_GET;
-	a = (struct nlattr *)req.attrs;
-	a->nla_type = DCB_ATTR_IFNAME;
-	a->nla_len = (uint16_t)(NLA_HDRLEN + nl);
+	a = (struct nlattr){.nla_len = (uint16_t)(NLA_HDRLEN + nl), .nla_type = DCB_ATTR_IFNAME};
+	memcpy(req.attrs, &a, sizeof(a));
 	memcpy(req.attrs + NLA_HDRLEN, ifname, nl);
-	req.h.nlmsg_len = (uint32_t)(NLMSG_LENGTH(sizeof(req.d)) + NLA_ALIGN(a->nla_len));
+	req.h.nlmsg_len = (uint32_t)(NLMSG_LENGTH(sizeof(req.d)) + NLA_ALIGN(a.nla_len));
 	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
 	if (fd < 0)
 		return -errno;
@@ -429,18 +473,17 @@ void agent_nic_io_fini(struct agent_nic_io *io)
 
 static void nla_put(uint8_t *buf, size_t *off, uint16_t type, const void *data, uint16_t len)
 {
-	struct nlattr *a = (struct nlattr *)(buf + *off);
+	struct nlattr a = {.nla_len = (uint16_t)(NLA_HDRLEN_ + len), .nla_type = type};
 
-	a->nla_type = type;
-	a->nla_len = (uint16_t)(NLA_HDRLEN_ + len);
+	memcpy(buf + *off, &a, sizeof(a));
 	memcpy(buf + *off + NLA_HDRLEN_, data, len);
-	*off += NLA_ALIGN(a->nla_len);
+	*off += NLA_ALIGN(a.nla_len);
 }
 
 size_t agent_nic_nl_request(uint8_t *buf, size_t len, enum agent_nic_req kind, uint32_t dev_index,
 			    uint32_t seq)
 {
-	struct nlmsghdr *h = (struct nlmsghdr *)buf;
+	struct nlmsghdr h = {.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = seq};
 	size_t off = NLMSG_HDRLEN;
 	uint32_t res = RDMA_NLDEV_ATTR_RES_QP;
 	uint16_t cmd = kind == AGENT_NIC_REQ_DEV      ? RDMA_NLDEV_CMD_GET
@@ -454,72 +497,82 @@ size_t agent_nic_nl_request(uint8_t *buf, size_t len, enum agent_nic_req kind, u
 		nla_put(buf, &off, RDMA_NLDEV_ATTR_DEV_INDEX, &dev_index, sizeof(dev_index));
 	if (kind == AGENT_NIC_REQ_STAT_QP)
 		nla_put(buf, &off, RDMA_NLDEV_ATTR_STAT_RES, &res, sizeof(res));
-	h->nlmsg_len = (uint32_t)off;
-	h->nlmsg_type = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, cmd);
-	h->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-	h->nlmsg_seq = seq;
+	h.nlmsg_len = (uint32_t)off;
+	h.nlmsg_type = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, cmd);
+	memcpy(buf, &h, sizeof(h));
 	return off;
 }
 
-/* Attribute iteration over [p, p + len). */
+/* Attribute iteration over [p, p + len). An attribute is the address of
+ * its header, which (as nlh_at's) is only ever read by copy. */
 struct nla_it {
 	const uint8_t *p;
 	int left;
 };
 
-static const struct nlattr *nla_next(struct nla_it *it, bool *bad)
+static struct nlattr nla_at(const uint8_t *a)
 {
-	const struct nlattr *a = (const struct nlattr *)it->p;
+	struct nlattr h;
+
+	memcpy(&h, a, sizeof(h));
+	return h;
+}
+
+static const uint8_t *nla_next(struct nla_it *it, bool *bad)
+{
+	const uint8_t *a = it->p;
+	struct nlattr h;
 
 	if (it->left < NLA_HDRLEN_)
 		return NULL;
-	if (a->nla_len < NLA_HDRLEN_ || a->nla_len > it->left) {
+	h = nla_at(a);
+	if (h.nla_len < NLA_HDRLEN_ || h.nla_len > it->left) {
 		*bad = true;
 		return NULL;
 	}
-	it->p += NLA_ALIGN(a->nla_len);
-	it->left -= (int)NLA_ALIGN(a->nla_len);
+	it->p += NLA_ALIGN(h.nla_len);
+	it->left -= (int)NLA_ALIGN(h.nla_len);
 	if (it->left < 0)
 		it->left = 0;
 	return a;
 }
 
-static struct nla_it nla_inner(const struct nlattr *a)
+static int nla_type(const uint8_t *a)
 {
-	return (struct nla_it){(const uint8_t *)a + NLA_HDRLEN_, a->nla_len - NLA_HDRLEN_};
+	return nla_at(a).nla_type & NLA_TYPE_MASK;
 }
 
-static int nla_type(const struct nlattr *a)
+static int nla_plen(const uint8_t *a)
 {
-	return a->nla_type & NLA_TYPE_MASK;
+	return nla_at(a).nla_len - NLA_HDRLEN_;
 }
 
-static int nla_plen(const struct nlattr *a)
+static struct nla_it nla_inner(const uint8_t *a)
 {
-	return a->nla_len - NLA_HDRLEN_;
+	return (struct nla_it){a + NLA_HDRLEN_, nla_plen(a)};
 }
 
-static bool nla_u32(const struct nlattr *a, uint32_t *v)
+static bool nla_u32(const uint8_t *a, uint32_t *v)
 {
 	if (nla_plen(a) < 4)
 		return false;
-	memcpy(v, (const uint8_t *)a + NLA_HDRLEN_, 4);
+	memcpy(v, a + NLA_HDRLEN_, 4);
 	return true;
 }
 
-static bool nla_u64(const struct nlattr *a, uint64_t *v)
+static bool nla_u64(const uint8_t *a, uint64_t *v)
 {
 	if (nla_plen(a) < 8)
 		return false;
-	memcpy(v, (const uint8_t *)a + NLA_HDRLEN_, 8);
+	memcpy(v, a + NLA_HDRLEN_, 8);
 	return true;
 }
 
-static bool nla_u8(const struct nlattr *a, uint8_t *v)
+static bool nla_u8(const uint8_t *a, uint8_t *v)
 {
 	if (nla_plen(a) < 1)
 		return false;
-	*v = *((const uint8_t *)a + NLA_HDRLEN_);
+	*v = a[NLA_HDRLEN_];
 	return true;
 }
 
@@ -527,31 +580,28 @@ static bool nla_u8(const struct nlattr *a, uint8_t *v)
 static int nl_walk(const uint8_t *buf, size_t len, int (*fn)(struct nla_it *it, void *arg),
 		   void *arg)
 {
-	const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
-	int left = (int)len;
+	struct nlh_it msgs = {buf, (int)len};
+	struct nlmsghdr h;
+	const uint8_t *m;
 
-	for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+	while ((m = nlh_next(&msgs, &h)) != NULL) {
 		struct nla_it it;
 		int ret;
 
-		if (h->nlmsg_type == NLMSG_DONE)
+		if (h.nlmsg_type == NLMSG_DONE)
 			return 0;
-		if (h->nlmsg_type == NLMSG_ERROR) {
-			const struct nlmsgerr *e = NLMSG_DATA(h);
-
-			if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
-				return -EBADMSG;
-			if (e->error != 0)
-				return e->error;
+		if (h.nlmsg_type == NLMSG_ERROR) {
+			ret = nlh_error(m, &h);
+			if (ret != 0)
+				return ret;
 			continue;
 		}
-		it = (struct nla_it){(const uint8_t *)NLMSG_DATA(h),
-				     (int)(h->nlmsg_len - NLMSG_HDRLEN)};
+		it = (struct nla_it){m + NLMSG_HDRLEN, (int)(h.nlmsg_len - NLMSG_HDRLEN)};
 		ret = fn(&it, arg);
 		if (ret < 0)
 			return ret;
 	}
-	return left == 0 ? 0 : -EBADMSG;
+	return msgs.left == 0 ? 0 : -EBADMSG;
 }
 
 struct dev_find {
@@ -563,7 +613,7 @@ struct dev_find {
 static int dev_msg(struct nla_it *it, void *arg)
 {
 	struct dev_find *f = arg;
-	const struct nlattr *a;
+	const uint8_t *a;
 	uint32_t idx = 0;
 	bool bad = false, has_idx = false, match = false;
 
@@ -587,15 +637,19 @@ static int dev_msg(struct nla_it *it, void *arg)
 
 static uint32_t req_dev_index(const void *req, size_t len)
 {
-	const struct nlmsghdr *h = req;
+	struct nlmsghdr h;
 	struct nla_it it;
-	const struct nlattr *a;
+	const uint8_t *a;
 	bool bad = false;
 	uint32_t idx = UINT32_MAX;
 
-	if (len < NLMSG_HDRLEN || h->nlmsg_len > len)
+	if (len < NLMSG_HDRLEN)
 		return idx;
-	it = (struct nla_it){(const uint8_t *)NLMSG_DATA(h), (int)(h->nlmsg_len - NLMSG_HDRLEN)};
+	h = nlh_at(req);
+	if (h.nlmsg_len > len)
+		return idx;
+	it = (struct nla_it){(const uint8_t *)req + NLMSG_HDRLEN,
+			     (int)(h.nlmsg_len - NLMSG_HDRLEN)};
 	while ((a = nla_next(&it, &bad)) != NULL)
 		if (nla_type(a) == RDMA_NLDEV_ATTR_DEV_INDEX)
 			nla_u32(a, &idx);
@@ -620,10 +674,10 @@ struct qp_list {
 	size_t *n, *cap;
 };
 
-static int qp_entry(const struct nlattr *e, struct agent_nic_qp *q)
+static int qp_entry(const uint8_t *e, struct agent_nic_qp *q)
 {
 	struct nla_it it = nla_inner(e);
-	const struct nlattr *a;
+	const uint8_t *a;
 	bool bad = false, has_lqpn = false;
 
 	memset(q, 0, sizeof(*q));
@@ -657,7 +711,7 @@ static int qp_entry(const struct nlattr *e, struct agent_nic_qp *q)
 static int res_qp_msg(struct nla_it *it, void *arg)
 {
 	struct qp_list *l = arg;
-	const struct nlattr *a, *e;
+	const uint8_t *a, *e;
 	bool bad = false;
 
 	while ((a = nla_next(it, &bad)) != NULL) {
@@ -757,10 +811,10 @@ static void hwc_set(struct hwc *c, const char *name, int nlen, uint64_t v)
 	}
 }
 
-static int stat_entry(const struct nlattr *e, struct stat_list *l)
+static int stat_entry(const uint8_t *e, struct stat_list *l)
 {
 	struct nla_it it = nla_inner(e), sub, ent;
-	const struct nlattr *a, *b, *x;
+	const uint8_t *a, *b, *x;
 	struct hwc c = {0};
 	uint32_t lqpns[2];
 	size_t nl = 0;
@@ -809,8 +863,9 @@ static int stat_entry(const struct nlattr *e, struct stat_list *l)
 	/* only a counter bound to one QP (rdma statistic qp bind ... lqpn N)
 	 * is that QP's; one shared by several (auto mode groups QPs by type
 	 * or process) sums them and is left out of the QP records: the
-	 * device-wide counters carry it */
-	if (nl != 1 || !c.any)
+	 * device-wide counters carry it; with no QPs (their table may be
+	 * NULL) there is none to search */
+	if (nl != 1 || !c.any || l->n == 0)
 		return 0;
 	{
 		struct agent_nic_qp *q = bsearch(&lqpns[0], l->qps, l->n, sizeof(*q), qp_by_lqpn);
@@ -831,7 +886,7 @@ static int stat_entry(const struct nlattr *e, struct stat_list *l)
 
 static int stat_msg(struct nla_it *it, void *arg)
 {
-	const struct nlattr *a, *e;
+	const uint8_t *a, *e;
 	bool bad = false;
 
 	while ((a = nla_next(it, &bad)) != NULL) {
@@ -891,23 +946,23 @@ int agent_nic_nl_stat_qp(const uint8_t *buf, size_t len, struct agent_nic_qp *qp
 
 int agent_nic_dcb_pfc(const uint8_t *buf, size_t len, uint8_t *pfc_en)
 {
-	const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
-	const struct nlattr *a, *b;
+	struct nlh_it msgs = {buf, (int)len};
+	struct nlmsghdr h;
+	const uint8_t *m = nlh_next(&msgs, &h), *a, *b;
 	struct nla_it it, in;
 	bool bad = false;
 
-	if (len < NLMSG_HDRLEN || !NLMSG_OK(h, (int)len))
+	if (m == NULL)
 		return -EBADMSG;
-	if (h->nlmsg_type == NLMSG_ERROR) {
-		const struct nlmsgerr *e = NLMSG_DATA(h);
+	if (h.nlmsg_type == NLMSG_ERROR) {
+		int err = nlh_error(m, &h);
 
-		return h->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error < 0 ? e->error
-										: -EBADMSG;
+		return err < 0 ? err : -EBADMSG;
 	}
-	if (h->nlmsg_len < NLMSG_LENGTH(sizeof(struct dcbmsg)))
+	if (h.nlmsg_len < NLMSG_LENGTH(sizeof(struct dcbmsg)))
 		return -EBADMSG;
-	it = (struct nla_it){(const uint8_t *)NLMSG_DATA(h) + NLMSG_ALIGN(sizeof(struct dcbmsg)),
-			     (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(struct dcbmsg)))};
+	it = (struct nla_it){m + NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(struct dcbmsg)),
+			     (int)(h.nlmsg_len - NLMSG_LENGTH(sizeof(struct dcbmsg)))};
 	while ((a = nla_next(&it, &bad)) != NULL) {
 		if (nla_type(a) != DCB_ATTR_IEEE)
 			continue;
@@ -918,7 +973,7 @@ int agent_nic_dcb_pfc(const uint8_t *buf, size_t len, uint8_t *pfc_en)
 
 				if (nla_plen(b) < (int)sizeof(pfc))
 					return -EBADMSG;
-				memcpy(&pfc, (const uint8_t *)b + NLA_HDRLEN_, sizeof(pfc));
+				memcpy(&pfc, b + NLA_HDRLEN_, sizeof(pfc));
 				*pfc_en = pfc.pfc_en;
 				return 0;
 			}

@@ -505,6 +505,88 @@ static void test_netlink_bad(void **state)
 	env_free(e);
 }
 
+/* a copy of buf one byte into a fresh allocation, at an odd address:
+ * free what it returns, parse from it + 1 */
+static uint8_t *odd_copy(const void *buf, size_t len)
+{
+	uint8_t *o = malloc(len + 1);
+
+	assert_non_null(o);
+	memcpy(o + 1, buf, len);
+	return o;
+}
+
+/* the codec reads a reply (and writes a request) wherever it lies: at an
+ * odd address each gives what it gives aligned */
+static void test_netlink_unaligned(void **state)
+{
+	struct env *e = env_new(NIC_FIXTURE_UPSTREAM, 1, 20);
+	struct agent_nic_qp *qps = NULL, *oqps = NULL, *sq;
+	size_t n = 0, cap = 0, on = 0, ocap = 0, len, rl;
+	uint8_t *buf, *o, req[64], oreq[65], en = 0, oen = 0;
+	uint32_t idx = 0, oidx = 1;
+	unsigned bound = 0;
+	struct {
+		struct nlmsghdr h;
+		struct nlmsgerr e;
+	} err = {.h = {.nlmsg_len = sizeof(err), .nlmsg_type = NLMSG_ERROR},
+		 .e = {.error = -EPERM}};
+
+	(void)state;
+	rl = agent_nic_nl_request(req, sizeof(req), AGENT_NIC_REQ_DEV, 0, 1);
+	assert_int_equal(e->io.rdma_dump(e->io.ctx, AGENT_NIC_REQ_DEV, req, rl, &buf, &len), 0);
+	o = odd_copy(buf, len);
+	assert_int_equal(agent_nic_nl_dev_index(buf, len, e->f.dev, &idx), 0);
+	assert_int_equal(agent_nic_nl_dev_index(o + 1, len, e->f.dev, &oidx), 0);
+	assert_int_equal(oidx, idx);
+	free(o);
+	free(buf);
+
+	rl = agent_nic_nl_request(req, sizeof(req), AGENT_NIC_REQ_RES_QP, idx, 1);
+	assert_int_equal(
+		agent_nic_nl_request(oreq + 1, sizeof(oreq) - 1, AGENT_NIC_REQ_RES_QP, idx, 1), rl);
+	assert_memory_equal(oreq + 1, req, rl);
+	assert_int_equal(e->io.rdma_dump(e->io.ctx, AGENT_NIC_REQ_RES_QP, oreq + 1, rl, &buf, &len),
+			 0);
+	o = odd_copy(buf, len);
+	assert_int_equal(agent_nic_nl_res_qp(buf, len, &qps, &n, &cap), 0);
+	assert_int_equal(agent_nic_nl_res_qp(o + 1, len, &oqps, &on, &ocap), 0);
+	assert_int_equal(n, 21); /* and QP1 */
+	assert_int_equal(on, n);
+	assert_memory_equal(oqps, qps, n * sizeof(*qps));
+	free(o);
+	free(buf);
+
+	rl = agent_nic_nl_request(req, sizeof(req), AGENT_NIC_REQ_STAT_QP, idx, 1);
+	assert_int_equal(e->io.rdma_dump(e->io.ctx, AGENT_NIC_REQ_STAT_QP, req, rl, &buf, &len), 0);
+	o = odd_copy(buf, len);
+	assert_int_equal(agent_nic_nl_stat_qp(buf, len, qps, n), 0);
+	assert_int_equal(agent_nic_nl_stat_qp(o + 1, len, oqps, n), 0);
+	assert_memory_equal(oqps, qps, n * sizeof(*qps));
+	for (sq = qps; sq < qps + n; sq++)
+		bound += sq->has_ctr;
+	assert_int_equal(bound, 20);
+	free(o);
+	free(buf);
+
+	assert_int_equal(e->io.dcb_get(e->io.ctx, e->f.ifname, &buf, &len), 0);
+	o = odd_copy(buf, len);
+	assert_int_equal(agent_nic_dcb_pfc(buf, len, &en), 0);
+	assert_int_equal(agent_nic_dcb_pfc(o + 1, len, &oen), 0);
+	assert_int_equal(en, 0x08);
+	assert_int_equal(oen, en);
+	free(o);
+	free(buf);
+
+	o = odd_copy(&err, sizeof(err));
+	assert_int_equal(agent_nic_nl_res_qp(o + 1, sizeof(err), &oqps, &on, &ocap), -EPERM);
+	assert_int_equal(agent_nic_dcb_pfc(o + 1, sizeof(err), &oen), -EPERM);
+	free(o);
+	free(qps);
+	free(oqps);
+	env_free(e);
+}
+
 /* netlink answering nothing (no replay files): QPs unsupported once, the
  * counters go on */
 static void test_netlink_absent(void **state)
@@ -629,6 +711,7 @@ int main(void)
 		cmocka_unit_test(test_dcqcn_missing),
 		cmocka_unit_test(test_dcqcn_none),
 		cmocka_unit_test(test_netlink_bad),
+		cmocka_unit_test(test_netlink_unaligned),
 		cmocka_unit_test(test_netlink_absent),
 		cmocka_unit_test(test_ethtool_kernel_lo),
 		cmocka_unit_test(test_pfc),
