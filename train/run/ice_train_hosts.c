@@ -17,7 +17,9 @@
  *     the address goes to all (a maximum over the group); the job's ranks
  *     build the job's communicator on it and train; the ranks outside the
  *     job wait in the next step, the gather of the results to rank 0, which
- *     is also the barrier that ends the job;
+ *     is also the barrier that ends the job. A set of jobs with no rank in
+ *     common (--together) runs the same way at the same time: one maximum
+ *     per job, each rank trains in its own job, one gather for the set;
  *   - rank 0 puts the results together and prints them as the launcher of
  *     the local mode does.
  *
@@ -271,8 +273,9 @@ out:
 	if (ret < 0)
 		fprintf(stderr,
 			"ice-train: rank %d: the control connection to rank 0 (%s) failed "
-			"during job '%s': %s\n",
-			x->rank, x->tp->bootstrap, jobs[0].label, strerror(-ret));
+			"during job '%s'%s: %s\n",
+			x->rank, x->tp->bootstrap, jobs[0].label,
+			njobs > 1 ? " and the jobs run with it" : "", strerror(-ret));
 	else if (x->rank != 0)
 		*status = me->status;
 	free(all);

@@ -11,7 +11,9 @@
  * (trn_plan_dp / trn_plan_pp or the even split), trains, and compares the
  * measured step time with the prediction. --efficiency runs every device
  * group alone, then the mixed job with the planner's and the even split,
- * and reports the mixed-training efficiency.
+ * and reports the mixed-training efficiency; --together also runs the
+ * groups alone all at the same time (a set of jobs, run_set) and reports
+ * the efficiency over them.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -366,7 +368,7 @@ static int run_set(struct opts *o, struct itr_ctl *ctl, struct job_out **jo, int
 		jo[0]->status = launch_job(o, jo[0], o->tp.addr_base);
 	} else {
 		struct in_addr base;
-		pid_t pid[ITR_MAX_JOBS];
+		pid_t pid[ITR_MAX_JOBS], self = getpid();
 		uint32_t off = 0;
 
 		if (tp_launch_parse_addr("ice-train", "--addr-base", o->tp.addr_base, &base) < 0)
@@ -382,7 +384,8 @@ static int run_set(struct opts *o, struct itr_ctl *ctl, struct job_out **jo, int
 			pid[k] = fork();
 			if (pid[k] == 0) {
 				/* ends with this launcher, as its ranks end with it */
-				prctl(PR_SET_PDEATHSIG, SIGTERM);
+				if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != self)
+					_exit(1);
 				_exit(launch_job(o, jo[k], ip));
 			}
 			if (pid[k] < 0) {
@@ -432,6 +435,36 @@ static void job_init(struct itr_job *j, const struct opts *o, const struct trn_m
 	j->seed = o->seed;
 	if (o->trace[0] != '\0')
 		snprintf(j->trace, sizeof(j->trace), "%s", o->trace);
+}
+
+/*
+ * The jobs of a --together set run at the same time only while all of them
+ * run: the slowest keeps --steps, each other one gets the timed steps that
+ * make it last as long (from its profiles: a step's time goes as 1 / (its
+ * devices x their gflops); warm-up unchanged), so every job's timed steps
+ * run while the others compute.
+ */
+static void together_steps(struct job_out *set, int n)
+{
+	double t[ITR_MAX_JOBS], tmax = 0;
+
+	for (int k = 0; k < n; k++) {
+		const struct itr_job *j = &set[k].job;
+		double g = 0;
+
+		for (int d = 0; d < j->ndev; d++)
+			g += j->dev[d].gflops;
+		t[k] = g > 0 ? 1 / g : 0;
+		tmax = t[k] > tmax ? t[k] : tmax;
+	}
+	for (int k = 0; k < n; k++) {
+		struct itr_job *j = &set[k].job;
+		double total = t[k] > 0 ? (j->warmup + j->steps) * tmax / t[k] : 0;
+		int steps = (int)ceil(total - 1e-9) - j->warmup;
+
+		if (steps > j->steps)
+			j->steps = steps < ITR_MAX_STEPS / 2 ? steps : ITR_MAX_STEPS / 2;
+	}
 }
 
 /*
@@ -493,7 +526,9 @@ static int save_profiles(const char *path, struct job_out (*runs)[ITR_MAX_REPEAT
 						in |= me;
 						alone &= me;
 					}
-					if (!in || (pass == 0 && !alone))
+					/* pass 0: alone one after the other, not
+					 * --together (another device computing) */
+					if (!in || (pass == 0 && (!alone || jx->together > 0)))
 						continue;
 					for (int r = 0; r < nruns; r++) {
 						const struct itr_result *res = runs[x][r].res;
@@ -701,6 +736,8 @@ int main(int argc, char **argv)
 				 jobs[g].job.dev[0].name);
 			j->together = 1;
 		}
+		if (o.together)
+			together_steps(&jobs[ngroups], ngroups);
 	}
 	for (int s = 0; s < 2; s++) {
 		enum itr_split sp = s == 0 ? ITR_SPLIT_PLAN : ITR_SPLIT_EVEN;
