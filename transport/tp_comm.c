@@ -377,7 +377,8 @@ struct tp_comm *tp_comm_init(const struct tp_comm_cfg *cfg)
 				ph->mtu);
 		}
 	}
-	for (int p = 0; p < c->nranks && c->e != NULL; p++) {
+	/* table is NULL for one rank: then there is no peer to connect */
+	for (int p = 0; p < c->nranks && table != NULL && c->e != NULL; p++) {
 		const struct boot_hdr *ph = (const struct boot_hdr *)(table + rec_len * (size_t)p);
 
 		if (p == c->rank)

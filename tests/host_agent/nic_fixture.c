@@ -261,7 +261,8 @@ static void nlb_attr(struct nlb *b, uint16_t type, const void *d, size_t n)
 
 	nlb_room(b, NLA_ALIGN(NLA_HDRLEN + n));
 	memcpy(b->p + b->len, &a, sizeof(a));
-	memcpy(b->p + b->len + NLA_HDRLEN, d, n);
+	if (n) /* a nest header: d is NULL, and memcpy must not get NULL */
+		memcpy(b->p + b->len + NLA_HDRLEN, d, n);
 	memset(b->p + b->len + NLA_HDRLEN + n, 0, NLA_ALIGN(n) - n);
 	b->len += NLA_ALIGN(NLA_HDRLEN + n);
 }

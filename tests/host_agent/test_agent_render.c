@@ -24,7 +24,7 @@
 #include "agent.h"
 #include "agent_internal.h"
 
-#define IP(a, b, c, d) htonl((uint32_t)((a) << 24 | (b) << 16 | (c) << 8 | (d)))
+#define IP(a, b, c, d) htonl((uint32_t)(a) << 24 | (b) << 16 | (c) << 8 | (d))
 #define JFLAGS	       (JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(10))
 
 static void test_resp(void **state)

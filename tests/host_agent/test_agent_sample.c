@@ -14,7 +14,7 @@
 #include "agent_internal.h"
 #include "ice_host.h"
 
-#define IP(a, b, c, d) htonl((uint32_t)((a) << 24 | (b) << 16 | (c) << 8 | (d)))
+#define IP(a, b, c, d) htonl((uint32_t)(a) << 24 | (b) << 16 | (c) << 8 | (d))
 
 static const struct agent_qp *find(const struct agent_sample *s, uint32_t kind, uint32_t qpn)
 {
