@@ -153,9 +153,10 @@ static const struct ice_cfg_field train_fields[] = {
 		  "even split; print the efficiency"),
 	F("together", ICE_CFG_BOOL, together, .flags = ICE_CFG_SWITCH,
 	  .help = "with --efficiency: also run the groups alone all at\nthe same time, each its "
-		  "own job, and print the\nefficiency over them too (where the groups share\na "
-		  "machine's memory and caches, as on one host,\neach group alone then shares "
-		  "them as in the mixed\njob)"),
+		  "own job (the faster ones\nmore steps, to last as long as the slowest), "
+		  "and\nprint "
+		  "the efficiency over them too (where the\ngroups share a machine's memory and "
+		  "caches, each\ngroup alone then shares them as in the mixed job)"),
 	F("repeat", ICE_CFG_I32, repeat, .min = 1, .max = ITR_MAX_REPEAT,
 	  .help = "run every job N times, in turn, and keep each job's\nrun of median "
 		  "throughput (default 1)"),
