@@ -441,9 +441,10 @@ static void job_init(struct itr_job *j, const struct opts *o, const struct trn_m
 /*
  * The jobs of a --together set run at the same time only while all of them
  * run: the slowest keeps --steps, each other one gets the timed steps that
- * make it last as long (from its profiles: a step's time goes as 1 / (its
- * devices x their gflops); warm-up unchanged), so every job's timed steps
- * run while the others compute.
+ * make it last as long (from its profiles: a step's time goes as 1 / the
+ * sum of its devices' gflops, which leaves out a group's communication and
+ * a pipeline's bubble, so it fits groups of one device best; warm-up
+ * unchanged), so every job's timed steps run while the others compute.
  */
 static void together_steps(struct job_out *set, int n)
 {
@@ -460,11 +461,13 @@ static void together_steps(struct job_out *set, int n)
 	}
 	for (int k = 0; k < n; k++) {
 		struct itr_job *j = &set[k].job;
+		/* the step arrays hold warmup + steps + 1 step ends (main's check) */
+		double most = ITR_MAX_STEPS - 1 - j->warmup;
 		double total = t[k] > 0 ? (j->warmup + j->steps) * tmax / t[k] : 0;
-		int steps = (int)ceil(total - 1e-9) - j->warmup;
+		double steps = ceil(total - 1e-9) - j->warmup;
 
 		if (steps > j->steps)
-			j->steps = steps < ITR_MAX_STEPS / 2 ? steps : ITR_MAX_STEPS / 2;
+			j->steps = (int)(steps < most ? steps : most);
 	}
 }
 
