@@ -477,6 +477,13 @@ static void test_dcqcn_none(void **state)
 	env_free(e);
 }
 
+/* an error reply: the kernel refused (EPERM) */
+static const struct {
+	struct nlmsghdr h;
+	struct nlmsgerr e;
+} nl_eperm = {.h = {.nlmsg_len = sizeof(nl_eperm), .nlmsg_type = NLMSG_ERROR},
+	      .e = {.error = -EPERM}};
+
 /* the codec on bad replies: truncated, an error reply, a nest too long */
 static void test_netlink_bad(void **state)
 {
@@ -484,11 +491,6 @@ static void test_netlink_bad(void **state)
 	struct agent_nic_qp *qps = NULL;
 	size_t n = 0, cap = 0, len;
 	uint8_t *buf, req[64];
-	struct {
-		struct nlmsghdr h;
-		struct nlmsgerr e;
-	} err = {.h = {.nlmsg_len = sizeof(err), .nlmsg_type = NLMSG_ERROR},
-		 .e = {.error = -EPERM}};
 
 	(void)state;
 	len = agent_nic_nl_request(req, sizeof(req), AGENT_NIC_REQ_RES_QP, 3, 1);
@@ -500,7 +502,9 @@ static void test_netlink_bad(void **state)
 	((struct nlattr *)(buf + NLMSG_HDRLEN + 8 + 12))->nla_len = 0xfff0;
 	assert_int_equal(agent_nic_nl_res_qp(buf, len, &qps, &n, &cap), -EBADMSG);
 	free(buf);
-	assert_int_equal(agent_nic_nl_res_qp((uint8_t *)&err, sizeof(err), &qps, &n, &cap), -EPERM);
+	assert_int_equal(
+		agent_nic_nl_res_qp((const uint8_t *)&nl_eperm, sizeof(nl_eperm), &qps, &n, &cap),
+		-EPERM);
 	free(qps);
 	env_free(e);
 }
@@ -526,11 +530,6 @@ static void test_netlink_unaligned(void **state)
 	uint8_t *buf, *o, req[64], oreq[65], en = 0, oen = 0;
 	uint32_t idx = 0, oidx = 1;
 	unsigned bound = 0;
-	struct {
-		struct nlmsghdr h;
-		struct nlmsgerr e;
-	} err = {.h = {.nlmsg_len = sizeof(err), .nlmsg_type = NLMSG_ERROR},
-		 .e = {.error = -EPERM}};
 
 	(void)state;
 	rl = agent_nic_nl_request(req, sizeof(req), AGENT_NIC_REQ_DEV, 0, 1);
@@ -578,9 +577,9 @@ static void test_netlink_unaligned(void **state)
 	free(o);
 	free(buf);
 
-	o = odd_copy(&err, sizeof(err));
-	assert_int_equal(agent_nic_nl_res_qp(o + 1, sizeof(err), &oqps, &on, &ocap), -EPERM);
-	assert_int_equal(agent_nic_dcb_pfc(o + 1, sizeof(err), &oen), -EPERM);
+	o = odd_copy(&nl_eperm, sizeof(nl_eperm));
+	assert_int_equal(agent_nic_nl_res_qp(o + 1, sizeof(nl_eperm), &oqps, &on, &ocap), -EPERM);
+	assert_int_equal(agent_nic_dcb_pfc(o + 1, sizeof(nl_eperm), &oen), -EPERM);
 	free(o);
 	free(qps);
 	free(oqps);
