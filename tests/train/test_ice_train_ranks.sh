@@ -18,8 +18,11 @@
 #     peers never come: the same; a rank whose rank 0 is killed mid-run
 #     exits non-zero instead of hanging;
 #   - --replan with profiles 10x apart on one CPU: the split is re-planned
-#     from the measured speeds at a step boundary, said on rank 0, and the
-#     weights stay identical on both ranks; the same for a pipeline, whose
+#     from the measured speeds at a step boundary, first at the warm-up's
+#     end (DP: its last step; PP: the one before, its layers move a step
+#     later), said on rank 0, the prediction from the profiles priced on the
+#     split that ran, and the weights stay identical on both ranks; the
+#     same for a pipeline, whose
 #     layers move to other stages with their weights: the loss is the same
 #     bits as the job's without --replan (the same arithmetic per layer);
 #   - a device that computes far from its profile (a host profile claiming
@@ -162,21 +165,24 @@ devices:
     mem_gbps: 5
 EOF
 COMMON=(--model "$MODEL" --profiles "$TMP/wrong.yaml" --devices cpu-a,cpu-b)
-ranks replan --scheme dp --steps 5 --warmup 1 --replan 0.2
+ranks replan --scheme dp --steps 5 --warmup 3 --replan 0.2
 cat "$TMP/replan"
-grep -Eq "re-planned from the measured speeds .*samples per rank 1[0-9][0-9],[0-9]+ -> " \
-	"$TMP/replan.r0" || fail "--replan: the 10x split was not re-planned"
-grep -Eq 're-planned [0-9]+ time\(s\)' "$TMP/replan" || fail "--replan: not in the report"
+grep -Eq "step 2: .*re-planned from the measured speeds .*samples per rank 1[0-9][0-9],[0-9]+ -> " \
+	"$TMP/replan.r0" || fail "--replan: the 10x split was not re-planned at the warm-up's end (step 2)"
+grep -Eq 're-planned [0-9]+ time\(s\) \(--replan 20%\), after step 2[,;]' "$TMP/replan" ||
+	fail "--replan: not in the report, or not first after step 2"
+grep -Eq "that from the profiles, for the split above; the last re-plan's, from measured speeds" \
+	"$TMP/replan" || fail "--replan: the report does not tell the two predictions apart"
 grep -q 'weights identical on all 2 ranks: yes' "$TMP/replan" ||
 	fail "--replan: weights not identical after re-planning"
 
 echo "## --replan, pipeline, one process per rank: the layers move with their weights"
-ranks replan-pp --scheme pp --steps 4 --warmup 1 --replan 0.2 --json
-grep -Eq "re-planned from the measured speeds .*layers per stage 0-2[0-9],2[0-9]-27 -> 0-[0-9]+,[0-9]+-27, predicted [0-9.]+ s; from the next step boundary" \
+ranks replan-pp --scheme pp --steps 4 --warmup 3 --replan 0.2 --json
+grep -Eq "step 1: .*re-planned from the measured speeds .*layers per stage 0-2[0-9],2[0-9]-27 -> 0-[0-9]+,[0-9]+-27, predicted [0-9.]+ s; from the next step boundary" \
 	"$TMP/replan-pp.r0" || fail "--replan pp: the 10x split was not re-planned"
 # the same job without --replan keeps the profiles' split all along: the
 # same arithmetic on every layer, so the same loss, bit for bit
-timeout 120 "$TRAIN" "${COMMON[@]}" --scheme pp --steps 4 --warmup 1 --json \
+timeout 120 "$TRAIN" "${COMMON[@]}" --scheme pp --steps 4 --warmup 3 --json \
 	--addr-base 127.23.0.1 >"$TMP/replan-pp-none" || fail "pp without --replan failed"
 python3 - "$TMP/replan-pp" "$TMP/replan-pp-none" <<'EOF2' || fail "--replan pp: weights or loss changed"
 import json, sys
@@ -187,6 +193,10 @@ print("re-planned: layers %s, %d re-plan(s), loss %r; kept: layers %s, loss %r" 
        [(r["first_layer"], r["layers"]) for r in rb], rb[-1]["loss"]))
 assert a["ok"] and b["ok"]
 assert ra[0]["replans"] >= 1 and rb[0]["replans"] == 0
+# predicted_step_s: the profiles' (300 and 30 GFLOP/s) for the split that
+# ran, far below what the CPU did; replanned_step_s: from measured speeds
+assert a["predicted_step_s"] < 0.5 * a["replanned_step_s"], (a["predicted_step_s"], a["replanned_step_s"])
+assert "replanned_step_s" not in b
 assert ra[1]["first_layer"] != rb[1]["first_layer"], "the split did not change"
 assert ra[-1]["loss"] == rb[-1]["loss"], (ra[-1]["loss"], rb[-1]["loss"])
 EOF2

@@ -52,6 +52,24 @@ struct itr_job {
 	char trace[256]; /* --trace: events appended to this file ("" = none) */
 };
 
+/*
+ * --replan: the first step after which a rank checks its drift: the
+ * warm-up's last (DP: a new split runs from the next step; PP: from the
+ * step after next, so one step earlier), never step 0 (no speed measured
+ * before it). A re-plan decided at step s runs from step s + the lag.
+ */
+static inline int itr_replan_lag(const struct itr_job *j)
+{
+	return j->scheme == ITR_PP ? 2 : 1;
+}
+
+static inline int itr_replan_first(const struct itr_job *j)
+{
+	int s = j->warmup - itr_replan_lag(j);
+
+	return s > 1 ? s : 1;
+}
+
 /* Per-rank figures, written by the rank itself. */
 struct itr_rank_result {
 	bool done;
@@ -65,6 +83,7 @@ struct itr_rank_result {
 				* wait (trn_speed_own): --save-profiles */
 	double gflops_refined; /* --refine: that over the refinement's warm-up steps */
 	int replans;	       /* --replan: how often the split was re-planned */
+	bool repredicted;      /* --replan: the prediction is a re-plan's (rank 0) */
 	int replan_step[8];    /* the steps of the first re-plans */
 	double exposed_s;      /* per timed step: waiting for communication */
 	double update_s;       /* per timed step: optimizer and copies */

@@ -626,23 +626,27 @@ static int dp_switch(struct itr_rank *k, const struct trn_dp_plan *p)
 }
 
 /*
- * --replan: after each step every rank smooths its own speed (matrix
- * multiply FLOP per second of the step, exponentially, ITR_EMA_ALPHA), and
- * the ranks exchange their speeds and step times (a maximum over the
- * ranks, through the communication thread, out of band). The exchange
- * gives every rank the same figures, so all decide alike: when the step
- * (the slowest rank's) is further from the prediction than --replan, and
- * the last re-plan is two steps back, the split is planned again from the
- * measured speeds. DP: a new split takes effect at this step boundary
- * (activations and input rows set up again for the new rows). PP: at the
- * next one (pp_switch), since the next step's first receive may already
- * be queued; the layers move with their weights.
+ * --replan: after each step every rank smooths its own speed (what the
+ * step's meter says, meter_speed: on a host rank it holds the CPU its
+ * communication took, as the rolling prediction's does; exponentially,
+ * ITR_EMA_ALPHA), and the ranks exchange their speeds and step times (a
+ * maximum over the ranks, through the communication thread, out of band).
+ * The exchange gives every rank the same figures, so all decide alike:
+ * when the step (the slowest rank's) is further from the prediction than
+ * --replan, and the last re-plan is two steps back, the split is planned
+ * again from the measured speeds (a host rank's contention not priced
+ * again). DP: a new split takes effect at this step boundary (activations
+ * and input rows set up again for the new rows). PP: at the next one
+ * (pp_switch), since the next step's first receive may already be
+ * queued; the layers move with their weights. The first check is at the
+ * warm-up's end (itr_replan_first), so that a split re-planned from the
+ * warm-up's speeds is the one all timed steps run.
  */
-static int adapt(struct itr_rank *k, int step, double step_s, double flops, double secs)
+static int adapt(struct itr_rank *k, int step, double step_s, double g)
 {
 	const struct itr_job *j = k->job;
 	struct trn_profile dev[TRN_MAX_DEVICES];
-	double v[TRN_MAX_DEVICES + 1], g = secs > 0 ? flops / secs / 1e9 : 0, drift, pred;
+	double v[TRN_MAX_DEVICES + 1], drift, pred;
 	struct trn_net net = k->net;
 	struct trn_dp_plan p;
 	struct trn_pp_plan q;
@@ -654,7 +658,7 @@ static int adapt(struct itr_rank *k, int step, double step_s, double flops, doub
 		k->last_replan = step;
 		return pp_switch(k);
 	}
-	if (g > 0 && (step >= j->warmup || step > 0))
+	if (g > 0 && step > 0)
 		k->gflops_ema = k->gflops_ema > 0
 					? ITR_EMA_ALPHA * g + (1 - ITR_EMA_ALPHA) * k->gflops_ema
 					: g;
@@ -669,7 +673,7 @@ static int adapt(struct itr_rank *k, int step, double step_s, double flops, doub
 		return ret;
 	pred = pp ? k->pp.step_s : k->dp.step_s;
 	/* PP: a new split runs from the step after next; none is left */
-	if (step < j->warmup || step - k->last_replan < 2 || !(pred > 0) ||
+	if (step < itr_replan_first(j) || step - k->last_replan < 2 || !(pred > 0) ||
 	    (pp && step + 2 >= j->warmup + j->steps))
 		return 0;
 	drift = v[n] / pred - 1;
@@ -679,6 +683,8 @@ static int adapt(struct itr_rank *k, int step, double step_s, double flops, doub
 		dev[r] = j->dev[r];
 		if (v[r] > 0)
 			dev[r].gflops = v[r];
+		if (v[r] > 0 && trn_compute_cores(&j->dev[r], net.cores[r]) > 0)
+			net.cores[r] = 0;
 	}
 	if (pp) {
 		memset(&q, 0, sizeof(q));
@@ -697,10 +703,12 @@ static int adapt(struct itr_rank *k, int step, double step_s, double flops, doub
 		split_str(&p, n, now, sizeof(now));
 	}
 	k->last_replan = step;
-	if (k->me->replans < (int)(sizeof(k->me->replan_step) / sizeof(k->me->replan_step[0])))
+	same = strcmp(was, now) == 0 && (pp || memcmp(p.tail, k->dp.tail, sizeof(p.tail)) == 0);
+	/* counted when the split changes (a new prediction alone is not) */
+	if (!same &&
+	    k->me->replans < (int)(sizeof(k->me->replan_step) / sizeof(k->me->replan_step[0])))
 		k->me->replan_step[k->me->replans] = step;
-	k->me->replans++;
-	same = strcmp(was, now) == 0;
+	k->me->replans += !same;
 	if (k->r == 0) {
 		fprintf(stderr,
 			"ice-train: job '%s', step %d: measured step %.4f s, predicted "
@@ -723,6 +731,7 @@ static int adapt(struct itr_rank *k, int step, double step_s, double flops, doub
 			k->res->pp = q;
 		else
 			k->res->dp = p;
+		k->me->repredicted = true;
 	}
 	if (pp) {
 		if (same) {
@@ -733,7 +742,7 @@ static int adapt(struct itr_rank *k, int step, double step_s, double flops, doub
 		k->pp_pending = true;
 		return 0;
 	}
-	if (same && memcmp(p.tail, k->dp.tail, sizeof(p.tail)) == 0) {
+	if (same) {
 		k->dp = p;
 		return 0;
 	}
@@ -871,7 +880,7 @@ static int train(struct itr_rank *k)
 				k, step,
 				(double)(k->me->step_end_ns[step + 1] - k->me->step_end_ns[step]) *
 					1e-9,
-				k->mm_flops - f0, k->mm_s - s0);
+				meter_speed(k, sm, step, step, false));
 			if (ret < 0) {
 				free(sm);
 				return ret;

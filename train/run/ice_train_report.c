@@ -19,13 +19,49 @@ int itr_cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The step of the split the job ran last (res->dp or res->pp) on devices
+ * dev under net; 0 when it cannot be priced. */
+static double predict_split(const struct job_out *jo, const struct trn_profile *dev,
+			    const struct trn_net *net)
+{
+	const struct itr_job *j = &jo->job;
+	const struct itr_result *res = jo->res;
+
+	if (j->scheme == ITR_DP) {
+		struct trn_dp_plan p = res->dp;
+		struct trn_net n = *net;
+
+		n.overlap = p.overlap; /* the split's own (a re-plan's new tails) */
+		return trn_predict_dp(&j->model, dev, j->ndev, &n, &p) < 0 ? 0 : p.step_s;
+	} else {
+		struct trn_pp_plan q = res->pp;
+
+		return trn_predict_pp(&j->model, dev, j->ndev, net, &q) < 0 ? 0 : q.step_s;
+	}
+}
+
+/* Whether every timed step ran the split the job ran last: no re-plan, or
+ * all of them decided in time to take effect before the timed steps
+ * (--replan checks from the warm-up's end). */
+static bool one_split_timed(const struct job_out *jo)
+{
+	const struct itr_rank_result *r0 = &jo->res->rank[0];
+	int n = r0->replans;
+
+	if (n == 0)
+		return true;
+	if (n > (int)(sizeof(r0->replan_step) / sizeof(r0->replan_step[0])))
+		return false;
+	return r0->replan_step[n - 1] + itr_replan_lag(&jo->job) <= jo->job.warmup;
+}
+
 /*
  * --refine: step k of the split the job ran, predicted from the speeds
  * every rank measured over the --refine steps before it (step_speed;
  * trn_profiles_refine: an emulated device keeps its stated speed). A speed
  * measured from a host rank's CPU holds its communication's CPU, so its
  * contention is not priced again (cores 0). 0 when not refined or the
- * split changed (--replan).
+ * split changed during the timed steps (--replan).
  */
 static double predict_step(const struct job_out *jo, int k)
 {
@@ -35,7 +71,7 @@ static double predict_step(const struct job_out *jo, int k)
 	struct trn_net net = res->net;
 	double v[TRN_MAX_DEVICES];
 
-	if (j->refine <= 0 || k < j->warmup || res->rank[0].replans > 0)
+	if (j->refine <= 0 || k < j->warmup || !one_split_timed(jo))
 		return 0;
 	for (int r = 0; r < j->ndev; r++) {
 		v[r] = res->rank[r].step_speed[k];
@@ -43,15 +79,7 @@ static double predict_step(const struct job_out *jo, int k)
 			net.cores[r] = 0;
 	}
 	trn_profiles_refine(j->dev, j->ndev, v, dev);
-	if (j->scheme == ITR_DP) {
-		struct trn_dp_plan p = res->dp;
-
-		return trn_predict_dp(&j->model, dev, j->ndev, &net, &p) < 0 ? 0 : p.step_s;
-	} else {
-		struct trn_pp_plan q = res->pp;
-
-		return trn_predict_pp(&j->model, dev, j->ndev, &net, &q) < 0 ? 0 : q.step_s;
-	}
+	return predict_split(jo, dev, &net);
 }
 
 /* Step times from every rank's step ends: step k ends when its last rank
@@ -89,8 +117,13 @@ void itr_step_stats(struct job_out *jo)
 	jo->step_mean = sum / n;
 	jo->step_med = n % 2 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2;
 	jo->tput = j->model.global_batch / jo->step_mean;
-	jo->pred = j->scheme == ITR_DP ? jo->res->dp.step_s : jo->res->pp.step_s;
+	/* from the profiles, for the split the job ran: after a re-plan its
+	 * last prediction (res->dp / res->pp) came from measured speeds */
+	jo->pred_last = j->scheme == ITR_DP ? jo->res->dp.step_s : jo->res->pp.step_s;
+	jo->pred = jo->res->rank[0].repredicted ? predict_split(jo, j->dev, &jo->res->net)
+						: jo->pred_last;
 	jo->err_pct = (jo->pred - jo->step_med) / jo->step_med * 100;
+	jo->err_last_pct = (jo->pred_last - jo->step_med) / jo->step_med * 100;
 	jo->pred_ref = predict_step(jo, j->warmup);
 	jo->err_ref_pct = jo->pred_ref > 0 ? (jo->pred_ref - jo->step_med) / jo->step_med * 100 : 0;
 	for (int r = 0; r < j->ndev; r++) {
@@ -260,6 +293,10 @@ void itr_print_job(const struct job_out *jo)
 	       jo->step_med, jo->step_mean, j->steps, j->warmup, jo->tput);
 	printf("   predicted step %.4f s, measured %.4f s: error %+.1f%%\n", jo->pred, jo->step_med,
 	       jo->err_pct);
+	if (res->rank[0].repredicted)
+		printf("   (that from the profiles, for the split above; the last re-plan's, "
+		       "from measured speeds: %.4f s, error %+.1f%%)\n",
+		       jo->pred_last, jo->err_last_pct);
 	if (jo->pred_ref > 0) {
 		if (j->refine > 1)
 			printf("   refined after warm-up steps %d-%d", j->warmup - j->refine,
@@ -330,6 +367,12 @@ static json_t *job_json(const struct job_out *jo)
 	}
 	json_object_set_new(o, "predicted_step_s", json_real(jo->pred));
 	json_object_set_new(o, "error_pct", json_real(jo->err_pct));
+	if (jo->res->rank[0].repredicted) {
+		/* predicted_step_s: the profiles' for the split that ran last;
+		 * this: the last re-plan's, from the measured speeds */
+		json_object_set_new(o, "replanned_step_s", json_real(jo->pred_last));
+		json_object_set_new(o, "replanned_error_pct", json_real(jo->err_last_pct));
+	}
 	if (jo->pred_ref > 0) {
 		/* predicted after the warm-up from the speeds of its last refine
 		 * steps; compared with the same timed steps */

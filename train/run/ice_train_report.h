@@ -17,12 +17,15 @@ struct job_out {
 	struct itr_job job;
 	struct itr_result *res; /* shared mapping */
 	int status;		/* tp_launch_ranks() */
-	double step_med, step_mean, tput, pred, err_pct, cores;
-	double pred_ref, err_ref_pct; /* --refine: the prediction after the warm-up
-				       * (0: none) and its error */
-	bool roll;		      /* --refine: every timed step predicted from the steps
-				       * before it */
-	double err_roll_pct;	      /* the median of those predictions' errors */
+	double step_med, step_mean, tput, cores;
+	double pred, err_pct;		/* from the profiles, for the split the job ran */
+	double pred_last, err_last_pct; /* the job's last prediction: after --replan,
+					 * from measured speeds (else pred) */
+	double pred_ref, err_ref_pct;	/* --refine: the prediction after the warm-up
+					 * (0: none) and its error */
+	bool roll;			/* --refine: every timed step predicted from the steps
+					 * before it */
+	double err_roll_pct;		/* the median of those predictions' errors */
 	bool emu_overrun;
 	bool data_ok;		 /* DP: weights identical; PP: every message arrived intact */
 	int run, nruns;		 /* this is run `run` (1-based) of nruns */
