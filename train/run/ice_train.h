@@ -84,6 +84,7 @@ struct itr_rank_result {
 	double gflops_refined; /* --refine: that over the refinement's warm-up steps */
 	int replans;	       /* --replan: how often the split was re-planned */
 	bool repredicted;      /* --replan: the prediction is a re-plan's (rank 0) */
+	double pred_plan_s;    /* the first plan's predicted step, from the profiles */
 	int replan_step[8];    /* the steps of the first re-plans */
 	double exposed_s;      /* per timed step: waiting for communication */
 	double update_s;       /* per timed step: optimizer and copies */

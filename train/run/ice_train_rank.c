@@ -398,8 +398,10 @@ static int plan_job(struct itr_rank *k, struct trn_net *net)
 					 j->dp_tail, &p);
 		if (ret == 0)
 			net->overlap = p.overlap;
-		if (ret == 0 && k->r == 0)
+		if (ret == 0 && k->r == 0) {
 			res->dp = p;
+			k->me->pred_plan_s = p.step_s;
+		}
 		k->dp = p;
 		if (ret == 0) {
 			k->l0 = 0;
@@ -419,8 +421,10 @@ static int plan_job(struct itr_rank *k, struct trn_net *net)
 			      : trn_plan_pp_even(k->m, j->dev, j->ndev, net, j->sched, &p);
 		if (ret == 0)
 			ret = trn_predict_pp(k->m, j->dev, j->ndev, net, &p);
-		if (ret == 0 && k->r == 0)
+		if (ret == 0 && k->r == 0) {
 			res->pp = p;
+			k->me->pred_plan_s = p.step_s;
+		}
 		k->pp = p;
 		if (ret == 0) {
 			k->l0 = p.first[k->r];
@@ -885,6 +889,10 @@ static int train(struct itr_rank *k)
 				free(sm);
 				return ret;
 			}
+			/* a split switched at the warm-up's end costs the
+			 * warm-up, not the first timed step */
+			if (step + 1 == j->warmup)
+				k->me->step_end_ns[step + 1] = ice_now_ns();
 		}
 	}
 	k->me->wall_s = ice_now_s() - wall0;

@@ -120,8 +120,12 @@ void itr_step_stats(struct job_out *jo)
 	/* from the profiles, for the split the job ran: after a re-plan its
 	 * last prediction (res->dp / res->pp) came from measured speeds */
 	jo->pred_last = j->scheme == ITR_DP ? jo->res->dp.step_s : jo->res->pp.step_s;
-	jo->pred = jo->res->rank[0].repredicted ? predict_split(jo, j->dev, &jo->res->net)
-						: jo->pred_last;
+	if (!jo->res->rank[0].repredicted)
+		jo->pred = jo->pred_last;
+	else if (jo->res->rank[0].replans == 0) /* re-predicted, the split kept */
+		jo->pred = jo->res->rank[0].pred_plan_s;
+	else
+		jo->pred = predict_split(jo, j->dev, &jo->res->net);
 	jo->err_pct = (jo->pred - jo->step_med) / jo->step_med * 100;
 	jo->err_last_pct = (jo->pred_last - jo->step_med) / jo->step_med * 100;
 	jo->pred_ref = predict_step(jo, j->warmup);
