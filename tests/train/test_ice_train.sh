@@ -18,7 +18,8 @@
 #     same weights at the end, bit for bit;
 #   - data parallel with a CUDA rank on the runtime double and a CPU rank,
 #     both optimizer modes: the same weights on both ranks and in both;
-#   - --json gives one valid JSON object with the figures;
+#   - --json gives one valid JSON object with the figures, with --repeat
+#     every run's throughput and each repeat's efficiency;
 #   - ice-plan --cores prices CPU contention (two host devices, one on a
 #     0.4-core quota), refuses --cpu-ar-ns without --cores;
 #   - --refine predicts again after the warm-up from the speeds the ranks
@@ -229,8 +230,8 @@ rc=$?
 [ "$rc" -eq 2 ] && grep -q "one value or one per device (2), got 3" "$TMP/plan-bad" ||
 	{ cat "$TMP/plan-bad"; fail "ice-plan --cores of 3 for 2 devices: expected exit 2, got $rc"; }
 
-echo "## dp --json --repeat 3"
-timeout 120 "$TRAIN" "${COMMON[@]}" --scheme dp --split even --steps 1 --warmup 0 --json --repeat 3 \
+echo "## dp --efficiency --json --repeat 3"
+timeout 180 "$TRAIN" "${COMMON[@]}" --scheme dp --steps 1 --warmup 0 --efficiency --json --repeat 3 \
 	>"$TMP/json" 2>"$TMP/json.err"
 rc=$?
 cat "$TMP/json"
@@ -238,15 +239,28 @@ cat "$TMP/json"
 python3 - "$TMP/json" <<'PY' || fail "--json: not the expected JSON object"
 import json, sys
 o = json.load(open(sys.argv[1]))
-j = o["jobs"][0]
+j = o["jobs"][2]  # mixed, the planner's split
 assert j["ok"] and j["weights_identical"], j
 for k in ("step_median_s", "samples_per_s", "predicted_step_s", "error_pct", "cpu_cores_busy"):
     assert isinstance(j[k], float), k
 assert all(r["emulated"] for r in j["ranks"]), j["ranks"]
-# the run of median throughput is the one reported
-assert len(o["jobs"]) == 1 and j["runs"] == 3, j
-lo, mid, hi = j["samples_per_s_min"], j["samples_per_s"], j["samples_per_s_max"]
-assert lo < mid < hi or (lo <= mid <= hi and len({lo, mid, hi}) < 3), j  # ties aside
+assert [x["job"] for x in o["jobs"]] == ["alone emu-fast", "alone emu-slow", "mixed", "mixed"], o["jobs"]
+for j in o["jobs"]:
+    # the run of median throughput is the one reported, beside every run's
+    runs = j["samples_per_s_runs"]
+    assert j["runs"] == 3 and len(runs) == 3, j
+    assert sorted(runs)[1] == j["samples_per_s"], j
+    assert (j["samples_per_s_min"], j["samples_per_s_max"]) == (min(runs), max(runs)), j
+# each repeat's efficiency: its mixed run over its alone runs
+r = [x["samples_per_s_runs"] for x in o["jobs"]]
+for k, m in (("efficiency_plan_runs", 2), ("efficiency_even_runs", 3)):
+    assert len(o[k]) == 3, o[k]
+    for i in range(3):
+        assert abs(o[k][i] - r[m][i] / (r[0][i] + r[1][i])) < 1e-9, (k, i, o[k], r)
+a = o["alone_samples_per_s"]
+assert abs(a - o["jobs"][0]["samples_per_s"] - o["jobs"][1]["samples_per_s"]) < 1e-9 * a, o
+assert abs(o["efficiency_plan"] - o["jobs"][2]["samples_per_s"] / a) < 1e-9, o
+assert "efficiency_plan_together_runs" not in o, o
 PY
 
 echo "## --refine: the prediction again from the warm-up steps' speeds; --save-profiles"

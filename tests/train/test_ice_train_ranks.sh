@@ -127,6 +127,9 @@ assert jobs == [("alone emu-fast", False, True), ("alone emu-slow", False, True)
 tog = sum(j["samples_per_s"] for j in d["jobs"][2:4])
 assert abs(d["together_samples_per_s"] - tog) < 1e-6 * tog, (d["together_samples_per_s"], tog)
 assert abs(d["efficiency_plan_together"] - d["jobs"][4]["samples_per_s"] / tog) < 1e-6
+# one repeat: each repeat's efficiencies are the efficiencies
+for k in ("efficiency_plan", "efficiency_even", "efficiency_plan_together", "efficiency_even_together"):
+    assert d[k + "_runs"] == [d[k]], (k, d[k + "_runs"], d[k])
 span = {}
 for row in csv.DictReader(open(sys.argv[2])):
     t = [int(row[k]) for k in ("t0_ns", "t1_ns", "t2_ns", "t3_ns") if int(row[k]) > 0]

@@ -37,8 +37,7 @@
 #include "dev.h"
 #include "tp_opts.h"
 
-#define ITR_MAX_JOBS   (2 * TRN_MAX_DEVICES + 2)
-#define ITR_MAX_REPEAT 9
+#define ITR_MAX_JOBS (2 * TRN_MAX_DEVICES + 2)
 
 struct opts {
 	char model_path[512], profiles_path[512], devices[1024], trace[256];
@@ -606,14 +605,47 @@ static void keep_median(struct job_out *runs, int n, struct job_out *out)
 	out->tput_lo = lo;
 	out->tput_hi = hi;
 	for (int r = 0; r < n; r++)
+		out->tput_runs[r] = run_tput(&runs[r]);
+	for (int r = 0; r < n; r++)
 		if (r != m)
 			munmap(runs[r].res, sizeof(*runs[r].res));
+}
+
+/* --efficiency, each repeat on its own: run r's mixed samples/s over the
+ * sum of the groups' run r (eff->per_run); jobs as in main: the groups
+ * alone, with --together the same again, then the mixed plan and even. */
+static void eff_per_run(struct job_out (*runs)[ITR_MAX_REPEAT], int njobs, int ngroups,
+			bool together, int nruns, struct itr_eff *eff)
+{
+	eff->nruns = nruns;
+	for (int r = 0; r < nruns; r++)
+		for (int t = 0; t < 2; t++) {
+			int first = t == 0 ? 0 : ngroups;
+			double sum = 0;
+			bool ok = t == 0 || together;
+
+			for (int g = first; g < first + ngroups && ok; g++) {
+				ok = runs[g][r].res->ok;
+				sum += runs[g][r].tput;
+			}
+			for (int s = 0; s < 2; s++) {
+				const struct job_out *m = &runs[njobs - 2 + s][r];
+
+				eff->per_run[2 * t + s][r] = ok && m->res->ok ? m->tput / sum : NAN;
+			}
+		}
 }
 
 int main(int argc, char **argv)
 {
 	static struct trn_profile prof[TRN_MAX_DEVICES];
 	static struct job_out jobs[ITR_MAX_JOBS], runs[ITR_MAX_JOBS][ITR_MAX_REPEAT];
+	struct itr_eff e = {.alone = 0,
+			    .plan = NAN,
+			    .even = NAN,
+			    .together_alone = NAN,
+			    .together_plan = NAN,
+			    .together_even = NAN};
 	struct trn_model model;
 	struct ice_cfg_err ce;
 	char ebuf[512];
@@ -823,17 +855,16 @@ int main(int argc, char **argv)
 		return rc;
 	if (o.save_profiles[0] != '\0' && save_profiles(o.save_profiles, runs, njobs, o.repeat) < 0)
 		rc = 1;
+	if (o.efficiency)
+		eff_per_run(runs, njobs, ngroups, o.together, o.repeat, &e);
 	for (int i = 0; i < njobs; i++)
 		keep_median(runs[i], o.repeat, &jobs[i]);
 	if (o.efficiency) {
-		struct itr_eff e = {.alone = 0,
-				    .plan = NAN,
-				    .even = NAN,
-				    .together_alone = o.together ? 0 : NAN,
-				    .together_plan = NAN,
-				    .together_even = NAN};
 		int mixed = njobs - 2; /* the planned split's, then the even's */
 		bool all_ok = true, tog_ok = true;
+
+		if (o.together)
+			e.together_alone = 0;
 
 		for (int i = 0; i < ngroups; i++) {
 			all_ok &= jobs[i].res->ok;
@@ -894,6 +925,14 @@ int main(int argc, char **argv)
 				       "plan %.1f%%, even %.1f%%\n",
 				       e.together_alone, e.together_plan * 100,
 				       e.together_even * 100);
+			for (int k = 0; o.repeat > 1 && k < (o.together ? 4 : 2); k++) {
+				printf("   %s, %s, each repeat over its groups' runs:",
+				       k % 2 ? "even" : "plan",
+				       k < 2 ? "alone" : "at the same time");
+				for (int r = 0; r < o.repeat; r++)
+					printf(" %.1f%%", e.per_run[k][r] * 100);
+				printf("\n");
+			}
 			itr_print_targets(jobs, njobs, o.scheme, e.plan);
 		}
 		if (o.json)

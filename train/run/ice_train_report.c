@@ -364,10 +364,16 @@ static json_t *job_json(const struct job_out *jo)
 	json_object_set_new(o, "step_mean_s", json_real(jo->step_mean));
 	json_object_set_new(o, "samples_per_s", json_real(jo->tput));
 	if (jo->nruns > 1) {
+		json_t *v = json_array(); /* each run's, in turn */
+
 		/* this is the run of median throughput */
 		json_object_set_new(o, "runs", json_integer(jo->nruns));
 		json_object_set_new(o, "samples_per_s_min", json_real(jo->tput_lo));
 		json_object_set_new(o, "samples_per_s_max", json_real(jo->tput_hi));
+		for (int r = 0; r < jo->nruns; r++)
+			json_array_append_new(v, jo->tput_runs[r] > 0 ? json_real(jo->tput_runs[r])
+								      : json_null());
+		json_object_set_new(o, "samples_per_s_runs", v);
 	}
 	json_object_set_new(o, "predicted_step_s", json_real(jo->pred));
 	json_object_set_new(o, "error_pct", json_real(jo->err_pct));
@@ -533,6 +539,19 @@ void itr_print_json(const struct job_out *jobs, int njobs, const struct trn_mode
 				    real_or_null(eff->together_plan));
 		json_object_set_new(root, "efficiency_even_together",
 				    real_or_null(eff->together_even));
+	}
+	if (eff != NULL && eff->nruns > 0) {
+		static const char *const key[4] = {"efficiency_plan_runs", "efficiency_even_runs",
+						   "efficiency_plan_together_runs",
+						   "efficiency_even_together_runs"};
+
+		for (int k = 0; k < (isnan(eff->together_alone) ? 2 : 4); k++) {
+			json_t *v = json_array();
+
+			for (int r = 0; r < eff->nruns; r++)
+				json_array_append_new(v, real_or_null(eff->per_run[k][r]));
+			json_object_set_new(root, key[k], v);
+		}
 	}
 	json_dumpf(root, stdout, JSON_INDENT(2));
 	printf("\n");

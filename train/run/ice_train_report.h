@@ -12,6 +12,9 @@
 
 #include "ice_train.h"
 
+/* --repeat's limit */
+#define ITR_MAX_REPEAT 9
+
 /* One finished job, as the launcher saw it. */
 struct job_out {
 	struct itr_job job;
@@ -30,6 +33,7 @@ struct job_out {
 	bool data_ok;		 /* DP: weights identical; PP: every message arrived intact */
 	int run, nruns;		 /* this is run `run` (1-based) of nruns */
 	double tput_lo, tput_hi; /* over the runs (--repeat) */
+	double tput_runs[ITR_MAX_REPEAT]; /* each run's samples/s in turn (0: failed) */
 };
 
 /* qsort's order of doubles, ascending. */
@@ -49,6 +53,14 @@ void itr_print_job(const struct job_out *jo);
 struct itr_eff {
 	double alone, plan, even;
 	double together_alone, together_plan, together_even;
+	/* run r's mixed samples/s over the sum of the groups' run r (NAN
+	 * where a run failed), in the order plan, even, plan over the groups
+	 * together, even over them: the jobs of one repeat ran within minutes
+	 * of each other, so a drift of the machine's speed that they share
+	 * cancels in the ratio (the figures above take each job's median
+	 * run, which may come from different repeats) */
+	double per_run[4][ITR_MAX_REPEAT];
+	int nruns;
 };
 /* Every job as JSON on stdout; eff: --efficiency's figures (NULL: none). */
 void itr_print_json(const struct job_out *jobs, int njobs, const struct trn_model *m,
