@@ -610,7 +610,12 @@ void itr_check_profiles(const struct job_out *jo, const char *path)
 		return;
 	for (int r = 0; r < jo->job.ndev; r++) {
 		const struct trn_profile *p = &jo->job.dev[r];
-		double g = jo->res->rank[r].gflops;
+		/* the speed a profile would say (trn_speed_from_steps): a rank
+		 * under a CPU quota runs a short matmul at the core's full
+		 * speed and is throttled between them, so the matmuls' own
+		 * speed (gflops) is not its device's */
+		double g = jo->res->rank[r].gflops_steps > 0 ? jo->res->rank[r].gflops_steps
+							     : jo->res->rank[r].gflops;
 		bool seen = false;
 
 		if (p->emulated || !(g > 0) || fabs(g / p->gflops - 1) <= ITR_PROFILE_OFF)
@@ -622,7 +627,7 @@ void itr_check_profiles(const struct job_out *jo, const char *path)
 		snprintf(warned[nwarned++], TRN_NAME_MAX, "%s", p->name);
 		fprintf(stderr,
 			"ice-train: warning: device '%s' (rank %d of job '%s') computed "
-			"%.2f GFLOP/s in its matrix multiplies, its profile (%s) says "
+			"%.2f GFLOP/s in its steps, its profile (%s) says "
 			"%.2f GFLOP/s (%+.0f%%, more than %.0f%% off): the split was planned "
 			"for the profile; measure the device again (ice-devprof)\n",
 			p->name, jo->job.grank[r], jo->job.label, g, path, p->gflops,
