@@ -262,6 +262,10 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
  * as a share of the slowest device's backward (0..1). */
 double trn_dp_tails(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		    const struct trn_net *net, int fixed, struct trn_dp_plan *p);
+/* The overlap the tails in p->tail[] give on devices dev (as trn_dp_tails
+ * returns it): to price a split whose tails were chosen for other speeds. */
+double trn_dp_tails_overlap(const struct trn_model *m, const struct trn_profile *dev, int ndev,
+			    const struct trn_dp_plan *p);
 
 /* The DP plan ice-train runs: the split (the planner's, or even) for the
  * classic overlap, the last micro-batch's backward, then the tails

@@ -285,10 +285,38 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
 #define TRN_DP_TAIL_MARGIN 3.0
 #define TRN_DP_CHUNK	   16
 
+double trn_dp_tails_overlap(const struct trn_model *m, const struct trn_profile *dev, int ndev,
+			    const struct trn_dp_plan *p)
+{
+	double bwd, window = -1, maxc = -1, bwd_slow = 0;
+
+	if (m == NULL || dev == NULL || p == NULL || ndev < 1 || m->micro_batch < 1)
+		return 0;
+	bwd = model_bwd_flops(m);
+	for (int i = 0; i < ndev; i++) {
+		double per = bwd / (dev[i].gflops * 1e9); /* per sample */
+		double c = p->samples[i] * model_fb_flops(m) / (dev[i].gflops * 1e9);
+		int n = p->samples[i], part = n % m->micro_batch, rows;
+
+		if (n <= 0 || p->tail[i] <= 0)
+			continue;
+		/* the last micro-batch may be short */
+		rows = part != 0 ? part + (p->tail[i] - 1) * m->micro_batch
+				 : p->tail[i] * m->micro_batch;
+		rows = rows < n ? rows : n;
+		window = window < 0 ? rows * per : fmin(window, rows * per);
+		if (c > maxc) {
+			maxc = c;
+			bwd_slow = n * per;
+		}
+	}
+	return window > 0 && bwd_slow > 0 ? fmin(1, window / bwd_slow) : 0;
+}
+
 double trn_dp_tails(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		    const struct trn_net *net, int fixed, struct trn_dp_plan *p)
 {
-	double bwd, last, comm, window = -1, maxc = -1, bwd_slow = 0;
+	double bwd, last, comm;
 
 	if (check_common(m, dev, ndev, net) < 0 || p == NULL)
 		return 0;
@@ -296,7 +324,6 @@ double trn_dp_tails(const struct trn_model *m, const struct trn_profile *dev, in
 	comm = ndev > 1 && net->busbw_gbps > 0 ? dp_allreduce_s(m, dev, ndev, net, &last) : 0;
 	for (int i = 0; i < ndev; i++) {
 		double per = bwd / (dev[i].gflops * 1e9); /* per sample */
-		double c = p->samples[i] * model_fb_flops(m) / (dev[i].gflops * 1e9);
 		int n = p->samples[i], rows = 0;
 
 		/* the last micro-batch may be short: count samples back */
@@ -311,15 +338,8 @@ double trn_dp_tails(const struct trn_model *m, const struct trn_profile *dev, in
 			rows += p->tail[i] == 0 && part != 0 ? part : m->micro_batch;
 			p->tail[i]++;
 		}
-		if (n <= 0)
-			continue;
-		window = window < 0 ? rows * per : fmin(window, rows * per);
-		if (c > maxc) {
-			maxc = c;
-			bwd_slow = n * per;
-		}
 	}
-	return window > 0 && bwd_slow > 0 ? fmin(1, window / bwd_slow) : 0;
+	return trn_dp_tails_overlap(m, dev, ndev, p);
 }
 
 int trn_plan_dp_tailed(const struct trn_model *m, const struct trn_profile *dev, int ndev,

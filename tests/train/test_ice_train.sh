@@ -240,7 +240,7 @@ python3 - "$TMP/json" <<'PY' || fail "--json: not the expected JSON object"
 import json, sys
 o = json.load(open(sys.argv[1]))
 j = o["jobs"][2]  # mixed, the planner's split
-assert j["ok"] and j["weights_identical"], j
+assert j["split"] == "plan" and j["ok"] and j["weights_identical"], j
 for k in ("step_median_s", "samples_per_s", "predicted_step_s", "error_pct", "cpu_cores_busy"):
     assert isinstance(j[k], float), k
 assert all(r["emulated"] for r in j["ranks"]), j["ranks"]

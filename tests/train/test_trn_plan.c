@@ -152,6 +152,13 @@ static void test_dp_tails(void **state)
 	p.samples[1] = 2;
 	p.samples[2] = 0;
 	check_tails(d, 2, &net, 0, &p, 4, 1, 2.0 / 7);
+	/* the same tails priced on other speeds (a split re-planned for
+	 * measured speeds, priced on the profiles): d1 twice as fast gives
+	 * its 2 samples 1 ms of backward, d0 (the slowest) still 7 ms */
+	assert_near(trn_dp_tails_overlap(&m, d, 2, &p), 2.0 / 7);
+	d[1].gflops = 8;
+	assert_near(trn_dp_tails_overlap(&m, d, 2, &p), 1.0 / 7);
+	d[1].gflops = 4;
 	ov = trn_dp_tails(&m, d, 3, &net, 0, &p);
 	assert_int_equal(p.tail[2], 0);
 	assert_true(ov > 0 && ov <= 1);

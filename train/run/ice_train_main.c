@@ -930,7 +930,10 @@ int main(int argc, char **argv)
 				       k % 2 ? "even" : "plan",
 				       k < 2 ? "alone" : "at the same time");
 				for (int r = 0; r < o.repeat; r++)
-					printf(" %.1f%%", e.per_run[k][r] * 100);
+					if (isnan(e.per_run[k][r]))
+						printf(" -"); /* a run failed */
+					else
+						printf(" %.1f%%", e.per_run[k][r] * 100);
 				printf("\n");
 			}
 			itr_print_targets(jobs, njobs, o.scheme, e.plan);

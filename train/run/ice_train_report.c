@@ -31,7 +31,11 @@ static double predict_split(const struct job_out *jo, const struct trn_profile *
 		struct trn_dp_plan p = res->dp;
 		struct trn_net n = *net;
 
-		n.overlap = p.overlap; /* the split's own (a re-plan's new tails) */
+		/* --overlap's, or what the tails that ran give on these
+		 * devices (chosen for the profiles or, after a re-plan, for
+		 * measured speeds) */
+		n.overlap = j->overlap >= 0 ? j->overlap
+					    : trn_dp_tails_overlap(&j->model, dev, j->ndev, &p);
 		return trn_predict_dp(&j->model, dev, j->ndev, &n, &p) < 0 ? 0 : p.step_s;
 	} else {
 		struct trn_pp_plan q = res->pp;
@@ -610,12 +614,14 @@ void itr_check_profiles(const struct job_out *jo, const char *path)
 		return;
 	for (int r = 0; r < jo->job.ndev; r++) {
 		const struct trn_profile *p = &jo->job.dev[r];
-		/* the speed a profile would say (trn_speed_from_steps): a rank
-		 * under a CPU quota runs a short matmul at the core's full
-		 * speed and is throttled between them, so the matmuls' own
-		 * speed (gflops) is not its device's */
-		double g = jo->res->rank[r].gflops_steps > 0 ? jo->res->rank[r].gflops_steps
-							     : jo->res->rank[r].gflops;
+		/* the device's own speed over the steps (trn_speed_own), what
+		 * --save-profiles writes: a rank under a CPU quota runs a short
+		 * matmul at the core's full speed and is throttled between
+		 * them, so the matmuls' own speed (gflops) is not its device's */
+		const struct itr_rank_result *rr = &jo->res->rank[r];
+		double g = rr->gflops_own > 0	  ? rr->gflops_own
+			   : rr->gflops_steps > 0 ? rr->gflops_steps
+						  : rr->gflops;
 		bool seen = false;
 
 		if (p->emulated || !(g > 0) || fabs(g / p->gflops - 1) <= ITR_PROFILE_OFF)
