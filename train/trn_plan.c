@@ -290,19 +290,24 @@ double trn_dp_tails_overlap(const struct trn_model *m, const struct trn_profile 
 {
 	double bwd, window = -1, maxc = -1, bwd_slow = 0;
 
-	if (m == NULL || dev == NULL || p == NULL || ndev < 1 || m->micro_batch < 1)
+	if (m == NULL || dev == NULL || p == NULL || ndev < 1 || ndev > TRN_MAX_DEVICES ||
+	    m->micro_batch < 1)
 		return 0;
+	for (int i = 0; i < ndev; i++)
+		if (!(dev[i].gflops > 0))
+			return 0;
 	bwd = model_bwd_flops(m);
 	for (int i = 0; i < ndev; i++) {
 		double per = bwd / (dev[i].gflops * 1e9); /* per sample */
 		double c = p->samples[i] * model_fb_flops(m) / (dev[i].gflops * 1e9);
 		int n = p->samples[i], part = n % m->micro_batch, rows;
 
-		if (n <= 0 || p->tail[i] <= 0)
+		if (n <= 0)
 			continue;
-		/* the last micro-batch may be short */
-		rows = part != 0 ? part + (p->tail[i] - 1) * m->micro_batch
-				 : p->tail[i] * m->micro_batch;
+		/* the last micro-batch may be short; no tail: no overlap */
+		rows = p->tail[i] <= 0 ? 0
+		       : part != 0     ? part + (p->tail[i] - 1) * m->micro_batch
+				       : p->tail[i] * m->micro_batch;
 		rows = rows < n ? rows : n;
 		window = window < 0 ? rows * per : fmin(window, rows * per);
 		if (c > maxc) {

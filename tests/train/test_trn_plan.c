@@ -144,7 +144,7 @@ static void test_dp_tails(void **state)
 	m.global_batch = 48;
 	check_tails(d, 2, &(struct trn_net){.busbw_gbps = 1e3, .p2p_gbps = 1e3, .lat_s = 1e-9}, 0,
 		    &p, 16, 8, 8.0 / 20);
-	/* micro-batches of 4, d0's 14 samples are 4 + 4 + 4 + 2 (4 ms, all it
+	/* micro-batches of 4, d0's 14 samples are 4 + 4 + 4 + 2 (7 ms, all it
 	 * has); d1's 2 samples are one short micro-batch (2 ms); d2 has none */
 	m.micro_batch = 4;
 	m.global_batch = 16;
@@ -158,6 +158,15 @@ static void test_dp_tails(void **state)
 	assert_near(trn_dp_tails_overlap(&m, d, 2, &p), 2.0 / 7);
 	d[1].gflops = 8;
 	assert_near(trn_dp_tails_overlap(&m, d, 2, &p), 1.0 / 7);
+	/* fixed 2: d0's short micro-batch and one of 4, 6 samples (3 ms);
+	 * d1's 2 samples take 2 ms, at 2 GFLOP/s 4 ms */
+	d[1].gflops = 4;
+	check_tails(d, 2, &net, 2, &p, 2, 1, 2.0 / 7);
+	d[1].gflops = 2;
+	assert_near(trn_dp_tails_overlap(&m, d, 2, &p), 3.0 / 7);
+	/* no tail on a device with samples: nothing overlaps */
+	p.tail[1] = 0;
+	assert_near(trn_dp_tails_overlap(&m, d, 2, &p), 0);
 	d[1].gflops = 4;
 	ov = trn_dp_tails(&m, d, 3, &net, 0, &p);
 	assert_int_equal(p.tail[2], 0);
