@@ -95,6 +95,9 @@ float dev_half_to_float(uint16_t h);
 uint16_t dev_float_to_half(float f); /* round to nearest even */
 float dev_bf16_to_float(uint16_t b);
 uint16_t dev_float_to_bf16(float f); /* round to nearest even */
+/* The same over n elements (vectorized; d and s must not overlap). */
+void dev_bf16_to_float_n(float *d, const uint16_t *s, size_t n);
+void dev_float_to_bf16_n(uint16_t *d, const float *s, size_t n);
 
 /* Store the value v (as double) at element i of buf of type t (saturating
  * conversion for integers), and read element i back as double. */

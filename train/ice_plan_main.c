@@ -5,7 +5,8 @@
  *
  *   ice-plan --model M.yaml --profiles P.yaml --devices NAME,NAME*COUNT,...
  *            [--scheme dp|pp|both] [--pp-schedule zb|1f1b] [--busbw GBPS] [--p2p GBPS]
- *            [--lat 50us] [--overlap X] [--optimizer sharded|replicated]
+ *            [--lat 50us] [--overlap X] [--optimizer sharded|replicated] [--grad-dtype fp32|bf16]
+ *            [--param-dtype fp32|bf16]
  *            [--cores X,Y,... --cpu-ar-ns X --cpu-p2p-ns X --cpu-msg-us X] [--json]
  *
  * Exit: 0 done, 1 run-time failure, 2 bad configuration.
@@ -28,6 +29,8 @@ static const char *const scheme_names[] = {"dp", "pp", "both", NULL};
 static const char *const pp_sched_names[] = {"zb", "1f1b", NULL};
 /* in the order of enum trn_optim */
 static const char *const optim_names[] = {"sharded", "replicated", NULL};
+/* in the order of enum trn_grad */
+static const char *const grad_names[] = {"fp32", "bf16", NULL};
 
 struct plan_cfg {
 	char model[512];
@@ -36,6 +39,8 @@ struct plan_cfg {
 	int scheme;
 	int pp_sched; /* enum trn_pp_sched */
 	int optim;    /* enum trn_optim */
+	int grad;     /* enum trn_grad: gradients */
+	int param;    /* enum trn_grad: sharded weights */
 	double busbw, p2p, overlap;
 	uint64_t lat_ns;
 	char cores[1024];	      /* --cores: per device, or one for all ("" = not priced) */
@@ -77,6 +82,10 @@ static const struct ice_cfg_field plan_fields[] = {
 		  "the layer-by-layer chunks (tails) give, as ice-train runs them)"),
 	F("optimizer", ICE_CFG_ENUM, optim, .choices = optim_names,
 	  .help = "DP optimizer step: sharded by memory bandwidth (default) or replicated"),
+	F("grad_dtype", ICE_CFG_ENUM, grad, .choices = grad_names,
+	  .help = "DP: the type gradients are reduced in (default fp32)"),
+	F("param_dtype", ICE_CFG_ENUM, param, .choices = grad_names,
+	  .help = "sharded DP: the type weights are all-gathered in (default fp32)"),
 	F("cores", ICE_CFG_STRING, cores, .size = 1024,
 	  .help = "CPU cores each device's rank may use, in --devices order (X,Y,... or one X "
 		  "for all; ice-train reads them from the kernel): the predictor prices the "
@@ -210,6 +219,8 @@ static int plan_finish(void *obj, const char *path, struct ice_cfg_err *err)
 	if (n < 0)
 		return n;
 	c->m.optim = c->optim;
+	c->m.grad = c->grad;
+	c->m.param = c->param;
 	n = trn_profiles_load(c->profiles, c->prof, TRN_MAX_DEVICES, err);
 	if (n == -ENOENT)
 		return ice_cfg_fail(err, path, "profiles", "cannot read '%s': %s", c->profiles,
@@ -387,7 +398,10 @@ static void print_dp(const struct plan_cfg *c, const struct trn_dp_plan *p,
 	printf("\ndata parallel (gradient all-reduce of %.2f MB in %d KiB buckets; tail: "
 	       "micro-batches a chunk runs layer by layer)\n",
 	       trn_model_param_bytes(&c->m) / 1e6, c->m.bucket_kb);
-	printf("  optimizer step %s (update_s)\n", trn_optim_name(c->m.optim));
+	printf("  optimizer step %s (update_s), gradients reduced in %s, weights gathered in "
+	       "%s\n",
+	       trn_optim_name(c->m.optim), trn_grad_name(c->m.grad),
+	       c->m.optim == TRN_OPTIM_SHARDED ? trn_grad_name(c->m.param) : "(none)");
 	printf("  %-3s %-15s | %-33s | %-33s\n", "dev", "profile", "planner", "even");
 	printf("  %-3s %-15s | %8s %10s %8s %4s | %8s %10s %8s %4s\n", "", "", "samples",
 	       "compute_s", "update_s", "tail", "samples", "compute_s", "update_s", "tail");
@@ -495,6 +509,8 @@ static json_t *json_dp(const struct plan_cfg *c, const struct trn_dp_plan *p)
 	json_object_set_new(o, "contention_s", contention_json(p->contention_s, p->ndev));
 	json_object_set_new(o, "update_s", us);
 	json_object_set_new(o, "optimizer", json_string(trn_optim_name(c->m.optim)));
+	json_object_set_new(o, "grad_dtype", json_string(trn_grad_name(c->m.grad)));
+	json_object_set_new(o, "param_dtype", json_string(trn_grad_name(c->m.param)));
 	json_object_set_new(o, "tail_micro_batches", t);
 	json_object_set_new(o, "overlap", json_real(p->overlap));
 	json_object_set_new(o, "comm_s", json_real(p->comm_s));
@@ -609,6 +625,7 @@ int main(int argc, char **argv)
 			"NAME,NAME*COUNT,... [--scheme dp|pp|both] [--pp-schedule zb|1f1b] "
 			"[--busbw GBPS] [--p2p GBPS] "
 			"[--lat 50us] [--overlap X] [--optimizer sharded|replicated] "
+			"[--grad-dtype fp32|bf16] [--param-dtype fp32|bf16] "
 			"[--cores X,Y,... --cpu-ar-ns X --cpu-p2p-ns X --cpu-msg-us X] [--json]",
 		.fields = plan_fields,
 		.nfields = NFIELDS,

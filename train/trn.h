@@ -75,6 +75,8 @@ struct trn_model {
 	int micro_batch;  /* samples per micro-batch (pipeline and DP unit) */
 	int bucket_kb;	  /* DP gradient all-reduce bucket size, KiB (default 4096) */
 	int optim;	  /* enum trn_optim; not in the file (TRN_OPTIM_SHARDED) */
+	int grad;	  /* enum trn_grad, gradients; not in the file (TRN_GRAD_FP32) */
+	int param;	  /* enum trn_grad, sharded weights; not in the file (fp32) */
 };
 
 /* How data-parallel ranks take the optimizer step (SGD: read weight and
@@ -92,6 +94,29 @@ enum trn_optim {
 
 const char *trn_optim_name(int o);     /* "sharded", "replicated" */
 int trn_optim_parse(const char *name); /* the enum, or -EINVAL */
+
+/* The types DP ranks exchange (like FSDP's reduce_dtype and param_dtype).
+ * The optimizer step stays fp32 either way.
+ *   grad: with bf16 a bucket's gradient is rounded to bf16 (round to
+ *     nearest even) for its reduction, which sums in bf16, and its reduced
+ *     part widened back before the update. Halves the reduce-scatter (or
+ *     the replicated all-reduce).
+ *   param (sharded only): with bf16 each rank keeps the fp32 master of its
+ *     own part of the weights, updates it, and all-gathers it rounded to
+ *     bf16; every rank computes on the gathered weights (its own part
+ *     rounded too), so the weights the ranks compute on stay identical.
+ *     Halves the all-gather.
+ * Both bf16: the sharded step moves half of fp32's bytes. */
+enum trn_grad {
+	TRN_GRAD_FP32 = 0,
+	TRN_GRAD_BF16,
+};
+const char *trn_grad_name(int g); /* "fp32", "bf16" */
+/* Bytes a DP step moves over what it moves in fp32: 1 in fp32; replicated
+ * with bf16 gradients 1/2; sharded, half a share for each of the
+ * reduce-scatter and all-gather, halved in bf16 (3/4 with one of them,
+ * 1/2 with both). */
+double trn_grad_wire_share(const struct trn_model *m);
 
 /* A model file (YAML):
  *   model:
@@ -127,7 +152,8 @@ struct trn_net {
 	 * rank's threads may use (0: not priced, the communication costs no
 	 * compute time) and the CPU seconds its communication progress takes
 	 * per byte: of gradient all-reduced (DP; the sharded reduce-scatter
-	 * and all-gather move the same bytes), and per byte sent or received
+	 * and all-gather move the same bytes; bf16 gradients fewer of them,
+	 * trn_grad_wire_share), and per byte sent or received
 	 * point to point (PP: with the checksum a host stage's communication
 	 * thread computes over every byte it sends and receives), and per
 	 * message sent or received point to point beyond its bytes (PP:

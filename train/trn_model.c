@@ -257,6 +257,19 @@ const char *trn_optim_name(int o)
 	return o == TRN_OPTIM_REPLICATED ? "replicated" : "sharded";
 }
 
+const char *trn_grad_name(int g)
+{
+	return g == TRN_GRAD_BF16 ? "bf16" : "fp32";
+}
+
+double trn_grad_wire_share(const struct trn_model *m)
+{
+	double g = m->grad == TRN_GRAD_BF16 ? 0.5 : 1.0;
+	double w = m->param == TRN_GRAD_BF16 ? 0.5 : 1.0;
+
+	return m->optim == TRN_OPTIM_REPLICATED ? g : (g + w) / 2;
+}
+
 int trn_optim_parse(const char *name)
 {
 	if (name != NULL && strcmp(name, "sharded") == 0)

@@ -164,22 +164,23 @@ static double dp_update_s(const struct trn_model *m, const struct trn_profile *d
 }
 
 /*
- * One bucket over n devices. All-reduce (ring): 2(n-1)/n * bytes / busbw +
- * alpha. Sharded: a reduce-scatter and an all-gather with parts of
- * different sizes; each ring step waits for the largest part, so the pair
- * takes 2(n-1) * max share * bytes / busbw (n * max share times the
- * all-reduce: 10/7 for parts of 5/7 and 2/7) and two alphas.
+ * One bucket of bytes of fp32 gradient over n devices. All-reduce (ring):
+ * 2(n-1)/n * bytes / busbw + alpha. Sharded: a reduce-scatter and an
+ * all-gather with parts of different sizes; each ring step waits for the
+ * largest part, so the pair takes 2(n-1) * max share * bytes / busbw (n *
+ * max share times the all-reduce: 10/7 for parts of 5/7 and 2/7) and two
+ * alphas. Gradients in bf16 move fewer bytes (trn_grad_wire_share).
  */
 static double bucket_time(double bytes, const struct trn_model *m, const struct trn_profile *dev,
 			  int n, const struct trn_net *net)
 {
-	double mx = 0;
+	double mx = 0, wire = bytes * trn_grad_wire_share(m);
 
 	if (m->optim == TRN_OPTIM_REPLICATED || n == 1)
-		return 2.0 * (n - 1) / n * bytes / (net->busbw_gbps * 1e9) + net->lat_s;
+		return 2.0 * (n - 1) / n * wire / (net->busbw_gbps * 1e9) + net->lat_s;
 	for (int i = 0; i < n; i++)
 		mx = fmax(mx, dp_share(m, dev, n, i));
-	return 2.0 * (n - 1) * mx * bytes / (net->busbw_gbps * 1e9) + 2 * net->lat_s;
+	return 2.0 * (n - 1) * mx * wire / (net->busbw_gbps * 1e9) + 2 * net->lat_s;
 }
 
 /* The gradient's buckets, none of it hidden; *last: its last bucket.
@@ -238,7 +239,7 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
 		maxc = maxcu = 0;
 		for (int i = 0; i < ndev; i++) {
 			double cpu = net->cpu_ar_s[i] * trn_model_param_bytes(m) *
-				     (all > 0 ? hidden / all : 0);
+				     trn_grad_wire_share(m) * (all > 0 ? hidden / all : 0);
 
 			p->contention_s[i] = trn_cpu_contention_s(
 				net->cores[i], trn_compute_cores(&dev[i], net->cores[i]), hidden,

@@ -396,6 +396,33 @@ static void test_bf16_known(void **state)
 	assert_true(isnan(dev_bf16_to_float(dev_float_to_bf16(NAN))));
 }
 
+/* The block conversions (ice-train's bf16 gradients) give the scalar ones'
+ * bits on every element, past the vector width and at an odd length. */
+static void test_bf16_blocks(void **state)
+{
+	enum { N = 1037 };
+	static float f[N], back[N];
+	static uint16_t b[N];
+
+	(void)state;
+	for (int i = 0; i < N; i++)
+		f[i] = ldexpf((float)(i * 2654435761u % 100003u) - 50000.0f, i % 40 - 30);
+	f[3] = INFINITY;
+	f[4] = NAN;
+	f[5] = -0.0f;
+	dev_float_to_bf16_n(b, f, N);
+	dev_bf16_to_float_n(back, b, N);
+	for (int i = 0; i < N; i++) {
+		uint32_t x, y;
+		float want = dev_bf16_to_float(b[i]);
+
+		assert_int_equal(b[i], dev_float_to_bf16(f[i]));
+		memcpy(&x, &back[i], 4);
+		memcpy(&y, &want, 4);
+		assert_int_equal(x, y);
+	}
+}
+
 /* Every half and bf16 pattern: value matches the IEEE definition, and
  * converting back gives the same pattern (NaN: a NaN). */
 static void test_16bit_exhaustive(void **state)
@@ -643,6 +670,7 @@ int main(void)
 		cmocka_unit_test(test_float_nan_inf),
 		cmocka_unit_test(test_half_known),
 		cmocka_unit_test(test_bf16_known),
+		cmocka_unit_test(test_bf16_blocks),
 		cmocka_unit_test(test_16bit_exhaustive),
 		cmocka_unit_test(test_16bit_rounding_sweep),
 		cmocka_unit_test(test_elem_set_get),

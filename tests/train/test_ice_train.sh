@@ -16,6 +16,10 @@
 #     writes every rank's events (F, B and W of every micro-batch);
 #   - pipeline parallel, zero bubble against 1F1B on the same split: the
 #     same weights at the end, bit for bit;
+#   - gradients reduced in bf16 (--grad-dtype): identical weights on the
+#     ranks and in both optimizer modes, not those of fp32; weights
+#     gathered in bf16 too (--param-dtype): identical on the ranks; refused
+#     for PP, --param-dtype for the replicated optimizer;
 #   - data parallel with a CUDA rank on the runtime double and a CPU rank,
 #     both optimizer modes: the same weights on both ranks and in both;
 #   - --json gives one valid JSON object with the figures, with --repeat
@@ -80,34 +84,84 @@ w_rep=$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dp-rep")
 [ "$w_auto" = "$w_rep" ] ||
 	fail "dp: sharded and replicated optimizer end with different weights ('$w_auto' / '$w_rep')"
 
+echo "## dp, gradients reduced in bf16, both optimizer modes"
+# rounded to bf16 and summed so in either mode (two ranks: one rounding of
+# the sum), widened back for the fp32 update: identical weights on both
+# ranks and in both modes, not those of fp32
+for o in sharded replicated; do
+	train "dp-bf16-$o" 120 --scheme dp --split plan --steps 2 --warmup 1 --optimizer $o \
+		--grad-dtype bf16
+	grep -q 'weights identical on all 2 ranks: yes' "$TMP/dp-bf16-$o" ||
+		fail "dp --grad-dtype bf16 --optimizer $o: weights differ between the ranks"
+	grep -Eq "optimizer step: $o, .* gradients reduced in bf16" "$TMP/dp-bf16-$o" ||
+		fail "dp --grad-dtype bf16 --optimizer $o: no bf16 line"
+done
+w_b16=$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dp-bf16-sharded")
+[ -n "$w_b16" ] && [ "$w_b16" = "$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dp-bf16-replicated")" ] ||
+	fail "dp --grad-dtype bf16: sharded and replicated end with different weights"
+[ "$w_b16" != "$w_auto" ] || fail "dp --grad-dtype bf16: the weights of fp32 (bf16 not used?)"
+# the weights gathered in bf16 too: each rank updates its fp32 master part,
+# all compute on the gathered rounded weights, identical on both ranks
+train dp-bf16-w 120 --scheme dp --split plan --steps 2 --warmup 1 --grad-dtype bf16 \
+	--param-dtype bf16
+grep -q 'weights identical on all 2 ranks: yes' "$TMP/dp-bf16-w" ||
+	fail "dp --param-dtype bf16: weights differ between the ranks"
+grep -Eq 'gradients reduced in bf16, weights gathered in bf16' "$TMP/dp-bf16-w" ||
+	fail "dp --param-dtype bf16: no bf16 line"
+[ "$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dp-bf16-w")" != "$w_b16" ] ||
+	fail "dp --param-dtype bf16: the weights of --grad-dtype bf16 alone (not gathered in bf16?)"
+"$TRAIN" "${COMMON[@]}" --scheme dp --optimizer replicated --param-dtype bf16 >"$TMP/rep-w16" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] && grep -q 'sharded optimizer only' "$TMP/rep-w16" ||
+	fail "dp replicated --param-dtype bf16: expected exit 2, got $rc: $(cat "$TMP/rep-w16")"
+"$TRAIN" "${COMMON[@]}" --scheme pp --grad-dtype bf16 >"$TMP/pp-bf16" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] && grep -q 'data parallel only' "$TMP/pp-bf16" ||
+	fail "pp --grad-dtype bf16: expected exit 2 and 'data parallel only', got $rc: $(cat "$TMP/pp-bf16")"
+
 echo "## dp with a CUDA rank (the runtime double, tests/device/fake_devrt.c) and a CPU rank"
 # the device rank's gradient goes through host memory for the sharded
-# reduce-scatter and its weights come back after the all-gather: the same
-# weights on both ranks and in both optimizer modes
+# reduce-scatter (and for any bf16 reduction) and its weights come back
+# after the all-gather: the same weights on both ranks and in both
+# optimizer modes, in fp32 and in bf16
 if [ -n "${ICE_FAKE_CUDA_LIB:-}" ]; then
 	cat >"$TMP/fake.yaml" <<'EOF'
 devices:
   - {name: fgpu, kind: cuda, gflops: 10, mem_gbps: 20, h2d_gbps: 5, d2h_gbps: 5, reduce_gbps: 5}
   - {name: cpu, kind: host, gflops: 10, mem_gbps: 10, h2d_gbps: 5, d2h_gbps: 5, reduce_gbps: 5}
 EOF
-	for o in sharded replicated; do
+	built=1
+	for g in fp32 bf16; do
+		for o in sharded replicated; do
+			ICE_CUDA_LIB=$ICE_FAKE_CUDA_LIB timeout 120 "$TRAIN" --model "$MODEL" \
+				--profiles "$TMP/fake.yaml" --devices fgpu,cpu --scheme dp --steps 1 \
+				--warmup 1 --optimizer $o --grad-dtype $g >"$TMP/dev-$o-$g" 2>&1
+			rc=$?
+			tail -n 3 "$TMP/dev-$o-$g"
+			if [ "$rc" -eq 2 ] && grep -q 'not built in' "$TMP/dev-$o-$g"; then
+				echo "(the CUDA backend is not built: skipped)"
+				built=0
+				break 2
+			fi
+			[ "$rc" -eq 0 ] || fail "dp fgpu,cpu --optimizer $o --grad-dtype $g exited $rc"
+			grep -q 'weights identical on all 2 ranks: yes' "$TMP/dev-$o-$g" ||
+				fail "dp fgpu,cpu --optimizer $o --grad-dtype $g: weights differ between the ranks"
+		done
+		[ "$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dev-sharded-$g")" = \
+			"$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dev-replicated-$g")" ] ||
+			fail "dp fgpu,cpu --grad-dtype $g: sharded and replicated end with different weights"
+	done
+	if [ "$built" = 1 ]; then
+		[ "$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dev-sharded-fp32")" != \
+			"$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dev-sharded-bf16")" ] ||
+			fail "dp fgpu,cpu --grad-dtype bf16: the weights of fp32 (bf16 not used?)"
+		# the weights gathered in bf16 into the device's memory
 		ICE_CUDA_LIB=$ICE_FAKE_CUDA_LIB timeout 120 "$TRAIN" --model "$MODEL" \
 			--profiles "$TMP/fake.yaml" --devices fgpu,cpu --scheme dp --steps 1 \
-			--warmup 1 --optimizer $o >"$TMP/dev-$o" 2>&1
-		rc=$?
-		tail -n 3 "$TMP/dev-$o"
-		if [ "$rc" -eq 2 ] && grep -q 'not built in' "$TMP/dev-$o"; then
-			echo "(the CUDA backend is not built: skipped)"
-			break
-		fi
-		[ "$rc" -eq 0 ] || fail "dp fgpu,cpu --optimizer $o exited $rc"
-		grep -q 'weights identical on all 2 ranks: yes' "$TMP/dev-$o" ||
-			fail "dp fgpu,cpu --optimizer $o: weights differ between the ranks"
-	done
-	if [ -s "$TMP/dev-replicated" ]; then
-		[ "$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dev-sharded")" = \
-			"$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dev-replicated")" ] ||
-			fail "dp fgpu,cpu: sharded and replicated end with different weights"
+			--warmup 1 --grad-dtype bf16 --param-dtype bf16 >"$TMP/dev-w16" 2>&1 ||
+			fail "dp fgpu,cpu --param-dtype bf16 failed: $(cat "$TMP/dev-w16")"
+		grep -q 'weights identical on all 2 ranks: yes' "$TMP/dev-w16" ||
+			fail "dp fgpu,cpu --param-dtype bf16: weights differ between the ranks"
 	fi
 fi
 

@@ -967,6 +967,63 @@ static void test_predict_dp_contention(void **state)
 	assert_true(q.contention_s[1] > 0);
 }
 
+/* DP gradients in bf16: the replicated all-reduce moves half the bytes,
+ * the sharded step's reduce-scatter half (all-gather in fp32: 3/4 of
+ * them; weights gathered in bf16 too: half), and the hidden part's CPU
+ * shrinks alike. */
+static void test_predict_dp_bf16(void **state)
+{
+	struct trn_profile d[2];
+	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 1, .lat_s = 1e-3, .overlap = 0};
+	struct trn_dp_plan p = {.samples = {8, 4}};
+	double fp32;
+
+	(void)state;
+	devs(d, (double[]){2, 1}, 2);
+	model_square(1, 1000, 12, 1);
+	m.bucket_kb = 1024;
+	/* replicated, no overlap: 4 buckets, 4e6 B in fp32 */
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	fp32 = p.comm_s;
+	assert_near(fp32, 4e6 / 1e9 + 4 * 1e-3);
+	m.grad = TRN_GRAD_BF16;
+	assert_near(trn_grad_wire_share(&m), 0.5);
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.comm_s, 2e6 / 1e9 + 4 * 1e-3);
+	/* sharded, even shards (no memory bandwidth stated): RS + AG of 1/2
+	 * each, 2 * 1/2 * bytes, two alphas a bucket; bf16: 3/4 of the bytes */
+	m.optim = TRN_OPTIM_SHARDED;
+	assert_near(trn_grad_wire_share(&m), 0.75);
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.comm_s, 0.75 * 4e6 / 1e9 + 8 * 1e-3);
+	/* the weights gathered in bf16 too: half; alone, 3/4 */
+	m.param = TRN_GRAD_BF16;
+	assert_near(trn_grad_wire_share(&m), 0.5);
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.comm_s, 0.5 * 4e6 / 1e9 + 8 * 1e-3);
+	m.grad = TRN_GRAD_FP32;
+	assert_near(trn_grad_wire_share(&m), 0.75);
+	m.optim = TRN_OPTIM_REPLICATED; /* gathers no weights */
+	assert_near(trn_grad_wire_share(&m), 1);
+	m.optim = TRN_OPTIM_SHARDED;
+	m.param = TRN_GRAD_FP32;
+	assert_near(trn_grad_wire_share(&m), 1);
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.comm_s, 4e6 / 1e9 + 8 * 1e-3);
+	/* the hidden part's CPU on a one-core rank: 3/4 of fp32's */
+	net.overlap = 1;
+	net.cores[0] = net.cores[1] = 1;
+	net.cpu_ar_s[0] = net.cpu_ar_s[1] = 2e-9;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	fp32 = p.contention_s[1];
+	assert_true(fp32 > 0);
+	m.grad = TRN_GRAD_BF16;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_true(p.contention_s[1] < fp32);
+	assert_string_equal(trn_grad_name(TRN_GRAD_BF16), "bf16");
+	assert_string_equal(trn_grad_name(TRN_GRAD_FP32), "fp32");
+}
+
 /* PP: each F and B pays its messages' CPU where the stage has no spare
  * core. Fails if the contention term is removed. */
 static void test_predict_pp_contention(void **state)
@@ -1171,6 +1228,7 @@ int main(void)
 		cmocka_unit_test(test_pp_update),
 		cmocka_unit_test(test_cpu_contention),
 		cmocka_unit_test(test_predict_dp_contention),
+		cmocka_unit_test(test_predict_dp_bf16),
 		cmocka_unit_test(test_predict_pp_contention),
 		cmocka_unit_test(test_predict_pp_msg_cpu),
 		cmocka_unit_test(test_speed_from_steps),

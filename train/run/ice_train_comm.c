@@ -33,10 +33,77 @@
 
 /* ---- communication thread ------------------------------------------------ */
 
+/* A replicated DP bucket with gradients in bf16 (trn_grad): on host
+ * memory, rounded to bf16, all-reduced so, widened back. */
+static int allreduce_bf16(struct itr_cthread *t, struct itr_cop *op)
+{
+	const struct dev_mem_ops *o = tp_dev_comm_ops(t->d);
+	int ret = op->hbuf != op->buf ? o->to_host(op->hbuf, op->buf, op->count * 4) : 0;
+
+	if (ret < 0)
+		return ret;
+	dev_float_to_bf16_n(op->half, op->hbuf, op->count);
+	ret = tp_allreduce(t->c, op->half, op->half, op->count, DEV_BFLOAT16, DEV_SUM);
+	if (ret < 0)
+		return ret;
+	dev_bf16_to_float_n(op->hbuf, op->half, op->count);
+	return op->hbuf != op->buf ? o->from_host(op->buf, op->hbuf, op->count * 4) : 0;
+}
+
+/* A sharded DP bucket's reduce-scatter: the gradient on host memory (a
+ * device rank's copied there), reduced in place, this rank's shard ending
+ * at hbuf + mine; in bf16 (half): rounded, reduced so, the shard widened
+ * back. */
+static int reduce_scatter(struct itr_cthread *t, struct itr_cop *op)
+{
+	size_t n = op->counts[tp_comm_rank(t->c)];
+	int ret = 0;
+
+	if (op->hbuf != op->buf)
+		ret = tp_dev_comm_ops(t->d)->to_host(op->hbuf, op->buf, op->count * 4);
+	if (ret < 0)
+		return ret;
+	if (op->half == NULL)
+		return tp_reduce_scatter_v(t->c, op->hbuf, op->hbuf + op->mine, op->counts,
+					   DEV_FLOAT32, DEV_SUM);
+	dev_float_to_bf16_n(op->half, op->hbuf, op->count);
+	ret = tp_reduce_scatter_v(t->c, op->half, op->half + op->mine, op->counts, DEV_BFLOAT16,
+				  DEV_SUM);
+	if (ret == 0)
+		dev_bf16_to_float_n(op->hbuf + op->mine, op->half + op->mine, n);
+	return ret;
+}
+
+/* A sharded DP bucket's all-gather: the owners' updated weights on the
+ * host master copy (hbuf), then to the device; in bf16 (half): each
+ * owner's part rounded, gathered so, widened into the weights the rank
+ * computes on (hout, its host copy), its own part too, so the ranks'
+ * weights stay identical while each keeps its fp32 master part. */
+static int all_gather(struct itr_cthread *t, struct itr_cop *op)
+{
+	size_t n = op->counts[tp_comm_rank(t->c)];
+	float *out = op->half != NULL ? op->hout : op->hbuf;
+	int ret;
+
+	if (op->half == NULL) {
+		ret = tp_allgather_v(t->c, op->hbuf + op->mine, op->hbuf, op->counts, DEV_FLOAT32);
+	} else {
+		dev_float_to_bf16_n(op->half + op->mine, op->hbuf + op->mine, n);
+		ret = tp_allgather_v(t->c, op->half + op->mine, op->half, op->counts, DEV_BFLOAT16);
+		if (ret == 0)
+			dev_bf16_to_float_n(out, op->half, op->count);
+	}
+	if (ret == 0 && out != op->buf)
+		ret = tp_dev_comm_ops(t->d)->from_host(op->buf, out, op->count * 4);
+	return ret;
+}
+
 static int cop_run(struct itr_cthread *t, struct itr_cop *op)
 {
 	switch (op->kind) {
 	case COP_ALLREDUCE:
+		if (op->half != NULL)
+			return allreduce_bf16(t, op);
 		return tp_dev_allreduce(t->d, op->buf, op->buf, op->count, DEV_FLOAT32, DEV_SUM,
 					TP_STAGE_AUTO);
 	case COP_SEND:
@@ -44,26 +111,9 @@ static int cop_run(struct itr_cthread *t, struct itr_cop *op)
 	case COP_RECV:
 		return tp_dev_sendrecv(t->d, NULL, -1, op->buf, op->peer, op->count, DEV_FLOAT32);
 	case COP_RS:
-		/* the gradient to host memory (device ranks), reduced in
-		 * place there: this rank's shard ends at hbuf + mine */
-		if (op->hbuf != op->buf) {
-			int ret = tp_dev_comm_ops(t->d)->to_host(op->hbuf, op->buf, op->count * 4);
-
-			if (ret < 0)
-				return ret;
-		}
-		return tp_reduce_scatter_v(t->c, op->hbuf, op->hbuf + op->mine, op->counts,
-					   DEV_FLOAT32, DEV_SUM);
-	case COP_AG: {
-		/* the owners' updated weights on the host master copy, then
-		 * to the device */
-		int ret = tp_allgather_v(t->c, op->hbuf + op->mine, op->hbuf, op->counts,
-					 DEV_FLOAT32);
-
-		if (ret == 0 && op->hbuf != op->buf)
-			ret = tp_dev_comm_ops(t->d)->from_host(op->buf, op->hbuf, op->count * 4);
-		return ret;
-	}
+		return reduce_scatter(t, op);
+	case COP_AG:
+		return all_gather(t, op);
 	case COP_OOB_MAX: {
 		int ret = 0;
 

@@ -40,6 +40,9 @@ struct itr_cop {
 	double *dv;	      /* OOB_MAX: the values */
 	const size_t *counts; /* RS, AG: every rank's shard of buf */
 	size_t mine;	      /* RS, AG: where this rank's shard starts in buf */
+	uint16_t *half;	      /* RS, ALLREDUCE, AG: in bf16 here (NULL: fp32) */
+	float *hout;	      /* AG in bf16: the gathered weights' host copy (== buf
+			       * on host memory; hbuf is the fp32 master) */
 	int ret;
 	int tag;	/* the micro-batch, for the trace */
 	bool hash;	/* the communication thread hashes buf (host memory): a
@@ -124,7 +127,11 @@ struct itr_rank {
 	float **wm;	     /* host master copy (== w on host memory; in wmblk) */
 	float *wblk, *wmblk; /* all weights, laid out as grad (goff) */
 	float *grad;
-	float *gh; /* host copy of grad for the update (== grad on host memory) */
+	float *gh;     /* host copy of grad for the update (== grad on host memory) */
+	uint16_t *g16; /* DP, gradients in bf16 (trn_grad): gh's bf16 staging */
+	uint16_t *w16; /* sharded DP, weights in bf16: the all-gather's staging */
+	float *wh;     /* sharded DP, weights in bf16: host copy of wblk (== wblk
+			* on host memory; wmblk is then apart, the master) */
 	size_t *goff;
 	size_t nparam;
 	struct itr_bucket *bk;

@@ -51,6 +51,7 @@ struct opts {
 	int dp_tail;	    /* 0: auto */
 	int refine;	    /* --refine N: 0, or warm-up steps to refine the prediction from */
 	int optim;	    /* enum trn_optim */
+	int grad, param;    /* enum trn_grad */
 	double lr, overlap; /* overlap < 0: from the schedule */
 	double replan;	    /* re-plan threshold (0: never) */
 	uint32_t seed;
@@ -63,6 +64,7 @@ static const char *const scheme_names[] = {"dp", "pp", NULL};
 static const char *const split_names[] = {"plan", "even", NULL};
 static const char *const sched_names[] = {"zb", "1f1b", NULL};
 static const char *const optim_names[] = {"sharded", "replicated", NULL};
+static const char *const grad_names[] = {"fp32", "bf16", NULL};
 
 static int set_lr(const struct ice_cfg_field *f, void *obj, const char *text, char *msg, size_t len)
 {
@@ -126,6 +128,13 @@ static const struct ice_cfg_field train_fields[] = {
 	  .help = "DP: each rank updates a part of the weights sized\nby its memory bandwidth "
 		  "(reduce-scatter, update,\nall-gather; default), or all of them after an\n"
 		  "all-reduce"),
+	F("grad_dtype", ICE_CFG_ENUM, grad, .choices = grad_names,
+	  .help = "DP: the type gradients are reduced in (default\nfp32); bf16 halves the "
+		  "reduce-scatter's bytes,\nthe update stays fp32"),
+	F("param_dtype", ICE_CFG_ENUM, param, .choices = grad_names,
+	  .help = "sharded DP: the type weights are all-gathered\nand computed on (default "
+		  "fp32); bf16 halves the\nall-gather's bytes, each rank keeps the fp32\nmaster "
+		  "of its own part"),
 	F("overlap", ICE_CFG_DOUBLE, overlap, .min = 0, .max = 1,
 	  .help = "share of backward the predictor may hide the DP\nall-reduce behind (default: "
 		  "the tail's)"),
@@ -669,6 +678,20 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	model.optim = o.optim;
+	model.grad = o.grad;
+	model.param = o.param;
+	if ((o.grad != TRN_GRAD_FP32 || o.param != TRN_GRAD_FP32) && o.scheme != ITR_DP) {
+		fprintf(stderr,
+			"ice-train: --%s bf16: data parallel only (a pipeline exchanges "
+			"no gradients or weights)\n",
+			o.grad != TRN_GRAD_FP32 ? "grad-dtype" : "param-dtype");
+		return 2;
+	}
+	if (o.param != TRN_GRAD_FP32 && o.optim != TRN_OPTIM_SHARDED) {
+		fprintf(stderr, "ice-train: --param-dtype bf16: the sharded optimizer only (the "
+				"replicated one all-gathers no weights)\n");
+		return 2;
+	}
 	ndev = parse_devices(o.devices, prof, np, idx);
 	if (check_model(o.model_path, &model, o.scheme, ndev) < 0)
 		return 2;

@@ -140,6 +140,7 @@ static int setup_params(struct itr_rank *k)
 	const struct trn_model *m = k->m;
 	size_t bucket = (size_t)(m->bucket_kb > 0 ? m->bucket_kb : 4096) * 1024;
 	size_t off = 0, start = 0;
+	bool w16;
 
 	k->w = calloc((size_t)k->nl, sizeof(*k->w));
 	k->wm = calloc((size_t)k->nl, sizeof(*k->wm));
@@ -174,19 +175,40 @@ static int setup_params(struct itr_rank *k)
 	k->hscratch = malloc(k->hscratch_len * 4);
 	if (k->hscratch == NULL)
 		return -ENOMEM;
+	w16 = k->sharded && m->param == TRN_GRAD_BF16;
 	k->wblk = itr_dev_alloc(k, k->nparam * 4);
-	k->wmblk = k->host ? k->wblk : malloc(k->nparam * 4);
+	/* the fp32 master copy: on host memory the weights themselves,
+	 * unless they are gathered in bf16 (then computed on rounded) */
+	k->wmblk = k->host && !w16 ? k->wblk : malloc(k->nparam * 4);
 	k->grad = itr_dev_alloc(k, k->nparam * 4);
 	k->gh = k->host ? k->grad : malloc(k->nparam * 4);
 	if (k->wblk == NULL || k->wmblk == NULL || k->grad == NULL || k->gh == NULL)
 		return -ENOMEM;
+	/* DP gradients or weights in bf16: their staging */
+	if (k->job->scheme == ITR_DP && k->n > 1 && m->grad == TRN_GRAD_BF16) {
+		k->g16 = malloc(k->nparam * sizeof(*k->g16));
+		if (k->g16 == NULL)
+			return -ENOMEM;
+	}
+	if (w16) {
+		k->w16 = malloc(k->nparam * sizeof(*k->w16));
+		k->wh = k->host ? k->wblk : malloc(k->nparam * 4);
+		if (k->w16 == NULL || k->wh == NULL)
+			return -ENOMEM;
+	}
 	for (int j = 0; j < k->nl; j++) {
 		k->w[j] = k->wblk + k->goff[j];
 		k->wm[j] = k->wmblk + k->goff[j];
 		rng_fill(k->wm[j], (size_t)itr_lin(k, j) * (size_t)itr_lout(k, j), k->job->seed,
 			 1000 + (uint64_t)(k->l0 + j), (float)sqrt(3.0 / itr_lin(k, j)));
 	}
-	if (!k->host && k->ops->from_host(k->wblk, k->wmblk, k->nparam * 4) < 0)
+	/* every rank computes on the weights rounded to bf16 from the start,
+	 * as the all-gathers leave them */
+	if (w16) {
+		dev_float_to_bf16_n(k->w16, k->wmblk, k->nparam);
+		dev_bf16_to_float_n(k->wh, k->w16, k->nparam);
+	}
+	if (!k->host && k->ops->from_host(k->wblk, w16 ? k->wh : k->wmblk, k->nparam * 4) < 0)
 		return -EIO;
 	return 0;
 }
@@ -316,18 +338,24 @@ static void free_params(struct itr_rank *k)
 {
 	const struct dev_mem_ops *o = k->ops;
 
-	o->free(k->wblk);
-	if (!k->host) {
+	if (k->wmblk != k->wblk)
 		free(k->wmblk);
+	if (k->wh != k->wblk)
+		free(k->wh);
+	if (k->gh != k->grad)
 		free(k->gh);
-	}
+	o->free(k->wblk);
 	o->free(k->grad);
+	free(k->g16);
+	free(k->w16);
 	free(k->hscratch);
 	free(k->w);
 	free(k->wm);
 	free(k->goff);
 	free(k->bk);
 	k->wblk = k->wmblk = k->grad = k->gh = k->hscratch = NULL;
+	k->g16 = k->w16 = NULL;
+	k->wh = NULL;
 	k->w = k->wm = NULL;
 	k->goff = NULL;
 	k->bk = NULL;

@@ -294,7 +294,10 @@ void itr_print_job(const struct job_out *jo)
 		printf("   optimizer step: %s, predicted", trn_optim_name(j->model.optim));
 		for (int r = 0; r < j->ndev; r++)
 			printf(" %.4f", res->dp.update_s[r]);
-		printf(" s per rank\n");
+		printf(" s per rank; gradients reduced in %s", trn_grad_name(j->model.grad));
+		if (j->model.optim == TRN_OPTIM_SHARDED)
+			printf(", weights gathered in %s", trn_grad_name(j->model.param));
+		printf("\n");
 	}
 	printf("   step: median %.4f s, mean %.4f s over %d steps (after %d warm-up); "
 	       "throughput %.2f samples/s\n",
@@ -526,8 +529,11 @@ void itr_print_json(const struct job_out *jobs, int njobs, const struct trn_mode
 	json_object_set_new(root, "global_batch", json_integer(m->global_batch));
 	json_object_set_new(root, "micro_batch", json_integer(m->micro_batch));
 	json_object_set_new(root, "scheme", json_string(scheme == ITR_DP ? "dp" : "pp"));
-	if (scheme == ITR_DP)
+	if (scheme == ITR_DP) {
 		json_object_set_new(root, "optimizer", json_string(trn_optim_name(m->optim)));
+		json_object_set_new(root, "grad_dtype", json_string(trn_grad_name(m->grad)));
+		json_object_set_new(root, "param_dtype", json_string(trn_grad_name(m->param)));
+	}
 	json_object_set_new(root, "host_cpus", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
 	json_object_set_new(root, "jobs", arr);
 	if (eff != NULL) {

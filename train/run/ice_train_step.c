@@ -71,6 +71,7 @@ static int shard_advance(struct itr_rank *k, bool wait)
 			bk->op.hbuf = k->gh + bk->off;
 			bk->op.counts = bk->shard;
 			bk->op.mine = bk->mine;
+			bk->op.half = k->g16 != NULL ? k->g16 + bk->off : NULL;
 			itr_cop_post(&k->ct, &bk->op, COP_RS, k->grad + bk->off, bk->count, -1);
 			continue;
 		}
@@ -84,6 +85,8 @@ static int shard_advance(struct itr_rank *k, bool wait)
 		bk->ag.hbuf = k->wmblk + bk->off;
 		bk->ag.counts = bk->shard;
 		bk->ag.mine = bk->mine;
+		bk->ag.half = k->w16 != NULL ? k->w16 + bk->off : NULL;
+		bk->ag.hout = k->w16 != NULL ? k->wh + bk->off : NULL;
 		itr_cop_post(&k->ct, &bk->ag, COP_AG, k->wblk + bk->off, bk->count, -1);
 	}
 }
@@ -97,6 +100,8 @@ static int close_buckets(struct itr_rank *k, int upto)
 
 		if (!k->sharded) {
 			bk->op.tag = k->nclosed;
+			bk->op.hbuf = k->gh + bk->off;
+			bk->op.half = k->g16 != NULL ? k->g16 + bk->off : NULL;
 			itr_cop_post(&k->ct, &bk->op, COP_ALLREDUCE, k->grad + bk->off, bk->count,
 				     -1);
 		}
