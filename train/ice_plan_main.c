@@ -7,7 +7,8 @@
  *            [--scheme dp|pp|both] [--pp-schedule zb|1f1b] [--busbw GBPS] [--p2p GBPS]
  *            [--lat 50us] [--overlap X] [--optimizer sharded|replicated] [--grad-dtype fp32|bf16]
  *            [--param-dtype fp32|bf16]
- *            [--cores X,Y,... --cpu-ar-ns X --cpu-p2p-ns X --cpu-msg-us X] [--json]
+ *            [--cores X,Y,... --cpu-ar-ns X --cpu-p2p-ns X --cpu-msg-us X --cpu-cvt-ns X]
+ *            [--json]
  *
  * Exit: 0 done, 1 run-time failure, 2 bad configuration.
  */
@@ -46,6 +47,7 @@ struct plan_cfg {
 	char cores[1024];	      /* --cores: per device, or one for all ("" = not priced) */
 	double cpu_ar_ns, cpu_p2p_ns; /* communication's CPU per byte (ns) */
 	double cpu_msg_us;	      /* and per pipeline message (us) */
+	double cpu_cvt_ns;	      /* per element converted to/from bf16 (ns) */
 	bool json;
 	/* filled by plan_finish() */
 	struct trn_model m;
@@ -99,6 +101,10 @@ static const struct ice_cfg_field plan_fields[] = {
 	F("cpu_msg_us", ICE_CFG_DOUBLE, cpu_msg_us, .min = 0, .max = 1e6,
 	  .help = "with --cores: CPU us per message a pipeline stage sends or receives, beyond "
 		  "its bytes (ice-train's PP calibration prints it; default 0)"),
+	F("cpu_cvt_ns", ICE_CFG_DOUBLE, cpu_cvt_ns, .min = 0, .max = 1e6,
+	  .help = "with --cores: CPU ns per element a DP rank rounds to bf16 or widens back "
+		  "(--grad-dtype / --param-dtype bf16; ice-train's calibration prints it; "
+		  "default 0)"),
 	F("json", ICE_CFG_BOOL, json, .help = "print JSON instead of tables"),
 };
 #define NFIELDS (sizeof(plan_fields) / sizeof(plan_fields[0]))
@@ -164,10 +170,10 @@ static int parse_cores(struct plan_cfg *c, const char *path, struct ice_cfg_err 
 	int n = 0;
 
 	if (c->cores[0] == '\0') {
-		if (c->cpu_ar_ns > 0 || c->cpu_p2p_ns > 0 || c->cpu_msg_us > 0)
+		if (c->cpu_ar_ns > 0 || c->cpu_p2p_ns > 0 || c->cpu_msg_us > 0 || c->cpu_cvt_ns > 0)
 			return ice_cfg_fail(err, path, "cores",
 					    "expected --cores with --cpu-ar-ns / --cpu-p2p-ns / "
-					    "--cpu-msg-us (the "
+					    "--cpu-msg-us / --cpu-cvt-ns (the "
 					    "cores the communication's CPU is taken from)");
 		return 0;
 	}
@@ -195,6 +201,7 @@ static int parse_cores(struct plan_cfg *c, const char *path, struct ice_cfg_err 
 		c->net.cpu_ar_s[i] = c->cpu_ar_ns * 1e-9;
 		c->net.cpu_p2p_s[i] = c->cpu_p2p_ns * 1e-9;
 		c->net.cpu_msg_s[i] = c->cpu_msg_us * 1e-6;
+		c->net.cpu_cvt_s[i] = c->cpu_cvt_ns * 1e-9;
 	}
 	return 0;
 }
@@ -221,6 +228,11 @@ static int plan_finish(void *obj, const char *path, struct ice_cfg_err *err)
 	c->m.optim = c->optim;
 	c->m.grad = c->grad;
 	c->m.param = c->param;
+	if (c->param != TRN_GRAD_FP32 && c->optim != TRN_OPTIM_SHARDED)
+		return ice_cfg_fail(err, path, "param_dtype",
+				    "expected fp32 with --optimizer replicated (it all-gathers no "
+				    "weights), got %s",
+				    trn_grad_name(c->param));
 	n = trn_profiles_load(c->profiles, c->prof, TRN_MAX_DEVICES, err);
 	if (n == -ENOENT)
 		return ice_cfg_fail(err, path, "profiles", "cannot read '%s': %s", c->profiles,
@@ -340,8 +352,9 @@ static void print_header(const struct plan_cfg *c)
 	       c->net.p2p_gbps, c->net.lat_s * 1e6);
 	if (c->cores[0] != '\0') {
 		printf("CPU contention priced (--cores): %g ns per byte all-reduced, %g ns per "
-		       "byte sent/received, %g us per message; cores",
-		       c->cpu_ar_ns, c->cpu_p2p_ns, c->cpu_msg_us);
+		       "byte sent/received, %g us per message, %g ns per element to or from "
+		       "bf16; cores",
+		       c->cpu_ar_ns, c->cpu_p2p_ns, c->cpu_msg_us, c->cpu_cvt_ns);
 		for (int i = 0; i < c->ndev; i++)
 			printf("%s %g", i ? "," : "", c->net.cores[i]);
 		printf("\n");
@@ -594,9 +607,10 @@ static int print_json(const struct plan_cfg *c, const struct trn_dp_plan *dp,
 		for (int i = 0; i < c->ndev; i++)
 			json_array_append_new(k, json_real(c->net.cores[i]));
 		json_object_set_new(root, "contention",
-				    json_pack("{s:o, s:f, s:f, s:f}", "cores", k, "cpu_ar_ns",
+				    json_pack("{s:o, s:f, s:f, s:f, s:f}", "cores", k, "cpu_ar_ns",
 					      c->cpu_ar_ns, "cpu_p2p_ns", c->cpu_p2p_ns,
-					      "cpu_msg_us", c->cpu_msg_us));
+					      "cpu_msg_us", c->cpu_msg_us, "cpu_cvt_ns",
+					      c->cpu_cvt_ns));
 	}
 	if (dp != NULL)
 		json_object_set_new(root, "dp",
@@ -620,13 +634,13 @@ int main(int argc, char **argv)
 		.scheme = SCHEME_BOTH, .busbw = 10, .p2p = 10, .lat_ns = 50000, .overlap = -1};
 	struct ice_cfg_cli cli = {
 		.tool = "ice-plan",
-		.synopsis =
-			"usage: ice-plan --model M.yaml --profiles P.yaml --devices "
-			"NAME,NAME*COUNT,... [--scheme dp|pp|both] [--pp-schedule zb|1f1b] "
-			"[--busbw GBPS] [--p2p GBPS] "
-			"[--lat 50us] [--overlap X] [--optimizer sharded|replicated] "
-			"[--grad-dtype fp32|bf16] [--param-dtype fp32|bf16] "
-			"[--cores X,Y,... --cpu-ar-ns X --cpu-p2p-ns X --cpu-msg-us X] [--json]",
+		.synopsis = "usage: ice-plan --model M.yaml --profiles P.yaml --devices "
+			    "NAME,NAME*COUNT,... [--scheme dp|pp|both] [--pp-schedule zb|1f1b] "
+			    "[--busbw GBPS] [--p2p GBPS] "
+			    "[--lat 50us] [--overlap X] [--optimizer sharded|replicated] "
+			    "[--grad-dtype fp32|bf16] [--param-dtype fp32|bf16] "
+			    "[--cores X,Y,... --cpu-ar-ns X --cpu-p2p-ns X --cpu-msg-us X "
+			    "--cpu-cvt-ns X] [--json]",
 		.fields = plan_fields,
 		.nfields = NFIELDS,
 		.obj = &cfg,

@@ -117,6 +117,11 @@ const char *trn_grad_name(int g); /* "fp32", "bf16" */
  * reduce-scatter and all-gather, halved in bf16 (3/4 with one of them,
  * 1/2 with both). */
 double trn_grad_wire_share(const struct trn_model *m);
+/* Elements a rank converts between fp32 and bf16 per step, per element of
+ * the model, for a part share of the sharded weights: the replicated
+ * all-reduce rounds and widens all; the sharded reduce-scatter rounds all,
+ * widens its part; the all-gather rounds its part, widens all. 0 in fp32. */
+double trn_grad_cvt_share(const struct trn_model *m, double share);
 
 /* A model file (YAML):
  *   model:
@@ -167,6 +172,10 @@ struct trn_net {
 	double cpu_ar_s[TRN_MAX_DEVICES];
 	double cpu_p2p_s[TRN_MAX_DEVICES];
 	double cpu_msg_s[TRN_MAX_DEVICES];
+	/* per fp32 element rounded to bf16 or widened back (DP with a bf16
+	 * exchange, trn_grad: the communication thread converts each bucket;
+	 * 0: not priced) */
+	double cpu_cvt_s[TRN_MAX_DEVICES];
 };
 
 /*

@@ -270,6 +270,19 @@ double trn_grad_wire_share(const struct trn_model *m)
 	return m->optim == TRN_OPTIM_REPLICATED ? g : (g + w) / 2;
 }
 
+double trn_grad_cvt_share(const struct trn_model *m, double share)
+{
+	double c = 0;
+
+	if (m->optim == TRN_OPTIM_REPLICATED)
+		return m->grad == TRN_GRAD_BF16 ? 2 : 0;
+	if (m->grad == TRN_GRAD_BF16)
+		c += 1 + share;
+	if (m->param == TRN_GRAD_BF16)
+		c += share + 1;
+	return c;
+}
+
 int trn_optim_parse(const char *name)
 {
 	if (name != NULL && strcmp(name, "sharded") == 0)

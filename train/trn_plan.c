@@ -238,8 +238,13 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
 		hidden = fmax(0, all - comm);
 		maxc = maxcu = 0;
 		for (int i = 0; i < ndev; i++) {
-			double cpu = net->cpu_ar_s[i] * trn_model_param_bytes(m) *
-				     trn_grad_wire_share(m) * (all > 0 ? hidden / all : 0);
+			/* the wire's bytes, and the bf16 conversions of
+			 * what is hidden */
+			double cpu = (net->cpu_ar_s[i] * trn_model_param_bytes(m) *
+					      trn_grad_wire_share(m) +
+				      net->cpu_cvt_s[i] * trn_model_param_bytes(m) / 4 *
+					      trn_grad_cvt_share(m, dp_share(m, dev, ndev, i))) *
+				     (all > 0 ? hidden / all : 0);
 
 			p->contention_s[i] = trn_cpu_contention_s(
 				net->cores[i], trn_compute_cores(&dev[i], net->cores[i]), hidden,

@@ -25,7 +25,8 @@
 #   - --json gives one valid JSON object with the figures, with --repeat
 #     every run's throughput and each repeat's efficiency;
 #   - ice-plan --cores prices CPU contention (two host devices, one on a
-#     0.4-core quota), refuses --cpu-ar-ns without --cores;
+#     0.4-core quota), with a bf16 exchange fewer bytes' and the
+#     conversions', refuses --cpu-ar-ns without --cores;
 #   - --refine predicts again after the warm-up from the speeds the ranks
 #     measured in it, --save-profiles writes the speeds into a profile file.
 # Figures are printed, never asserted (benchmarks print). Exits 77 when
@@ -274,6 +275,28 @@ ca, cb = a["pp"]["even"]["contention_s"], b["pp"]["even"]["contention_s"]
 assert abs((cb[1] - ca[1]) - 2 * 50e-6 / 0.4) < 1e-9, (ca, cb)
 assert b["pp"]["even"]["step_s"] > a["pp"]["even"]["step_s"]
 print("ice-plan --cpu-msg-us 50: pp even contention", [round(x, 6) for x in cb], "s a micro-batch")
+PY
+# DP exchanging bf16 (--grad-dtype, --param-dtype): the step's bytes shrink
+# to 3/4 and 1/2 of fp32's, and with them the all-reduce's CPU; the
+# conversions' CPU (--cpu-cvt-ns) is added; JSON names both types
+for t in "fp32 fp32" "bf16 fp32" "bf16 bf16"; do
+	set -- $t
+	timeout 30 "$PLAN" "${HP[@]}" --scheme dp --cores 1,0.4 --cpu-ar-ns 1.4 --grad-dtype "$1" \
+		--param-dtype "$2" >"$TMP/plan-$1-$2.json" || fail "ice-plan --grad-dtype $1 --param-dtype $2 exited $?"
+done
+timeout 30 "$PLAN" "${HP[@]}" --scheme dp --cores 1,0.4 --cpu-ar-ns 1.4 --grad-dtype bf16 \
+	--param-dtype bf16 --cpu-cvt-ns 0.5 >"$TMP/plan-cvt.json" || fail "ice-plan --cpu-cvt-ns exited $?"
+python3 - "$TMP"/plan-fp32-fp32.json "$TMP"/plan-bf16-fp32.json "$TMP"/plan-bf16-bf16.json \
+	"$TMP/plan-cvt.json" <<'PY' || fail "ice-plan --grad-dtype / --param-dtype: not priced as expected"
+import json, sys
+a, b, c, d = (json.load(open(f)) for f in sys.argv[1:5])
+assert (b["dp"]["even"]["grad_dtype"], b["dp"]["even"]["param_dtype"]) == ("bf16", "fp32"), b
+assert (c["dp"]["even"]["grad_dtype"], c["dp"]["even"]["param_dtype"]) == ("bf16", "bf16"), c
+ca, cb, cc, cd = (x["dp"]["even"]["contention_s"][1] for x in (a, b, c, d))
+assert ca > 0 and abs(cb - 0.75 * ca) < 1e-9 and abs(cc - 0.5 * ca) < 1e-9, (ca, cb, cc)
+assert cd > cc and d["contention"]["cpu_cvt_ns"] == 0.5, (cc, cd)
+print("ice-plan dp even, the slow rank's contention: fp32 %.4f s, bf16 gradients %.4f s, "
+      "bf16 weights too %.4f s, + conversions %.4f s" % (ca, cb, cc, cd))
 PY
 timeout 30 "$PLAN" "${HP[@]}" --cpu-ar-ns 1.4 >"$TMP/plan-bad" 2>&1
 rc=$?

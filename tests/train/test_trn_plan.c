@@ -1020,6 +1020,21 @@ static void test_predict_dp_bf16(void **state)
 	m.grad = TRN_GRAD_BF16;
 	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
 	assert_true(p.contention_s[1] < fp32);
+	/* the conversions: the reduce-scatter rounds all 1e6 elements and
+	 * widens the rank's half; 1 ns each on one core is 1.5 ms, in the
+	 * hidden part's proportion as the wire's CPU */
+	assert_near(trn_grad_cvt_share(&m, 0.5), 1.5);
+	fp32 = p.contention_s[1];
+	net.cpu_cvt_s[0] = net.cpu_cvt_s[1] = 1e-9;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.contention_s[1] - fp32, 1.5e-3 * (fp32 / (2e-9 * 4e6 * 0.75)));
+	m.param = TRN_GRAD_BF16; /* and the all-gather rounds its half, widens all */
+	assert_near(trn_grad_cvt_share(&m, 0.5), 3);
+	m.param = TRN_GRAD_FP32;
+	m.optim = TRN_OPTIM_REPLICATED; /* rounds and widens all */
+	assert_near(trn_grad_cvt_share(&m, 1), 2);
+	m.grad = TRN_GRAD_FP32;
+	assert_near(trn_grad_cvt_share(&m, 1), 0);
 	assert_string_equal(trn_grad_name(TRN_GRAD_BF16), "bf16");
 	assert_string_equal(trn_grad_name(TRN_GRAD_FP32), "fp32");
 }

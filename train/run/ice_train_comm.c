@@ -462,6 +462,30 @@ static int time_msgs(struct itr_rank *k, float *buf, size_t count, int iters, do
 	return ret < 0 ? ret : r2;
 }
 
+/* CPU seconds per element of a bucket of count floats rounded to bf16 and
+ * widened back, as the communication thread converts them (thread CPU
+ * time: a quota's throttling not counted; the best of five). */
+static double time_cvt(size_t count)
+{
+	float *f = calloc(count, sizeof(float));
+	uint16_t *b = calloc(count, sizeof(uint16_t));
+	double best = 0;
+
+	if (f != NULL && b != NULL && count > 0) {
+		for (int i = 0; i < 5; i++) {
+			double t0 = thread_cpu_s(), t;
+
+			dev_float_to_bf16_n(b, f, count);
+			dev_bf16_to_float_n(f, b, count);
+			t = (thread_cpu_s() - t0) / (2.0 * (double)count);
+			best = i == 0 || t < best ? t : best;
+		}
+	}
+	free(f);
+	free(b);
+	return best;
+}
+
 /* Every rank's cores and CPU costs, the same on all ranks (each fills its
  * own slot, a maximum over the ranks fills the rest). */
 static int share_cpu(struct itr_rank *k, struct trn_net *net)
@@ -477,6 +501,8 @@ static int share_cpu(struct itr_rank *k, struct trn_net *net)
 			ret = tp_comm_oob_max(c, &net->cpu_p2p_s[r]);
 		if (ret == 0)
 			ret = tp_comm_oob_max(c, &net->cpu_msg_s[r]);
+		if (ret == 0)
+			ret = tp_comm_oob_max(c, &net->cpu_cvt_s[r]);
 	}
 	return ret;
 }
@@ -554,6 +580,9 @@ int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, str
 		if (msgs && trn_msg_cpu_fit(4, c_msg1, (double)act_count * 4, c_msg,
 					    &net->cpu_p2p_s[k->r], &net->cpu_msg_s[k->r]) < 0)
 			return -EINVAL;
+		/* DP exchanging bf16: the conversions of a bucket */
+		if (k->job->scheme == ITR_DP && trn_grad_cvt_share(k->m, 1) > 0)
+			net->cpu_cvt_s[k->r] = time_cvt(bucket_count);
 	}
 	(void)c_lat;
 	return share_cpu(k, net);

@@ -229,6 +229,9 @@ void itr_print_job(const struct job_out *jo)
 			       (j->scheme == ITR_DP ? net->cpu_ar_s[r] : net->cpu_p2p_s[r]) * 1e9);
 			if (j->scheme == ITR_PP)
 				printf(", %.1f", net->cpu_msg_s[r] * 1e6);
+			if (j->scheme == ITR_DP && net->cpu_cvt_s[r] > 0)
+				printf(" (+ %.2f ns per element to bf16 and back)",
+				       net->cpu_cvt_s[r] * 1e9);
 			printf(", %.4f s", j->scheme == ITR_DP ? res->dp.contention_s[r]
 							       : res->pp.contention_s[r]);
 		}
