@@ -410,6 +410,15 @@ static void test_bf16_blocks(void **state)
 	f[3] = INFINITY;
 	f[4] = NAN;
 	f[5] = -0.0f;
+	f[6] = FLT_MAX;	       /* rounds up to infinity */
+	f[7] = 0x1p-133f;      /* subnormal */
+	f[8] = -0x1.fffp-127f; /* subnormal, rounds to the normal boundary */
+	{
+		uint32_t snan = 0x7f800001u, payload = 0xffc12345u;
+
+		memcpy(&f[9], &snan, 4);     /* signalling: quieted, not infinity */
+		memcpy(&f[10], &payload, 4); /* a negative NaN with a payload */
+	}
 	dev_float_to_bf16_n(b, f, N);
 	dev_bf16_to_float_n(back, b, N);
 	for (int i = 0; i < N; i++) {

@@ -111,6 +111,12 @@ grep -Eq 'gradients reduced in bf16, weights gathered in bf16' "$TMP/dp-bf16-w" 
 	fail "dp --param-dtype bf16: no bf16 line"
 [ "$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dp-bf16-w")" != "$w_b16" ] ||
 	fail "dp --param-dtype bf16: the weights of --grad-dtype bf16 alone (not gathered in bf16?)"
+# and they train: after one step they are not those after three (an update
+# lost on the master copy would leave the starting weights)
+train dp-bf16-w1 120 --scheme dp --split plan --steps 1 --warmup 0 --grad-dtype bf16 \
+	--param-dtype bf16
+[ "$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dp-bf16-w1")" != "$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dp-bf16-w")" ] ||
+	fail "dp --param-dtype bf16: the same weights after one step and after three"
 "$TRAIN" "${COMMON[@]}" --scheme dp --optimizer replicated --param-dtype bf16 >"$TMP/rep-w16" 2>&1
 rc=$?
 [ "$rc" -eq 2 ] && grep -q 'sharded optimizer only' "$TMP/rep-w16" ||

@@ -1001,6 +1001,22 @@ static void test_predict_dp_bf16(void **state)
 	assert_near(trn_grad_wire_share(&m), 0.5);
 	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
 	assert_near(p.comm_s, 0.5 * 4e6 / 1e9 + 8 * 1e-3);
+	/* three devices, parts by memory bandwidth 2:1:1: every ring step
+	 * waits for the largest part (1/2), 2 (n - 1) * 1/2 * wire a bucket */
+	{
+		struct trn_profile d3[3];
+		struct trn_dp_plan q = {.samples = {4, 4, 4}};
+
+		devs(d3, (double[]){1, 1, 1}, 3);
+		d3[0].mem_gbps = 2;
+		d3[1].mem_gbps = d3[2].mem_gbps = 1;
+		assert_int_equal(trn_predict_dp(&m, d3, 3, &net, &q), 0);
+		assert_near(q.comm_s, 2.0 * 0.5 * 4e6 / 1e9 + 8 * 1e-3);
+		m.param = TRN_GRAD_FP32; /* 3/4 */
+		assert_int_equal(trn_predict_dp(&m, d3, 3, &net, &q), 0);
+		assert_near(q.comm_s, 2.0 * 0.75 * 4e6 / 1e9 + 8 * 1e-3);
+		m.param = TRN_GRAD_BF16;
+	}
 	m.grad = TRN_GRAD_FP32;
 	assert_near(trn_grad_wire_share(&m), 0.75);
 	m.optim = TRN_OPTIM_REPLICATED; /* gathers no weights */

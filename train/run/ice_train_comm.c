@@ -34,20 +34,22 @@
 /* ---- communication thread ------------------------------------------------ */
 
 /* A replicated DP bucket with gradients in bf16 (trn_grad): on host
- * memory, rounded to bf16, all-reduced so, widened back. */
+ * memory, rounded to bf16, all-reduced so, widened back into the host
+ * copy, which the update reads (itr_sgd_update; a device rank's gradient
+ * is not copied back). */
 static int allreduce_bf16(struct itr_cthread *t, struct itr_cop *op)
 {
-	const struct dev_mem_ops *o = tp_dev_comm_ops(t->d);
-	int ret = op->hbuf != op->buf ? o->to_host(op->hbuf, op->buf, op->count * 4) : 0;
+	int ret = op->hbuf != op->buf
+			  ? tp_dev_comm_ops(t->d)->to_host(op->hbuf, op->buf, op->count * 4)
+			  : 0;
 
 	if (ret < 0)
 		return ret;
 	dev_float_to_bf16_n(op->half, op->hbuf, op->count);
 	ret = tp_allreduce(t->c, op->half, op->half, op->count, DEV_BFLOAT16, DEV_SUM);
-	if (ret < 0)
-		return ret;
-	dev_bf16_to_float_n(op->hbuf, op->half, op->count);
-	return op->hbuf != op->buf ? o->from_host(op->buf, op->hbuf, op->count * 4) : 0;
+	if (ret == 0)
+		dev_bf16_to_float_n(op->hbuf, op->half, op->count);
+	return ret;
 }
 
 /* A sharded DP bucket's reduce-scatter: the gradient on host memory (a

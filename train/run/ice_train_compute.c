@@ -224,7 +224,8 @@ int itr_sgd_update(struct itr_rank *k)
 	uint64_t t0 = ice_now_ns();
 	int ret = 0;
 
-	if (!k->host)
+	/* in bf16 the all-reduce left the gradient on the host copy */
+	if (!k->host && k->g16 == NULL)
 		ret = k->ops->to_host(k->gh, k->grad, k->nparam * 4);
 	if (ret == 0)
 		ret = itr_sgd_range(k, k->gh, 0, k->nparam, true);
