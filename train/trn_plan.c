@@ -285,7 +285,8 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
  * once; docs/benchmarks.md), so a device's speed hardly depends on its
  * share of the batch (ice-train shares what precedes the last chunk
  * near-equally among chunks; fewer than 8 micro-batches there make a
- * short chunk that runs slower: not priced).
+ * short chunk, not priced: no cost of it showed on this VM,
+ * docs/benchmarks.md).
  */
 #define TRN_DP_TAIL_MARGIN 3.0
 #define TRN_DP_CHUNK	   16
