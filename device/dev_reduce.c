@@ -225,9 +225,9 @@ static void float_block_to_half(uint16_t *restrict d, const float *restrict s, s
 
 /* The bf16 conversions (ice-train's bf16 gradients and weights) are also
  * built for AVX2, chosen at load time where the CPU has it: on this
- * project's VM 28 MiB of fp32 in 1 MiB blocks round to bf16 in 2.3-3.5 ms
- * against 4.8-5.0 with the SSE2 baseline, and widen back in 1.8-2.1
- * against 2.9-3.3 (docs/benchmarks.md). */
+ * project's VM 28 MiB of fp32 in 1 MiB blocks round to bf16 in 2.3-2.55 ms
+ * against 4.8-5.0 with the SSE2 baseline, and widen back in 1.85-1.92
+ * against 2.9-3.3 (test_reduce prints them; docs/benchmarks.md). */
 #if defined(ICE_HAVE_TARGET_CLONES) && defined(__x86_64__)
 #define DEV_CVT_CLONES __attribute__((target_clones("avx2", "default")))
 #else
