@@ -6,8 +6,8 @@
  *   ice-plan --model M.yaml --profiles P.yaml --devices NAME,NAME*COUNT,...
  *            [--scheme dp|pp|both] [--pp-schedule zb|1f1b] [--busbw GBPS] [--p2p GBPS]
  *            [--lat 50us] [--overlap X] [--optimizer sharded|replicated] [--grad-dtype fp32|bf16]
- *            [--param-dtype fp32|bf16]
- *            [--cores X,Y,... --cpu-ar-ns X --cpu-p2p-ns X --cpu-msg-us X --cpu-cvt-ns X]
+ *            [--param-dtype fp32|bf16] [--cpu-cvt-ns X]
+ *            [--cores X,Y,... --cpu-ar-ns X --cpu-p2p-ns X --cpu-msg-us X]
  *            [--json]
  *
  * Exit: 0 done, 1 run-time failure, 2 bad configuration.
@@ -102,9 +102,9 @@ static const struct ice_cfg_field plan_fields[] = {
 	  .help = "with --cores: CPU us per message a pipeline stage sends or receives, beyond "
 		  "its bytes (ice-train's PP calibration prints it; default 0)"),
 	F("cpu_cvt_ns", ICE_CFG_DOUBLE, cpu_cvt_ns, .min = 0, .max = 1e6,
-	  .help = "with --cores: CPU ns per element a DP rank rounds to bf16 or widens back "
-		  "(--grad-dtype / --param-dtype bf16; ice-train's calibration prints it; "
-		  "default 0)"),
+	  .help = "CPU ns per element a DP rank rounds to bf16 or widens back (--grad-dtype / "
+		  "--param-dtype bf16): time on each bucket's path, and with --cores CPU taken "
+		  "from the compute; ice-train's calibration prints it; default 0"),
 	F("json", ICE_CFG_BOOL, json, .help = "print JSON instead of tables"),
 };
 #define NFIELDS (sizeof(plan_fields) / sizeof(plan_fields[0]))
@@ -169,12 +169,16 @@ static int parse_cores(struct plan_cfg *c, const char *path, struct ice_cfg_err 
 	double v[TRN_MAX_DEVICES];
 	int n = 0;
 
+	/* the bf16 conversions are also on each bucket's path: priced so
+	 * without --cores too */
+	for (int i = 0; i < c->ndev; i++)
+		c->net.cpu_cvt_s[i] = c->cpu_cvt_ns * 1e-9;
 	if (c->cores[0] == '\0') {
-		if (c->cpu_ar_ns > 0 || c->cpu_p2p_ns > 0 || c->cpu_msg_us > 0 || c->cpu_cvt_ns > 0)
+		if (c->cpu_ar_ns > 0 || c->cpu_p2p_ns > 0 || c->cpu_msg_us > 0)
 			return ice_cfg_fail(err, path, "cores",
 					    "expected --cores with --cpu-ar-ns / --cpu-p2p-ns / "
-					    "--cpu-msg-us / --cpu-cvt-ns (the "
-					    "cores the communication's CPU is taken from)");
+					    "--cpu-msg-us (the cores the communication's CPU is "
+					    "taken from)");
 		return 0;
 	}
 	snprintf(list, sizeof(list), "%s", c->cores);
@@ -201,7 +205,6 @@ static int parse_cores(struct plan_cfg *c, const char *path, struct ice_cfg_err 
 		c->net.cpu_ar_s[i] = c->cpu_ar_ns * 1e-9;
 		c->net.cpu_p2p_s[i] = c->cpu_p2p_ns * 1e-9;
 		c->net.cpu_msg_s[i] = c->cpu_msg_us * 1e-6;
-		c->net.cpu_cvt_s[i] = c->cpu_cvt_ns * 1e-9;
 	}
 	return 0;
 }
@@ -350,6 +353,10 @@ static void print_header(const struct plan_cfg *c)
 	       m->micro_batch, m->global_batch / m->micro_batch, m->bucket_kb);
 	printf("network: all-reduce busbw %g GB/s, p2p %g GB/s, latency %g us\n", c->net.busbw_gbps,
 	       c->net.p2p_gbps, c->net.lat_s * 1e6);
+	if (c->cpu_cvt_ns > 0)
+		printf("bf16 conversions: %g ns per element to or from bf16, on each bucket's "
+		       "path\n",
+		       c->cpu_cvt_ns);
 	if (c->cores[0] != '\0') {
 		printf("CPU contention priced (--cores): %g ns per byte all-reduced, %g ns per "
 		       "byte sent/received, %g us per message, %g ns per element to or from "
@@ -599,8 +606,9 @@ static int print_json(const struct plan_cfg *c, const struct trn_dp_plan *dp,
 					"gflops", c->dev[i].gflops, "source", c->dev[i].source));
 	json_object_set_new(root, "devices", devs);
 	json_object_set_new(root, "net",
-			    json_pack("{s:f, s:f, s:f}", "busbw_gbps", c->net.busbw_gbps,
-				      "p2p_gbps", c->net.p2p_gbps, "lat_s", c->net.lat_s));
+			    json_pack("{s:f, s:f, s:f, s:f}", "busbw_gbps", c->net.busbw_gbps,
+				      "p2p_gbps", c->net.p2p_gbps, "lat_s", c->net.lat_s,
+				      "cpu_cvt_ns", c->cpu_cvt_ns));
 	if (c->cores[0] != '\0') {
 		json_t *k = json_array();
 
@@ -638,9 +646,9 @@ int main(int argc, char **argv)
 			    "NAME,NAME*COUNT,... [--scheme dp|pp|both] [--pp-schedule zb|1f1b] "
 			    "[--busbw GBPS] [--p2p GBPS] "
 			    "[--lat 50us] [--overlap X] [--optimizer sharded|replicated] "
-			    "[--grad-dtype fp32|bf16] [--param-dtype fp32|bf16] "
-			    "[--cores X,Y,... --cpu-ar-ns X --cpu-p2p-ns X --cpu-msg-us X "
-			    "--cpu-cvt-ns X] [--json]",
+			    "[--grad-dtype fp32|bf16] [--param-dtype fp32|bf16] [--cpu-cvt-ns X] "
+			    "[--cores X,Y,... --cpu-ar-ns X --cpu-p2p-ns X --cpu-msg-us X] "
+			    "[--json]",
 		.fields = plan_fields,
 		.nfields = NFIELDS,
 		.obj = &cfg,

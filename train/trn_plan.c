@@ -169,18 +169,28 @@ static double dp_update_s(const struct trn_model *m, const struct trn_profile *d
  * all-gather with parts of different sizes; each ring step waits for the
  * largest part, so the pair takes 2(n-1) * max share * bytes / busbw (n *
  * max share times the all-reduce: 10/7 for parts of 5/7 and 2/7) and two
- * alphas. Gradients in bf16 move fewer bytes (trn_grad_wire_share).
+ * alphas. Gradients in bf16 move fewer bytes (trn_grad_wire_share), and
+ * the communication thread rounds and widens each bucket around its
+ * collectives (trn_grad_cvt_share): on the bucket's path, the slowest
+ * rank's conversions (CPU time, as calibrated: a bucket converts in a few
+ * ms, short beside a CPU quota's period).
  */
 static double bucket_time(double bytes, const struct trn_model *m, const struct trn_profile *dev,
 			  int n, const struct trn_net *net)
 {
-	double mx = 0, wire = bytes * trn_grad_wire_share(m);
+	double mx = 0, cvt = 0, wire = bytes * trn_grad_wire_share(m);
 
-	if (m->optim == TRN_OPTIM_REPLICATED || n == 1)
-		return 2.0 * (n - 1) / n * wire / (net->busbw_gbps * 1e9) + net->lat_s;
-	for (int i = 0; i < n; i++)
-		mx = fmax(mx, dp_share(m, dev, n, i));
-	return 2.0 * (n - 1) * mx * wire / (net->busbw_gbps * 1e9) + 2 * net->lat_s;
+	if (n == 1)
+		return net->lat_s;
+	for (int i = 0; i < n; i++) {
+		double share = dp_share(m, dev, n, i);
+
+		mx = fmax(mx, share);
+		cvt = fmax(cvt, net->cpu_cvt_s[i] * bytes / 4 * trn_grad_cvt_share(m, share));
+	}
+	if (m->optim == TRN_OPTIM_REPLICATED)
+		return 2.0 * (n - 1) / n * wire / (net->busbw_gbps * 1e9) + net->lat_s + cvt;
+	return 2.0 * (n - 1) * mx * wire / (net->busbw_gbps * 1e9) + 2 * net->lat_s + cvt;
 }
 
 /* The gradient's buckets, none of it hidden; *last: its last bucket.

@@ -304,6 +304,32 @@ assert cd > cc and d["contention"]["cpu_cvt_ns"] == 0.5, (cc, cd)
 print("ice-plan dp even, the slow rank's contention: fp32 %.4f s, bf16 gradients %.4f s, "
       "bf16 weights too %.4f s, + conversions %.4f s" % (ca, cb, cc, cd))
 PY
+# the conversions without --cores: time on each bucket's path only (at
+# 0.8 GB/s busbw, rounding and widening cost more than the bytes they save)
+timeout 30 "$PLAN" "${HP[@]}" --scheme dp --grad-dtype bf16 --param-dtype bf16 --overlap 0 \
+	>"$TMP/plan-path0.json" || fail "ice-plan --overlap 0 exited $?"
+timeout 30 "$PLAN" "${HP[@]}" --scheme dp --grad-dtype bf16 --param-dtype bf16 --overlap 0 \
+	--cpu-cvt-ns 0.5 >"$TMP/plan-path.json" || fail "ice-plan --cpu-cvt-ns without --cores exited $?"
+python3 - "$TMP/plan-path0.json" "$TMP/plan-path.json" <<'PY' || fail "ice-plan --cpu-cvt-ns: not on the path"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert "contention" not in b and b["net"]["cpu_cvt_ns"] == 0.5, b
+# sharded, both bf16: every element rounded and widened, and the rank's
+# part rounded and widened; the slowest rank's, h-fast's part of 8/11.2 by
+# memory bandwidth; all exposed (--overlap 0)
+elems = b["model"]["param_bytes"] / 4
+ea, eb = a["dp"]["even"], b["dp"]["even"]
+cvt = 0.5e-9 * elems * (2 + 2 * 8 / 11.2)
+assert abs((eb["comm_s"] - ea["comm_s"]) - cvt) < 1e-9, (ea["comm_s"], eb["comm_s"], cvt)
+assert eb["contention_s"] == [0, 0], eb
+print("ice-plan dp even, bf16 both ways, exposed: %.4f s, + conversions %.4f s"
+      % (ea["comm_s"], eb["comm_s"]))
+PY
+timeout 30 "$PLAN" "${HP[@]}" --scheme dp --optimizer replicated --param-dtype bf16 \
+	>"$TMP/plan-bad" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] && grep -q "param_dtype" "$TMP/plan-bad" ||
+	{ cat "$TMP/plan-bad"; fail "ice-plan --optimizer replicated --param-dtype bf16: expected exit 2, got $rc"; }
 timeout 30 "$PLAN" "${HP[@]}" --cpu-ar-ns 1.4 >"$TMP/plan-bad" 2>&1
 rc=$?
 [ "$rc" -eq 2 ] && grep -q "expected --cores" "$TMP/plan-bad" ||

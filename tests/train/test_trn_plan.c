@@ -557,6 +557,12 @@ static void test_predict_dp_bf16(void **state)
 	assert_near(trn_grad_wire_share(&m), 0.5);
 	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
 	assert_near(p.comm_s, 0.5 * 4e6 / 1e9 + 8 * 1e-3);
+	/* the conversions on each bucket's path: both ranks round and widen
+	 * all 1e6 elements and their half, 3 conversions a element at 1 ns */
+	net.cpu_cvt_s[0] = net.cpu_cvt_s[1] = 1e-9;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.comm_s, 0.5 * 4e6 / 1e9 + 8 * 1e-3 + 1e6 * 3e-9);
+	net.cpu_cvt_s[0] = net.cpu_cvt_s[1] = 0;
 	/* three devices, parts by memory bandwidth 2:1:1: every ring step
 	 * waits for the largest part (1/2), 2 (n - 1) * 1/2 * wire a bucket */
 	{
@@ -571,6 +577,14 @@ static void test_predict_dp_bf16(void **state)
 		m.param = TRN_GRAD_FP32; /* 3/4 */
 		assert_int_equal(trn_predict_dp(&m, d3, 3, &net, &q), 0);
 		assert_near(q.comm_s, 2.0 * 0.75 * 4e6 / 1e9 + 8 * 1e-3);
+		/* the path waits for the slowest rank's conversions: rank 0
+		 * converts 1 + 1/2 of the elements at 1 ns, rank 2 1 + 1/4 at
+		 * 2 ns (2.5 ns an element, more than rank 0's 1.5) */
+		net.cpu_cvt_s[0] = net.cpu_cvt_s[1] = 1e-9;
+		net.cpu_cvt_s[2] = 2e-9;
+		assert_int_equal(trn_predict_dp(&m, d3, 3, &net, &q), 0);
+		assert_near(q.comm_s, 2.0 * 0.75 * 4e6 / 1e9 + 8 * 1e-3 + 1e6 * 2.5e-9);
+		net.cpu_cvt_s[0] = net.cpu_cvt_s[1] = net.cpu_cvt_s[2] = 0;
 		m.param = TRN_GRAD_BF16;
 	}
 	m.grad = TRN_GRAD_FP32;
@@ -593,13 +607,30 @@ static void test_predict_dp_bf16(void **state)
 	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
 	assert_true(p.contention_s[1] < fp32);
 	/* the conversions: the reduce-scatter rounds all 1e6 elements and
-	 * widens the rank's half; 1 ns each on one core is 1.5 ms, in the
-	 * hidden part's proportion as the wire's CPU */
+	 * widens the rank's half, 1.5 ms at 1 ns each. They lengthen every
+	 * bucket: exposed, the last one (213568 elements); hidden, the rest,
+	 * whose conversions' CPU counts with the wire's in the hidden part's
+	 * proportion */
 	assert_near(trn_grad_cvt_share(&m, 0.5), 1.5);
-	fp32 = p.contention_s[1];
 	net.cpu_cvt_s[0] = net.cpu_cvt_s[1] = 1e-9;
-	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
-	assert_near(p.contention_s[1] - fp32, 1.5e-3 * (fp32 / (2e-9 * 4e6 * 0.75)));
+	{
+		double all, last, hidden, bare = p.contention_s[1];
+
+		net.overlap = 0;
+		assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+		all = p.comm_s;
+		assert_near(all, 0.75 * 4e6 / 1e9 + 8 * 1e-3 + 1.5e-3);
+		net.overlap = 1;
+		assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+		last = p.comm_s;
+		assert_near(last, 0.75 * 854272 / 1e9 + 2 * 1e-3 + 213568 * 1.5e-9);
+		hidden = all - last;
+		assert_near(p.contention_s[1],
+			    trn_cpu_contention_s(1, trn_compute_cores(&d[1], 1), hidden,
+						 (2e-9 * 4e6 * 0.75 + 1e-9 * 1e6 * 1.5) * hidden /
+							 all));
+		assert_true(p.contention_s[1] > bare);
+	}
 	m.param = TRN_GRAD_BF16; /* and the all-gather rounds its half, widens all */
 	assert_near(trn_grad_cvt_share(&m, 0.5), 3);
 	m.param = TRN_GRAD_FP32;

@@ -582,10 +582,11 @@ int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, str
 		if (msgs && trn_msg_cpu_fit(4, c_msg1, (double)act_count * 4, c_msg,
 					    &net->cpu_p2p_s[k->r], &net->cpu_msg_s[k->r]) < 0)
 			return -EINVAL;
-		/* DP exchanging bf16: the conversions of a bucket */
-		if (k->job->scheme == ITR_DP && trn_grad_cvt_share(k->m, 1) > 0)
-			net->cpu_cvt_s[k->r] = time_cvt(bucket_count);
 	}
+	/* DP exchanging bf16: the conversions of a bucket, on the
+	 * collectives' path (also with --no-contention) */
+	if (k->job->scheme == ITR_DP && trn_grad_cvt_share(k->m, 1) > 0)
+		net->cpu_cvt_s[k->r] = time_cvt(bucket_count);
 	(void)c_lat;
 	return share_cpu(k, net);
 }

@@ -229,12 +229,16 @@ void itr_print_job(const struct job_out *jo)
 			       (j->scheme == ITR_DP ? net->cpu_ar_s[r] : net->cpu_p2p_s[r]) * 1e9);
 			if (j->scheme == ITR_PP)
 				printf(", %.1f", net->cpu_msg_s[r] * 1e6);
-			if (j->scheme == ITR_DP && net->cpu_cvt_s[r] > 0)
-				printf(" (+ %.2f ns per element to bf16 and back)",
-				       net->cpu_cvt_s[r] * 1e9);
 			printf(", %.4f s", j->scheme == ITR_DP ? res->dp.contention_s[r]
 							       : res->pp.contention_s[r]);
 		}
+		printf("\n");
+	}
+	if (j->ndev > 1 && j->scheme == ITR_DP && net->cpu_cvt_s[0] > 0) {
+		printf("   bf16 conversions, on each bucket's path (and in the contention where "
+		       "hidden): per rank CPU ns per element per conversion:");
+		for (int r = 0; r < j->ndev; r++)
+			printf("%s %.3f", r ? ";" : "", net->cpu_cvt_s[r] * 1e9);
 		printf("\n");
 	}
 	printf("   %-4s %-22s %-5s %8s %10s %10s %10s %16s %8s\n", "rank", "device", "kind",
@@ -470,8 +474,14 @@ static json_t *job_json(const struct job_out *jo)
 		}
 		json_object_set_new(x, "compute_s", json_real(rr->compute_s));
 		json_object_set_new(x, "cores", json_real(res->net.cores[r]));
-		if (j->scheme == ITR_PP && !j->no_contention)
+		/* the calibrated CPU costs the predictor priced (0: not) */
+		if (j->scheme == ITR_DP) {
+			json_object_set_new(x, "cpu_ar_s", json_real(res->net.cpu_ar_s[r]));
+			json_object_set_new(x, "cpu_cvt_s", json_real(res->net.cpu_cvt_s[r]));
+		} else if (!j->no_contention) {
+			json_object_set_new(x, "cpu_p2p_s", json_real(res->net.cpu_p2p_s[r]));
 			json_object_set_new(x, "cpu_msg_s", json_real(res->net.cpu_msg_s[r]));
+		}
 		json_object_set_new(x, "predicted_contention_s",
 				    json_real(j->scheme == ITR_DP ? res->dp.contention_s[r]
 								  : res->pp.contention_s[r]));
