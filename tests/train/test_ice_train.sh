@@ -111,6 +111,21 @@ grep -Eq 'gradients reduced in bf16, weights gathered in bf16' "$TMP/dp-bf16-w" 
 	fail "dp --param-dtype bf16: no bf16 line"
 [ "$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dp-bf16-w")" != "$w_b16" ] ||
 	fail "dp --param-dtype bf16: the weights of --grad-dtype bf16 alone (not gathered in bf16?)"
+# the loss falls as fp32's does: after three steps within 1 % of fp32's
+# (a rounding or widening that lost or scaled the sums would not be)
+python3 - "$TMP/dp" "$TMP/dp-bf16-sharded" "$TMP/dp-bf16-w" <<'PY' || fail "dp bf16: the loss is not fp32's"
+import re, sys
+def loss(f):
+    m = re.search(r"loss ([0-9.e+]+), first step's ([0-9.e+]+)", open(f).read())
+    assert m, f
+    return float(m.group(1)), float(m.group(2))
+(l32, f32), *rest = (loss(f) for f in sys.argv[1:])
+assert l32 < 0.9 * f32, (l32, f32)
+for f, (l, first) in zip(sys.argv[2:], rest):
+    assert l < 0.9 * first and abs(l / l32 - 1) < 0.01, (f, l, l32)
+print("dp loss after 3 steps: fp32 %.6g, bf16 gradients %.6g, bf16 both %.6g (first %.6g)"
+      % (l32, rest[0][0], rest[1][0], f32))
+PY
 # and they train: after one step they are not those after three (an update
 # lost on the master copy would leave the starting weights)
 train dp-bf16-w1 120 --scheme dp --split plan --steps 1 --warmup 0 --grad-dtype bf16 \

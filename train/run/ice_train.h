@@ -109,6 +109,7 @@ struct itr_rank_result {
 	float step_gflops[ITR_MAX_STEPS]; /* every step's matmul FLOP / their seconds */
 	float step_speed[ITR_MAX_STEPS];  /* --refine: before step k >= warmup, the
 					   * speed of the --refine steps before it */
+	double step_loss[ITR_MAX_STEPS];  /* every step's loss, this rank's share */
 };
 
 struct itr_result {

@@ -902,6 +902,7 @@ static int train(struct itr_rank *k)
 			return ret;
 		}
 		k->me->step_end_ns[step + 1] = ice_now_ns();
+		k->me->step_loss[step] = k->loss;
 		k->me->step_gflops[step] =
 			k->mm_s > s0 ? (float)((k->mm_flops - f0) / (k->mm_s - s0) / 1e9) : 0;
 		meter_since(k, &m0, &sm[step]);

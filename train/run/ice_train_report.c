@@ -185,13 +185,16 @@ const char *itr_split_name(enum itr_split s)
 	return s == ITR_SPLIT_PLAN ? "plan" : "even";
 }
 
-/* DP: the last step's loss summed over the ranks (each has its samples). */
-static double dp_loss(const struct job_out *jo)
+/* Step k's loss, before its update: DP, summed over the ranks (each has
+ * its samples); PP, the last stage's. */
+static double step_loss(const struct job_out *jo, int k)
 {
 	double l = 0;
 
+	if (jo->job.scheme == ITR_PP)
+		return jo->res->rank[jo->job.ndev - 1].step_loss[k];
 	for (int r = 0; r < jo->job.ndev; r++)
-		l += jo->res->rank[r].loss;
+		l += jo->res->rank[r].step_loss[k];
 	return l;
 }
 
@@ -339,13 +342,15 @@ void itr_print_job(const struct job_out *jo)
 		       "profiles\n");
 	if (j->scheme == ITR_DP)
 		printf("   weights identical on all %d ranks: %s (fnv1a %016llx, sum %.6g, "
-		       "loss %.6g)\n",
+		       "loss %.6g, first step's %.6g)\n",
 		       j->ndev, res->weights_identical ? "yes" : "NO",
 		       (unsigned long long)res->rank[0].weight_hash, res->rank[0].weight_sum,
-		       dp_loss(jo));
+		       step_loss(jo, j->warmup + j->steps - 1), step_loss(jo, 0));
 	else {
-		printf("   pipeline messages intact (checksums sent = received): %s; loss %.6g\n",
-		       jo->data_ok ? "yes" : "NO", res->rank[j->ndev - 1].loss);
+		printf("   pipeline messages intact (checksums sent = received): %s; loss %.6g, "
+		       "first step's %.6g\n",
+		       jo->data_ok ? "yes" : "NO", step_loss(jo, j->warmup + j->steps - 1),
+		       step_loss(jo, 0));
 		/* the same split and data give the same weights under either
 		 * schedule (gradients are summed in the same order) */
 		printf("   weights (fnv1a per stage):");
@@ -417,6 +422,14 @@ static json_t *job_json(const struct job_out *jo)
 	json_object_set_new(o, "cpu_cores_busy", json_real(jo->cores));
 	json_object_set_new(o, "emulation_overran", json_boolean(jo->emu_overrun));
 	json_object_set_new(o, "steps", json_integer(j->steps));
+	{
+		/* every step's loss before its update, warm-up included */
+		json_t *a = json_array();
+
+		for (int k = 0; k < j->warmup + j->steps; k++)
+			json_array_append_new(a, json_real(step_loss(jo, k)));
+		json_object_set_new(o, "step_loss", a);
+	}
 	{
 		/* every step's time, warm-up included: its last rank's end
 		 * after the previous step's last */
