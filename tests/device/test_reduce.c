@@ -390,6 +390,9 @@ static void test_bf16_known(void **state)
 	assert_int_equal(dev_float_to_bf16(INFINITY), 0x7f80);
 	assert_int_equal(dev_float_to_bf16(-INFINITY), 0xff80);
 	assert_int_equal(dev_float_to_bf16(0x1p-133f), 0x0001); /* subnormal */
+	/* a negative subnormal rounded up into the smallest normal: the
+	 * carry leaves the sign alone */
+	assert_int_equal(dev_float_to_bf16(-0x1.fffp-127f), 0x8080);
 	assert_int_equal(dev_float_to_bf16(-0.0f), 0x8000);
 	memcpy(&snan, &bits, sizeof(snan));
 	assert_true(isnan(dev_bf16_to_float(dev_float_to_bf16(snan)))); /* not rounded to Inf */
