@@ -353,9 +353,9 @@ static void print_header(const struct plan_cfg *c)
 	       m->micro_batch, m->global_batch / m->micro_batch, m->bucket_kb);
 	printf("network: all-reduce busbw %g GB/s, p2p %g GB/s, latency %g us\n", c->net.busbw_gbps,
 	       c->net.p2p_gbps, c->net.lat_s * 1e6);
-	if (c->cpu_cvt_ns > 0)
-		printf("bf16 conversions: %g ns per element to or from bf16, on each bucket's "
-		       "path\n",
+	if (c->cpu_cvt_ns > 0 && c->scheme != SCHEME_PP && trn_grad_cvt_share(&c->m, 1) > 0)
+		printf("bf16 conversions (DP): %g ns per element to or from bf16, on each "
+		       "bucket's path\n",
 		       c->cpu_cvt_ns);
 	if (c->cores[0] != '\0') {
 		printf("CPU contention priced (--cores): %g ns per byte all-reduced, %g ns per "

@@ -172,9 +172,10 @@ struct trn_net {
 	double cpu_ar_s[TRN_MAX_DEVICES];
 	double cpu_p2p_s[TRN_MAX_DEVICES];
 	double cpu_msg_s[TRN_MAX_DEVICES];
-	/* per fp32 element rounded to bf16 or widened back (DP with a bf16
-	 * exchange, trn_grad: the communication thread converts each bucket;
-	 * 0: not priced) */
+	/* CPU seconds per fp32 element rounded to bf16 or widened back (DP
+	 * with a bf16 exchange, trn_grad: the communication thread converts
+	 * each bucket around its collectives): time on each bucket's path
+	 * whatever the cores, and contention like cpu_ar_s; 0: not priced */
 	double cpu_cvt_s[TRN_MAX_DEVICES];
 };
 

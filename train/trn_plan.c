@@ -171,14 +171,17 @@ static double dp_update_s(const struct trn_model *m, const struct trn_profile *d
  * max share times the all-reduce: 10/7 for parts of 5/7 and 2/7) and two
  * alphas. Gradients in bf16 move fewer bytes (trn_grad_wire_share), and
  * the communication thread rounds and widens each bucket around its
- * collectives (trn_grad_cvt_share): on the bucket's path, the slowest
- * rank's conversions (CPU time, as calibrated: a bucket converts in a few
- * ms, short beside a CPU quota's period).
+ * collectives (trn_grad_cvt_share: f conversions of the whole bucket, o of
+ * the rank's part): each collective waits for every rank's conversions
+ * before it, so the path takes each phase's slowest rank (CPU time, as
+ * calibrated: a 1 MiB bucket converts in well under a ms, short beside a
+ * CPU quota's period).
  */
 static double bucket_time(double bytes, const struct trn_model *m, const struct trn_profile *dev,
 			  int n, const struct trn_net *net)
 {
-	double mx = 0, cvt = 0, wire = bytes * trn_grad_wire_share(m);
+	double mx = 0, cf = 0, co = 0, wire = bytes * trn_grad_wire_share(m);
+	double f = trn_grad_cvt_share(m, 0), o = trn_grad_cvt_share(m, 1) - f, cvt;
 
 	if (n == 1)
 		return net->lat_s;
@@ -186,8 +189,10 @@ static double bucket_time(double bytes, const struct trn_model *m, const struct 
 		double share = dp_share(m, dev, n, i);
 
 		mx = fmax(mx, share);
-		cvt = fmax(cvt, net->cpu_cvt_s[i] * bytes / 4 * trn_grad_cvt_share(m, share));
+		cf = fmax(cf, net->cpu_cvt_s[i]);
+		co = fmax(co, net->cpu_cvt_s[i] * share);
 	}
+	cvt = bytes / 4 * (f * cf + o * co);
 	if (m->optim == TRN_OPTIM_REPLICATED)
 		return 2.0 * (n - 1) / n * wire / (net->busbw_gbps * 1e9) + net->lat_s + cvt;
 	return 2.0 * (n - 1) * mx * wire / (net->busbw_gbps * 1e9) + 2 * net->lat_s + cvt;
@@ -244,7 +249,11 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
 
 		comm = fmax(last, all - net->overlap * bwd_slow);
 		/* the hidden part runs beside the compute: its progress takes
-		 * CPU from the compute where the rank's cores are too few */
+		 * CPU from the compute where the rank's cores are too few (not
+		 * modelled: the window it hides behind grows with what it
+		 * takes, so a partly exposed all-reduce is charged its hidden
+		 * CPU both here and in the exposed part; the same for the
+		 * wire's CPU and the conversions') */
 		hidden = fmax(0, all - comm);
 		maxc = maxcu = 0;
 		for (int i = 0; i < ndev; i++) {

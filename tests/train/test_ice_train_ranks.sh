@@ -81,7 +81,8 @@ a, b = (json.load(open(p)) for p in sys.argv[1:3])
 for ja, jb in zip(a["jobs"], b["jobs"]):
     assert ja["ok"] and jb["ok"], (ja["ok"], jb["ok"])
     # every step's loss, gathered from the ranks: the last is the ranks'
-    assert ja["step_loss"] == jb["step_loss"], (ja["step_loss"], jb["step_loss"])
+    assert ja["step_loss"] == jb["step_loss"] and ja["step_loss"][0] > 0, \
+        (ja["step_loss"], jb["step_loss"])
     last = ja["ranks"][-1]["loss"] if "layers" in ja["ranks"][0] else \
         sum(r["loss"] for r in ja["ranks"])
     assert abs(ja["step_loss"][-1] - last) <= 1e-9 * abs(last), (ja["step_loss"], last)

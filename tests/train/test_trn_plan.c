@@ -562,6 +562,13 @@ static void test_predict_dp_bf16(void **state)
 	net.cpu_cvt_s[0] = net.cpu_cvt_s[1] = 1e-9;
 	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
 	assert_near(p.comm_s, 0.5 * 4e6 / 1e9 + 8 * 1e-3 + 1e6 * 3e-9);
+	/* replicated: the all-reduce rounds and widens the whole bucket */
+	m.optim = TRN_OPTIM_REPLICATED;
+	m.param = TRN_GRAD_FP32;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.comm_s, 2e6 / 1e9 + 4 * 1e-3 + 1e6 * 2e-9);
+	m.optim = TRN_OPTIM_SHARDED;
+	m.param = TRN_GRAD_BF16;
 	net.cpu_cvt_s[0] = net.cpu_cvt_s[1] = 0;
 	/* three devices, parts by memory bandwidth 2:1:1: every ring step
 	 * waits for the largest part (1/2), 2 (n - 1) * 1/2 * wire a bucket */
@@ -577,13 +584,14 @@ static void test_predict_dp_bf16(void **state)
 		m.param = TRN_GRAD_FP32; /* 3/4 */
 		assert_int_equal(trn_predict_dp(&m, d3, 3, &net, &q), 0);
 		assert_near(q.comm_s, 2.0 * 0.75 * 4e6 / 1e9 + 8 * 1e-3);
-		/* the path waits for the slowest rank's conversions: rank 0
-		 * converts 1 + 1/2 of the elements at 1 ns, rank 2 1 + 1/4 at
-		 * 2 ns (2.5 ns an element, more than rank 0's 1.5) */
+		/* each phase waits for its slowest rank: rounding the whole
+		 * bucket, rank 2's 1.5 ns an element; widening its own part,
+		 * rank 0's 1/2 at 1 ns (0.5 ns an element, more than rank 2's
+		 * 1/4 at 1.5): 2 ns an element, not rank 2's total of 1.875 */
 		net.cpu_cvt_s[0] = net.cpu_cvt_s[1] = 1e-9;
-		net.cpu_cvt_s[2] = 2e-9;
+		net.cpu_cvt_s[2] = 1.5e-9;
 		assert_int_equal(trn_predict_dp(&m, d3, 3, &net, &q), 0);
-		assert_near(q.comm_s, 2.0 * 0.75 * 4e6 / 1e9 + 8 * 1e-3 + 1e6 * 2.5e-9);
+		assert_near(q.comm_s, 2.0 * 0.75 * 4e6 / 1e9 + 8 * 1e-3 + 1e6 * 2e-9);
 		net.cpu_cvt_s[0] = net.cpu_cvt_s[1] = net.cpu_cvt_s[2] = 0;
 		m.param = TRN_GRAD_BF16;
 	}

@@ -238,8 +238,9 @@ void itr_print_job(const struct job_out *jo)
 		printf("\n");
 	}
 	if (j->ndev > 1 && j->scheme == ITR_DP && net->cpu_cvt_s[0] > 0) {
-		printf("   bf16 conversions, on each bucket's path (and in the contention where "
-		       "hidden): per rank CPU ns per element per conversion:");
+		printf("   bf16 conversions, on each bucket's path%s: per rank CPU ns per element "
+		       "per conversion:",
+		       j->no_contention ? "" : " (and in the contention where hidden)");
 		for (int r = 0; r < j->ndev; r++)
 			printf("%s %.3f", r ? ";" : "", net->cpu_cvt_s[r] * 1e9);
 		printf("\n");
