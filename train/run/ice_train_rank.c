@@ -949,7 +949,6 @@ static int train(struct itr_rank *k)
 	k->me->emu_overruns = k->emu.overruns - emu0.overruns;
 	k->me->emu_overrun_s = k->emu.overrun_s - emu0.overrun_s;
 	k->me->emu_hidden_s = k->emu.hidden_s - emu0.hidden_s;
-	k->me->loss = k->loss;
 	return 0;
 }
 

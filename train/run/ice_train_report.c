@@ -528,7 +528,7 @@ static json_t *job_json(const struct job_out *jo)
 		json_object_set_new(x, "emu_overruns", json_integer((json_int_t)rr->emu_overruns));
 		json_object_set_new(x, "emu_overrun_s", json_real(rr->emu_overrun_s));
 		json_object_set_new(x, "emu_hidden_s", json_real(rr->emu_hidden_s));
-		json_object_set_new(x, "loss", json_real(rr->loss));
+		json_object_set_new(x, "loss", json_real(rr->step_loss[j->warmup + j->steps - 1]));
 		snprintf(hash, sizeof(hash), "%016llx", (unsigned long long)rr->weight_hash);
 		json_object_set_new(x, "weight_hash", json_string(hash));
 		if (rr->stage_name[0] != '\0')
