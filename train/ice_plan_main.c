@@ -298,6 +298,7 @@ static int groups_alone(const struct plan_cfg *c, bool pp, struct group_thr *g)
 				net.cpu_ar_s[n] = c->net.cpu_ar_s[j];
 				net.cpu_p2p_s[n] = c->net.cpu_p2p_s[j];
 				net.cpu_msg_s[n] = c->net.cpu_msg_s[j];
+				net.cpu_cvt_s[n] = c->net.cpu_cvt_s[j];
 				sub[n++] = c->dev[j];
 			}
 		snprintf(g[ng].name, sizeof(g[ng].name), "%s", c->dev[i].name);
@@ -410,6 +411,25 @@ static void print_eff(const struct plan_cfg *c, bool pp, double thr_plan, double
 		printf("  mixed-training efficiency: n/a (a group cannot run alone)\n");
 }
 
+/* Each device's memory need of a plan, MiB, its capacity where stated,
+ * and whether it fits (the even split may not). */
+static void print_mem(const struct plan_cfg *c, const char *what, const double *need, int over)
+{
+	bool cap = false;
+
+	for (int i = 0; i < c->ndev; i++)
+		cap = cap || trn_mem_cap(&c->dev[i]) > 0;
+	printf("  memory, MiB (need%s), %s:", cap ? " / capacity" : "", what);
+	for (int i = 0; i < c->ndev; i++) {
+		printf("%s %.1f", i ? ";" : "", need[i] / (1 << 20));
+		if (trn_mem_cap(&c->dev[i]) > 0)
+			printf(" / %.1f", trn_mem_cap(&c->dev[i]) / (1 << 20));
+	}
+	if (over >= 0)
+		printf("  DOES NOT FIT on %s", c->dev[over].name);
+	printf("\n");
+}
+
 static void print_dp(const struct plan_cfg *c, const struct trn_dp_plan *p,
 		     const struct trn_dp_plan *e)
 {
@@ -443,6 +463,8 @@ static void print_dp(const struct plan_cfg *c, const struct trn_dp_plan *p,
 		print_values(4, e->contention_s, c->ndev);
 		printf("\n");
 	}
+	print_mem(c, "planner", p->mem_need, p->over);
+	print_mem(c, "even", e->mem_need, e->over);
 	printf("  %-19s | %33.4f | %33.4f\n", "step_s", p->step_s, e->step_s);
 	printf("  %-19s | %33.2f | %33.2f\n", "samples/s", tp, te);
 	printf("  gain of the planner over even: %+.1f%% throughput\n", 100 * (tp / te - 1));
@@ -495,6 +517,8 @@ static void print_pp(const struct plan_cfg *c, const struct trn_pp_plan *p,
 	for (int st = 0; st < e->nstages; st++)
 		printf(" %.4f", e->upd_s[st]);
 	printf("\n");
+	print_mem(c, "planner", p->mem_need, p->over);
+	print_mem(c, "even", e->mem_need, e->over);
 	printf("  %-19s | %39.4f | %39.4f\n", "step_s", p->step_s, e->step_s);
 	printf("  %-19s | %39.2f | %39.2f\n", "samples/s", tp, te);
 	printf("  gain of the planner over even: %+.1f%% throughput\n", 100 * (tp / te - 1));
@@ -511,6 +535,17 @@ static json_t *contention_json(const double *v, int n)
 	for (int i = 0; i < n; i++)
 		json_array_append_new(a, json_real(v[i]));
 	return a;
+}
+
+/* each device's memory need (trn_mem_need), bytes, and whether all fit */
+static void json_mem(json_t *o, const double *need, int n, int over)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; i < n; i++)
+		json_array_append_new(a, json_real(need[i]));
+	json_object_set_new(o, "mem_need_bytes", a);
+	json_object_set_new(o, "fits", json_boolean(over < 0));
 }
 
 static json_t *json_dp(const struct plan_cfg *c, const struct trn_dp_plan *p)
@@ -536,6 +571,7 @@ static json_t *json_dp(const struct plan_cfg *c, const struct trn_dp_plan *p)
 	json_object_set_new(o, "comm_s", json_real(p->comm_s));
 	json_object_set_new(o, "step_s", json_real(p->step_s));
 	json_object_set_new(o, "samples_per_s", json_real(c->m.global_batch / p->step_s));
+	json_mem(o, p->mem_need, p->ndev, p->over);
 	return o;
 }
 
@@ -561,6 +597,7 @@ static json_t *json_pp(const struct plan_cfg *c, const struct trn_pp_plan *p)
 	json_object_set_new(o, "schedule", json_string(trn_pp_sched_name(p->sched)));
 	json_object_set_new(o, "step_s", json_real(p->step_s));
 	json_object_set_new(o, "samples_per_s", json_real(c->m.global_batch / p->step_s));
+	json_mem(o, p->mem_need, p->nstages, p->over);
 	return o;
 }
 
@@ -601,9 +638,10 @@ static int print_json(const struct plan_cfg *c, const struct trn_dp_plan *dp,
 				      "param_bytes", trn_model_param_bytes(&c->m)));
 	for (int i = 0; i < c->ndev; i++)
 		json_array_append_new(
-			devs, json_pack("{s:s, s:s, s:b, s:f, s:s}", "profile", c->dev[i].name,
+			devs, json_pack("{s:s, s:s, s:b, s:f, s:f, s:s}", "profile", c->dev[i].name,
 					"kind", c->dev[i].kind, "emulated", c->dev[i].emulated,
-					"gflops", c->dev[i].gflops, "source", c->dev[i].source));
+					"gflops", c->dev[i].gflops, "mem_gib", c->dev[i].mem_gib,
+					"source", c->dev[i].source));
 	json_object_set_new(root, "devices", devs);
 	json_object_set_new(root, "net",
 			    json_pack("{s:f, s:f, s:f, s:f}", "busbw_gbps", c->net.busbw_gbps,
@@ -635,6 +673,8 @@ static int print_json(const struct plan_cfg *c, const struct trn_dp_plan *dp,
 	json_decref(root);
 	return ret < 0 ? -EIO : 0;
 }
+
+#define NOFIT "no split fits the devices' memory (their profiles' mem_gib)"
 
 int main(int argc, char **argv)
 {
@@ -673,15 +713,18 @@ int main(int argc, char **argv)
 			cfg.ndev, cfg.m.nlayers);
 		do_pp = false;
 	}
+	/* a scheme no split of which fits the memory is left out (said);
+	 * nothing to show is an error */
 	if (do_dp) {
 		ret = dp_plan(&cfg, cfg.dev, cfg.ndev, &cfg.net, false, &dp);
 		if (ret == 0)
 			ret = dp_plan(&cfg, cfg.dev, cfg.ndev, &cfg.net, true, &dpe);
-		if (ret < 0) {
+		if (ret < 0)
 			ice_err(ICE_SUB_COMMON, "ice-plan: data-parallel plan failed: %s",
-				strerror(-ret));
+				ret == -ENOMEM ? NOFIT : strerror(-ret));
+		if (ret < 0 && (ret != -ENOMEM || cfg.scheme == SCHEME_DP))
 			return 1;
-		}
+		do_dp = ret == 0;
 	}
 	if (do_pp) {
 		ret = trn_plan_pp(&cfg.m, cfg.dev, cfg.ndev, &cfg.net, cfg.pp_sched, &pp);
@@ -690,10 +733,12 @@ int main(int argc, char **argv)
 					       &ppe);
 		if (ret < 0) {
 			ice_err(ICE_SUB_COMMON, "ice-plan: pipeline plan failed: %s",
-				strerror(-ret));
+				ret == -ENOMEM ? NOFIT : strerror(-ret));
 			return 1;
 		}
 	}
+	if (!do_dp && !do_pp)
+		return 1;
 	if (cfg.json)
 		return print_json(&cfg, do_dp ? &dp : NULL, do_dp ? &dpe : NULL, do_pp ? &pp : NULL,
 				  do_pp ? &ppe : NULL) < 0;

@@ -39,6 +39,9 @@ struct trn_profile {
 	double h2d_gbps;	 /* pinned host -> device copy */
 	double d2h_gbps;	 /* device -> pinned host copy */
 	double reduce_gbps;	 /* float sum reduce, bytes of dst per second */
+	double mem_gib;		 /* device memory a rank on it may use, GiB
+				  * (2^30 B; 0: not bounded): the planner's
+				  * splits keep within it (trn_mem_*) */
 	char source[96];	 /* "measured by ice-devprof on HOST at DATE" / "stated" */
 };
 
@@ -53,6 +56,7 @@ struct trn_profile {
  *       h2d_gbps: 10
  *       d2h_gbps: 10
  *       reduce_gbps: 4
+ *       mem_gib: 16         (optional)
  * Loads up to max profiles; returns how many, or -errno with err filled. */
 int trn_profiles_load(const char *path, struct trn_profile *out, int max, struct ice_cfg_err *err);
 /* Write profiles as such a file (ice-devprof); 0 or -errno. */
@@ -145,6 +149,45 @@ double trn_update_s(const struct trn_profile *d, double param_bytes);
  * mem_gbps (even when none states one), largest remainders first; the
  * same on every rank. */
 void trn_dp_shards(const struct trn_profile *dev, int ndev, size_t count, size_t *out);
+
+/* ---- memory (issue 20) ------------------------------------------------------ */
+
+/* What a rank of ice-train allocates for its part of a job, in bytes. On
+ * the device (dev_mem_ops alloc): its layers' fp32 weights and gradients,
+ * `slots` micro-batches of activations (every layer's input and the
+ * output, the output's gradient, the input's gradient to send; a zero
+ * bubble stage also keeps each inner layer's output gradient for its W),
+ * two scratch buffers of the model's widest layer at the micro-batch, and
+ * the input rows (first stage) and target rows (last stage) it trains on.
+ * On the host beside it: a host scratch of the larger of the parameters
+ * and the widest layer's micro-batch; on a device rank the fp32 master and
+ * the gradients' staging; the bf16 exchange's staging (trn_grad). A host
+ * rank's device memory is the host's, so both count against its capacity
+ * (trn_mem_need). Not counted: the transport's buffers, and the
+ * calibration's, freed before the first step. */
+struct trn_mem {
+	double weights; /* fp32 weights of the rank's layers */
+	double grads;	/* their fp32 gradients */
+	double acts;	/* slots x one micro-batch's activations */
+	double scratch; /* two buffers: widest layer x micro-batch */
+	double rows;	/* input and target rows */
+	double device;	/* the sum of the above, in device memory */
+	double host;	/* beside it, in host memory */
+	int slots;	/* micro-batches whose activations are held at once */
+};
+
+/* A rank of an ndev-rank job holding layers [l0, l0 + nl) of m with slots
+ * activation slots and `rows` rows (input rows when first, target rows
+ * when last), on a device of kind d->kind; zb: a zero bubble stage (its
+ * inner output gradients); dp: a DP rank (the bf16 exchange's staging).
+ * -EINVAL on a bad argument. */
+int trn_mem_rank(const struct trn_model *m, const struct trn_profile *d, int ndev, int l0, int nl,
+		 int slots, int rows, bool first, bool last, bool zb, bool dp, struct trn_mem *out);
+/* The bytes that count against d's capacity: device + host on a host
+ * device, device alone on an accelerator. */
+double trn_mem_need(const struct trn_profile *d, const struct trn_mem *mm);
+/* d's capacity in bytes, 0 when not bounded. */
+double trn_mem_cap(const struct trn_profile *d);
 
 /* ---- network model for the predictor ------------------------------------ */
 
@@ -277,10 +320,15 @@ struct trn_dp_plan {
 					       * layer by layer; the last chunk's backward
 					       * hides the all-reduce (trn_dp_tails) */
 	double overlap;			      /* the net->overlap step_s was predicted with */
+	double mem_need[TRN_MAX_DEVICES];     /* trn_mem_need of each rank, bytes */
+	int over;			      /* the first device whose need passes its
+					       * capacity (mem_gib), or -1 */
 };
 
 /* The split minimising the predicted step time (never worse than even):
- * greedy by finish time, then single micro-batch moves while they help. */
+ * greedy by finish time, then single micro-batch moves while they help.
+ * Every device's rows stay within its capacity (mem_gib): -ENOMEM when
+ * no split fits. The even split and trn_predict_dp only report it (over). */
 int trn_plan_dp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		const struct trn_net *net, struct trn_dp_plan *out);
 /* The naive split: global_batch / ndev each (remainder to the first). */
@@ -293,7 +341,9 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
 /* Choose p->tail[] for the split in p->samples: per device the fewest last
  * micro-batches (at least 16 or all it has: ice-train's chunk of a step,
  * for the weights' reuse) whose backward, run layer by layer, lasts three
- * times the gradient all-reduce, or fixed (> 0) each.
+ * times the gradient all-reduce, or fixed (> 0) each; fewer where a
+ * device's capacity (mem_gib) holds fewer activation slots, but one at
+ * least.
  * Returns the overlap they give the predictor: the shortest tail's backward
  * as a share of the slowest device's backward (0..1). */
 double trn_dp_tails(const struct trn_model *m, const struct trn_profile *dev, int ndev,
@@ -358,6 +408,11 @@ struct trn_pp_plan {
 					       * upd_s / m) */
 	double step_s;			      /* predicted step: the schedule below,
 					       * simulated with these times */
+	int slots[TRN_MAX_DEVICES];	      /* activation slots stage s holds
+					       * (trn_pp_slots of its order) */
+	double mem_need[TRN_MAX_DEVICES];     /* trn_mem_need of each stage, bytes */
+	int over;			      /* the first stage whose need passes its
+					       * device's capacity, or -1 */
 };
 
 /* 1F1B: stage s of S first runs trn_pp_warmup(s, S, m) forwards, then one
@@ -396,13 +451,25 @@ int trn_pp_zb_inflight(int s, int S, int m);
  */
 int trn_pp_order(const struct trn_pp_plan *p, int s, struct trn_pp_op *ops, int max);
 
+/* The activation slots a stage running ops (n of them, schedule sched)
+ * needs: the most micro-batches in flight at once (forward done, the
+ * last operation that reads its activations, B or W, not yet), plus one
+ * for the next activation to arrive while it computes. */
+int trn_pp_slots(const struct trn_pp_op *ops, int n, enum trn_pp_sched sched);
+/* An upper bound of it for stage s of S with m micro-batches, whatever
+ * the times: the split search's memory test. */
+int trn_pp_slots_bound(int s, int S, int m, enum trn_pp_sched sched);
+
 const char *trn_pp_sched_name(enum trn_pp_sched s); /* "zb", "1f1b" */
 int trn_pp_sched_parse(const char *name);	    /* the enum, or -EINVAL */
 
 /* A contiguous layer split for schedule sched: the one minimising est_s
  * exactly, unless another split the search visits, or the even split,
  * predicts a shorter step (step_s); then stage boundaries move one layer
- * at a time while the predicted step gets shorter. */
+ * at a time while the predicted step gets shorter. Only splits whose
+ * stages fit their devices' capacity (mem_gib; in the search with
+ * trn_pp_slots_bound slots): -ENOMEM when none does. The even split and
+ * trn_predict_pp only report it (over). */
 int trn_plan_pp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		const struct trn_net *net, enum trn_pp_sched sched, struct trn_pp_plan *out);
 /* The naive split: nlayers / ndev each. */

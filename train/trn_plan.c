@@ -6,6 +6,8 @@
  * in trn_plan_pp.c. Formulas in README.md.
  */
 #include <errno.h>
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -45,6 +47,35 @@ static double model_bwd_flops(const struct trn_model *m)
 	for (int l = 0; l < m->nlayers; l++)
 		f += trn_layer_bwd_flops(m, l);
 	return f;
+}
+
+/* What DP device i needs with rows samples and slots activation slots
+ * (trn_mem_need), bytes; < 0 on a bad argument. */
+static double dp_mem(const struct trn_model *m, const struct trn_profile *dev, int ndev, int i,
+		     int rows, int slots)
+{
+	struct trn_mem mm;
+	int ret = trn_mem_rank(m, &dev[i], ndev, 0, m->nlayers, slots > 1 ? slots : 1, rows, true,
+			       true, false, true, &mm);
+
+	return ret < 0 ? ret : trn_mem_need(&dev[i], &mm);
+}
+
+/* The most samples device i holds with one activation slot in its
+ * capacity (INT_MAX when not bounded, -1 when not even its weights fit). */
+static int dp_max_rows(const struct trn_model *m, const struct trn_profile *dev, int ndev, int i)
+{
+	double cap = trn_mem_cap(&dev[i]), base, per;
+
+	if (!(cap > 0))
+		return INT_MAX;
+	/* rows 0 is held as one row */
+	base = dp_mem(m, dev, ndev, i, 1, 1);
+	per = dp_mem(m, dev, ndev, i, 2, 1) - base;
+	if (base > cap)
+		return -1;
+	return per > 0 && (cap - base) / per + 1 < INT_MAX ? (int)((cap - base) / per) + 1
+							   : INT_MAX;
 }
 
 /* ---- CPU contention -------------------------------------------------------- */
@@ -282,6 +313,16 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
 	else
 		p->step_s = maxcu + comm;
 	p->overlap = net->overlap;
+	p->over = -1;
+	for (int i = 0; i < ndev; i++) {
+		double need = dp_mem(m, dev, ndev, i, p->samples[i], p->tail[i]);
+
+		if (need < 0)
+			return (int)need;
+		p->mem_need[i] = need;
+		if (p->over < 0 && trn_mem_cap(&dev[i]) > 0 && need > trn_mem_cap(&dev[i]))
+			p->over = i;
+	}
 	return 0;
 }
 
@@ -354,6 +395,7 @@ double trn_dp_tails(const struct trn_model *m, const struct trn_profile *dev, in
 	comm = ndev > 1 && net->busbw_gbps > 0 ? dp_allreduce_s(m, dev, ndev, net, &last) : 0;
 	for (int i = 0; i < ndev; i++) {
 		double per = bwd / (dev[i].gflops * 1e9); /* per sample */
+		double cap = trn_mem_cap(&dev[i]);
 		int n = p->samples[i], rows = 0;
 
 		/* the last micro-batch may be short: count samples back */
@@ -364,6 +406,10 @@ double trn_dp_tails(const struct trn_model *m, const struct trn_profile *dev, in
 			if (fixed > 0 ? p->tail[i] >= fixed
 				      : p->tail[i] >= TRN_DP_CHUNK &&
 						rows * per >= TRN_DP_TAIL_MARGIN * comm)
+				break;
+			/* one more slot must fit in the capacity */
+			if (p->tail[i] >= 1 && cap > 0 &&
+			    dp_mem(m, dev, ndev, i, n, p->tail[i] + 1) > cap)
 				break;
 			rows += p->tail[i] == 0 && part != 0 ? part : m->micro_batch;
 			p->tail[i]++;
@@ -451,7 +497,7 @@ static int dp_move(const struct trn_plan_climb *c, void *qv, int i, double *step
 	int mv = q->samples[a] < c->m->micro_batch ? q->samples[a] : c->m->micro_batch;
 	int ret;
 
-	if (a == b || mv == 0)
+	if (a == b || mv == 0 || q->samples[b] + mv > dp_max_rows(c->m, c->dev, c->ndev, b))
 		return 0;
 	q->samples[a] -= mv;
 	q->samples[b] += mv;
@@ -494,17 +540,22 @@ int trn_plan_dp(const struct trn_model *m, const struct trn_profile *dev, int nd
 {
 	struct trn_dp_plan even;
 	double fb, upd[TRN_MAX_DEVICES];
-	int units, k[TRN_MAX_DEVICES] = {0};
+	int units, k[TRN_MAX_DEVICES] = {0}, most[TRN_MAX_DEVICES] = {0};
 	int ret = trn_plan_check(m, dev, ndev, net);
 
 	if (ret < 0 || out == NULL)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
 	fb = model_fb_flops(m);
-	for (int i = 0; i < ndev; i++)
+	for (int i = 0; i < ndev; i++) {
 		upd[i] = m->optim == TRN_OPTIM_SHARDED ? dp_update_s(m, dev, ndev, i) : 0;
-		/* device i done with s samples */
-#define DP_DONE(i, s) ((s)*fb / (dev[i].gflops * 1e9) + upd[i])
+		most[i] = dp_max_rows(m, dev, ndev, i);
+		if (most[i] < 0)
+			return -ENOMEM;
+	}
+	/* device i done with s samples; a device whose capacity
+	 * cannot hold them never is */
+#define DP_DONE(i, s) ((s) > most[i] ? DBL_MAX : (s)*fb / (dev[i].gflops * 1e9) + upd[i])
 	units = m->global_batch / m->micro_batch;
 	for (int u = 0; u < units; u++) {
 		int best = 0;
@@ -513,6 +564,8 @@ int trn_plan_dp(const struct trn_model *m, const struct trn_profile *dev, int nd
 			if (DP_DONE(i, (k[i] + 1) * m->micro_batch) <
 			    DP_DONE(best, (k[best] + 1) * m->micro_batch))
 				best = i;
+		if (DP_DONE(best, (k[best] + 1) * m->micro_batch) == DBL_MAX)
+			return -ENOMEM;
 		k[best]++;
 	}
 	for (int i = 0; i < ndev; i++)
@@ -526,6 +579,8 @@ int trn_plan_dp(const struct trn_model *m, const struct trn_profile *dev, int nd
 			if (DP_DONE(i, out->samples[i] + rest) <
 			    DP_DONE(best, out->samples[best] + rest))
 				best = i;
+		if (DP_DONE(best, out->samples[best] + rest) == DBL_MAX)
+			return -ENOMEM;
 		out->samples[best] += rest;
 	}
 #undef DP_DONE
@@ -538,7 +593,7 @@ int trn_plan_dp(const struct trn_model *m, const struct trn_profile *dev, int nd
 	ret = trn_plan_dp_even(m, dev, ndev, net, &even);
 	if (ret < 0)
 		return ret;
-	if (even.step_s < out->step_s)
+	if (even.over < 0 && even.step_s < out->step_s)
 		*out = even;
 	return 0;
 }

@@ -319,8 +319,9 @@ static void pp_times_of(const struct trn_pp_plan *p, struct pp_times *pt)
 
 #define PP_ZB_RUN_STEPS 4
 
-/* Simulate p's schedule: its predicted step (see trn_predict_pp). */
-static double pp_step_time(const struct trn_pp_plan *p)
+/* Simulate p's schedule: its predicted step (see trn_predict_pp); fills
+ * p->slots from the stages' orders. */
+static double pp_step_time(struct trn_pp_plan *p)
 {
 	struct pp_times pt;
 	struct trn_pp_op *ops;
@@ -334,6 +335,8 @@ static double pp_step_time(const struct trn_pp_plan *p)
 		return -ENOMEM;
 	ret = pp_orders(&pt, ops, nops);
 	step = ret < 0 ? ret : pp_run(&pt, ops, nops, pt.zb ? PP_ZB_RUN_STEPS : 1);
+	for (int s = 0; ret == 0 && s < pt.S; s++)
+		p->slots[s] = trn_pp_slots(ops + (size_t)s * 3 * pt.M, nops[s], p->sched);
 	free(ops);
 	return step;
 }
@@ -420,6 +423,20 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
 	if (step < 0)
 		return (int)step;
 	p->step_s = step;
+	p->over = -1;
+	for (int s = 0; s < ndev; s++) {
+		struct trn_mem mm;
+
+		ret = trn_mem_rank(m, &dev[s], ndev, p->first[s], p->nlayers[s], p->slots[s],
+				   m->global_batch, s == 0, s == ndev - 1, p->sched == TRN_PP_ZB,
+				   false, &mm);
+		if (ret < 0)
+			return ret;
+		p->mem_need[s] = trn_mem_need(&dev[s], &mm);
+		if (p->over < 0 && trn_mem_cap(&dev[s]) > 0 &&
+		    p->mem_need[s] > trn_mem_cap(&dev[s]))
+			p->over = s;
+	}
 	return 0;
 }
 
@@ -467,6 +484,22 @@ static double pp_C(const struct pp_search *ps, int s, int a, int b)
 	       trn_update_s(&ps->dev[s], ps->pb[b] - ps->pb[a]) / ps->M;
 }
 
+/* Stage s on [a, b) fits its device with the most slots any schedule
+ * gives it (trn_pp_slots_bound). */
+static bool pp_fits(const struct pp_search *ps, int s, int a, int b)
+{
+	double cap = trn_mem_cap(&ps->dev[s]);
+	struct trn_mem mm;
+
+	if (!(cap > 0))
+		return true;
+	if (trn_mem_rank(ps->m, &ps->dev[s], ps->S, a, b - a,
+			 trn_pp_slots_bound(s, ps->S, ps->M, ps->sched), ps->m->global_batch,
+			 s == 0, s == ps->S - 1, ps->sched == TRN_PP_ZB, false, &mm) < 0)
+		return false;
+	return trn_mem_need(&ps->dev[s], &mm) <= cap;
+}
+
 #define DP(ps, s, b)   ((ps)->dp[(size_t)(s) * ((ps)->L + 1) + (b)])
 #define FROM(ps, s, b) ((ps)->from[(size_t)(s) * ((ps)->L + 1) + (b)])
 
@@ -490,7 +523,7 @@ static double pp_dp(struct pp_search *ps, bool minmax, double bound)
 			for (int a = s; a < b; a++) {
 				double prev = DP(ps, s, a), t, v;
 
-				if (prev == DBL_MAX)
+				if (prev == DBL_MAX || !pp_fits(ps, s, a, b))
 					continue;
 				if (minmax) {
 					v = fmax(prev, pp_C(ps, s, a, b));
@@ -543,7 +576,7 @@ static int pp_consider(const struct pp_search *ps, struct trn_pp_plan *best)
 	pp_take(ps, &p);
 	p.sched = ps->sched;
 	ret = trn_predict_pp(ps->m, ps->dev, ps->S, ps->net, &p);
-	if (ret == 0 && (best->nstages == 0 || p.step_s < best->step_s))
+	if (ret == 0 && p.over < 0 && (best->nstages == 0 || p.step_s < best->step_s))
 		*best = p;
 	return ret;
 }
@@ -563,7 +596,7 @@ static int pp_move(const struct trn_plan_climb *c, void *qv, int i, double *step
 		return 0;
 	ret = trn_predict_pp(c->m, c->dev, c->ndev, c->net, q);
 	*step = q->step_s;
-	return ret < 0 ? ret : 1;
+	return ret < 0 ? ret : q->over < 0;
 }
 
 /*
@@ -623,6 +656,10 @@ int trn_plan_pp(const struct trn_model *m, const struct trn_profile *dev, int nd
 	}
 
 	smin = pp_dp(&ps, false, DBL_MAX);
+	if (smin == DBL_MAX) {
+		ret = -ENOMEM; /* no split fits the devices' memory */
+		goto out;
+	}
 	ret = pp_consider(&ps, out);
 	if (ret < 0 || M == 1)
 		goto even;
@@ -675,13 +712,15 @@ int trn_plan_pp(const struct trn_model *m, const struct trn_profile *dev, int nd
 			goto out;
 	}
 even:
-	if (ret == 0)
+	if (ret == 0 && out->nstages > 0)
 		ret = pp_improve(m, dev, ndev, net, out);
 	if (ret < 0)
 		goto out;
 	ret = trn_plan_pp_even(m, dev, ndev, net, sched, &even);
-	if (ret == 0 && even.step_s < out->step_s)
+	if (ret == 0 && even.over < 0 && (out->nstages == 0 || even.step_s < out->step_s))
 		*out = even;
+	if (ret == 0 && out->nstages == 0)
+		ret = -ENOMEM;
 out:
 	free(cands);
 	free(ps.from);

@@ -40,6 +40,7 @@ static const struct ice_cfg_field prof_fields[] = {
 	PF("h2d_gbps", ICE_CFG_DOUBLE, p.h2d_gbps, 0, "host to device copy, GB/s"),
 	PF("d2h_gbps", ICE_CFG_DOUBLE, p.d2h_gbps, 0, "device to host copy, GB/s"),
 	PF("reduce_gbps", ICE_CFG_DOUBLE, p.reduce_gbps, 0, "f32 sum reduce, GB/s of dst"),
+	PF("mem_gib", ICE_CFG_DOUBLE, p.mem_gib, 0, "device memory a rank may use, GiB"),
 	PF("source", ICE_CFG_STRING, p.source, sizeof(((struct trn_profile *)0)->source),
 	   "where the figures come from"),
 };
@@ -62,6 +63,7 @@ static int check_item(const struct ice_yaml_doc *doc, const struct ice_yaml_node
 		{"h2d_gbps", offsetof(struct trn_profile, h2d_gbps), "GB/s"},
 		{"d2h_gbps", offsetof(struct trn_profile, d2h_gbps), "GB/s"},
 		{"reduce_gbps", offsetof(struct trn_profile, reduce_gbps), "GB/s"},
+		{"mem_gib", offsetof(struct trn_profile, mem_gib), "GiB"},
 	};
 	char fk[192];
 
@@ -191,7 +193,8 @@ int trn_profiles_save(const char *path, const struct trn_profile *p, int n)
 			double v;
 		} nums[] = {{"gflops", p[i].gflops},	 {"burst_gflops", p[i].burst_gflops},
 			    {"mem_gbps", p[i].mem_gbps}, {"h2d_gbps", p[i].h2d_gbps},
-			    {"d2h_gbps", p[i].d2h_gbps}, {"reduce_gbps", p[i].reduce_gbps}};
+			    {"d2h_gbps", p[i].d2h_gbps}, {"reduce_gbps", p[i].reduce_gbps},
+			    {"mem_gib", p[i].mem_gib}};
 
 		fprintf(f, "  - name: %s\n", p[i].name);
 		fprintf(f, "    kind: %s\n", p[i].kind);

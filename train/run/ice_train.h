@@ -109,6 +109,10 @@ struct itr_rank_result {
 	float step_speed[ITR_MAX_STEPS];  /* --refine: before step k >= warmup, the
 					   * speed of the --refine steps before it */
 	double step_loss[ITR_MAX_STEPS];  /* every step's loss, this rank's share */
+	/* bytes of training state the rank allocated for its last split
+	 * (weights, gradients, activation slots, scratch, rows): on its
+	 * device, beside it on the host; the prediction is trn_mem's */
+	double mem_dev, mem_host;
 };
 
 struct itr_result {

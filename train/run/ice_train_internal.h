@@ -157,6 +157,12 @@ struct itr_rank {
 	float *x, *negt; /* input rows, negated target rows */
 	float *hscratch; /* host memory for reading device buffers */
 	size_t hscratch_len;
+	/* bytes allocated so far on the device (itr_dev_alloc) and beside it
+	 * on the host (itr_host_alloc), never decreased: the training state's
+	 * share goes to the result's mem_dev / mem_host */
+	double dev_bytes, host_bytes;
+	double par_bytes[2], act_bytes[2]; /* setup_params's, setup_acts's:
+					    * device, host */
 
 	struct trn_dp_plan dp; /* the split used (the same on every rank) */
 	struct trn_net net;    /* calibrated (for re-plans) */
@@ -228,7 +234,6 @@ int itr_sgd_update(struct itr_rank *k);
 int itr_dp_step(struct itr_rank *k, int nrows);
 /* more: another step follows (its first receive may be queued). */
 int itr_pp_step(struct itr_rank *k, bool more);
-int itr_pp_slots(const struct trn_pp_op *ops, int n, enum trn_pp_sched sched);
 
 /* ---- ice_train_rank.c ----------------------------------------------------- */
 

@@ -100,7 +100,27 @@ void *itr_dev_alloc(struct itr_rank *k, size_t bytes)
 	if (p == NULL)
 		ice_err(ICE_SUB_BENCH, "rank %d: cannot allocate %zu bytes of %s memory", k->r,
 			bytes, k->ops->name);
+	else
+		k->dev_bytes += bytes ? bytes : 4;
 	return p;
+}
+
+/* Host memory of the training state, counted (free with free()). */
+static void *host_alloc(struct itr_rank *k, size_t bytes)
+{
+	void *p = malloc(bytes);
+
+	if (p != NULL)
+		k->host_bytes += bytes;
+	return p;
+}
+
+/* The training state's bytes after a setup (params or acts) into the
+ * result. */
+static void mem_note(struct itr_rank *k)
+{
+	k->me->mem_dev = k->par_bytes[0] + k->act_bytes[0];
+	k->me->mem_host = k->par_bytes[1] + k->act_bytes[1];
 }
 
 /* Copy host rows into a new device buffer. */
@@ -140,6 +160,7 @@ static int setup_params(struct itr_rank *k)
 	const struct trn_model *m = k->m;
 	size_t bucket = (size_t)(m->bucket_kb > 0 ? m->bucket_kb : 4096) * 1024;
 	size_t off = 0, start = 0;
+	double d0 = k->dev_bytes, h0 = k->host_bytes;
 	bool w16;
 
 	k->w = calloc((size_t)k->nl, sizeof(*k->w));
@@ -172,27 +193,27 @@ static int setup_params(struct itr_rank *k)
 	k->hscratch_len = (size_t)max_feat(m) * (size_t)k->mb;
 	if (k->hscratch_len < k->nparam)
 		k->hscratch_len = k->nparam;
-	k->hscratch = malloc(k->hscratch_len * 4);
+	k->hscratch = host_alloc(k, k->hscratch_len * 4);
 	if (k->hscratch == NULL)
 		return -ENOMEM;
 	w16 = k->sharded && m->param == TRN_GRAD_BF16;
 	k->wblk = itr_dev_alloc(k, k->nparam * 4);
 	/* the fp32 master copy: on host memory the weights themselves,
 	 * unless they are gathered in bf16 (then computed on rounded) */
-	k->wmblk = k->host && !w16 ? k->wblk : malloc(k->nparam * 4);
+	k->wmblk = k->host && !w16 ? k->wblk : host_alloc(k, k->nparam * 4);
 	k->grad = itr_dev_alloc(k, k->nparam * 4);
-	k->gh = k->host ? k->grad : malloc(k->nparam * 4);
+	k->gh = k->host ? k->grad : host_alloc(k, k->nparam * 4);
 	if (k->wblk == NULL || k->wmblk == NULL || k->grad == NULL || k->gh == NULL)
 		return -ENOMEM;
 	/* DP gradients or weights in bf16: their staging */
 	if (k->job->scheme == ITR_DP && k->n > 1 && m->grad == TRN_GRAD_BF16) {
-		k->g16 = malloc(k->nparam * sizeof(*k->g16));
+		k->g16 = host_alloc(k, k->nparam * sizeof(*k->g16));
 		if (k->g16 == NULL)
 			return -ENOMEM;
 	}
 	if (w16) {
-		k->w16 = malloc(k->nparam * sizeof(*k->w16));
-		k->wh = k->host ? k->wblk : malloc(k->nparam * 4);
+		k->w16 = host_alloc(k, k->nparam * sizeof(*k->w16));
+		k->wh = k->host ? k->wblk : host_alloc(k, k->nparam * 4);
 		if (k->w16 == NULL || k->wh == NULL)
 			return -ENOMEM;
 	}
@@ -210,6 +231,9 @@ static int setup_params(struct itr_rank *k)
 	}
 	if (!k->host && k->ops->from_host(k->wblk, w16 ? k->wh : k->wmblk, k->nparam * 4) < 0)
 		return -EIO;
+	k->par_bytes[0] = k->dev_bytes - d0;
+	k->par_bytes[1] = k->host_bytes - h0;
+	mem_note(k);
 	return 0;
 }
 
@@ -220,6 +244,7 @@ static int setup_acts(struct itr_rank *k, int row0, int nrows, bool first, bool 
 {
 	const struct trn_model *m = k->m;
 	size_t fmax = (size_t)max_feat(m) * (size_t)k->mb;
+	double d0 = k->dev_bytes, h0 = k->host_bytes;
 	size_t cnt;
 	float *h;
 
@@ -290,6 +315,9 @@ static int setup_acts(struct itr_rank *k, int row0, int nrows, bool first, bool 
 	free(h);
 	if ((first && k->x == NULL) || (last && k->negt == NULL))
 		return -ENOMEM;
+	k->act_bytes[0] = k->dev_bytes - d0;
+	k->act_bytes[1] = k->host_bytes - h0;
+	mem_note(k);
 	return 0;
 }
 
@@ -409,6 +437,30 @@ static void trace_dump(struct itr_rank *k)
 	fclose(f);
 }
 
+/* -ENOMEM, said once (rank 0), when a rank of the split needs more memory
+ * than its profile allows (the even split: the planner's keeps within). */
+static int plan_fits(struct itr_rank *k)
+{
+	const struct itr_job *j = k->job;
+	bool dp = j->scheme == ITR_DP;
+	int over = dp ? k->dp.over : k->pp.over;
+	double need, cap;
+
+	if (over < 0)
+		return 0;
+	need = dp ? k->dp.mem_need[over] : k->pp.mem_need[over];
+	cap = trn_mem_cap(&j->dev[over]);
+	if (k->r == 0)
+		ice_err(ICE_SUB_BENCH,
+			"the %s split of model '%s' needs %.1f MiB on rank %d (device '%s', %s "
+			"memory), over its profile's mem_gib %g (%.1f MiB): use the planner's "
+			"split, a smaller micro_batch, or a device with more memory",
+			j->split == ITR_SPLIT_PLAN ? "planned" : "even", k->m->name,
+			need / (1 << 20), over, j->dev[over].name, j->dev[over].kind,
+			j->dev[over].mem_gib, cap / (1 << 20));
+	return -ENOMEM;
+}
+
 /* The split (the same on every rank: the same inputs), and for DP the tails
  * and, unless --overlap gave it, the overlap they give (net->overlap). */
 static int plan_job(struct itr_rank *k, struct trn_net *net)
@@ -464,6 +516,13 @@ static int plan_job(struct itr_rank *k, struct trn_net *net)
 				ret = -EINVAL;
 		}
 	}
+	if (ret == 0)
+		ret = plan_fits(k);
+	if (ret == -ENOMEM && k->r == 0 && j->split == ITR_SPLIT_PLAN)
+		ice_err(ICE_SUB_BENCH,
+			"no %s split of model '%s' fits the devices' memory (their profiles' "
+			"mem_gib)",
+			j->scheme == ITR_DP ? "dp" : "pp", k->m->name);
 	if (ret < 0)
 		ice_err(ICE_SUB_BENCH, "rank %d: planning %s (%s split) failed: %s", k->r,
 			j->scheme == ITR_DP ? "dp" : "pp",
@@ -619,7 +678,7 @@ static int pp_switch(struct itr_rank *k)
 	if (ret < 0)
 		goto out;
 	k->pp_nops = ret;
-	k->nslots = itr_pp_slots(k->pp_ops, k->pp_nops, k->pp.sched);
+	k->nslots = trn_pp_slots(k->pp_ops, k->pp_nops, k->pp.sched);
 	ret = setup_params(k);
 	if (ret == 0) {
 		for (int j = 0; j < k->nl; j++)
@@ -1039,7 +1098,7 @@ static int run_rank(struct itr_rank *k, struct tp_comm_cfg *cc)
 		ret = k->pp_ops == NULL ? -ENOMEM : trn_pp_order(&k->pp, k->r, k->pp_ops, 3 * mbs);
 		if (ret >= 0) {
 			k->pp_nops = ret;
-			k->nslots = itr_pp_slots(k->pp_ops, k->pp_nops, k->pp.sched);
+			k->nslots = trn_pp_slots(k->pp_ops, k->pp_nops, k->pp.sched);
 			ret = setup_params(k);
 		}
 		if (ret == 0)

@@ -198,6 +198,39 @@ static double step_loss(const struct job_out *jo, int k)
 	return l;
 }
 
+/* What rank r's training state takes against its capacity, as measured
+ * (its allocations; trn_mem_need) and as the plan predicted it. */
+static double mem_measured(const struct itr_job *j, const struct itr_result *res, int r)
+{
+	struct trn_mem mm = {.device = res->rank[r].mem_dev, .host = res->rank[r].mem_host};
+
+	return trn_mem_need(&j->dev[r], &mm);
+}
+
+static double mem_predicted(const struct itr_job *j, const struct itr_result *res, int r)
+{
+	return j->scheme == ITR_DP ? res->dp.mem_need[r] : res->pp.mem_need[r];
+}
+
+static void mem_line(const struct itr_job *j, const struct itr_result *res)
+{
+	printf("   memory per rank, MiB (its training state, on a host rank host and "
+	       "device; allocated / predicted");
+	for (int r = 0; r < j->ndev; r++)
+		if (j->dev[r].mem_gib > 0) {
+			printf(" / capacity");
+			break;
+		}
+	printf("):");
+	for (int r = 0; r < j->ndev; r++) {
+		printf("%s %.1f / %.1f", r ? ";" : "", mem_measured(j, res, r) / (1 << 20),
+		       mem_predicted(j, res, r) / (1 << 20));
+		if (j->dev[r].mem_gib > 0)
+			printf(" / %.1f", trn_mem_cap(&j->dev[r]) / (1 << 20));
+	}
+	printf("\n");
+}
+
 void itr_print_job(const struct job_out *jo)
 {
 	const struct itr_job *j = &jo->job;
@@ -310,6 +343,7 @@ void itr_print_job(const struct job_out *jo)
 			printf(", weights gathered in %s", trn_grad_name(j->model.param));
 		printf("\n");
 	}
+	mem_line(j, res);
 	printf("   step: median %.4f s, mean %.4f s over %d steps (after %d warm-up); "
 	       "throughput %.2f samples/s\n",
 	       jo->step_med, jo->step_mean, j->steps, j->warmup, jo->tput);
@@ -529,6 +563,15 @@ static json_t *job_json(const struct job_out *jo)
 		json_object_set_new(x, "emu_overrun_s", json_real(rr->emu_overrun_s));
 		json_object_set_new(x, "emu_hidden_s", json_real(rr->emu_hidden_s));
 		json_object_set_new(x, "loss", json_real(rr->step_loss[j->warmup + j->steps - 1]));
+		/* the training state's bytes: allocated on the device and the
+		 * host, what of them counts against the capacity, predicted */
+		json_object_set_new(x, "mem_device_bytes", json_real(rr->mem_dev));
+		json_object_set_new(x, "mem_host_bytes", json_real(rr->mem_host));
+		json_object_set_new(x, "mem_need_bytes", json_real(mem_measured(j, res, r)));
+		json_object_set_new(x, "mem_predicted_bytes", json_real(mem_predicted(j, res, r)));
+		json_object_set_new(x, "mem_capacity_bytes",
+				    j->dev[r].mem_gib > 0 ? json_real(trn_mem_cap(&j->dev[r]))
+							  : json_null());
 		snprintf(hash, sizeof(hash), "%016llx", (unsigned long long)rr->weight_hash);
 		json_object_set_new(x, "weight_hash", json_string(hash));
 		if (rr->stage_name[0] != '\0')

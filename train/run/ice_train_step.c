@@ -421,19 +421,3 @@ int itr_pp_step(struct itr_rank *k, bool more)
 		ret = itr_sgd_update(k);
 	return ret;
 }
-
-/* Slots a stage needs for its operations: the most micro-batches between
- * their F and their last use at once, plus one for a receive queued early. */
-int itr_pp_slots(const struct trn_pp_op *ops, int n, enum trn_pp_sched sched)
-{
-	int live = 0, most = 0;
-
-	for (int c = 0; c < n; c++) {
-		if (ops[c].kind == TRN_PP_F)
-			live++;
-		else if (ops[c].kind == (sched == TRN_PP_ZB ? TRN_PP_W : TRN_PP_B))
-			live--;
-		most = live > most ? live : most;
-	}
-	return most + 1;
-}

@@ -1,0 +1,137 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Memory, end to end (trn_mem, train/README.md "Memory"):
+#   - what every rank of ice-train allocates for its training state equals
+#     what the planner predicted, to the byte: DP in fp32 and with the bf16
+#     exchange, both optimizer modes; PP zero bubble and 1F1B, three
+#     stages; a CUDA rank on the runtime double beside a host rank;
+#   - a profile's mem_gib bounds the planner: the pipeline split ice-plan
+#     and ice-train choose keeps the first stage within it (fewer layers
+#     there than without it) and ice-train's allocations stay within it;
+#   - the even split beyond it is refused before anything is allocated,
+#     naming the rank, the device, the MiB needed and the capacity;
+#   - ice-plan leaves out a scheme no split of which fits (DP, whose ranks
+#     hold the whole model) and still plans the other; with that scheme
+#     alone it fails; a bad mem_gib names the file, key and unit.
+# Exits 77 when something it needs is absent. Ranks use 127.21.0.x.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+TRAIN=${ICE_TRAIN:-$ROOT/build/train/run/ice-train}
+PLAN=${ICE_PLAN:-$ROOT/build/train/ice-plan}
+EX=${ICE_TRAIN_EXAMPLES:-$ROOT/train}
+PROF=$EX/profiles/emu-2kind.yaml
+MODEL=$EX/models/mlp.yaml
+for f in "$TRAIN" "$PLAN" "$PROF" "$MODEL"; do
+	[ -e "$f" ] || { echo "test_ice_train_mem: skipped: $f is absent" >&2; exit 77; }
+done
+command -v python3 >/dev/null || { echo "test_ice_train_mem: skipped: needs python3" >&2; exit 77; }
+TMP=$(mktemp -d /tmp/ice-train-mem.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# same OUT ARGS...: run ice-train --json into $TMP/OUT; every rank's
+# allocated bytes equal the predicted ones
+same() {
+	local out=$1 rc
+	shift
+	timeout 120 "$TRAIN" --model "$MODEL" --steps 1 --warmup 0 --json "$@" >"$TMP/$out" \
+		2>"$TMP/$out.err"
+	rc=$?
+	[ "$rc" -eq 0 ] || { cat "$TMP/$out.err"; fail "ice-train $* exited $rc"; }
+	python3 - "$TMP/$out" <<'PY' || fail "ice-train $*: allocated is not predicted"
+import json, sys
+for j in json.load(open(sys.argv[1]))["jobs"]:
+    for r in j["ranks"]:
+        a, p = r["mem_need_bytes"], r["mem_predicted_bytes"]
+        print(f'  {j["job"]:8} {j["scheme"]} rank {r["rank"]}: allocated {a / 2**20:.2f} MiB, '
+              f'predicted {p / 2**20:.2f} MiB (device {r["mem_device_bytes"] / 2**20:.2f}, '
+              f'host {r["mem_host_bytes"] / 2**20:.2f})')
+        assert a > 0 and a == p, r
+PY
+}
+
+echo "## allocated = predicted"
+E=(--profiles "$PROF" --devices emu-fast,emu-slow)
+same dp "${E[@]}" --scheme dp
+same dp-bf16 "${E[@]}" --scheme dp --grad-dtype bf16 --param-dtype bf16
+same dp-repl "${E[@]}" --scheme dp --optimizer replicated --grad-dtype bf16 --split even
+same pp-zb "${E[@]}" --scheme pp
+same pp-1f1b "${E[@]}" --scheme pp --pp-schedule 1f1b
+same pp-3 --profiles "$PROF" --devices emu-fast,emu-slow,emu-fast --scheme pp --split even
+if [ -n "${ICE_FAKE_CUDA_LIB:-}" ]; then
+	cat >"$TMP/fake.yaml" <<'EOF'
+devices:
+  - {name: fgpu, kind: cuda, gflops: 10, mem_gbps: 20, h2d_gbps: 5, d2h_gbps: 5, reduce_gbps: 5}
+  - {name: cpu, kind: host, gflops: 10, mem_gbps: 10, h2d_gbps: 5, d2h_gbps: 5, reduce_gbps: 5}
+EOF
+	export ICE_CUDA_LIB=$ICE_FAKE_CUDA_LIB
+	if "$TRAIN" --model "$MODEL" --profiles "$TMP/fake.yaml" --devices fgpu --steps 1 \
+		--warmup 0 >"$TMP/probe" 2>&1; then
+		same cuda-dp --profiles "$TMP/fake.yaml" --devices fgpu,cpu --scheme dp \
+			--grad-dtype bf16 --param-dtype bf16
+		same cuda-pp --profiles "$TMP/fake.yaml" --devices fgpu,cpu --scheme pp
+	else
+		echo "(the CUDA backend is not built or finds no device: skipped)"
+	fi
+	unset ICE_CUDA_LIB
+fi
+
+echo "## mem_gib bounds the pipeline split"
+# emu-fast may use 0.05 GiB (51.2 MiB): the 20 layers it takes without a
+# bound need 62.6 MiB there
+sed 's/^    reduce_gbps: 2$/&\n    mem_gib: 0.05/' "$PROF" >"$TMP/cap.yaml"
+grep -q 'mem_gib: 0.05' "$TMP/cap.yaml" || fail "could not write the capped profile"
+C=(--model "$MODEL" --profiles "$TMP/cap.yaml" --devices emu-fast,emu-slow)
+timeout 30 "$PLAN" --model "$MODEL" "${E[@]}" --scheme pp --json >"$TMP/plan-free.json" ||
+	fail "ice-plan exited $?"
+timeout 30 "$PLAN" "${C[@]}" --json >"$TMP/plan-cap.json" 2>"$TMP/plan-cap.err" ||
+	fail "ice-plan with mem_gib exited $?: $(cat "$TMP/plan-cap.err")"
+grep -q "data-parallel plan failed: no split fits the devices' memory" "$TMP/plan-cap.err" ||
+	fail "ice-plan: DP left out without saying why: $(cat "$TMP/plan-cap.err")"
+same pp-cap --profiles "$TMP/cap.yaml" --devices emu-fast,emu-slow --scheme pp
+python3 - "$TMP/plan-free.json" "$TMP/plan-cap.json" "$TMP/pp-cap" <<'PY' ||
+import json, sys
+free, cap = (json.load(open(f)) for f in sys.argv[1:3])
+run = json.load(open(sys.argv[3]))["jobs"][0]
+assert "dp" not in cap, "DP planned though no split fits"
+f, c = free["pp"]["planner"], cap["pp"]["planner"]
+limit = 0.05 * 2**30
+print(f"  stage 0 layers: {f['nlayers'][0]} free, {c['nlayers'][0]} within {limit / 2**20:.1f} MiB; "
+      f"need {f['mem_need_bytes'][0] / 2**20:.1f} -> {c['mem_need_bytes'][0] / 2**20:.1f} MiB; "
+      f"step {f['step_s']:.4f} -> {c['step_s']:.4f} s")
+assert f["mem_need_bytes"][0] > limit and f["fits"], f
+assert c["nlayers"][0] < f["nlayers"][0] and c["fits"], c
+assert c["mem_need_bytes"][0] <= limit < f["mem_need_bytes"][0], c
+assert c["step_s"] > f["step_s"], (c, f)
+# even fits there (43.9 MiB), and ice-train runs ice-plan's split
+assert cap["pp"]["even"]["fits"], cap["pp"]["even"]
+assert run["ranks"][0]["layers"] == c["nlayers"][0], (run["ranks"][0], c)
+assert run["ranks"][0]["mem_need_bytes"] <= run["ranks"][0]["mem_capacity_bytes"] == limit, run
+PY
+	fail "mem_gib: the pipeline split does not keep within it"
+
+echo "## the even split beyond mem_gib is refused"
+sed 's/^    reduce_gbps: 2$/&\n    mem_gib: 0.042/' "$PROF" >"$TMP/cap2.yaml"
+timeout 60 "$TRAIN" --model "$MODEL" --profiles "$TMP/cap2.yaml" --devices emu-fast,emu-slow \
+	--scheme pp --split even --steps 1 --warmup 0 >"$TMP/even" 2>&1
+rc=$?
+cat "$TMP/even"
+[ "$rc" -ne 0 ] || fail "an even split beyond mem_gib ran"
+grep -Eq "the even split of model 'mlp-28' needs 43\.[0-9] MiB on rank 0 \(device 'emu-fast', host memory\), over its profile's mem_gib 0\.042 \(43\.0 MiB\)" \
+	"$TMP/even" || fail "the even split's refusal does not name the rank, device and sizes"
+timeout 30 "$PLAN" --model "$MODEL" --profiles "$TMP/cap2.yaml" --devices emu-fast,emu-slow \
+	--scheme pp >"$TMP/plan-even" 2>&1 || fail "ice-plan (even over) exited $?"
+grep -q 'even: .*DOES NOT FIT on emu-fast' "$TMP/plan-even" ||
+	fail "ice-plan: the even split over mem_gib is not flagged: $(cat "$TMP/plan-even")"
+
+echo "## ice-plan: DP alone cannot fit; a bad mem_gib"
+timeout 30 "$PLAN" "${C[@]}" --scheme dp >"$TMP/plan-dp" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] || fail "ice-plan --scheme dp with no split that fits: exit $rc, expected 1"
+sed 's/^    reduce_gbps: 2$/&\n    mem_gib: -1/' "$PROF" >"$TMP/bad.yaml"
+timeout 30 "$PLAN" --model "$MODEL" --profiles "$TMP/bad.yaml" --devices emu-fast,emu-slow \
+	>"$TMP/plan-bad" 2>&1 && fail "ice-plan took mem_gib -1"
+grep -q "bad.yaml.*mem_gib.*expected a number > 0 (GiB)" "$TMP/plan-bad" ||
+	fail "a bad mem_gib does not name file, key and unit: $(cat "$TMP/plan-bad")"
+echo "PASS"

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * trn_mem: what a rank of a training job holds in memory, from the model,
+ * its part of it and its activation slots (trn.h, "memory"), and the
+ * slots a pipeline stage's schedule needs. The figures are ice-train's own
+ * allocations (train/run/ice_train_rank.c), which report them beside the
+ * prediction; the planners keep every rank within its device's capacity.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "trn.h"
+
+static double widest(const struct trn_model *m)
+{
+	int f = 1;
+
+	for (int l = 0; l < m->nlayers; l++) {
+		f = m->in[l] > f ? m->in[l] : f;
+		f = m->out[l] > f ? m->out[l] : f;
+	}
+	return f;
+}
+
+int trn_mem_rank(const struct trn_model *m, const struct trn_profile *d, int ndev, int l0, int nl,
+		 int slots, int rows, bool first, bool last, bool zb, bool dp, struct trn_mem *out)
+{
+	double mb, np = 0, slot = 0, hs;
+	bool host, g16, w16;
+	int e = l0 + nl;
+
+	if (m == NULL || d == NULL || out == NULL || ndev < 1 || l0 < 0 || nl < 1 ||
+	    e > m->nlayers || slots < 1 || rows < 0 || m->micro_batch < 1)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	mb = m->micro_batch;
+	host = strcmp(d->kind, "host") == 0;
+	for (int l = l0; l < e; l++) {
+		np += (double)m->in[l] * m->out[l];
+		slot += m->in[l];
+	}
+	/* every layer's input, the output, the output's gradient, the
+	 * input's gradient to send; zero bubble: each inner layer's output
+	 * gradient, which W reads after B */
+	slot += 2.0 * m->out[e - 1] + m->in[l0];
+	if (zb && nl >= 2)
+		for (int l = l0; l < e - 1; l++)
+			slot += m->out[l];
+	out->slots = slots;
+	out->weights = 4 * np;
+	out->grads = 4 * np;
+	out->acts = 4 * slot * mb * slots;
+	out->scratch = 2 * 4 * widest(m) * mb;
+	if (first)
+		out->rows += 4.0 * (rows > 0 ? rows : 1) * m->in[0];
+	if (last)
+		out->rows += 4.0 * (rows > 0 ? rows : 1) * m->out[m->nlayers - 1];
+	out->device = out->weights + out->grads + out->acts + out->scratch + out->rows;
+	/* beside it on the host: scratch; a device rank's fp32 master and
+	 * gradient staging; the bf16 exchange's staging (and, with bf16
+	 * weights, the fp32 master apart from the weights computed on) */
+	g16 = dp && ndev > 1 && m->grad == TRN_GRAD_BF16;
+	w16 = dp && ndev > 1 && m->optim == TRN_OPTIM_SHARDED && m->param == TRN_GRAD_BF16;
+	hs = widest(m) * mb > np ? widest(m) * mb : np;
+	out->host = 4 * hs;
+	if (!host || w16)
+		out->host += 4 * np;
+	if (!host)
+		out->host += 4 * np;
+	if (g16)
+		out->host += 2 * np;
+	if (w16)
+		out->host += 2 * np + (host ? 0 : 4 * np);
+	return 0;
+}
+
+double trn_mem_need(const struct trn_profile *d, const struct trn_mem *mm)
+{
+	if (d == NULL || mm == NULL)
+		return 0;
+	return strcmp(d->kind, "host") == 0 ? mm->device + mm->host : mm->device;
+}
+
+double trn_mem_cap(const struct trn_profile *d)
+{
+	return d != NULL && d->mem_gib > 0 ? d->mem_gib * (double)(1u << 30) : 0;
+}
+
+int trn_pp_slots(const struct trn_pp_op *ops, int n, enum trn_pp_sched sched)
+{
+	int live = 0, most = 0;
+
+	for (int c = 0; c < n; c++) {
+		if (ops[c].kind == TRN_PP_F)
+			live++;
+		else if (ops[c].kind == (sched == TRN_PP_ZB ? TRN_PP_W : TRN_PP_B))
+			live--;
+		most = live > most ? live : most;
+	}
+	return most + 1;
+}
+
+/* 1F1B: the warm-up forwards, then one more before the first backward;
+ * zero bubble: at most trn_pp_zb_inflight in flight, by construction. */
+int trn_pp_slots_bound(int s, int S, int m, enum trn_pp_sched sched)
+{
+	int most;
+
+	if (sched == TRN_PP_ZB) {
+		most = trn_pp_zb_inflight(s, S, m);
+	} else {
+		most = trn_pp_warmup(s, S, m) + 1;
+		most = most < m ? most : m;
+	}
+	return most + 1;
+}
