@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * ice_cpu: the cores the kernel lets this process use (ice_cpu.h).
+ * ice_cpu: the cores and the memory the kernel lets this process use
+ * (ice_cpu.h).
  */
 #include <sched.h>
 #include <stdbool.h>
@@ -151,4 +152,104 @@ double ice_cpu_cores(char *why, size_t len)
 			snprintf(why, len, "%s", where);
 	}
 	return cores;
+}
+
+/* ---- memory ------------------------------------------------------------------ */
+
+/* "Key:   N kB" of /proc/meminfo, bytes; 0 when absent. */
+static double meminfo(const char *text, const char *key)
+{
+	const char *k = strstr(text, key);
+
+	return k != NULL ? strtod(k + strlen(key), NULL) * 1024 : 0;
+}
+
+/* The least room (limit - usage) of the cgroup at root + path and its
+ * ancestors, bytes; 0 when none sets a limit. v2: memory.max ("max": none)
+ * and memory.current; v1: memory.limit_in_bytes (near 2^63: none) and
+ * memory.usage_in_bytes. */
+static double cg_mem_room(const char *root, const char *path, bool v2, char *where, size_t wlen)
+{
+	char p[600], dir[512];
+	double best = 0;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	for (;;) {
+		double lim, use;
+		bool ok1, ok2;
+		char *slash;
+
+		snprintf(p, sizeof(p), "%s%s/%s", root, dir,
+			 v2 ? "memory.max" : "memory.limit_in_bytes");
+		lim = read_num(p, &ok1); /* "max" reads as 0 */
+		snprintf(p, sizeof(p), "%s%s/%s", root, dir,
+			 v2 ? "memory.current" : "memory.usage_in_bytes");
+		use = read_num(p, &ok2);
+		if (ok1 && ok2 && lim > 0 && lim < 4e18) {
+			double room = lim > use ? lim - use : 0;
+
+			if (best == 0 || room < best) {
+				best = room > 0 ? room : 1;
+				snprintf(where, wlen,
+					 "cgroup %s %.200s limit %.0f MiB, %.0f MiB used",
+					 v2 ? "v2" : "v1", dir[0] ? dir : "/", lim / 1048576,
+					 use / 1048576);
+			}
+		}
+		slash = strrchr(dir, '/');
+		if (slash == NULL || dir[0] == '\0')
+			break;
+		*slash = '\0';
+	}
+	return best;
+}
+
+int ice_mem_avail(double *avail, double *total, char *why, size_t len)
+{
+	char text[8192], line[512], where[300] = "";
+	size_t n;
+	double room = 0;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (f == NULL)
+		return -1;
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	*total = meminfo(text, "MemTotal:");
+	*avail = meminfo(text, "MemAvailable:");
+	if (!(*total > 0))
+		return -1;
+	if (why != NULL)
+		snprintf(why, len, "MemAvailable");
+	f = fopen("/proc/self/cgroup", "r");
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, *path;
+		char ctrls[256], root[300];
+		double r = 0;
+
+		if (c2 == NULL)
+			continue;
+		path = c2 + 1;
+		path[strcspn(path, "\n")] = '\0';
+		if (strcmp(path, "/") == 0)
+			path = (char *)"";
+		snprintf(ctrls, sizeof(ctrls), ",%.*s,", (int)(c2 - c1 - 1), c1 + 1);
+		if (c2 == c1 + 1) {
+			r = cg_mem_room("/sys/fs/cgroup", path, true, where, sizeof(where));
+		} else if (strstr(ctrls, ",memory,") != NULL) {
+			snprintf(root, sizeof(root), "/sys/fs/cgroup/memory");
+			r = cg_mem_room(root, path, false, where, sizeof(where));
+		}
+		if (r > 0 && (room == 0 || r < room))
+			room = r;
+	}
+	if (f != NULL)
+		fclose(f);
+	if (room > 0 && room < *avail) {
+		*avail = room;
+		if (why != NULL)
+			snprintf(why, len, "%s", where);
+	}
+	return 0;
 }

@@ -145,6 +145,11 @@ struct dev_mem_ops {
 	 * All three in this kind's memory; complete on return. */
 	int (*sgemm)(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
 		     const float *b, float beta, float *c);
+	/* The memory of this kind the process may still take and all there
+	 * is, bytes: host, what the kernel allows it (ice_mem_avail: the
+	 * available memory within its cgroup's limit); a device, its free and
+	 * total memory (cudaMemGetInfo / hipMemGetInfo). 0 or -errno. */
+	int (*mem_info)(size_t *free_b, size_t *total_b);
 };
 
 /* The backend for a kind; NULL + errno ENODEV when not built in. A backend

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "dev_backends.h"
+#include "ice_cpu.h"
 
 static int host_probe(char *why, size_t len)
 {
@@ -240,6 +241,19 @@ static int host_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const 
 	return 0;
 }
 
+static int host_mem_info(size_t *free_b, size_t *total_b)
+{
+	double avail, total;
+
+	if (free_b == NULL || total_b == NULL)
+		return -EINVAL;
+	if (ice_mem_avail(&avail, &total, NULL, 0) < 0)
+		return -EIO;
+	*free_b = (size_t)avail;
+	*total_b = (size_t)total;
+	return 0;
+}
+
 static const struct dev_mem_ops host_ops = {
 	.kind = DEV_MEM_HOST,
 	.name = "host",
@@ -255,6 +269,7 @@ static const struct dev_mem_ops host_ops = {
 	.reduce = host_reduce,
 	.scale_div = host_scale_div,
 	.sgemm = host_sgemm,
+	.mem_info = host_mem_info,
 };
 
 const struct dev_mem_ops *dev_mem_ops_get(enum dev_mem_kind kind)

@@ -24,7 +24,10 @@
  * --weights-mb MiB of them (default 32, about ice-train's model: out of
  * cache, as in a step); FLOP over the window's wall time is the sustained
  * figure, the profile's gflops (what the planner uses); burst_gflops keeps
- * the burst. With -o the profile replaces the one of the same name in FILE
+ * the burst. The memory a rank may use (mem_gib) is what the backend has
+ * free before ice-devprof allocates (mem_info: the device's free memory;
+ * host: the available memory within the cgroup's limit). With -o the
+ * profile replaces the one of the same name in FILE
  * (or is added); without, it goes to stdout. Exit: 0, 1 failure, 2 bad
  * flags.
  */
@@ -56,7 +59,7 @@ struct devprof_cfg {
 	int64_t m, n, k, mb;
 	char output[512];
 	char emulate[TRN_NAME_MAX];
-	double gflops, mem_gbps, h2d_gbps, d2h_gbps, reduce_gbps;
+	double gflops, mem_gbps, h2d_gbps, d2h_gbps, reduce_gbps, mem_gib;
 };
 
 #define F(key_, t, f, ...)                                                                         \
@@ -100,6 +103,8 @@ static const struct ice_cfg_field devprof_fields[] = {
 	  .help = "with --emulate: stated device-to-host GB/s"),
 	F("reduce_gbps", ICE_CFG_DOUBLE, reduce_gbps, .min = 1e-6, .max = 1e9,
 	  .help = "with --emulate: stated f32 reduce GB/s"),
+	F("mem_gib", ICE_CFG_DOUBLE, mem_gib, .min = 1e-6, .max = 1e9,
+	  .help = "with --emulate: stated memory a rank may use, GiB"),
 };
 #define NFIELDS (sizeof(devprof_fields) / sizeof(devprof_fields[0]))
 
@@ -121,7 +126,7 @@ static int devprof_finish(void *obj, const char *path, struct ice_cfg_err *err)
 		return 0;
 	}
 	if (c->gflops > 0 || c->mem_gbps > 0 || c->h2d_gbps > 0 || c->d2h_gbps > 0 ||
-	    c->reduce_gbps > 0)
+	    c->reduce_gbps > 0 || c->mem_gib > 0)
 		return ice_cfg_fail(err, path, "gflops",
 				    "stated speeds go with --emulate NAME; without it "
 				    "ice-devprof measures them");
@@ -341,6 +346,23 @@ static int profile_device(const struct devprof_cfg *c, struct trn_profile *p)
 	snprintf(p->name, sizeof(p->name), "%s", c->name);
 	snprintf(p->kind, sizeof(p->kind), "%s", ops->name);
 
+	/* the memory free before anything of ours is allocated */
+	{
+		size_t mfree = 0, mtotal = 0;
+
+		ret = ops->mem_info != NULL ? ops->mem_info(&mfree, &mtotal) : -ENOTSUP;
+		if (ret == 0 && mfree > 0) {
+			p->mem_gib = (double)mfree / (1u << 30);
+			ice_info(ICE_SUB_COMMON, "%s: memory %.2f GiB free of %.2f GiB", c->name,
+				 p->mem_gib, (double)mtotal / (1u << 30));
+		} else {
+			ice_warn(ICE_SUB_COMMON,
+				 "%s: the %s backend does not say its free memory (%s): the "
+				 "profile states no mem_gib",
+				 c->name, ops->name, strerror(ret < 0 ? -ret : EIO));
+		}
+	}
+
 	/* sgemm at the requested shape */
 	b.m = (int)c->m;
 	b.n = (int)c->n;
@@ -483,11 +505,12 @@ int main(int argc, char **argv)
 					 .mb = 64};
 	struct ice_cfg_cli cli = {
 		.tool = "ice-devprof",
-		.synopsis = "usage: ice-devprof [--kind host|cuda|hip] [--name NAME] [--seconds S] "
-			    "[--sustain S] [--comm-load X] [--weights-mb MIB]\n"
-			    "                   [--m M --n N --k K] [--mb MIB] [-o FILE]\n"
-			    "       ice-devprof --emulate NAME --gflops X [--mem-gbps X] "
-			    "[--h2d-gbps X] [--d2h-gbps X] [--reduce-gbps X] [-o FILE]",
+		.synopsis =
+			"usage: ice-devprof [--kind host|cuda|hip] [--name NAME] [--seconds S] "
+			"[--sustain S] [--comm-load X] [--weights-mb MIB]\n"
+			"                   [--m M --n N --k K] [--mb MIB] [-o FILE]\n"
+			"       ice-devprof --emulate NAME --gflops X [--mem-gbps X] "
+			"[--h2d-gbps X] [--d2h-gbps X] [--reduce-gbps X] [--mem-gib X] [-o FILE]",
 		.fields = devprof_fields,
 		.nfields = NFIELDS,
 		.obj = &cfg,
@@ -511,6 +534,7 @@ int main(int argc, char **argv)
 		p.h2d_gbps = cfg.h2d_gbps;
 		p.d2h_gbps = cfg.d2h_gbps;
 		p.reduce_gbps = cfg.reduce_gbps;
+		p.mem_gib = cfg.mem_gib;
 		snprintf(p.source, sizeof(p.source), "stated");
 	} else {
 		ret = profile_device(&cfg, &p);

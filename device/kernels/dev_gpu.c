@@ -348,6 +348,18 @@ static int gpu_enter(struct dev_gpu *g, struct dev_gpu_thread **tp)
 	return gpu_thread_new(g, tp);
 }
 
+int dev_gpu_mem_info(struct dev_gpu *g, size_t *free_b, size_t *total_b)
+{
+	struct dev_gpu_thread *t;
+	int ret = gpu_enter(g, &t);
+
+	if (ret != 0)
+		return ret;
+	if (free_b == NULL || total_b == NULL)
+		return -EINVAL;
+	return gpu_err(g, g->rt->mem_info(free_b, total_b), "mem_info");
+}
+
 void *dev_gpu_alloc(struct dev_gpu *g, size_t len, bool pinned)
 {
 	struct dev_gpu_thread *t;

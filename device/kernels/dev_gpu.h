@@ -72,6 +72,7 @@ struct dev_gpu_thread {
 };
 
 int dev_gpu_probe(struct dev_gpu *g, char *why, size_t len);
+int dev_gpu_mem_info(struct dev_gpu *g, size_t *free_b, size_t *total_b);
 void *dev_gpu_alloc(struct dev_gpu *g, size_t len, bool pinned);
 void dev_gpu_free(struct dev_gpu *g, void *p, bool pinned);
 int dev_gpu_copy(struct dev_gpu *g, void *dst, const void *src, size_t len, enum dev_copy_dir dir);
@@ -136,6 +137,10 @@ int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, floa
 	{                                                                                          \
 		return dev_gpu_sgemm(G, ta, tb, m, n, k, alpha, a, b, beta, c);                    \
 	}                                                                                          \
+	static int pfx##_mem_info(size_t *free_b, size_t *total_b)                                 \
+	{                                                                                          \
+		return dev_gpu_mem_info(G, free_b, total_b);                                       \
+	}                                                                                          \
 	static const struct dev_mem_ops pfx##_ops = {                                              \
 		.kind = (K),                                                                       \
 		.name = #pfx,                                                                      \
@@ -151,6 +156,7 @@ int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, floa
 		.reduce = pfx##_reduce,                                                            \
 		.scale_div = pfx##_scale_div,                                                      \
 		.sgemm = pfx##_sgemm,                                                              \
+		.mem_info = pfx##_mem_info,                                                        \
 	}
 
 #endif /* DEV_GPU_H */

@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define DEV_RT_ABI   2
+#define DEV_RT_ABI   3
 #define DEV_RT_ENTRY "dev_rt_get" /* const struct dev_rt *dev_rt_get(unsigned abi) */
 
 enum dev_rt_err {
@@ -83,6 +83,8 @@ struct dev_rt {
 	 * compute_90 PTX"), for the probe's message. */
 	int (*device_arch)(int dev, char *buf, size_t len);
 	const char *built_for;
+	/* ABI 3: free and total bytes of the current device's memory. */
+	int (*mem_info)(size_t *free_b, size_t *total_b);
 };
 
 typedef const struct dev_rt *(*dev_rt_get_fn)(unsigned abi);

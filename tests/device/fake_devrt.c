@@ -230,6 +230,25 @@ static int f_device_arch(int dev, char *buf, size_t len)
 	return 0;
 }
 
+/* Device memory allocated on device dev, bytes. */
+static size_t dev_used(int dev)
+{
+	size_t used = 0;
+
+	for (struct fake_alloc *a = allocs; a != NULL; a = a->next)
+		if (!a->pinned && a->dev == dev)
+			used += a->len;
+	return used;
+}
+
+static int f_mem_info(size_t *free_b, size_t *total_b)
+{
+	ENTER;
+	*total_b = ctl.mem_total;
+	*free_b = ctl.mem_total - dev_used(cur_dev);
+	return 0;
+}
+
 static int f_alloc(void **p, size_t len, int pinned)
 {
 	struct fake_alloc *a;
@@ -238,6 +257,8 @@ static int f_alloc(void **p, size_t len, int pinned)
 		ctl.fail_malloc--;
 		return FAKE_ENOMEM;
 	}
+	if (!pinned && dev_used(cur_dev) + len > ctl.mem_total)
+		return FAKE_ENOMEM;
 	a = calloc(1, sizeof(*a));
 	if (a == NULL || posix_memalign(&a->p, 256, len ? len : 1) != 0) {
 		free(a);
@@ -511,6 +532,7 @@ static const struct dev_rt fake = {
 	.sgemm = f_sgemm,
 	.device_arch = f_device_arch,
 	.built_for = "fake_80, fake_90",
+	.mem_info = f_mem_info,
 };
 
 const struct dev_rt *dev_rt_get(unsigned abi);
@@ -521,9 +543,10 @@ int ice_stub_rt_version(void); /* from the runtime that is not there */
 
 const struct dev_rt *dev_rt_get(unsigned abi)
 {
-	const char *nd = getenv("FAKE_DEVRT_NDEV");
+	const char *nd = getenv("FAKE_DEVRT_NDEV"), *mib = getenv("FAKE_DEVRT_MEM_MIB");
 
 	ctl.ndev = nd != NULL ? atoi(nd) : 1;
+	ctl.mem_total = (mib != NULL ? strtoull(mib, NULL, 10) : 16384) << 20;
 #ifdef FAKE_NEEDS_RT
 	if (ice_stub_rt_version() != 1)
 		return NULL;

@@ -35,6 +35,10 @@ enum {
 
 struct fake_devrt_ctl {
 	int ndev;	       /* devices reported ($FAKE_DEVRT_NDEV, default 1) */
+	size_t mem_total;      /* each device's memory ($FAKE_DEVRT_MEM_MIB MiB,
+				* default 16 GiB): mem_info reports it less
+				* what is allocated there; beyond it malloc
+				* fails */
 	int fail_malloc;       /* the next N device / pinned allocations fail */
 	int fail_launch;       /* the next N kernel launches fail */
 	int launch_err;	       /* ... with this code (0: FAKE_ELAUNCH) */

@@ -152,6 +152,13 @@ static emuError_t emuGetDeviceProperties(emuDeviceProp *p, int d)
 	return emuSuccess;
 }
 
+static emuError_t emuMemGetInfo(size_t *f, size_t *t)
+{
+	*t = (size_t)1 << 30;
+	*f = *t / 2;
+	return emuSuccess;
+}
+
 static emuError_t emuMalloc(void **p, size_t len)
 {
 	if (emu_fail_malloc > 0) {

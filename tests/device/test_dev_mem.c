@@ -301,6 +301,36 @@ static void test_alloc_tracking(void **s)
 	free(foreign);
 }
 
+/* mem_info: the device's total ($FAKE_DEVRT_MEM_MIB, 16 GiB by default)
+ * less what is allocated there; pinned host memory is not the device's;
+ * an allocation beyond it fails. The host backend: free within total. */
+static void test_mem_info(void **s)
+{
+	const struct dev_mem_ops *h = dev_mem_ops_get(DEV_MEM_HOST);
+	size_t f0, t0, f1, t1;
+	void *d, *p, *big;
+
+	(void)s;
+	assert_int_equal(ops()->mem_info(&f0, &t0), 0);
+	assert_true(t0 == (size_t)16 << 30);
+	assert_true(f0 <= t0);
+	d = ops()->alloc(1 << 20);
+	p = ops()->host_alloc(1 << 20);
+	assert_non_null(d);
+	assert_non_null(p);
+	assert_int_equal(ops()->mem_info(&f1, &t1), 0);
+	assert_true(t1 == t0 && f1 == f0 - (1 << 20));
+	big = ops()->alloc(f1 + 1);
+	assert_null(big);
+	ops()->free(d);
+	ops()->host_free(p);
+	assert_int_equal(ops()->mem_info(&f1, &t1), 0);
+	assert_true(f1 == f0);
+	assert_int_equal(h->mem_info(&f1, &t1), 0);
+	assert_true(t1 > 0 && f1 > 0 && f1 <= t1);
+	assert_int_equal(h->mem_info(NULL, &t1), -EINVAL);
+}
+
 static void test_sync_copies(void **s)
 {
 	uint8_t in[777], out[777];
@@ -558,6 +588,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_probe_ok),
 		cmocka_unit_test(test_threads_own_streams),
 		cmocka_unit_test(test_alloc_tracking),
+		cmocka_unit_test(test_mem_info),
 		cmocka_unit_test(test_sync_copies),
 		cmocka_unit_test(test_async_copies_wait),
 		cmocka_unit_test(test_reduce_ordered_after_copy),

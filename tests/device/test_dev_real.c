@@ -4,7 +4,8 @@
  * every reduce dtype / op and scale_div bit for bit against the host
  * library (dev_reduce.c; NaN / signed-zero cases of max / min, AVG's
  * division by up to 1000 ranks), sgemm against dev_host_sgemm (one taller
- * than 65535 row tiles), async copies, a second host thread. Exits
+ * than 65535 row tiles), async copies, a second host thread, the free
+ * memory falling by an allocation (mem_info). Exits
  * 77 with probe()'s reason where the backend is not built or finds no
  * usable device (as on CI machines: this checks, there, that a binary
  * built with the backend starts and explains itself without a GPU).
@@ -188,6 +189,26 @@ static void test_sgemm(void **s)
 	}
 }
 
+/* mem_info: free within total; 256 MiB allocated show in the free
+ * figure (within 64 MiB: the runtime may round, or others allocate) */
+static void test_mem_info(void **s)
+{
+	size_t f0, t0, f1, t1, len = 256u << 20;
+	void *d;
+
+	(void)s;
+	assert_int_equal(o->mem_info(&f0, &t0), 0);
+	assert_true(t0 > 0 && f0 <= t0);
+	d = o->alloc(len);
+	assert_non_null(d);
+	assert_int_equal(o->mem_info(&f1, &t1), 0);
+	print_message("memory: %.2f GiB total, %.2f GiB free; after 256 MiB: %.2f GiB\n",
+		      t0 / 1073741824.0, f0 / 1073741824.0, f1 / 1073741824.0);
+	assert_true(t1 == t0 && f1 < f0 && f0 - f1 >= len - (64u << 20) &&
+		    f0 - f1 <= len + (64u << 20));
+	o->free(d);
+}
+
 static void test_async_copies(void **s)
 {
 	size_t len = 8u << 20, half = len / 2;
@@ -262,9 +283,8 @@ static void test_second_thread(void **s)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_reduce_bitexact),
-		cmocka_unit_test(test_sgemm),
-		cmocka_unit_test(test_async_copies),
+		cmocka_unit_test(test_reduce_bitexact), cmocka_unit_test(test_sgemm),
+		cmocka_unit_test(test_async_copies),	cmocka_unit_test(test_mem_info),
 		cmocka_unit_test(test_second_thread),
 	};
 	const char *name = argc > 1 ? argv[1] : "cuda";
