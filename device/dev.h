@@ -99,6 +99,11 @@ uint16_t dev_float_to_bf16(float f); /* round to nearest even */
 void dev_bf16_to_float_n(float *d, const uint16_t *s, size_t n);
 void dev_float_to_bf16_n(uint16_t *d, const float *s, size_t n);
 
+/* dst[i] = src[i] converted from type st to dt, both one of f16, f32,
+ * bf16 and not the same (-EINVAL otherwise), rounding to nearest even as
+ * the scalar conversions; dst and src must not overlap. 0 or -EINVAL. */
+int dev_convert(void *dst, enum dev_dtype dt, const void *src, enum dev_dtype st, size_t count);
+
 /* Store the value v (as double) at element i of buf of type t (saturating
  * conversion for integers), and read element i back as double. */
 void dev_elem_set(void *buf, size_t i, enum dev_dtype t, double v);
@@ -150,6 +155,10 @@ struct dev_mem_ops {
 	 * available memory within its cgroup's limit); a device, its free and
 	 * total memory (cudaMemGetInfo / hipMemGetInfo). 0 or -errno. */
 	int (*mem_info)(size_t *free_b, size_t *total_b);
+	/* dev_convert's contract, both buffers in this kind's memory
+	 * (a device converts with its own kernel); complete on return. */
+	int (*convert)(void *dst, enum dev_dtype dt, const void *src, enum dev_dtype st,
+		       size_t count);
 };
 
 /* The backend for a kind; NULL + errno ENODEV when not built in. A backend

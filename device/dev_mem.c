@@ -270,6 +270,7 @@ static const struct dev_mem_ops host_ops = {
 	.scale_div = host_scale_div,
 	.sgemm = host_sgemm,
 	.mem_info = host_mem_info,
+	.convert = dev_convert,
 };
 
 const struct dev_mem_ops *dev_mem_ops_get(enum dev_mem_kind kind)

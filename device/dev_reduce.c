@@ -24,6 +24,7 @@
  */
 #include "dev.h"
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -611,4 +612,50 @@ double dev_elem_get(const void *buf, size_t i, enum dev_dtype t)
 	default:
 		return 0;
 	}
+}
+
+/* One element of a float type (f16, f32, bf16) as f32, and back. */
+static float cvt_load(const void *buf, size_t i, enum dev_dtype t)
+{
+	switch (t) {
+	case DEV_FLOAT16:
+		return half_to_float(((const uint16_t *)buf)[i]);
+	case DEV_BFLOAT16:
+		return bf16_to_float(((const uint16_t *)buf)[i]);
+	default:
+		return ((const float *)buf)[i];
+	}
+}
+
+static void cvt_store(void *buf, size_t i, enum dev_dtype t, float v)
+{
+	switch (t) {
+	case DEV_FLOAT16:
+		((uint16_t *)buf)[i] = dev_float_to_half(v);
+		break;
+	case DEV_BFLOAT16:
+		((uint16_t *)buf)[i] = dev_float_to_bf16(v);
+		break;
+	default:
+		((float *)buf)[i] = v;
+	}
+}
+
+static bool cvt_type(enum dev_dtype t)
+{
+	return t == DEV_FLOAT16 || t == DEV_FLOAT32 || t == DEV_BFLOAT16;
+}
+
+int dev_convert(void *dst, enum dev_dtype dt, const void *src, enum dev_dtype st, size_t count)
+{
+	if (!cvt_type(dt) || !cvt_type(st) || dt == st)
+		return -EINVAL;
+	if (dt == DEV_BFLOAT16 && st == DEV_FLOAT32)
+		dev_float_to_bf16_n(dst, src, count);
+	else if (dt == DEV_FLOAT32 && st == DEV_BFLOAT16)
+		dev_bf16_to_float_n(dst, src, count);
+	else
+		for (size_t i = 0; i < count; i++)
+			cvt_store(dst, i, dt, cvt_load(src, i, st));
+	return 0;
 }

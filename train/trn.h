@@ -161,19 +161,22 @@ void trn_dp_shards(const struct trn_profile *dev, int ndev, size_t count, size_t
  * the input rows (first stage) and target rows (last stage) it trains on.
  * On the host beside it: a host scratch of the larger of the parameters
  * and the widest layer's micro-batch; on a device rank the fp32 master and
- * the gradients' staging; the bf16 exchange's staging (trn_grad). A host
+ * the gradients' staging; the bf16 exchange's staging (trn_grad), which a
+ * device rank converts in its own memory (a bf16 copy there). A host
  * rank's device memory is the host's, so both count against its capacity
  * (trn_mem_need). Not counted: the transport's buffers, and the
  * calibration's, freed before the first step. */
 struct trn_mem {
-	double weights; /* fp32 weights of the rank's layers */
-	double grads;	/* their fp32 gradients */
-	double acts;	/* slots x one micro-batch's activations */
-	double scratch; /* two buffers: widest layer x micro-batch */
-	double rows;	/* input and target rows */
-	double device;	/* the sum of the above, in device memory */
-	double host;	/* beside it, in host memory */
-	int slots;	/* micro-batches whose activations are held at once */
+	double weights;	 /* fp32 weights of the rank's layers */
+	double grads;	 /* their fp32 gradients */
+	double acts;	 /* slots x one micro-batch's activations */
+	double scratch;	 /* two buffers: widest layer x micro-batch */
+	double rows;	 /* input and target rows */
+	double exchange; /* a device rank's bf16 copy of its gradients and
+			  * weights (the bf16 exchange converts on the device) */
+	double device;	 /* the sum of the above, in device memory */
+	double host;	 /* beside it, in host memory */
+	int slots;	 /* micro-batches whose activations are held at once */
 };
 
 /* A rank of an ndev-rank job holding layers [l0, l0 + nl) of m with slots
@@ -218,7 +221,11 @@ struct trn_net {
 	/* CPU seconds per fp32 element rounded to bf16 or widened back (DP
 	 * with a bf16 exchange, trn_grad: the communication thread converts
 	 * each bucket around its collectives): time on each bucket's path
-	 * whatever the cores, and contention like cpu_ar_s; 0: not priced */
+	 * whatever the cores, and contention like cpu_ar_s; 0: not priced.
+	 * An accelerator (kind cuda, hip) converts whole buckets on the
+	 * device instead, 6 bytes per element at its mem_gbps, on the path
+	 * and off the CPU; only its own part's conversions and the
+	 * replicated all-reduce's widening stay on the CPU. */
 	double cpu_cvt_s[TRN_MAX_DEVICES];
 };
 

@@ -55,12 +55,15 @@ int trn_mem_rank(const struct trn_model *m, const struct trn_profile *d, int nde
 		out->rows += 4.0 * (rows > 0 ? rows : 1) * m->in[0];
 	if (last)
 		out->rows += 4.0 * (rows > 0 ? rows : 1) * m->out[m->nlayers - 1];
-	out->device = out->weights + out->grads + out->acts + out->scratch + out->rows;
+	g16 = dp && ndev > 1 && m->grad == TRN_GRAD_BF16;
+	w16 = dp && ndev > 1 && m->optim == TRN_OPTIM_SHARDED && m->param == TRN_GRAD_BF16;
+	/* a device rank exchanging bf16 converts whole buckets on the device */
+	out->exchange = !host && (g16 || w16) ? 2 * np : 0;
+	out->device =
+		out->weights + out->grads + out->acts + out->scratch + out->rows + out->exchange;
 	/* beside it on the host: scratch; a device rank's fp32 master and
 	 * gradient staging; the bf16 exchange's staging (and, with bf16
 	 * weights, the fp32 master apart from the weights computed on) */
-	g16 = dp && ndev > 1 && m->grad == TRN_GRAD_BF16;
-	w16 = dp && ndev > 1 && m->optim == TRN_OPTIM_SHARDED && m->param == TRN_GRAD_BF16;
 	hs = widest(m) * mb > np ? widest(m) * mb : np;
 	out->host = 4 * hs;
 	if (!host || w16)
@@ -70,7 +73,7 @@ int trn_mem_rank(const struct trn_model *m, const struct trn_profile *d, int nde
 	if (g16)
 		out->host += 2 * np;
 	if (w16)
-		out->host += 2 * np + (host ? 0 : 4 * np);
+		out->host += 2 * np;
 	return 0;
 }
 

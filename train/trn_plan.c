@@ -194,6 +194,27 @@ static double dp_update_s(const struct trn_model *m, const struct trn_profile *d
 	return trn_update_s(&dev[i], trn_model_param_bytes(m) * dp_share(m, dev, ndev, i));
 }
 
+/* The whole-bucket conversions per element a rank on device d runs on
+ * the device (ice-train: an accelerator rounds its gradient before the
+ * reduction and widens the gathered weights; the replicated all-reduce's
+ * widening stays on the host, where the update reads it), out of
+ * trn_grad_cvt_share(m, 0); 0 on a host device. */
+static double cvt_on_device(const struct trn_model *m, const struct trn_profile *d)
+{
+	if (strcmp(d->kind, "host") == 0)
+		return 0;
+	if (m->optim == TRN_OPTIM_REPLICATED)
+		return m->grad == TRN_GRAD_BF16 ? 1 : 0;
+	return (m->grad == TRN_GRAD_BF16) + (m->param == TRN_GRAD_BF16);
+}
+
+/* Seconds per element of one conversion on device d: 4 bytes read or
+ * written and 2 the other way through its memory (0: no mem_gbps). */
+static double dev_cvt_s(const struct trn_profile *d)
+{
+	return d->mem_gbps > 0 ? 6.0 / (d->mem_gbps * 1e9) : 0;
+}
+
 /*
  * One bucket of bytes of fp32 gradient over n devices. All-reduce (ring):
  * 2(n-1)/n * bytes / busbw + alpha. Sharded: a reduce-scatter and an
@@ -217,13 +238,14 @@ static double bucket_time(double bytes, const struct trn_model *m, const struct 
 	if (n == 1)
 		return net->lat_s;
 	for (int i = 0; i < n; i++) {
-		double share = dp_share(m, dev, n, i);
+		double share = dp_share(m, dev, n, i), fd = cvt_on_device(m, &dev[i]);
 
 		mx = fmax(mx, share);
-		cf = fmax(cf, net->cpu_cvt_s[i]);
+		/* a device rank's whole-bucket conversions on the device */
+		cf = fmax(cf, (f - fd) * net->cpu_cvt_s[i] + fd * dev_cvt_s(&dev[i]));
 		co = fmax(co, net->cpu_cvt_s[i] * share);
 	}
-	cvt = bytes / 4 * (f * cf + o * co);
+	cvt = bytes / 4 * (cf + o * co);
 	if (m->optim == TRN_OPTIM_REPLICATED)
 		return 2.0 * (n - 1) / n * wire / (net->busbw_gbps * 1e9) + net->lat_s + cvt;
 	return 2.0 * (n - 1) * mx * wire / (net->busbw_gbps * 1e9) + 2 * net->lat_s + cvt;
@@ -293,7 +315,8 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
 			double cpu = (net->cpu_ar_s[i] * trn_model_param_bytes(m) *
 					      trn_grad_wire_share(m) +
 				      net->cpu_cvt_s[i] * trn_model_param_bytes(m) / 4 *
-					      trn_grad_cvt_share(m, dp_share(m, dev, ndev, i))) *
+					      (trn_grad_cvt_share(m, dp_share(m, dev, ndev, i)) -
+					       cvt_on_device(m, &dev[i]))) *
 				     (all > 0 ? hidden / all : 0);
 
 			p->contention_s[i] = trn_cpu_contention_s(

@@ -595,6 +595,31 @@ int dev_gpu_scale_div(struct dev_gpu *g, void *buf, size_t count, enum dev_dtype
 	return ret;
 }
 
+int dev_gpu_convert(struct dev_gpu *g, void *dst, enum dev_dtype dt, const void *src,
+		    enum dev_dtype st, size_t count)
+{
+	struct dev_gpu_thread *th;
+	int ret = gpu_enter(g, &th);
+
+	if (ret != 0)
+		return ret;
+	if (dt == st || (dt != DEV_FLOAT16 && dt != DEV_FLOAT32 && dt != DEV_BFLOAT16) ||
+	    (st != DEV_FLOAT16 && st != DEV_FLOAT32 && st != DEV_BFLOAT16))
+		return -EINVAL;
+	if (count == 0)
+		return 0;
+	ret = check_range(g, dst, count * dev_dtype_size(dt), false, false, "convert dst");
+	if (ret == 0)
+		ret = check_range(g, src, count * dev_dtype_size(st), false, false, "convert src");
+	if (ret == 0)
+		ret = compute_after_copies(g, th);
+	if (ret == 0)
+		ret = compute_sync(g, th,
+				   g->rt->convert(dst, (int)dt, src, (int)st, count, th->compute),
+				   "convert");
+	return ret;
+}
+
 int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, float alpha,
 		  const float *a, const float *b, float beta, float *c)
 {

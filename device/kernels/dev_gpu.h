@@ -82,6 +82,8 @@ int dev_gpu_copy_wait(struct dev_gpu *g);
 int dev_gpu_reduce(struct dev_gpu *g, void *dst, const void *src, size_t count, enum dev_dtype t,
 		   enum dev_redop op);
 int dev_gpu_scale_div(struct dev_gpu *g, void *buf, size_t count, enum dev_dtype t, int n);
+int dev_gpu_convert(struct dev_gpu *g, void *dst, enum dev_dtype dt, const void *src,
+		    enum dev_dtype st, size_t count);
 int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, float alpha,
 		  const float *a, const float *b, float beta, float *c);
 
@@ -141,6 +143,11 @@ int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, floa
 	{                                                                                          \
 		return dev_gpu_mem_info(G, free_b, total_b);                                       \
 	}                                                                                          \
+	static int pfx##_convert(void *dst, enum dev_dtype dt, const void *src, enum dev_dtype st, \
+				 size_t count)                                                     \
+	{                                                                                          \
+		return dev_gpu_convert(G, dst, dt, src, st, count);                                \
+	}                                                                                          \
 	static const struct dev_mem_ops pfx##_ops = {                                              \
 		.kind = (K),                                                                       \
 		.name = #pfx,                                                                      \
@@ -157,6 +164,7 @@ int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, floa
 		.scale_div = pfx##_scale_div,                                                      \
 		.sgemm = pfx##_sgemm,                                                              \
 		.mem_info = pfx##_mem_info,                                                        \
+		.convert = pfx##_convert,                                                          \
 	}
 
 #endif /* DEV_GPU_H */

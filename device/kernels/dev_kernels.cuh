@@ -222,6 +222,18 @@ template <class E> __global__ void k_scale_div(typename E::S *d, size_t n, int d
 		d[i] = E::store(E::div(E::load(d[i]), div));
 }
 
+/* d[i] = s[i] from one float type to another, through f32 (E::load /
+ * E::store: the conversions of the reductions, bit for bit) */
+template <class Ed, class Es>
+__global__ void k_convert(typename Ed::S *__restrict__ d, const typename Es::S *__restrict__ s,
+			  size_t n)
+{
+	size_t stride = (size_t)blockDim.x * gridDim.x;
+
+	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+		d[i] = Ed::store(Es::load(s[i]));
+}
+
 enum { ELT_THREADS = 256, ELT_MAX_BLOCKS = 8192 };
 
 static inline unsigned elt_blocks(size_t n)

@@ -83,8 +83,12 @@ struct dev_rt {
 	 * compute_90 PTX"), for the probe's message. */
 	int (*device_arch)(int dev, char *buf, size_t len);
 	const char *built_for;
-	/* ABI 3: free and total bytes of the current device's memory. */
+	/* ABI 3: free and total bytes of the current device's memory; a
+	 * kernel on stream s converting count elements between float types
+	 * (f16, f32, bf16: enum dev_dtype values, not the same). */
 	int (*mem_info)(size_t *free_b, size_t *total_b);
+	int (*convert)(void *dst, int dst_dtype, const void *src, int src_dtype, size_t count,
+		       void *s);
 };
 
 typedef const struct dev_rt *(*dev_rt_get_fn)(unsigned abi);

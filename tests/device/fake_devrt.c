@@ -24,7 +24,7 @@ struct fake_alloc {
 	struct fake_alloc *next;
 };
 
-enum fop_kind { FOP_COPY, FOP_REDUCE, FOP_DIV, FOP_SGEMM };
+enum fop_kind { FOP_COPY, FOP_REDUCE, FOP_DIV, FOP_SGEMM, FOP_CVT };
 
 struct fop {
 	enum fop_kind kind;
@@ -116,6 +116,9 @@ static void run_op(struct fop *o)
 	case FOP_SGEMM:
 		dev_host_sgemm(o->ta, o->tb, o->m, o->n, o->k, o->alpha, o->src, o->b, o->beta,
 			       o->dst);
+		break;
+	case FOP_CVT:
+		dev_convert(o->dst, (enum dev_dtype)o->dtype, o->src, (enum dev_dtype)o->n, o->len);
 		break;
 	}
 	ctl.executed++;
@@ -474,6 +477,33 @@ static int f_scale_div(void *buf, size_t count, int dtype, int n, void *s)
 	return enqueue(s, &o);
 }
 
+static int f_convert(void *dst, int ddt, const void *src, int sdt, size_t count, void *s)
+{
+	ENTER;
+	int err;
+	struct fop o = {
+		.kind = FOP_CVT, .dst = dst, .src = src, .len = count, .dtype = ddt, .n = sdt};
+	bool ok = ddt != sdt;
+
+	for (int i = 0; i < 2; i++) {
+		int t = i ? sdt : ddt;
+
+		ok = ok && (t == DEV_FLOAT16 || t == DEV_FLOAT32 || t == DEV_BFLOAT16);
+	}
+	ctl.converts++;
+	if (!ok || !is_dev(dst, count * dev_dtype_size((enum dev_dtype)ddt)) ||
+	    !is_dev(src, count * dev_dtype_size((enum dev_dtype)sdt)))
+		return FAKE_EINVAL;
+	if (wrong_device(s))
+		return FAKE_EHANDLE;
+	if (!is_dev_here(dst, count * dev_dtype_size((enum dev_dtype)ddt)) ||
+	    !is_dev_here(src, count * dev_dtype_size((enum dev_dtype)sdt)))
+		return FAKE_ELAUNCH;
+	if ((err = launch_fails()) != 0)
+		return err;
+	return enqueue(s, &o);
+}
+
 static int f_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, const float *b,
 		   float beta, float *c, void *s)
 {
@@ -533,6 +563,7 @@ static const struct dev_rt fake = {
 	.device_arch = f_device_arch,
 	.built_for = "fake_80, fake_90",
 	.mem_info = f_mem_info,
+	.convert = f_convert,
 };
 
 const struct dev_rt *dev_rt_get(unsigned abi);

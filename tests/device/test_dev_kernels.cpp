@@ -581,6 +581,47 @@ static void check_plugin_reduce(const struct dev_rt *rt)
 	(void)emuGetLastError();
 }
 
+/* The plugin's convert kernel between f16, f32 and bf16, every pair, on
+ * the values fill() makes (NaNs with payloads, signed zeros, subnormals,
+ * infinities) against dev_convert, bit for bit; the same type twice and
+ * integers refused. */
+static void check_plugin_convert(const struct dev_rt *rt)
+{
+	static const int ts[] = {DEV_FLOAT16, DEV_FLOAT32, DEV_BFLOAT16};
+
+	for (int st : ts) {
+		for (int dt : ts) {
+			std::vector<uint8_t> x(N * 8), w(N * 8, 0), got(N * 8, 0);
+			size_t bytes = N * dev_dtype_size((enum dev_dtype)dt);
+
+			if (st == dt)
+				continue;
+			fill(x, st, 400 + st * 16 + dt);
+			if (dev_convert(w.data(), (enum dev_dtype)dt, x.data(), (enum dev_dtype)st,
+					N) != 0) {
+				bad++;
+				printf("dev_convert %s to %s refused\n",
+				       dev_dtype_name((enum dev_dtype)st),
+				       dev_dtype_name((enum dev_dtype)dt));
+			}
+			int ret = rt->convert(got.data(), dt, x.data(), st, N, NULL);
+
+			if (ret != 0 || memcmp(w.data(), got.data(), bytes) != 0) {
+				bad++;
+				printf("plugin convert %s to %s: %d, or differs from dev_convert\n",
+				       dev_dtype_name((enum dev_dtype)st),
+				       dev_dtype_name((enum dev_dtype)dt), ret);
+			}
+		}
+	}
+	if (rt->convert(NULL, DEV_FLOAT32, NULL, DEV_FLOAT32, 1, NULL) == 0 ||
+	    rt->convert(NULL, DEV_INT32, NULL, DEV_FLOAT32, 1, NULL) == 0) {
+		bad++;
+		printf("plugin convert accepts the same type twice or an integer\n");
+	}
+	(void)emuGetLastError();
+}
+
 /* The runtime's last error is sticky per thread: an earlier failed call
  * (an allocation) must not be reported by the next, good, launch. */
 static void check_sticky_error(const struct dev_rt *rt)
@@ -659,6 +700,7 @@ int main()
 	check_plugin_info(rt);
 	if (rt != NULL) {
 		check_plugin_reduce(rt);
+		check_plugin_convert(rt);
 		check_sticky_error(rt);
 		check_sgemm(rt);
 		check_sgemm_shapes(rt);

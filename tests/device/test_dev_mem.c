@@ -331,6 +331,38 @@ static void test_mem_info(void **s)
 	assert_int_equal(h->mem_info(NULL, &t1), -EINVAL);
 }
 
+/* convert: a kernel on the device between f32 and bf16, the host's bits;
+ * host memory or the same type twice refused */
+static void test_convert(void **s)
+{
+	struct fake_devrt_ctl *c = fake_devrt_ctl();
+	float f[64], back[64];
+	uint16_t want[64], got[64];
+	float *df = ops()->alloc(sizeof(f));
+	uint16_t *dh = ops()->alloc(sizeof(got));
+	long n = c->converts;
+
+	(void)s;
+	for (int i = 0; i < 64; i++)
+		f[i] = (float)i / 7.0f - 3.0f;
+	f[5] = -0.0f;
+	dev_float_to_bf16_n(want, f, 64);
+	assert_int_equal(ops()->from_host(df, f, sizeof(f)), 0);
+	assert_int_equal(ops()->convert(dh, DEV_BFLOAT16, df, DEV_FLOAT32, 64), 0);
+	assert_int_equal(ops()->to_host(got, dh, sizeof(got)), 0);
+	assert_memory_equal(got, want, sizeof(got));
+	assert_int_equal(ops()->convert(df, DEV_FLOAT32, dh, DEV_BFLOAT16, 64), 0);
+	assert_int_equal(ops()->to_host(back, df, sizeof(back)), 0);
+	for (int i = 0; i < 64; i++)
+		assert_true(back[i] == dev_bf16_to_float(want[i]));
+	assert_int_equal(c->converts, n + 2);
+	assert_int_equal(ops()->convert(dh, DEV_BFLOAT16, f, DEV_FLOAT32, 64), -EINVAL);
+	assert_int_equal(ops()->convert(df, DEV_FLOAT32, df, DEV_FLOAT32, 64), -EINVAL);
+	assert_int_equal(ops()->convert(dh, DEV_INT32, df, DEV_FLOAT32, 1), -EINVAL);
+	ops()->free(df);
+	ops()->free(dh);
+}
+
 static void test_sync_copies(void **s)
 {
 	uint8_t in[777], out[777];
@@ -589,6 +621,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_threads_own_streams),
 		cmocka_unit_test(test_alloc_tracking),
 		cmocka_unit_test(test_mem_info),
+		cmocka_unit_test(test_convert),
 		cmocka_unit_test(test_sync_copies),
 		cmocka_unit_test(test_async_copies_wait),
 		cmocka_unit_test(test_reduce_ordered_after_copy),

@@ -5,7 +5,8 @@
  * library (dev_reduce.c; NaN / signed-zero cases of max / min, AVG's
  * division by up to 1000 ranks), sgemm against dev_host_sgemm (one taller
  * than 65535 row tiles), async copies, a second host thread, the free
- * memory falling by an allocation (mem_info). Exits
+ * memory falling by an allocation (mem_info), f32 <-> bf16 conversions
+ * against the host's bits. Exits
  * 77 with probe()'s reason where the backend is not built or finds no
  * usable device (as on CI machines: this checks, there, that a binary
  * built with the backend starts and explains itself without a GPU).
@@ -189,6 +190,45 @@ static void test_sgemm(void **s)
 	}
 }
 
+/* convert: f32 to bf16 and back on the device, over every exponent and
+ * random bit patterns, the host's bits */
+static void test_convert(void **s)
+{
+	size_t n = 1u << 20;
+	uint32_t *f = malloc(n * 4), *back = malloc(n * 4), *wantf = malloc(n * 4);
+	uint16_t *want = malloc(n * 2), *got = malloc(n * 2);
+	void *df = o->alloc(n * 4), *dh = o->alloc(n * 2);
+
+	(void)s;
+	assert_non_null(f);
+	assert_non_null(back);
+	assert_non_null(wantf);
+	assert_non_null(want);
+	assert_non_null(got);
+	assert_non_null(df);
+	assert_non_null(dh);
+	srand(7);
+	for (size_t i = 0; i < n; i++)
+		f[i] = i < (1u << 18) ? (uint32_t)i << 14
+				      : (uint32_t)rand() ^ ((uint32_t)rand() << 16);
+	dev_float_to_bf16_n(want, (const float *)f, n);
+	dev_bf16_to_float_n((float *)wantf, want, n);
+	assert_int_equal(o->from_host(df, f, n * 4), 0);
+	assert_int_equal(o->convert(dh, DEV_BFLOAT16, df, DEV_FLOAT32, n), 0);
+	assert_int_equal(o->to_host(got, dh, n * 2), 0);
+	assert_memory_equal(got, want, n * 2);
+	assert_int_equal(o->convert(df, DEV_FLOAT32, dh, DEV_BFLOAT16, n), 0);
+	assert_int_equal(o->to_host(back, df, n * 4), 0);
+	assert_memory_equal(back, wantf, n * 4);
+	o->free(df);
+	o->free(dh);
+	free(f);
+	free(back);
+	free(wantf);
+	free(want);
+	free(got);
+}
+
 /* mem_info: free within total; 256 MiB allocated show in the free
  * figure (within 64 MiB: the runtime may round, or others allocate) */
 static void test_mem_info(void **s)
@@ -285,7 +325,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reduce_bitexact), cmocka_unit_test(test_sgemm),
 		cmocka_unit_test(test_async_copies),	cmocka_unit_test(test_mem_info),
-		cmocka_unit_test(test_second_thread),
+		cmocka_unit_test(test_convert),		cmocka_unit_test(test_second_thread),
 	};
 	const char *name = argc > 1 ? argv[1] : "cuda";
 	enum dev_mem_kind kind = strcmp(name, "hip") == 0 ? DEV_MEM_HIP : DEV_MEM_CUDA;

@@ -23,6 +23,8 @@
 #     --param-dtype for the replicated optimizer;
 #   - data parallel with a CUDA rank on the runtime double and a CPU rank,
 #     both optimizer modes: the same weights on both ranks and in both;
+#     with the bf16 exchange, which the CUDA rank converts on the device,
+#     the weights of two host ranks;
 #   - --json gives one valid JSON object with the figures, with --repeat
 #     every run's throughput and each repeat's efficiency;
 #   - ice-plan --cores prices CPU contention (two host devices, one on a
@@ -187,6 +189,14 @@ EOF
 			fail "dp fgpu,cpu --param-dtype bf16 failed: $(cat "$TMP/dev-w16")"
 		grep -q 'weights identical on all 2 ranks: yes' "$TMP/dev-w16" ||
 			fail "dp fgpu,cpu --param-dtype bf16: weights differ between the ranks"
+		# the device rank rounds and widens on the device (the double runs
+		# the plugin's conversions on the CPU): the weights of two host ranks
+		timeout 120 "$TRAIN" --model "$MODEL" --profiles "$TMP/fake.yaml" --devices cpu,cpu \
+			--scheme dp --steps 1 --warmup 1 --grad-dtype bf16 --param-dtype bf16 \
+			>"$TMP/host-w16" 2>&1 || fail "dp cpu,cpu --param-dtype bf16 failed"
+		[ "$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dev-w16")" = \
+			"$(grep -o 'fnv1a [0-9a-f]*' "$TMP/host-w16")" ] ||
+			fail "dp bf16: converted on the device, the weights are not the host's"
 	fi
 fi
 

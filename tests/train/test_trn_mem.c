@@ -55,15 +55,17 @@ static void test_mem_rank(void **state)
 	 * and weights */
 	assert_near(mm.host, 768 + 768 + 384 + 384);
 	assert_near(trn_mem_need(&d[0], &mm), 2992 + 2304);
-	/* a device rank: its fp32 master, gradient staging and the weights
-	 * widened on the host */
+	/* a device rank: its fp32 master and gradient staging on the host,
+	 * the bf16 copy it converts in on the device */
 	snprintf(d[0].kind, sizeof(d[0].kind), "cuda");
 	assert_int_equal(trn_mem_rank(&m, &d[0], 2, 0, 2, 3, 5, true, true, false, true, &mm), 0);
-	assert_near(mm.host, 768 + 768 + 768 + 384 + 384 + 768);
-	assert_near(trn_mem_need(&d[0], &mm), 2992);
+	assert_near(mm.host, 768 + 768 + 768 + 384 + 384);
+	assert_near(mm.exchange, 384);
+	assert_near(trn_mem_need(&d[0], &mm), 2992 + 384);
 	/* alone, nothing is exchanged: no bf16 staging */
 	assert_int_equal(trn_mem_rank(&m, &d[0], 1, 0, 2, 3, 5, true, true, false, true, &mm), 0);
 	assert_near(mm.host, 768 + 768 + 768);
+	assert_near(mm.exchange, 0);
 	/* a zero bubble stage keeps the inner output gradient (16) too; a
 	 * middle stage holds no rows, rows 0 is one on an end stage */
 	assert_int_equal(trn_mem_rank(&m, &d[0], 3, 0, 2, 2, 0, false, false, true, false, &mm), 0);

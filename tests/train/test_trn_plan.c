@@ -650,6 +650,66 @@ static void test_predict_dp_bf16(void **state)
 	assert_string_equal(trn_grad_name(TRN_GRAD_FP32), "fp32");
 }
 
+/* An accelerator rank converts whole buckets on the device (6 bytes an
+ * element at its mem_gbps) and only its own part on the CPU; the
+ * replicated all-reduce's widening stays on the CPU. */
+static void test_predict_dp_bf16_device(void **state)
+{
+	struct trn_profile d[2];
+	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 1, .lat_s = 1e-3, .overlap = 0};
+	struct trn_dp_plan p = {.samples = {6, 6}};
+	double bare;
+
+	(void)state;
+	devs(d, (double[]){1, 1}, 2);
+	model_square(1, 1000, 12, 1);
+	m.bucket_kb = 1024;
+	m.optim = TRN_OPTIM_SHARDED;
+	m.grad = m.param = TRN_GRAD_BF16;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	bare = p.comm_s;
+	/* 1e6 elements; rank 0 a GPU at 60 GB/s: 0.1 ns a conversion there */
+	snprintf(d[0].kind, sizeof(d[0].kind), "cuda");
+	d[0].mem_gbps = 60;
+	net.cpu_cvt_s[0] = net.cpu_cvt_s[1] = 1e-9;
+	/* the host rank is the slowest at both phases: 2 whole, 2 halves */
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.comm_s, bare + 1e6 * (2e-9 + 2 * 0.5e-9));
+	/* both GPUs: the whole buckets on the devices, the halves on the CPU
+	 * (shards by memory bandwidth, 1/2 each) */
+	snprintf(d[1].kind, sizeof(d[1].kind), "hip");
+	d[1].mem_gbps = 60;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.comm_s, bare + 1e6 * (2e-10 + 2 * 0.5e-9));
+	/* replicated: rounded on the device (priced without a CPU figure
+	 * too), widened on the host */
+	m.optim = TRN_OPTIM_REPLICATED;
+	m.param = TRN_GRAD_FP32;
+	net.cpu_cvt_s[0] = net.cpu_cvt_s[1] = 0;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	bare = p.comm_s;
+	assert_near(bare, 2e6 / 1e9 + 4 * 1e-3 + 1e6 * 1e-10);
+	net.cpu_cvt_s[0] = net.cpu_cvt_s[1] = 1e-9;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.comm_s, bare + 1e6 * 1e-9);
+	/* the hidden part's CPU: the host's share only (the widening) */
+	net.overlap = 1;
+	net.cores[0] = net.cores[1] = 0.5;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	{
+		struct trn_dp_plan q = p;
+		double all, hidden;
+
+		net.overlap = 0;
+		assert_int_equal(trn_predict_dp(&m, d, 2, &net, &q), 0);
+		all = q.comm_s;
+		hidden = all - p.comm_s;
+		assert_true(hidden > 0);
+		assert_near(p.contention_s[0],
+			    trn_cpu_contention_s(0.5, 0, hidden, 1e-9 * 1e6 * hidden / all));
+	}
+}
+
 /* A host rank's speed from the CPU its steps needed (issue 20): the
  * compute thread's CPU, or the whole process's over the cores it may use
  * when that is more (the communication thread on the same core, a CPU
@@ -773,6 +833,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_contention),
 		cmocka_unit_test(test_predict_dp_contention),
 		cmocka_unit_test(test_predict_dp_bf16),
+		cmocka_unit_test(test_predict_dp_bf16_device),
 		cmocka_unit_test(test_speed_from_steps),
 		cmocka_unit_test(test_speed_from_steps_wait),
 		cmocka_unit_test(test_refine_predict),

@@ -33,19 +33,33 @@
 
 /* ---- communication thread ------------------------------------------------ */
 
-/* A replicated DP bucket with gradients in bf16 (trn_grad): on host
- * memory, rounded to bf16, all-reduced so, widened back into the host
- * copy, which the update reads (itr_sgd_update; a device rank's gradient
- * is not copied back). */
+/* A device rank's bucket rounded to bf16 on the device (dhalf) and its
+ * bf16 copied to the host (half): half the bytes over the bus, and the
+ * CPU converts nothing. */
+static int round_on_device(struct itr_cthread *t, struct itr_cop *op)
+{
+	const struct dev_mem_ops *o = tp_dev_comm_ops(t->d);
+	int ret = o->convert(op->dhalf, DEV_BFLOAT16, op->buf, DEV_FLOAT32, op->count);
+
+	return ret < 0 ? ret : o->to_host(op->half, op->dhalf, op->count * 2);
+}
+
+/* A replicated DP bucket with gradients in bf16 (trn_grad): rounded to
+ * bf16 (on a device rank by the device, else on the host copy),
+ * all-reduced so, widened back into the host copy, which the update reads
+ * (itr_sgd_update; a device rank's gradient is not copied back). */
 static int allreduce_bf16(struct itr_cthread *t, struct itr_cop *op)
 {
-	int ret = op->hbuf != op->buf
-			  ? tp_dev_comm_ops(t->d)->to_host(op->hbuf, op->buf, op->count * 4)
-			  : 0;
+	int ret = 0;
 
+	if (op->dhalf != NULL)
+		ret = round_on_device(t, op);
+	else if (op->hbuf != op->buf)
+		ret = tp_dev_comm_ops(t->d)->to_host(op->hbuf, op->buf, op->count * 4);
 	if (ret < 0)
 		return ret;
-	dev_float_to_bf16_n(op->half, op->hbuf, op->count);
+	if (op->dhalf == NULL)
+		dev_float_to_bf16_n(op->half, op->hbuf, op->count);
 	ret = tp_allreduce(t->c, op->half, op->half, op->count, DEV_BFLOAT16, DEV_SUM);
 	if (ret == 0)
 		dev_bf16_to_float_n(op->hbuf, op->half, op->count);
@@ -54,21 +68,25 @@ static int allreduce_bf16(struct itr_cthread *t, struct itr_cop *op)
 
 /* A sharded DP bucket's reduce-scatter: the gradient on host memory (a
  * device rank's copied there), reduced in place, this rank's shard ending
- * at hbuf + mine; in bf16 (half): rounded, reduced so, the shard widened
- * back. */
+ * at hbuf + mine; in bf16 (half): rounded (on a device rank by the
+ * device), reduced so, the shard widened back on the host, where the
+ * update reads it. */
 static int reduce_scatter(struct itr_cthread *t, struct itr_cop *op)
 {
 	size_t n = op->counts[tp_comm_rank(t->c)];
 	int ret = 0;
 
-	if (op->hbuf != op->buf)
+	if (op->dhalf != NULL)
+		ret = round_on_device(t, op);
+	else if (op->hbuf != op->buf)
 		ret = tp_dev_comm_ops(t->d)->to_host(op->hbuf, op->buf, op->count * 4);
 	if (ret < 0)
 		return ret;
 	if (op->half == NULL)
 		return tp_reduce_scatter_v(t->c, op->hbuf, op->hbuf + op->mine, op->counts,
 					   DEV_FLOAT32, DEV_SUM);
-	dev_float_to_bf16_n(op->half, op->hbuf, op->count);
+	if (op->dhalf == NULL)
+		dev_float_to_bf16_n(op->half, op->hbuf, op->count);
 	ret = tp_reduce_scatter_v(t->c, op->half, op->half + op->mine, op->counts, DEV_BFLOAT16,
 				  DEV_SUM);
 	if (ret == 0)
@@ -79,10 +97,13 @@ static int reduce_scatter(struct itr_cthread *t, struct itr_cop *op)
 /* A sharded DP bucket's all-gather: the owners' updated weights on the
  * host master copy (hbuf), then to the device; in bf16 (half): each
  * owner's part rounded, gathered so, widened into the weights the rank
- * computes on (hout, its host copy), its own part too, so the ranks'
- * weights stay identical while each keeps its fp32 master part. */
+ * computes on (its own part too, so the ranks' weights stay identical
+ * while each keeps its fp32 master part): on a device rank the bf16 goes
+ * to the device (dhalf), which widens it into buf; else into hout, the
+ * host copy. */
 static int all_gather(struct itr_cthread *t, struct itr_cop *op)
 {
+	const struct dev_mem_ops *o = tp_dev_comm_ops(t->d);
 	size_t n = op->counts[tp_comm_rank(t->c)];
 	float *out = op->half != NULL ? op->hout : op->hbuf;
 	int ret;
@@ -92,11 +113,17 @@ static int all_gather(struct itr_cthread *t, struct itr_cop *op)
 	} else {
 		dev_float_to_bf16_n(op->half + op->mine, op->hbuf + op->mine, n);
 		ret = tp_allgather_v(t->c, op->half + op->mine, op->half, op->counts, DEV_BFLOAT16);
+		if (ret == 0 && op->dhalf != NULL) {
+			ret = o->from_host(op->dhalf, op->half, op->count * 2);
+			return ret < 0 ? ret
+				       : o->convert(op->buf, DEV_FLOAT32, op->dhalf, DEV_BFLOAT16,
+						    op->count);
+		}
 		if (ret == 0)
 			dev_bf16_to_float_n(out, op->half, op->count);
 	}
 	if (ret == 0 && out != op->buf)
-		ret = tp_dev_comm_ops(t->d)->from_host(op->buf, out, op->count * 4);
+		ret = o->from_host(op->buf, out, op->count * 4);
 	return ret;
 }
 

@@ -43,6 +43,9 @@ struct itr_cop {
 	uint16_t *half;	      /* RS, ALLREDUCE, AG: in bf16 here (NULL: fp32) */
 	float *hout;	      /* AG in bf16: the gathered weights' host copy (== buf
 			       * on host memory; hbuf is the fp32 master) */
+	uint16_t *dhalf;      /* in bf16 on a device rank: buf's bf16 copy in the
+			       * device's memory, where the whole bucket is
+			       * rounded and widened (NULL: on the host) */
 	int ret;
 	int tag;	/* the micro-batch, for the trace */
 	bool hash;	/* the communication thread hashes buf (host memory): a
@@ -131,7 +134,10 @@ struct itr_rank {
 	uint16_t *g16; /* DP, gradients in bf16 (trn_grad): gh's bf16 staging */
 	uint16_t *w16; /* sharded DP, weights in bf16: the all-gather's staging */
 	float *wh;     /* sharded DP, weights in bf16: host copy of wblk (== wblk
-			* on host memory; wmblk is then apart, the master) */
+			* on host memory; wmblk is then apart, the master;
+			* NULL on a device rank, which widens on the device) */
+	uint16_t *d16; /* a device rank exchanging bf16: grad's and wblk's bf16
+			* copy in the device's memory (itr_cop.dhalf) */
 	size_t *goff;
 	size_t nparam;
 	struct itr_bucket *bk;

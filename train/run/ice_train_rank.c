@@ -213,8 +213,14 @@ static int setup_params(struct itr_rank *k)
 	}
 	if (w16) {
 		k->w16 = host_alloc(k, k->nparam * sizeof(*k->w16));
-		k->wh = k->host ? k->wblk : host_alloc(k, k->nparam * 4);
-		if (k->w16 == NULL || k->wh == NULL)
+		k->wh = k->host ? k->wblk : NULL;
+		if (k->w16 == NULL)
+			return -ENOMEM;
+	}
+	/* a device rank rounds and widens whole buckets on the device */
+	if (!k->host && (k->g16 != NULL || w16)) {
+		k->d16 = itr_dev_alloc(k, k->nparam * sizeof(*k->d16));
+		if (k->d16 == NULL)
 			return -ENOMEM;
 	}
 	for (int j = 0; j < k->nl; j++) {
@@ -225,11 +231,15 @@ static int setup_params(struct itr_rank *k)
 	}
 	/* every rank computes on the weights rounded to bf16 from the start,
 	 * as the all-gathers leave them */
-	if (w16) {
+	if (w16)
 		dev_float_to_bf16_n(k->w16, k->wmblk, k->nparam);
+	if (w16 && k->host)
 		dev_bf16_to_float_n(k->wh, k->w16, k->nparam);
-	}
-	if (!k->host && k->ops->from_host(k->wblk, w16 ? k->wh : k->wmblk, k->nparam * 4) < 0)
+	if (w16 && !k->host &&
+	    (k->ops->from_host(k->d16, k->w16, k->nparam * sizeof(*k->d16)) < 0 ||
+	     k->ops->convert(k->wblk, DEV_FLOAT32, k->d16, DEV_BFLOAT16, k->nparam) < 0))
+		return -EIO;
+	if (!w16 && !k->host && k->ops->from_host(k->wblk, k->wmblk, k->nparam * 4) < 0)
 		return -EIO;
 	k->par_bytes[0] = k->dev_bytes - d0;
 	k->par_bytes[1] = k->host_bytes - h0;
@@ -374,6 +384,8 @@ static void free_params(struct itr_rank *k)
 		free(k->gh);
 	o->free(k->wblk);
 	o->free(k->grad);
+	o->free(k->d16);
+	k->d16 = NULL;
 	free(k->g16);
 	free(k->w16);
 	free(k->hscratch);

@@ -276,6 +276,10 @@ void itr_print_job(const struct job_out *jo)
 		       j->no_contention ? "" : " (and in the contention where hidden)");
 		for (int r = 0; r < j->ndev; r++)
 			printf("%s %.3f", r ? ";" : "", net->cpu_cvt_s[r] * 1e9);
+		for (int r = 0; r < j->ndev; r++)
+			if (!j->dev[r].emulated && strcmp(j->dev[r].kind, "host") != 0)
+				printf("; rank %d (%s) converts whole buckets on the device", r,
+				       j->dev[r].kind);
 		printf("\n");
 	}
 	printf("   %-4s %-22s %-5s %8s %10s %10s %10s %16s %8s\n", "rank", "device", "kind",

@@ -72,6 +72,7 @@ static int shard_advance(struct itr_rank *k, bool wait)
 			bk->op.counts = bk->shard;
 			bk->op.mine = bk->mine;
 			bk->op.half = k->g16 != NULL ? k->g16 + bk->off : NULL;
+			bk->op.dhalf = k->d16 != NULL && k->g16 != NULL ? k->d16 + bk->off : NULL;
 			itr_cop_post(&k->ct, &bk->op, COP_RS, k->grad + bk->off, bk->count, -1);
 			continue;
 		}
@@ -86,7 +87,8 @@ static int shard_advance(struct itr_rank *k, bool wait)
 		bk->ag.counts = bk->shard;
 		bk->ag.mine = bk->mine;
 		bk->ag.half = k->w16 != NULL ? k->w16 + bk->off : NULL;
-		bk->ag.hout = k->w16 != NULL ? k->wh + bk->off : NULL;
+		bk->ag.hout = k->w16 != NULL && k->wh != NULL ? k->wh + bk->off : NULL;
+		bk->ag.dhalf = k->w16 != NULL && k->d16 != NULL ? k->d16 + bk->off : NULL;
 		itr_cop_post(&k->ct, &bk->ag, COP_AG, k->wblk + bk->off, bk->count, -1);
 	}
 }
@@ -102,6 +104,7 @@ static int close_buckets(struct itr_rank *k, int upto)
 			bk->op.tag = k->nclosed;
 			bk->op.hbuf = k->gh + bk->off;
 			bk->op.half = k->g16 != NULL ? k->g16 + bk->off : NULL;
+			bk->op.dhalf = k->d16 != NULL && k->g16 != NULL ? k->d16 + bk->off : NULL;
 			itr_cop_post(&k->ct, &bk->op, COP_ALLREDUCE, k->grad + bk->off, bk->count,
 				     -1);
 		}
