@@ -197,6 +197,8 @@ EOF
 		[ "$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dev-w16")" = \
 			"$(grep -o 'fnv1a [0-9a-f]*' "$TMP/host-w16")" ] ||
 			fail "dp bf16: converted on the device, the weights are not the host's"
+		grep -q 'rank 0 (cuda) converts whole buckets on the device' "$TMP/dev-w16" ||
+			fail "dp fgpu,cpu bf16: the report does not say the device converts"
 	fi
 fi
 
