@@ -164,10 +164,30 @@ static double meminfo(const char *text, const char *key)
 	return k != NULL ? strtod(k + strlen(key), NULL) * 1024 : 0;
 }
 
+/* The value of "key N" in a memory.stat file, 0 when absent. */
+static double stat_key(const char *path, const char *key)
+{
+	char line[256];
+	double v = 0;
+	size_t n = strlen(key);
+	FILE *f = fopen(path, "r");
+
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, key, n) == 0 && line[n] == ' ') {
+			v = strtod(line + n + 1, NULL);
+			break;
+		}
+	if (f != NULL)
+		fclose(f);
+	return v;
+}
+
 /* The least room (limit - usage) of the cgroup at root + path and its
  * ancestors, bytes; 0 when none sets a limit. v2: memory.max ("max": none)
  * and memory.current; v1: memory.limit_in_bytes (near 2^63: none) and
- * memory.usage_in_bytes. */
+ * memory.usage_in_bytes. The usage counts page cache the kernel would
+ * reclaim: its inactive file pages (memory.stat) are taken off it, as
+ * MemAvailable does. */
 static double cg_mem_room(const char *root, const char *path, bool v2, char *where, size_t wlen)
 {
 	char p[600], dir[512];
@@ -185,6 +205,8 @@ static double cg_mem_room(const char *root, const char *path, bool v2, char *whe
 		snprintf(p, sizeof(p), "%s%s/%s", root, dir,
 			 v2 ? "memory.current" : "memory.usage_in_bytes");
 		use = read_num(p, &ok2);
+		snprintf(p, sizeof(p), "%s%s/memory.stat", root, dir);
+		use -= stat_key(p, v2 ? "inactive_file" : "total_inactive_file");
 		if (ok1 && ok2 && lim > 0 && lim < 4e18) {
 			double room = lim > use ? lim - use : 0;
 

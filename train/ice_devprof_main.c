@@ -32,6 +32,7 @@
  * flags.
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -352,7 +353,8 @@ static int profile_device(const struct devprof_cfg *c, struct trn_profile *p)
 
 		ret = ops->mem_info != NULL ? ops->mem_info(&mfree, &mtotal) : -ENOTSUP;
 		if (ret == 0 && mfree > 0) {
-			p->mem_gib = (double)mfree / (1u << 30);
+			/* rounded down: the file keeps 6 digits */
+			p->mem_gib = floor((double)mfree / (1u << 30) * 1000) / 1000;
 			ice_info(ICE_SUB_COMMON, "%s: memory %.2f GiB free of %.2f GiB", c->name,
 				 p->mem_gib, (double)mtotal / (1u << 30));
 		} else {

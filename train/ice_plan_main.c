@@ -355,8 +355,9 @@ static void print_header(const struct plan_cfg *c)
 	printf("network: all-reduce busbw %g GB/s, p2p %g GB/s, latency %g us\n", c->net.busbw_gbps,
 	       c->net.p2p_gbps, c->net.lat_s * 1e6);
 	if (c->cpu_cvt_ns > 0 && c->scheme != SCHEME_PP && trn_grad_cvt_share(&c->m, 1) > 0)
-		printf("bf16 conversions (DP): %g ns per element to or from bf16, on each "
-		       "bucket's path\n",
+		printf("bf16 conversions (DP): %g ns per element to or from bf16 on the CPU, on "
+		       "each bucket's path (an accelerator converts whole buckets on the "
+		       "device)\n",
 		       c->cpu_cvt_ns);
 	if (c->cores[0] != '\0') {
 		printf("CPU contention priced (--cores; with the bf16 conversions above): %g ns "
@@ -731,11 +732,12 @@ int main(int argc, char **argv)
 		if (ret == 0)
 			ret = trn_plan_pp_even(&cfg.m, cfg.dev, cfg.ndev, &cfg.net, cfg.pp_sched,
 					       &ppe);
-		if (ret < 0) {
+		if (ret < 0)
 			ice_err(ICE_SUB_COMMON, "ice-plan: pipeline plan failed: %s",
 				ret == -ENOMEM ? NOFIT : strerror(-ret));
+		if (ret < 0 && (ret != -ENOMEM || cfg.scheme == SCHEME_PP))
 			return 1;
-		}
+		do_pp = ret == 0;
 	}
 	if (!do_dp && !do_pp)
 		return 1;

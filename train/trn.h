@@ -186,6 +186,9 @@ struct trn_mem {
  * -EINVAL on a bad argument. */
 int trn_mem_rank(const struct trn_model *m, const struct trn_profile *d, int ndev, int l0, int nl,
 		 int slots, int rows, bool first, bool last, bool zb, bool dp, struct trn_mem *out);
+/* A rank on d computes in host memory: a host device, or an emulated one
+ * of any kind (ice-train runs it on the host). */
+bool trn_dev_on_host(const struct trn_profile *d);
 /* The bytes that count against d's capacity: device + host on a host
  * device, device alone on an accelerator. */
 double trn_mem_need(const struct trn_profile *d, const struct trn_mem *mm);

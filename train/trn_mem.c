@@ -10,8 +10,9 @@
 #include <string.h>
 
 #include "trn.h"
+#include "trn_plan_internal.h"
 
-static double widest(const struct trn_model *m)
+double trn_mem_widest(const struct trn_model *m)
 {
 	int f = 1;
 
@@ -22,35 +23,23 @@ static double widest(const struct trn_model *m)
 	return f;
 }
 
-int trn_mem_rank(const struct trn_model *m, const struct trn_profile *d, int ndev, int l0, int nl,
-		 int slots, int rows, bool first, bool last, bool zb, bool dp, struct trn_mem *out)
+int trn_mem_from(const struct trn_model *m, const struct trn_profile *d, int ndev,
+		 const struct trn_mem_sums *x, double widest, int slots, int rows, bool first,
+		 bool last, bool zb, bool dp, struct trn_mem *out)
 {
-	double mb, np = 0, slot = 0, hs;
-	bool host, g16, w16;
-	int e = l0 + nl;
+	double mb = m->micro_batch, np = x->params, slot, hs;
+	bool host = trn_dev_on_host(d), g16, w16;
 
-	if (m == NULL || d == NULL || out == NULL || ndev < 1 || l0 < 0 || nl < 1 ||
-	    e > m->nlayers || slots < 1 || rows < 0 || m->micro_batch < 1)
-		return -EINVAL;
 	memset(out, 0, sizeof(*out));
-	mb = m->micro_batch;
-	host = strcmp(d->kind, "host") == 0;
-	for (int l = l0; l < e; l++) {
-		np += (double)m->in[l] * m->out[l];
-		slot += m->in[l];
-	}
 	/* every layer's input, the output, the output's gradient, the
 	 * input's gradient to send; zero bubble: each inner layer's output
 	 * gradient, which W reads after B */
-	slot += 2.0 * m->out[e - 1] + m->in[l0];
-	if (zb && nl >= 2)
-		for (int l = l0; l < e - 1; l++)
-			slot += m->out[l];
+	slot = x->inputs + 2.0 * x->out_last + x->in_first + (zb ? x->inner_outs : 0);
 	out->slots = slots;
 	out->weights = 4 * np;
 	out->grads = 4 * np;
 	out->acts = 4 * slot * mb * slots;
-	out->scratch = 2 * 4 * widest(m) * mb;
+	out->scratch = 2 * 4 * widest * mb;
 	if (first)
 		out->rows += 4.0 * (rows > 0 ? rows : 1) * m->in[0];
 	if (last)
@@ -64,7 +53,7 @@ int trn_mem_rank(const struct trn_model *m, const struct trn_profile *d, int nde
 	/* beside it on the host: scratch; a device rank's fp32 master and
 	 * gradient staging; the bf16 exchange's staging (and, with bf16
 	 * weights, the fp32 master apart from the weights computed on) */
-	hs = widest(m) * mb > np ? widest(m) * mb : np;
+	hs = widest * mb > np ? widest * mb : np;
 	out->host = 4 * hs;
 	if (!host || w16)
 		out->host += 4 * np;
@@ -77,11 +66,37 @@ int trn_mem_rank(const struct trn_model *m, const struct trn_profile *d, int nde
 	return 0;
 }
 
+int trn_mem_rank(const struct trn_model *m, const struct trn_profile *d, int ndev, int l0, int nl,
+		 int slots, int rows, bool first, bool last, bool zb, bool dp, struct trn_mem *out)
+{
+	struct trn_mem_sums x = {0};
+	int e = l0 + nl;
+
+	if (m == NULL || d == NULL || out == NULL || ndev < 1 || l0 < 0 || nl < 1 ||
+	    e > m->nlayers || slots < 1 || rows < 0 || m->micro_batch < 1)
+		return -EINVAL;
+	for (int l = l0; l < e; l++) {
+		x.params += (double)m->in[l] * m->out[l];
+		x.inputs += m->in[l];
+		if (l < e - 1)
+			x.inner_outs += m->out[l];
+	}
+	x.in_first = m->in[l0];
+	x.out_last = m->out[e - 1];
+	return trn_mem_from(m, d, ndev, &x, trn_mem_widest(m), slots, rows, first, last, zb, dp,
+			    out);
+}
+
+bool trn_dev_on_host(const struct trn_profile *d)
+{
+	return d->emulated || strcmp(d->kind, "host") == 0;
+}
+
 double trn_mem_need(const struct trn_profile *d, const struct trn_mem *mm)
 {
 	if (d == NULL || mm == NULL)
 		return 0;
-	return strcmp(d->kind, "host") == 0 ? mm->device + mm->host : mm->device;
+	return trn_dev_on_host(d) ? mm->device + mm->host : mm->device;
 }
 
 double trn_mem_cap(const struct trn_profile *d)

@@ -198,10 +198,10 @@ static double dp_update_s(const struct trn_model *m, const struct trn_profile *d
  * the device (ice-train: an accelerator rounds its gradient before the
  * reduction and widens the gathered weights; the replicated all-reduce's
  * widening stays on the host, where the update reads it), out of
- * trn_grad_cvt_share(m, 0); 0 on a host device. */
+ * trn_grad_cvt_share(m, 0); 0 on a host (or emulated) device. */
 static double cvt_on_device(const struct trn_model *m, const struct trn_profile *d)
 {
-	if (strcmp(d->kind, "host") == 0)
+	if (trn_dev_on_host(d))
 		return 0;
 	if (m->optim == TRN_OPTIM_REPLICATED)
 		return m->grad == TRN_GRAD_BF16 ? 1 : 0;
@@ -563,7 +563,7 @@ int trn_plan_dp(const struct trn_model *m, const struct trn_profile *dev, int nd
 {
 	struct trn_dp_plan even;
 	double fb, upd[TRN_MAX_DEVICES];
-	int units, k[TRN_MAX_DEVICES] = {0}, most[TRN_MAX_DEVICES] = {0};
+	int most[TRN_MAX_DEVICES] = {0};
 	int ret = trn_plan_check(m, dev, ndev, net);
 
 	if (ret < 0 || out == NULL)
@@ -579,32 +579,25 @@ int trn_plan_dp(const struct trn_model *m, const struct trn_profile *dev, int nd
 	/* device i done with s samples; a device whose capacity
 	 * cannot hold them never is */
 #define DP_DONE(i, s) ((s) > most[i] ? DBL_MAX : (s)*fb / (dev[i].gflops * 1e9) + upd[i])
-	units = m->global_batch / m->micro_batch;
-	for (int u = 0; u < units; u++) {
-		int best = 0;
+	/* a micro-batch at a time (the last one what is left); when no device
+	 * has room for a whole one, part of it to a device that has some */
+	for (int left = m->global_batch; left > 0;) {
+		int take = left < m->micro_batch ? left : m->micro_batch, best = -1;
 
-		for (int i = 1; i < ndev; i++)
-			if (DP_DONE(i, (k[i] + 1) * m->micro_batch) <
-			    DP_DONE(best, (k[best] + 1) * m->micro_batch))
+		for (int i = 0; i < ndev; i++)
+			if (DP_DONE(i, out->samples[i] + take) < DBL_MAX &&
+			    (best < 0 || DP_DONE(i, out->samples[i] + take) <
+						 DP_DONE(best, out->samples[best] + take)))
 				best = i;
-		if (DP_DONE(best, (k[best] + 1) * m->micro_batch) == DBL_MAX)
-			return -ENOMEM;
-		k[best]++;
-	}
-	for (int i = 0; i < ndev; i++)
-		out->samples[i] = k[i] * m->micro_batch;
-	/* a model whose global batch is not whole micro-batches: the rest to
-	 * the device that finishes it first */
-	if (units * m->micro_batch != m->global_batch) {
-		int rest = m->global_batch - units * m->micro_batch, best = 0;
-
-		for (int i = 1; i < ndev; i++)
-			if (DP_DONE(i, out->samples[i] + rest) <
-			    DP_DONE(best, out->samples[best] + rest))
+		for (int i = 0; best < 0 && i < ndev; i++)
+			if (out->samples[i] < most[i])
 				best = i;
-		if (DP_DONE(best, out->samples[best] + rest) == DBL_MAX)
+		if (best < 0)
 			return -ENOMEM;
-		out->samples[best] += rest;
+		if (out->samples[best] + take > most[best])
+			take = most[best] - out->samples[best];
+		out->samples[best] += take;
+		left -= take;
 	}
 #undef DP_DONE
 	ret = trn_predict_dp(m, dev, ndev, net, out);

@@ -466,8 +466,10 @@ struct pp_search {
 	const struct trn_net *net;
 	enum trn_pp_sched sched;
 	int S, L, M;
-	double *pf; /* pf[l]: fwd+bwd FLOP of layers [0, l), per sample */
-	double *pb; /* pb[l]: parameter bytes of layers [0, l) */
+	double *pf;	    /* pf[l]: fwd+bwd FLOP of layers [0, l), per sample */
+	double *pb;	    /* pb[l]: parameter bytes of layers [0, l) */
+	double *pin, *pout; /* inputs, outputs of layers [0, l) (pp_fits) */
+	double widest;
 	double *dp; /* (S + 1) x (L + 1) */
 	int *from;  /* (S + 1) x (L + 1): start of the last stage */
 };
@@ -489,14 +491,18 @@ static double pp_C(const struct pp_search *ps, int s, int a, int b)
 static bool pp_fits(const struct pp_search *ps, int s, int a, int b)
 {
 	double cap = trn_mem_cap(&ps->dev[s]);
+	struct trn_mem_sums x = {.params = (ps->pb[b] - ps->pb[a]) / 4,
+				 .inputs = ps->pin[b] - ps->pin[a],
+				 .in_first = ps->m->in[a],
+				 .out_last = ps->m->out[b - 1],
+				 .inner_outs = ps->pout[b - 1] - ps->pout[a]};
 	struct trn_mem mm;
 
 	if (!(cap > 0))
 		return true;
-	if (trn_mem_rank(ps->m, &ps->dev[s], ps->S, a, b - a,
-			 trn_pp_slots_bound(s, ps->S, ps->M, ps->sched), ps->m->global_batch,
-			 s == 0, s == ps->S - 1, ps->sched == TRN_PP_ZB, false, &mm) < 0)
-		return false;
+	trn_mem_from(ps->m, &ps->dev[s], ps->S, &x, ps->widest,
+		     trn_pp_slots_bound(s, ps->S, ps->M, ps->sched), ps->m->global_batch, s == 0,
+		     s == ps->S - 1, ps->sched == TRN_PP_ZB, false, &mm);
 	return trn_mem_need(&ps->dev[s], &mm) <= cap;
 }
 
@@ -644,22 +650,28 @@ int trn_plan_pp(const struct trn_model *m, const struct trn_profile *dev, int nd
 	ps.M = M;
 	ps.pf = calloc((size_t)ps.L + 1, sizeof(*ps.pf));
 	ps.pb = calloc((size_t)ps.L + 1, sizeof(*ps.pb));
+	ps.pin = calloc((size_t)ps.L + 1, sizeof(*ps.pin));
+	ps.pout = calloc((size_t)ps.L + 1, sizeof(*ps.pout));
 	ps.dp = calloc((size_t)(ps.S + 1) * (ps.L + 1), sizeof(*ps.dp));
 	ps.from = calloc((size_t)(ps.S + 1) * (ps.L + 1), sizeof(*ps.from));
-	if (ps.pf == NULL || ps.pb == NULL || ps.dp == NULL || ps.from == NULL) {
+	if (ps.pf == NULL || ps.pb == NULL || ps.pin == NULL || ps.pout == NULL || ps.dp == NULL ||
+	    ps.from == NULL) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	for (int l = 0; l < ps.L; l++) {
 		ps.pf[l + 1] = ps.pf[l] + trn_layer_fwd_flops(m, l) + trn_layer_bwd_flops(m, l);
 		ps.pb[l + 1] = ps.pb[l] + trn_layer_param_bytes(m, l);
+		ps.pin[l + 1] = ps.pin[l] + m->in[l];
+		ps.pout[l + 1] = ps.pout[l] + m->out[l];
 	}
+	ps.widest = trn_mem_widest(m);
 
 	smin = pp_dp(&ps, false, DBL_MAX);
-	if (smin == DBL_MAX) {
-		ret = -ENOMEM; /* no split fits the devices' memory */
-		goto out;
-	}
+	/* none fits with the most slots any timing gives: the even split
+	 * may, with its own schedule's (else -ENOMEM below) */
+	if (smin == DBL_MAX)
+		goto even;
 	ret = pp_consider(&ps, out);
 	if (ret < 0 || M == 1)
 		goto even;
@@ -727,5 +739,7 @@ out:
 	free(ps.dp);
 	free(ps.pf);
 	free(ps.pb);
+	free(ps.pin);
+	free(ps.pout);
 	return ret;
 }

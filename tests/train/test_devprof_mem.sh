@@ -33,8 +33,8 @@ gib() { sed -n 's/^    mem_gib: //p' "$1"; }
 
 echo "## host"
 avail=$(awk '/^MemAvailable:/ {print $2 * 1024}' /proc/meminfo)
-timeout 60 "$DEVPROF" "${PROF[@]}" -o "$TMP/host.yaml" 2>&1 | tail -n 2 ||
-	fail "ice-devprof failed"
+timeout 60 "$DEVPROF" "${PROF[@]}" -o "$TMP/host.yaml" 2>&1 | tail -n 2
+[ "${PIPESTATUS[0]}" -eq 0 ] || fail "ice-devprof failed"
 python3 -c "import sys; g, a = float(sys.argv[1]), float(sys.argv[2]) / 2**30
 print(f'  mem_gib {g:.2f}, MemAvailable {a:.2f} GiB before')
 assert 0.8 * a <= g <= 1.2 * a" "$(gib "$TMP/host.yaml")" "$avail" ||

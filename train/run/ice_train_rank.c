@@ -528,13 +528,13 @@ static int plan_job(struct itr_rank *k, struct trn_net *net)
 				ret = -EINVAL;
 		}
 	}
-	if (ret == 0)
-		ret = plan_fits(k);
-	if (ret == -ENOMEM && k->r == 0 && j->split == ITR_SPLIT_PLAN)
+	if (ret == -ENOMEM && k->r == 0)
 		ice_err(ICE_SUB_BENCH,
 			"no %s split of model '%s' fits the devices' memory (their profiles' "
 			"mem_gib)",
 			j->scheme == ITR_DP ? "dp" : "pp", k->m->name);
+	if (ret == 0)
+		ret = plan_fits(k);
 	if (ret < 0)
 		ice_err(ICE_SUB_BENCH, "rank %d: planning %s (%s split) failed: %s", k->r,
 			j->scheme == ITR_DP ? "dp" : "pp",

@@ -277,7 +277,7 @@ void itr_print_job(const struct job_out *jo)
 		for (int r = 0; r < j->ndev; r++)
 			printf("%s %.3f", r ? ";" : "", net->cpu_cvt_s[r] * 1e9);
 		for (int r = 0; r < j->ndev; r++)
-			if (!j->dev[r].emulated && strcmp(j->dev[r].kind, "host") != 0)
+			if (!trn_dev_on_host(&j->dev[r]))
 				printf("; rank %d (%s) converts whole buckets on the device", r,
 				       j->dev[r].kind);
 		printf("\n");
