@@ -86,15 +86,20 @@ static double cg_quota(const char *root, const char *path, bool v2, char *where,
 	return best;
 }
 
-/* This process's cgroup quota (v1 cpu controller, else v2), 0 if none. */
-static double cgroup_cores(char *where, size_t wlen)
+typedef double (*cg_fn)(const char *root, const char *path, bool v2, char *where, size_t wlen);
+
+/* The least positive fn(root, path) over this process's cgroups: the v2
+ * one, and the v1 hierarchy holding controller ctrl (mounted at
+ * /sys/fs/cgroup/<its controllers> or /sys/fs/cgroup/<ctrl>); 0 if none. */
+static double cg_least(const char *ctrl, cg_fn fn, char *where, size_t wlen)
 {
-	char line[512];
+	char line[512], want[64];
 	double best = 0;
 	FILE *f = fopen("/proc/self/cgroup", "r");
 
 	if (f == NULL)
 		return 0;
+	snprintf(want, sizeof(want), ",%s,", ctrl);
 	while (fgets(line, sizeof(line), f) != NULL) {
 		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, *path;
 		char ctrls[256];
@@ -108,15 +113,15 @@ static double cgroup_cores(char *where, size_t wlen)
 			path = (char *)"";
 		snprintf(ctrls, sizeof(ctrls), ",%.*s,", (int)(c2 - c1 - 1), c1 + 1);
 		if (c2 == c1 + 1) { /* "0::/path": v2 */
-			c = cg_quota("/sys/fs/cgroup", path, true, where, wlen);
-		} else if (strstr(ctrls, ",cpu,") != NULL) {
+			c = fn("/sys/fs/cgroup", path, true, where, wlen);
+		} else if (strstr(ctrls, want) != NULL) {
 			char root[300];
 
 			snprintf(root, sizeof(root), "/sys/fs/cgroup/%.*s", (int)(c2 - c1 - 1),
 				 c1 + 1);
 			if (access(root, F_OK) != 0)
-				snprintf(root, sizeof(root), "/sys/fs/cgroup/cpu");
-			c = cg_quota(root, path, false, where, wlen);
+				snprintf(root, sizeof(root), "/sys/fs/cgroup/%s", ctrl);
+			c = fn(root, path, false, where, wlen);
 		}
 		if (c > 0 && (best == 0 || c < best))
 			best = c;
@@ -145,7 +150,7 @@ double ice_cpu_cores(char *why, size_t len)
 		if (why != NULL)
 			snprintf(why, len, "affinity %d of %ld online", aff, online);
 	}
-	quota = cgroup_cores(where, sizeof(where));
+	quota = cg_least("cpu", cg_quota, where, sizeof(where));
 	if (quota > 0 && quota < cores) {
 		cores = quota;
 		if (why != NULL)
@@ -228,9 +233,9 @@ static double cg_mem_room(const char *root, const char *path, bool v2, char *whe
 
 int ice_mem_avail(double *avail, double *total, char *why, size_t len)
 {
-	char text[8192], line[512], where[300] = "";
+	char text[8192], where[300] = "";
 	size_t n;
-	double room = 0;
+	double room;
 	FILE *f = fopen("/proc/meminfo", "r");
 
 	if (f == NULL)
@@ -244,30 +249,7 @@ int ice_mem_avail(double *avail, double *total, char *why, size_t len)
 		return -1;
 	if (why != NULL)
 		snprintf(why, len, "MemAvailable");
-	f = fopen("/proc/self/cgroup", "r");
-	while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
-		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, *path;
-		char ctrls[256], root[300];
-		double r = 0;
-
-		if (c2 == NULL)
-			continue;
-		path = c2 + 1;
-		path[strcspn(path, "\n")] = '\0';
-		if (strcmp(path, "/") == 0)
-			path = (char *)"";
-		snprintf(ctrls, sizeof(ctrls), ",%.*s,", (int)(c2 - c1 - 1), c1 + 1);
-		if (c2 == c1 + 1) {
-			r = cg_mem_room("/sys/fs/cgroup", path, true, where, sizeof(where));
-		} else if (strstr(ctrls, ",memory,") != NULL) {
-			snprintf(root, sizeof(root), "/sys/fs/cgroup/memory");
-			r = cg_mem_room(root, path, false, where, sizeof(where));
-		}
-		if (r > 0 && (room == 0 || r < room))
-			room = r;
-	}
-	if (f != NULL)
-		fclose(f);
+	room = cg_least("memory", cg_mem_room, where, sizeof(where));
 	if (room > 0 && room < *avail) {
 		*avail = room;
 		if (why != NULL)
