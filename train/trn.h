@@ -142,6 +142,8 @@ double trn_layer_bwd_flops(const struct trn_model *m, int l);	/* per sample */
 double trn_layer_param_bytes(const struct trn_model *m, int l); /* = gradient bytes */
 double trn_layer_act_bytes(const struct trn_model *m, int l);	/* per sample, output */
 double trn_model_param_bytes(const struct trn_model *m);
+/* Features of the widest layer input or output (ice-train's scratch). */
+int trn_model_widest(const struct trn_model *m);
 /* The optimizer step over param_bytes of parameters on device d (0 when
  * the profile states no memory bandwidth). */
 double trn_update_s(const struct trn_profile *d, double param_bytes);

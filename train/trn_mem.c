@@ -12,20 +12,9 @@
 #include "trn.h"
 #include "trn_plan_internal.h"
 
-double trn_mem_widest(const struct trn_model *m)
-{
-	int f = 1;
-
-	for (int l = 0; l < m->nlayers; l++) {
-		f = m->in[l] > f ? m->in[l] : f;
-		f = m->out[l] > f ? m->out[l] : f;
-	}
-	return f;
-}
-
-int trn_mem_from(const struct trn_model *m, const struct trn_profile *d, int ndev,
-		 const struct trn_mem_sums *x, double widest, int slots, int rows, bool first,
-		 bool last, bool zb, bool dp, struct trn_mem *out)
+void trn_mem_from(const struct trn_model *m, const struct trn_profile *d, int ndev,
+		  const struct trn_mem_sums *x, double widest, int slots, int rows, bool first,
+		  bool last, bool zb, bool dp, struct trn_mem *out)
 {
 	double mb = m->micro_batch, np = x->params, slot, hs;
 	bool host = trn_dev_on_host(d), g16, w16;
@@ -63,7 +52,6 @@ int trn_mem_from(const struct trn_model *m, const struct trn_profile *d, int nde
 		out->host += 2 * np;
 	if (w16)
 		out->host += 2 * np;
-	return 0;
 }
 
 int trn_mem_rank(const struct trn_model *m, const struct trn_profile *d, int ndev, int l0, int nl,
@@ -83,8 +71,8 @@ int trn_mem_rank(const struct trn_model *m, const struct trn_profile *d, int nde
 	}
 	x.in_first = m->in[l0];
 	x.out_last = m->out[e - 1];
-	return trn_mem_from(m, d, ndev, &x, trn_mem_widest(m), slots, rows, first, last, zb, dp,
-			    out);
+	trn_mem_from(m, d, ndev, &x, trn_model_widest(m), slots, rows, first, last, zb, dp, out);
+	return 0;
 }
 
 bool trn_dev_on_host(const struct trn_profile *d)

@@ -238,6 +238,17 @@ double trn_layer_act_bytes(const struct trn_model *m, int l)
 	return 4.0 * m->out[l];
 }
 
+int trn_model_widest(const struct trn_model *m)
+{
+	int f = 1;
+
+	for (int l = 0; l < m->nlayers; l++) {
+		f = m->in[l] > f ? m->in[l] : f;
+		f = m->out[l] > f ? m->out[l] : f;
+	}
+	return f;
+}
+
 double trn_model_param_bytes(const struct trn_model *m)
 {
 	double b = 0;

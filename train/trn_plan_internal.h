@@ -34,13 +34,12 @@ int trn_plan_climb(const struct trn_plan_climb *c, void *p, size_t size, void *s
 
 /* trn_mem_rank from the sums of the rank's layers [a, e) (the split
  * search keeps them as prefix sums): parameters, layer inputs, in_a,
- * out_{e-1}, the outputs of [a, e - 1); widest: trn_mem_widest(m). */
+ * out_{e-1}, the outputs of [a, e - 1); widest: trn_model_widest(m). */
 struct trn_mem_sums {
 	double params, inputs, in_first, out_last, inner_outs;
 };
-double trn_mem_widest(const struct trn_model *m);
-int trn_mem_from(const struct trn_model *m, const struct trn_profile *d, int ndev,
-		 const struct trn_mem_sums *x, double widest, int slots, int rows, bool first,
-		 bool last, bool zb, bool dp, struct trn_mem *out);
+void trn_mem_from(const struct trn_model *m, const struct trn_profile *d, int ndev,
+		  const struct trn_mem_sums *x, double widest, int slots, int rows, bool first,
+		  bool last, bool zb, bool dp, struct trn_mem *out);
 
 #endif

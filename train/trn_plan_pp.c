@@ -665,7 +665,7 @@ int trn_plan_pp(const struct trn_model *m, const struct trn_profile *dev, int nd
 		ps.pin[l + 1] = ps.pin[l] + m->in[l];
 		ps.pout[l + 1] = ps.pout[l] + m->out[l];
 	}
-	ps.widest = trn_mem_widest(m);
+	ps.widest = trn_model_widest(m);
 
 	smin = pp_dp(&ps, false, DBL_MAX);
 	/* none fits with the most slots any timing gives: the even split

@@ -164,7 +164,7 @@ struct itr_rank {
 	float *hscratch; /* host memory for reading device buffers */
 	size_t hscratch_len;
 	/* bytes allocated so far on the device (itr_dev_alloc) and beside it
-	 * on the host (itr_host_alloc), never decreased: the training state's
+	 * on the host (host_alloc), never decreased: the training state's
 	 * share goes to the result's mem_dev / mem_host */
 	double dev_bytes, host_bytes;
 	double par_bytes[2], act_bytes[2]; /* setup_params's, setup_acts's:

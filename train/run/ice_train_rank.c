@@ -141,17 +141,6 @@ static float *dev_from(struct itr_rank *k, const float *h, size_t count)
 	return p;
 }
 
-static int max_feat(const struct trn_model *m)
-{
-	int f = 1;
-
-	for (int l = 0; l < m->nlayers; l++) {
-		f = m->in[l] > f ? m->in[l] : f;
-		f = m->out[l] > f ? m->out[l] : f;
-	}
-	return f;
-}
-
 /* Weights of layers [l0, l0+nl) from the seed (the same on every rank),
  * weights and gradients in one block each, in reverse layer order, DP
  * buckets (and, sharded, every rank's part of each). */
@@ -190,7 +179,7 @@ static int setup_params(struct itr_rank *k)
 		}
 	}
 	k->nparam = off;
-	k->hscratch_len = (size_t)max_feat(m) * (size_t)k->mb;
+	k->hscratch_len = (size_t)trn_model_widest(m) * (size_t)k->mb;
 	if (k->hscratch_len < k->nparam)
 		k->hscratch_len = k->nparam;
 	k->hscratch = host_alloc(k, k->hscratch_len * 4);
@@ -253,7 +242,7 @@ static int setup_params(struct itr_rank *k)
 static int setup_acts(struct itr_rank *k, int row0, int nrows, bool first, bool last)
 {
 	const struct trn_model *m = k->m;
-	size_t fmax = (size_t)max_feat(m) * (size_t)k->mb;
+	size_t fmax = (size_t)trn_model_widest(m) * (size_t)k->mb;
 	double d0 = k->dev_bytes, h0 = k->host_bytes;
 	size_t cnt;
 	float *h;
@@ -302,7 +291,7 @@ static int setup_acts(struct itr_rank *k, int row0, int nrows, bool first, bool 
 	k->tmp[1] = itr_dev_alloc(k, fmax * 4);
 	if (k->tmp[0] == NULL || k->tmp[1] == NULL)
 		return -ENOMEM;
-	cnt = (size_t)(nrows > 0 ? nrows : 1) * (size_t)max_feat(m);
+	cnt = (size_t)(nrows > 0 ? nrows : 1) * (size_t)trn_model_widest(m);
 	h = malloc(cnt * 4);
 	if (h == NULL)
 		return -ENOMEM;
@@ -1027,7 +1016,7 @@ static int run_rank(struct itr_rank *k, struct tp_comm_cfg *cc)
 {
 	const struct itr_job *j = k->job;
 	const struct trn_model *m = k->m;
-	size_t act_count = (size_t)m->micro_batch * (size_t)max_feat(m);
+	size_t act_count = (size_t)m->micro_batch * (size_t)trn_model_widest(m);
 	size_t maxb, bucket_count;
 	struct trn_net net;
 	char why[256] = "";
