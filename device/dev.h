@@ -104,6 +104,12 @@ void dev_float_to_bf16_n(uint16_t *d, const float *s, size_t n);
  * the scalar conversions; dst and src must not overlap. 0 or -EINVAL. */
 int dev_convert(void *dst, enum dev_dtype dt, const void *src, enum dev_dtype st, size_t count);
 
+/* An SGD step: w[i] = w[i] - scale * g[i], the product rounded to f32
+ * before the subtraction (never fused into one multiply-add: every kind
+ * gives the same bits, so replicas on a host and on a device stay
+ * identical). */
+void dev_sgd(float *w, const float *g, float scale, size_t count);
+
 /* Store the value v (as double) at element i of buf of type t (saturating
  * conversion for integers), and read element i back as double. */
 void dev_elem_set(void *buf, size_t i, enum dev_dtype t, double v);
@@ -159,6 +165,9 @@ struct dev_mem_ops {
 	 * (a device converts with its own kernel); complete on return. */
 	int (*convert)(void *dst, enum dev_dtype dt, const void *src, enum dev_dtype st,
 		       size_t count);
+	/* dev_sgd's contract, w and g in this kind's memory (a device
+	 * updates with its own kernel); complete on return. 0 or -errno. */
+	int (*sgd)(float *w, const float *g, float scale, size_t count);
 };
 
 /* The backend for a kind; NULL + errno ENODEV when not built in. A backend

@@ -241,6 +241,12 @@ static int host_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const 
 	return 0;
 }
 
+static int host_sgd(float *w, const float *g, float scale, size_t count)
+{
+	dev_sgd(w, g, scale, count);
+	return 0;
+}
+
 static int host_mem_info(size_t *free_b, size_t *total_b)
 {
 	double avail, total;
@@ -271,6 +277,7 @@ static const struct dev_mem_ops host_ops = {
 	.sgemm = host_sgemm,
 	.mem_info = host_mem_info,
 	.convert = dev_convert,
+	.sgd = host_sgd,
 };
 
 const struct dev_mem_ops *dev_mem_ops_get(enum dev_mem_kind kind)

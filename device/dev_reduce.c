@@ -659,3 +659,12 @@ int dev_convert(void *dst, enum dev_dtype dt, const void *src, enum dev_dtype st
 			cvt_store(dst, i, dt, cvt_load(src, i, st));
 	return 0;
 }
+
+/* -ffp-contract=off: the product is rounded on its own, as the kernel's
+ * __fmul_rn, also where the target has a fused multiply-add */
+__attribute__((optimize("fp-contract=off"))) void
+dev_sgd(float *restrict w, const float *restrict g, float scale, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		w[i] = w[i] - scale * g[i];
+}

@@ -85,7 +85,8 @@ struct trn_model {
 
 /* How data-parallel ranks take the optimizer step (SGD: read weight and
  * gradient, write the weight, on the device: TRN_SGD_TRAFFIC bytes of
- * memory traffic per byte of parameters, at mem_gbps). */
+ * memory traffic per byte of parameters, at mem_gbps; a sharded
+ * accelerator rank also moves its part over the bus, up and down). */
 enum trn_optim {
 	/* each rank updates a shard of every bucket, sized by its memory
 	 * bandwidth (trn_dp_shards): the gradient is reduce-scattered, the
@@ -166,19 +167,24 @@ void trn_dp_shards(const struct trn_profile *dev, int ndev, size_t count, size_t
  * the gradients' staging; the bf16 exchange's staging (trn_grad), which a
  * device rank converts in its own memory (a bf16 copy there). A host
  * rank's device memory is the host's, so both count against its capacity
- * (trn_mem_need). Not counted: the transport's buffers, and the
- * calibration's, freed before the first step. */
+ * (trn_mem_need). The transport's staging (where any rank of the job
+ * computes off the host: trn_mem_transport) is added by the planners; not
+ * counted: the calibration's buffer, freed before the training state is
+ * allocated and smaller than it, and the transport's unexpected-message
+ * queues (bounded per QP, transient). */
 struct trn_mem {
-	double weights;	 /* fp32 weights of the rank's layers */
-	double grads;	 /* their fp32 gradients */
-	double acts;	 /* slots x one micro-batch's activations */
-	double scratch;	 /* two buffers: widest layer x micro-batch */
-	double rows;	 /* input and target rows */
-	double exchange; /* a device rank's bf16 copy of its gradients and
-			  * weights (the bf16 exchange converts on the device) */
-	double device;	 /* the sum of the above, in device memory */
-	double host;	 /* beside it, in host memory */
-	int slots;	 /* micro-batches whose activations are held at once */
+	double weights;	       /* fp32 weights of the rank's layers */
+	double grads;	       /* their fp32 gradients */
+	double acts;	       /* slots x one micro-batch's activations */
+	double scratch;	       /* two buffers: widest layer x micro-batch */
+	double rows;	       /* input and target rows */
+	double exchange;       /* a device rank's bf16 copy of its gradients and
+				* weights (the bf16 exchange converts on the device) */
+	double transport;      /* the transport's device staging (trn_mem_transport) */
+	double device;	       /* the sum of the above, in device memory */
+	double host;	       /* beside it, in host memory */
+	double transport_host; /* the transport's host staging (part of host) */
+	int slots;	       /* micro-batches whose activations are held at once */
 };
 
 /* A rank of an ndev-rank job holding layers [l0, l0 + nl) of m with slots
@@ -188,6 +194,15 @@ struct trn_mem {
  * -EINVAL on a bad argument. */
 int trn_mem_rank(const struct trn_model *m, const struct trn_profile *d, int ndev, int l0, int nl,
 		 int slots, int rows, bool first, bool last, bool zb, bool dp, struct trn_mem *out);
+/* Add to mm (rank i of an ndev-rank job on dev[]) the staging the
+ * transport allocates for ice-train's largest message (the whole model's
+ * fp32 parameters, or two activations of the widest layer) where any rank
+ * computes off the host: the whole message padded and two pieces of about
+ * a rank's share of it on the host, one piece on an accelerator. The
+ * sizes are transport/tp_dev.c's (tp_dev_comm_staging), which ice-train
+ * counts: test_ice_train_mem holds the two to the byte. */
+void trn_mem_transport(const struct trn_model *m, const struct trn_profile *dev, int ndev, int i,
+		       struct trn_mem *mm);
 /* A rank on d computes in host memory: a host device, or an emulated one
  * of any kind (ice-train runs it on the host). */
 bool trn_dev_on_host(const struct trn_profile *d);
@@ -229,8 +244,9 @@ struct trn_net {
 	 * whatever the cores, and contention like cpu_ar_s; 0: not priced.
 	 * An accelerator (kind cuda, hip) converts whole buckets on the
 	 * device instead, 6 bytes per element at its mem_gbps, on the path
-	 * and off the CPU; only its own part's conversions and the
-	 * replicated all-reduce's widening stay on the CPU. */
+	 * and off the CPU, and, where it updates on the device, the widening
+	 * of its reduced gradient too; only its own part's rounding with
+	 * bf16 weights (its fp32 master on the host) stays on the CPU. */
 	double cpu_cvt_s[TRN_MAX_DEVICES];
 };
 

@@ -7,10 +7,14 @@
  * prediction; the planners keep every rank within its device's capacity.
  */
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #include "trn.h"
 #include "trn_plan_internal.h"
+
+/* the transport's send/receive staging piece (TP_DEV_SR_CHUNK) */
+#define TRN_TP_PIECE (1024.0 * 1024)
 
 void trn_mem_from(const struct trn_model *m, const struct trn_profile *d, int ndev,
 		  const struct trn_mem_sums *x, double widest, int slots, int rows, bool first,
@@ -73,6 +77,35 @@ int trn_mem_rank(const struct trn_model *m, const struct trn_profile *d, int nde
 	x.out_last = m->out[e - 1];
 	trn_mem_from(m, d, ndev, &x, trn_model_widest(m), slots, rows, first, last, zb, dp, out);
 	return 0;
+}
+
+static double round64(double b)
+{
+	return ceil(b / 64) * 64;
+}
+
+void trn_mem_transport(const struct trn_model *m, const struct trn_profile *dev, int ndev, int i,
+		       struct trn_mem *mm)
+{
+	double msg, piece, act = 2.0 * 4 * m->micro_batch * trn_model_widest(m);
+	bool staged = false;
+
+	for (int r = 0; r < ndev && !staged; r++)
+		staged = !trn_dev_on_host(&dev[r]);
+	if (ndev < 2 || !staged)
+		return;
+	msg = floor(trn_model_param_bytes(m) + 0.5);
+	msg = msg > act ? msg : act;
+	piece = floor(msg / ndev) + 8;
+	if (piece < fmin(msg, TRN_TP_PIECE))
+		piece = fmin(msg, TRN_TP_PIECE);
+	piece = round64(piece);
+	mm->transport_host = round64(msg + 8.0 * ndev) + 2 * piece;
+	mm->host += mm->transport_host;
+	if (!trn_dev_on_host(&dev[i])) {
+		mm->transport = piece;
+		mm->device += piece;
+	}
 }
 
 bool trn_dev_on_host(const struct trn_profile *d)

@@ -58,7 +58,10 @@ static double dp_mem(const struct trn_model *m, const struct trn_profile *dev, i
 	int ret = trn_mem_rank(m, &dev[i], ndev, 0, m->nlayers, slots > 1 ? slots : 1, rows, true,
 			       true, false, true, &mm);
 
-	return ret < 0 ? ret : trn_mem_need(&dev[i], &mm);
+	if (ret < 0)
+		return ret;
+	trn_mem_transport(m, dev, ndev, i, &mm);
+	return trn_mem_need(&dev[i], &mm);
 }
 
 /* The most samples device i holds with one activation slot in its
@@ -187,25 +190,60 @@ static double dp_share(const struct trn_model *m, const struct trn_profile *dev,
 	return dev[i].mem_gbps / sum;
 }
 
+/* An accelerator rank updates its weights on the device, which hold its
+ * fp32 master (ice-train's itr_dev_update), unless a sharded job gathers
+ * weights in bf16: then its master and update are on the host. */
+static bool dev_updates(const struct trn_model *m, const struct trn_profile *d)
+{
+	return !trn_dev_on_host(d) && !(m->optim == TRN_OPTIM_SHARDED && m->param == TRN_GRAD_BF16);
+}
+
 /* Device i's optimizer step: in proportion to mem_gbps, every device's
- * shard takes the same time. */
+ * shard takes the same time. A sharded accelerator rank updating on the
+ * device also moves its part over the bus: its reduced gradient up (fp32;
+ * a bf16 one is widened on the device, on the collective's path) and its
+ * updated weights down for the all-gather. */
 static double dp_update_s(const struct trn_model *m, const struct trn_profile *dev, int ndev, int i)
 {
-	return trn_update_s(&dev[i], trn_model_param_bytes(m) * dp_share(m, dev, ndev, i));
+	double b = trn_model_param_bytes(m) * dp_share(m, dev, ndev, i);
+	double s = trn_update_s(&dev[i], b);
+
+	if (ndev > 1 && m->optim == TRN_OPTIM_SHARDED && dev_updates(m, &dev[i])) {
+		if (m->grad != TRN_GRAD_BF16 && dev[i].h2d_gbps > 0)
+			s += b / (dev[i].h2d_gbps * 1e9);
+		if (dev[i].d2h_gbps > 0)
+			s += b / (dev[i].d2h_gbps * 1e9);
+	}
+	return s;
 }
 
 /* The whole-bucket conversions per element a rank on device d runs on
  * the device (ice-train: an accelerator rounds its gradient before the
  * reduction and widens the gathered weights; the replicated all-reduce's
- * widening stays on the host, where the update reads it), out of
- * trn_grad_cvt_share(m, 0); 0 on a host (or emulated) device. */
+ * widening too, where the device updates), out of trn_grad_cvt_share(m,
+ * 0); 0 on a host (or emulated) device. */
 static double cvt_on_device(const struct trn_model *m, const struct trn_profile *d)
 {
 	if (trn_dev_on_host(d))
 		return 0;
 	if (m->optim == TRN_OPTIM_REPLICATED)
-		return m->grad == TRN_GRAD_BF16 ? 1 : 0;
+		return m->grad == TRN_GRAD_BF16 ? 2 : 0;
 	return (m->grad == TRN_GRAD_BF16) + (m->param == TRN_GRAD_BF16);
+}
+
+/* The same for the conversions of the rank's own part, per element of
+ * it: a sharded rank updating on the device widens its reduced bf16
+ * gradient there. */
+static double own_cvt_on_device(const struct trn_model *m, const struct trn_profile *d)
+{
+	return m->optim == TRN_OPTIM_SHARDED && m->grad == TRN_GRAD_BF16 && dev_updates(m, d) ? 1
+											      : 0;
+}
+
+/* The conversions per element of the bucket rank i runs on the CPU. */
+static double cpu_cvts(const struct trn_model *m, const struct trn_profile *d, double share)
+{
+	return trn_grad_cvt_share(m, share) - cvt_on_device(m, d) - share * own_cvt_on_device(m, d);
 }
 
 /* Seconds per element of one conversion on device d: 4 bytes read or
@@ -239,13 +277,14 @@ static double bucket_time(double bytes, const struct trn_model *m, const struct 
 		return net->lat_s;
 	for (int i = 0; i < n; i++) {
 		double share = dp_share(m, dev, n, i), fd = cvt_on_device(m, &dev[i]);
+		double od = own_cvt_on_device(m, &dev[i]);
 
 		mx = fmax(mx, share);
-		/* a device rank's whole-bucket conversions on the device */
+		/* a device rank's conversions on the device */
 		cf = fmax(cf, (f - fd) * net->cpu_cvt_s[i] + fd * dev_cvt_s(&dev[i]));
-		co = fmax(co, net->cpu_cvt_s[i] * share);
+		co = fmax(co, ((o - od) * net->cpu_cvt_s[i] + od * dev_cvt_s(&dev[i])) * share);
 	}
-	cvt = bytes / 4 * (cf + o * co);
+	cvt = bytes / 4 * (cf + co);
 	if (m->optim == TRN_OPTIM_REPLICATED)
 		return 2.0 * (n - 1) / n * wire / (net->busbw_gbps * 1e9) + net->lat_s + cvt;
 	return 2.0 * (n - 1) * mx * wire / (net->busbw_gbps * 1e9) + 2 * net->lat_s + cvt;
@@ -315,8 +354,7 @@ int trn_predict_dp(const struct trn_model *m, const struct trn_profile *dev, int
 			double cpu = (net->cpu_ar_s[i] * trn_model_param_bytes(m) *
 					      trn_grad_wire_share(m) +
 				      net->cpu_cvt_s[i] * trn_model_param_bytes(m) / 4 *
-					      (trn_grad_cvt_share(m, dp_share(m, dev, ndev, i)) -
-					       cvt_on_device(m, &dev[i]))) *
+					      cpu_cvts(m, &dev[i], dp_share(m, dev, ndev, i))) *
 				     (all > 0 ? hidden / all : 0);
 
 			p->contention_s[i] = trn_cpu_contention_s(

@@ -432,6 +432,7 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
 				   false, &mm);
 		if (ret < 0)
 			return ret;
+		trn_mem_transport(m, dev, ndev, s, &mm);
 		p->mem_need[s] = trn_mem_need(&dev[s], &mm);
 		if (p->over < 0 && trn_mem_cap(&dev[s]) > 0 &&
 		    p->mem_need[s] > trn_mem_cap(&dev[s]))
@@ -503,6 +504,7 @@ static bool pp_fits(const struct pp_search *ps, int s, int a, int b)
 	trn_mem_from(ps->m, &ps->dev[s], ps->S, &x, ps->widest,
 		     trn_pp_slots_bound(s, ps->S, ps->M, ps->sched), ps->m->global_batch, s == 0,
 		     s == ps->S - 1, ps->sched == TRN_PP_ZB, false, &mm);
+	trn_mem_transport(ps->m, ps->dev, ps->S, s, &mm);
 	return trn_mem_need(&ps->dev[s], &mm) <= cap;
 }
 

@@ -198,6 +198,12 @@ err_free:
 	return NULL;
 }
 
+void tp_dev_comm_staging(const struct tp_dev_comm *d, size_t *host, size_t *dev)
+{
+	*host = d->all_host ? 0 : d->hbuf_len + 2 * d->hchunk_len;
+	*dev = d->all_host || d->ops->kind == DEV_MEM_HOST ? 0 : d->hchunk_len;
+}
+
 void tp_dev_comm_free(struct tp_dev_comm *d)
 {
 	if (d == NULL)

@@ -50,6 +50,10 @@ struct tp_comm *tp_dev_comm_base(struct tp_dev_comm *d);
 const struct dev_mem_ops *tp_dev_comm_ops(const struct tp_dev_comm *d);
 /* Kind of every rank's memory (index = rank). */
 enum dev_mem_kind tp_dev_comm_kind(const struct tp_dev_comm *d, int rank);
+/* The staging tp_dev_comm_new allocated, bytes: *host (pinned host memory)
+ * and *dev (this rank's device memory); both 0 when every rank's memory is
+ * the host's. */
+void tp_dev_comm_staging(const struct tp_dev_comm *d, size_t *host, size_t *dev);
 /* Bandwidths (GB/s) used by TP_STAGE_AUTO; defaults are conservative. */
 void tp_dev_set_bw(struct tp_dev_comm *d, double h2d_gbps, double d2h_gbps, double dev_reduce_gbps,
 		   double host_reduce_gbps);

@@ -620,6 +620,23 @@ int dev_gpu_convert(struct dev_gpu *g, void *dst, enum dev_dtype dt, const void 
 	return ret;
 }
 
+int dev_gpu_sgd(struct dev_gpu *g, float *w, const float *gr, float scale, size_t count)
+{
+	struct dev_gpu_thread *th;
+	int ret = gpu_enter(g, &th);
+
+	if (ret != 0 || count == 0)
+		return ret;
+	ret = check_range(g, w, count * 4, false, false, "sgd weights");
+	if (ret == 0)
+		ret = check_range(g, gr, count * 4, false, false, "sgd gradient");
+	if (ret == 0)
+		ret = compute_after_copies(g, th);
+	if (ret == 0)
+		ret = compute_sync(g, th, g->rt->sgd(w, gr, scale, count, th->compute), "sgd");
+	return ret;
+}
+
 int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, float alpha,
 		  const float *a, const float *b, float beta, float *c)
 {

@@ -84,6 +84,7 @@ int dev_gpu_reduce(struct dev_gpu *g, void *dst, const void *src, size_t count, 
 int dev_gpu_scale_div(struct dev_gpu *g, void *buf, size_t count, enum dev_dtype t, int n);
 int dev_gpu_convert(struct dev_gpu *g, void *dst, enum dev_dtype dt, const void *src,
 		    enum dev_dtype st, size_t count);
+int dev_gpu_sgd(struct dev_gpu *g, float *w, const float *gr, float scale, size_t count);
 int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, float alpha,
 		  const float *a, const float *b, float beta, float *c);
 
@@ -148,6 +149,10 @@ int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, floa
 	{                                                                                          \
 		return dev_gpu_convert(G, dst, dt, src, st, count);                                \
 	}                                                                                          \
+	static int pfx##_sgd(float *w, const float *g, float scale, size_t count)                  \
+	{                                                                                          \
+		return dev_gpu_sgd(G, w, g, scale, count);                                         \
+	}                                                                                          \
 	static const struct dev_mem_ops pfx##_ops = {                                              \
 		.kind = (K),                                                                       \
 		.name = #pfx,                                                                      \
@@ -165,6 +170,7 @@ int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, floa
 		.sgemm = pfx##_sgemm,                                                              \
 		.mem_info = pfx##_mem_info,                                                        \
 		.convert = pfx##_convert,                                                          \
+		.sgd = pfx##_sgd,                                                                  \
 	}
 
 #endif /* DEV_GPU_H */

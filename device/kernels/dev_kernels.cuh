@@ -234,6 +234,17 @@ __global__ void k_convert(typename Ed::S *__restrict__ d, const typename Es::S *
 		d[i] = Ed::store(Es::load(s[i]));
 }
 
+/* An SGD step, w[i] -= scale * g[i], the product rounded on its own
+ * (__fmul_rn is never contracted into a fused multiply-add): dev_sgd's
+ * bits on the host */
+__global__ void k_sgd(float *__restrict__ w, const float *__restrict__ g, float scale, size_t n)
+{
+	size_t stride = (size_t)blockDim.x * gridDim.x;
+
+	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+		w[i] = w[i] - __fmul_rn(scale, g[i]);
+}
+
 enum { ELT_THREADS = 256, ELT_MAX_BLOCKS = 8192 };
 
 static inline unsigned elt_blocks(size_t n)

@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define DEV_RT_ABI   3
+#define DEV_RT_ABI   4
 #define DEV_RT_ENTRY "dev_rt_get" /* const struct dev_rt *dev_rt_get(unsigned abi) */
 
 enum dev_rt_err {
@@ -89,6 +89,8 @@ struct dev_rt {
 	int (*mem_info)(size_t *free_b, size_t *total_b);
 	int (*convert)(void *dst, int dst_dtype, const void *src, int src_dtype, size_t count,
 		       void *s);
+	/* ABI 4: a kernel on stream s: w[i] = w[i] - scale * g[i] (dev_sgd). */
+	int (*sgd)(float *w, const float *g, float scale, size_t count, void *s);
 };
 
 typedef const struct dev_rt *(*dev_rt_get_fn)(unsigned abi);

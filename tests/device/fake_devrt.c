@@ -24,7 +24,7 @@ struct fake_alloc {
 	struct fake_alloc *next;
 };
 
-enum fop_kind { FOP_COPY, FOP_REDUCE, FOP_DIV, FOP_SGEMM, FOP_CVT };
+enum fop_kind { FOP_COPY, FOP_REDUCE, FOP_DIV, FOP_SGEMM, FOP_CVT, FOP_SGD };
 
 struct fop {
 	enum fop_kind kind;
@@ -119,6 +119,9 @@ static void run_op(struct fop *o)
 		break;
 	case FOP_CVT:
 		dev_convert(o->dst, (enum dev_dtype)o->dtype, o->src, (enum dev_dtype)o->n, o->len);
+		break;
+	case FOP_SGD:
+		dev_sgd(o->dst, o->src, o->alpha, o->len);
 		break;
 	}
 	ctl.executed++;
@@ -504,6 +507,24 @@ static int f_convert(void *dst, int ddt, const void *src, int sdt, size_t count,
 	return enqueue(s, &o);
 }
 
+static int f_sgd(float *w, const float *g, float scale, size_t count, void *s)
+{
+	ENTER;
+	int err;
+	struct fop o = {.kind = FOP_SGD, .dst = w, .src = g, .len = count, .alpha = scale};
+
+	ctl.sgds++;
+	if (!is_dev(w, count * 4) || !is_dev(g, count * 4))
+		return FAKE_EINVAL;
+	if (wrong_device(s))
+		return FAKE_EHANDLE;
+	if (!is_dev_here(w, count * 4) || !is_dev_here(g, count * 4))
+		return FAKE_ELAUNCH;
+	if ((err = launch_fails()) != 0)
+		return err;
+	return enqueue(s, &o);
+}
+
 static int f_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, const float *b,
 		   float beta, float *c, void *s)
 {
@@ -564,6 +585,7 @@ static const struct dev_rt fake = {
 	.built_for = "fake_80, fake_90",
 	.mem_info = f_mem_info,
 	.convert = f_convert,
+	.sgd = f_sgd,
 };
 
 const struct dev_rt *dev_rt_get(unsigned abi);

@@ -44,7 +44,7 @@ struct fake_devrt_ctl {
 	int launch_err;	       /* ... with this code (0: FAKE_ELAUNCH) */
 	int fail_event_record; /* the next N event_record calls fail */
 	long mallocs, frees, host_mallocs, host_frees;
-	long copies, reduces, scale_divs, sgemms, converts;
+	long copies, reduces, scale_divs, sgemms, converts, sgds;
 	long queued, executed; /* operations put on streams / run */
 	long stream_syncs, event_syncs, stream_waits;
 	long live; /* allocations not freed */

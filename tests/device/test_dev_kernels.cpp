@@ -8,7 +8,7 @@
  * arithmetic in CI: the f16 / bf16 conversions bit for bit against
  * dev_reduce.c (every 16-bit value, a sweep and random f32 values), every
  * reduce dtype / op and scale_div bit for bit against dev_reduce /
- * dev_scale_div, and the tiled SGEMM (partial tiles, every ta / tb, beta 0)
+ * dev_scale_div, the SGD step against dev_sgd, and the tiled SGEMM (partial tiles, every ta / tb, beta 0)
  * against dev_host_sgemm.
  *
  * The plugin body (dev_rt_impl.inc) is compiled here too, over an
@@ -67,6 +67,14 @@ static inline uint32_t __float_as_uint(float f)
 
 	memcpy(&u, &f, 4);
 	return u;
+}
+
+/* the product alone, rounded to f32 (never contracted) */
+static inline float __fmul_rn(float a, float b)
+{
+	volatile float p = a * b;
+
+	return p;
 }
 
 #include "dev_kernels.cuh"
@@ -622,6 +630,36 @@ static void check_plugin_convert(const struct dev_rt *rt)
 	(void)emuGetLastError();
 }
 
+/* The SGD step against dev_sgd, bit for bit; both round the product on its
+ * own: some elements differ from a fused multiply-add's. */
+static void check_plugin_sgd(const struct dev_rt *rt)
+{
+	std::vector<float> w(N), g(N), want, got;
+	float scale = 0.0123f;
+	size_t fused = 0;
+
+	srand(4242);
+	for (size_t i = 0; i < N; i++) {
+		w[i] = (float)rand() / RAND_MAX * 4 - 2;
+		g[i] = (float)rand() / RAND_MAX * 200 - 100;
+	}
+	want = w;
+	got = w;
+	dev_sgd(want.data(), g.data(), scale, N);
+	for (size_t i = 0; i < N; i++)
+		fused += std::fmaf(-scale, g[i], w[i]) != want[i];
+	if (rt->sgd(got.data(), g.data(), scale, N, NULL) != 0 ||
+	    memcmp(want.data(), got.data(), N * 4) != 0) {
+		bad++;
+		printf("plugin sgd differs from dev_sgd\n");
+	}
+	if (fused == 0) {
+		bad++;
+		printf("dev_sgd equals a fused multiply-add on all %zu elements\n", (size_t)N);
+	}
+	(void)emuGetLastError();
+}
+
 /* The runtime's last error is sticky per thread: an earlier failed call
  * (an allocation) must not be reported by the next, good, launch. */
 static void check_sticky_error(const struct dev_rt *rt)
@@ -701,6 +739,7 @@ int main()
 	if (rt != NULL) {
 		check_plugin_reduce(rt);
 		check_plugin_convert(rt);
+		check_plugin_sgd(rt);
 		check_sticky_error(rt);
 		check_sgemm(rt);
 		check_sgemm_shapes(rt);

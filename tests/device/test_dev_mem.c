@@ -363,6 +363,36 @@ static void test_convert(void **s)
 	ops()->free(dh);
 }
 
+/* sgd: a kernel on the device, the host's dev_sgd bits (the host kind's
+ * op too); host memory refused */
+static void test_sgd(void **s)
+{
+	struct fake_devrt_ctl *c = fake_devrt_ctl();
+	float w[64], g[64], want[64], got[64];
+	float *dw = ops()->alloc(sizeof(w));
+	float *dg = ops()->alloc(sizeof(g));
+	long n = c->sgds;
+
+	(void)s;
+	for (int i = 0; i < 64; i++) {
+		w[i] = (float)i / 3.0f - 7.0f;
+		g[i] = (float)(i * i) / 11.0f - 50.0f;
+	}
+	memcpy(want, w, sizeof(w));
+	dev_sgd(want, g, 0.37f, 64);
+	assert_int_equal(ops()->from_host(dw, w, sizeof(w)), 0);
+	assert_int_equal(ops()->from_host(dg, g, sizeof(g)), 0);
+	assert_int_equal(ops()->sgd(dw, dg, 0.37f, 64), 0);
+	assert_int_equal(ops()->to_host(got, dw, sizeof(got)), 0);
+	assert_memory_equal(got, want, sizeof(got));
+	assert_int_equal(c->sgds, n + 1);
+	assert_int_equal(dev_mem_ops_get(DEV_MEM_HOST)->sgd(w, g, 0.37f, 64), 0);
+	assert_memory_equal(w, want, sizeof(w));
+	assert_int_equal(ops()->sgd(w, dg, 0.37f, 64), -EINVAL);
+	ops()->free(dw);
+	ops()->free(dg);
+}
+
 static void test_sync_copies(void **s)
 {
 	uint8_t in[777], out[777];
@@ -622,6 +652,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_alloc_tracking),
 		cmocka_unit_test(test_mem_info),
 		cmocka_unit_test(test_convert),
+		cmocka_unit_test(test_sgd),
 		cmocka_unit_test(test_sync_copies),
 		cmocka_unit_test(test_async_copies_wait),
 		cmocka_unit_test(test_reduce_ordered_after_copy),

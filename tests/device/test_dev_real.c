@@ -229,6 +229,38 @@ static void test_convert(void **s)
 	free(got);
 }
 
+/* sgd: the update on the device, dev_sgd's bits (the product rounded on
+ * its own, not fused), over random weights and gradients */
+static void test_sgd(void **s)
+{
+	size_t n = 1u << 20;
+	float *w = malloc(n * 4), *g = malloc(n * 4), *got = malloc(n * 4);
+	float *dw = o->alloc(n * 4), *dg = o->alloc(n * 4);
+
+	(void)s;
+	assert_non_null(w);
+	assert_non_null(g);
+	assert_non_null(got);
+	assert_non_null(dw);
+	assert_non_null(dg);
+	srand(11);
+	for (size_t i = 0; i < n; i++) {
+		w[i] = (float)rand() / RAND_MAX * 4 - 2;
+		g[i] = (float)rand() / RAND_MAX * 200 - 100;
+	}
+	assert_int_equal(o->from_host(dw, w, n * 4), 0);
+	assert_int_equal(o->from_host(dg, g, n * 4), 0);
+	dev_sgd(w, g, 0.0123f, n);
+	assert_int_equal(o->sgd(dw, dg, 0.0123f, n), 0);
+	assert_int_equal(o->to_host(got, dw, n * 4), 0);
+	assert_memory_equal(got, w, n * 4);
+	o->free(dw);
+	o->free(dg);
+	free(w);
+	free(g);
+	free(got);
+}
+
 /* mem_info: free within total; 256 MiB allocated show in the free
  * figure (within 64 MiB: the runtime may round, or others allocate) */
 static void test_mem_info(void **s)
@@ -325,7 +357,8 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reduce_bitexact), cmocka_unit_test(test_sgemm),
 		cmocka_unit_test(test_async_copies),	cmocka_unit_test(test_mem_info),
-		cmocka_unit_test(test_convert),		cmocka_unit_test(test_second_thread),
+		cmocka_unit_test(test_convert),		cmocka_unit_test(test_sgd),
+		cmocka_unit_test(test_second_thread),
 	};
 	const char *name = argc > 1 ? argv[1] : "cuda";
 	enum dev_mem_kind kind = strcmp(name, "hip") == 0 ? DEV_MEM_HIP : DEV_MEM_CUDA;

@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # Memory, end to end (trn_mem, train/README.md "Memory"):
-#   - what every rank of ice-train allocates for its training state equals
-#     what the planner predicted, to the byte: DP in fp32 and with the bf16
-#     exchange, both optimizer modes; PP zero bubble and 1F1B, three
-#     stages; a CUDA rank on the runtime double beside a host rank;
+#   - what every rank of ice-train allocates for its training state and
+#     the transport's staging equals what the planner predicted, to the
+#     byte: DP in fp32 and with the bf16 exchange, both optimizer modes; PP
+#     zero bubble and 1F1B, three stages; a CUDA rank on the runtime double
+#     beside a host rank (the only jobs with staging: on both ranks' hosts
+#     and the CUDA rank's device);
 #   - a profile's mem_gib bounds the planner: the pipeline split ice-plan
 #     and ice-train choose keeps the first stage within it (fewer layers
 #     there than without it) and ice-train's allocations stay within it;
@@ -39,7 +41,7 @@ same() {
 		2>"$TMP/$out.err"
 	rc=$?
 	[ "$rc" -eq 0 ] || { cat "$TMP/$out.err"; fail "ice-train $* exited $rc"; }
-	python3 - "$TMP/$out" <<'PY' || fail "ice-train $*: allocated is not predicted"
+	python3 - "$TMP/$out" "$out" <<'PY' || fail "ice-train $*: allocated is not predicted"
 import json, sys
 for j in json.load(open(sys.argv[1]))["jobs"]:
     for r in j["ranks"]:
@@ -48,6 +50,13 @@ for j in json.load(open(sys.argv[1]))["jobs"]:
               f'predicted {p / 2**20:.2f} MiB (device {r["mem_device_bytes"] / 2**20:.2f}, '
               f'host {r["mem_host_bytes"] / 2**20:.2f})')
         assert a > 0 and a == p, r
+        # the transport stages only where a rank computes off the host:
+        # then every rank's host, and the accelerator's device
+        td, th = r["mem_transport_device_bytes"], r["mem_transport_host_bytes"]
+        staged = sys.argv[2].startswith("cuda")
+        assert (th > 0) == staged and (td > 0) == (staged and r["rank"] == 0), r
+        if staged:
+            print(f'    transport staging: device {td / 2**20:.2f} MiB, host {th / 2**20:.2f} MiB')
 PY
 }
 

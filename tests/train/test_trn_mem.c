@@ -86,6 +86,50 @@ static void test_mem_rank(void **state)
 			 -EINVAL);
 }
 
+/* The transport's staging (tp_dev_comm_new's sizes): none where every
+ * rank computes on the host; else the whole largest message padded and two
+ * pieces on every rank's host, one piece on an accelerator's device. */
+static void test_mem_transport(void **state)
+{
+	struct trn_profile d[3];
+	struct trn_mem mm;
+
+	devs(d, (double[]){1, 1, 1}, 3);
+	model_small();
+	/* all on the host (an emulated cuda device too): nothing */
+	snprintf(d[1].kind, sizeof(d[1].kind), "cuda");
+	d[1].emulated = true;
+	memset(&mm, 0, sizeof(mm));
+	trn_mem_transport(&m, d, 2, 0, &mm);
+	assert_near(mm.transport + mm.transport_host + mm.host + mm.device, 0);
+	/* a real cuda rank: the largest message is the model's 768 bytes (two
+	 * activations of the widest layer are 2 x 16 x 2 floats, 256); a
+	 * piece is 768 / 2 + 8, at least the message below 1 MiB: 768 */
+	d[1].emulated = false;
+	trn_mem_transport(&m, d, 2, 0, &mm);
+	assert_near(mm.transport, 0);
+	assert_near(mm.transport_host, 832 + 2 * 768);
+	assert_near(mm.host, 832 + 2 * 768);
+	memset(&mm, 0, sizeof(mm));
+	trn_mem_transport(&m, d, 2, 1, &mm);
+	assert_near(mm.transport, 768);
+	assert_near(mm.device, 768);
+	assert_near(mm.transport_host, 832 + 2 * 768);
+	/* alone: no transport */
+	memset(&mm, 0, sizeof(mm));
+	trn_mem_transport(&m, &d[1], 1, 0, &mm);
+	assert_near(mm.transport + mm.transport_host, 0);
+	/* a wide model: pieces of a rank's share, the activations the
+	 * largest message: 64 floats in, 2 out (128 parameters), micro-batch
+	 * 2^14: two activations 2 x 64 x 2^14 floats = 8 MiB; three ranks */
+	model_square(1, 64, 1 << 14, 1 << 14);
+	m.out[0] = 2;
+	memset(&mm, 0, sizeof(mm));
+	trn_mem_transport(&m, d, 3, 1, &mm);
+	assert_near(mm.transport, 2796224); /* 8 MiB / 3 + 8, to 64 bytes */
+	assert_near(mm.transport_host, 8388608 + 64 + 2 * 2796224.0);
+}
+
 /* A stage's slots from its order never pass the bound the split search
  * tests with; in 1F1B they are the bound. */
 static void test_pp_slots_bound(void **state)
@@ -358,9 +402,9 @@ static void test_plan_pp_mem_hand(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mem_rank),	 cmocka_unit_test(test_pp_slots_bound),
-		cmocka_unit_test(test_plan_dp_mem),	 cmocka_unit_test(test_plan_pp_mem),
-		cmocka_unit_test(test_plan_pp_mem_hand),
+		cmocka_unit_test(test_mem_rank),       cmocka_unit_test(test_mem_transport),
+		cmocka_unit_test(test_pp_slots_bound), cmocka_unit_test(test_plan_dp_mem),
+		cmocka_unit_test(test_plan_pp_mem),    cmocka_unit_test(test_plan_pp_mem_hand),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

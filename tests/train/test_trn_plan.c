@@ -681,18 +681,43 @@ static void test_predict_dp_bf16_device(void **state)
 	d[1].mem_gbps = 60;
 	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
 	assert_near(p.comm_s, bare + 1e6 * (2e-10 + 2 * 0.5e-9));
-	/* replicated: rounded on the device (priced without a CPU figure
-	 * too), widened on the host */
-	m.optim = TRN_OPTIM_REPLICATED;
+	/* sharded, bf16 gradients, fp32 weights: the devices update, so the
+	 * whole bucket's rounding and the own part's widening (half of it)
+	 * run on the devices, none on the CPU */
 	m.param = TRN_GRAD_FP32;
+	d[0].mem_gbps = d[1].mem_gbps = 0; /* conversions free: the bare path */
 	net.cpu_cvt_s[0] = net.cpu_cvt_s[1] = 0;
 	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
 	bare = p.comm_s;
-	assert_near(bare, 2e6 / 1e9 + 4 * 1e-3 + 1e6 * 1e-10);
+	d[0].mem_gbps = d[1].mem_gbps = 60;
 	net.cpu_cvt_s[0] = net.cpu_cvt_s[1] = 1e-9;
 	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
-	assert_near(p.comm_s, bare + 1e6 * 1e-9);
-	/* the hidden part's CPU: the host's share only (the widening) */
+	assert_near(p.comm_s, bare + 1e6 * (1e-10 + 0.5 * 1e-10));
+	/* the update: the half's 2 MB at 60 GB/s x TRN_SGD_TRAFFIC, its
+	 * weights down at d2h (its bf16 gradient came up on the path) */
+	d[0].h2d_gbps = d[0].d2h_gbps = 10;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.update_s[0], TRN_SGD_TRAFFIC * 2e6 / 60e9 + 2e6 / 10e9);
+	m.grad = TRN_GRAD_FP32; /* fp32: the gradient up too */
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.update_s[0], TRN_SGD_TRAFFIC * 2e6 / 60e9 + 2 * 2e6 / 10e9);
+	assert_near(p.update_s[1], TRN_SGD_TRAFFIC * 2e6 / 60e9);
+	m.grad = TRN_GRAD_BF16;
+	/* replicated: rounded and widened on the device (priced without a
+	 * CPU figure too) */
+	m.optim = TRN_OPTIM_REPLICATED;
+	net.cpu_cvt_s[0] = net.cpu_cvt_s[1] = 0;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	bare = p.comm_s;
+	assert_near(bare, 2e6 / 1e9 + 4 * 1e-3 + 1e6 * 2e-10);
+	net.cpu_cvt_s[0] = net.cpu_cvt_s[1] = 1e-9;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.comm_s, bare);
+	/* a host rank beside a GPU: its rounding and widening on the CPU,
+	 * also in the hidden part's contention */
+	snprintf(d[1].kind, sizeof(d[1].kind), "host");
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.comm_s, 2e6 / 1e9 + 4 * 1e-3 + 1e6 * 2e-9);
 	net.overlap = 1;
 	net.cores[0] = net.cores[1] = 0.5;
 	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
@@ -705,8 +730,9 @@ static void test_predict_dp_bf16_device(void **state)
 		all = q.comm_s;
 		hidden = all - p.comm_s;
 		assert_true(hidden > 0);
-		assert_near(p.contention_s[0],
-			    trn_cpu_contention_s(0.5, 0, hidden, 1e-9 * 1e6 * hidden / all));
+		assert_near(p.contention_s[0], 0);
+		assert_near(p.contention_s[1],
+			    trn_cpu_contention_s(0.5, 0.5, hidden, 2e-9 * 1e6 * hidden / all));
 	}
 }
 

@@ -110,9 +110,10 @@ struct itr_rank_result {
 					   * speed of the --refine steps before it */
 	double step_loss[ITR_MAX_STEPS];  /* every step's loss, this rank's share */
 	/* bytes of training state the rank allocated for its last split
-	 * (weights, gradients, activation slots, scratch, rows): on its
-	 * device, beside it on the host; the prediction is trn_mem's */
-	double mem_dev, mem_host;
+	 * (weights, gradients, activation slots, scratch, rows) and the
+	 * transport's staging: on its device, beside it on the host; the
+	 * prediction is trn_mem's; mem_tp_*: the staging alone */
+	double mem_dev, mem_host, mem_tp_dev, mem_tp_host;
 };
 
 struct itr_result {

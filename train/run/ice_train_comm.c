@@ -44,10 +44,21 @@ static int round_on_device(struct itr_cthread *t, struct itr_cop *op)
 	return ret < 0 ? ret : o->to_host(op->half, op->dhalf, op->count * 2);
 }
 
+/* The reduced bf16 of buf's [at, at + n) widened on the device into buf,
+ * where a device rank's update reads it. */
+static int widen_on_device(struct itr_cthread *t, struct itr_cop *op, size_t at, size_t n)
+{
+	const struct dev_mem_ops *o = tp_dev_comm_ops(t->d);
+	int ret = o->from_host(op->dhalf + at, op->half + at, n * 2);
+
+	return ret < 0 ? ret
+		       : o->convert(op->buf + at, DEV_FLOAT32, op->dhalf + at, DEV_BFLOAT16, n);
+}
+
 /* A replicated DP bucket with gradients in bf16 (trn_grad): rounded to
  * bf16 (on a device rank by the device, else on the host copy),
- * all-reduced so, widened back into the host copy, which the update reads
- * (itr_sgd_update; a device rank's gradient is not copied back). */
+ * all-reduced so, widened back: on a device rank by the device into buf,
+ * else into the host copy, which the update reads (itr_sgd_update). */
 static int allreduce_bf16(struct itr_cthread *t, struct itr_cop *op)
 {
 	int ret = 0;
@@ -61,6 +72,8 @@ static int allreduce_bf16(struct itr_cthread *t, struct itr_cop *op)
 	if (op->dhalf == NULL)
 		dev_float_to_bf16_n(op->half, op->hbuf, op->count);
 	ret = tp_allreduce(t->c, op->half, op->half, op->count, DEV_BFLOAT16, DEV_SUM);
+	if (ret == 0 && op->dev_upd)
+		return widen_on_device(t, op, 0, op->count);
 	if (ret == 0)
 		dev_bf16_to_float_n(op->hbuf, op->half, op->count);
 	return ret;
@@ -69,8 +82,8 @@ static int allreduce_bf16(struct itr_cthread *t, struct itr_cop *op)
 /* A sharded DP bucket's reduce-scatter: the gradient on host memory (a
  * device rank's copied there), reduced in place, this rank's shard ending
  * at hbuf + mine; in bf16 (half): rounded (on a device rank by the
- * device), reduced so, the shard widened back on the host, where the
- * update reads it. */
+ * device), reduced so, the shard widened back where the update reads it:
+ * on the device into buf + mine (dev_upd), else on the host. */
 static int reduce_scatter(struct itr_cthread *t, struct itr_cop *op)
 {
 	size_t n = op->counts[tp_comm_rank(t->c)];
@@ -89,13 +102,16 @@ static int reduce_scatter(struct itr_cthread *t, struct itr_cop *op)
 		dev_float_to_bf16_n(op->half, op->hbuf, op->count);
 	ret = tp_reduce_scatter_v(t->c, op->half, op->half + op->mine, op->counts, DEV_BFLOAT16,
 				  DEV_SUM);
+	if (ret == 0 && op->dev_upd)
+		return widen_on_device(t, op, op->mine, n);
 	if (ret == 0)
 		dev_bf16_to_float_n(op->hbuf + op->mine, op->half + op->mine, n);
 	return ret;
 }
 
 /* A sharded DP bucket's all-gather: the owners' updated weights on the
- * host master copy (hbuf), then to the device; in bf16 (half): each
+ * host master copy (hbuf; a rank updating on the device copies its own
+ * part there first), then to the device; in bf16 (half): each
  * owner's part rounded, gathered so, widened into the weights the rank
  * computes on (its own part too, so the ranks' weights stay identical
  * while each keeps its fp32 master part): on a device rank the bf16 goes
@@ -109,7 +125,10 @@ static int all_gather(struct itr_cthread *t, struct itr_cop *op)
 	int ret;
 
 	if (op->half == NULL) {
-		ret = tp_allgather_v(t->c, op->hbuf + op->mine, op->hbuf, op->counts, DEV_FLOAT32);
+		ret = op->dev_upd ? o->to_host(op->hbuf + op->mine, op->buf + op->mine, n * 4) : 0;
+		if (ret == 0)
+			ret = tp_allgather_v(t->c, op->hbuf + op->mine, op->hbuf, op->counts,
+					     DEV_FLOAT32);
 	} else {
 		dev_float_to_bf16_n(op->half + op->mine, op->hbuf + op->mine, n);
 		ret = tp_allgather_v(t->c, op->half + op->mine, op->half, op->counts, DEV_BFLOAT16);

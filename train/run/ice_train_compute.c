@@ -194,41 +194,40 @@ int itr_backward_weights(struct itr_rank *k, int slot, int rows, float beta)
 	return 0;
 }
 
-/* Weights [off, off + cnt) (grad's layout) -= lr * g / global_batch, g the
- * gradient of that range in host memory, on the host master copy (the
- * same arithmetic on every rank, so replicas stay bit-identical); to_dev:
- * then copy the range to the device. Device time: an emulated device
- * moves TRN_SGD_TRAFFIC bytes per parameter byte at its mem_gbps. */
-int itr_sgd_range(struct itr_rank *k, const float *g, size_t off, size_t cnt, bool to_dev)
+/* Weights [off, off + cnt) (grad's layout) -= lr * g / global_batch
+ * (dev_sgd: the same bits on every rank and kind, so replicas stay
+ * identical). Where the fp32 master lives: on a device rank (unless its
+ * weights are gathered in bf16) the device's weights, updated by the
+ * device from its gradient; else the host master copy, from the host's
+ * gradient (gh). Device time: an emulated device moves TRN_SGD_TRAFFIC
+ * bytes per parameter byte at its mem_gbps. */
+int itr_sgd_range(struct itr_rank *k, size_t off, size_t cnt)
 {
 	float scale = (float)(k->job->lr / k->m->global_batch);
-	float *w = k->wmblk + off;
 	double t0 = ice_now_s();
 	int ret = 0;
 
-	if (k->prof->emulated)
-		trn_emu_begin(&k->emu);
-	for (size_t i = 0; i < cnt; i++)
-		w[i] -= scale * g[i];
-	if (k->prof->emulated)
-		trn_emu_end_bytes(&k->emu, TRN_SGD_TRAFFIC * 4.0 * (double)cnt);
-	if (to_dev && !k->host)
-		ret = k->ops->from_host(k->wblk + off, w, cnt * 4);
+	if (itr_dev_update(k)) {
+		ret = k->ops->sgd(k->wblk + off, k->grad + off, scale, cnt);
+	} else {
+		if (k->prof->emulated)
+			trn_emu_begin(&k->emu);
+		dev_sgd(k->wmblk + off, k->gh + off, scale, cnt);
+		if (k->prof->emulated)
+			trn_emu_end_bytes(&k->emu, TRN_SGD_TRAFFIC * 4.0 * (double)cnt);
+	}
 	k->t_update += ice_now_s() - t0;
 	return ret;
 }
 
-/* The whole optimizer step on this rank's weights (PP, replicated DP). */
+/* The whole optimizer step on this rank's weights (PP, replicated DP): a
+ * device rank's gradient is on the device (reduced there, or widened
+ * there from bf16 by the communication thread). */
 int itr_sgd_update(struct itr_rank *k)
 {
 	uint64_t t0 = ice_now_ns();
-	int ret = 0;
+	int ret = itr_sgd_range(k, 0, k->nparam);
 
-	/* in bf16 the all-reduce left the gradient on the host copy */
-	if (!k->host && k->g16 == NULL)
-		ret = k->ops->to_host(k->gh, k->grad, k->nparam * 4);
-	if (ret == 0)
-		ret = itr_sgd_range(k, k->gh, 0, k->nparam, true);
 	itr_trace_add(k, EV_UPD, -1, t0, ice_now_ns(), 0, 0);
 	return ret;
 }

@@ -46,6 +46,9 @@ struct itr_cop {
 	uint16_t *dhalf;      /* in bf16 on a device rank: buf's bf16 copy in the
 			       * device's memory, where the whole bucket is
 			       * rounded and widened (NULL: on the host) */
+	bool dev_upd;	      /* the rank updates its weights on the device: a
+			       * reduced bf16 gradient is widened there, into
+			       * buf; an fp32 AG's own part comes from buf */
 	int ret;
 	int tag;	/* the micro-batch, for the trace */
 	bool hash;	/* the communication thread hashes buf (host memory): a
@@ -169,6 +172,7 @@ struct itr_rank {
 	double dev_bytes, host_bytes;
 	double par_bytes[2], act_bytes[2]; /* setup_params's, setup_acts's:
 					    * device, host */
+	size_t tp_bytes[2];		   /* the transport's staging: device, host */
 
 	struct trn_dp_plan dp; /* the split used (the same on every rank) */
 	struct trn_net net;    /* calibrated (for re-plans) */
@@ -214,6 +218,14 @@ uint64_t itr_buf_hash(struct itr_rank *k, const float *buf, size_t count);
 void itr_trace_add(struct itr_rank *k, enum itr_ev_kind kind, int mb, uint64_t t0, uint64_t t1,
 		   uint64_t t2, uint64_t t3);
 
+/* The rank's fp32 master is its device weights, updated by the device: a
+ * device rank whose weights are not gathered in bf16 (then the master is
+ * the host copy, apart from the rounded weights it computes on). */
+static inline bool itr_dev_update(const struct itr_rank *k)
+{
+	return !k->host && k->w16 == NULL;
+}
+
 /* Input and output features of local layer j. */
 static inline int itr_lin(const struct itr_rank *k, int j)
 {
@@ -232,7 +244,7 @@ int itr_loss_grad(struct itr_rank *k, int slot, const float *negt, int rows);
 int itr_backward(struct itr_rank *k, int slot, const float *g, int rows, float *dx, float beta);
 int itr_backward_input(struct itr_rank *k, int slot, const float *g, int rows, float *dx);
 int itr_backward_weights(struct itr_rank *k, int slot, int rows, float beta);
-int itr_sgd_range(struct itr_rank *k, const float *g, size_t off, size_t cnt, bool to_dev);
+int itr_sgd_range(struct itr_rank *k, size_t off, size_t cnt);
 int itr_sgd_update(struct itr_rank *k);
 
 /* ---- ice_train_step.c ----------------------------------------------------- */

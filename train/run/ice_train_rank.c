@@ -115,12 +115,14 @@ static void *host_alloc(struct itr_rank *k, size_t bytes)
 	return p;
 }
 
-/* The training state's bytes after a setup (params or acts) into the
- * result. */
+/* The training state's bytes after a setup (params or acts), and the
+ * transport's staging, into the result. */
 static void mem_note(struct itr_rank *k)
 {
-	k->me->mem_dev = k->par_bytes[0] + k->act_bytes[0];
-	k->me->mem_host = k->par_bytes[1] + k->act_bytes[1];
+	k->me->mem_dev = k->par_bytes[0] + k->act_bytes[0] + (double)k->tp_bytes[0];
+	k->me->mem_host = k->par_bytes[1] + k->act_bytes[1] + (double)k->tp_bytes[1];
+	k->me->mem_tp_dev = (double)k->tp_bytes[0];
+	k->me->mem_tp_host = (double)k->tp_bytes[1];
 }
 
 /* Copy host rows into a new device buffer. */
@@ -653,6 +655,11 @@ static int pp_switch(struct itr_rank *k)
 
 	if (full == NULL)
 		return -ENOMEM;
+	/* a device rank's weights are its master: the host copy first */
+	if (itr_dev_update(k) && k->ops->to_host(k->wmblk, k->wblk, k->nparam * 4) < 0) {
+		free(full);
+		return -EIO;
+	}
 	for (int s = 0; s < k->n; s++)
 		counts[s] = params_before(m, k->pp.first[s] + k->pp.nlayers[s]) -
 			    params_before(m, k->pp.first[s]);
@@ -1069,6 +1076,7 @@ static int run_rank(struct itr_rank *k, struct tp_comm_cfg *cc)
 		ret = -errno;
 		goto out;
 	}
+	tp_dev_comm_staging(k->d, &k->tp_bytes[1], &k->tp_bytes[0]);
 	ret = itr_calibrate(k, bucket_count, act_count, &net);
 	if (ret < 0) {
 		fprintf(stderr, "ice-train: rank %d: network calibration failed: %s\n", k->r,

@@ -214,8 +214,8 @@ static double mem_predicted(const struct itr_job *j, const struct itr_result *re
 
 static void mem_line(const struct itr_job *j, const struct itr_result *res)
 {
-	printf("   memory per rank, MiB (its training state, on a host rank host and "
-	       "device; allocated / predicted");
+	printf("   memory per rank, MiB (its training state and the transport's staging, on "
+	       "a host rank host and device; allocated / predicted");
 	for (int r = 0; r < j->ndev; r++)
 		if (j->dev[r].mem_gib > 0) {
 			printf(" / capacity");
@@ -281,6 +281,16 @@ void itr_print_job(const struct job_out *jo)
 				printf("; rank %d (%s) converts whole buckets on the device", r,
 				       j->dev[r].kind);
 		printf("\n");
+	}
+	for (int r = 0; r < j->ndev; r++) {
+		bool w16 = j->scheme == ITR_DP && j->ndev > 1 &&
+			   j->model.optim == TRN_OPTIM_SHARDED && j->model.param == TRN_GRAD_BF16;
+
+		if (!trn_dev_on_host(&j->dev[r]))
+			printf("   optimizer: rank %d (%s) %s\n", r, j->dev[r].kind,
+			       w16 ? "keeps its fp32 master on the host and updates it there "
+				     "(its weights are gathered in bf16)"
+				   : "updates its weights on the device, its fp32 master");
 	}
 	printf("   %-4s %-22s %-5s %8s %10s %10s %10s %16s %8s\n", "rank", "device", "kind",
 	       j->scheme == ITR_DP ? "samples" : "layers", "compute s", "exp.comm s", "update s",
@@ -567,10 +577,13 @@ static json_t *job_json(const struct job_out *jo)
 		json_object_set_new(x, "emu_overrun_s", json_real(rr->emu_overrun_s));
 		json_object_set_new(x, "emu_hidden_s", json_real(rr->emu_hidden_s));
 		json_object_set_new(x, "loss", json_real(rr->step_loss[j->warmup + j->steps - 1]));
-		/* the training state's bytes: allocated on the device and the
-		 * host, what of them counts against the capacity, predicted */
+		/* the training state's and the transport's staging's bytes:
+		 * allocated on the device and the host (the staging alone),
+		 * what of them counts against the capacity, predicted */
 		json_object_set_new(x, "mem_device_bytes", json_real(rr->mem_dev));
 		json_object_set_new(x, "mem_host_bytes", json_real(rr->mem_host));
+		json_object_set_new(x, "mem_transport_device_bytes", json_real(rr->mem_tp_dev));
+		json_object_set_new(x, "mem_transport_host_bytes", json_real(rr->mem_tp_host));
 		json_object_set_new(x, "mem_need_bytes", json_real(mem_measured(j, res, r)));
 		json_object_set_new(x, "mem_predicted_bytes", json_real(mem_predicted(j, res, r)));
 		json_object_set_new(x, "mem_capacity_bytes",

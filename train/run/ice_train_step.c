@@ -26,13 +26,15 @@ static int tail_rows(const struct itr_rank *k, int t, int row0, int nrows)
 /* Sharded DP: update this rank's part of bucket b once its reduce-scatter
  * is in (wait: wait for it; else only if it is in already). In the
  * device's stream between backward layers, as an optimizer step fused
- * into the backward would run. */
+ * into the backward would run: on a device rank by the device (its fp32
+ * gradient copied up; a bf16 one the communication thread widened there),
+ * unless its fp32 master lives on the host (bf16 weights). */
 static int shard_update(struct itr_rank *k, int b, bool wait)
 {
 	struct itr_bucket *bk = &k->bk[b];
 	size_t off = bk->off + bk->mine;
 	uint64_t t0;
-	int ret;
+	int ret = 0;
 
 	if (bk->updated || (!wait && !itr_cop_done(&k->ct, &bk->op)))
 		return 0;
@@ -40,7 +42,10 @@ static int shard_update(struct itr_rank *k, int b, bool wait)
 	if (ret < 0)
 		return ret;
 	t0 = ice_now_ns();
-	ret = itr_sgd_range(k, k->gh + off, off, bk->shard[k->r], false);
+	if (itr_dev_update(k) && k->g16 == NULL)
+		ret = k->ops->from_host(k->grad + off, k->gh + off, bk->shard[k->r] * 4);
+	if (ret == 0)
+		ret = itr_sgd_range(k, off, bk->shard[k->r]);
 	itr_trace_add(k, EV_UPD, b, t0, ice_now_ns(), 0, 0);
 	bk->updated = ret == 0;
 	return ret;
@@ -73,6 +78,7 @@ static int shard_advance(struct itr_rank *k, bool wait)
 			bk->op.mine = bk->mine;
 			bk->op.half = k->g16 != NULL ? k->g16 + bk->off : NULL;
 			bk->op.dhalf = k->d16 != NULL && k->g16 != NULL ? k->d16 + bk->off : NULL;
+			bk->op.dev_upd = itr_dev_update(k);
 			itr_cop_post(&k->ct, &bk->op, COP_RS, k->grad + bk->off, bk->count, -1);
 			continue;
 		}
@@ -89,6 +95,7 @@ static int shard_advance(struct itr_rank *k, bool wait)
 		bk->ag.half = k->w16 != NULL ? k->w16 + bk->off : NULL;
 		bk->ag.hout = k->w16 != NULL && k->wh != NULL ? k->wh + bk->off : NULL;
 		bk->ag.dhalf = k->w16 != NULL && k->d16 != NULL ? k->d16 + bk->off : NULL;
+		bk->ag.dev_upd = itr_dev_update(k);
 		itr_cop_post(&k->ct, &bk->ag, COP_AG, k->wblk + bk->off, bk->count, -1);
 	}
 }
@@ -105,6 +112,7 @@ static int close_buckets(struct itr_rank *k, int upto)
 			bk->op.hbuf = k->gh + bk->off;
 			bk->op.half = k->g16 != NULL ? k->g16 + bk->off : NULL;
 			bk->op.dhalf = k->d16 != NULL && k->g16 != NULL ? k->d16 + bk->off : NULL;
+			bk->op.dev_upd = itr_dev_update(k);
 			itr_cop_post(&k->ct, &bk->op, COP_ALLREDUCE, k->grad + bk->off, bk->count,
 				     -1);
 		}
