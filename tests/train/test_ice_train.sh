@@ -24,7 +24,8 @@
 #   - data parallel with a CUDA rank on the runtime double and a CPU rank,
 #     both optimizer modes: the same weights on both ranks and in both;
 #     with the bf16 exchange, which the CUDA rank converts on the device,
-#     the weights of two host ranks;
+#     the weights of two host ranks; updating on the device (fp32 and bf16
+#     gradients; a pipeline stage) also the weights of host ranks;
 #   - --json gives one valid JSON object with the figures, with --repeat
 #     every run's throughput and each repeat's efficiency;
 #   - ice-plan --cores prices CPU contention (two host devices, one on a
@@ -148,9 +149,9 @@ rc=$?
 
 echo "## dp with a CUDA rank (the runtime double, tests/device/fake_devrt.c) and a CPU rank"
 # the device rank's gradient goes through host memory for the sharded
-# reduce-scatter (and for any bf16 reduction) and its weights come back
-# after the all-gather: the same weights on both ranks and in both
-# optimizer modes, in fp32 and in bf16
+# reduce-scatter (and for any bf16 reduction), its update runs on the
+# device and its weights come back after the all-gather: the same weights
+# on both ranks and in both optimizer modes, in fp32 and in bf16
 if [ -n "${ICE_FAKE_CUDA_LIB:-}" ]; then
 	cat >"$TMP/fake.yaml" <<'EOF'
 devices:
@@ -199,6 +200,31 @@ EOF
 			fail "dp bf16: converted on the device, the weights are not the host's"
 		grep -q 'rank 0 (cuda) converts whole buckets on the device' "$TMP/dev-w16" ||
 			fail "dp fgpu,cpu bf16: the report does not say the device converts"
+		grep -q 'optimizer: rank 0 (cuda) keeps its fp32 master on the host' "$TMP/dev-w16" ||
+			fail "dp fgpu,cpu --param-dtype bf16: the report does not say where the master is"
+		# the CUDA rank updates on the device (dev_mem_ops.sgd; the double
+		# runs dev_sgd, as the plugin's kernel does bit for bit): with fp32
+		# weights, in both optimizer modes, fp32 and bf16 gradients (widened
+		# on the device), and in a pipeline, the weights of two host ranks
+		for g in fp32 bf16; do
+			grep -q 'optimizer: rank 0 (cuda) updates its weights on the device' \
+				"$TMP/dev-sharded-$g" ||
+				fail "dp fgpu,cpu --grad-dtype $g: the report does not say the device updates"
+			timeout 120 "$TRAIN" --model "$MODEL" --profiles "$TMP/fake.yaml" \
+				--devices cpu,cpu --scheme dp --steps 1 --warmup 1 --grad-dtype $g \
+				>"$TMP/host-$g" 2>&1 || fail "dp cpu,cpu --grad-dtype $g failed"
+			[ "$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dev-sharded-$g")" = \
+				"$(grep -o 'fnv1a [0-9a-f]*' "$TMP/host-$g")" ] ||
+				fail "dp --grad-dtype $g: updated on the device, the weights are not the host's"
+		done
+		for d in fgpu,cpu cpu,cpu; do
+			ICE_CUDA_LIB=$ICE_FAKE_CUDA_LIB timeout 120 "$TRAIN" --model "$MODEL" \
+				--profiles "$TMP/fake.yaml" --devices $d --scheme pp --split even \
+				--steps 2 --warmup 1 >"$TMP/pp-$d" 2>&1 || fail "pp $d failed: $(cat "$TMP/pp-$d")"
+		done
+		w=$(grep -o 'weights (fnv1a per stage): .*' "$TMP/pp-fgpu,cpu")
+		[ -n "$w" ] && [ "$w" = "$(grep -o 'weights (fnv1a per stage): .*' "$TMP/pp-cpu,cpu")" ] ||
+			fail "pp fgpu,cpu: a stage updated on the device ends with other weights than on the host"
 	fi
 fi
 
