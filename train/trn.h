@@ -88,8 +88,8 @@ struct trn_model {
  * memory traffic per byte of parameters, at mem_gbps; a sharded
  * accelerator rank also moves its part over the bus, up and down). */
 enum trn_optim {
-	/* each rank updates a shard of every bucket, sized by its memory
-	 * bandwidth (trn_dp_shards): the gradient is reduce-scattered, the
+	/* each rank updates a shard of every bucket, sized by its update's
+	 * speed (trn_dp_shards): the gradient is reduce-scattered, the
 	 * updated weights all-gathered (ZeRO stage 1) */
 	TRN_OPTIM_SHARDED = 0,
 	/* every rank updates every weight after an all-reduce (DDP) */
@@ -148,10 +148,13 @@ int trn_model_widest(const struct trn_model *m);
 /* The optimizer step over param_bytes of parameters on device d (0 when
  * the profile states no memory bandwidth). */
 double trn_update_s(const struct trn_profile *d, double param_bytes);
-/* Split count elements into ndev shards in proportion to the devices'
- * mem_gbps (even when none states one), largest remainders first; the
- * same on every rank. */
-void trn_dp_shards(const struct trn_profile *dev, int ndev, size_t count, size_t *out);
+/* Split count elements into ndev shards of m's sharded optimizer in
+ * proportion to the speed of the devices' updates: their mem_gbps, where
+ * an accelerator updating on the device also moves its part over the bus
+ * (h2d_gbps, d2h_gbps) at that part's share (even when some profile
+ * states no mem_gbps); largest remainders first; the same on every rank. */
+void trn_dp_shards(const struct trn_model *m, const struct trn_profile *dev, int ndev,
+		   size_t count, size_t *out);
 
 /* ---- memory (issue 20) ------------------------------------------------------ */
 

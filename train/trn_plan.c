@@ -141,19 +141,58 @@ double trn_profile_off(const struct trn_profile *d, double measured)
 
 /* ---- data parallel ---------------------------------------------------------- */
 
-void trn_dp_shards(const struct trn_profile *dev, int ndev, size_t count, size_t *out)
+/* An accelerator rank updates its weights on the device, which hold its
+ * fp32 master (ice-train's itr_dev_update), unless a sharded job gathers
+ * weights in bf16: then its master and update are on the host. */
+static bool dev_updates(const struct trn_model *m, const struct trn_profile *d)
 {
-	double sum = 0, frac[TRN_MAX_DEVICES];
+	return !trn_dev_on_host(d) && !(m->optim == TRN_OPTIM_SHARDED && m->param == TRN_GRAD_BF16);
+}
+
+/* The bus seconds per byte of a sharded accelerator rank's part beside
+ * its update on the device: its reduced gradient up (fp32; a bf16 one is
+ * widened on the device, on the collective's path) and its updated
+ * weights down for the all-gather; 0 on the host. */
+static double dp_bus_s(const struct trn_model *m, const struct trn_profile *d)
+{
+	double s = 0;
+
+	if (m->optim != TRN_OPTIM_SHARDED || !dev_updates(m, d))
+		return 0;
+	if (m->grad != TRN_GRAD_BF16 && d->h2d_gbps > 0)
+		s += 1 / (d->h2d_gbps * 1e9);
+	if (d->d2h_gbps > 0)
+		s += 1 / (d->d2h_gbps * 1e9);
+	return s;
+}
+
+/* How much of every bucket device i updates, relative to the others: its
+ * update's bytes per second (mem_gbps / TRN_SGD_TRAFFIC, less its bus
+ * copies'), scaled to mem_gbps itself where there are none; 0 when some
+ * device states no mem_gbps (then the parts are even). */
+static double dp_weight(const struct trn_model *m, const struct trn_profile *dev, int ndev, int i)
+{
+	for (int j = 0; j < ndev; j++)
+		if (!(dev[j].mem_gbps > 0))
+			return 0;
+	return dev[i].mem_gbps /
+	       (1 + dev[i].mem_gbps * 1e9 * dp_bus_s(m, &dev[i]) / TRN_SGD_TRAFFIC);
+}
+
+void trn_dp_shards(const struct trn_model *m, const struct trn_profile *dev, int ndev,
+		   size_t count, size_t *out)
+{
+	double sum = 0, frac[TRN_MAX_DEVICES], wt[TRN_MAX_DEVICES];
 	size_t given = 0;
 	bool even = false;
 
 	for (int i = 0; i < ndev; i++) {
-		if (!(dev[i].mem_gbps > 0))
-			even = true;
-		sum += dev[i].mem_gbps;
+		wt[i] = dp_weight(m, dev, ndev, i);
+		even = even || !(wt[i] > 0);
+		sum += wt[i];
 	}
 	for (int i = 0; i < ndev; i++) {
-		double want = (double)count * (even ? 1.0 / ndev : dev[i].mem_gbps / sum);
+		double want = (double)count * (even ? 1.0 / ndev : wt[i] / sum);
 
 		out[i] = (size_t)want;
 		if (out[i] > count - given)
@@ -183,38 +222,24 @@ static double dp_share(const struct trn_model *m, const struct trn_profile *dev,
 	if (ndev == 1 || m->optim == TRN_OPTIM_REPLICATED)
 		return 1;
 	for (int j = 0; j < ndev; j++) {
-		if (!(dev[j].mem_gbps > 0))
+		double w = dp_weight(m, dev, ndev, j);
+
+		if (!(w > 0))
 			return 1.0 / ndev;
-		sum += dev[j].mem_gbps;
+		sum += w;
 	}
-	return dev[i].mem_gbps / sum;
+	return dp_weight(m, dev, ndev, i) / sum;
 }
 
-/* An accelerator rank updates its weights on the device, which hold its
- * fp32 master (ice-train's itr_dev_update), unless a sharded job gathers
- * weights in bf16: then its master and update are on the host. */
-static bool dev_updates(const struct trn_model *m, const struct trn_profile *d)
-{
-	return !trn_dev_on_host(d) && !(m->optim == TRN_OPTIM_SHARDED && m->param == TRN_GRAD_BF16);
-}
-
-/* Device i's optimizer step: in proportion to mem_gbps, every device's
- * shard takes the same time. A sharded accelerator rank updating on the
- * device also moves its part over the bus: its reduced gradient up (fp32;
- * a bf16 one is widened on the device, on the collective's path) and its
- * updated weights down for the all-gather. */
+/* Device i's optimizer step: in proportion to its update's speed, every
+ * device's shard takes the same time (a sharded accelerator rank's bus
+ * copies included, dp_bus_s). */
 static double dp_update_s(const struct trn_model *m, const struct trn_profile *dev, int ndev, int i)
 {
 	double b = trn_model_param_bytes(m) * dp_share(m, dev, ndev, i);
 	double s = trn_update_s(&dev[i], b);
 
-	if (ndev > 1 && m->optim == TRN_OPTIM_SHARDED && dev_updates(m, &dev[i])) {
-		if (m->grad != TRN_GRAD_BF16 && dev[i].h2d_gbps > 0)
-			s += b / (dev[i].h2d_gbps * 1e9);
-		if (dev[i].d2h_gbps > 0)
-			s += b / (dev[i].d2h_gbps * 1e9);
-	}
-	return s;
+	return ndev > 1 ? s + b * dp_bus_s(m, &dev[i]) : s;
 }
 
 /* The whole-bucket conversions per element a rank on device d runs on

@@ -211,24 +211,55 @@ static void test_dp_update(void **state)
 	devs(d, (double[]){4, 1.6}, 2);
 	d[0].mem_gbps = 8;
 	d[1].mem_gbps = 3.2;
-	trn_dp_shards(d, 2, 262144, sh);
+	trn_dp_shards(&m, d, 2, 262144, sh);
 	assert_int_equal(sh[0], 187246); /* 187245.71 */
 	assert_int_equal(sh[1], 74898);	 /* 74897.14 */
-	trn_dp_shards(d, 2, 0, sh);
+	trn_dp_shards(&m, d, 2, 0, sh);
 	assert_int_equal(sh[0] + sh[1], 0);
 	/* 1 : 1 : 1, 10 elements: 4 3 3; no bandwidth stated: even */
 	devs(d, (double[]){1, 1, 1}, 3);
 	for (int i = 0; i < 3; i++)
 		d[i].mem_gbps = 5;
-	trn_dp_shards(d, 3, 10, sh);
+	trn_dp_shards(&m, d, 3, 10, sh);
 	assert_int_equal(sh[0], 4);
 	assert_int_equal(sh[1], 3);
 	assert_int_equal(sh[2], 3);
 	d[2].mem_gbps = 0;
-	trn_dp_shards(d, 3, 7, sh);
+	trn_dp_shards(&m, d, 3, 7, sh);
 	assert_int_equal(sh[0] + sh[1] + sh[2], 7);
 	assert_int_equal(sh[0], 3);
 	assert_int_equal(sh[2], 2);
+	/* an accelerator updating on the device moves its part over the bus
+	 * too: at 30 GB/s of memory and 10 GB/s each way, fp32 gradients,
+	 * 3/30 + 1/10 + 1/10 s per GB, as fast as a host at 10 GB/s (3/10):
+	 * even parts, and the same update time; bf16 gradients come up on the
+	 * collective's path: 3/30 + 1/10, 6 : 4 */
+	devs(d, (double[]){1, 1}, 2);
+	snprintf(d[0].kind, sizeof(d[0].kind), "cuda");
+	d[0].mem_gbps = 30;
+	d[0].h2d_gbps = d[0].d2h_gbps = 10;
+	d[1].mem_gbps = 10;
+	memset(&m, 0, sizeof(m));
+	m.optim = TRN_OPTIM_SHARDED;
+	trn_dp_shards(&m, d, 2, 10, sh);
+	assert_int_equal(sh[0], 5);
+	assert_int_equal(sh[1], 5);
+	m.grad = TRN_GRAD_BF16;
+	trn_dp_shards(&m, d, 2, 10, sh);
+	assert_int_equal(sh[0], 6);
+	assert_int_equal(sh[1], 4);
+	model_square(1, 1000, 2, 1);
+	m.optim = TRN_OPTIM_SHARDED;
+	p.samples[0] = p.samples[1] = 1;
+	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
+	assert_near(p.update_s[0], p.update_s[1]);
+	assert_near(p.update_s[1], 3 * 4e6 * 0.5 / 10e9);
+	/* weights gathered in bf16: its master and update on the host, no
+	 * bus copies priced (3/30 against 3/10: 3 : 1) */
+	m.param = TRN_GRAD_BF16;
+	trn_dp_shards(&m, d, 2, 8, sh);
+	assert_int_equal(sh[0], 6);
+	assert_int_equal(sh[1], 2);
 
 	/* the step: sharded, both take 3 * 4e6 B / (8 + 3.2) GB/s; the
 	 * reduce-scatter and all-gather of a 1 MiB bucket wait for its larger
@@ -693,15 +724,18 @@ static void test_predict_dp_bf16_device(void **state)
 	net.cpu_cvt_s[0] = net.cpu_cvt_s[1] = 1e-9;
 	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
 	assert_near(p.comm_s, bare + 1e6 * (1e-10 + 0.5 * 1e-10));
-	/* the update: the half's 2 MB at 60 GB/s x TRN_SGD_TRAFFIC, its
-	 * weights down at d2h (its bf16 gradient came up on the path) */
+	/* the update: its part at 60 GB/s x TRN_SGD_TRAFFIC and its weights
+	 * down at 10 GB/s (its bf16 gradient came up on the path), so its
+	 * part is 60 / (1 + 60 / 10 / 3) : 60, a quarter (1 MB), and both
+	 * parts' updates take the same time */
 	d[0].h2d_gbps = d[0].d2h_gbps = 10;
 	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
-	assert_near(p.update_s[0], TRN_SGD_TRAFFIC * 2e6 / 60e9 + 2e6 / 10e9);
-	m.grad = TRN_GRAD_FP32; /* fp32: the gradient up too */
+	assert_near(p.update_s[0], TRN_SGD_TRAFFIC * 1e6 / 60e9 + 1e6 / 10e9);
+	assert_near(p.update_s[1], p.update_s[0]);
+	m.grad = TRN_GRAD_FP32; /* fp32: the gradient up too, a sixth */
 	assert_int_equal(trn_predict_dp(&m, d, 2, &net, &p), 0);
-	assert_near(p.update_s[0], TRN_SGD_TRAFFIC * 2e6 / 60e9 + 2 * 2e6 / 10e9);
-	assert_near(p.update_s[1], TRN_SGD_TRAFFIC * 2e6 / 60e9);
+	assert_near(p.update_s[0], TRN_SGD_TRAFFIC * 4e6 / 6 / 60e9 + 2 * 4e6 / 6 / 10e9);
+	assert_near(p.update_s[1], p.update_s[0]);
 	m.grad = TRN_GRAD_BF16;
 	/* replicated: rounded and widened on the device (priced without a
 	 * CPU figure too) */

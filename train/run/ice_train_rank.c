@@ -172,7 +172,7 @@ static int setup_params(struct itr_rank *k)
 			if (k->sharded) {
 				struct itr_bucket *b = &k->bk[k->nbk];
 
-				trn_dp_shards(k->job->dev, k->n, b->count, b->shard);
+				trn_dp_shards(m, k->job->dev, k->n, b->count, b->shard);
 				for (int r = 0; r < k->r; r++)
 					b->mine += b->shard[r];
 			}
