@@ -660,11 +660,15 @@ int dev_convert(void *dst, enum dev_dtype dt, const void *src, enum dev_dtype st
 	return 0;
 }
 
-/* -ffp-contract=off: the product is rounded on its own, as the kernel's
- * __fmul_rn, also where the target has a fused multiply-add */
+/* fp-contract off (gcc's attribute, clang's pragma): the product is
+ * rounded on its own, as the kernel's __fmul_rn, also where the target
+ * has a fused multiply-add */
 __attribute__((optimize("fp-contract=off"))) void
 dev_sgd(float *restrict w, const float *restrict g, float scale, size_t count)
 {
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
 	for (size_t i = 0; i < count; i++)
 		w[i] = w[i] - scale * g[i];
 }

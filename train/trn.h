@@ -248,8 +248,8 @@ struct trn_net {
 	 * An accelerator (kind cuda, hip) converts whole buckets on the
 	 * device instead, 6 bytes per element at its mem_gbps, on the path
 	 * and off the CPU, and, where it updates on the device, the widening
-	 * of its reduced gradient too; only its own part's rounding with
-	 * bf16 weights (its fp32 master on the host) stays on the CPU. */
+	 * of its reduced gradient too; with bf16 weights (its fp32 master on
+	 * the host) its own part's conversions stay on the CPU. */
 	double cpu_cvt_s[TRN_MAX_DEVICES];
 };
 

@@ -92,7 +92,8 @@ void trn_mem_transport(const struct trn_model *m, const struct trn_profile *dev,
 
 	for (int r = 0; r < ndev && !staged; r++)
 		staged = !trn_dev_on_host(&dev[r]);
-	if (ndev < 2 || !staged)
+	/* as tp_dev_comm_new: also a rank alone, on an accelerator */
+	if (!staged)
 		return;
 	msg = floor(trn_model_param_bytes(m) + 0.5);
 	msg = msg > act ? msg : act;

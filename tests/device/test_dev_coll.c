@@ -403,18 +403,26 @@ out:
 	return err;
 }
 
-/* A communicator with staging for 4 KiB: send/recv up to that works, one
- * element more is refused on every rank (it would run past the pinned
- * pieces, which are min(max_bytes, 1 MiB) long) instead of overflowing. */
+/* A communicator with staging for 4 KiB (tp_dev_comm_staging: the whole
+ * buffer padded and two pieces pinned on the host, one piece on a device):
+ * send/recv up to that works, one element more is refused on every rank
+ * (it would run past the pinned pieces, which are min(max_bytes, 1 MiB)
+ * long) instead of overflowing. */
 static int small_staging(struct tp_comm *c, const struct dev_mem_ops *o, const struct run *run,
 			 uint8_t *sb, uint8_t *rb, uint8_t *hin, uint8_t *hout, uint8_t *ref)
 {
 	enum { SMALL = 4096 };
 	int n = tp_comm_nranks(c), r = tp_comm_rank(c), err = 0, ret;
 	struct tp_dev_comm *d = tp_dev_comm_new(c, o, SMALL);
-	size_t cnt = SMALL / 4;
+	size_t cnt = SMALL / 4, hs, ds, piece;
 
 	FAILIF(d == NULL, "tp_dev_comm_new(%d): %s", SMALL, strerror(errno));
+	tp_dev_comm_staging(d, &hs, &ds);
+	piece = (SMALL / (size_t)n + 8 > SMALL ? SMALL / (size_t)n + 8 : SMALL) + 63;
+	piece -= piece % 64;
+	FAILIF(hs != (SMALL + 8 * (size_t)n + 63) / 64 * 64 + 2 * piece ||
+		       ds != (o->kind == DEV_MEM_HOST ? 0 : piece),
+	       "staging: host %zu, device %zu bytes", hs, ds);
 	fill(hin, cnt, DEV_INT32, DEV_SUM, r + 3);
 	fill(ref, cnt, DEV_INT32, DEV_SUM, (r - 1 + n) % n + 3);
 	ret = o->from_host(sb, hin, SMALL);

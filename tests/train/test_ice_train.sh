@@ -163,7 +163,7 @@ EOF
 		for o in sharded replicated; do
 			ICE_CUDA_LIB=$ICE_FAKE_CUDA_LIB timeout 120 "$TRAIN" --model "$MODEL" \
 				--profiles "$TMP/fake.yaml" --devices fgpu,cpu --scheme dp --steps 1 \
-				--warmup 1 --optimizer $o --grad-dtype $g >"$TMP/dev-$o-$g" 2>&1
+				--warmup 1 --split even --optimizer $o --grad-dtype $g >"$TMP/dev-$o-$g" 2>&1
 			rc=$?
 			tail -n 3 "$TMP/dev-$o-$g"
 			if [ "$rc" -eq 2 ] && grep -q 'not built in' "$TMP/dev-$o-$g"; then
@@ -186,14 +186,14 @@ EOF
 		# the weights gathered in bf16 into the device's memory
 		ICE_CUDA_LIB=$ICE_FAKE_CUDA_LIB timeout 120 "$TRAIN" --model "$MODEL" \
 			--profiles "$TMP/fake.yaml" --devices fgpu,cpu --scheme dp --steps 1 \
-			--warmup 1 --grad-dtype bf16 --param-dtype bf16 >"$TMP/dev-w16" 2>&1 ||
+			--warmup 1 --split even --grad-dtype bf16 --param-dtype bf16 >"$TMP/dev-w16" 2>&1 ||
 			fail "dp fgpu,cpu --param-dtype bf16 failed: $(cat "$TMP/dev-w16")"
 		grep -q 'weights identical on all 2 ranks: yes' "$TMP/dev-w16" ||
 			fail "dp fgpu,cpu --param-dtype bf16: weights differ between the ranks"
 		# the device rank rounds and widens on the device (the double runs
 		# the plugin's conversions on the CPU): the weights of two host ranks
 		timeout 120 "$TRAIN" --model "$MODEL" --profiles "$TMP/fake.yaml" --devices cpu,cpu \
-			--scheme dp --steps 1 --warmup 1 --grad-dtype bf16 --param-dtype bf16 \
+			--scheme dp --steps 1 --warmup 1 --split even --grad-dtype bf16 --param-dtype bf16 \
 			>"$TMP/host-w16" 2>&1 || fail "dp cpu,cpu --param-dtype bf16 failed"
 		[ "$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dev-w16")" = \
 			"$(grep -o 'fnv1a [0-9a-f]*' "$TMP/host-w16")" ] ||
@@ -211,7 +211,7 @@ EOF
 				"$TMP/dev-sharded-$g" ||
 				fail "dp fgpu,cpu --grad-dtype $g: the report does not say the device updates"
 			timeout 120 "$TRAIN" --model "$MODEL" --profiles "$TMP/fake.yaml" \
-				--devices cpu,cpu --scheme dp --steps 1 --warmup 1 --grad-dtype $g \
+				--devices cpu,cpu --scheme dp --steps 1 --warmup 1 --split even --grad-dtype $g \
 				>"$TMP/host-$g" 2>&1 || fail "dp cpu,cpu --grad-dtype $g failed"
 			[ "$(grep -o 'fnv1a [0-9a-f]*' "$TMP/dev-sharded-$g")" = \
 				"$(grep -o 'fnv1a [0-9a-f]*' "$TMP/host-$g")" ] ||

@@ -77,6 +77,7 @@ EOF
 	export ICE_CUDA_LIB=$ICE_FAKE_CUDA_LIB
 	if "$TRAIN" --model "$MODEL" --profiles "$TMP/fake.yaml" --devices fgpu --steps 1 \
 		--warmup 0 >"$TMP/probe" 2>&1; then
+		same cuda-alone --profiles "$TMP/fake.yaml" --devices fgpu --scheme dp
 		same cuda-dp --profiles "$TMP/fake.yaml" --devices fgpu,cpu --scheme dp \
 			--grad-dtype bf16 --param-dtype bf16
 		same cuda-pp --profiles "$TMP/fake.yaml" --devices fgpu,cpu --scheme pp

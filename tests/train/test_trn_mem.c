@@ -115,9 +115,14 @@ static void test_mem_transport(void **state)
 	assert_near(mm.transport, 768);
 	assert_near(mm.device, 768);
 	assert_near(mm.transport_host, 832 + 2 * 768);
-	/* alone: no transport */
+	/* alone on an accelerator: the transport stages all the same, in
+	 * pieces of the whole message (768 + 8, to 64 bytes: 832) */
 	memset(&mm, 0, sizeof(mm));
 	trn_mem_transport(&m, &d[1], 1, 0, &mm);
+	assert_near(mm.transport, 832);
+	assert_near(mm.transport_host, 3 * 832);
+	memset(&mm, 0, sizeof(mm));
+	trn_mem_transport(&m, &d[0], 1, 0, &mm);
 	assert_near(mm.transport + mm.transport_host, 0);
 	/* a wide model: pieces of a rank's share, the activations the
 	 * largest message: 64 floats in, 2 out (128 parameters), micro-batch

@@ -114,6 +114,7 @@ struct itr_rank_result {
 	 * transport's staging: on its device, beside it on the host; the
 	 * prediction is trn_mem's; mem_tp_*: the staging alone */
 	double mem_dev, mem_host, mem_tp_dev, mem_tp_host;
+	bool dev_update; /* its fp32 master on the device, updated there */
 };
 
 struct itr_result {

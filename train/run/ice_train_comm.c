@@ -141,8 +141,15 @@ static int all_gather(struct itr_cthread *t, struct itr_cop *op)
 		if (ret == 0)
 			dev_bf16_to_float_n(out, op->half, op->count);
 	}
-	if (ret == 0 && out != op->buf)
-		ret = o->from_host(op->buf, out, op->count * 4);
+	if (ret < 0 || out == op->buf)
+		return ret;
+	if (!op->dev_upd)
+		return o->from_host(op->buf, out, op->count * 4);
+	/* the device holds its own part already */
+	ret = op->mine > 0 ? o->from_host(op->buf, out, op->mine * 4) : 0;
+	if (ret == 0 && op->mine + n < op->count)
+		ret = o->from_host(op->buf + op->mine + n, out + op->mine + n,
+				   (op->count - op->mine - n) * 4);
 	return ret;
 }
 

@@ -130,10 +130,12 @@ struct itr_rank {
 	int l0, nl;	     /* global layers [l0, l0 + nl) */
 	int mb;		     /* rows per micro-batch */
 	float **w;	     /* weights of local layer j, in the rank's memory (in wblk) */
-	float **wm;	     /* host master copy (== w on host memory; in wmblk) */
+	float **wm;	     /* host master copy (== w on host memory; in wmblk; a
+			      * device rank updating on the device: staging) */
 	float *wblk, *wmblk; /* all weights, laid out as grad (goff) */
 	float *grad;
-	float *gh;     /* host copy of grad for the update (== grad on host memory) */
+	float *gh;     /* host copy of grad (== grad on host memory): the update's
+			* on the host, a device rank's staging */
 	uint16_t *g16; /* DP, gradients in bf16 (trn_grad): gh's bf16 staging */
 	uint16_t *w16; /* sharded DP, weights in bf16: the all-gather's staging */
 	float *wh;     /* sharded DP, weights in bf16: host copy of wblk (== wblk

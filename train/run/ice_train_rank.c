@@ -190,7 +190,9 @@ static int setup_params(struct itr_rank *k)
 	w16 = k->sharded && m->param == TRN_GRAD_BF16;
 	k->wblk = itr_dev_alloc(k, k->nparam * 4);
 	/* the fp32 master copy: on host memory the weights themselves,
-	 * unless they are gathered in bf16 (then computed on rounded) */
+	 * unless they are gathered in bf16 (then computed on rounded); a
+	 * device rank's is its device weights (itr_dev_update), unless
+	 * gathered in bf16, and this is the all-gather's host staging */
 	k->wmblk = k->host && !w16 ? k->wblk : host_alloc(k, k->nparam * 4);
 	k->grad = itr_dev_alloc(k, k->nparam * 4);
 	k->gh = k->host ? k->grad : host_alloc(k, k->nparam * 4);
@@ -234,6 +236,7 @@ static int setup_params(struct itr_rank *k)
 		return -EIO;
 	k->par_bytes[0] = k->dev_bytes - d0;
 	k->par_bytes[1] = k->host_bytes - h0;
+	k->me->dev_update = itr_dev_update(k);
 	mem_note(k);
 	return 0;
 }
@@ -657,8 +660,8 @@ static int pp_switch(struct itr_rank *k)
 		return -ENOMEM;
 	/* a device rank's weights are its master: the host copy first */
 	if (itr_dev_update(k) && k->ops->to_host(k->wmblk, k->wblk, k->nparam * 4) < 0) {
-		free(full);
-		return -EIO;
+		ret = -EIO;
+		goto out;
 	}
 	for (int s = 0; s < k->n; s++)
 		counts[s] = params_before(m, k->pp.first[s] + k->pp.nlayers[s]) -

@@ -282,16 +282,13 @@ void itr_print_job(const struct job_out *jo)
 				       j->dev[r].kind);
 		printf("\n");
 	}
-	for (int r = 0; r < j->ndev; r++) {
-		bool w16 = j->scheme == ITR_DP && j->ndev > 1 &&
-			   j->model.optim == TRN_OPTIM_SHARDED && j->model.param == TRN_GRAD_BF16;
-
+	for (int r = 0; r < j->ndev; r++)
 		if (!trn_dev_on_host(&j->dev[r]))
 			printf("   optimizer: rank %d (%s) %s\n", r, j->dev[r].kind,
-			       w16 ? "keeps its fp32 master on the host and updates it there "
-				     "(its weights are gathered in bf16)"
-				   : "updates its weights on the device, its fp32 master");
-	}
+			       res->rank[r].dev_update
+				       ? "updates its weights on the device, its fp32 master"
+				       : "keeps its fp32 master on the host and updates it there "
+					 "(its weights are gathered in bf16)");
 	printf("   %-4s %-22s %-5s %8s %10s %10s %10s %16s %8s\n", "rank", "device", "kind",
 	       j->scheme == ITR_DP ? "samples" : "layers", "compute s", "exp.comm s", "update s",
 	       "emu late calls/s", "hidden s");

@@ -42,8 +42,10 @@ static int shard_update(struct itr_rank *k, int b, bool wait)
 	if (ret < 0)
 		return ret;
 	t0 = ice_now_ns();
-	if (itr_dev_update(k) && k->g16 == NULL)
+	if (itr_dev_update(k) && k->g16 == NULL) {
 		ret = k->ops->from_host(k->grad + off, k->gh + off, bk->shard[k->r] * 4);
+		k->t_update += (double)(ice_now_ns() - t0) / 1e9;
+	}
 	if (ret == 0)
 		ret = itr_sgd_range(k, off, bk->shard[k->r]);
 	itr_trace_add(k, EV_UPD, b, t0, ice_now_ns(), 0, 0);
