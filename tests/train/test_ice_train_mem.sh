@@ -13,6 +13,9 @@
 #     there than without it) and ice-train's allocations stay within it;
 #   - the even split beyond it is refused before anything is allocated,
 #     naming the rank, the device, the MiB needed and the capacity;
+#   - host ranks on one host (host profiles, not emulated) each get their
+#     share of its memory: ice-train's split keeps each within half, where
+#     ice-plan, which does not know where they run, does not;
 #   - ice-plan leaves out a scheme no split of which fits (DP, whose ranks
 #     hold the whole model) and still plans the other; with that scheme
 #     alone it fails; a bad mem_gib names the file, key and unit.
@@ -120,6 +123,39 @@ assert run["ranks"][0]["layers"] == c["nlayers"][0], (run["ranks"][0], c)
 assert run["ranks"][0]["mem_need_bytes"] <= run["ranks"][0]["mem_capacity_bytes"] == limit, run
 PY
 	fail "mem_gib: the pipeline split does not keep within it"
+
+echo "## host ranks on one host share its memory"
+# two host devices each measured at 0.1 GiB of the host's memory (as
+# ice-devprof writes MemAvailable): ice-plan, which does not know where
+# they run, gives stage 0 the 20 layers that fit 102.4 MiB; ice-train
+# runs both here, each within half (51.2 MiB)
+cat >"$TMP/hosts.yaml" <<'EOF'
+devices:
+  - {name: h-fast, kind: host, gflops: 20, mem_gbps: 10, h2d_gbps: 5, d2h_gbps: 5, reduce_gbps: 5, mem_gib: 0.1}
+  - {name: h-slow, kind: host, gflops: 8, mem_gbps: 10, h2d_gbps: 5, d2h_gbps: 5, reduce_gbps: 5, mem_gib: 0.1}
+EOF
+timeout 30 "$PLAN" --model "$MODEL" --profiles "$TMP/hosts.yaml" --devices h-fast,h-slow \
+	--scheme pp --json >"$TMP/plan-hosts.json" || fail "ice-plan (host devices) exited $?"
+same pp-hosts --profiles "$TMP/hosts.yaml" --devices h-fast,h-slow --scheme pp
+timeout 120 "$TRAIN" --model "$MODEL" --profiles "$TMP/hosts.yaml" --devices h-fast,h-slow \
+	--scheme pp --steps 1 --warmup 0 >"$TMP/pp-hosts.txt" 2>&1 || fail "pp h-fast,h-slow failed"
+grep -q "have a share of its profile's mem_gib: rank 0 1/2, rank 1 1/2" "$TMP/pp-hosts.txt" ||
+	fail "the report does not say the host ranks share its memory: $(cat "$TMP/pp-hosts.txt")"
+python3 - "$TMP/plan-hosts.json" "$TMP/pp-hosts" <<'PY' ||
+import json, sys
+plan = json.load(open(sys.argv[1]))["pp"]["planner"]
+run = json.load(open(sys.argv[2]))["jobs"][0]
+half = 0.05 * 2**30
+r0 = run["ranks"][0]
+print(f"  stage 0: ice-plan {plan['nlayers'][0]} layers ({plan['mem_need_bytes'][0] / 2**20:.1f} MiB), "
+      f"ice-train {r0['layers']} within {half / 2**20:.1f} MiB ({r0['mem_need_bytes'] / 2**20:.1f})")
+assert plan["mem_need_bytes"][0] > half, plan
+for r in run["ranks"]:
+    assert r["mem_share"] == 2 and r["mem_capacity_bytes"] == half, r
+    assert r["mem_need_bytes"] <= half, r
+assert r0["layers"] < plan["nlayers"][0], (r0, plan)
+PY
+	fail "host ranks on one host: not each within its share"
 
 echo "## the even split beyond mem_gib is refused"
 sed 's/^    reduce_gbps: 2$/&\n    mem_gib: 0.042/' "$PROF" >"$TMP/cap2.yaml"

@@ -25,6 +25,8 @@
 #     same for a pipeline, whose
 #     layers move to other stages with their weights: the loss is the same
 #     bits as the job's without --replan (the same arithmetic per layer);
+#   - two ranks on this host with host profiles: each planned within half
+#     of its profile's mem_gib (the ranks' host identities gathered);
 #   - a device that computes far from its profile (a host profile claiming
 #     500 GFLOP/s): warned once, with both figures.
 # Exits 77 when something it needs is absent.
@@ -259,6 +261,23 @@ cat "$TMP/orphan"
 [ "$rc" -ne 124 ] || fail "rank 1 hung after rank 0 was killed (ended by timeout)"
 echo "rank 1 exited $rc, $((t1 - t0)) s after the start (rank 0 killed at 4 s)"
 pgrep -f -- "--bootstrap 127.23.0.1:$port" && fail "a rank of the killed run is left"
+
+echo "## two ranks on one host share its memory (host profiles, --rank mode)"
+cat >"$TMP/hosts.yaml" <<'EOF'
+devices:
+  - {name: h-fast, kind: host, gflops: 20, mem_gbps: 10, h2d_gbps: 5, d2h_gbps: 5, reduce_gbps: 5, mem_gib: 0.1}
+  - {name: h-slow, kind: host, gflops: 8, mem_gbps: 10, h2d_gbps: 5, d2h_gbps: 5, reduce_gbps: 5, mem_gib: 0.1}
+EOF
+ranks mem-ranks --profiles "$TMP/hosts.yaml" --devices h-fast,h-slow --scheme pp --steps 1 \
+	--warmup 0 --json
+python3 - "$TMP/mem-ranks" <<'EOF' || fail "--rank mode: the host ranks do not share its memory"
+import json, sys
+for r in json.load(open(sys.argv[1]))["jobs"][0]["ranks"]:
+    print(f'  rank {r["rank"]}: share {r["mem_share"]}, {r["mem_need_bytes"] / 2**20:.1f} of '
+          f'{r["mem_capacity_bytes"] / 2**20:.1f} MiB')
+    assert r["mem_share"] == 2 and r["mem_capacity_bytes"] == 0.05 * 2**30, r
+    assert r["mem_need_bytes"] <= r["mem_capacity_bytes"], r
+EOF
 
 echo "## a profile far from the device"
 cat >"$TMP/claim.yaml" <<'EOF'

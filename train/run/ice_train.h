@@ -35,6 +35,10 @@ struct itr_job {
 	int ndev;
 	struct trn_profile dev[TRN_MAX_DEVICES]; /* rank r runs on dev[r] */
 	int grank[TRN_MAX_DEVICES];		 /* --rank mode: the run's rank of job rank r */
+	int mem_share[TRN_MAX_DEVICES];		 /* ranks of this job whose memory is the same
+						  * host's as rank r's (itr_mem_share: its
+						  * dev[r].mem_gib is 1/mem_share of the
+						  * profile's); 0 or 1: its own */
 	struct trn_model model;
 	int steps, warmup;
 	double lr;
@@ -135,6 +139,16 @@ struct itr_rank_arg {
 	struct itr_result *res;
 };
 int itr_rank_main(void *arg);
+
+/* Ranks of job j that compute in one host's memory (host devices, not
+ * emulated ones, which stand for devices of their own, whose run ranks
+ * have the same host[grank]; host NULL: every rank on this host, the
+ * launcher's) share the capacity their profiles state: each gets mem_gib
+ * / k, k of them (mem_share). ice_train_hosts.c. */
+void itr_mem_share(struct itr_job *j, const uint64_t *host);
+/* This host's identity (/etc/machine-id or the boot id, and the host
+ * name, hashed). */
+uint64_t itr_host_id(void);
 
 /* --rank mode (ice_train_hosts.c): one process per rank of the run, on any
  * host, joined in a control group through rank 0's --bootstrap. */

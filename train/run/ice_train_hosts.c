@@ -63,6 +63,55 @@ struct itr_report {
 	struct itr_rank_result rr; /* this rank's */
 };
 
+uint64_t itr_host_id(void)
+{
+	static const char *const ids[] = {"/etc/machine-id", "/proc/sys/kernel/random/boot_id"};
+	uint64_t h = 0xcbf29ce484222325ull;
+	char buf[256] = "";
+	size_t len;
+
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]) && buf[0] == '\0'; i++) {
+		FILE *f = fopen(ids[i], "r");
+
+		if (f != NULL) {
+			if (fgets(buf, sizeof(buf), f) == NULL)
+				buf[0] = '\0';
+			fclose(f);
+		}
+	}
+	len = strlen(buf);
+	if (gethostname(buf + len, sizeof(buf) - len - 1) < 0)
+		buf[len] = '\0';
+	buf[sizeof(buf) - 1] = '\0';
+	for (const char *p = buf; *p != '\0'; p++) {
+		h ^= (unsigned char)*p;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* A rank on d computes in the host's memory, which ice-devprof measured
+ * for its profile (an emulated device stands for a device of its own). */
+static bool host_memory(const struct trn_profile *d)
+{
+	return !d->emulated && strcmp(d->kind, "host") == 0;
+}
+
+void itr_mem_share(struct itr_job *j, const uint64_t *host)
+{
+	int k[TRN_MAX_DEVICES] = {0};
+
+	for (int r = 0; r < j->ndev; r++)
+		for (int q = 0; q < j->ndev && host_memory(&j->dev[r]); q++)
+			k[r] += host_memory(&j->dev[q]) &&
+				(host == NULL || host[j->grank[q]] == host[j->grank[r]]);
+	for (int r = 0; r < j->ndev; r++) {
+		j->mem_share[r] = k[r] > 1 ? k[r] : 1;
+		if (k[r] > 1 && j->dev[r].mem_gib > 0)
+			j->dev[r].mem_gib /= k[r];
+	}
+}
+
 struct itr_ctl *itr_ctl_join(struct tp_opts *tp, int nranks)
 {
 	struct itr_ctl *x = calloc(1, sizeof(*x));
@@ -127,8 +176,14 @@ int itr_ctl_jobs(struct itr_ctl *x, struct itr_job *jobs, int *njobs, int max, i
 		 const struct itr_job *own)
 {
 	int32_t hdr[2] = {*njobs, *repeat};
-	int ret = tp_comm_oob_bcast(x->c, hdr, sizeof(hdr));
+	uint64_t id = itr_host_id(), host[TRN_MAX_DEVICES];
+	int ret = tp_comm_oob_gather(x->c, &id, sizeof(id), host);
 
+	/* rank 0 knows which ranks share a host: their memory too */
+	for (int k = 0; ret == 0 && x->rank == 0 && k < *njobs; k++)
+		itr_mem_share(&jobs[k], host);
+	if (ret == 0)
+		ret = tp_comm_oob_bcast(x->c, hdr, sizeof(hdr));
 	if (ret < 0)
 		return ret;
 	if (hdr[0] < 1 || hdr[0] > max || hdr[1] < 1) {

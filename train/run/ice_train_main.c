@@ -811,6 +811,9 @@ int main(int argc, char **argv)
 		}
 		njobs++;
 	}
+	/* the launcher's ranks all run here */
+	for (int i = 0; o.tp.rank < 0 && i < njobs; i++)
+		itr_mem_share(&jobs[i].job, NULL);
 	if (o.tp.rank >= 0) {
 		static struct itr_job js[ITR_MAX_JOBS];
 

@@ -459,10 +459,12 @@ static int plan_fits(struct itr_rank *k)
 	if (k->r == 0)
 		ice_err(ICE_SUB_BENCH,
 			"the %s split of model '%s' needs %.1f MiB on rank %d (device '%s', %s "
-			"memory), over its profile's mem_gib %g (%.1f MiB): use the planner's "
+			"memory), over its %s mem_gib %g (%.1f MiB): use the planner's "
 			"split, a smaller micro_batch, or a device with more memory",
 			j->split == ITR_SPLIT_PLAN ? "planned" : "even", k->m->name,
 			need / (1 << 20), over, j->dev[over].name, j->dev[over].kind,
+			j->mem_share[over] > 1 ? "share (ranks on one host) of its profile's"
+					       : "profile's",
 			j->dev[over].mem_gib, cap / (1 << 20));
 	return -ENOMEM;
 }

@@ -229,6 +229,18 @@ static void mem_line(const struct itr_job *j, const struct itr_result *res)
 			printf(" / %.1f", trn_mem_cap(&j->dev[r]) / (1 << 20));
 	}
 	printf("\n");
+	for (int r = 0, n = 0; r < j->ndev; r++)
+		if (j->mem_share[r] > 1 && j->dev[r].mem_gib > 0)
+			printf("%s rank %d 1/%d",
+			       n++ ? ","
+				   : "   (ranks computing in one host's memory "
+				     "have a share of its profile's mem_gib:",
+			       r, j->mem_share[r]);
+	for (int r = 0; r < j->ndev; r++)
+		if (j->mem_share[r] > 1 && j->dev[r].mem_gib > 0) {
+			printf(")\n");
+			break;
+		}
 }
 
 void itr_print_job(const struct job_out *jo)
@@ -583,6 +595,8 @@ static json_t *job_json(const struct job_out *jo)
 		json_object_set_new(x, "mem_transport_host_bytes", json_real(rr->mem_tp_host));
 		json_object_set_new(x, "mem_need_bytes", json_real(mem_measured(j, res, r)));
 		json_object_set_new(x, "mem_predicted_bytes", json_real(mem_predicted(j, res, r)));
+		json_object_set_new(x, "mem_share",
+				    json_integer(j->mem_share[r] > 1 ? j->mem_share[r] : 1));
 		json_object_set_new(x, "mem_capacity_bytes",
 				    j->dev[r].mem_gib > 0 ? json_real(trn_mem_cap(&j->dev[r]))
 							  : json_null());
