@@ -153,8 +153,8 @@ double trn_update_s(const struct trn_profile *d, double param_bytes);
  * an accelerator updating on the device also moves its part over the bus
  * (h2d_gbps, d2h_gbps) at that part's share (even when some profile
  * states no mem_gbps); largest remainders first; the same on every rank. */
-void trn_dp_shards(const struct trn_model *m, const struct trn_profile *dev, int ndev,
-		   size_t count, size_t *out);
+void trn_dp_shards(const struct trn_model *m, const struct trn_profile *dev, int ndev, size_t count,
+		   size_t *out);
 
 /* ---- memory (issue 20) ------------------------------------------------------ */
 
@@ -184,6 +184,8 @@ struct trn_mem {
 	double exchange;       /* a device rank's bf16 copy of its gradients and
 				* weights (the bf16 exchange converts on the device) */
 	double transport;      /* the transport's device staging (trn_mem_transport) */
+	double master;	       /* a device rank's fp32 master of its parts, apart
+				* from weights gathered in bf16 (trn_mem_master) */
 	double device;	       /* the sum of the above, in device memory */
 	double host;	       /* beside it, in host memory */
 	double transport_host; /* the transport's host staging (part of host) */
@@ -206,6 +208,11 @@ int trn_mem_rank(const struct trn_model *m, const struct trn_profile *d, int nde
  * counts: test_ice_train_mem holds the two to the byte. */
 void trn_mem_transport(const struct trn_model *m, const struct trn_profile *dev, int ndev, int i,
 		       struct trn_mem *mm);
+/* Add to mm what a sharded DP accelerator rank i that gathers weights in
+ * bf16 keeps on its device: the fp32 master of its part of every bucket
+ * (ice-train's buckets, trn_dp_shards' parts). */
+void trn_mem_master(const struct trn_model *m, const struct trn_profile *dev, int ndev, int i,
+		    struct trn_mem *mm);
 /* A rank on d computes in host memory: a host device, or an emulated one
  * of any kind (ice-train runs it on the host). */
 bool trn_dev_on_host(const struct trn_profile *d);
@@ -247,9 +254,8 @@ struct trn_net {
 	 * whatever the cores, and contention like cpu_ar_s; 0: not priced.
 	 * An accelerator (kind cuda, hip) converts whole buckets on the
 	 * device instead, 6 bytes per element at its mem_gbps, on the path
-	 * and off the CPU, and, where it updates on the device, the widening
-	 * of its reduced gradient too; with bf16 weights (its fp32 master on
-	 * the host) its own part's conversions stay on the CPU. */
+	 * and off the CPU, and, as it updates on the device, its own part's
+	 * conversions too: none on the CPU. */
 	double cpu_cvt_s[TRN_MAX_DEVICES];
 };
 

@@ -109,6 +109,30 @@ void trn_mem_transport(const struct trn_model *m, const struct trn_profile *dev,
 	}
 }
 
+void trn_mem_master(const struct trn_model *m, const struct trn_profile *dev, int ndev, int i,
+		    struct trn_mem *mm)
+{
+	size_t bucket = (size_t)(m->bucket_kb > 0 ? m->bucket_kb : 4096) * 1024;
+	size_t start = 0, off = 0, sh[TRN_MAX_DEVICES];
+	double own = 0;
+
+	if (ndev < 2 || m->optim != TRN_OPTIM_SHARDED || m->param != TRN_GRAD_BF16 ||
+	    trn_dev_on_host(&dev[i]))
+		return;
+	/* ice-train's buckets: layers from the last, each closed once it
+	 * holds a bucket's bytes, the last at layer 0 */
+	for (int l = m->nlayers - 1; l >= 0; l--) {
+		off += (size_t)m->in[l] * (size_t)m->out[l];
+		if ((off - start) * 4 >= bucket || l == 0) {
+			trn_dp_shards(m, dev, ndev, off - start, sh);
+			own += (double)sh[i];
+			start = off;
+		}
+	}
+	mm->master = 4 * own;
+	mm->device += mm->master;
+}
+
 bool trn_dev_on_host(const struct trn_profile *d)
 {
 	return d->emulated || strcmp(d->kind, "host") == 0;

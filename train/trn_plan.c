@@ -61,6 +61,7 @@ static double dp_mem(const struct trn_model *m, const struct trn_profile *dev, i
 	if (ret < 0)
 		return ret;
 	trn_mem_transport(m, dev, ndev, i, &mm);
+	trn_mem_master(m, dev, ndev, i, &mm);
 	return trn_mem_need(&dev[i], &mm);
 }
 
@@ -141,28 +142,22 @@ double trn_profile_off(const struct trn_profile *d, double measured)
 
 /* ---- data parallel ---------------------------------------------------------- */
 
-/* An accelerator rank updates its weights on the device, which hold its
- * fp32 master (ice-train's itr_dev_update), unless a sharded job gathers
- * weights in bf16: then its master and update are on the host. */
-static bool dev_updates(const struct trn_model *m, const struct trn_profile *d)
-{
-	return !trn_dev_on_host(d) && !(m->optim == TRN_OPTIM_SHARDED && m->param == TRN_GRAD_BF16);
-}
-
 /* The bus seconds per byte of a sharded accelerator rank's part beside
- * its update on the device: its reduced gradient up (fp32; a bf16 one is
- * widened on the device, on the collective's path) and its updated
- * weights down for the all-gather; 0 on the host. */
+ * its update on the device, where its fp32 master lives (ice-train's
+ * itr_dev_update): its reduced gradient up (fp32; a bf16 one is widened
+ * on the device, on the collective's path) and its updated weights down
+ * for the all-gather (fp32, or rounded to bf16 on the device: half the
+ * bytes); 0 on the host. */
 static double dp_bus_s(const struct trn_model *m, const struct trn_profile *d)
 {
 	double s = 0;
 
-	if (m->optim != TRN_OPTIM_SHARDED || !dev_updates(m, d))
+	if (m->optim != TRN_OPTIM_SHARDED || trn_dev_on_host(d))
 		return 0;
 	if (m->grad != TRN_GRAD_BF16 && d->h2d_gbps > 0)
 		s += 1 / (d->h2d_gbps * 1e9);
 	if (d->d2h_gbps > 0)
-		s += 1 / (d->d2h_gbps * 1e9);
+		s += (m->param == TRN_GRAD_BF16 ? 0.5 : 1) / (d->d2h_gbps * 1e9);
 	return s;
 }
 
@@ -179,8 +174,8 @@ static double dp_weight(const struct trn_model *m, const struct trn_profile *dev
 	       (1 + dev[i].mem_gbps * 1e9 * dp_bus_s(m, &dev[i]) / TRN_SGD_TRAFFIC);
 }
 
-void trn_dp_shards(const struct trn_model *m, const struct trn_profile *dev, int ndev,
-		   size_t count, size_t *out)
+void trn_dp_shards(const struct trn_model *m, const struct trn_profile *dev, int ndev, size_t count,
+		   size_t *out)
 {
 	double sum = 0, frac[TRN_MAX_DEVICES], wt[TRN_MAX_DEVICES];
 	size_t given = 0;
@@ -257,12 +252,13 @@ static double cvt_on_device(const struct trn_model *m, const struct trn_profile 
 }
 
 /* The same for the conversions of the rank's own part, per element of
- * it: a sharded rank updating on the device widens its reduced bf16
- * gradient there. */
+ * it: a sharded accelerator rank, updating on the device, widens its
+ * reduced bf16 gradient there and rounds its part of the weights there. */
 static double own_cvt_on_device(const struct trn_model *m, const struct trn_profile *d)
 {
-	return m->optim == TRN_OPTIM_SHARDED && m->grad == TRN_GRAD_BF16 && dev_updates(m, d) ? 1
-											      : 0;
+	if (m->optim != TRN_OPTIM_SHARDED || trn_dev_on_host(d))
+		return 0;
+	return (m->grad == TRN_GRAD_BF16) + (m->param == TRN_GRAD_BF16);
 }
 
 /* The conversions per element of the bucket rank i runs on the CPU. */

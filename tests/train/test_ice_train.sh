@@ -200,14 +200,14 @@ EOF
 			fail "dp bf16: converted on the device, the weights are not the host's"
 		grep -q 'rank 0 (cuda) converts whole buckets on the device' "$TMP/dev-w16" ||
 			fail "dp fgpu,cpu bf16: the report does not say the device converts"
-		grep -q 'optimizer: rank 0 (cuda) keeps its fp32 master on the host' "$TMP/dev-w16" ||
+		grep -q 'optimizer: rank 0 (cuda) keeps its fp32 master on the device' "$TMP/dev-w16" ||
 			fail "dp fgpu,cpu --param-dtype bf16: the report does not say where the master is"
 		# the CUDA rank updates on the device (dev_mem_ops.sgd; the double
 		# runs dev_sgd, as the plugin's kernel does bit for bit): with fp32
 		# weights, in both optimizer modes, fp32 and bf16 gradients (widened
 		# on the device), and in a pipeline, the weights of two host ranks
 		for g in fp32 bf16; do
-			grep -q 'optimizer: rank 0 (cuda) updates its weights on the device' \
+			grep -q 'optimizer: rank 0 (cuda) keeps its fp32 master on the device' \
 				"$TMP/dev-sharded-$g" ||
 				fail "dp fgpu,cpu --grad-dtype $g: the report does not say the device updates"
 			timeout 120 "$TRAIN" --model "$MODEL" --profiles "$TMP/fake.yaml" \

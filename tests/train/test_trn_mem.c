@@ -135,6 +135,44 @@ static void test_mem_transport(void **state)
 	assert_near(mm.transport_host, 8388608 + 64 + 2 * 2796224.0);
 }
 
+/* A device rank gathering weights in bf16 keeps its parts' fp32 master on
+ * the device: its share of each of ice-train's buckets. */
+static void test_mem_master(void **state)
+{
+	struct trn_profile d[2];
+	struct trn_mem mm;
+
+	devs(d, (double[]){1, 1}, 2);
+	snprintf(d[1].kind, sizeof(d[1].kind), "cuda");
+	model_small();
+	m.optim = TRN_OPTIM_SHARDED;
+	m.param = TRN_GRAD_BF16;
+	/* one bucket of 192 parameters, even parts (no mem_gbps): 96 */
+	memset(&mm, 0, sizeof(mm));
+	trn_mem_master(&m, d, 2, 1, &mm);
+	assert_near(mm.master, 96 * 4);
+	assert_near(mm.device, 96 * 4);
+	/* two layers of 16 x 16 in buckets of 1 KiB: one bucket each; parts
+	 * 3 : 1 by mem_gbps, 192 of each bucket's 256 */
+	model_square(2, 16, 4, 2);
+	m.optim = TRN_OPTIM_SHARDED;
+	m.param = TRN_GRAD_BF16;
+	m.bucket_kb = 1;
+	d[0].mem_gbps = 1;
+	d[1].mem_gbps = 3;
+	memset(&mm, 0, sizeof(mm));
+	trn_mem_master(&m, d, 2, 1, &mm);
+	assert_near(mm.master, 2 * 192 * 4);
+	/* the host rank, fp32 weights, a rank alone: none */
+	memset(&mm, 0, sizeof(mm));
+	trn_mem_master(&m, d, 2, 0, &mm);
+	m.param = TRN_GRAD_FP32;
+	trn_mem_master(&m, d, 2, 1, &mm);
+	m.param = TRN_GRAD_BF16;
+	trn_mem_master(&m, &d[1], 1, 0, &mm);
+	assert_near(mm.master + mm.device, 0);
+}
+
 /* A stage's slots from its order never pass the bound the split search
  * tests with; in 1F1B they are the bound. */
 static void test_pp_slots_bound(void **state)
@@ -407,9 +445,10 @@ static void test_plan_pp_mem_hand(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mem_rank),       cmocka_unit_test(test_mem_transport),
-		cmocka_unit_test(test_pp_slots_bound), cmocka_unit_test(test_plan_dp_mem),
-		cmocka_unit_test(test_plan_pp_mem),    cmocka_unit_test(test_plan_pp_mem_hand),
+		cmocka_unit_test(test_mem_rank),	 cmocka_unit_test(test_mem_transport),
+		cmocka_unit_test(test_mem_master),	 cmocka_unit_test(test_pp_slots_bound),
+		cmocka_unit_test(test_plan_dp_mem),	 cmocka_unit_test(test_plan_pp_mem),
+		cmocka_unit_test(test_plan_pp_mem_hand),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -109,20 +109,34 @@ static int reduce_scatter(struct itr_cthread *t, struct itr_cop *op)
 	return ret;
 }
 
+/* Copy the host's [0, count) of src to the device's dst but this rank's
+ * own part [mine, mine + n), which the device holds already; sz bytes an
+ * element. */
+static int upload_others(const struct dev_mem_ops *o, void *dst, const void *src, size_t mine,
+			 size_t n, size_t count, size_t sz)
+{
+	int ret = mine > 0 ? o->from_host(dst, src, mine * sz) : 0;
+
+	if (ret == 0 && mine + n < count)
+		ret = o->from_host((char *)dst + (mine + n) * sz,
+				   (const char *)src + (mine + n) * sz, (count - mine - n) * sz);
+	return ret;
+}
+
 /* A sharded DP bucket's all-gather: the owners' updated weights on the
  * host master copy (hbuf; a rank updating on the device copies its own
- * part there first), then to the device; in bf16 (half): each
- * owner's part rounded, gathered so, widened into the weights the rank
- * computes on (its own part too, so the ranks' weights stay identical
- * while each keeps its fp32 master part): on a device rank the bf16 goes
- * to the device (dhalf), which widens it into buf; else into hout, the
- * host copy. */
+ * part there first), then to the device; in bf16 (half): each owner's
+ * part rounded (a device rank's by the device, from its master dmaster),
+ * gathered so, widened into the weights the rank computes on (its own
+ * part too, so the ranks' weights stay identical while each keeps its fp32
+ * master part): on a device rank the bf16 goes to the device (dhalf),
+ * which widens it into buf; else into hout, the host copy. */
 static int all_gather(struct itr_cthread *t, struct itr_cop *op)
 {
 	const struct dev_mem_ops *o = tp_dev_comm_ops(t->d);
 	size_t n = op->counts[tp_comm_rank(t->c)];
 	float *out = op->half != NULL ? op->hout : op->hbuf;
-	int ret;
+	int ret = 0;
 
 	if (op->half == NULL) {
 		ret = op->dev_upd ? o->to_host(op->hbuf + op->mine, op->buf + op->mine, n * 4) : 0;
@@ -130,10 +144,21 @@ static int all_gather(struct itr_cthread *t, struct itr_cop *op)
 			ret = tp_allgather_v(t->c, op->hbuf + op->mine, op->hbuf, op->counts,
 					     DEV_FLOAT32);
 	} else {
-		dev_float_to_bf16_n(op->half + op->mine, op->hbuf + op->mine, n);
-		ret = tp_allgather_v(t->c, op->half + op->mine, op->half, op->counts, DEV_BFLOAT16);
+		if (op->dev_upd) {
+			ret = o->convert(op->dhalf + op->mine, DEV_BFLOAT16, op->dmaster,
+					 DEV_FLOAT32, n);
+			if (ret == 0)
+				ret = o->to_host(op->half + op->mine, op->dhalf + op->mine, n * 2);
+		} else {
+			dev_float_to_bf16_n(op->half + op->mine, op->hbuf + op->mine, n);
+		}
+		if (ret == 0)
+			ret = tp_allgather_v(t->c, op->half + op->mine, op->half, op->counts,
+					     DEV_BFLOAT16);
 		if (ret == 0 && op->dhalf != NULL) {
-			ret = o->from_host(op->dhalf, op->half, op->count * 2);
+			ret = op->dev_upd ? upload_others(o, op->dhalf, op->half, op->mine, n,
+							  op->count, 2)
+					  : o->from_host(op->dhalf, op->half, op->count * 2);
 			return ret < 0 ? ret
 				       : o->convert(op->buf, DEV_FLOAT32, op->dhalf, DEV_BFLOAT16,
 						    op->count);
@@ -145,12 +170,7 @@ static int all_gather(struct itr_cthread *t, struct itr_cop *op)
 		return ret;
 	if (!op->dev_upd)
 		return o->from_host(op->buf, out, op->count * 4);
-	/* the device holds its own part already */
-	ret = op->mine > 0 ? o->from_host(op->buf, out, op->mine * 4) : 0;
-	if (ret == 0 && op->mine + n < op->count)
-		ret = o->from_host(op->buf + op->mine + n, out + op->mine + n,
-				   (op->count - op->mine - n) * 4);
-	return ret;
+	return upload_others(o, op->buf, out, op->mine, n, op->count, 4);
 }
 
 static int cop_run(struct itr_cthread *t, struct itr_cop *op)

@@ -196,19 +196,20 @@ int itr_backward_weights(struct itr_rank *k, int slot, int rows, float beta)
 
 /* Weights [off, off + cnt) (grad's layout) -= lr * g / global_batch
  * (dev_sgd: the same bits on every rank and kind, so replicas stay
- * identical). Where the fp32 master lives: on a device rank (unless its
- * weights are gathered in bf16) the device's weights, updated by the
- * device from its gradient; else the host master copy, from the host's
- * gradient (gh). Device time: an emulated device moves TRN_SGD_TRAFFIC
- * bytes per parameter byte at its mem_gbps. */
-int itr_sgd_range(struct itr_rank *k, size_t off, size_t cnt)
+ * identical). Where the fp32 master lives: on a device rank in the
+ * device's memory (dm: its part's master apart from the weights it
+ * computes on, which are gathered in bf16; NULL: those weights), updated
+ * by the device from its gradient; else the host master copy, from the
+ * host's gradient (gh). Device time: an emulated device moves
+ * TRN_SGD_TRAFFIC bytes per parameter byte at its mem_gbps. */
+int itr_sgd_range(struct itr_rank *k, size_t off, size_t cnt, float *dm)
 {
 	float scale = (float)(k->job->lr / k->m->global_batch);
 	double t0 = ice_now_s();
 	int ret = 0;
 
 	if (itr_dev_update(k)) {
-		ret = k->ops->sgd(k->wblk + off, k->grad + off, scale, cnt);
+		ret = k->ops->sgd(dm != NULL ? dm : k->wblk + off, k->grad + off, scale, cnt);
 	} else {
 		if (k->prof->emulated)
 			trn_emu_begin(&k->emu);
@@ -226,7 +227,7 @@ int itr_sgd_range(struct itr_rank *k, size_t off, size_t cnt)
 int itr_sgd_update(struct itr_rank *k)
 {
 	uint64_t t0 = ice_now_ns();
-	int ret = itr_sgd_range(k, 0, k->nparam);
+	int ret = itr_sgd_range(k, 0, k->nparam, NULL);
 
 	itr_trace_add(k, EV_UPD, -1, t0, ice_now_ns(), 0, 0);
 	return ret;

@@ -48,7 +48,9 @@ struct itr_cop {
 			       * rounded and widened (NULL: on the host) */
 	bool dev_upd;	      /* the rank updates its weights on the device: a
 			       * reduced bf16 gradient is widened there, into
-			       * buf; an fp32 AG's own part comes from buf */
+			       * buf; an fp32 AG's own part comes from buf, a
+			       * bf16 one's is rounded there from dmaster */
+	float *dmaster;	      /* AG in bf16, dev_upd: the own part's fp32 master */
 	int ret;
 	int tag;	/* the micro-batch, for the trace */
 	bool hash;	/* the communication thread hashes buf (host memory): a
@@ -109,6 +111,7 @@ struct itr_bucket {
 	struct itr_cop ag;	       /* sharded: the all-gather of the updated weights */
 	size_t shard[TRN_MAX_DEVICES]; /* sharded: every rank's part */
 	size_t mine;		       /* sharded: where this rank's part starts */
+	size_t moff;		       /* ... its master's in dm */
 	bool updated;		       /* sharded: this step's shard update done */
 };
 
@@ -143,6 +146,8 @@ struct itr_rank {
 			* NULL on a device rank, which widens on the device) */
 	uint16_t *d16; /* a device rank exchanging bf16: grad's and wblk's bf16
 			* copy in the device's memory (itr_cop.dhalf) */
+	float *dm;     /* a device rank gathering weights in bf16: the fp32
+			* master of its parts, bucket after bucket (moff) */
 	size_t *goff;
 	size_t nparam;
 	struct itr_bucket *bk;
@@ -220,12 +225,12 @@ uint64_t itr_buf_hash(struct itr_rank *k, const float *buf, size_t count);
 void itr_trace_add(struct itr_rank *k, enum itr_ev_kind kind, int mb, uint64_t t0, uint64_t t1,
 		   uint64_t t2, uint64_t t3);
 
-/* The rank's fp32 master is its device weights, updated by the device: a
- * device rank whose weights are not gathered in bf16 (then the master is
- * the host copy, apart from the rounded weights it computes on). */
+/* A device rank keeps its fp32 master in the device's memory and updates
+ * it there: its weights, or where they are gathered in bf16 (computed on
+ * rounded) its parts' master apart (dm). */
 static inline bool itr_dev_update(const struct itr_rank *k)
 {
-	return !k->host && k->w16 == NULL;
+	return !k->host;
 }
 
 /* Input and output features of local layer j. */
@@ -246,7 +251,7 @@ int itr_loss_grad(struct itr_rank *k, int slot, const float *negt, int rows);
 int itr_backward(struct itr_rank *k, int slot, const float *g, int rows, float *dx, float beta);
 int itr_backward_input(struct itr_rank *k, int slot, const float *g, int rows, float *dx);
 int itr_backward_weights(struct itr_rank *k, int slot, int rows, float beta);
-int itr_sgd_range(struct itr_rank *k, size_t off, size_t cnt);
+int itr_sgd_range(struct itr_rank *k, size_t off, size_t cnt, float *dm);
 int itr_sgd_update(struct itr_rank *k);
 
 /* ---- ice_train_step.c ----------------------------------------------------- */

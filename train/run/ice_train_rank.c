@@ -191,8 +191,8 @@ static int setup_params(struct itr_rank *k)
 	k->wblk = itr_dev_alloc(k, k->nparam * 4);
 	/* the fp32 master copy: on host memory the weights themselves,
 	 * unless they are gathered in bf16 (then computed on rounded); a
-	 * device rank's is its device weights (itr_dev_update), unless
-	 * gathered in bf16, and this is the all-gather's host staging */
+	 * device rank's is on the device (itr_dev_update: its weights, or
+	 * dm), and this is the all-gather's host staging */
 	k->wmblk = k->host && !w16 ? k->wblk : host_alloc(k, k->nparam * 4);
 	k->grad = itr_dev_alloc(k, k->nparam * 4);
 	k->gh = k->host ? k->grad : host_alloc(k, k->nparam * 4);
@@ -210,10 +210,22 @@ static int setup_params(struct itr_rank *k)
 		if (k->w16 == NULL)
 			return -ENOMEM;
 	}
-	/* a device rank rounds and widens whole buckets on the device */
+	/* a device rank rounds and widens whole buckets on the device; with
+	 * weights gathered in bf16 it keeps its parts' fp32 master there */
 	if (!k->host && (k->g16 != NULL || w16)) {
 		k->d16 = itr_dev_alloc(k, k->nparam * sizeof(*k->d16));
 		if (k->d16 == NULL)
+			return -ENOMEM;
+	}
+	if (!k->host && w16) {
+		size_t own = 0;
+
+		for (int b = 0; b < k->nbk; b++) {
+			k->bk[b].moff = own;
+			own += k->bk[b].shard[k->r];
+		}
+		k->dm = itr_dev_alloc(k, own * 4);
+		if (k->dm == NULL)
 			return -ENOMEM;
 	}
 	for (int j = 0; j < k->nl; j++) {
@@ -232,6 +244,13 @@ static int setup_params(struct itr_rank *k)
 	    (k->ops->from_host(k->d16, k->w16, k->nparam * sizeof(*k->d16)) < 0 ||
 	     k->ops->convert(k->wblk, DEV_FLOAT32, k->d16, DEV_BFLOAT16, k->nparam) < 0))
 		return -EIO;
+	for (int b = 0; k->dm != NULL && b < k->nbk; b++) {
+		const struct itr_bucket *bk = &k->bk[b];
+
+		if (k->ops->from_host(k->dm + bk->moff, k->wmblk + bk->off + bk->mine,
+				      bk->shard[k->r] * 4) < 0)
+			return -EIO;
+	}
 	if (!w16 && !k->host && k->ops->from_host(k->wblk, k->wmblk, k->nparam * 4) < 0)
 		return -EIO;
 	k->par_bytes[0] = k->dev_bytes - d0;
@@ -379,7 +398,9 @@ static void free_params(struct itr_rank *k)
 	o->free(k->wblk);
 	o->free(k->grad);
 	o->free(k->d16);
+	o->free(k->dm);
 	k->d16 = NULL;
+	k->dm = NULL;
 	free(k->g16);
 	free(k->w16);
 	free(k->hscratch);

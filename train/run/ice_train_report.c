@@ -295,12 +295,10 @@ void itr_print_job(const struct job_out *jo)
 		printf("\n");
 	}
 	for (int r = 0; r < j->ndev; r++)
-		if (!trn_dev_on_host(&j->dev[r]))
-			printf("   optimizer: rank %d (%s) %s\n", r, j->dev[r].kind,
-			       res->rank[r].dev_update
-				       ? "updates its weights on the device, its fp32 master"
-				       : "keeps its fp32 master on the host and updates it there "
-					 "(its weights are gathered in bf16)");
+		if (res->rank[r].dev_update)
+			printf("   optimizer: rank %d (%s) keeps its fp32 master on the device and "
+			       "updates it there\n",
+			       r, j->dev[r].kind);
 	printf("   %-4s %-22s %-5s %8s %10s %10s %10s %16s %8s\n", "rank", "device", "kind",
 	       j->scheme == ITR_DP ? "samples" : "layers", "compute s", "exp.comm s", "update s",
 	       "emu late calls/s", "hidden s");

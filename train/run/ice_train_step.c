@@ -28,7 +28,7 @@ static int tail_rows(const struct itr_rank *k, int t, int row0, int nrows)
  * device's stream between backward layers, as an optimizer step fused
  * into the backward would run: on a device rank by the device (its fp32
  * gradient copied up; a bf16 one the communication thread widened there),
- * unless its fp32 master lives on the host (bf16 weights). */
+ * on its weights or, where they are gathered in bf16, its part's master. */
 static int shard_update(struct itr_rank *k, int b, bool wait)
 {
 	struct itr_bucket *bk = &k->bk[b];
@@ -47,7 +47,8 @@ static int shard_update(struct itr_rank *k, int b, bool wait)
 		k->t_update += (double)(ice_now_ns() - t0) / 1e9;
 	}
 	if (ret == 0)
-		ret = itr_sgd_range(k, off, bk->shard[k->r]);
+		ret = itr_sgd_range(k, off, bk->shard[k->r],
+				    k->dm != NULL ? k->dm + bk->moff : NULL);
 	itr_trace_add(k, EV_UPD, b, t0, ice_now_ns(), 0, 0);
 	bk->updated = ret == 0;
 	return ret;
@@ -98,6 +99,7 @@ static int shard_advance(struct itr_rank *k, bool wait)
 		bk->ag.hout = k->w16 != NULL && k->wh != NULL ? k->wh + bk->off : NULL;
 		bk->ag.dhalf = k->w16 != NULL && k->d16 != NULL ? k->d16 + bk->off : NULL;
 		bk->ag.dev_upd = itr_dev_update(k);
+		bk->ag.dmaster = k->dm != NULL ? k->dm + bk->moff : NULL;
 		itr_cop_post(&k->ct, &bk->ag, COP_AG, k->wblk + bk->off, bk->count, -1);
 	}
 }
