@@ -15,7 +15,9 @@
 #     naming the rank, the device, the MiB needed and the capacity;
 #   - host ranks on one host (host profiles, not emulated) each get their
 #     share of its memory: ice-train's split keeps each within half, where
-#     ice-plan, which does not know where they run, does not;
+#     ice-plan, which does not know where they run, does not; the jobs of
+#     an --efficiency --together set too (alone, each has all of it);
+#     --save-profiles keeps the profile's whole figure;
 #   - ice-plan leaves out a scheme no split of which fits (DP, whose ranks
 #     hold the whole model) and still plans the other; with that scheme
 #     alone it fails; a bad mem_gib names the file, key and unit.
@@ -138,7 +140,11 @@ timeout 30 "$PLAN" --model "$MODEL" --profiles "$TMP/hosts.yaml" --devices h-fas
 	--scheme pp --json >"$TMP/plan-hosts.json" || fail "ice-plan (host devices) exited $?"
 same pp-hosts --profiles "$TMP/hosts.yaml" --devices h-fast,h-slow --scheme pp
 timeout 120 "$TRAIN" --model "$MODEL" --profiles "$TMP/hosts.yaml" --devices h-fast,h-slow \
-	--scheme pp --steps 1 --warmup 0 >"$TMP/pp-hosts.txt" 2>&1 || fail "pp h-fast,h-slow failed"
+	--scheme pp --steps 1 --warmup 0 --save-profiles "$TMP/saved.yaml" >"$TMP/pp-hosts.txt" 2>&1 ||
+	fail "pp h-fast,h-slow failed"
+# what a rank saves is its device's profile: the host's whole memory
+[ "$(grep -c 'mem_gib: 0.1$' "$TMP/saved.yaml")" = 2 ] ||
+	fail "--save-profiles wrote a rank's share as mem_gib: $(cat "$TMP/saved.yaml")"
 grep -q "have a share of its profile's mem_gib: rank 0 1/2, rank 1 1/2" "$TMP/pp-hosts.txt" ||
 	fail "the report does not say the host ranks share its memory: $(cat "$TMP/pp-hosts.txt")"
 python3 - "$TMP/plan-hosts.json" "$TMP/pp-hosts" <<'PY' ||
@@ -157,6 +163,24 @@ assert r0["layers"] < plan["nlayers"][0], (r0, plan)
 PY
 	fail "host ranks on one host: not each within its share"
 
+echo "## jobs run at the same time on one host share its memory too"
+# --together runs each device's job alone at the same time: each rank
+# there has half the host's 0.2 GiB, as in the mixed job; alone, all of it
+sed 's/mem_gib: 0.1/mem_gib: 0.2/' "$TMP/hosts.yaml" >"$TMP/hosts2.yaml"
+timeout 200 "$TRAIN" --model "$MODEL" --profiles "$TMP/hosts2.yaml" --devices h-fast,h-slow \
+	--scheme pp --steps 1 --warmup 0 --efficiency --together --json >"$TMP/tog.json" \
+	2>"$TMP/tog.err" || fail "--efficiency --together on host devices failed: $(cat "$TMP/tog.err")"
+python3 - "$TMP/tog.json" <<'PY' ||
+import json, sys
+gib = 0.2 * 2**30
+for j in json.load(open(sys.argv[1]))["jobs"]:
+    k = 1 if j["job"].startswith("alone") else 2
+    got = [(r["mem_share"], r["mem_capacity_bytes"]) for r in j["ranks"]]
+    print(f"  {j['job']}: {[f'1/{s} ({c / 2**20:.1f} MiB)' for s, c in got]}")
+    assert all(s == k and c == gib / k for s, c in got), (j["job"], got)
+PY
+	fail "jobs run together on one host: a rank's share of its memory is wrong"
+
 echo "## the even split beyond mem_gib is refused"
 sed 's/^    reduce_gbps: 2$/&\n    mem_gib: 0.042/' "$PROF" >"$TMP/cap2.yaml"
 timeout 60 "$TRAIN" --model "$MODEL" --profiles "$TMP/cap2.yaml" --devices emu-fast,emu-slow \
@@ -164,7 +188,7 @@ timeout 60 "$TRAIN" --model "$MODEL" --profiles "$TMP/cap2.yaml" --devices emu-f
 rc=$?
 cat "$TMP/even"
 [ "$rc" -ne 0 ] || fail "an even split beyond mem_gib ran"
-grep -Eq "the even split of model 'mlp-28' needs 43\.[0-9] MiB on rank 0 \(device 'emu-fast', host memory\), over its profile's mem_gib 0\.042 \(43\.0 MiB\)" \
+grep -Eq "the even split of model 'mlp-28' needs 43\.[0-9] MiB on rank 0 \(device 'emu-fast', host memory\), over its capacity 43\.0 MiB \(mem_gib 0\.042\)" \
 	"$TMP/even" || fail "the even split's refusal does not name the rank, device and sizes"
 timeout 30 "$PLAN" --model "$MODEL" --profiles "$TMP/cap2.yaml" --devices emu-fast,emu-slow \
 	--scheme pp >"$TMP/plan-even" 2>&1 || fail "ice-plan (even over) exited $?"

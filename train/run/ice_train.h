@@ -15,6 +15,8 @@
 #include "trn.h"
 
 #define ITR_MAX_STEPS 4096
+/* the jobs of one run: each group alone, again --together, mixed plan and even */
+#define ITR_MAX_JOBS (2 * TRN_MAX_DEVICES + 2)
 
 enum itr_scheme {
 	ITR_DP = 0,
@@ -140,12 +142,13 @@ struct itr_rank_arg {
 };
 int itr_rank_main(void *arg);
 
-/* Ranks of job j that compute in one host's memory (host devices, not
- * emulated ones, which stand for devices of their own, whose run ranks
- * have the same host[grank]; host NULL: every rank on this host, the
- * launcher's) share the capacity their profiles state: each gets mem_gib
- * / k, k of them (mem_share). ice_train_hosts.c. */
-void itr_mem_share(struct itr_job *j, const uint64_t *host);
+/* Ranks that compute in one host's memory at the same time (host devices,
+ * not emulated ones, which stand for devices of their own; of one job or
+ * of one --together set; whose run ranks have the same host[grank]; host
+ * NULL: every rank on this host, the launcher's) share the capacity their
+ * profiles state: each gets mem_gib / k, k of them (mem_share), for all n
+ * jobs. ice_train_hosts.c. */
+void itr_mem_share(struct itr_job *jobs, int n, const uint64_t *host);
 /* This host's identity (/etc/machine-id or the boot id, and the host
  * name, hashed). */
 uint64_t itr_host_id(void);

@@ -156,9 +156,7 @@ static int all_gather(struct itr_cthread *t, struct itr_cop *op)
 			ret = tp_allgather_v(t->c, op->half + op->mine, op->half, op->counts,
 					     DEV_BFLOAT16);
 		if (ret == 0 && op->dhalf != NULL) {
-			ret = op->dev_upd ? upload_others(o, op->dhalf, op->half, op->mine, n,
-							  op->count, 2)
-					  : o->from_host(op->dhalf, op->half, op->count * 2);
+			ret = upload_others(o, op->dhalf, op->half, op->mine, n, op->count, 2);
 			return ret < 0 ? ret
 				       : o->convert(op->buf, DEV_FLOAT32, op->dhalf, DEV_BFLOAT16,
 						    op->count);
@@ -166,10 +164,10 @@ static int all_gather(struct itr_cthread *t, struct itr_cop *op)
 		if (ret == 0)
 			dev_bf16_to_float_n(out, op->half, op->count);
 	}
+	/* a host rank gathers into its weights; a device rank (which updates
+	 * on the device: dev_upd) uploads all but its own part */
 	if (ret < 0 || out == op->buf)
 		return ret;
-	if (!op->dev_upd)
-		return o->from_host(op->buf, out, op->count * 4);
 	return upload_others(o, op->buf, out, op->mine, n, op->count, 4);
 }
 

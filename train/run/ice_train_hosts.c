@@ -97,19 +97,29 @@ static bool host_memory(const struct trn_profile *d)
 	return !d->emulated && strcmp(d->kind, "host") == 0;
 }
 
-void itr_mem_share(struct itr_job *j, const uint64_t *host)
+/* Jobs x and i run at the same time: the same job, or one --together set. */
+static bool concurrent(const struct itr_job *jobs, int x, int i)
 {
-	int k[TRN_MAX_DEVICES] = {0};
+	return x == i || (jobs[i].together > 0 && jobs[x].together == jobs[i].together);
+}
 
-	for (int r = 0; r < j->ndev; r++)
-		for (int q = 0; q < j->ndev && host_memory(&j->dev[r]); q++)
-			k[r] += host_memory(&j->dev[q]) &&
-				(host == NULL || host[j->grank[q]] == host[j->grank[r]]);
-	for (int r = 0; r < j->ndev; r++) {
-		j->mem_share[r] = k[r] > 1 ? k[r] : 1;
-		if (k[r] > 1 && j->dev[r].mem_gib > 0)
-			j->dev[r].mem_gib /= k[r];
-	}
+void itr_mem_share(struct itr_job *jobs, int n, const uint64_t *host)
+{
+	int k[ITR_MAX_JOBS][TRN_MAX_DEVICES] = {{0}};
+
+	for (int i = 0; i < n && i < ITR_MAX_JOBS; i++)
+		for (int r = 0; r < jobs[i].ndev; r++)
+			for (int x = 0; x < n && host_memory(&jobs[i].dev[r]); x++)
+				for (int q = 0; q < jobs[x].ndev && concurrent(jobs, x, i); q++)
+					k[i][r] += host_memory(&jobs[x].dev[q]) &&
+						   (host == NULL || host[jobs[x].grank[q]] ==
+									    host[jobs[i].grank[r]]);
+	for (int i = 0; i < n && i < ITR_MAX_JOBS; i++)
+		for (int r = 0; r < jobs[i].ndev; r++) {
+			jobs[i].mem_share[r] = k[i][r] > 1 ? k[i][r] : 1;
+			if (k[i][r] > 1 && jobs[i].dev[r].mem_gib > 0)
+				jobs[i].dev[r].mem_gib /= k[i][r];
+		}
 }
 
 struct itr_ctl *itr_ctl_join(struct tp_opts *tp, int nranks)
@@ -180,8 +190,8 @@ int itr_ctl_jobs(struct itr_ctl *x, struct itr_job *jobs, int *njobs, int max, i
 	int ret = tp_comm_oob_gather(x->c, &id, sizeof(id), host);
 
 	/* rank 0 knows which ranks share a host: their memory too */
-	for (int k = 0; ret == 0 && x->rank == 0 && k < *njobs; k++)
-		itr_mem_share(&jobs[k], host);
+	if (ret == 0 && x->rank == 0)
+		itr_mem_share(jobs, *njobs, host);
 	if (ret == 0)
 		ret = tp_comm_oob_bcast(x->c, hdr, sizeof(hdr));
 	if (ret < 0)

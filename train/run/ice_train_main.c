@@ -37,8 +37,6 @@
 #include "dev.h"
 #include "tp_opts.h"
 
-#define ITR_MAX_JOBS (2 * TRN_MAX_DEVICES + 2)
-
 struct opts {
 	char model_path[512], profiles_path[512], devices[1024], trace[256];
 	char save_profiles[512]; /* --save-profiles: profiles refined from the steps */
@@ -489,8 +487,8 @@ static void together_steps(struct job_out *set, int n)
  * (FILE is created if absent). Emulated devices are left out (they compute
  * at their stated speed). -1 after a message.
  */
-static int save_profiles(const char *path, struct job_out (*runs)[ITR_MAX_REPEAT], int njobs,
-			 int nruns)
+static int save_profiles(const char *path, const struct trn_profile *prof, int np,
+			 struct job_out (*runs)[ITR_MAX_REPEAT], int njobs, int nruns)
 {
 	static struct trn_profile all[TRN_MAX_DEVICES];
 	struct ice_cfg_err ce;
@@ -515,7 +513,7 @@ static int save_profiles(const char *path, struct job_out (*runs)[ITR_MAX_REPEAT
 		for (int d = 0; d < runs[i][0].job.ndev; d++) {
 			const struct trn_profile *p = &runs[i][0].job.dev[d];
 			double v[ITR_MAX_JOBS * ITR_MAX_REPEAT * TRN_MAX_DEVICES];
-			int nv = 0, k, seen = 0;
+			int nv = 0, k, o, seen = 0;
 
 			if (p->emulated)
 				continue;
@@ -563,6 +561,10 @@ static int save_profiles(const char *path, struct job_out (*runs)[ITR_MAX_REPEAT
 				k = n++;
 			}
 			all[k] = *p;
+			/* the profile's own capacity, not a rank's share of it */
+			o = trn_profile_find(prof, np, p->name);
+			if (o >= 0)
+				all[k].mem_gib = prof[o].mem_gib;
 			all[k].gflops = nv % 2 ? v[nv / 2] : (v[nv / 2 - 1] + v[nv / 2]) / 2;
 			snprintf(src, sizeof(src),
 				 "ice-train's timed steps at %s (median of %d; was %.2f GFLOP/s)",
@@ -649,6 +651,7 @@ int main(int argc, char **argv)
 {
 	static struct trn_profile prof[TRN_MAX_DEVICES];
 	static struct job_out jobs[ITR_MAX_JOBS], runs[ITR_MAX_JOBS][ITR_MAX_REPEAT];
+	static struct itr_job js[ITR_MAX_JOBS];
 	struct itr_eff e = {.alone = 0,
 			    .plan = NAN,
 			    .even = NAN,
@@ -811,12 +814,12 @@ int main(int argc, char **argv)
 		}
 		njobs++;
 	}
-	/* the launcher's ranks all run here */
-	for (int i = 0; o.tp.rank < 0 && i < njobs; i++)
-		itr_mem_share(&jobs[i].job, NULL);
-	if (o.tp.rank >= 0) {
-		static struct itr_job js[ITR_MAX_JOBS];
-
+	for (int i = 0; i < njobs; i++)
+		js[i] = jobs[i].job;
+	if (o.tp.rank < 0) {
+		/* the launcher's ranks all run here */
+		itr_mem_share(js, njobs, NULL);
+	} else {
 		if (o.nranks > 0 && o.nranks != ndev) {
 			fprintf(stderr,
 				"ice-train: --nranks %d but --devices '%s' names %d devices: "
@@ -827,8 +830,6 @@ int main(int argc, char **argv)
 		ctl = itr_ctl_join(&o.tp, ndev);
 		if (ctl == NULL)
 			return 1;
-		for (int i = 0; i < njobs; i++)
-			js[i] = jobs[i].job;
 		if (itr_ctl_jobs(ctl, js, &njobs, ITR_MAX_JOBS, &o.repeat, &jobs[njobs - 1].job) <
 		    0) {
 			fprintf(stderr,
@@ -837,9 +838,9 @@ int main(int argc, char **argv)
 			itr_ctl_free(ctl);
 			return 1;
 		}
-		for (int i = 0; i < njobs; i++)
-			jobs[i].job = js[i];
 	}
+	for (int i = 0; i < njobs; i++)
+		jobs[i].job = js[i];
 	for (int r = 0; r < o.repeat; r++)
 		for (int i = 0, n; i < njobs; i += n) {
 			struct job_out *set[ITR_MAX_JOBS];
@@ -879,7 +880,8 @@ int main(int argc, char **argv)
 	itr_ctl_free(ctl);
 	if (o.tp.rank > 0)
 		return rc;
-	if (o.save_profiles[0] != '\0' && save_profiles(o.save_profiles, runs, njobs, o.repeat) < 0)
+	if (o.save_profiles[0] != '\0' &&
+	    save_profiles(o.save_profiles, prof, np, runs, njobs, o.repeat) < 0)
 		rc = 1;
 	if (o.efficiency)
 		eff_per_run(runs, njobs, ngroups, o.together, o.repeat, &e);

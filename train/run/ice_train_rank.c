@@ -101,7 +101,7 @@ void *itr_dev_alloc(struct itr_rank *k, size_t bytes)
 		ice_err(ICE_SUB_BENCH, "rank %d: cannot allocate %zu bytes of %s memory", k->r,
 			bytes, k->ops->name);
 	else
-		k->dev_bytes += bytes ? bytes : 4;
+		k->dev_bytes += bytes; /* an empty one as the model counts it: 0 */
 	return p;
 }
 
@@ -192,7 +192,8 @@ static int setup_params(struct itr_rank *k)
 	/* the fp32 master copy: on host memory the weights themselves,
 	 * unless they are gathered in bf16 (then computed on rounded); a
 	 * device rank's is on the device (itr_dev_update: its weights, or
-	 * dm), and this is the all-gather's host staging */
+	 * dm), and this is where its weights are seeded and, sharded, where
+	 * the all-gather stages them */
 	k->wmblk = k->host && !w16 ? k->wblk : host_alloc(k, k->nparam * 4);
 	k->grad = itr_dev_alloc(k, k->nparam * 4);
 	k->gh = k->host ? k->grad : host_alloc(k, k->nparam * 4);
@@ -470,23 +471,28 @@ static int plan_fits(struct itr_rank *k)
 {
 	const struct itr_job *j = k->job;
 	bool dp = j->scheme == ITR_DP;
-	int over = dp ? k->dp.over : k->pp.over;
+	int over = dp ? k->dp.over : k->pp.over, share;
 	double need, cap;
+	char share_s[96];
 
 	if (over < 0)
 		return 0;
 	need = dp ? k->dp.mem_need[over] : k->pp.mem_need[over];
 	cap = trn_mem_cap(&j->dev[over]);
+	share = j->mem_share[over];
+	snprintf(share_s, sizeof(share_s),
+		 " in its profile, 1/%d of it its share: ranks computing "
+		 "in one host's memory",
+		 share);
 	if (k->r == 0)
 		ice_err(ICE_SUB_BENCH,
 			"the %s split of model '%s' needs %.1f MiB on rank %d (device '%s', %s "
-			"memory), over its %s mem_gib %g (%.1f MiB): use the planner's "
-			"split, a smaller micro_batch, or a device with more memory",
+			"memory), over its capacity %.1f MiB (mem_gib %g%s): use the "
+			"planner's split, a smaller micro_batch, or a device with more memory",
 			j->split == ITR_SPLIT_PLAN ? "planned" : "even", k->m->name,
 			need / (1 << 20), over, j->dev[over].name, j->dev[over].kind,
-			j->mem_share[over] > 1 ? "share (ranks on one host) of its profile's"
-					       : "profile's",
-			j->dev[over].mem_gib, cap / (1 << 20));
+			cap / (1 << 20), j->dev[over].mem_gib * (share > 1 ? share : 1),
+			share > 1 ? share_s : "");
 	return -ENOMEM;
 }
 
