@@ -131,11 +131,7 @@ echo "## host ranks on one host share its memory"
 # ice-devprof writes MemAvailable): ice-plan, which does not know where
 # they run, gives stage 0 the 20 layers that fit 102.4 MiB; ice-train
 # runs both here, each within half (51.2 MiB)
-cat >"$TMP/hosts.yaml" <<'EOF'
-devices:
-  - {name: h-fast, kind: host, gflops: 20, mem_gbps: 10, h2d_gbps: 5, d2h_gbps: 5, reduce_gbps: 5, mem_gib: 0.1}
-  - {name: h-slow, kind: host, gflops: 8, mem_gbps: 10, h2d_gbps: 5, d2h_gbps: 5, reduce_gbps: 5, mem_gib: 0.1}
-EOF
+cp "$ROOT/tests/train/prof_hosts_shared.yaml" "$TMP/hosts.yaml"
 timeout 30 "$PLAN" --model "$MODEL" --profiles "$TMP/hosts.yaml" --devices h-fast,h-slow \
 	--scheme pp --json >"$TMP/plan-hosts.json" || fail "ice-plan (host devices) exited $?"
 same pp-hosts --profiles "$TMP/hosts.yaml" --devices h-fast,h-slow --scheme pp

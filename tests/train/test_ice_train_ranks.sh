@@ -263,11 +263,7 @@ echo "rank 1 exited $rc, $((t1 - t0)) s after the start (rank 0 killed at 4 s)"
 pgrep -f -- "--bootstrap 127.23.0.1:$port" && fail "a rank of the killed run is left"
 
 echo "## two ranks on one host share its memory (host profiles, --rank mode)"
-cat >"$TMP/hosts.yaml" <<'EOF'
-devices:
-  - {name: h-fast, kind: host, gflops: 20, mem_gbps: 10, h2d_gbps: 5, d2h_gbps: 5, reduce_gbps: 5, mem_gib: 0.1}
-  - {name: h-slow, kind: host, gflops: 8, mem_gbps: 10, h2d_gbps: 5, d2h_gbps: 5, reduce_gbps: 5, mem_gib: 0.1}
-EOF
+cp "$ROOT/tests/train/prof_hosts_shared.yaml" "$TMP/hosts.yaml"
 ranks mem-ranks --profiles "$TMP/hosts.yaml" --devices h-fast,h-slow --scheme pp --steps 1 \
 	--warmup 0 --json
 python3 - "$TMP/mem-ranks" <<'EOF' || fail "--rank mode: the host ranks do not share its memory"
