@@ -25,7 +25,9 @@
 #     both optimizer modes: the same weights on both ranks and in both;
 #     with the bf16 exchange, which the CUDA rank converts on the device,
 #     the weights of two host ranks; updating on the device (fp32 and bf16
-#     gradients; a pipeline stage) also the weights of host ranks;
+#     gradients; a pipeline stage) also the weights of host ranks, and a
+#     re-plan that moves layers off the device stage the loss of the job
+#     kept on its split;
 #   - --json gives one valid JSON object with the figures, with --repeat
 #     every run's throughput and each repeat's efficiency;
 #   - ice-plan --cores prices CPU contention (two host devices, one on a
@@ -225,6 +227,35 @@ EOF
 		w=$(grep -o 'weights (fnv1a per stage): .*' "$TMP/pp-fgpu,cpu")
 		[ -n "$w" ] && [ "$w" = "$(grep -o 'weights (fnv1a per stage): .*' "$TMP/pp-cpu,cpu")" ] ||
 			fail "pp fgpu,cpu: a stage updated on the device ends with other weights than on the host"
+		# a re-plan moves layers off and onto the device stage (its
+		# weights come back from the device first): profiles 10x from
+		# what either computes here force one; the loss is that of the
+		# same job kept on its split and of two host stages, bit for bit
+		sed -e 's/gflops: 10, mem_gbps: 20/gflops: 300, mem_gbps: 20/' \
+			-e 's/name: cpu, kind: host, gflops: 10/name: cpu, kind: host, gflops: 30/' \
+			"$TMP/fake.yaml" >"$TMP/fake-wrong.yaml"
+		for x in fgpu,cpu/0.2 fgpu,cpu/0 cpu,cpu/0; do
+			ICE_CUDA_LIB=$ICE_FAKE_CUDA_LIB timeout 120 "$TRAIN" --model "$MODEL" \
+				--profiles "$TMP/fake-wrong.yaml" --devices "${x%/*}" --scheme pp --steps 3 \
+				--warmup 3 --replan "${x#*/}" --json >"$TMP/pp-replan-${x/\//-}" \
+				2>"$TMP/pp-replan.err" ||
+				fail "pp $x (devices/--replan) failed: $(cat "$TMP/pp-replan.err")"
+		done
+		python3 - "$TMP"/pp-replan-fgpu,cpu-0.2 "$TMP"/pp-replan-fgpu,cpu-0 \
+			"$TMP"/pp-replan-cpu,cpu-0 <<'EOF' ||
+import json, sys
+a, b, h = (json.load(open(p))["jobs"][0] for p in sys.argv[1:4])
+ra, rb = a["ranks"], b["ranks"]
+print(f"  fgpu,cpu re-planned: layers {[(r['first_layer'], r['layers']) for r in ra]}, "
+      f"{ra[0]['replans']} re-plan(s), loss {ra[-1]['loss']!r}; kept: layers "
+      f"{[(r['first_layer'], r['layers']) for r in rb]}, loss {rb[-1]['loss']!r}")
+assert a["ok"] and b["ok"], (a["ok"], b["ok"])
+assert ra[0]["replans"] >= 1 and rb[0]["replans"] == 0, (ra[0]["replans"], rb[0]["replans"])
+assert ra[1]["first_layer"] != rb[1]["first_layer"], "the split did not change"
+assert ra[-1]["loss"] == rb[-1]["loss"], (ra[-1]["loss"], rb[-1]["loss"])
+assert h["ok"] and rb[-1]["loss"] == h["ranks"][-1]["loss"], (rb[-1]["loss"], h["ranks"][-1]["loss"])
+EOF
+			fail "pp fgpu,cpu --replan: the device stage's weights did not move with its layers"
 	fi
 fi
 

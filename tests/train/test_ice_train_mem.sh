@@ -17,7 +17,8 @@
 #     share of its memory: ice-train's split keeps each within half, where
 #     ice-plan, which does not know where they run, does not; the jobs of
 #     an --efficiency --together set too (alone, each has all of it);
-#     --save-profiles keeps the profile's whole figure;
+#     --save-profiles keeps the profile's whole figure; a split beyond the
+#     share is refused, the refusal saying where the capacity comes from;
 #   - ice-plan leaves out a scheme no split of which fits (DP, whose ranks
 #     hold the whole model) and still plans the other; with that scheme
 #     alone it fails; a bad mem_gib names the file, key and unit.
@@ -158,6 +159,13 @@ for r in run["ranks"]:
 assert r0["layers"] < plan["nlayers"][0], (r0, plan)
 PY
 	fail "host ranks on one host: not each within its share"
+
+# beyond the share: the refusal gives the capacity and where it comes from
+timeout 60 "$TRAIN" --model "$MODEL" --profiles "$TMP/hosts.yaml" --devices h-fast,h-slow \
+	--scheme dp --split even --steps 1 --warmup 0 >"$TMP/dp-hosts" 2>&1 &&
+	fail "dp even beyond the host ranks' shares ran"
+grep -Eq "needs [0-9.]+ MiB on rank 0 \(device 'h-fast', host memory\), over its capacity 51\.2 MiB \(mem_gib 0\.1 in its profile, 1/2 of it its share" \
+	"$TMP/dp-hosts" || fail "the refusal beyond a share does not say so: $(cat "$TMP/dp-hosts")"
 
 echo "## jobs run at the same time on one host share its memory too"
 # --together runs each device's job alone at the same time: each rank

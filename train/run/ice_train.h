@@ -37,8 +37,9 @@ struct itr_job {
 	int ndev;
 	struct trn_profile dev[TRN_MAX_DEVICES]; /* rank r runs on dev[r] */
 	int grank[TRN_MAX_DEVICES];		 /* --rank mode: the run's rank of job rank r */
-	int mem_share[TRN_MAX_DEVICES];		 /* ranks of this job whose memory is the same
-						  * host's as rank r's (itr_mem_share: its
+	int mem_share[TRN_MAX_DEVICES];		 /* ranks computing in the same host's memory
+						  * as rank r at the same time (this job, or
+						  * its --together set; itr_mem_share: its
 						  * dev[r].mem_gib is 1/mem_share of the
 						  * profile's); 0 or 1: its own */
 	struct trn_model model;
@@ -161,7 +162,9 @@ struct itr_ctl;
 struct itr_ctl *itr_ctl_join(struct tp_opts *tp, int nranks);
 void itr_ctl_free(struct itr_ctl *x); /* NULL-safe */
 /* Rank 0's jobs (and --repeat) to every rank, replacing the others' own;
- * own: this rank's mixed job, to warn when it names another device. */
+ * own: this rank's mixed job, to warn when it names another device. Rank 0
+ * first gathers every rank's itr_host_id and shares the host ranks' memory
+ * (itr_mem_share): the jobs come back with mem_gib divided. */
 int itr_ctl_jobs(struct itr_ctl *x, struct itr_job *jobs, int *njobs, int max, int *repeat,
 		 const struct itr_job *own);
 /* Run njobs jobs at the same time (a set: no rank in two of them; one job
