@@ -4,8 +4,8 @@
  * of transport/dev.h, or write a stated (emulated) one.
  *
  *   ice-devprof [--kind host|cuda|hip] [--name NAME] [--seconds S] [--sustain S]
- *               [--comm-load X] [--weights-mb 32] [--m 8 --n 1024 --k 1024] [--mb 64]
- *               [-o FILE]
+ *               [--comm-load X] [--weights-mb 32] [--m 8 --n 1024 --k 1024]
+ *               [--model M.yaml] [--mb 64] [-o FILE]
  *   ice-devprof --emulate NAME --gflops X [--mem-gbps X] [--h2d-gbps X]
  *               [--d2h-gbps X] [--reduce-gbps X] [-o FILE]
  *
@@ -24,12 +24,22 @@
  * --weights-mb MiB of them (default 32, about ice-train's model: out of
  * cache, as in a step); FLOP over the window's wall time is the sustained
  * figure, the profile's gflops (what the planner uses); burst_gflops keeps
- * the burst. The memory a rank may use (mem_gib) is what the backend has
- * free before ice-devprof allocates (mem_info: the device's free memory;
- * host: the available memory within the cgroup's limit). With -o the
- * profile replaces the one of the same name in FILE
- * (or is added); without, it goes to stdout. Exit: 0, 1 failure, 2 bad
- * flags.
+ * the burst. With --model the window runs what ice-train's steps run
+ * instead, over chunks of micro-batches: layer by layer the forward of each
+ * micro-batch of the chunk, their loss gradients (copied to the host, as
+ * ice-train sums the loss there), then from the top layer by layer their
+ * weight- and input-gradient products, the weights of every layer in
+ * memory. Twice: chunks of 16 (a DP step's tail: a layer's weights serve
+ * its chunk from cache), the profile's gflops; then one micro-batch at a
+ * time (a pipeline stage's order: the weights streamed per micro-batch),
+ * pp_gflops. On an accelerator, where a call at a micro-batch's few rows
+ * costs far more than its arithmetic (a launch and a wait), this is what a
+ * step sustains, not what one large product does. The memory a rank may
+ * use (mem_gib) is what the backend has free before ice-devprof allocates
+ * (mem_info: the device's free memory; host: the available memory within
+ * the cgroup's limit). With -o the profile replaces the one of the same
+ * name in FILE (or is added); without, it goes to stdout. Exit: 0, 1
+ * failure, 2 bad flags.
  */
 #include <errno.h>
 #include <math.h>
@@ -58,6 +68,8 @@ struct devprof_cfg {
 	double sustain, comm_load;
 	int64_t weights_mb;
 	int64_t m, n, k, mb;
+	char model[512];
+	struct trn_model mdl; /* --model, loaded */
 	char output[512];
 	char emulate[TRN_NAME_MAX];
 	double gflops, mem_gbps, h2d_gbps, d2h_gbps, reduce_gbps, mem_gib;
@@ -88,6 +100,11 @@ static const struct ice_cfg_field devprof_fields[] = {
 	F("n", ICE_CFG_INT, n, .min = 1, .max = 65536,
 	  .help = "sgemm columns of B and C (default 1024)"),
 	F("k", ICE_CFG_INT, k, .min = 1, .max = 65536, .help = "sgemm inner size (default 1024)"),
+	F("model", ICE_CFG_STRING, model, .size = 512, .arg = "FILE",
+	  .help = "sustained figures from this model's own products\n(train/models: each "
+		  "layer's forward, weight-\nand input-gradient at its micro-batch, the loss\n"
+		  "gradient), in a DP step's order (gflops) and a\npipeline stage's (pp_gflops); "
+		  "default: --m/--n/--k\nover --weights-mb"),
 	F("mb", ICE_CFG_INT, mb, .min = 1, .max = 16384,
 	  .help = "MiB per buffer of the bandwidth tests (default 64)"),
 	F("output", ICE_CFG_STRING, output, .size = 512, .alias = 'o', .arg = "FILE",
@@ -124,6 +141,9 @@ static int devprof_finish(void *obj, const char *path, struct ice_cfg_err *err)
 					    "expected the stated GFLOP/s of emulated device '%s' "
 					    "(--gflops X, X > 0)",
 					    c->emulate);
+		if (c->model[0] != '\0')
+			return ice_cfg_fail(err, path, "model",
+					    "--model measures a device; --emulate states one");
 		return 0;
 	}
 	if (c->gflops > 0 || c->mem_gbps > 0 || c->h2d_gbps > 0 || c->d2h_gbps > 0 ||
@@ -131,6 +151,12 @@ static int devprof_finish(void *obj, const char *path, struct ice_cfg_err *err)
 		return ice_cfg_fail(err, path, "gflops",
 				    "stated speeds go with --emulate NAME; without it "
 				    "ice-devprof measures them");
+	if (c->model[0] != '\0') {
+		int ret = trn_model_load(c->model, &c->mdl, err);
+
+		if (ret < 0)
+			return ret;
+	}
 	if (c->name[0] == '\0')
 		snprintf(c->name, sizeof(c->name), "%s", kind_names[c->kind]);
 	if (!ice_cfg_name_ok(c->name))
@@ -150,6 +176,15 @@ struct bench {
 	void *h; /* pinned host buffer */
 	size_t len;
 	int m, n, k;
+	/* --model: its layers' weights and weight gradients (offsets woff),
+	 * a micro-batch's activations and gradients, the loss on the host */
+	const struct trn_model *mdl;
+	float *w, *dw, *x, *y, *g, *dx;
+	float *lossh;
+	size_t *woff;
+	size_t act; /* floats of one micro-batch's activation buffer */
+	int chunk;
+	double mb_flops; /* matrix FLOP of one micro-batch */
 };
 
 typedef int (*bench_fn)(struct bench *b);
@@ -157,6 +192,104 @@ typedef int (*bench_fn)(struct bench *b);
 static int run_sgemm(struct bench *b)
 {
 	return b->ops->sgemm(false, false, b->m, b->n, b->k, 1.0f, b->a, b->b, 0.0f, b->c);
+}
+
+static int fill(const struct dev_mem_ops *ops, void *dst, size_t len);
+
+/* --model: micro-batches a DP step runs through a layer in turn (its
+ * default tail, ice-train --dp-tail auto) */
+#define DP_CHUNK 16
+
+/* One chunk of a DP step of b->mdl, as ice-train computes it: layer by
+ * layer the forward of each of its micro-batches; their loss gradients
+ * (dY = Y - T, read back to the host); then from the top, layer by layer,
+ * each micro-batch's weight gradient (dW += X^T dY) and input gradient
+ * (dX = dY W^T). Micro-batch t's buffers are at t * b->act. */
+static int run_model_mb(struct bench *b)
+{
+	const struct trn_model *md = b->mdl;
+	int rows = md->micro_batch, top = md->out[md->nlayers - 1], ret = 0;
+
+	for (int j = 0; ret == 0 && j < md->nlayers; j++)
+		for (int t = 0; ret == 0 && t < b->chunk; t++)
+			ret = b->ops->sgemm(false, false, rows, md->out[j], md->in[j], 1.0f,
+					    b->x + t * b->act, b->w + b->woff[j], 0.0f,
+					    b->y + t * b->act);
+	for (int t = 0; ret == 0 && t < b->chunk; t++) {
+		ret = b->ops->reduce(b->g + t * b->act, b->y + t * b->act, (size_t)rows * top,
+				     DEV_FLOAT32, DEV_SUM);
+		if (ret == 0)
+			ret = b->ops->to_host(b->lossh, b->g + t * b->act,
+					      (size_t)rows * top * sizeof(float));
+	}
+	for (int j = md->nlayers - 1; ret == 0 && j >= 0; j--) {
+		for (int t = 0; ret == 0 && t < b->chunk; t++)
+			ret = b->ops->sgemm(true, false, md->in[j], md->out[j], rows, 1.0f,
+					    b->x + t * b->act, b->g + t * b->act, 1.0f,
+					    b->dw + b->woff[j]);
+		for (int t = 0; ret == 0 && t < b->chunk; t++)
+			ret = b->ops->sgemm(false, true, rows, md->in[j], md->out[j], 1.0f,
+					    b->g + t * b->act, b->w + b->woff[j], 0.0f,
+					    b->dx + t * b->act);
+	}
+	return ret;
+}
+
+/* --model: the buffers run_model_mb() works on (weights and gradients of
+ * every layer, activations sized for the widest layer), filled. */
+static int model_alloc(struct bench *b, const struct trn_model *md, int chunk)
+{
+	size_t np = 0, wide = 0, act;
+	int ret = 0;
+
+	b->mdl = md;
+	b->woff = calloc((size_t)md->nlayers, sizeof(*b->woff));
+	if (b->woff == NULL)
+		return -ENOMEM;
+	b->mb_flops = 0;
+	for (int j = 0; j < md->nlayers; j++) {
+		b->woff[j] = np;
+		np += (size_t)md->in[j] * (size_t)md->out[j];
+		wide = (size_t)md->in[j] > wide ? (size_t)md->in[j] : wide;
+		wide = (size_t)md->out[j] > wide ? (size_t)md->out[j] : wide;
+		b->mb_flops += 6.0 * md->micro_batch * md->in[j] * md->out[j];
+	}
+	b->chunk = chunk;
+	b->act = (size_t)md->micro_batch * wide;
+	act = (size_t)chunk * b->act * sizeof(float);
+	b->w = b->ops->alloc(np * sizeof(float));
+	b->dw = b->ops->alloc(np * sizeof(float));
+	b->x = b->ops->alloc(act);
+	b->y = b->ops->alloc(act);
+	b->g = b->ops->alloc(act);
+	b->dx = b->ops->alloc(act);
+	b->lossh = malloc(act);
+	if (b->w == NULL || b->dw == NULL || b->x == NULL || b->y == NULL || b->g == NULL ||
+	    b->dx == NULL || b->lossh == NULL)
+		return -ENOMEM;
+	ret = fill(b->ops, b->w, np * sizeof(float));
+	if (ret == 0)
+		ret = fill(b->ops, b->dw, np * sizeof(float));
+	if (ret == 0)
+		ret = fill(b->ops, b->x, act);
+	if (ret == 0)
+		ret = fill(b->ops, b->g, act);
+	return ret;
+}
+
+static void model_free(struct bench *b)
+{
+	if (b->mdl == NULL)
+		return;
+	b->ops->free(b->dx);
+	b->ops->free(b->g);
+	b->ops->free(b->y);
+	b->ops->free(b->x);
+	b->ops->free(b->dw);
+	b->ops->free(b->w);
+	free(b->lossh);
+	free(b->woff);
+	b->mdl = NULL;
 }
 
 static int run_mem(struct bench *b)
@@ -264,7 +397,8 @@ static int measure_sustained(struct bench *b, double window, double load, double
 			     double *slow, double *load_s, double *share)
 {
 	struct comm_load cl = {.load = load};
-	double units = 2.0 * b->m * b->n * b->k, done = 0, sdone = 0;
+	double units = b->mdl != NULL ? b->mb_flops * b->chunk : 2.0 * b->m * b->n * b->k;
+	double done = 0, sdone = 0;
 	double t0, ts, c0, slice = window / 10, worst = 0;
 	int ret = 0;
 
@@ -280,9 +414,13 @@ static int measure_sustained(struct bench *b, double window, double load, double
 	while (ret == 0) {
 		double now;
 
-		if (b->nb > 0)
-			b->b = (char *)b->wb + (size_t)(i++ % b->nb) * bsz;
-		ret = run_sgemm(b);
+		if (b->mdl != NULL) {
+			ret = run_model_mb(b);
+		} else {
+			if (b->nb > 0)
+				b->b = (char *)b->wb + (size_t)(i++ % b->nb) * bsz;
+			ret = run_sgemm(b);
+		}
 		done += units;
 		sdone += units;
 		now = ice_now_s();
@@ -380,7 +518,10 @@ static int profile_device(const struct devprof_cfg *c, struct trn_profile *p)
 		ret = fill(ops, b.b, (size_t)b.k * b.n * sizeof(float));
 	if (ret == 0)
 		ret = measure(&b, run_sgemm, 2.0 * b.m * b.n * b.k, share, &rate);
-	b.nb = (int)(((size_t)c->weights_mb << 20) / ((size_t)b.k * b.n * sizeof(float)));
+	if (c->model[0] != '\0')
+		ret = ret < 0 ? ret : model_alloc(&b, &c->mdl, DP_CHUNK);
+	else
+		b.nb = (int)(((size_t)c->weights_mb << 20) / ((size_t)b.k * b.n * sizeof(float)));
 	if (ret == 0 && b.nb > 0) {
 		size_t wlen = (size_t)b.nb * b.k * b.n * sizeof(float);
 
@@ -394,7 +535,28 @@ static int profile_device(const struct devprof_cfg *c, struct trn_profile *p)
 
 		p->burst_gflops = rate / 1e9;
 		ret = measure_sustained(&b, c->sustain, c->comm_load, &rate, &slow, &load_s, &cpu);
-		if (ret == 0) {
+		/* --model: the DP order (chunks), then a pipeline stage's */
+		for (int pass = 0; ret == 0 && b.mdl != NULL && pass < 2; pass++) {
+			if (pass == 1) {
+				b.chunk = 1;
+				ret = measure_sustained(&b, c->sustain, c->comm_load, &rate, &slow,
+							&load_s, &cpu);
+				if (ret < 0)
+					break;
+			}
+			*(pass ? &p->pp_gflops : &p->gflops) = rate / 1e9;
+			ice_info(ICE_SUB_COMMON,
+				 "%s: sustained %.2f GFLOP/s over %.1f s in %s of model %s (%d "
+				 "layers, micro-batch %d, %d at a time through each layer; slowest "
+				 "tenth %.2f) beside a communication load of %.0f%% (%.2f s busy); "
+				 "CPU %.2f s per s of %.2f cores (%s); sgemm burst %.2f GFLOP/s",
+				 c->name, rate / 1e9, c->sustain,
+				 pass ? "a pipeline stage's order" : "a DP step's order",
+				 b.mdl->name, b.mdl->nlayers, b.mdl->micro_batch, b.chunk,
+				 slow / 1e9, c->comm_load * 100, load_s, cpu, cores, limit,
+				 p->burst_gflops);
+		}
+		if (ret == 0 && b.mdl == NULL) {
 			p->gflops = rate / 1e9;
 			ice_info(ICE_SUB_COMMON,
 				 "%s: sgemm burst %.2f GFLOP/s (best repetition), sustained %.2f "
@@ -407,6 +569,7 @@ static int profile_device(const struct devprof_cfg *c, struct trn_profile *p)
 		}
 	}
 out_gemm:
+	model_free(&b);
 	ops->free(b.wb);
 	ops->free(b.c);
 	ops->free(b.b);
@@ -510,7 +673,8 @@ int main(int argc, char **argv)
 		.synopsis =
 			"usage: ice-devprof [--kind host|cuda|hip] [--name NAME] [--seconds S] "
 			"[--sustain S] [--comm-load X] [--weights-mb MIB]\n"
-			"                   [--m M --n N --k K] [--mb MIB] [-o FILE]\n"
+			"                   [--m M --n N --k K | --model M.yaml] [--mb MIB] [-o "
+			"FILE]\n"
 			"       ice-devprof --emulate NAME --gflops X [--mem-gbps X] "
 			"[--h2d-gbps X] [--d2h-gbps X] [--reduce-gbps X] [--mem-gib X] [-o FILE]",
 		.fields = devprof_fields,
@@ -542,11 +706,18 @@ int main(int argc, char **argv)
 		ret = profile_device(&cfg, &p);
 		if (ret < 0)
 			return 1;
+		char what[96];
+
+		if (cfg.model[0] != '\0')
+			snprintf(what, sizeof(what), "model %s", cfg.mdl.name);
+		else
+			snprintf(what, sizeof(what), "sgemm %lldx%lldx%lld", (long long)cfg.m,
+				 (long long)cfg.n, (long long)cfg.k);
 		ice_info(ICE_SUB_COMMON,
-			 "%s (%s): sgemm %lldx%lldx%lld %.2f GFLOP/s sustained, "
-			 "mem %.2f GB/s, h2d %.2f GB/s, d2h %.2f GB/s, reduce %.2f GB/s",
-			 p.name, p.kind, (long long)cfg.m, (long long)cfg.n, (long long)cfg.k,
-			 p.gflops, p.mem_gbps, p.h2d_gbps, p.d2h_gbps, p.reduce_gbps);
+			 "%s (%s): %s %.2f GFLOP/s sustained, mem %.2f GB/s, h2d %.2f GB/s, "
+			 "d2h %.2f GB/s, reduce %.2f GB/s",
+			 p.name, p.kind, what, p.gflops, p.mem_gbps, p.h2d_gbps, p.d2h_gbps,
+			 p.reduce_gbps);
 	}
 	ret = write_profile(cfg.output, &p);
 	if (ret < 0) {

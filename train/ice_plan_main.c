@@ -372,8 +372,12 @@ static void print_header(const struct plan_cfg *c)
 	}
 	printf("devices:\n");
 	for (int i = 0; i < c->ndev; i++) {
-		printf("  %2d %-14s %-4s %8.3g GFLOP/s  %s%s\n", i, c->dev[i].name, c->dev[i].kind,
-		       c->dev[i].gflops,
+		char pp[48] = "";
+
+		if (c->dev[i].pp_gflops > 0)
+			snprintf(pp, sizeof(pp), " (pipeline %.3g)", c->dev[i].pp_gflops);
+		printf("  %2d %-14s %-4s %8.3g GFLOP/s%s  %s%s\n", i, c->dev[i].name,
+		       c->dev[i].kind, c->dev[i].gflops, pp,
 		       c->dev[i].emulated ? "EMULATED (stated speed, compute padded); " : "",
 		       c->dev[i].source);
 		emu = emu || c->dev[i].emulated;
@@ -625,9 +629,10 @@ static json_t *json_scheme(const struct plan_cfg *c, bool pp, json_t *plan, json
 	return o;
 }
 
-static int print_json(const struct plan_cfg *c, const struct trn_dp_plan *dp,
-		      const struct trn_dp_plan *dpe, const struct trn_pp_plan *pp,
-		      const struct trn_pp_plan *ppe)
+/* c: the profiles as given; cpp: with their pipeline speeds (pp, ppe) */
+static int print_json(const struct plan_cfg *c, const struct plan_cfg *cpp,
+		      const struct trn_dp_plan *dp, const struct trn_dp_plan *dpe,
+		      const struct trn_pp_plan *pp, const struct trn_pp_plan *ppe)
 {
 	json_t *root = json_object(), *devs = json_array();
 	int ret;
@@ -638,11 +643,12 @@ static int print_json(const struct plan_cfg *c, const struct trn_dp_plan *dp,
 				      "micro_batch", c->m.micro_batch, "bucket_kb", c->m.bucket_kb,
 				      "param_bytes", trn_model_param_bytes(&c->m)));
 	for (int i = 0; i < c->ndev; i++)
-		json_array_append_new(
-			devs, json_pack("{s:s, s:s, s:b, s:f, s:f, s:s}", "profile", c->dev[i].name,
-					"kind", c->dev[i].kind, "emulated", c->dev[i].emulated,
-					"gflops", c->dev[i].gflops, "mem_gib", c->dev[i].mem_gib,
-					"source", c->dev[i].source));
+		json_array_append_new(devs,
+				      json_pack("{s:s, s:s, s:b, s:f, s:f, s:f, s:s}", "profile",
+						c->dev[i].name, "kind", c->dev[i].kind, "emulated",
+						c->dev[i].emulated, "gflops", c->dev[i].gflops,
+						"pp_gflops", cpp->dev[i].gflops, "mem_gib",
+						c->dev[i].mem_gib, "source", c->dev[i].source));
 	json_object_set_new(root, "devices", devs);
 	json_object_set_new(root, "net",
 			    json_pack("{s:f, s:f, s:f, s:f}", "busbw_gbps", c->net.busbw_gbps,
@@ -666,7 +672,7 @@ static int print_json(const struct plan_cfg *c, const struct trn_dp_plan *dp,
 						c->m.global_batch / dpe->step_s));
 	if (pp != NULL)
 		json_object_set_new(root, "pp",
-				    json_scheme(c, true, json_pp(c, pp), json_pp(c, ppe),
+				    json_scheme(cpp, true, json_pp(cpp, pp), json_pp(cpp, ppe),
 						c->m.global_batch / pp->step_s,
 						c->m.global_batch / ppe->step_s));
 	ret = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
@@ -681,6 +687,7 @@ int main(int argc, char **argv)
 {
 	static struct plan_cfg cfg = {
 		.scheme = SCHEME_BOTH, .busbw = 10, .p2p = 10, .lat_ns = 50000, .overlap = -1};
+	static struct plan_cfg ppcfg; /* cfg with the devices' pipeline speeds */
 	struct ice_cfg_cli cli = {
 		.tool = "ice-plan",
 		.synopsis = "usage: ice-plan --model M.yaml --profiles P.yaml --devices "
@@ -727,11 +734,14 @@ int main(int argc, char **argv)
 			return 1;
 		do_dp = ret == 0;
 	}
+	/* the pipeline plans with each device's pipeline speed, where stated */
+	ppcfg = cfg;
+	trn_profiles_pp(ppcfg.dev, ppcfg.ndev);
 	if (do_pp) {
-		ret = trn_plan_pp(&cfg.m, cfg.dev, cfg.ndev, &cfg.net, cfg.pp_sched, &pp);
+		ret = trn_plan_pp(&ppcfg.m, ppcfg.dev, ppcfg.ndev, &ppcfg.net, ppcfg.pp_sched, &pp);
 		if (ret == 0)
-			ret = trn_plan_pp_even(&cfg.m, cfg.dev, cfg.ndev, &cfg.net, cfg.pp_sched,
-					       &ppe);
+			ret = trn_plan_pp_even(&ppcfg.m, ppcfg.dev, ppcfg.ndev, &ppcfg.net,
+					       ppcfg.pp_sched, &ppe);
 		if (ret < 0)
 			ice_err(ICE_SUB_COMMON, "ice-plan: pipeline plan failed: %s",
 				ret == -ENOMEM ? NOFIT : strerror(-ret));
@@ -742,12 +752,12 @@ int main(int argc, char **argv)
 	if (!do_dp && !do_pp)
 		return 1;
 	if (cfg.json)
-		return print_json(&cfg, do_dp ? &dp : NULL, do_dp ? &dpe : NULL, do_pp ? &pp : NULL,
-				  do_pp ? &ppe : NULL) < 0;
+		return print_json(&cfg, &ppcfg, do_dp ? &dp : NULL, do_dp ? &dpe : NULL,
+				  do_pp ? &pp : NULL, do_pp ? &ppe : NULL) < 0;
 	print_header(&cfg);
 	if (do_dp)
 		print_dp(&cfg, &dp, &dpe);
 	if (do_pp)
-		print_pp(&cfg, &pp, &ppe);
+		print_pp(&ppcfg, &pp, &ppe);
 	return 0;
 }

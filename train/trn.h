@@ -35,6 +35,9 @@ struct trn_profile {
 				  * sustains (what the planner uses) */
 	double burst_gflops;	 /* the same in a short burst (0: unknown);
 				  * informational: throttling shows as the gap */
+	double pp_gflops;	 /* the same in a pipeline stage's order, one
+				  * micro-batch through its layers (0: as
+				  * gflops); trn_profiles_pp() */
 	double mem_gbps;	 /* device memory bandwidth (copy, read + write) */
 	double h2d_gbps;	 /* pinned host -> device copy */
 	double d2h_gbps;	 /* device -> pinned host copy */
@@ -52,6 +55,7 @@ struct trn_profile {
  *       emulated: true
  *       gflops: 6.0
  *       burst_gflops: 6.0   (optional)
+ *       pp_gflops: 5.0      (optional)
  *       mem_gbps: 10
  *       h2d_gbps: 10
  *       d2h_gbps: 10
@@ -62,6 +66,10 @@ int trn_profiles_load(const char *path, struct trn_profile *out, int max, struct
 /* Write profiles as such a file (ice-devprof); 0 or -errno. */
 int trn_profiles_save(const char *path, const struct trn_profile *p, int n);
 /* Index of the profile named name, or -1. */
+/* For a pipeline: each gflops replaced by pp_gflops where that is stated
+ * (a CPU streams a stage's weights once per micro-batch where a DP step
+ * runs a layer over a chunk of them from cache). */
+void trn_profiles_pp(struct trn_profile *p, int n);
 int trn_profile_find(const struct trn_profile *p, int n, const char *name);
 
 /* ---- model description --------------------------------------------------- */

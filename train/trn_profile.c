@@ -36,6 +36,8 @@ static const struct ice_cfg_field prof_fields[] = {
 	PF("gflops", ICE_CFG_DOUBLE, p.gflops, 0, "fp32 GEMM throughput sustained, GFLOP/s"),
 	PF("burst_gflops", ICE_CFG_DOUBLE, p.burst_gflops, 0,
 	   "fp32 GEMM throughput in a short burst, GFLOP/s"),
+	PF("pp_gflops", ICE_CFG_DOUBLE, p.pp_gflops, 0,
+	   "fp32 GEMM throughput sustained in a pipeline stage's order, GFLOP/s"),
 	PF("mem_gbps", ICE_CFG_DOUBLE, p.mem_gbps, 0, "device memory bandwidth, GB/s"),
 	PF("h2d_gbps", ICE_CFG_DOUBLE, p.h2d_gbps, 0, "host to device copy, GB/s"),
 	PF("d2h_gbps", ICE_CFG_DOUBLE, p.d2h_gbps, 0, "device to host copy, GB/s"),
@@ -59,6 +61,7 @@ static int check_item(const struct ice_yaml_doc *doc, const struct ice_yaml_node
 	} nums[] = {
 		{"gflops", offsetof(struct trn_profile, gflops), "GFLOP/s"},
 		{"burst_gflops", offsetof(struct trn_profile, burst_gflops), "GFLOP/s"},
+		{"pp_gflops", offsetof(struct trn_profile, pp_gflops), "GFLOP/s"},
 		{"mem_gbps", offsetof(struct trn_profile, mem_gbps), "GB/s"},
 		{"h2d_gbps", offsetof(struct trn_profile, h2d_gbps), "GB/s"},
 		{"d2h_gbps", offsetof(struct trn_profile, d2h_gbps), "GB/s"},
@@ -191,10 +194,10 @@ int trn_profiles_save(const char *path, const struct trn_profile *p, int n)
 		const struct {
 			const char *key;
 			double v;
-		} nums[] = {{"gflops", p[i].gflops},	 {"burst_gflops", p[i].burst_gflops},
-			    {"mem_gbps", p[i].mem_gbps}, {"h2d_gbps", p[i].h2d_gbps},
-			    {"d2h_gbps", p[i].d2h_gbps}, {"reduce_gbps", p[i].reduce_gbps},
-			    {"mem_gib", p[i].mem_gib}};
+		} nums[] = {{"gflops", p[i].gflops},	       {"burst_gflops", p[i].burst_gflops},
+			    {"pp_gflops", p[i].pp_gflops},     {"mem_gbps", p[i].mem_gbps},
+			    {"h2d_gbps", p[i].h2d_gbps},       {"d2h_gbps", p[i].d2h_gbps},
+			    {"reduce_gbps", p[i].reduce_gbps}, {"mem_gib", p[i].mem_gib}};
 
 		fprintf(f, "  - name: %s\n", p[i].name);
 		fprintf(f, "    kind: %s\n", p[i].kind);
@@ -211,6 +214,13 @@ int trn_profiles_save(const char *path, const struct trn_profile *p, int n)
 	if (!out && fclose(f) != 0 && ret == 0)
 		ret = -errno;
 	return ret;
+}
+
+void trn_profiles_pp(struct trn_profile *p, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (p[i].pp_gflops > 0)
+			p[i].gflops = p[i].pp_gflops;
 }
 
 int trn_profile_find(const struct trn_profile *p, int n, const char *name)

@@ -498,6 +498,31 @@ e = json.load(open(sys.argv[3]))["jobs"][0]
 assert e["refine_steps"] == 2 and e["refined_step_s"] == e["predicted_step_s"], e
 PY
 	fail "--refine / --save-profiles: not as expected"
+# a pipeline's steps go to pp_gflops, the DP figure stays; and a pipeline
+# plans with pp_gflops (the profile's prediction now from it: within a
+# factor of 3 of the step, where 1000 GFLOP/s was 20 times off)
+cp "$TMP/saved.yaml" "$TMP/saved-pp.yaml"
+timeout 120 "$TRAIN" --model "$MODEL" --profiles "$TMP/saved-pp.yaml" --devices cpu-wrong \
+	--scheme pp --steps 2 --warmup 1 --json --save-profiles "$TMP/saved-pp.yaml" \
+	>"$TMP/pp-save" 2>"$TMP/pp-save.err" || { cat "$TMP/pp-save.err"; fail "ice-train pp --save-profiles failed"; }
+timeout 120 "$TRAIN" --model "$MODEL" --profiles "$TMP/saved-pp.yaml" --devices cpu-wrong \
+	--scheme pp --steps 2 --warmup 1 --json >"$TMP/pp-use" 2>"$TMP/pp-use.err" ||
+	{ cat "$TMP/pp-use.err"; fail "ice-train pp on the saved pp_gflops failed"; }
+python3 - "$TMP/saved.yaml" "$TMP/saved-pp.yaml" "$TMP/pp-save" "$TMP/pp-use" <<'PY' ||
+import json, re, sys
+num = lambda k, t: float(re.search(r"\b%s: (\S+)" % k, t).group(1))
+dp, pp = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+assert "pp_gflops" not in dp, dp
+assert num("gflops", pp) == num("gflops", dp), (dp, pp)
+r = json.load(open(sys.argv[3]))["jobs"][0]["ranks"][0]
+assert abs(num("pp_gflops", pp) - r["gflops_own"]) < 1e-3 * r["gflops_own"], (pp, r)
+assert "timed pipeline steps" in pp, pp
+j = json.load(open(sys.argv[4]))["jobs"][0]
+print("pipeline: pp_gflops %.2f (DP gflops %.2f); predicted %.4f s, measured %.4f s"
+      % (num("pp_gflops", pp), num("gflops", pp), j["predicted_step_s"], j["step_median_s"]))
+assert abs(j["error_pct"]) < 67, j
+PY
+	fail "--save-profiles of a pipeline: pp_gflops not written or not used"
 # refined from warm-up steps only
 timeout 20 "$TRAIN" "${COMMON[@]}" --steps 1 --warmup 1 --refine 2 >"$TMP/refine-bad" 2>&1
 rc=$?

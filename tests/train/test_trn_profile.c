@@ -83,6 +83,7 @@ static void test_round_trip(void **state)
 	snprintf(p[0].kind, sizeof(p[0].kind), "cuda");
 	p[0].gflops = 51234.5;
 	p[0].burst_gflops = 61000.5;
+	p[0].pp_gflops = 48000.5;
 	p[0].mem_gbps = 4100.25;
 	p[0].h2d_gbps = 50.5;
 	p[0].d2h_gbps = 49.75;
@@ -110,12 +111,17 @@ static void test_round_trip(void **state)
 		assert_int_equal(p[i].emulated, q[i].emulated);
 		assert_true(p[i].gflops == q[i].gflops);
 		assert_true(p[i].burst_gflops == q[i].burst_gflops);
+		assert_true(p[i].pp_gflops == q[i].pp_gflops);
 		assert_true(p[i].mem_gbps == q[i].mem_gbps);
 		assert_true(p[i].h2d_gbps == q[i].h2d_gbps);
 		assert_true(p[i].d2h_gbps == q[i].d2h_gbps);
 		assert_true(p[i].reduce_gbps == q[i].reduce_gbps);
 	}
 	assert_true(trn_profiles_save("/nonexistent-dir/x.yaml", p, 1) < 0);
+	/* a pipeline takes pp_gflops where stated, gflops elsewhere */
+	trn_profiles_pp(q, 2);
+	assert_true(q[0].gflops == 48000.5);
+	assert_true(q[1].gflops == 2.5);
 }
 
 struct bad_case {

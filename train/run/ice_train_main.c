@@ -487,7 +487,7 @@ static void together_steps(struct job_out *set, int n)
  * (FILE is created if absent). Emulated devices are left out (they compute
  * at their stated speed). -1 after a message.
  */
-static int save_profiles(const char *path, const struct trn_profile *prof, int np,
+static int save_profiles(const char *path, const struct trn_profile *prof, int np, bool pp,
 			 struct job_out (*runs)[ITR_MAX_REPEAT], int njobs, int nruns)
 {
 	static struct trn_profile all[TRN_MAX_DEVICES];
@@ -561,14 +561,20 @@ static int save_profiles(const char *path, const struct trn_profile *prof, int n
 				k = n++;
 			}
 			all[k] = *p;
-			/* the profile's own capacity, not a rank's share of it */
+			/* the profile's own capacity, not a rank's share of it, and
+			 * its own speeds: a pipeline's steps give pp_gflops */
 			o = trn_profile_find(prof, np, p->name);
-			if (o >= 0)
+			if (o >= 0) {
 				all[k].mem_gib = prof[o].mem_gib;
-			all[k].gflops = nv % 2 ? v[nv / 2] : (v[nv / 2 - 1] + v[nv / 2]) / 2;
-			snprintf(src, sizeof(src),
-				 "ice-train's timed steps at %s (median of %d; was %.2f GFLOP/s)",
-				 when, nv, p->gflops);
+				all[k].gflops = prof[o].gflops;
+				all[k].pp_gflops = prof[o].pp_gflops;
+			}
+			*(pp ? &all[k].pp_gflops : &all[k].gflops) =
+				nv % 2 ? v[nv / 2] : (v[nv / 2 - 1] + v[nv / 2]) / 2;
+			snprintf(
+				src, sizeof(src),
+				"ice-train's timed %s steps at %s (median of %d; was %.2f GFLOP/s)",
+				pp ? "pipeline" : "DP", when, nv, p->gflops);
 			memcpy(all[k].source, src, sizeof(all[k].source) - 1);
 			all[k].source[sizeof(all[k].source) - 1] = '\0';
 			changed++;
@@ -649,7 +655,7 @@ static void eff_per_run(struct job_out (*runs)[ITR_MAX_REPEAT], int njobs, int n
 
 int main(int argc, char **argv)
 {
-	static struct trn_profile prof[TRN_MAX_DEVICES];
+	static struct trn_profile prof[TRN_MAX_DEVICES], prof_file[TRN_MAX_DEVICES];
 	static struct job_out jobs[ITR_MAX_JOBS], runs[ITR_MAX_JOBS][ITR_MAX_REPEAT];
 	static struct itr_job js[ITR_MAX_JOBS];
 	struct itr_eff e = {.alone = 0,
@@ -680,6 +686,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ice-train: %s\n", ice_cfg_err_str(&ce, ebuf, sizeof(ebuf)));
 		return 2;
 	}
+	/* a pipeline plans with each device's pipeline speed, where stated */
+	memcpy(prof_file, prof, sizeof(prof));
+	if (o.scheme == ITR_PP)
+		trn_profiles_pp(prof, np);
 	model.optim = o.optim;
 	model.grad = o.grad;
 	model.param = o.param;
@@ -881,7 +891,8 @@ int main(int argc, char **argv)
 	if (o.tp.rank > 0)
 		return rc;
 	if (o.save_profiles[0] != '\0' &&
-	    save_profiles(o.save_profiles, prof, np, runs, njobs, o.repeat) < 0)
+	    save_profiles(o.save_profiles, prof_file, np, o.scheme == ITR_PP, runs, njobs,
+			  o.repeat) < 0)
 		rc = 1;
 	if (o.efficiency)
 		eff_per_run(runs, njobs, ngroups, o.together, o.repeat, &e);

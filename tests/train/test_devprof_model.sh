@@ -1,0 +1,65 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# ice-devprof --model: the sustained figures from the model's own products
+# (train/models/mlp.yaml), on the host and on the CUDA backend over the
+# runtime double: the profile has gflops (a DP step's order) and pp_gflops
+# (a pipeline stage's), both > 0, and the log names both orders and the
+# model; a model file that does not load is refused (exit 2) with its
+# file, line and key; --model with --emulate measures nothing, so it is
+# refused too.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+DEVPROF=${ICE_DEVPROF:-$ROOT/build/train/ice-devprof}
+[ -x "$DEVPROF" ] || { echo "test_devprof_model: skipped: $DEVPROF is absent" >&2; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+TMP=$(mktemp -d /tmp/ice-devprof-model.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+MODEL=$ROOT/train/models/mlp.yaml
+PROF=(--seconds 0.1 --sustain 0.3 --mb 8 --model "$MODEL")
+num() { sed -n "s/^    $1: //p" "$2"; }
+check() { # check NAME LOG FILE
+	local g pp
+	g=$(num gflops "$3")
+	pp=$(num pp_gflops "$3")
+	echo "  $1: gflops ${g:-none}, pp_gflops ${pp:-none}"
+	awk -v g="${g:-0}" -v p="${pp:-0}" 'BEGIN {exit !(g > 0 && p > 0)}' ||
+		fail "$1: gflops and pp_gflops expected > 0"
+	grep -q "in a DP step's order of model mlp-28 (28 layers, micro-batch 4, 16 at a time" "$2" &&
+		grep -q "in a pipeline stage's order of model mlp-28 (28 layers, micro-batch 4, 1 at a time" "$2" ||
+		fail "$1: the log does not name both orders: $(cat "$2")"
+}
+
+echo "## host"
+timeout 60 "$DEVPROF" "${PROF[@]}" -o "$TMP/host.yaml" >"$TMP/host.log" 2>&1 ||
+	{ cat "$TMP/host.log"; fail "ice-devprof --model failed"; }
+check host "$TMP/host.log" "$TMP/host.yaml"
+
+echo "## cuda on the runtime double"
+if [ -n "${ICE_FAKE_CUDA_LIB:-}" ]; then
+	ICE_CUDA_LIB=$ICE_FAKE_CUDA_LIB timeout 60 "$DEVPROF" --kind cuda "${PROF[@]}" \
+		-o "$TMP/cuda.yaml" >"$TMP/cuda.log" 2>&1
+	rc=$?
+	if [ "$rc" -ne 0 ] && grep -q 'not built in' "$TMP/cuda.log"; then
+		echo "(the CUDA backend is not built: skipped)"
+	else
+		[ "$rc" -eq 0 ] || { cat "$TMP/cuda.log"; fail "ice-devprof --kind cuda --model exited $rc"; }
+		check cuda "$TMP/cuda.log" "$TMP/cuda.yaml"
+	fi
+fi
+
+echo "## a model that does not load"
+printf 'model:\n  name: x\n  micro_batch: 4\n' >"$TMP/bad.yaml"
+"$DEVPROF" --model "$TMP/bad.yaml" >"$TMP/bad" 2>&1
+rc=$?
+cat "$TMP/bad"
+[ "$rc" -eq 2 ] && grep -q "bad.yaml:2:3: key 'model.global_batch': missing required key" "$TMP/bad" ||
+	fail "a bad model: expected exit 2 naming file, line and key, got $rc"
+"$DEVPROF" --model "$TMP/none.yaml" >"$TMP/none" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] && grep -q "none.yaml: cannot open" "$TMP/none" ||
+	fail "a missing model: expected exit 2 naming it, got $rc: $(cat "$TMP/none")"
+"$DEVPROF" --emulate e1 --gflops 5 --model "$MODEL" >"$TMP/emu" 2>&1 &&
+	fail "--model with --emulate ran"
+grep -q "model" "$TMP/emu" || fail "--model with --emulate: no reason: $(cat "$TMP/emu")"
+echo "test_devprof_model: ok"
