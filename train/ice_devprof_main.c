@@ -205,7 +205,7 @@ static int fill(const struct dev_mem_ops *ops, void *dst, size_t len);
  * (dY = Y - T, read back to the host); then from the top, layer by layer,
  * each micro-batch's weight gradient (dW += X^T dY) and input gradient
  * (dX = dY W^T). Micro-batch t's buffers are at t * b->act. */
-static int run_model_mb(struct bench *b)
+static int run_model_chunk(struct bench *b)
 {
 	const struct trn_model *md = b->mdl;
 	int rows = md->micro_batch, top = md->out[md->nlayers - 1], ret = 0;
@@ -235,7 +235,7 @@ static int run_model_mb(struct bench *b)
 	return ret;
 }
 
-/* --model: the buffers run_model_mb() works on (weights and gradients of
+/* --model: the buffers run_model_chunk() works on (weights and gradients of
  * every layer, activations sized for the widest layer), filled. */
 static int model_alloc(struct bench *b, const struct trn_model *md, int chunk)
 {
@@ -415,7 +415,7 @@ static int measure_sustained(struct bench *b, double window, double load, double
 		double now;
 
 		if (b->mdl != NULL) {
-			ret = run_model_mb(b);
+			ret = run_model_chunk(b);
 		} else {
 			if (b->nb > 0)
 				b->b = (char *)b->wb + (size_t)(i++ % b->nb) * bsz;

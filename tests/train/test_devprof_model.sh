@@ -61,5 +61,5 @@ rc=$?
 	fail "a missing model: expected exit 2 naming it, got $rc: $(cat "$TMP/none")"
 "$DEVPROF" --emulate e1 --gflops 5 --model "$MODEL" >"$TMP/emu" 2>&1 &&
 	fail "--model with --emulate ran"
-grep -q "model" "$TMP/emu" || fail "--model with --emulate: no reason: $(cat "$TMP/emu")"
+grep -q -- "--model measures a device; --emulate states one" "$TMP/emu" || fail "--model with --emulate: no reason: $(cat "$TMP/emu")"
 echo "test_devprof_model: ok"
