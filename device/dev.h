@@ -13,9 +13,13 @@
  *     kernels.
  *
  * Device backends use two streams per host thread: "compute" (to_host,
- * from_host, reduce, scale_div, sgemm) and "copy" (copy_async).
- * Synchronous calls complete before they return. copy_async returns at
- * once; copy_wait waits for every copy the calling thread started so far.
+ * from_host, reduce, scale_div, sgemm, sgemm_async, convert, sgd) and
+ * "copy" (copy_async). Synchronous calls complete before they return.
+ * copy_async returns at once; copy_wait waits for every copy the calling
+ * thread started so far. sgemm_async returns once the product is queued;
+ * the calling thread's later calls are ordered after it (a synchronous
+ * call waits for it too), and compute_wait waits for every product the
+ * thread queued: only then may another thread use its output.
  * Buffers passed to copy_async must be pinned host memory from host_alloc
  * (or device memory) and stay valid until copy_wait.
  *
@@ -156,6 +160,17 @@ struct dev_mem_ops {
 	 * All three in this kind's memory; complete on return. */
 	int (*sgemm)(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
 		     const float *b, float beta, float *c);
+	/* The same product queued on the calling thread's compute stream and
+	 * not waited for (a training step's products run back to back on a
+	 * device instead of one launch and one wait each); the inputs and C
+	 * must stay as they are until it completes. An error of the product
+	 * itself may show only at compute_wait. Host: sgemm, complete on
+	 * return. 0 or -errno. */
+	int (*sgemm_async)(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
+			   const float *b, float beta, float *c);
+	/* Waits for every product this thread queued with sgemm_async;
+	 * host: nothing to wait for. 0 or -errno. */
+	int (*compute_wait)(void);
 	/* The memory of this kind the process may still take and all there
 	 * is, bytes: host, what the kernel allows it (ice_mem_avail: the
 	 * available memory within its cgroup's limit); a device, its free and

@@ -50,7 +50,7 @@ static int host_copy_async(void *dst, const void *src, size_t len, enum dev_copy
 	return host_copy(dst, src, len);
 }
 
-static int host_copy_wait(void)
+static int host_wait(void)
 {
 	return 0;
 }
@@ -271,10 +271,12 @@ static const struct dev_mem_ops host_ops = {
 	.host_alloc = host_alloc,
 	.host_free = host_free,
 	.copy_async = host_copy_async,
-	.copy_wait = host_copy_wait,
+	.copy_wait = host_wait,
 	.reduce = host_reduce,
 	.scale_div = host_scale_div,
 	.sgemm = host_sgemm,
+	.sgemm_async = host_sgemm,
+	.compute_wait = host_wait,
 	.mem_info = host_mem_info,
 	.convert = dev_convert,
 	.sgd = host_sgd,

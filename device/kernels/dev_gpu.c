@@ -6,16 +6,19 @@
  * runtimes, so each thread's first call selects $ICE_DEVICE on it and
  * creates that thread's compute and copy streams and copy event (struct
  * dev_gpu_thread behind a pthread key; freed at thread exit). Every
- * synchronous operation (to_host, from_host, reduce, scale_div, sgemm) runs
- * on the calling thread's compute stream and waits for it before
- * returning. copy_async runs on its copy stream and records the copy_done
- * event after each copy; while copies are pending, work on the compute
- * stream is first made to wait for that event (or, when recording it
- * failed, for the copy stream), so a reduce that reads a buffer a copy is
- * still filling is ordered after the copy on the device even when the
- * caller did not call copy_wait first. A copy counts as pending from the
- * moment it is queued; copy_wait always synchronises the thread's copy
- * stream.
+ * synchronous operation (to_host, from_host, reduce, scale_div, sgemm,
+ * convert, sgd) runs on the calling thread's compute stream and waits for
+ * it before returning. sgemm_async queues its product there and returns;
+ * the stream's own order puts later work after it, compute_wait (or any
+ * synchronous call) waits for it, and a copy_async, whose stream does not
+ * follow the compute stream, waits for it first. copy_async runs on its
+ * copy stream and records the copy_done event after each copy; while
+ * copies are pending, work on the compute stream is first made to wait for
+ * that event (or, when recording it failed, for the copy stream), so a
+ * reduce that reads a buffer a copy is still filling is ordered after the
+ * copy on the device even when the caller did not call copy_wait first. A
+ * copy counts as pending from the moment it is queued; copy_wait always
+ * synchronises the thread's copy stream.
  *
  * Probe: after selecting the device, loading runs a one-element kernel and
  * waits for it, so a GPU the plugin has no kernel binary for is reported
@@ -459,8 +462,10 @@ static int compute_sync(struct dev_gpu *g, struct dev_gpu_thread *t, int launch_
 {
 	int ret = gpu_err(g, launch_ret, what);
 
-	if (ret == 0)
+	if (ret == 0) {
 		ret = gpu_err(g, g->rt->stream_sync(t->compute), what);
+		t->compute_pending = false;
+	}
 	return ret;
 }
 
@@ -522,6 +527,10 @@ int dev_gpu_copy_async(struct dev_gpu *g, void *dst, const void *src, size_t len
 	ret = check_range(g, host, len, true, true, "copy_async (host side)");
 	if (ret == 0)
 		ret = check_range(g, dev, len, false, false, "copy_async (device side)");
+	/* the copy stream does not wait for the compute stream: a product
+	 * still queued may write or read what the copy touches */
+	if (ret == 0 && t->compute_pending)
+		ret = dev_gpu_compute_wait(g);
 	if (ret == 0)
 		ret = gpu_err(g, copy_queue(g, dst, src, len, dir, t->copy), "copy_async");
 	if (ret != 0)
@@ -637,18 +646,19 @@ int dev_gpu_sgd(struct dev_gpu *g, float *w, const float *gr, float scale, size_
 	return ret;
 }
 
-int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, float alpha,
-		  const float *a, const float *b, float beta, float *c)
+/* The checks and ordering every product starts with; 0 to launch on
+ * (*tp)->compute, or a negative errno (1: nothing to compute). */
+static int sgemm_enter(struct dev_gpu *g, struct dev_gpu_thread **tp, int m, int n, int k,
+		       const float *a, const float *b, const float *c)
 {
-	struct dev_gpu_thread *t;
-	int ret = gpu_enter(g, &t);
+	int ret = gpu_enter(g, tp);
 
 	if (ret != 0)
 		return ret;
 	if (m < 0 || n < 0 || k < 0)
 		return -EINVAL;
 	if (m == 0 || n == 0)
-		return 0;
+		return 1;
 	if (k > 0) {
 		ret = check_range(g, a, (size_t)m * (size_t)k * sizeof(float), false, false,
 				  "sgemm A");
@@ -660,10 +670,43 @@ int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, floa
 		ret = check_range(g, c, (size_t)m * (size_t)n * sizeof(float), false, false,
 				  "sgemm C");
 	if (ret == 0)
-		ret = compute_after_copies(g, t);
-	if (ret == 0)
-		ret = compute_sync(g, t,
-				   g->rt->sgemm(ta, tb, m, n, k, alpha, a, b, beta, c, t->compute),
-				   "sgemm");
+		ret = compute_after_copies(g, *tp);
 	return ret;
+}
+
+int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, float alpha,
+		  const float *a, const float *b, float beta, float *c)
+{
+	struct dev_gpu_thread *t;
+	int ret = sgemm_enter(g, &t, m, n, k, a, b, c);
+
+	if (ret != 0)
+		return ret < 0 ? ret : 0;
+	return compute_sync(g, t, g->rt->sgemm(ta, tb, m, n, k, alpha, a, b, beta, c, t->compute),
+			    "sgemm");
+}
+
+int dev_gpu_sgemm_async(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, float alpha,
+			const float *a, const float *b, float beta, float *c)
+{
+	struct dev_gpu_thread *t;
+	int ret = sgemm_enter(g, &t, m, n, k, a, b, c);
+
+	if (ret != 0)
+		return ret < 0 ? ret : 0;
+	ret = gpu_err(g, g->rt->sgemm(ta, tb, m, n, k, alpha, a, b, beta, c, t->compute), "sgemm");
+	if (ret == 0)
+		t->compute_pending = true;
+	return ret;
+}
+
+int dev_gpu_compute_wait(struct dev_gpu *g)
+{
+	struct dev_gpu_thread *t;
+	int ret = gpu_enter(g, &t);
+
+	if (ret != 0 || !t->compute_pending)
+		return ret;
+	t->compute_pending = false;
+	return gpu_err(g, g->rt->stream_sync(t->compute), "compute_wait");
 }

@@ -68,7 +68,8 @@ struct dev_gpu_thread {
 	void *compute, *copy; /* streams */
 	void *copy_done;      /* event recorded after the last copy_async */
 	unsigned copies_pending;
-	bool copy_event_ok; /* copy_done follows every pending copy */
+	bool copy_event_ok;   /* copy_done follows every pending copy */
+	bool compute_pending; /* products queued and not waited for */
 };
 
 int dev_gpu_probe(struct dev_gpu *g, char *why, size_t len);
@@ -87,6 +88,9 @@ int dev_gpu_convert(struct dev_gpu *g, void *dst, enum dev_dtype dt, const void 
 int dev_gpu_sgd(struct dev_gpu *g, float *w, const float *gr, float scale, size_t count);
 int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, float alpha,
 		  const float *a, const float *b, float beta, float *c);
+int dev_gpu_sgemm_async(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, float alpha,
+			const float *a, const float *b, float beta, float *c);
+int dev_gpu_compute_wait(struct dev_gpu *g);
 
 /* The ops table of one vendor: static wrappers that bind G; K its kind. */
 #define DEV_GPU_DEFINE_OPS(pfx, G, K)                                                              \
@@ -140,6 +144,15 @@ int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, floa
 	{                                                                                          \
 		return dev_gpu_sgemm(G, ta, tb, m, n, k, alpha, a, b, beta, c);                    \
 	}                                                                                          \
+	static int pfx##_sgemm_async(bool ta, bool tb, int m, int n, int k, float alpha,           \
+				     const float *a, const float *b, float beta, float *c)         \
+	{                                                                                          \
+		return dev_gpu_sgemm_async(G, ta, tb, m, n, k, alpha, a, b, beta, c);              \
+	}                                                                                          \
+	static int pfx##_compute_wait(void)                                                        \
+	{                                                                                          \
+		return dev_gpu_compute_wait(G);                                                    \
+	}                                                                                          \
 	static int pfx##_mem_info(size_t *free_b, size_t *total_b)                                 \
 	{                                                                                          \
 		return dev_gpu_mem_info(G, free_b, total_b);                                       \
@@ -168,6 +181,8 @@ int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, floa
 		.reduce = pfx##_reduce,                                                            \
 		.scale_div = pfx##_scale_div,                                                      \
 		.sgemm = pfx##_sgemm,                                                              \
+		.sgemm_async = pfx##_sgemm_async,                                                  \
+		.compute_wait = pfx##_compute_wait,                                                \
 		.mem_info = pfx##_mem_info,                                                        \
 		.convert = pfx##_convert,                                                          \
 		.sgd = pfx##_sgd,                                                                  \

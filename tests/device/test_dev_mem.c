@@ -3,9 +3,10 @@
  * The CUDA / HIP memory backends' host logic (device/kernels/
  * dev_gpu.c) against fake_devrt, a CPU test double of the runtime plugin
  * (no GPU here): loading and probe errors, allocation tracking, pinned
- * staging, stream / event sequencing of async copies, error mapping, and
- * every reduce / scale_div / sgemm call, the probe's test kernel, and the
- * threading contract (device selected and streams made per thread). argv[1]: "cuda" or "hip"; the
+ * staging, stream / event sequencing of async copies and of sgemm_async,
+ * error mapping, every reduce / scale_div / sgemm call, the probe's test
+ * kernel, and the threading contract (device selected and streams made per
+ * thread). argv[1]: "cuda" or "hip"; the
  * meson test points $ICE_CUDA_LIB / $ICE_HIP_LIB at the double, and
  * $FAKE_NEEDS_RT_LIB at a copy of it that needs a runtime library that is
  * not there.
@@ -601,6 +602,102 @@ static void test_sgemm(void **s)
 	ops()->free(dc);
 }
 
+struct reader {
+	const float *dc;
+	float *out;
+	size_t len;
+	int ret;
+};
+
+static void *read_dc(void *p)
+{
+	struct reader *r = p;
+
+	r->ret = ops()->to_host(r->out, r->dc, r->len);
+	return NULL;
+}
+
+/* sgemm_async queues its product and returns; the thread's later calls
+ * run after it, another thread sees it only after compute_wait, and a
+ * copy_async (on the copy stream) waits for it first. */
+static void test_sgemm_async(void **s)
+{
+	enum { M = 9, N = 7, K = 5 };
+	struct fake_devrt_ctl *c = fake_devrt_ctl();
+	float a[M * K], b[K * N], want[M * N], got[M * N], two[M * N];
+	float *da = ops()->alloc(sizeof(a)), *db = ops()->alloc(sizeof(b));
+	float *dc = ops()->alloc(sizeof(got)), *dd = ops()->alloc(sizeof(got));
+	float *h = ops()->host_alloc(sizeof(got));
+	struct reader r = {.dc = dc, .out = got, .len = sizeof(got)};
+	pthread_t th;
+	long syncs, executed;
+
+	(void)s;
+	for (int i = 0; i < M * K; i++)
+		a[i] = (float)(i % 7) - 3;
+	for (int i = 0; i < K * N; i++)
+		b[i] = (float)(i % 5) - 2;
+	memset(want, 0, sizeof(want));
+	dev_host_sgemm(false, false, M, N, K, 1.0f, a, b, 0.0f, want);
+	memcpy(two, want, sizeof(want));
+	dev_host_sgemm(false, false, M, N, K, 1.0f, a, b, 1.0f, two);
+	assert_int_equal(ops()->from_host(da, a, sizeof(a)), 0);
+	assert_int_equal(ops()->from_host(db, b, sizeof(b)), 0);
+	assert_int_equal(ops()->from_host(dc, want, sizeof(want)), 0);
+	assert_int_equal(ops()->from_host(dd, want, sizeof(want)), 0);
+
+	/* queued, not run (the double is lazy): C still holds what was there */
+	executed = c->executed;
+	assert_int_equal(ops()->sgemm_async(false, false, M, N, K, 1.0f, da, db, 1.0f, dc), 0);
+	assert_int_equal(c->executed, executed);
+	assert_memory_equal(dc, want, sizeof(want));
+	/* another thread's call does not wait for it ... */
+	assert_int_equal(pthread_create(&th, NULL, read_dc, &r), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(r.ret, 0);
+	assert_memory_equal(got, want, sizeof(got));
+	/* ... until this thread's compute_wait; a second one has nothing to do */
+	syncs = c->stream_syncs;
+	assert_int_equal(ops()->compute_wait(), 0);
+	assert_int_equal(c->stream_syncs, syncs + 1);
+	assert_int_equal(ops()->compute_wait(), 0);
+	assert_int_equal(c->stream_syncs, syncs + 1);
+	assert_int_equal(pthread_create(&th, NULL, read_dc, &r), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_memory_equal(got, two, sizeof(got));
+
+	/* products in a row, the second reading the first's output, then a
+	 * synchronous call: in order, and nothing left to wait for */
+	assert_int_equal(ops()->from_host(dc, want, sizeof(want)), 0);
+	assert_int_equal(ops()->sgemm_async(false, false, M, N, K, 1.0f, da, db, 0.0f, dc), 0);
+	assert_int_equal(ops()->reduce(dd, dc, M * N, DEV_FLOAT32, DEV_SUM), 0);
+	assert_int_equal(ops()->to_host(got, dd, sizeof(got)), 0);
+	for (int i = 0; i < M * N; i++)
+		assert_true(got[i] == want[i] + want[i]);
+	syncs = c->stream_syncs;
+	assert_int_equal(ops()->compute_wait(), 0);
+	assert_int_equal(c->stream_syncs, syncs);
+
+	/* a copy_async of a product still queued copies the product */
+	assert_int_equal(ops()->sgemm_async(false, false, M, N, K, 1.0f, da, db, 1.0f, dc), 0);
+	assert_int_equal(ops()->copy_async(h, dc, sizeof(got), DEV_COPY_TO_HOST), 0);
+	assert_int_equal(ops()->copy_wait(), 0);
+	assert_memory_equal(h, two, sizeof(two));
+
+	/* refused or failed launches queue nothing */
+	assert_int_equal(ops()->sgemm_async(false, false, M + 1, N, K, 1, da, db, 0, dc), -EINVAL);
+	c->fail_launch = 1;
+	assert_int_equal(ops()->sgemm_async(false, false, M, N, K, 1, da, db, 0, dc), -EIO);
+	syncs = c->stream_syncs;
+	assert_int_equal(ops()->compute_wait(), 0);
+	assert_int_equal(c->stream_syncs, syncs);
+	ops()->host_free(h);
+	ops()->free(da);
+	ops()->free(db);
+	ops()->free(dc);
+	ops()->free(dd);
+}
+
 static void test_error_mapping(void **s)
 {
 	struct fake_devrt_ctl *c = fake_devrt_ctl();
@@ -659,6 +756,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_copy_pending_after_event_failure),
 		cmocka_unit_test(test_reduce_every_dtype_op),
 		cmocka_unit_test(test_sgemm),
+		cmocka_unit_test(test_sgemm_async),
 		cmocka_unit_test(test_error_mapping),
 	};
 

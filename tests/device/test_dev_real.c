@@ -4,7 +4,8 @@
  * every reduce dtype / op and scale_div bit for bit against the host
  * library (dev_reduce.c; NaN / signed-zero cases of max / min, AVG's
  * division by up to 1000 ranks), sgemm against dev_host_sgemm (one taller
- * than 65535 row tiles), async copies, a second host thread, the free
+ * than 65535 row tiles), sgemm_async (64 products queued in a row, one
+ * wait), async copies, a second host thread, the free
  * memory falling by an allocation (mem_info), f32 <-> bf16 conversions
  * against the host's bits. Exits
  * 77 with probe()'s reason where the backend is not built or finds no
@@ -190,6 +191,52 @@ static void test_sgemm(void **s)
 	}
 }
 
+/* sgemm_async: 64 products queued in a row into one C, each adding to
+ * the last (the stream keeps them in order), waited for once; then the
+ * host's sum, the device's result read from another thread */
+static void *read_back(void *p)
+{
+	void **a = p;
+
+	a[3] = (void *)(intptr_t)o->to_host(a[0], a[1], (size_t)(intptr_t)a[2]);
+	return NULL;
+}
+
+static void test_sgemm_async(void **s)
+{
+	enum { M = 64, N = 64, K = 16, R = 64 };
+	float a[M * K], b[K * N], want[M * N], got[M * N];
+	float *da = o->alloc(sizeof(a)), *db = o->alloc(sizeof(b)), *dc = o->alloc(sizeof(got));
+	void *args[4] = {got, dc, (void *)(intptr_t)sizeof(got), NULL};
+	pthread_t th;
+
+	(void)s;
+	for (int i = 0; i < M * K; i++)
+		a[i] = (float)(i % 9 - 4) / 4;
+	for (int i = 0; i < K * N; i++)
+		b[i] = (float)(i % 7 - 3) / 4;
+	assert_int_equal(o->from_host(da, a, sizeof(a)), 0);
+	assert_int_equal(o->from_host(db, b, sizeof(b)), 0);
+	for (int r = 0; r < R; r++)
+		assert_int_equal(o->sgemm_async(false, false, M, N, K, 1.0f, da, db,
+						r == 0 ? 0.0f : 1.0f, dc),
+				 0);
+	assert_int_equal(o->compute_wait(), 0);
+	assert_int_equal(pthread_create(&th, NULL, read_back, args), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal((int)(intptr_t)args[3], 0);
+	for (int r = 0; r < R; r++)
+		dev_host_sgemm(false, false, M, N, K, 1.0f, a, b, r == 0 ? 0.0f : 1.0f, want);
+	for (int i = 0; i < M * N; i++)
+		if (fabsf(got[i] - want[i]) > 1e-4f * K * R * fmaxf(1, fabsf(want[i]))) {
+			print_error("sgemm_async x%d: C[%d] %g, host %g\n", R, i, got[i], want[i]);
+			fail();
+		}
+	o->free(da);
+	o->free(db);
+	o->free(dc);
+}
+
 /* convert: f32 to bf16 and back on the device, over every exponent and
  * random bit patterns, the host's bits */
 static void test_convert(void **s)
@@ -355,9 +402,13 @@ static void test_second_thread(void **s)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_reduce_bitexact), cmocka_unit_test(test_sgemm),
-		cmocka_unit_test(test_async_copies),	cmocka_unit_test(test_mem_info),
-		cmocka_unit_test(test_convert),		cmocka_unit_test(test_sgd),
+		cmocka_unit_test(test_reduce_bitexact),
+		cmocka_unit_test(test_sgemm),
+		cmocka_unit_test(test_sgemm_async),
+		cmocka_unit_test(test_async_copies),
+		cmocka_unit_test(test_mem_info),
+		cmocka_unit_test(test_convert),
+		cmocka_unit_test(test_sgd),
 		cmocka_unit_test(test_second_thread),
 	};
 	const char *name = argc > 1 ? argv[1] : "cuda";
