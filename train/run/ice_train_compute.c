@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * ice-train: a rank's compute. Real fp32 matrix multiplies on the rank's
- * memory kind (dev_mem_ops->sgemm): forward, the loss gradient, backward
- * (whole, or ZB's B and W), the SGD update; on an emulated device padded to
- * the profile's speed. And what every part uses: the clock, FNV-1a, host
+ * memory kind (dev_mem_ops->sgemm; on a device queued, sgemm_async, and
+ * waited for at hand-offs): forward, the loss gradient, backward (whole,
+ * or ZB's B and W), the SGD update; on an emulated device padded to the
+ * profile's speed. And what every part uses: the clock, FNV-1a, host
  * views of device buffers, --trace events.
  */
 #include <errno.h>
@@ -74,7 +75,9 @@ void itr_trace_add(struct itr_rank *k, enum itr_ev_kind kind, int mb, uint64_t t
 /* ---- compute --------------------------------------------------------------- */
 
 /* C[m x n] = op(A) op(B) + beta C on the rank's device, timed; on an
- * emulated device padded to the profile's speed. */
+ * emulated device padded to the profile's speed. A device rank queues its
+ * products (sgemm_async), so they run back to back on the device; the
+ * time to launch one is counted here, the device's time at itr_mm_wait. */
 int itr_matmul(struct itr_rank *k, bool ta, bool tb, int m, int n, int kk, const float *a,
 	       const float *b, float beta, float *c)
 {
@@ -83,7 +86,12 @@ int itr_matmul(struct itr_rank *k, bool ta, bool tb, int m, int n, int kk, const
 
 	if (k->prof->emulated)
 		trn_emu_begin(&k->emu);
-	ret = k->ops->sgemm(ta, tb, m, n, kk, 1.0f, a, b, beta, c);
+	if (k->host) {
+		ret = k->ops->sgemm(ta, tb, m, n, kk, 1.0f, a, b, beta, c);
+	} else {
+		ret = k->ops->sgemm_async(ta, tb, m, n, kk, 1.0f, a, b, beta, c);
+		k->mm_pending = true;
+	}
 	if (k->prof->emulated)
 		trn_emu_end(&k->emu, 2.0 * m * n * kk);
 	t0 = ice_now_s() - t0;
@@ -93,6 +101,28 @@ int itr_matmul(struct itr_rank *k, bool ta, bool tb, int m, int n, int kk, const
 	if (ret < 0)
 		ice_err(ICE_SUB_BENCH, "rank %d: sgemm %dx%dx%d failed: %s", k->r, m, n, kk,
 			strerror(-ret));
+	return ret;
+}
+
+/* Wait for the products this rank queued, the wait counted as their time:
+ * before the communication thread is handed a buffer (it reads or writes
+ * on its own stream) and before other work whose time is its own. Only
+ * the compute thread calls it. 0 or -errno. */
+int itr_mm_wait(struct itr_rank *k)
+{
+	double t0;
+	int ret;
+
+	if (!k->mm_pending)
+		return 0;
+	t0 = ice_now_s();
+	ret = k->ops->compute_wait();
+	t0 = ice_now_s() - t0;
+	k->mm_pending = false;
+	k->t_compute += t0;
+	k->mm_s += t0;
+	if (ret < 0)
+		ice_err(ICE_SUB_BENCH, "rank %d: a queued sgemm failed: %s", k->r, strerror(-ret));
 	return ret;
 }
 
@@ -115,10 +145,13 @@ int itr_loss_grad(struct itr_rank *k, int slot, const float *negt, int rows)
 {
 	float *y = k->act[slot][k->nl];
 	size_t cnt = (size_t)rows * (size_t)itr_lout(k, k->nl - 1);
-	double t0 = ice_now_s(), l = 0;
+	double t0, l = 0;
 	const float *h;
-	int ret;
+	int ret = itr_mm_wait(k);
 
+	if (ret < 0)
+		return ret;
+	t0 = ice_now_s();
 	ret = k->ops->reduce(y, negt, cnt, DEV_FLOAT32, DEV_SUM);
 	if (ret < 0)
 		return ret;
@@ -205,9 +238,11 @@ int itr_backward_weights(struct itr_rank *k, int slot, int rows, float beta)
 int itr_sgd_range(struct itr_rank *k, size_t off, size_t cnt, float *dm)
 {
 	float scale = (float)(k->job->lr / k->m->global_batch);
+	int ret = itr_mm_wait(k);
 	double t0 = ice_now_s();
-	int ret = 0;
 
+	if (ret < 0)
+		return ret;
 	if (itr_dev_update(k)) {
 		ret = k->ops->sgd(dm != NULL ? dm : k->wblk + off, k->grad + off, scale, cnt);
 	} else {

@@ -185,6 +185,7 @@ struct itr_rank {
 	struct trn_net net;    /* calibrated (for re-plans) */
 	double t_compute, t_exposed, t_update;
 	double mm_s, mm_flops;	    /* matrix multiplies: seconds and FLOP */
+	bool mm_pending;	    /* device: products queued, not waited for */
 	double gflops_ema;	    /* --replan: this rank's speed, smoothed over its steps */
 	int last_replan;	    /* --replan: the step of the last re-plan (or of the start) */
 	struct itr_cop op_oob;	    /* --replan: the step's exchange of speeds and times */
@@ -246,6 +247,7 @@ static inline int itr_lout(const struct itr_rank *k, int j)
 
 int itr_matmul(struct itr_rank *k, bool ta, bool tb, int m, int n, int kk, const float *a,
 	       const float *b, float beta, float *c);
+int itr_mm_wait(struct itr_rank *k);
 int itr_forward(struct itr_rank *k, int slot, const float *in, int rows);
 int itr_loss_grad(struct itr_rank *k, int slot, const float *negt, int rows);
 int itr_backward(struct itr_rank *k, int slot, const float *g, int rows, float *dx, float beta);

@@ -23,6 +23,18 @@ static int tail_rows(const struct itr_rank *k, int t, int row0, int nrows)
 	return left < k->mb ? left : k->mb;
 }
 
+/* Hand op on buf to the communication thread, once the products this
+ * rank queued are done (it reads or writes buf on its own stream). */
+static int hand_off(struct itr_rank *k, struct itr_cop *op, enum itr_cop_kind kind, float *buf,
+		    size_t count, int peer)
+{
+	int ret = itr_mm_wait(k);
+
+	if (ret == 0)
+		itr_cop_post(&k->ct, op, kind, buf, count, peer);
+	return ret;
+}
+
 /* Sharded DP: update this rank's part of bucket b once its reduce-scatter
  * is in (wait: wait for it; else only if it is in already). In the
  * device's stream between backward layers, as an optimizer step fused
@@ -39,6 +51,8 @@ static int shard_update(struct itr_rank *k, int b, bool wait)
 	if (bk->updated || (!wait && !itr_cop_done(&k->ct, &bk->op)))
 		return 0;
 	ret = itr_wait_op(k, &bk->op, EV_RS);
+	if (ret == 0)
+		ret = itr_mm_wait(k); /* the products' time is not the update's */
 	if (ret < 0)
 		return ret;
 	t0 = ice_now_ns();
@@ -82,7 +96,9 @@ static int shard_advance(struct itr_rank *k, bool wait)
 			bk->op.half = k->g16 != NULL ? k->g16 + bk->off : NULL;
 			bk->op.dhalf = k->d16 != NULL && k->g16 != NULL ? k->d16 + bk->off : NULL;
 			bk->op.dev_upd = itr_dev_update(k);
-			itr_cop_post(&k->ct, &bk->op, COP_RS, k->grad + bk->off, bk->count, -1);
+			ret = hand_off(k, &bk->op, COP_RS, k->grad + bk->off, bk->count, -1);
+			if (ret < 0)
+				return ret;
 			continue;
 		}
 		if (k->nag == k->nbk)
@@ -100,7 +116,9 @@ static int shard_advance(struct itr_rank *k, bool wait)
 		bk->ag.dhalf = k->w16 != NULL && k->d16 != NULL ? k->d16 + bk->off : NULL;
 		bk->ag.dev_upd = itr_dev_update(k);
 		bk->ag.dmaster = k->dm != NULL ? k->dm + bk->moff : NULL;
-		itr_cop_post(&k->ct, &bk->ag, COP_AG, k->wblk + bk->off, bk->count, -1);
+		ret = hand_off(k, &bk->ag, COP_AG, k->wblk + bk->off, bk->count, -1);
+		if (ret < 0)
+			return ret;
 	}
 }
 
@@ -112,13 +130,16 @@ static int close_buckets(struct itr_rank *k, int upto)
 		struct itr_bucket *bk = &k->bk[k->nclosed];
 
 		if (!k->sharded) {
+			int ret;
+
 			bk->op.tag = k->nclosed;
 			bk->op.hbuf = k->gh + bk->off;
 			bk->op.half = k->g16 != NULL ? k->g16 + bk->off : NULL;
 			bk->op.dhalf = k->d16 != NULL && k->g16 != NULL ? k->d16 + bk->off : NULL;
 			bk->op.dev_upd = itr_dev_update(k);
-			itr_cop_post(&k->ct, &bk->op, COP_ALLREDUCE, k->grad + bk->off, bk->count,
-				     -1);
+			ret = hand_off(k, &bk->op, COP_ALLREDUCE, k->grad + bk->off, bk->count, -1);
+			if (ret < 0)
+				return ret;
 		}
 	}
 	return k->sharded ? shard_advance(k, false) : 0;
@@ -291,19 +312,21 @@ static bool pp_sends(const struct itr_rank *k, const struct trn_pp_op *op)
 	return (op->kind == TRN_PP_F && k->r < k->n - 1) || (op->kind == TRN_PP_B && k->r > 0);
 }
 
-static void post_send(struct itr_rank *k, struct itr_cop *op, float *buf, size_t count, int peer,
-		      int tag, uint64_t *hsum)
+static int post_send(struct itr_rank *k, struct itr_cop *op, float *buf, size_t count, int peer,
+		     int tag, uint64_t *hsum)
 {
 	op->hash = k->host;
 	if (!k->host)
 		op->hval = itr_buf_hash(k, buf, count);
 	op->hsum = hsum;
 	op->tag = tag;
-	itr_cop_post(&k->ct, op, COP_SEND, buf, count, peer);
+	return hand_off(k, op, COP_SEND, buf, count, peer);
 }
 
-/* Queue the receive operation op (of step step) needs, unless it is queued. */
-static void pp_post_recv(struct itr_rank *k, int step, const struct trn_pp_op *op)
+/* Queue the receive operation op (of step step) needs, unless it is
+ * queued. A product still queued may read the buffer it lands in (the
+ * slot's last micro-batch). */
+static int pp_post_recv(struct itr_rank *k, int step, const struct trn_pp_op *op)
 {
 	int s = k->r, slot = pp_slot(k, step, op->mb);
 	struct itr_cop *r;
@@ -324,13 +347,13 @@ static void pp_post_recv(struct itr_rank *k, int step, const struct trn_pp_op *o
 		peer = s + 1;
 		r->hsum = &k->h_recv_bwd;
 	} else {
-		return;
+		return 0;
 	}
 	if (r->posted)
-		return;
+		return 0;
 	r->hash = k->host;
 	r->tag = op->mb;
-	itr_cop_post(&k->ct, r, COP_RECV, buf, cnt, peer);
+	return hand_off(k, r, COP_RECV, buf, cnt, peer);
 }
 
 static int pp_fwd(struct itr_rank *k, int i)
@@ -354,13 +377,14 @@ static int pp_fwd(struct itr_rank *k, int i)
 	}
 	t0 = ice_now_ns();
 	ret = itr_forward(k, slot, in, k->mb);
-	if (ret == 0 && s == S - 1)
-		ret = itr_loss_grad(k, slot, k->negt + (size_t)i * out_cnt, k->mb);
+	if (ret == 0)
+		ret = s == S - 1 ? itr_loss_grad(k, slot, k->negt + (size_t)i * out_cnt, k->mb)
+				 : itr_mm_wait(k); /* its output goes out now */
 	itr_trace_add(k, EV_FWD, i, t0, ice_now_ns(), 0, 0);
 	if (ret < 0 || s == S - 1)
 		return ret;
-	post_send(k, &k->op_fwd[slot], k->act[slot][k->nl], out_cnt, s + 1, i, &k->h_sent_fwd);
-	return 0;
+	return post_send(k, &k->op_fwd[slot], k->act[slot][k->nl], out_cnt, s + 1, i,
+			 &k->h_sent_fwd);
 }
 
 /* B: in ZB the input gradients only, in 1F1B the whole backward. */
@@ -386,11 +410,12 @@ static int pp_bwd(struct itr_rank *k, int i)
 		ret = itr_backward_input(k, slot, g, k->mb, dx);
 	else
 		ret = itr_backward(k, slot, g, k->mb, dx, i == 0 ? 0.0f : 1.0f);
+	if (ret == 0 && s > 0)
+		ret = itr_mm_wait(k); /* its input gradient goes out now */
 	itr_trace_add(k, EV_BWD, i, t0, ice_now_ns(), 0, 0);
 	if (ret < 0 || s == 0)
 		return ret;
-	post_send(k, &k->op_bwd[slot], k->gsend[slot], in_cnt, s - 1, i, &k->h_sent_bwd);
-	return 0;
+	return post_send(k, &k->op_bwd[slot], k->gsend[slot], in_cnt, s - 1, i, &k->h_sent_bwd);
 }
 
 /* W (ZB): the weight gradients of micro-batch i, in micro-batch order. */
@@ -411,13 +436,15 @@ int itr_pp_step(struct itr_rank *k, bool more)
 	for (int c = 0; c < k->pp_nops && ret == 0; c++) {
 		const struct trn_pp_op *op = &k->pp_ops[c];
 
-		pp_post_recv(k, k->step, op);
-		if (k->ct.async || !pp_sends(k, op)) {
+		ret = pp_post_recv(k, k->step, op);
+		if (ret == 0 && (k->ct.async || !pp_sends(k, op))) {
 			if (c + 1 < k->pp_nops)
-				pp_post_recv(k, k->step, &k->pp_ops[c + 1]);
+				ret = pp_post_recv(k, k->step, &k->pp_ops[c + 1]);
 			else if (more)
-				pp_post_recv(k, k->step + 1, &k->pp_ops[0]);
+				ret = pp_post_recv(k, k->step + 1, &k->pp_ops[0]);
 		}
+		if (ret < 0)
+			break;
 		if (op->kind == TRN_PP_F)
 			ret = pp_fwd(k, op->mb);
 		else if (op->kind == TRN_PP_B)
