@@ -204,7 +204,10 @@ static int fill(const struct dev_mem_ops *ops, void *dst, size_t len);
  * layer the forward of each of its micro-batches; their loss gradients
  * (dY = Y - T, read back to the host); then from the top, layer by layer,
  * each micro-batch's weight gradient (dW += X^T dY) and input gradient
- * (dX = dY W^T). Micro-batch t's buffers are at t * b->act. */
+ * (dX = dY W^T). Products are queued (sgemm_async) as a device rank's
+ * are, and waited for where it waits: at the loss (a synchronous call)
+ * and at the chunk's end (its hand-off). Micro-batch t's buffers are at
+ * t * b->act. */
 static int run_model_chunk(struct bench *b)
 {
 	const struct trn_model *md = b->mdl;
@@ -212,9 +215,9 @@ static int run_model_chunk(struct bench *b)
 
 	for (int j = 0; ret == 0 && j < md->nlayers; j++)
 		for (int t = 0; ret == 0 && t < b->chunk; t++)
-			ret = b->ops->sgemm(false, false, rows, md->out[j], md->in[j], 1.0f,
-					    b->x + t * b->act, b->w + b->woff[j], 0.0f,
-					    b->y + t * b->act);
+			ret = b->ops->sgemm_async(false, false, rows, md->out[j], md->in[j], 1.0f,
+						  b->x + t * b->act, b->w + b->woff[j], 0.0f,
+						  b->y + t * b->act);
 	for (int t = 0; ret == 0 && t < b->chunk; t++) {
 		ret = b->ops->reduce(b->g + t * b->act, b->y + t * b->act, (size_t)rows * top,
 				     DEV_FLOAT32, DEV_SUM);
@@ -224,15 +227,15 @@ static int run_model_chunk(struct bench *b)
 	}
 	for (int j = md->nlayers - 1; ret == 0 && j >= 0; j--) {
 		for (int t = 0; ret == 0 && t < b->chunk; t++)
-			ret = b->ops->sgemm(true, false, md->in[j], md->out[j], rows, 1.0f,
-					    b->x + t * b->act, b->g + t * b->act, 1.0f,
-					    b->dw + b->woff[j]);
+			ret = b->ops->sgemm_async(true, false, md->in[j], md->out[j], rows, 1.0f,
+						  b->x + t * b->act, b->g + t * b->act, 1.0f,
+						  b->dw + b->woff[j]);
 		for (int t = 0; ret == 0 && t < b->chunk; t++)
-			ret = b->ops->sgemm(false, true, rows, md->in[j], md->out[j], 1.0f,
-					    b->g + t * b->act, b->w + b->woff[j], 0.0f,
-					    b->dx + t * b->act);
+			ret = b->ops->sgemm_async(false, true, rows, md->in[j], md->out[j], 1.0f,
+						  b->g + t * b->act, b->w + b->woff[j], 0.0f,
+						  b->dx + t * b->act);
 	}
-	return ret;
+	return ret == 0 ? b->ops->compute_wait() : ret;
 }
 
 /* --model: the buffers run_model_chunk() works on (weights and gradients of
