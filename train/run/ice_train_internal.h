@@ -262,9 +262,18 @@ int itr_dp_step(struct itr_rank *k, int nrows);
 /* more: another step follows (its first receive may be queued). */
 int itr_pp_step(struct itr_rank *k, bool more);
 
-/* ---- ice_train_rank.c ----------------------------------------------------- */
+/* ---- ice_train_mem.c ------------------------------------------------------ */
 
 /* size bytes of the rank's memory (an error printed when there are none). */
 void *itr_dev_alloc(struct itr_rank *k, size_t bytes);
+/* The weights, gradient and buckets of the rank's layers (the plan's);
+ * 0 or -errno. */
+int itr_setup_params(struct itr_rank *k);
+/* The activations of the rank's slots and its rows [row0, row0 + nrows)
+ * of the data (first / last: the pipeline's first / last stage). */
+int itr_setup_acts(struct itr_rank *k, int row0, int nrows, bool first, bool last);
+void itr_free_acts(struct itr_rank *k);
+void itr_free_params(struct itr_rank *k);
+void itr_free_rank(struct itr_rank *k); /* everything above, and the trace */
 
 #endif /* ICE_TRAIN_INTERNAL_H */
