@@ -498,6 +498,18 @@ static void rx_data(struct tp_qp *qp, const struct tp_pkt *pkt)
 			send_nak(qp, ICE_ROCE_AETH_NAK | TP_NAK_PSN_SEQ_ERR);
 		return;
 	}
+	/* a packet held at epsn that an RNR NAK kept there has been resent:
+	 * the new copy is placed, the held one released (else its slot stays
+	 * taken behind epsn, and every later drain asks for a gap that is
+	 * not there) */
+	if (qp->ooo_count > 0) {
+		struct tp_ooo *o = &qp->ooo[qp->epsn % e->cfg.window_pkts];
+
+		if (o->used && o->pkt.bth.psn == qp->epsn) {
+			o->used = false;
+			qp->ooo_count--;
+		}
+	}
 	if (rx_in_order(qp, pkt) == RX_OK && qp->ooo_count > 0)
 		ooo_drain(qp);
 }

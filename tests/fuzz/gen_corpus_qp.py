@@ -313,6 +313,19 @@ def crashes():
     q = Seq(0)
     q.data(SEND_ONLY, 0, b'').cmd(C_RECV, 2 << 1)
     s['crash-send-empty-unexpected'] = q.bytes()
+    # A packet held beyond a gap (PSN e+1) is placed once the gap fills,
+    # but it needs room the unexpected-message queue (1024 bytes here) no
+    # longer has: an RNR NAK, and it stays held, at epsn. The requester
+    # resends from there and the new copy (a LAST here) is placed, while
+    # the held one kept its slot behind epsn for good: ooo_count never fell
+    # to 0 again, so every later drain NAKed a gap that was not there.
+    # (Found by libFuzzer in CI's sanitizer pass, 2026-12-04.)
+    q = Seq(0)
+    full = q.full(0x5a)
+    q.data(SEND_FIRST, 0, full).data(SEND_MIDDLE, 0, full).data(SEND_MIDDLE, 0, full)
+    q.data(SEND_MIDDLE, 1, full).data(SEND_MIDDLE, 0, full)
+    q.data(SEND_LAST, 0, b'', flags=PROGRESS)
+    s['crash-rnr-held-resent'] = q.bytes()
     return s
 
 
