@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 MARK = re.compile(r"^\s*# not run by the tests: (\S.*)$")
 FENCE = re.compile(r"^```(\S*)\s*$")
@@ -147,6 +148,7 @@ def main(argv):
     try:
         for where, text in run:
             before = netns()
+            t0 = time.monotonic()
             print(f"== {where}", flush=True)
             print(text, flush=True)
             try:
@@ -160,7 +162,8 @@ def main(argv):
             left = tidy(cwd, build, before)
             if left:
                 ok, why = False, why + f"; left namespaces {' '.join(left)} (taken down)"
-            print(("ok   " if ok else "FAIL ") + where + ("" if ok else ": " + why), flush=True)
+            print(("ok   " if ok else "FAIL ") + where + ("" if ok else ": " + why) +
+                  f" ({time.monotonic() - t0:.1f} s)", flush=True)
             if not ok:
                 print(tail)
                 failed.append(where)

@@ -198,11 +198,34 @@ static int cop_run(struct itr_cthread *t, struct itr_cop *op)
 	return -EINVAL;
 }
 
+/* FNV-1a of op's buffer into op->hval: on device memory of a copy on the
+ * host, made by this thread (off the compute thread's path); 0 or -errno. */
+static int cop_hash(struct itr_cthread *t, struct itr_cop *op)
+{
+	const float *h = op->buf;
+
+	if (!t->async) {
+		if (op->count > t->hs_len) {
+			float *n = realloc(t->hs, op->count * sizeof(*n));
+
+			if (n == NULL)
+				return -ENOMEM;
+			t->hs = n;
+			t->hs_len = op->count;
+		}
+		if (tp_dev_comm_ops(t->d)->to_host(t->hs, op->buf, op->count * 4) < 0)
+			return -EIO;
+		h = t->hs;
+	}
+	op->hval = itr_fnv1a(ITR_FNV_INIT, h, op->count * 4);
+	return 0;
+}
+
 /* The thread's end of an operation: hash a received buffer, hand it back. */
 static void cop_finish(struct itr_cthread *t, struct itr_cop *op, int ret)
 {
 	if (ret == 0 && op->hash && op->kind == COP_RECV)
-		op->hval = itr_fnv1a(ITR_FNV_INIT, op->buf, op->count * 4);
+		ret = cop_hash(t, op);
 	op->t_end = ice_now_ns();
 	pthread_mutex_lock(&t->mu);
 	if (ret < 0 && t->err == 0)
@@ -238,7 +261,7 @@ static void cthread_run(struct itr_cthread *t, struct itr_cop *op, int ret)
 {
 	op->t_start = ice_now_ns();
 	if (ret == 0 && op->hash && op->kind == COP_SEND)
-		op->hval = itr_fnv1a(ITR_FNV_INIT, op->buf, op->count * 4);
+		ret = cop_hash(t, op);
 	if (ret == 0 && t->async && (op->kind == COP_SEND || op->kind == COP_RECV)) {
 		memset(&op->req, 0, sizeof(op->req));
 		ret = op->kind == COP_SEND ? tp_dev_isend(t->d, op->buf, op->count, DEV_FLOAT32,
@@ -321,6 +344,9 @@ int itr_cthread_stop(struct itr_cthread *t)
 	pthread_join(t->th, NULL);
 	pthread_cond_destroy(&t->cv_done);
 	pthread_mutex_destroy(&t->mu);
+	free(t->hs);
+	t->hs = NULL;
+	t->hs_len = 0;
 	return t->err;
 }
 
@@ -394,10 +420,6 @@ int itr_wait_op(struct itr_rank *k, struct itr_cop *op, enum itr_ev_kind kind)
 	if (blocked)
 		trn_emu_idle(&k->emu); /* the device waited for the data too */
 	if (op->hsum != NULL) {
-		/* device memory: the receive is hashed here (a send was at
-		 * its post) */
-		if (!op->hash && op->kind == COP_RECV)
-			op->hval = itr_buf_hash(k, op->buf, op->count);
 		*op->hsum += op->hval;
 		op->hsum = NULL;
 	}
@@ -518,7 +540,7 @@ static int time_msgs(struct itr_rank *k, float *buf, size_t count, int iters, do
 			c0 = process_cpu_s();
 			work = 0;
 		}
-		rcv.hash = snd.hash = k->host;
+		rcv.hash = snd.hash = true;
 		itr_cop_post(&t, &rcv, COP_RECV, buf + count, count, (r + n - 1) % n);
 		itr_cop_post(&t, &snd, COP_SEND, buf, count, (r + 1) % n);
 		w0 = thread_cpu_s();

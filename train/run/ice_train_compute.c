@@ -39,13 +39,6 @@ const float *itr_host_view(struct itr_rank *k, const float *buf, size_t count)
 	return k->hscratch;
 }
 
-uint64_t itr_buf_hash(struct itr_rank *k, const float *buf, size_t count)
-{
-	const float *h = itr_host_view(k, buf, count);
-
-	return h != NULL ? itr_fnv1a(ITR_FNV_INIT, h, count * 4) : 0;
-}
-
 void itr_trace_add(struct itr_rank *k, enum itr_ev_kind kind, int mb, uint64_t t0, uint64_t t1,
 		   uint64_t t2, uint64_t t3)
 {

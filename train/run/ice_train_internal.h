@@ -53,8 +53,9 @@ struct itr_cop {
 	float *dmaster;	      /* AG in bf16, dev_upd: the own part's fp32 master */
 	int ret;
 	int tag;	/* the micro-batch, for the trace */
-	bool hash;	/* the communication thread hashes buf (host memory): a
-			 * send's before it goes, a receive's once it is in */
+	bool hash;	/* the communication thread hashes buf (device memory:
+			 * a copy of it on the host), a send's before it goes,
+			 * a receive's once it is in */
 	uint64_t hval;	/* FNV-1a of buf's bytes, as sent or received */
 	uint64_t *hsum; /* the compute thread adds hval here when it waits */
 	bool done;
@@ -77,6 +78,8 @@ struct itr_cthread {
 	struct tp_engine *e;
 	bool async;	     /* host memory: sends and receives are posted, not run */
 	struct itr_cop *fly; /* posted sends and receives, not complete (this thread's) */
+	float *hs;	     /* device memory: a message's bytes copied up to be hashed */
+	size_t hs_len;	     /* floats in hs */
 };
 
 /* ---- rank state ---------------------------------------------------------- */
@@ -222,7 +225,6 @@ int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, str
 uint64_t itr_fnv1a(uint64_t h, const void *p, size_t len);
 /* Host memory for a device buffer's bytes (NULL when it cannot be read). */
 const float *itr_host_view(struct itr_rank *k, const float *buf, size_t count);
-uint64_t itr_buf_hash(struct itr_rank *k, const float *buf, size_t count);
 void itr_trace_add(struct itr_rank *k, enum itr_ev_kind kind, int mb, uint64_t t0, uint64_t t1,
 		   uint64_t t2, uint64_t t3);
 

@@ -300,7 +300,8 @@ int itr_dp_step(struct itr_rank *k, int nrows)
  * order of the queue stays the order of the program, which is the order
  * messages between two stages match in. Sends are queued and waited for
  * only before their buffer is reused. Message checksums are computed by
- * the communication thread on host memory (off the compute path).
+ * the communication thread (on device memory, of a copy it makes on the
+ * host), off the compute path.
  */
 static int pp_slot(const struct itr_rank *k, int step, int i)
 {
@@ -315,9 +316,7 @@ static bool pp_sends(const struct itr_rank *k, const struct trn_pp_op *op)
 static int post_send(struct itr_rank *k, struct itr_cop *op, float *buf, size_t count, int peer,
 		     int tag, uint64_t *hsum)
 {
-	op->hash = k->host;
-	if (!k->host)
-		op->hval = itr_buf_hash(k, buf, count);
+	op->hash = true;
 	op->hsum = hsum;
 	op->tag = tag;
 	return hand_off(k, op, COP_SEND, buf, count, peer);
@@ -351,7 +350,7 @@ static int pp_post_recv(struct itr_rank *k, int step, const struct trn_pp_op *op
 	}
 	if (r->posted)
 		return 0;
-	r->hash = k->host;
+	r->hash = true;
 	r->tag = op->mb;
 	return hand_off(k, r, COP_RECV, buf, cnt, peer);
 }
