@@ -70,6 +70,7 @@ struct devprof_cfg {
 	int64_t m, n, k, mb;
 	char model[512];
 	struct trn_model mdl; /* --model, loaded */
+	bool sync_products;
 	char output[512];
 	char emulate[TRN_NAME_MAX];
 	double gflops, mem_gbps, h2d_gbps, d2h_gbps, reduce_gbps, mem_gib;
@@ -105,6 +106,9 @@ static const struct ice_cfg_field devprof_fields[] = {
 		  "layer's forward, weight-\nand input-gradient at its micro-batch, the loss\n"
 		  "gradient), in a DP step's order (gflops) and a\npipeline stage's (pp_gflops); "
 		  "default: --m/--n/--k\nover --weights-mb"),
+	F("sync_products", ICE_CFG_BOOL, sync_products,
+	  .help = "with --model: wait for each product (sgemm) instead\nof queueing them "
+		  "(sgemm_async), as a device rank did\nbefore 2026-12-04; to compare the two"),
 	F("mb", ICE_CFG_INT, mb, .min = 1, .max = 16384,
 	  .help = "MiB per buffer of the bandwidth tests (default 64)"),
 	F("output", ICE_CFG_STRING, output, .size = 512, .alias = 'o', .arg = "FILE",
@@ -156,6 +160,9 @@ static int devprof_finish(void *obj, const char *path, struct ice_cfg_err *err)
 
 		if (ret < 0)
 			return ret;
+	} else if (c->sync_products) {
+		return ice_cfg_fail(err, path, "sync_products",
+				    "goes with --model FILE (the products of a model's steps)");
 	}
 	if (c->name[0] == '\0')
 		snprintf(c->name, sizeof(c->name), "%s", kind_names[c->kind]);
@@ -185,6 +192,7 @@ struct bench {
 	size_t act; /* floats of one micro-batch's activation buffer */
 	int chunk;
 	double mb_flops; /* matrix FLOP of one micro-batch */
+	bool sync;	 /* --sync-products: sgemm, not sgemm_async */
 };
 
 typedef int (*bench_fn)(struct bench *b);
@@ -212,12 +220,13 @@ static int run_model_chunk(struct bench *b)
 {
 	const struct trn_model *md = b->mdl;
 	int rows = md->micro_batch, top = md->out[md->nlayers - 1], ret = 0;
+	int (*mm)(bool, bool, int, int, int, float, const float *, const float *, float, float *) =
+		b->sync ? b->ops->sgemm : b->ops->sgemm_async;
 
 	for (int j = 0; ret == 0 && j < md->nlayers; j++)
 		for (int t = 0; ret == 0 && t < b->chunk; t++)
-			ret = b->ops->sgemm_async(false, false, rows, md->out[j], md->in[j], 1.0f,
-						  b->x + t * b->act, b->w + b->woff[j], 0.0f,
-						  b->y + t * b->act);
+			ret = mm(false, false, rows, md->out[j], md->in[j], 1.0f, b->x + t * b->act,
+				 b->w + b->woff[j], 0.0f, b->y + t * b->act);
 	for (int t = 0; ret == 0 && t < b->chunk; t++) {
 		ret = b->ops->reduce(b->g + t * b->act, b->y + t * b->act, (size_t)rows * top,
 				     DEV_FLOAT32, DEV_SUM);
@@ -227,13 +236,11 @@ static int run_model_chunk(struct bench *b)
 	}
 	for (int j = md->nlayers - 1; ret == 0 && j >= 0; j--) {
 		for (int t = 0; ret == 0 && t < b->chunk; t++)
-			ret = b->ops->sgemm_async(true, false, md->in[j], md->out[j], rows, 1.0f,
-						  b->x + t * b->act, b->g + t * b->act, 1.0f,
-						  b->dw + b->woff[j]);
+			ret = mm(true, false, md->in[j], md->out[j], rows, 1.0f, b->x + t * b->act,
+				 b->g + t * b->act, 1.0f, b->dw + b->woff[j]);
 		for (int t = 0; ret == 0 && t < b->chunk; t++)
-			ret = b->ops->sgemm_async(false, true, rows, md->in[j], md->out[j], 1.0f,
-						  b->g + t * b->act, b->w + b->woff[j], 0.0f,
-						  b->dx + t * b->act);
+			ret = mm(false, true, rows, md->in[j], md->out[j], 1.0f, b->g + t * b->act,
+				 b->w + b->woff[j], 0.0f, b->dx + t * b->act);
 	}
 	return ret == 0 ? b->ops->compute_wait() : ret;
 }
@@ -521,6 +528,7 @@ static int profile_device(const struct devprof_cfg *c, struct trn_profile *p)
 		ret = fill(ops, b.b, (size_t)b.k * b.n * sizeof(float));
 	if (ret == 0)
 		ret = measure(&b, run_sgemm, 2.0 * b.m * b.n * b.k, share, &rate);
+	b.sync = c->sync_products;
 	if (c->model[0] != '\0')
 		ret = ret < 0 ? ret : model_alloc(&b, &c->mdl, DP_CHUNK);
 	else
@@ -548,16 +556,18 @@ static int profile_device(const struct devprof_cfg *c, struct trn_profile *p)
 					break;
 			}
 			*(pass ? &p->pp_gflops : &p->gflops) = rate / 1e9;
-			ice_info(ICE_SUB_COMMON,
-				 "%s: sustained %.2f GFLOP/s over %.1f s in %s of model %s (%d "
-				 "layers, micro-batch %d, %d at a time through each layer; slowest "
-				 "tenth %.2f) beside a communication load of %.0f%% (%.2f s busy); "
-				 "CPU %.2f s per s of %.2f cores (%s); sgemm burst %.2f GFLOP/s",
-				 c->name, rate / 1e9, c->sustain,
-				 pass ? "a pipeline stage's order" : "a DP step's order",
-				 b.mdl->name, b.mdl->nlayers, b.mdl->micro_batch, b.chunk,
-				 slow / 1e9, c->comm_load * 100, load_s, cpu, cores, limit,
-				 p->burst_gflops);
+			ice_info(
+				ICE_SUB_COMMON,
+				"%s: sustained %.2f GFLOP/s over %.1f s in %s of model %s (%d "
+				"layers, micro-batch %d, %d at a time through each layer, %s; "
+				"slowest tenth %.2f) beside a communication load of %.0f%% (%.2f s "
+				"busy); CPU %.2f s per s of %.2f cores (%s); sgemm burst %.2f "
+				"GFLOP/s",
+				c->name, rate / 1e9, c->sustain,
+				pass ? "a pipeline stage's order" : "a DP step's order",
+				b.mdl->name, b.mdl->nlayers, b.mdl->micro_batch, b.chunk,
+				b.sync ? "each product waited for" : "products queued", slow / 1e9,
+				c->comm_load * 100, load_s, cpu, cores, limit, p->burst_gflops);
 		}
 		if (ret == 0 && b.mdl == NULL) {
 			p->gflops = rate / 1e9;

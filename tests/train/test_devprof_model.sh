@@ -5,9 +5,11 @@
 # (train/models/mlp.yaml), on the host and on the CUDA backend over the
 # runtime double: the profile has gflops (a DP step's order) and pp_gflops
 # (a pipeline stage's), both > 0, and the log names both orders and the
-# model; a model file that does not load is refused (exit 2) with its
-# file, line and key; --model with --emulate measures nothing, so it is
-# refused too.
+# model, and that the products were queued; with --sync-products each is
+# waited for, and the log says so. A model file that does not load is
+# refused (exit 2) with its file, line and key; --model with --emulate
+# measures nothing, so it is refused too, and --sync-products without
+# --model.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DEVPROF=${ICE_DEVPROF:-$ROOT/build/train/ice-devprof}
@@ -18,16 +20,16 @@ trap 'rm -rf "$TMP"' EXIT
 MODEL=$ROOT/train/models/mlp.yaml
 PROF=(--seconds 0.1 --sustain 0.3 --mb 8 --model "$MODEL")
 num() { sed -n "s/^    $1: //p" "$2"; }
-check() { # check NAME LOG FILE
-	local g pp
+check() { # check NAME LOG FILE [HOW]
+	local g pp how=${4:-products queued}
 	g=$(num gflops "$3")
 	pp=$(num pp_gflops "$3")
 	echo "  $1: gflops ${g:-none}, pp_gflops ${pp:-none}"
 	awk -v g="${g:-0}" -v p="${pp:-0}" 'BEGIN {exit !(g > 0 && p > 0)}' ||
 		fail "$1: gflops and pp_gflops expected > 0"
-	grep -q "in a DP step's order of model mlp-28 (28 layers, micro-batch 4, 16 at a time" "$2" &&
-		grep -q "in a pipeline stage's order of model mlp-28 (28 layers, micro-batch 4, 1 at a time" "$2" ||
-		fail "$1: the log does not name both orders: $(cat "$2")"
+	grep -q "in a DP step's order of model mlp-28 (28 layers, micro-batch 4, 16 at a time through each layer, $how;" "$2" &&
+		grep -q "in a pipeline stage's order of model mlp-28 (28 layers, micro-batch 4, 1 at a time through each layer, $how;" "$2" ||
+		fail "$1: the log does not name both orders and '$how': $(cat "$2")"
 }
 
 echo "## host"
@@ -45,6 +47,10 @@ if [ -n "${ICE_FAKE_CUDA_LIB:-}" ]; then
 	else
 		[ "$rc" -eq 0 ] || { cat "$TMP/cuda.log"; fail "ice-devprof --kind cuda --model exited $rc"; }
 		check cuda "$TMP/cuda.log" "$TMP/cuda.yaml"
+		ICE_CUDA_LIB=$ICE_FAKE_CUDA_LIB timeout 60 "$DEVPROF" --kind cuda "${PROF[@]}" \
+			--sync-products -o "$TMP/cuda-sync.yaml" >"$TMP/cuda-sync.log" 2>&1 ||
+			{ cat "$TMP/cuda-sync.log"; fail "ice-devprof --kind cuda --model --sync-products failed"; }
+		check cuda-sync "$TMP/cuda-sync.log" "$TMP/cuda-sync.yaml" "each product waited for"
 	fi
 fi
 
@@ -62,4 +68,7 @@ rc=$?
 "$DEVPROF" --emulate e1 --gflops 5 --model "$MODEL" >"$TMP/emu" 2>&1 &&
 	fail "--model with --emulate ran"
 grep -q -- "--model measures a device; --emulate states one" "$TMP/emu" || fail "--model with --emulate: no reason: $(cat "$TMP/emu")"
+"$DEVPROF" --sync-products >"$TMP/sync" 2>&1 && fail "--sync-products without --model ran"
+grep -q -- "key 'sync_products': goes with --model FILE" "$TMP/sync" ||
+	fail "--sync-products without --model: no reason: $(cat "$TMP/sync")"
 echo "test_devprof_model: ok"
