@@ -410,10 +410,14 @@ int itr_wait_op(struct itr_rank *k, struct itr_cop *op, enum itr_ev_kind kind)
 	uint64_t t0, t1, h = 0;
 	bool blocked;
 	double w;
-	int ret;
+	int ret, mret;
 
 	if (!op->posted)
 		return 0;
+	/* products still queued finish while this thread waits: their time
+	 * is theirs, not the wait's (op is waited for even when they failed:
+	 * it may live on the caller's stack) */
+	mret = itr_mm_wait(k);
 	t0 = ice_now_ns();
 	ret = cop_wait(&k->ct, op, &blocked);
 	t1 = ice_now_ns();
@@ -437,7 +441,7 @@ int itr_wait_op(struct itr_rank *k, struct itr_cop *op, enum itr_ev_kind kind)
 		h += t1 - op->t_end;
 	k->t_handoff += (double)h * 1e-9;
 	itr_trace_add(k, kind, op->tag, op->t_post, op->t_start, op->t_end, t1);
-	return ret;
+	return mret < 0 ? mret : ret;
 }
 
 /* ---- network calibration ------------------------------------------------- */

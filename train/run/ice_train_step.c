@@ -50,9 +50,7 @@ static int shard_update(struct itr_rank *k, int b, bool wait)
 
 	if (bk->updated || (!wait && !itr_cop_done(&k->ct, &bk->op)))
 		return 0;
-	ret = itr_wait_op(k, &bk->op, EV_RS);
-	if (ret == 0)
-		ret = itr_mm_wait(k); /* the products' time is not the update's */
+	ret = itr_wait_op(k, &bk->op, EV_RS); /* after the queued products */
 	if (ret < 0)
 		return ret;
 	t0 = ice_now_ns();
