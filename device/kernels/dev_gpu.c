@@ -674,18 +674,6 @@ static int sgemm_enter(struct dev_gpu *g, struct dev_gpu_thread **tp, int m, int
 	return ret;
 }
 
-int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, float alpha,
-		  const float *a, const float *b, float beta, float *c)
-{
-	struct dev_gpu_thread *t;
-	int ret = sgemm_enter(g, &t, m, n, k, a, b, c);
-
-	if (ret != 0)
-		return ret < 0 ? ret : 0;
-	return compute_sync(g, t, g->rt->sgemm(ta, tb, m, n, k, alpha, a, b, beta, c, t->compute),
-			    "sgemm");
-}
-
 int dev_gpu_sgemm_async(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, float alpha,
 			const float *a, const float *b, float beta, float *c)
 {
@@ -709,4 +697,13 @@ int dev_gpu_compute_wait(struct dev_gpu *g)
 		return ret;
 	t->compute_pending = false;
 	return gpu_err(g, g->rt->stream_sync(t->compute), "compute_wait");
+}
+
+/* The queued product, waited for. */
+int dev_gpu_sgemm(struct dev_gpu *g, bool ta, bool tb, int m, int n, int k, float alpha,
+		  const float *a, const float *b, float beta, float *c)
+{
+	int ret = dev_gpu_sgemm_async(g, ta, tb, m, n, k, alpha, a, b, beta, c);
+
+	return ret == 0 ? dev_gpu_compute_wait(g) : ret;
 }
