@@ -202,9 +202,10 @@ static int cop_run(struct itr_cthread *t, struct itr_cop *op)
  * host, made by this thread (off the compute thread's path); 0 or -errno. */
 static int cop_hash(struct itr_cthread *t, struct itr_cop *op)
 {
+	const struct dev_mem_ops *ops = tp_dev_comm_ops(t->d);
 	const float *h = op->buf;
 
-	if (!t->async) {
+	if (ops->kind != DEV_MEM_HOST) {
 		if (op->count > t->hs_len) {
 			float *n = realloc(t->hs, op->count * sizeof(*n));
 
@@ -213,7 +214,7 @@ static int cop_hash(struct itr_cthread *t, struct itr_cop *op)
 			t->hs = n;
 			t->hs_len = op->count;
 		}
-		if (tp_dev_comm_ops(t->d)->to_host(t->hs, op->buf, op->count * 4) < 0)
+		if (ops->to_host(t->hs, op->buf, op->count * 4) < 0)
 			return -EIO;
 		h = t->hs;
 	}
