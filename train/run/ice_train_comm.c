@@ -17,6 +17,7 @@
  * thread's creation and join hand it over.
  */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -562,6 +563,95 @@ static int time_msgs(struct itr_rank *k, float *buf, size_t count, int iters, do
 	return ret < 0 ? ret : r2;
 }
 
+/*
+ * The CPU of a DP bucket's exchange as a host rank's step pays it: the
+ * operations the step runs (sharded: a reduce-scatter, then an
+ * all-gather; replicated: an all-reduce; in the job's dtypes, with their
+ * conversions) on a communication thread (started for this and stopped
+ * again), while this thread streams through memory as large as the
+ * model's weights, as the compute does between its hand-offs. Measured on
+ * this VM, the compute's traffic through the caches doubles what the same
+ * operations cost alone; an fp32 all-reduce on the calling thread, timed
+ * alone, priced half of what the steps took (docs/benchmarks.md, the
+ * thirty-first session). *cpu: this process's CPU seconds per bucket of
+ * count floats, less the streaming thread's.
+ */
+#define ITR_STREAM_CHUNK (1u << 20)
+static int time_exchange(struct itr_rank *k, size_t count, int iters, double *cpu)
+{
+	const struct trn_model *m = k->m;
+	size_t counts[TRN_MAX_DEVICES], mine = 0, mem = (size_t)trn_model_param_bytes(m);
+	size_t off = 0, half_mem;
+	float *g = calloc(count, 4), *w = calloc(count, 4), *wm = calloc(count, 4);
+	uint16_t *g16 = calloc(count, 2), *w16 = calloc(count, 2);
+	char *big;
+	struct itr_cthread t;
+	struct itr_cop op[2];
+	double c0 = 0, work = 0;
+	int nop = k->sharded ? 2 : 1, ret, r2;
+	bool blocked;
+
+	mem = mem < (16u << 20) ? 16u << 20 : mem > (128u << 20) ? 128u << 20 : mem;
+	half_mem = mem / 2 / ITR_STREAM_CHUNK * ITR_STREAM_CHUNK;
+	big = malloc(mem);
+	for (int r = 0; r < k->n; r++) {
+		counts[r] = count / (size_t)k->n + ((size_t)r < count % (size_t)k->n);
+		mine += r < k->r ? counts[r] : 0;
+	}
+	ret = g && w && wm && g16 && w16 && big ? 0 : -ENOMEM;
+	if (ret == 0) {
+		memset(big, 1, mem);
+		ret = tp_comm_barrier(tp_dev_comm_base(k->d));
+	}
+	if (ret == 0)
+		ret = itr_cthread_start(&t, k->d); /* the communicator is its own until stopped */
+	if (ret < 0)
+		goto out;
+	for (int i = -2; ret == 0 && i < iters; i++) {
+		if (i == 0) {
+			c0 = process_cpu_s();
+			work = 0;
+		}
+		for (int j = 0; ret == 0 && j < nop; j++) {
+			struct itr_cop *o = &op[j];
+			enum itr_cop_kind kind = !k->sharded ? COP_ALLREDUCE
+						 : j == 0    ? COP_RS
+							     : COP_AG;
+			bool bf16 = kind == COP_AG ? m->param == TRN_GRAD_BF16
+						   : m->grad == TRN_GRAD_BF16;
+			double w0;
+
+			memset(o, 0, sizeof(*o));
+			o->hbuf = kind == COP_AG ? wm : g;
+			o->counts = counts;
+			o->mine = mine;
+			o->half = bf16 ? (kind == COP_AG ? w16 : g16) : NULL;
+			o->hout = kind == COP_AG && bf16 ? w : NULL;
+			itr_cop_post(&t, o, kind, kind == COP_AG ? w : g, count, -1);
+			w0 = thread_cpu_s();
+			while (!itr_cop_done(&t, o)) {
+				memcpy(big + (off + half_mem) % (2 * half_mem), big + off,
+				       ITR_STREAM_CHUNK);
+				off = (off + ITR_STREAM_CHUNK) % (2 * half_mem);
+			}
+			work += thread_cpu_s() - w0;
+			ret = cop_wait(&t, o, &blocked);
+		}
+	}
+	if (ret == 0)
+		*cpu = (process_cpu_s() - c0 - work) / iters;
+	r2 = itr_cthread_stop(&t);
+	ret = ret < 0 ? ret : r2;
+out:
+	free(big);
+	free(g);
+	free(w);
+	free(wm);
+	free(g16);
+	free(w16);
+	return ret;
+}
+
 /* CPU seconds per element of a bucket of count floats rounded to bf16 and
  * widened back, as the communication thread converts them (thread CPU
  * time: a quota's throttling not counted; the best of five). */
@@ -603,6 +693,8 @@ static int share_cpu(struct itr_rank *k, struct trn_net *net)
 			ret = tp_comm_oob_max(c, &net->cpu_msg_s[r]);
 		if (ret == 0)
 			ret = tp_comm_oob_max(c, &net->cpu_cvt_s[r]);
+		if (ret == 0)
+			ret = tp_comm_oob_max(c, &net->cpu_ex_s[r]);
 	}
 	return ret;
 }
@@ -685,6 +777,24 @@ int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, str
 	 * collectives' path (also with --no-contention) */
 	if (k->job->scheme == ITR_DP && trn_grad_cvt_share(k->m, 1) > 0)
 		net->cpu_cvt_s[k->r] = time_cvt(bucket_count);
+	/* DP where every rank computes on the host: the exchange's CPU per
+	 * byte as the step pays it (time_exchange), its conversions as
+	 * priced apart taken out; never below the all-reduce's alone */
+	if (k->job->scheme == ITR_DP && !k->job->no_contention) {
+		double dev = k->host ? 0 : 1, cx = 0;
+		double bytes = (double)bucket_count * 4 * trn_grad_wire_share(k->m);
+		double cvt = net->cpu_cvt_s[k->r] * (double)bucket_count *
+			     trn_grad_cvt_share(k->m, 1.0 / k->n);
+
+		ret = tp_comm_oob_max(tp_dev_comm_base(k->d), &dev);
+		if (ret == 0 && dev == 0)
+			ret = time_exchange(k, bucket_count, 5, &cx);
+		if (ret < 0)
+			return ret;
+		net->cpu_ex_s[k->r] = cx;
+		if (dev == 0 && bytes > 0)
+			net->cpu_ar_s[k->r] = fmax(net->cpu_ar_s[k->r], (cx - cvt) / bytes);
+	}
 	(void)c_lat;
 	return share_cpu(k, net);
 }

@@ -547,6 +547,7 @@ static json_t *job_json(const struct job_out *jo)
 		if (j->scheme == ITR_DP) {
 			json_object_set_new(x, "cpu_ar_s", json_real(res->net.cpu_ar_s[r]));
 			json_object_set_new(x, "cpu_cvt_s", json_real(res->net.cpu_cvt_s[r]));
+			json_object_set_new(x, "cpu_exchange_s", json_real(res->net.cpu_ex_s[r]));
 		} else if (!j->no_contention) {
 			json_object_set_new(x, "cpu_p2p_s", json_real(res->net.cpu_p2p_s[r]));
 			json_object_set_new(x, "cpu_msg_s", json_real(res->net.cpu_msg_s[r]));
