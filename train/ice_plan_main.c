@@ -361,7 +361,7 @@ static void print_header(const struct plan_cfg *c)
 		       c->cpu_cvt_ns);
 	if (c->cores[0] != '\0') {
 		printf("CPU contention priced (--cores; with the bf16 conversions above): %g ns "
-		       "per byte all-reduced, %g ns per byte sent/received, %g us per message; "
+		       "per byte exchanged (DP), %g ns per byte sent/received, %g us per message; "
 		       "cores",
 		       c->cpu_ar_ns, c->cpu_p2p_ns, c->cpu_msg_us);
 		for (int i = 0; i < c->ndev; i++)

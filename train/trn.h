@@ -251,7 +251,7 @@ struct trn_net {
 	 * kernel (ice_cpu_cores) and calibrates the costs on the job's
 	 * communicator, a pipeline of host ranks both point-to-point ones
 	 * through its communication thread as a stage uses it, at two message
-	 * sizes (trn_msg_cpu_fit); DP where every rank computes on the host
+	 * sizes (trn_msg_cpu_fit); DP where every rank's memory is the host's
 	 * the per-byte one from a bucket's exchange as a step runs it
 	 * (cpu_ex_s), never below an all-reduce's timed alone. */
 	double cores[TRN_MAX_DEVICES];
@@ -267,7 +267,7 @@ struct trn_net {
 	 * and off the CPU, and, as it updates on the device, its own part's
 	 * conversions too: none on the CPU. */
 	double cpu_cvt_s[TRN_MAX_DEVICES];
-	/* ice-train, DP where every rank computes on the host: CPU seconds
+	/* ice-train, DP where every rank's memory is the host's: CPU seconds
 	 * of one bucket's exchange, measured with the compute's memory
 	 * traffic beside it (its conversions in it); cpu_ar_s comes from it.
 	 * Reported; the planner does not read it. 0: not measured. */

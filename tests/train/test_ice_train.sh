@@ -457,11 +457,14 @@ a = o["alone_samples_per_s"]
 assert abs(a - o["jobs"][0]["samples_per_s"] - o["jobs"][1]["samples_per_s"]) < 1e-9 * a, o
 assert abs(o["efficiency_plan"] - o["jobs"][2]["samples_per_s"] / a) < 1e-9, o
 assert "efficiency_plan_together_runs" not in o, o
-# every rank on the host: a bucket's exchange timed as a step runs it
-# (the CPU per byte priced comes from it); a job of one rank has none
+# every rank on host memory: a bucket's exchange timed as a step runs it,
+# and the CPU per byte priced comes from it (fp32: no conversions, every
+# byte of the 1 MiB bucket on the wire; never below the all-reduce
+# alone); a job of one rank has none
 for j in o["jobs"]:
     for r in j["ranks"]:
         assert (r["cpu_exchange_s"] > 0) == (len(j["ranks"]) > 1), (j["job"], r)
+        assert r["cpu_ar_s"] * 1048576 >= r["cpu_exchange_s"] * (1 - 1e-9), (j["job"], r)
 PY
 
 echo "## --refine: the prediction again from the warm-up steps' speeds; --save-profiles"

@@ -582,14 +582,18 @@ static int time_exchange(struct itr_rank *k, size_t count, int iters, double *cp
 	const struct trn_model *m = k->m;
 	size_t counts[TRN_MAX_DEVICES], mine = 0, mem = (size_t)trn_model_param_bytes(m);
 	size_t off = 0, half_mem;
-	float *g = calloc(count, 4), *w = calloc(count, 4), *wm = calloc(count, 4);
-	uint16_t *g16 = calloc(count, 2), *w16 = calloc(count, 2);
+	bool g_half = m->grad == TRN_GRAD_BF16, w_half = k->sharded && m->param == TRN_GRAD_BF16;
+	/* the gradient; sharded, the weights, and in bf16 an fp32 master apart
+	 * (in fp32 a host rank's master is its weights) */
+	float *g = calloc(count, 4), *w = k->sharded ? calloc(count, 4) : NULL;
+	float *wm = w_half ? calloc(count, 4) : NULL;
+	uint16_t *g16 = g_half ? calloc(count, 2) : NULL, *w16 = w_half ? calloc(count, 2) : NULL;
 	char *big;
 	struct itr_cthread t;
 	struct itr_cop op[2];
-	double c0 = 0, work = 0;
+	double c0 = 0, work = 0, bad;
 	int nop = k->sharded ? 2 : 1, ret, r2;
-	bool blocked;
+	bool blocked, ok;
 
 	mem = mem < (16u << 20) ? 16u << 20 : mem > (128u << 20) ? 128u << 20 : mem;
 	half_mem = mem / 2 / ITR_STREAM_CHUNK * ITR_STREAM_CHUNK;
@@ -598,7 +602,13 @@ static int time_exchange(struct itr_rank *k, size_t count, int iters, double *cp
 		counts[r] = count / (size_t)k->n + ((size_t)r < count % (size_t)k->n);
 		mine += r < k->r ? counts[r] : 0;
 	}
-	ret = g && w && wm && g16 && w16 && big ? 0 : -ENOMEM;
+	/* every rank goes on, or none: a rank short of memory fails them all */
+	ok = g && big && (w || !k->sharded) && (g16 || !g_half) && (wm || !w_half) &&
+	     (w16 || !w_half);
+	bad = ok ? 0 : 1;
+	ret = tp_comm_oob_max(tp_dev_comm_base(k->d), &bad);
+	if (ret == 0 && bad > 0)
+		ret = -ENOMEM;
 	if (ret == 0) {
 		memset(big, 1, mem);
 		ret = tp_comm_barrier(tp_dev_comm_base(k->d));
@@ -622,7 +632,7 @@ static int time_exchange(struct itr_rank *k, size_t count, int iters, double *cp
 			double w0;
 
 			memset(o, 0, sizeof(*o));
-			o->hbuf = kind == COP_AG ? wm : g;
+			o->hbuf = kind != COP_AG ? g : bf16 ? wm : w;
 			o->counts = counts;
 			o->mine = mine;
 			o->half = bf16 ? (kind == COP_AG ? w16 : g16) : NULL;
@@ -634,6 +644,9 @@ static int time_exchange(struct itr_rank *k, size_t count, int iters, double *cp
 				       ITR_STREAM_CHUNK);
 				off = (off + ITR_STREAM_CHUNK) % (2 * half_mem);
 			}
+			/* the copies are never read: keep the compiler from
+			 * dropping them */
+			__asm__ volatile("" : : "r"(big) : "memory");
 			work += thread_cpu_s() - w0;
 			ret = cop_wait(&t, o, &blocked);
 		}
@@ -777,7 +790,7 @@ int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, str
 	 * collectives' path (also with --no-contention) */
 	if (k->job->scheme == ITR_DP && trn_grad_cvt_share(k->m, 1) > 0)
 		net->cpu_cvt_s[k->r] = time_cvt(bucket_count);
-	/* DP where every rank computes on the host: the exchange's CPU per
+	/* DP where every rank's memory is the host's: the exchange's CPU per
 	 * byte as the step pays it (time_exchange), its conversions as
 	 * priced apart taken out; never below the all-reduce's alone */
 	if (k->job->scheme == ITR_DP && !k->job->no_contention) {

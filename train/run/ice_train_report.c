@@ -270,7 +270,7 @@ void itr_print_job(const struct job_out *jo)
 	if (j->ndev > 1 && !j->no_contention) {
 		printf("   CPU contention priced (--no-contention: not): per rank cores, "
 		       "CPU ns per byte %s, compute lost per %s:",
-		       j->scheme == ITR_DP ? "all-reduced" : "sent/received, us per message",
+		       j->scheme == ITR_DP ? "exchanged" : "sent/received, us per message",
 		       j->scheme == ITR_DP ? "step" : "micro-batch");
 		for (int r = 0; r < j->ndev; r++) {
 			printf("%s %.2f, %.3f", r ? ";" : "", net->cores[r],
