@@ -718,7 +718,7 @@ static int share_cpu(struct itr_rank *k, struct trn_net *net)
 int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, struct trn_net *net)
 {
 	size_t cnt = bucket_count > 2 * act_count ? bucket_count : 2 * act_count;
-	double t_ar, t_lat, t_p2p, c_ar = 0, c_lat = 0, c_p2p = 0, c_msg1 = 0, c_msg = 0;
+	double t_ar, t_lat, t_p2p, c_ar = 0, c_lat = 0, c_p2p = 0, c_msg1 = 0, c_msg = 0, dev = 1;
 	bool msgs = false;
 	float *buf;
 	float *h;
@@ -749,19 +749,20 @@ int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, str
 		ret = time_op(k->d, 1, buf, 1, 20, &t_lat, &c_lat);
 	if (ret == 0)
 		ret = time_op(k->d, 1, buf, act_count, 5, &t_p2p, &c_p2p);
-	/* a pipeline's messages as its stages send them, where every rank's
-	 * memory is the host's (their sends and receives are posted, so the
-	 * ring cannot deadlock; the same decision on every rank): of one
-	 * float and of one activation */
-	if (ret == 0 && k->job->scheme == ITR_PP && !k->job->no_contention) {
-		double dev = k->host ? 0 : 1;
-
+	/* where every rank's memory is the host's (dev 0 on every rank after
+	 * the maximum), the communication's CPU is timed as a step pays it */
+	if (ret == 0 && !k->job->no_contention) {
+		dev = k->host ? 0 : 1;
 		ret = tp_comm_oob_max(tp_dev_comm_base(k->d), &dev);
-		/* the same on every rank: dev is the job's, act_count the model's */
-		msgs = ret == 0 && dev == 0 && act_count > 1;
-		if (msgs)
-			ret = time_msgs(k, buf, 1, 20, &c_msg1);
-		if (msgs && ret == 0)
+	}
+	/* a pipeline's messages as its stages send them (their sends and
+	 * receives are posted, so the ring cannot deadlock): of one float and
+	 * of one activation (act_count is the model's: the same on every
+	 * rank) */
+	if (ret == 0 && k->job->scheme == ITR_PP && dev == 0 && act_count > 1) {
+		msgs = true;
+		ret = time_msgs(k, buf, 1, 20, &c_msg1);
+		if (ret == 0)
 			ret = time_msgs(k, buf, act_count, 20, &c_msg);
 	}
 	free(h);
@@ -790,22 +791,19 @@ int itr_calibrate(struct itr_rank *k, size_t bucket_count, size_t act_count, str
 	 * collectives' path (also with --no-contention) */
 	if (k->job->scheme == ITR_DP && trn_grad_cvt_share(k->m, 1) > 0)
 		net->cpu_cvt_s[k->r] = time_cvt(bucket_count);
-	/* DP where every rank's memory is the host's: the exchange's CPU per
-	 * byte as the step pays it (time_exchange), its conversions as
-	 * priced apart taken out; never below the all-reduce's alone */
-	if (k->job->scheme == ITR_DP && !k->job->no_contention) {
-		double dev = k->host ? 0 : 1, cx = 0;
-		double bytes = (double)bucket_count * 4 * trn_grad_wire_share(k->m);
+	/* DP: the exchange's CPU per byte as the step pays it
+	 * (time_exchange), its conversions as priced apart taken out; never
+	 * below the all-reduce's alone */
+	if (k->job->scheme == ITR_DP && dev == 0) {
+		double cx = 0, bytes = (double)bucket_count * 4 * trn_grad_wire_share(k->m);
 		double cvt = net->cpu_cvt_s[k->r] * (double)bucket_count *
 			     trn_grad_cvt_share(k->m, 1.0 / k->n);
 
-		ret = tp_comm_oob_max(tp_dev_comm_base(k->d), &dev);
-		if (ret == 0 && dev == 0)
-			ret = time_exchange(k, bucket_count, 5, &cx);
+		ret = time_exchange(k, bucket_count, 5, &cx);
 		if (ret < 0)
 			return ret;
 		net->cpu_ex_s[k->r] = cx;
-		if (dev == 0 && bytes > 0)
+		if (bytes > 0)
 			net->cpu_ar_s[k->r] = fmax(net->cpu_ar_s[k->r], (cx - cvt) / bytes);
 	}
 	(void)c_lat;
