@@ -497,16 +497,49 @@ static double thread_cpu_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Keep this thread busy for ns (a stage computing while its messages are
- * in flight). */
-static void busy_for(uint64_t ns)
-{
-	uint64_t end = ice_now_ns() + ns;
-	volatile unsigned x = 0;
+/*
+ * The compute's memory traffic, as the calibrations below reproduce it
+ * beside the communication: this thread copies 1 MiB chunks from one half
+ * of memory the size of the model's weights (16-128 MiB) into the other.
+ * Measured on this VM, that traffic through the caches doubles what the
+ * communication's operations cost alone, where a busy loop, which touches
+ * no memory, does not (docs/benchmarks.md, the thirty-first session).
+ */
+#define ITR_STREAM_CHUNK (1u << 20)
+struct itr_stream {
+	char *mem;
+	size_t half, off;
+};
 
-	while (ice_now_ns() < end)
-		for (int i = 0; i < 1000; i++)
-			x += (unsigned)i;
+/* Allocate and touch the stream's memory; every rank goes on, or none (a
+ * rank short of memory fails them all with -ENOMEM). ok: this rank's other
+ * allocations succeeded. */
+static int stream_init(struct itr_rank *k, struct itr_stream *st, bool ok)
+{
+	size_t mem = (size_t)trn_model_param_bytes(k->m);
+	double bad;
+	int ret;
+
+	mem = mem < (16u << 20) ? 16u << 20 : mem > (128u << 20) ? 128u << 20 : mem;
+	st->half = mem / 2 / ITR_STREAM_CHUNK * ITR_STREAM_CHUNK;
+	st->off = 0;
+	st->mem = malloc(2 * st->half);
+	bad = ok && st->mem != NULL ? 0 : 1;
+	ret = tp_comm_oob_max(tp_dev_comm_base(k->d), &bad);
+	if (ret == 0 && bad > 0)
+		ret = -ENOMEM;
+	if (ret == 0)
+		memset(st->mem, 1, 2 * st->half);
+	return ret;
+}
+
+/* Copy one chunk (the copies are never read: the compiler must keep them). */
+static void stream_chunk(struct itr_stream *st)
+{
+	memcpy(st->mem + (st->off + st->half) % (2 * st->half), st->mem + st->off,
+	       ITR_STREAM_CHUNK);
+	st->off = (st->off + ITR_STREAM_CHUNK) % (2 * st->half);
+	__asm__ volatile("" : : "r"(st->mem) : "memory");
 }
 
 /*
@@ -516,16 +549,18 @@ static void busy_for(uint64_t ns)
  * next (a ring: a stage in the middle of a pipeline does both per
  * operation), posted by this thread, checksummed by the other (as a host
  * stage's are: a cost per byte), then ITR_MSG_WORK_NS of this thread's
- * compute while they are in flight (the communication thread's wake-ups
- * and progress meanwhile count, as in a stage), then waited for here.
- * *cpu: this process's CPU seconds per round (two messages of count floats
- * each), less the compute. Timed at two sizes, it gives the cost per byte
- * and per message (trn_msg_cpu_fit).
+ * compute's memory traffic (struct itr_stream) while they are in flight
+ * (the communication thread's wake-ups and progress meanwhile count, as in
+ * a stage), then waited for here. *cpu: this process's CPU seconds per
+ * round (two messages of count floats each), less the streaming's. Timed
+ * at two sizes, it gives the cost per byte and per message
+ * (trn_msg_cpu_fit).
  */
 #define ITR_MSG_WORK_NS (1 * ICE_NSEC_PER_MSEC)
 static int time_msgs(struct itr_rank *k, float *buf, size_t count, int iters, double *cpu)
 {
 	struct tp_comm *c = tp_dev_comm_base(k->d);
+	struct itr_stream st = {0};
 	struct itr_cthread t;
 	struct itr_cop snd, rcv;
 	int n = k->n, r = k->r;
@@ -533,12 +568,15 @@ static int time_msgs(struct itr_rank *k, float *buf, size_t count, int iters, do
 	bool blocked;
 	int ret, r2;
 
-	ret = tp_comm_barrier(c);
-	if (ret < 0)
+	ret = stream_init(k, &st, true);
+	if (ret == 0)
+		ret = tp_comm_barrier(c);
+	if (ret == 0)
+		ret = itr_cthread_start(&t, k->d); /* the communicator is its own until stopped */
+	if (ret < 0) {
+		free(st.mem);
 		return ret;
-	ret = itr_cthread_start(&t, k->d); /* the communicator is its own until stopped */
-	if (ret < 0)
-		return ret;
+	}
 	memset(&snd, 0, sizeof(snd));
 	memset(&rcv, 0, sizeof(rcv));
 	for (int i = -2; ret == 0 && i < iters; i++) {
@@ -550,7 +588,8 @@ static int time_msgs(struct itr_rank *k, float *buf, size_t count, int iters, do
 		itr_cop_post(&t, &rcv, COP_RECV, buf + count, count, (r + n - 1) % n);
 		itr_cop_post(&t, &snd, COP_SEND, buf, count, (r + 1) % n);
 		w0 = thread_cpu_s();
-		busy_for(ITR_MSG_WORK_NS);
+		for (uint64_t end = ice_now_ns() + ITR_MSG_WORK_NS; ice_now_ns() < end;)
+			stream_chunk(&st);
 		work += thread_cpu_s() - w0;
 		ret = cop_wait(&t, &snd, &blocked);
 		r2 = cop_wait(&t, &rcv, &blocked);
@@ -560,6 +599,7 @@ static int time_msgs(struct itr_rank *k, float *buf, size_t count, int iters, do
 	if (ret == 0)
 		*cpu = (process_cpu_s() - c0 - work) / iters;
 	r2 = itr_cthread_stop(&t);
+	free(st.mem);
 	return ret < 0 ? ret : r2;
 }
 
@@ -568,51 +608,39 @@ static int time_msgs(struct itr_rank *k, float *buf, size_t count, int iters, do
  * operations the step runs (sharded: a reduce-scatter, then an
  * all-gather; replicated: an all-reduce; in the job's dtypes, with their
  * conversions) on a communication thread (started for this and stopped
- * again), while this thread streams through memory as large as the
- * model's weights, as the compute does between its hand-offs. Measured on
- * this VM, the compute's traffic through the caches doubles what the same
- * operations cost alone; an fp32 all-reduce on the calling thread, timed
- * alone, priced half of what the steps took (docs/benchmarks.md, the
- * thirty-first session). *cpu: this process's CPU seconds per bucket of
- * count floats, less the streaming thread's.
+ * again), while this thread makes the compute's memory traffic (struct
+ * itr_stream), as the compute does between its hand-offs; an fp32
+ * all-reduce on the calling thread, timed alone, priced half of what the
+ * steps took (docs/benchmarks.md, the thirty-first session). *cpu: this
+ * process's CPU seconds per bucket of count floats, less the streaming
+ * thread's.
  */
-#define ITR_STREAM_CHUNK (1u << 20)
 static int time_exchange(struct itr_rank *k, size_t count, int iters, double *cpu)
 {
 	const struct trn_model *m = k->m;
-	size_t counts[TRN_MAX_DEVICES], mine = 0, mem = (size_t)trn_model_param_bytes(m);
-	size_t off = 0, half_mem;
+	size_t counts[TRN_MAX_DEVICES], mine = 0;
 	bool g_half = m->grad == TRN_GRAD_BF16, w_half = k->sharded && m->param == TRN_GRAD_BF16;
 	/* the gradient; sharded, the weights, and in bf16 an fp32 master apart
 	 * (in fp32 a host rank's master is its weights) */
 	float *g = calloc(count, 4), *w = k->sharded ? calloc(count, 4) : NULL;
 	float *wm = w_half ? calloc(count, 4) : NULL;
 	uint16_t *g16 = g_half ? calloc(count, 2) : NULL, *w16 = w_half ? calloc(count, 2) : NULL;
-	char *big;
+	struct itr_stream st = {0};
 	struct itr_cthread t;
 	struct itr_cop op[2];
-	double c0 = 0, work = 0, bad;
+	double c0 = 0, work = 0;
 	int nop = k->sharded ? 2 : 1, ret, r2;
-	bool blocked, ok;
+	bool blocked;
 
-	mem = mem < (16u << 20) ? 16u << 20 : mem > (128u << 20) ? 128u << 20 : mem;
-	half_mem = mem / 2 / ITR_STREAM_CHUNK * ITR_STREAM_CHUNK;
-	big = malloc(mem);
 	for (int r = 0; r < k->n; r++) {
 		counts[r] = count / (size_t)k->n + ((size_t)r < count % (size_t)k->n);
 		mine += r < k->r ? counts[r] : 0;
 	}
-	/* every rank goes on, or none: a rank short of memory fails them all */
-	ok = g && big && (w || !k->sharded) && (g16 || !g_half) && (wm || !w_half) &&
-	     (w16 || !w_half);
-	bad = ok ? 0 : 1;
-	ret = tp_comm_oob_max(tp_dev_comm_base(k->d), &bad);
-	if (ret == 0 && bad > 0)
-		ret = -ENOMEM;
-	if (ret == 0) {
-		memset(big, 1, mem);
+	ret = stream_init(k, &st,
+			  g && (w || !k->sharded) && (g16 || !g_half) && (wm || !w_half) &&
+				  (w16 || !w_half));
+	if (ret == 0)
 		ret = tp_comm_barrier(tp_dev_comm_base(k->d));
-	}
 	if (ret == 0)
 		ret = itr_cthread_start(&t, k->d); /* the communicator is its own until stopped */
 	if (ret < 0)
@@ -639,14 +667,8 @@ static int time_exchange(struct itr_rank *k, size_t count, int iters, double *cp
 			o->hout = kind == COP_AG && bf16 ? w : NULL;
 			itr_cop_post(&t, o, kind, kind == COP_AG ? w : g, count, -1);
 			w0 = thread_cpu_s();
-			while (!itr_cop_done(&t, o)) {
-				memcpy(big + (off + half_mem) % (2 * half_mem), big + off,
-				       ITR_STREAM_CHUNK);
-				off = (off + ITR_STREAM_CHUNK) % (2 * half_mem);
-			}
-			/* the copies are never read: keep the compiler from
-			 * dropping them */
-			__asm__ volatile("" : : "r"(big) : "memory");
+			while (!itr_cop_done(&t, o))
+				stream_chunk(&st);
 			work += thread_cpu_s() - w0;
 			ret = cop_wait(&t, o, &blocked);
 		}
@@ -656,7 +678,7 @@ static int time_exchange(struct itr_rank *k, size_t count, int iters, double *cp
 	r2 = itr_cthread_stop(&t);
 	ret = ret < 0 ? ret : r2;
 out:
-	free(big);
+	free(st.mem);
 	free(g);
 	free(w);
 	free(wm);
