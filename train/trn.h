@@ -38,13 +38,6 @@ struct trn_profile {
 	double pp_gflops;	 /* the same in a pipeline stage's order, one
 				  * micro-batch through its layers (0: as
 				  * gflops); trn_profiles_pp() */
-	double pp_mib;		 /* the parameters (MiB) of the stage pp_gflops
-				  * was measured on (0: unknown) */
-	double pp_small_gflops;	 /* pp_gflops on a smaller stage (0: not
-				  * measured): a CPU streams a stage's weights
-				  * per micro-batch, and fewer stay in its
-				  * caches (trn_pp_stage_gflops) */
-	double pp_small_mib;	 /* that stage's parameters, MiB */
 	double mem_gbps;	 /* device memory bandwidth (copy, read + write) */
 	double h2d_gbps;	 /* pinned host -> device copy */
 	double d2h_gbps;	 /* device -> pinned host copy */
@@ -63,9 +56,6 @@ struct trn_profile {
  *       gflops: 6.0
  *       burst_gflops: 6.0   (optional)
  *       pp_gflops: 5.0      (optional)
- *       pp_mib: 28          (optional, with the next two)
- *       pp_small_gflops: 6  (optional)
- *       pp_small_mib: 7     (optional; below pp_mib)
  *       mem_gbps: 10
  *       h2d_gbps: 10
  *       d2h_gbps: 10
@@ -80,11 +70,6 @@ int trn_profiles_save(const char *path, const struct trn_profile *p, int n);
  * (a CPU streams a stage's weights once per micro-batch where a DP step
  * runs a layer over a chunk of them from cache). */
 void trn_profiles_pp(struct trn_profile *p, int n);
-/* A pipeline stage's speed on d when its parameters are mib MiB: gflops,
- * or where d states pipeline speeds at two stage sizes (pp_mib and
- * pp_small_mib), the time per FLOP interpolated between them by mib
- * (held at either end, not extrapolated). */
-double trn_pp_stage_gflops(const struct trn_profile *d, double mib);
 int trn_profile_find(const struct trn_profile *p, int n, const char *name);
 
 /* ---- model description --------------------------------------------------- */

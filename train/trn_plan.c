@@ -127,7 +127,6 @@ int trn_profiles_refine(const struct trn_profile *dev, int ndev, const double *m
 			out[i] = dev[i];
 		if (!dev[i].emulated && measured[i] > 0 && isfinite(measured[i])) {
 			out[i].gflops = measured[i];
-			out[i].pp_small_gflops = 0; /* measured at the stage's own size */
 			n++;
 		}
 	}

@@ -21,19 +21,18 @@ static double p2p_time(const struct trn_model *m, int width, const struct trn_ne
 	return 4.0 * width * m->micro_batch / (net->p2p_gbps * 1e9) + net->lat_s;
 }
 
-/* Compute of one micro-batch on stage s, flops = fwd+bwd FLOP per sample,
- * pbytes the stage's parameters (its speed may depend on them). */
+/* Compute of one micro-batch on stage s, flops = fwd+bwd FLOP per sample. */
 static double stage_compute(const struct trn_model *m, const struct trn_profile *dev, int s,
-			    double flops, double pbytes)
+			    double flops)
 {
-	return flops * m->micro_batch / (trn_pp_stage_gflops(&dev[s], pbytes / 1048576.0) * 1e9);
+	return flops * m->micro_batch / (dev[s].gflops * 1e9);
 }
 
 /* Stage s of S on layers [a, b): its compute and its sends. */
 static double stage_time(const struct trn_model *m, const struct trn_profile *dev, int s, int S,
-			 int a, int b, double flops, double pbytes, const struct trn_net *net)
+			 int a, int b, double flops, const struct trn_net *net)
 {
-	double t = stage_compute(m, dev, s, flops, pbytes);
+	double t = stage_compute(m, dev, s, flops);
 
 	if (s < S - 1)
 		t += p2p_time(m, m->out[b - 1], net); /* activations forward */
@@ -394,10 +393,10 @@ int trn_predict_pp(const struct trn_model *m, const struct trn_profile *dev, int
 		}
 		/* the backward is two matrix multiplies of the forward's size
 		 * per layer: dX = dY W^T (B) and dW = X^T dY (W) */
-		p->fwd_s[s] = stage_compute(m, dev, s, ff, pb);
-		p->bwd_s[s] = stage_compute(m, dev, s, fb / 2, pb);
-		p->wgt_s[s] = stage_compute(m, dev, s, fb / 2, pb);
-		p->stage_s[s] = stage_time(m, dev, s, ndev, a, e, ff + fb, pb, net);
+		p->fwd_s[s] = stage_compute(m, dev, s, ff);
+		p->bwd_s[s] = stage_compute(m, dev, s, fb / 2);
+		p->wgt_s[s] = stage_compute(m, dev, s, fb / 2);
+		p->stage_s[s] = stage_time(m, dev, s, ndev, a, e, ff + fb, net);
 		/* an F receives its activation and sends its output, a B the
 		 * gradients back; their progress shares the stage's CPU: per
 		 * byte, and per message */
@@ -478,14 +477,13 @@ struct pp_search {
 
 static double pp_T(const struct pp_search *ps, int s, int a, int b)
 {
-	return stage_time(ps->m, ps->dev, s, ps->S, a, b, ps->pf[b] - ps->pf[a],
-			  ps->pb[b] - ps->pb[a], ps->net) +
+	return stage_time(ps->m, ps->dev, s, ps->S, a, b, ps->pf[b] - ps->pf[a], ps->net) +
 	       trn_update_s(&ps->dev[s], ps->pb[b] - ps->pb[a]) / ps->M;
 }
 
 static double pp_C(const struct pp_search *ps, int s, int a, int b)
 {
-	return stage_compute(ps->m, ps->dev, s, ps->pf[b] - ps->pf[a], ps->pb[b] - ps->pb[a]) +
+	return stage_compute(ps->m, ps->dev, s, ps->pf[b] - ps->pf[a]) +
 	       trn_update_s(&ps->dev[s], ps->pb[b] - ps->pb[a]) / ps->M;
 }
 

@@ -38,11 +38,6 @@ static const struct ice_cfg_field prof_fields[] = {
 	   "fp32 GEMM throughput in a short burst, GFLOP/s"),
 	PF("pp_gflops", ICE_CFG_DOUBLE, p.pp_gflops, 0,
 	   "fp32 GEMM throughput sustained in a pipeline stage's order, GFLOP/s"),
-	PF("pp_mib", ICE_CFG_DOUBLE, p.pp_mib, 0, "parameters of the stage pp_gflops is of, MiB"),
-	PF("pp_small_gflops", ICE_CFG_DOUBLE, p.pp_small_gflops, 0,
-	   "pp_gflops on a smaller stage, GFLOP/s"),
-	PF("pp_small_mib", ICE_CFG_DOUBLE, p.pp_small_mib, 0,
-	   "parameters of that smaller stage, MiB"),
 	PF("mem_gbps", ICE_CFG_DOUBLE, p.mem_gbps, 0, "device memory bandwidth, GB/s"),
 	PF("h2d_gbps", ICE_CFG_DOUBLE, p.h2d_gbps, 0, "host to device copy, GB/s"),
 	PF("d2h_gbps", ICE_CFG_DOUBLE, p.d2h_gbps, 0, "device to host copy, GB/s"),
@@ -67,9 +62,6 @@ static int check_item(const struct ice_yaml_doc *doc, const struct ice_yaml_node
 		{"gflops", offsetof(struct trn_profile, gflops), "GFLOP/s"},
 		{"burst_gflops", offsetof(struct trn_profile, burst_gflops), "GFLOP/s"},
 		{"pp_gflops", offsetof(struct trn_profile, pp_gflops), "GFLOP/s"},
-		{"pp_mib", offsetof(struct trn_profile, pp_mib), "MiB"},
-		{"pp_small_gflops", offsetof(struct trn_profile, pp_small_gflops), "GFLOP/s"},
-		{"pp_small_mib", offsetof(struct trn_profile, pp_small_mib), "MiB"},
 		{"mem_gbps", offsetof(struct trn_profile, mem_gbps), "GB/s"},
 		{"h2d_gbps", offsetof(struct trn_profile, h2d_gbps), "GB/s"},
 		{"d2h_gbps", offsetof(struct trn_profile, d2h_gbps), "GB/s"},
@@ -112,30 +104,6 @@ static int check_item(const struct ice_yaml_doc *doc, const struct ice_yaml_node
 			snprintf(fk, sizeof(fk), "%s.%s", key, nums[i].key);
 			ice_cfg_errf(err, doc, v, fk, "expected a number > 0 (%s), got '%s'",
 				     nums[i].what, ice_yaml_scalar(v));
-			return -EINVAL;
-		}
-	}
-	/* a second stage size goes with the first, and is smaller */
-	if (ice_yaml_get(m, "pp_small_gflops") != NULL || ice_yaml_get(m, "pp_small_mib") != NULL) {
-		const char *miss = ice_yaml_get(m, "pp_small_gflops") == NULL ? "pp_small_gflops"
-				   : ice_yaml_get(m, "pp_small_mib") == NULL  ? "pp_small_mib"
-				   : ice_yaml_get(m, "pp_mib") == NULL	      ? "pp_mib"
-				   : ice_yaml_get(m, "pp_gflops") == NULL     ? "pp_gflops"
-									      : NULL;
-
-		if (miss != NULL) {
-			snprintf(fk, sizeof(fk), "%s.%s", key, miss);
-			ice_cfg_errf(err, doc, m, fk,
-				     "missing key '%s' (a pipeline speed at a second stage size "
-				     "needs pp_gflops, pp_mib, pp_small_gflops and pp_small_mib)",
-				     miss);
-			return -EINVAL;
-		}
-		if (!(t->p.pp_small_mib < t->p.pp_mib)) {
-			snprintf(fk, sizeof(fk), "%s.pp_small_mib", key);
-			ice_cfg_errf(err, doc, ice_yaml_get(m, "pp_small_mib"), fk,
-				     "expected less than pp_mib (%g), got %g", t->p.pp_mib,
-				     t->p.pp_small_mib);
 			return -EINVAL;
 		}
 	}
@@ -226,17 +194,10 @@ int trn_profiles_save(const char *path, const struct trn_profile *p, int n)
 		const struct {
 			const char *key;
 			double v;
-		} nums[] = {{"gflops", p[i].gflops},
-			    {"burst_gflops", p[i].burst_gflops},
-			    {"pp_gflops", p[i].pp_gflops},
-			    {"pp_mib", p[i].pp_mib},
-			    {"pp_small_gflops", p[i].pp_small_gflops},
-			    {"pp_small_mib", p[i].pp_small_mib},
-			    {"mem_gbps", p[i].mem_gbps},
-			    {"h2d_gbps", p[i].h2d_gbps},
-			    {"d2h_gbps", p[i].d2h_gbps},
-			    {"reduce_gbps", p[i].reduce_gbps},
-			    {"mem_gib", p[i].mem_gib}};
+		} nums[] = {{"gflops", p[i].gflops},	       {"burst_gflops", p[i].burst_gflops},
+			    {"pp_gflops", p[i].pp_gflops},     {"mem_gbps", p[i].mem_gbps},
+			    {"h2d_gbps", p[i].h2d_gbps},       {"d2h_gbps", p[i].d2h_gbps},
+			    {"reduce_gbps", p[i].reduce_gbps}, {"mem_gib", p[i].mem_gib}};
 
 		fprintf(f, "  - name: %s\n", p[i].name);
 		fprintf(f, "    kind: %s\n", p[i].kind);
@@ -260,18 +221,6 @@ void trn_profiles_pp(struct trn_profile *p, int n)
 	for (int i = 0; i < n; i++)
 		if (p[i].pp_gflops > 0)
 			p[i].gflops = p[i].pp_gflops;
-}
-
-double trn_pp_stage_gflops(const struct trn_profile *d, double mib)
-{
-	double x;
-
-	if (d->emulated ||
-	    !(d->pp_small_gflops > 0 && d->pp_small_mib > 0 && d->pp_mib > d->pp_small_mib))
-		return d->gflops;
-	x = (mib - d->pp_small_mib) / (d->pp_mib - d->pp_small_mib);
-	x = x < 0 ? 0 : x > 1 ? 1 : x;
-	return 1 / ((1 - x) / d->pp_small_gflops + x / d->gflops);
 }
 
 int trn_profile_find(const struct trn_profile *p, int n, const char *name)

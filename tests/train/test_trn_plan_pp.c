@@ -508,42 +508,6 @@ static void test_predict_pp_msg_cpu(void **state)
 	assert_near(q.step_s, p.step_s);
 }
 
-/* A device whose profile gives its pipeline speed at two stage sizes: a
- * stage is priced at its own size, and the split search gives the device
- * more layers where its smaller stages run faster. */
-static void test_plan_pp_stage_size(void **state)
-{
-	struct trn_profile d[2], one[2];
-	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 10, .lat_s = 1e-6, .overlap = 0};
-	struct trn_pp_plan p = {.sched = TRN_PP_ZB}, q, a, b;
-	double mib1;
-
-	(void)state;
-	model_square(28, 512, 840, 4);
-	mib1 = trn_layer_param_bytes(&m, 0) / 1048576.0;
-	devs(d, (double[]){30, 12}, 2);
-	d[1].pp_gflops = 12;
-	d[1].pp_mib = 28 * mib1;
-	d[1].pp_small_gflops = 16;
-	d[1].pp_small_mib = 7 * mib1;
-	/* 21 / 7: the small stage at 16 GFLOP/s, as a device of that speed */
-	p.first[0] = 0, p.nlayers[0] = 21, p.first[1] = 21, p.nlayers[1] = 7;
-	assert_int_equal(trn_predict_pp(&m, d, 2, &net, &p), 0);
-	devs(one, (double[]){30, 16}, 2);
-	q = (struct trn_pp_plan){.sched = TRN_PP_ZB};
-	q.first[0] = 0, q.nlayers[0] = 21, q.first[1] = 21, q.nlayers[1] = 7;
-	assert_int_equal(trn_predict_pp(&m, one, 2, &net, &q), 0);
-	assert_near(p.fwd_s[1], q.fwd_s[1]);
-	assert_near(p.step_s, q.step_s);
-	/* the search: more layers to the device than at its one speed */
-	assert_int_equal(trn_plan_pp(&m, d, 2, &net, TRN_PP_ZB, &a), 0);
-	d[1].pp_small_gflops = 0;
-	assert_int_equal(trn_plan_pp(&m, d, 2, &net, TRN_PP_ZB, &b), 0);
-	print_message("split at one speed %d/%d, at two stage sizes %d/%d\n", b.nlayers[0],
-		      b.nlayers[1], a.nlayers[0], a.nlayers[1]);
-	assert_true(a.nlayers[1] > b.nlayers[1]);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -557,7 +521,6 @@ int main(void)
 		cmocka_unit_test(test_pp_update),
 		cmocka_unit_test(test_predict_pp_contention),
 		cmocka_unit_test(test_predict_pp_msg_cpu),
-		cmocka_unit_test(test_plan_pp_stage_size),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

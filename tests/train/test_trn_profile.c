@@ -4,7 +4,6 @@
  * every refusal naming file, line, key and expectation. Fixtures here.
  */
 #include <errno.h>
-#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -85,9 +84,6 @@ static void test_round_trip(void **state)
 	p[0].gflops = 51234.5;
 	p[0].burst_gflops = 61000.5;
 	p[0].pp_gflops = 48000.5;
-	p[0].pp_mib = 28.5;
-	p[0].pp_small_gflops = 52000.5;
-	p[0].pp_small_mib = 7.125;
 	p[0].mem_gbps = 4100.25;
 	p[0].h2d_gbps = 50.5;
 	p[0].d2h_gbps = 49.75;
@@ -116,9 +112,6 @@ static void test_round_trip(void **state)
 		assert_true(p[i].gflops == q[i].gflops);
 		assert_true(p[i].burst_gflops == q[i].burst_gflops);
 		assert_true(p[i].pp_gflops == q[i].pp_gflops);
-		assert_true(p[i].pp_mib == q[i].pp_mib);
-		assert_true(p[i].pp_small_gflops == q[i].pp_small_gflops);
-		assert_true(p[i].pp_small_mib == q[i].pp_small_mib);
 		assert_true(p[i].mem_gbps == q[i].mem_gbps);
 		assert_true(p[i].h2d_gbps == q[i].h2d_gbps);
 		assert_true(p[i].d2h_gbps == q[i].d2h_gbps);
@@ -129,30 +122,6 @@ static void test_round_trip(void **state)
 	trn_profiles_pp(q, 2);
 	assert_true(q[0].gflops == 48000.5);
 	assert_true(q[1].gflops == 2.5);
-}
-
-/* A stage's speed between two measured stage sizes: the time per FLOP
- * interpolated by the stage's parameters, held at either end; a profile
- * with one size, or an emulated device, keeps its one speed. */
-static void test_stage_speed(void **state)
-{
-	struct trn_profile d = {.gflops = 30,
-				.pp_gflops = 30,
-				.pp_mib = 28,
-				.pp_small_gflops = 40,
-				.pp_small_mib = 8};
-
-	assert_true(fabs(trn_pp_stage_gflops(&d, 28) - 30) < 1e-9);
-	assert_true(fabs(trn_pp_stage_gflops(&d, 8) - 40) < 1e-9);
-	assert_true(fabs(trn_pp_stage_gflops(&d, 100) - 30) < 1e-9);
-	assert_true(fabs(trn_pp_stage_gflops(&d, 1) - 40) < 1e-9);
-	/* halfway: 1 / (0.5 / 40 + 0.5 / 30) */
-	assert_true(fabs(trn_pp_stage_gflops(&d, 18) - 240.0 / 7) < 1e-9);
-	d.emulated = true;
-	assert_true(trn_pp_stage_gflops(&d, 8) == 30);
-	d.emulated = false;
-	d.pp_small_gflops = 0;
-	assert_true(trn_pp_stage_gflops(&d, 8) == 30);
 }
 
 struct bad_case {
@@ -173,8 +142,6 @@ static void test_errors(void **state)
 		{"prof_bad_kind.yaml", 3, "devices[0].kind", "host, cuda, hip"},
 		{"prof_bad_top.yaml", 5, "device", "expected 'devices'"},
 		{"prof_bad_dup.yaml", 5, "devices[1].name", "unique"},
-		{"prof_bad_pp_small.yaml", 8, "devices[0].pp_small_mib", "less than pp_mib"},
-		{"prof_bad_pp_pair.yaml", 2, "devices[0].pp_mib", "second stage size"},
 	};
 	struct trn_profile p[4];
 
@@ -209,7 +176,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good),	     cmocka_unit_test(test_example),
 		cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_missing_file), cmocka_unit_test(test_stage_speed),
+		cmocka_unit_test(test_missing_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

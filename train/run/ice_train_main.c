@@ -512,7 +512,7 @@ static int save_profiles(const char *path, const struct trn_profile *prof, int n
 	for (int i = 0; i < njobs; i++)
 		for (int d = 0; d < runs[i][0].job.ndev; d++) {
 			const struct trn_profile *p = &runs[i][0].job.dev[d];
-			double v[ITR_MAX_JOBS * ITR_MAX_REPEAT * TRN_MAX_DEVICES], mib = 0;
+			double v[ITR_MAX_JOBS * ITR_MAX_REPEAT * TRN_MAX_DEVICES];
 			int nv = 0, k, o, seen = 0;
 
 			if (p->emulated)
@@ -547,11 +547,8 @@ static int save_profiles(const char *path, const struct trn_profile *prof, int n
 							continue;
 						for (int e = 0; e < jx->ndev; e++)
 							if (strcmp(jx->dev[e].name, p->name) == 0 &&
-							    res->rank[e].gflops_own > 0) {
+							    res->rank[e].gflops_own > 0)
 								v[nv++] = res->rank[e].gflops_own;
-								mib += itr_stage_mib(jx,
-										     &res->rank[e]);
-							}
 					}
 				}
 			if (nv == 0)
@@ -574,13 +571,6 @@ static int save_profiles(const char *path, const struct trn_profile *prof, int n
 			}
 			*(pp ? &all[k].pp_gflops : &all[k].gflops) =
 				nv % 2 ? v[nv / 2] : (v[nv / 2 - 1] + v[nv / 2]) / 2;
-			if (pp) {
-				/* the stages measured, and a smaller one kept
-				 * only while it is smaller */
-				all[k].pp_mib = mib / nv;
-				if (!(all[k].pp_small_mib < all[k].pp_mib))
-					all[k].pp_small_gflops = all[k].pp_small_mib = 0;
-			}
 			snprintf(
 				src, sizeof(src),
 				"ice-train's timed %s steps at %s (median of %d; was %.2f GFLOP/s)",

@@ -451,10 +451,8 @@ static int adapt(struct itr_rank *k, int step, double step_s, double g)
 		return 0;
 	for (int r = 0; r < n; r++) {
 		dev[r] = j->dev[r];
-		if (v[r] > 0) {
+		if (v[r] > 0)
 			dev[r].gflops = v[r];
-			dev[r].pp_small_gflops = 0; /* at the stage's own size */
-		}
 		if (v[r] > 0 && trn_compute_cores(&j->dev[r], net.cores[r]) > 0)
 			net.cores[r] = 0;
 	}

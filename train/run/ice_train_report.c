@@ -705,18 +705,8 @@ void itr_print_targets(const struct job_out *jobs, int njobs, enum itr_scheme sc
 		       late ? "; some job was CPU-bound, see its WARNING" : "");
 }
 
-double itr_stage_mib(const struct itr_job *j, const struct itr_rank_result *r)
-{
-	double b = 0;
-
-	for (int l = r->first; l < r->first + r->nlayers && l < j->model.nlayers; l++)
-		b += trn_layer_param_bytes(&j->model, l);
-	return b / 1048576.0;
-}
-
-/* A rank that computes far from its profile (a pipeline stage: from its
- * profile at the stage's size): warned once per device (the plan assumed
- * the profile). */
+/* A rank that computes far from its profile: warned once per device (the
+ * plan assumed the profile). */
 #define ITR_PROFILE_OFF 0.25
 void itr_check_profiles(const struct job_out *jo, const char *path)
 {
@@ -735,12 +725,9 @@ void itr_check_profiles(const struct job_out *jo, const char *path)
 		double g = rr->gflops_own > 0	  ? rr->gflops_own
 			   : rr->gflops_steps > 0 ? rr->gflops_steps
 						  : rr->gflops;
-		double want = jo->job.scheme == ITR_PP
-				      ? trn_pp_stage_gflops(p, itr_stage_mib(&jo->job, rr))
-				      : p->gflops;
 		bool seen = false;
 
-		if (p->emulated || !(g > 0) || fabs(g / want - 1) <= ITR_PROFILE_OFF)
+		if (p->emulated || !(g > 0) || fabs(g / p->gflops - 1) <= ITR_PROFILE_OFF)
 			continue;
 		for (int i = 0; i < nwarned; i++)
 			seen |= strcmp(warned[i], p->name) == 0;
@@ -752,7 +739,7 @@ void itr_check_profiles(const struct job_out *jo, const char *path)
 			"%.2f GFLOP/s in its steps, its profile (%s) says "
 			"%.2f GFLOP/s (%+.0f%%, more than %.0f%% off): the split was planned "
 			"for the profile; measure the device again (ice-devprof)\n",
-			p->name, jo->job.grank[r], jo->job.label, g, path, want,
-			(g / want - 1) * 100, ITR_PROFILE_OFF * 100);
+			p->name, jo->job.grank[r], jo->job.label, g, path, p->gflops,
+			(g / p->gflops - 1) * 100, ITR_PROFILE_OFF * 100);
 	}
 }

@@ -70,7 +70,5 @@ void itr_print_targets(const struct job_out *jobs, int njobs, enum itr_scheme sc
 		       double eff_plan);
 /* A rank that computed far from its profile (path): warned once per device. */
 void itr_check_profiles(const struct job_out *jo, const char *path);
-/* A pipeline rank's stage parameters, MiB. */
-double itr_stage_mib(const struct itr_job *j, const struct itr_rank_result *r);
 
 #endif
