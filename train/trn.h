@@ -351,9 +351,6 @@ double trn_schedstat_wait_s(const char *text);
  * how many were replaced. dev and out may be the same array. */
 int trn_profiles_refine(const struct trn_profile *dev, int ndev, const double *measured,
 			struct trn_profile *out);
-/* measured / profile - 1: how far a measured speed is from the profile's
- * (0 when either is not > 0). */
-double trn_profile_off(const struct trn_profile *d, double measured);
 
 /* ---- data parallel --------------------------------------------------------- */
 

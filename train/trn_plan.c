@@ -133,13 +133,6 @@ int trn_profiles_refine(const struct trn_profile *dev, int ndev, const double *m
 	return n;
 }
 
-double trn_profile_off(const struct trn_profile *d, double measured)
-{
-	if (d == NULL || !(d->gflops > 0) || !(measured > 0))
-		return 0;
-	return measured / d->gflops - 1;
-}
-
 /* ---- data parallel ---------------------------------------------------------- */
 
 /* The bus seconds per byte of a sharded accelerator rank's part beside
