@@ -5,7 +5,8 @@
  * access or belongs to another user is refused by ice_ctrl_create() and
  * ice_ctrl_open() with the path and the reason in the log, and left alone;
  * a stale one that passes is replaced; a created block has the mode it
- * should; an event sender reports only to root's or its own socket. Parts
+ * should; an event sender reports only to root's or its own socket, and
+ * finds its agent again after a restart. Parts
  * that chown need root and are skipped without.
  */
 #include <errno.h>
@@ -307,6 +308,69 @@ static void test_event_peer(void **state)
 	unsetenv("ICE_AGENT_SOCK");
 }
 
+/* A socket bound at path, the agent's end. */
+static int agent_at(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* the agent at fd got one datagram of want events, the first of seq `seq` */
+static void got(int fd, unsigned int want, uint64_t seq)
+{
+	struct ice_event ev[4];
+
+	assert_int_equal(recv(fd, ev, sizeof(ev), MSG_DONTWAIT), (ssize_t)(want * sizeof(ev[0])));
+	assert_int_equal(ev[0].magic, ICE_EVENT_MAGIC);
+	assert_int_equal(ev[0].seq, seq);
+	assert_int_equal(recv(fd, ev, sizeof(ev), MSG_DONTWAIT), -1);
+}
+
+/* The sender connects to the agent's socket: none at first (dropped, and
+ * looked for again a second later), then one, then a new one after the
+ * first went away (looked for at once), then none again. */
+static void test_event_link(void **state)
+{
+	struct ice_event ev = {.kind = ICE_EV_COMM_INIT}, three[3] = {{0}};
+	struct ice_event_tx *tx;
+	char path[108];
+	int fd, fd2;
+
+	snprintf(path, sizeof(path), "%s/agent-link.sock", dir);
+	setenv("ICE_AGENT_SOCK", path, 1);
+	tx = ice_event_tx_open("127.0.0.1", "test");
+	assert_non_null(tx);
+	assert_int_equal(ice_event_send(tx, &ev), -ENOENT);
+	assert_int_equal(ice_event_send_many(tx, three, 3), -ENOENT);
+	assert_int_equal(ice_event_dropped(tx), 4);
+	/* an agent now: not looked for before the second is up */
+	fd = agent_at(path);
+	assert_int_equal(ice_event_send(tx, &ev), -ENOENT);
+	usleep(1100 * 1000);
+	assert_int_equal(ice_event_send(tx, &ev), 0);
+	got(fd, 1, 6);
+	assert_int_equal(ice_event_send_many(tx, three, 3), 3);
+	got(fd, 3, 7);
+	/* the agent restarts: the next event reaches the new one */
+	close(fd);
+	unlink(path);
+	fd2 = agent_at(path);
+	assert_int_equal(ice_event_send(tx, &ev), 0);
+	got(fd2, 1, 10);
+	/* and goes away */
+	close(fd2);
+	unlink(path);
+	assert_int_equal(ice_event_send(tx, &ev), -ENOENT);
+	assert_int_equal(ice_event_dropped(tx), 6);
+	ice_event_tx_close(tx);
+	unsetenv("ICE_AGENT_SOCK");
+}
+
 static int setup(void **state)
 {
 	if (mkdtemp(dir) == NULL)
@@ -333,7 +397,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_check),	      cmocka_unit_test(test_check_dir),
 		cmocka_unit_test(test_ctrl_refusals), cmocka_unit_test(test_ctrl_group),
-		cmocka_unit_test(test_event_peer),
+		cmocka_unit_test(test_event_peer),    cmocka_unit_test(test_event_link),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
