@@ -29,7 +29,8 @@
 #     re-plan that moves layers off the device stage the loss of the job
 #     kept on its split;
 #   - --json gives one valid JSON object with the figures, with --repeat
-#     every run's throughput and each repeat's efficiency;
+#     every run's throughput, each rank's own speed in every run and each
+#     repeat's efficiency;
 #   - ice-plan --cores prices CPU contention (two host devices, one on a
 #     0.4-core quota), with a bf16 exchange fewer bytes' and the
 #     conversions'; without --cores the conversions as time on each
@@ -447,6 +448,12 @@ for j in o["jobs"]:
     assert j["runs"] == 3 and len(runs) == 3, j
     assert sorted(runs)[1] == j["samples_per_s"], j
     assert (j["samples_per_s_min"], j["samples_per_s_max"]) == (min(runs), max(runs)), j
+    # and each rank's own speed in every run, the reported run's among them
+    m = runs.index(j["samples_per_s"])
+    for x in j["ranks"]:
+        own = x["gflops_own_runs"]
+        assert len(own) == 3 and all(v > 0 for v in own), x
+        assert abs(own[m] - x["gflops_own"]) <= 1e-6 * x["gflops_own"], (m, x)
 # each repeat's efficiency: its mixed run over its alone runs
 r = [x["samples_per_s_runs"] for x in o["jobs"]]
 for k, m in (("efficiency_plan_runs", 2), ("efficiency_even_runs", 3)):

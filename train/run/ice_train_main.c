@@ -621,8 +621,12 @@ static void keep_median(struct job_out *runs, int n, struct job_out *out)
 	*out = runs[m];
 	out->tput_lo = lo;
 	out->tput_hi = hi;
-	for (int r = 0; r < n; r++)
+	for (int r = 0; r < n; r++) {
 		out->tput_runs[r] = run_tput(&runs[r]);
+		for (int k = 0; k < runs[r].job.ndev && k < TRN_MAX_DEVICES; k++)
+			out->own_runs[k][r] =
+				runs[r].res->ok ? (float)runs[r].res->rank[k].gflops_own : 0;
+	}
 	for (int r = 0; r < n; r++)
 		if (r != m)
 			munmap(runs[r].res, sizeof(*runs[r].res));

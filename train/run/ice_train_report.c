@@ -558,6 +558,15 @@ static json_t *job_json(const struct job_out *jo)
 		json_object_set_new(x, "gflops_measured", json_real(rr->gflops));
 		json_object_set_new(x, "gflops_steps", json_real(rr->gflops_steps));
 		json_object_set_new(x, "gflops_own", json_real(rr->gflops_own));
+		if (jo->nruns > 1) {
+			json_t *v = json_array(); /* each run's, in turn */
+
+			for (int k = 0; k < jo->nruns; k++)
+				json_array_append_new(v, jo->own_runs[r][k] > 0
+								 ? json_real(jo->own_runs[r][k])
+								 : json_null());
+			json_object_set_new(x, "gflops_own_runs", v);
+		}
 		{
 			/* every step's, warm-up included (ITR_MAX_STEPS bounds them) */
 			json_t *a = json_array();

@@ -34,6 +34,10 @@ struct job_out {
 	int run, nruns;		 /* this is run `run` (1-based) of nruns */
 	double tput_lo, tput_hi; /* over the runs (--repeat) */
 	double tput_runs[ITR_MAX_REPEAT]; /* each run's samples/s in turn (0: failed) */
+	/* each rank's own speed in each run (gflops_own; 0: failed), beside
+	 * tput_runs: whether a device's speed moved between the runs a
+	 * repeat's efficiency divides */
+	float own_runs[TRN_MAX_DEVICES][ITR_MAX_REPEAT];
 };
 
 /* qsort's order of doubles, ascending. */
