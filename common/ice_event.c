@@ -154,10 +154,12 @@ int ice_event_send(struct ice_event_tx *tx, struct ice_event *ev)
 	for (int tries = 0;; tries++) {
 		int err = link_agent(tx);
 
-		if (err == 0 && send(tx->fd, ev, sizeof(*ev), MSG_DONTWAIT) == (ssize_t)sizeof(*ev))
-			return 0;
 		if (err == 0) {
-			err = -errno;
+			ssize_t n = send(tx->fd, ev, sizeof(*ev), MSG_DONTWAIT);
+
+			if (n == (ssize_t)sizeof(*ev))
+				return 0;
+			err = n < 0 ? -errno : -EMSGSIZE; /* a datagram goes whole or not at all */
 			unlink_agent(tx, -err);
 		}
 		/* a new agent's socket is tried once more, at once */
