@@ -5,7 +5,7 @@
  *
  *   ice-devprof [--kind host|cuda|hip] [--name NAME] [--seconds S] [--sustain S]
  *               [--comm-load X] [--weights-mb 32] [--m 8 --n 1024 --k 1024]
- *               [--model M.yaml] [--mb 64] [-o FILE]
+ *               [--model M.yaml [--pp-micro-batches 4,8,16]] [--mb 64] [-o FILE]
  *   ice-devprof --emulate NAME --gflops X [--mem-gbps X] [--h2d-gbps X]
  *               [--d2h-gbps X] [--reduce-gbps X] [-o FILE]
  *
@@ -32,7 +32,9 @@
  * memory. Twice: chunks of 16 (a DP step's tail: a layer's weights serve
  * its chunk from cache), the profile's gflops; then one micro-batch at a
  * time (a pipeline stage's order: the weights streamed per micro-batch),
- * pp_gflops. On an accelerator, where a call at a micro-batch's few rows
+ * pp_gflops (--pp-micro-batches: again at each of those sizes, the
+ * profile's pp_gflops_at, from which a planner chooses the micro-batch).
+ * On an accelerator, where a call at a micro-batch's few rows
  * costs far more than its arithmetic (a launch and a wait), this is what a
  * step sustains, not what one large product does. The memory a rank may
  * use (mem_gib) is what the backend has free before ice-devprof allocates
@@ -69,12 +71,47 @@ struct devprof_cfg {
 	int64_t weights_mb;
 	int64_t m, n, k, mb;
 	char model[512];
-	struct trn_model mdl; /* --model, loaded */
+	struct trn_model mdl;		  /* --model, loaded */
+	int pp_mb[TRN_PP_AT_MAX], npp_mb; /* --pp-micro-batches */
 	bool sync_products;
 	char output[512];
 	char emulate[TRN_NAME_MAX];
 	double gflops, mem_gbps, h2d_gbps, d2h_gbps, reduce_gbps, mem_gib;
 };
+
+/* --pp-micro-batches 4,8,16: distinct sizes >= 1, at most TRN_PP_AT_MAX */
+static int parse_pp_mb(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		       size_t msg_len)
+{
+	struct devprof_cfg *c = obj;
+	const char *s = text;
+
+	(void)f;
+	c->npp_mb = 0;
+	while (*s != '\0') {
+		char *end;
+		long v = strtol(s, &end, 10);
+		bool dup = false;
+
+		for (int i = 0; i < c->npp_mb; i++)
+			dup |= c->pp_mb[i] == v;
+		if (end == s || (*end != ',' && *end != '\0') || v < 1 || v > 65536 || dup ||
+		    c->npp_mb == TRN_PP_AT_MAX) {
+			snprintf(msg, msg_len,
+				 "expected up to %d distinct micro-batch sizes >= 1 separated by "
+				 "commas (e.g. 4,8,16), got '%s'",
+				 TRN_PP_AT_MAX, text);
+			return -EINVAL;
+		}
+		c->pp_mb[c->npp_mb++] = (int)v;
+		s = *end == ',' ? end + 1 : end;
+	}
+	if (c->npp_mb == 0) {
+		snprintf(msg, msg_len, "expected micro-batch sizes (e.g. 4,8,16), got '%s'", text);
+		return -EINVAL;
+	}
+	return 0;
+}
 
 #define F(key_, t, f, ...)                                                                         \
 	{                                                                                          \
@@ -106,6 +143,10 @@ static const struct ice_cfg_field devprof_fields[] = {
 		  "layer's forward, weight-\nand input-gradient at its micro-batch, the loss\n"
 		  "gradient), in a DP step's order (gflops) and a\npipeline stage's (pp_gflops); "
 		  "default: --m/--n/--k\nover --weights-mb"),
+	ICE_CFG_FUNC_ROW("pp_micro_batches", parse_pp_mb, .arg = "N,N,..",
+			 .help = "with --model: also measure the pipeline stage's\norder at "
+				 "each of these micro-batch sizes\n(pp_gflops_at: what lets "
+				 "ice-plan and\nice-train --micro-batch auto choose one)"),
 	F("sync_products", ICE_CFG_BOOL, sync_products,
 	  .help = "with --model: wait for each product (sgemm) instead\nof queueing them "
 		  "(sgemm_async), as a device rank did\nbefore 2026-12-04; to compare the two"),
@@ -160,8 +201,8 @@ static int devprof_finish(void *obj, const char *path, struct ice_cfg_err *err)
 
 		if (ret < 0)
 			return ret;
-	} else if (c->sync_products) {
-		return ice_cfg_fail(err, path, "sync_products",
+	} else if (c->sync_products || c->npp_mb > 0) {
+		return ice_cfg_fail(err, path, c->npp_mb > 0 ? "pp_micro_batches" : "sync_products",
 				    "goes with --model FILE (the products of a model's steps)");
 	}
 	if (c->name[0] == '\0')
@@ -299,6 +340,8 @@ static void model_free(struct bench *b)
 	b->ops->free(b->w);
 	free(b->lossh);
 	free(b->woff);
+	b->dx = b->g = b->y = b->x = b->dw = b->w = b->lossh = NULL;
+	b->woff = NULL;
 	b->mdl = NULL;
 }
 
@@ -569,6 +612,29 @@ static int profile_device(const struct devprof_cfg *c, struct trn_profile *p)
 				b.sync ? "each product waited for" : "products queued", slow / 1e9,
 				c->comm_load * 100, load_s, cpu, cores, limit, p->burst_gflops);
 		}
+		/* --pp-micro-batches: the pipeline's order again at each size */
+		for (int i = 0; ret == 0 && b.mdl != NULL && i < c->npp_mb; i++) {
+			static struct trn_model at;
+
+			if (c->pp_mb[i] == c->mdl.micro_batch) {
+				trn_profile_pp_at_set(p, c->pp_mb[i], p->pp_gflops);
+				continue;
+			}
+			at = c->mdl;
+			at.micro_batch = c->pp_mb[i];
+			model_free(&b);
+			ret = model_alloc(&b, &at, 1);
+			if (ret == 0)
+				ret = measure_sustained(&b, c->sustain, c->comm_load, &rate, &slow,
+							&load_s, &cpu);
+			if (ret < 0)
+				break;
+			trn_profile_pp_at_set(p, c->pp_mb[i], rate / 1e9);
+			ice_info(ICE_SUB_COMMON,
+				 "%s: sustained %.2f GFLOP/s over %.1f s in a pipeline stage's "
+				 "order at micro-batch %d (slowest tenth %.2f)",
+				 c->name, rate / 1e9, c->sustain, c->pp_mb[i], slow / 1e9);
+		}
 		if (ret == 0 && b.mdl == NULL) {
 			p->gflops = rate / 1e9;
 			ice_info(ICE_SUB_COMMON,
@@ -686,8 +752,8 @@ int main(int argc, char **argv)
 		.synopsis =
 			"usage: ice-devprof [--kind host|cuda|hip] [--name NAME] [--seconds S] "
 			"[--sustain S] [--comm-load X] [--weights-mb MIB]\n"
-			"                   [--m M --n N --k K | --model M.yaml] [--mb MIB] [-o "
-			"FILE]\n"
+			"                   [--m M --n N --k K | --model M.yaml "
+			"[--pp-micro-batches N,N,..]] [--mb MIB] [-o FILE]\n"
 			"       ice-devprof --emulate NAME --gflops X [--mem-gbps X] "
 			"[--h2d-gbps X] [--d2h-gbps X] [--reduce-gbps X] [--mem-gib X] [-o FILE]",
 		.fields = devprof_fields,

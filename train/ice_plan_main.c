@@ -8,7 +8,7 @@
  *            [--lat 50us] [--overlap X] [--optimizer sharded|replicated] [--grad-dtype fp32|bf16]
  *            [--param-dtype fp32|bf16] [--cpu-cvt-ns X]
  *            [--cores X,Y,... --cpu-ar-ns X --cpu-p2p-ns X --cpu-msg-us X]
- *            [--json]
+ *            [--pp-micro-batch auto|N] [--json]
  *
  * Exit: 0 done, 1 run-time failure, 2 bad configuration.
  */
@@ -49,6 +49,7 @@ struct plan_cfg {
 	double cpu_msg_us;	      /* and per pipeline message (us) */
 	double cpu_cvt_ns;	      /* per element converted to/from bf16 (ns) */
 	bool json;
+	int pp_mb; /* --pp-micro-batch: 0 the model's, -1 auto, else N */
 	/* filled by plan_finish() */
 	struct trn_model m;
 	struct trn_profile prof[TRN_MAX_DEVICES];
@@ -57,6 +58,28 @@ struct plan_cfg {
 	int ndev;
 	struct trn_net net;
 };
+
+/* --pp-micro-batch auto|N */
+static int parse_pp_mb(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		       size_t msg_len)
+{
+	struct plan_cfg *c = obj;
+	char *end;
+	long v;
+
+	(void)f;
+	if (strcmp(text, "auto") == 0) {
+		c->pp_mb = -1;
+		return 0;
+	}
+	v = strtol(text, &end, 10);
+	if (end == text || *end != '\0' || v < 1 || v > 1 << 20) {
+		snprintf(msg, msg_len, "expected auto or a micro-batch size >= 1, got '%s'", text);
+		return -EINVAL;
+	}
+	c->pp_mb = (int)v;
+	return 0;
+}
 
 #define F(k, t, f, ...)                                                                            \
 	{                                                                                          \
@@ -105,6 +128,12 @@ static const struct ice_cfg_field plan_fields[] = {
 	  .help = "CPU ns per element a DP rank rounds to bf16 or widens back (--grad-dtype / "
 		  "--param-dtype bf16): time on each bucket's path, and with --cores CPU taken "
 		  "from the compute; ice-train's calibration prints it; default 0"),
+	ICE_CFG_FUNC_ROW(
+		"pp_micro_batch", parse_pp_mb, .arg = "auto|N",
+		.help = "the pipeline's micro-batch: N samples, or auto: the\nsize "
+			"whose planned split predicts the shortest\nstep, of those every "
+			"device's profile states a\nspeed for (pp_gflops_at; ice-devprof\n"
+			"--pp-micro-batches) that divide the batch\n(default: the model's)"),
 	F("json", ICE_CFG_BOOL, json, .help = "print JSON instead of tables"),
 };
 #define NFIELDS (sizeof(plan_fields) / sizeof(plan_fields[0]))
@@ -250,6 +279,10 @@ static int plan_finish(void *obj, const char *path, struct ice_cfg_err *err)
 				    "expected at most %d devices for a pipeline of %d layers "
 				    "(one stage per device), got %d",
 				    c->m.nlayers, c->m.nlayers, c->ndev);
+	if (c->pp_mb > 0 && c->m.global_batch % c->pp_mb != 0)
+		return ice_cfg_fail(err, path, "pp_micro_batch",
+				    "expected a divisor of the global batch (%d), got %d",
+				    c->m.global_batch, c->pp_mb);
 	c->net.busbw_gbps = c->busbw;
 	c->net.p2p_gbps = c->p2p;
 	c->net.lat_s = (double)c->lat_ns * 1e-9;
@@ -307,7 +340,13 @@ static int groups_alone(const struct plan_cfg *c, bool pp, struct group_thr *g)
 		if (pp) {
 			struct trn_pp_plan p;
 
-			if (trn_plan_pp(&c->m, sub, n, &net, c->pp_sched, &p) == 0)
+			struct trn_pp_mb_try t[TRN_PP_AT_MAX];
+			int nt;
+
+			/* auto: the group alone at its own best micro-batch */
+			if ((c->pp_mb < 0 ? trn_plan_pp_mb(&c->m, sub, n, &net, c->pp_sched, false,
+							   &p, t, &nt) > 0
+					  : trn_plan_pp(&c->m, sub, n, &net, c->pp_sched, &p) == 0))
 				g[ng].thr = c->m.global_batch / p.step_s;
 		} else {
 			struct trn_dp_plan p;
@@ -629,10 +668,39 @@ static json_t *json_scheme(const struct plan_cfg *c, bool pp, json_t *plan, json
 	return o;
 }
 
+/* --pp-micro-batch auto: each size tried, its predicted step */
+static void print_pp_mb(const struct plan_cfg *c, const struct trn_pp_mb_try *t, int n)
+{
+	if (n == 0)
+		return;
+	printf("  micro-batch chosen (--pp-micro-batch auto): %d; each size's planned split "
+	       "predicts:",
+	       c->m.micro_batch);
+	for (int i = 0; i < n; i++) {
+		if (t[i].ret == 0)
+			printf(" %d: %.4f s (%.2f samples/s)%s", t[i].mb, t[i].step_s,
+			       c->m.global_batch / t[i].step_s, i < n - 1 ? "," : "");
+		else
+			printf(" %d: no split fits the memory%s", t[i].mb, i < n - 1 ? "," : "");
+	}
+	printf("\n");
+}
+
+static json_t *json_pp_mb(const struct trn_pp_mb_try *t, int n)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; i < n; i++)
+		json_array_append_new(a, json_pack("{s:i, s:b, s:f}", "micro_batch", t[i].mb,
+						   "fits", t[i].ret == 0, "step_s", t[i].step_s));
+	return a;
+}
+
 /* c: the profiles as given; cpp: with their pipeline speeds (pp, ppe) */
 static int print_json(const struct plan_cfg *c, const struct plan_cfg *cpp,
 		      const struct trn_dp_plan *dp, const struct trn_dp_plan *dpe,
-		      const struct trn_pp_plan *pp, const struct trn_pp_plan *ppe)
+		      const struct trn_pp_plan *pp, const struct trn_pp_plan *ppe,
+		      const struct trn_pp_mb_try *tries, int ntries)
 {
 	json_t *root = json_object(), *devs = json_array();
 	int ret;
@@ -670,11 +738,16 @@ static int print_json(const struct plan_cfg *c, const struct plan_cfg *cpp,
 				    json_scheme(c, false, json_dp(c, dp), json_dp(c, dpe),
 						c->m.global_batch / dp->step_s,
 						c->m.global_batch / dpe->step_s));
-	if (pp != NULL)
-		json_object_set_new(root, "pp",
-				    json_scheme(cpp, true, json_pp(cpp, pp), json_pp(cpp, ppe),
-						c->m.global_batch / pp->step_s,
-						c->m.global_batch / ppe->step_s));
+	if (pp != NULL) {
+		json_t *o = json_scheme(cpp, true, json_pp(cpp, pp), json_pp(cpp, ppe),
+					c->m.global_batch / pp->step_s,
+					c->m.global_batch / ppe->step_s);
+
+		json_object_set_new(o, "micro_batch", json_integer(cpp->m.micro_batch));
+		if (ntries > 0)
+			json_object_set_new(o, "micro_batch_tries", json_pp_mb(tries, ntries));
+		json_object_set_new(root, "pp", o);
+	}
 	ret = json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
 	printf("\n");
 	json_decref(root);
@@ -696,7 +769,7 @@ int main(int argc, char **argv)
 			    "[--lat 50us] [--overlap X] [--optimizer sharded|replicated] "
 			    "[--grad-dtype fp32|bf16] [--param-dtype fp32|bf16] [--cpu-cvt-ns X] "
 			    "[--cores X,Y,... --cpu-ar-ns X --cpu-p2p-ns X --cpu-msg-us X] "
-			    "[--json]",
+			    "[--pp-micro-batch auto|N] [--json]",
 		.fields = plan_fields,
 		.nfields = NFIELDS,
 		.obj = &cfg,
@@ -704,6 +777,8 @@ int main(int argc, char **argv)
 	};
 	struct trn_dp_plan dp, dpe;
 	struct trn_pp_plan pp, ppe;
+	struct trn_pp_mb_try tries[TRN_PP_AT_MAX];
+	int ntries = 0;
 	bool do_dp, do_pp;
 	int ret;
 
@@ -734,11 +809,33 @@ int main(int argc, char **argv)
 			return 1;
 		do_dp = ret == 0;
 	}
-	/* the pipeline plans with each device's pipeline speed, where stated */
+	/* the pipeline plans with each device's pipeline speed at its
+	 * micro-batch, where stated */
 	ppcfg = cfg;
-	trn_profiles_pp(ppcfg.dev, ppcfg.ndev);
+	if (cfg.pp_mb > 0)
+		ppcfg.m.micro_batch = cfg.pp_mb;
+	if (do_pp && cfg.pp_mb < 0) {
+		ret = trn_plan_pp_mb(&ppcfg.m, ppcfg.dev, ppcfg.ndev, &ppcfg.net, ppcfg.pp_sched,
+				     false, &pp, tries, &ntries);
+		if (ret == -ENOENT) {
+			ice_err(ICE_SUB_COMMON,
+				"ice-plan: --pp-micro-batch auto: no micro-batch size that "
+				"divides the global batch (%d) has a pipeline speed in every "
+				"device's profile in %s (pp_gflops_at; ice-devprof "
+				"--pp-micro-batches)",
+				cfg.m.global_batch, cfg.profiles);
+			return 2;
+		}
+		if (ret > 0)
+			ppcfg.m.micro_batch = ret;
+	}
+	trn_profiles_pp_at(ppcfg.dev, ppcfg.ndev, ppcfg.m.micro_batch);
 	if (do_pp) {
-		ret = trn_plan_pp(&ppcfg.m, ppcfg.dev, ppcfg.ndev, &ppcfg.net, ppcfg.pp_sched, &pp);
+		if (cfg.pp_mb >= 0)
+			ret = trn_plan_pp(&ppcfg.m, ppcfg.dev, ppcfg.ndev, &ppcfg.net,
+					  ppcfg.pp_sched, &pp);
+		else if (ret > 0)
+			ret = 0;
 		if (ret == 0)
 			ret = trn_plan_pp_even(&ppcfg.m, ppcfg.dev, ppcfg.ndev, &ppcfg.net,
 					       ppcfg.pp_sched, &ppe);
@@ -753,11 +850,13 @@ int main(int argc, char **argv)
 		return 1;
 	if (cfg.json)
 		return print_json(&cfg, &ppcfg, do_dp ? &dp : NULL, do_dp ? &dpe : NULL,
-				  do_pp ? &pp : NULL, do_pp ? &ppe : NULL) < 0;
+				  do_pp ? &pp : NULL, do_pp ? &ppe : NULL, tries, ntries) < 0;
 	print_header(&cfg);
 	if (do_dp)
 		print_dp(&cfg, &dp, &dpe);
-	if (do_pp)
+	if (do_pp) {
 		print_pp(&ppcfg, &pp, &ppe);
+		print_pp_mb(&ppcfg, tries, ntries);
+	}
 	return 0;
 }

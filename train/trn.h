@@ -21,6 +21,7 @@
 #define TRN_MAX_DEVICES 64
 #define TRN_MAX_LAYERS	1024
 #define TRN_NAME_MAX	32
+#define TRN_PP_AT_MAX	8 /* pipeline speeds a profile states by micro-batch */
 
 /* ---- device profiles --------------------------------------------------- */
 
@@ -28,24 +29,29 @@
  * host, cuda, hip. An emulated device is host memory whose compute is
  * padded to the stated speed (trn_emu_*): every report labels it. */
 struct trn_profile {
-	char name[TRN_NAME_MAX]; /* e.g. "h200", "cpu", "emu-fast" */
-	char kind[8];		 /* "host", "cuda", "hip" */
-	bool emulated;		 /* speeds are stated, compute is padded to them */
-	double gflops;		 /* fp32 matrix-multiply throughput the device
-				  * sustains (what the planner uses) */
-	double burst_gflops;	 /* the same in a short burst (0: unknown);
-				  * informational: throttling shows as the gap */
-	double pp_gflops;	 /* the same in a pipeline stage's order, one
-				  * micro-batch through its layers (0: as
-				  * gflops); trn_profiles_pp() */
-	double mem_gbps;	 /* device memory bandwidth (copy, read + write) */
-	double h2d_gbps;	 /* pinned host -> device copy */
-	double d2h_gbps;	 /* device -> pinned host copy */
-	double reduce_gbps;	 /* float sum reduce, bytes of dst per second */
-	double mem_gib;		 /* device memory a rank on it may use, GiB
-				  * (2^30 B; 0: not bounded): the planner's
-				  * splits keep within it (trn_mem_*) */
-	char source[96];	 /* "measured by ice-devprof on HOST at DATE" / "stated" */
+	char name[TRN_NAME_MAX];	    /* e.g. "h200", "cpu", "emu-fast" */
+	char kind[8];			    /* "host", "cuda", "hip" */
+	bool emulated;			    /* speeds are stated, compute is padded to them */
+	double gflops;			    /* fp32 matrix-multiply throughput the device
+					     * sustains (what the planner uses) */
+	double burst_gflops;		    /* the same in a short burst (0: unknown);
+					     * informational: throttling shows as the gap */
+	double pp_gflops;		    /* the same in a pipeline stage's order, one
+					     * micro-batch through its layers (0: as
+					     * gflops); trn_profiles_pp() */
+	int npp_at;			    /* entries of pp_at_mb / pp_at_gflops */
+	int pp_at_mb[TRN_PP_AT_MAX];	    /* micro-batch sizes, ascending */
+	double pp_at_gflops[TRN_PP_AT_MAX]; /* pp_gflops at that micro-batch: what
+					     * lets a planner choose it
+					     * (trn_plan_pp_mb) */
+	double mem_gbps;		    /* device memory bandwidth (copy, read + write) */
+	double h2d_gbps;		    /* pinned host -> device copy */
+	double d2h_gbps;		    /* device -> pinned host copy */
+	double reduce_gbps;		    /* float sum reduce, bytes of dst per second */
+	double mem_gib;			    /* device memory a rank on it may use, GiB
+					     * (2^30 B; 0: not bounded): the planner's
+					     * splits keep within it (trn_mem_*) */
+	char source[96]; /* "measured by ice-devprof on HOST at DATE" / "stated" */
 };
 
 /* A profile file (YAML):
@@ -56,6 +62,7 @@ struct trn_profile {
  *       gflops: 6.0
  *       burst_gflops: 6.0   (optional)
  *       pp_gflops: 5.0      (optional)
+ *       pp_gflops_at: {4: 5.0, 8: 5.5}   (optional: micro-batch: GFLOP/s)
  *       mem_gbps: 10
  *       h2d_gbps: 10
  *       d2h_gbps: 10
@@ -65,11 +72,18 @@ struct trn_profile {
 int trn_profiles_load(const char *path, struct trn_profile *out, int max, struct ice_cfg_err *err);
 /* Write profiles as such a file (ice-devprof); 0 or -errno. */
 int trn_profiles_save(const char *path, const struct trn_profile *p, int n);
-/* Index of the profile named name, or -1. */
 /* For a pipeline: each gflops replaced by pp_gflops where that is stated
  * (a CPU streams a stage's weights once per micro-batch where a DP step
  * runs a layer over a chunk of them from cache). */
 void trn_profiles_pp(struct trn_profile *p, int n);
+/* For a pipeline at micro-batch mb: each gflops replaced by the profile's
+ * pipeline speed at mb (pp_gflops_at), else as trn_profiles_pp. */
+void trn_profiles_pp_at(struct trn_profile *p, int n, int mb);
+/* p's pipeline speed at micro-batch mb from pp_gflops_at, or 0. */
+double trn_profile_pp_at(const struct trn_profile *p, int mb);
+/* Set (or add, in order) p's pipeline speed at mb; -E2BIG when full. */
+int trn_profile_pp_at_set(struct trn_profile *p, int mb, double gflops);
+/* Index of the profile named name, or -1. */
 int trn_profile_find(const struct trn_profile *p, int n, const char *name);
 
 /* ---- model description --------------------------------------------------- */
@@ -521,6 +535,23 @@ int trn_pp_sched_parse(const char *name);	    /* the enum, or -EINVAL */
  * trn_predict_pp only report it (over). */
 int trn_plan_pp(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		const struct trn_net *net, enum trn_pp_sched sched, struct trn_pp_plan *out);
+/* One micro-batch size trn_plan_pp_mb tried. */
+struct trn_pp_mb_try {
+	int mb;	       /* samples per micro-batch */
+	int ret;       /* trn_plan_pp's: 0, or -ENOMEM when no split fits */
+	double step_s; /* the planned split's predicted step (ret 0) */
+};
+/* The micro-batch a pipeline runs best at: of the sizes every device's
+ * profile states a pipeline speed for (pp_gflops_at) that divide the
+ * global batch, the one whose split (trn_plan_pp, or with even
+ * trn_plan_pp_even, each device at its speed there) predicts the shortest
+ * step among those that fit the devices' memory; the smaller on a tie.
+ * Fills tries (up to TRN_PP_AT_MAX) and *ntries with every size tried;
+ * returns the size and its plan in *out; -ENOENT when no size qualifies
+ * (nothing tried), -ENOMEM when no split of any fits. */
+int trn_plan_pp_mb(const struct trn_model *m, const struct trn_profile *dev, int ndev,
+		   const struct trn_net *net, enum trn_pp_sched sched, bool even,
+		   struct trn_pp_plan *out, struct trn_pp_mb_try *tries, int *ntries);
 /* The naive split: nlayers / ndev each. */
 int trn_plan_pp_even(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		     const struct trn_net *net, enum trn_pp_sched sched, struct trn_pp_plan *out);

@@ -745,3 +745,63 @@ out:
 	free(ps.pout);
 	return ret;
 }
+
+int trn_plan_pp_mb(const struct trn_model *m, const struct trn_profile *dev, int ndev,
+		   const struct trn_net *net, enum trn_pp_sched sched, bool even,
+		   struct trn_pp_plan *out, struct trn_pp_mb_try *tries, int *ntries)
+{
+	struct trn_profile *at;
+	struct trn_model *mm;
+	struct trn_pp_plan *p;
+	int best = -ENOENT;
+
+	*ntries = 0;
+	if (ndev < 1 || ndev > TRN_MAX_DEVICES || m->global_batch < 1)
+		return -EINVAL;
+	at = malloc((size_t)ndev * sizeof(*at));
+	mm = malloc(sizeof(*mm));
+	p = malloc(sizeof(*p));
+	if (at == NULL || mm == NULL || p == NULL) {
+		best = -ENOMEM;
+		goto out;
+	}
+	/* candidates: device 0's sizes that every device states */
+	for (int i = 0; i < dev[0].npp_at && *ntries < TRN_PP_AT_MAX; i++) {
+		int mb = dev[0].pp_at_mb[i], ret;
+		bool all = m->global_batch % mb == 0;
+		struct trn_pp_mb_try *t = &tries[*ntries];
+
+		for (int d = 1; d < ndev && all; d++)
+			all = trn_profile_pp_at(&dev[d], mb) > 0;
+		if (!all)
+			continue;
+		*mm = *m;
+		mm->micro_batch = mb;
+		memcpy(at, dev, (size_t)ndev * sizeof(*at));
+		trn_profiles_pp_at(at, ndev, mb);
+		ret = even ? trn_plan_pp_even(mm, at, ndev, net, sched, p)
+			   : trn_plan_pp(mm, at, ndev, net, sched, p);
+		if (ret == 0 && p->over >= 0)
+			ret = -ENOMEM; /* the even split only reports it */
+		if (ret < 0 && ret != -ENOMEM) {
+			best = ret;
+			goto out;
+		}
+		t->mb = mb;
+		t->ret = ret;
+		t->step_s = ret == 0 ? p->step_s : 0;
+		(*ntries)++;
+		/* shorter beyond rounding: a tie keeps the smaller size */
+		if (ret == 0 && (best < 0 || p->step_s < out->step_s * (1 - 1e-9))) {
+			best = mb;
+			*out = *p;
+		}
+		if (ret == -ENOMEM && best == -ENOENT)
+			best = -ENOMEM;
+	}
+out:
+	free(p);
+	free(mm);
+	free(at);
+	return best;
+}

@@ -6,7 +6,9 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "trn.h"
@@ -49,6 +51,79 @@ static const struct ice_cfg_field prof_fields[] = {
 #define NPROF_FIELDS (sizeof(prof_fields) / sizeof(prof_fields[0]))
 
 static const char *const required[] = {"name", "kind", "gflops"};
+
+/* Keys of item m other than the bound fields and pp_gflops_at: errors. */
+static int check_keys(const struct ice_yaml_doc *doc, const struct ice_yaml_node *m,
+		      const char *key, struct ice_cfg_err *err)
+{
+	for (size_t i = 0; i < ice_yaml_len(m); i++) {
+		const struct ice_yaml_node *kn = ice_yaml_key_at(m, i);
+		const char *k = ice_yaml_scalar(kn);
+		bool known = k != NULL && strcmp(k, "pp_gflops_at") == 0;
+		char fk[192], list[320] = "";
+		size_t off = 0;
+
+		for (size_t j = 0; j < NPROF_FIELDS && !known; j++)
+			known = k != NULL && strcmp(k, prof_fields[j].key) == 0;
+		if (known)
+			continue;
+		for (size_t j = 0; j < NPROF_FIELDS && off < sizeof(list); j++)
+			off += (size_t)snprintf(list + off, sizeof(list) - off, "%s, ",
+						prof_fields[j].key);
+		snprintf(fk, sizeof(fk), "%s.%s", key, k != NULL ? k : "?");
+		ice_cfg_errf(err, doc, kn, fk, "unknown key; expected one of: %spp_gflops_at",
+			     list);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* pp_gflops_at: a mapping of micro-batch sizes (integers >= 1, each once)
+ * to GFLOP/s (> 0), at most TRN_PP_AT_MAX of them. */
+static int load_pp_at(const struct ice_yaml_doc *doc, const struct ice_yaml_node *m,
+		      const char *key, struct trn_profile *p, struct ice_cfg_err *err)
+{
+	const struct ice_yaml_node *at = ice_yaml_get(m, "pp_gflops_at");
+	char fk[192];
+
+	if (at == NULL)
+		return 0;
+	snprintf(fk, sizeof(fk), "%s.pp_gflops_at", key);
+	if (ice_yaml_kind(at) != ICE_YAML_MAP || ice_yaml_len(at) == 0 ||
+	    ice_yaml_len(at) > TRN_PP_AT_MAX) {
+		ice_cfg_errf(err, doc, at, fk,
+			     "expected a mapping of 1 to %d micro-batch sizes to GFLOP/s, "
+			     "e.g. {4: 28.4, 8: 32.0}",
+			     TRN_PP_AT_MAX);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < ice_yaml_len(at); i++) {
+		const char *ks = ice_yaml_scalar(ice_yaml_key_at(at, i));
+		const char *vs = ice_yaml_scalar(ice_yaml_at(at, i));
+		char *end = NULL;
+		long mb = ks != NULL ? strtol(ks, &end, 10) : 0;
+		double g = 0;
+
+		if (ks == NULL || end == ks || *end != '\0' || mb < 1 || mb > INT32_MAX ||
+		    trn_profile_pp_at(p, (int)mb) > 0) {
+			ice_cfg_errf(err, doc, ice_yaml_key_at(at, i), fk,
+				     "expected a micro-batch size (an integer >= 1, each once), "
+				     "got '%s'",
+				     ks != NULL ? ks : "(not a scalar)");
+			return -EINVAL;
+		}
+		if (vs != NULL)
+			g = strtod(vs, &end);
+		if (vs == NULL || end == vs || *end != '\0' || !(g > 0 && g < 1e12)) {
+			ice_cfg_errf(err, doc, ice_yaml_at(at, i), fk,
+				     "expected GFLOP/s > 0 at micro-batch %ld, got '%s'", mb,
+				     vs != NULL ? vs : "(not a scalar)");
+			return -EINVAL;
+		}
+		trn_profile_pp_at_set(p, (int)mb, g);
+	}
+	return 0;
+}
 
 static int check_item(const struct ice_yaml_doc *doc, const struct ice_yaml_node *m,
 		      const char *key, struct prof_text *t, const struct trn_profile *prev,
@@ -151,7 +226,11 @@ int trn_profiles_load(const char *path, struct trn_profile *out, int max, struct
 		}
 		memset(&t, 0, sizeof(t));
 		snprintf(t.p.source, sizeof(t.p.source), "%s", "stated");
-		ret = ice_cfg_bind(doc, m, key, prof_fields, NPROF_FIELDS, &t, ICE_CFG_STRICT, err);
+		ret = check_keys(doc, m, key, err);
+		if (ret == 0)
+			ret = ice_cfg_bind(doc, m, key, prof_fields, NPROF_FIELDS, &t, 0, err);
+		if (ret == 0)
+			ret = load_pp_at(doc, m, key, &t.p, err);
 		if (ret < 0)
 			goto out;
 		ret = check_item(doc, m, key, &t, out, n, err);
@@ -205,6 +284,10 @@ int trn_profiles_save(const char *path, const struct trn_profile *p, int n)
 		for (size_t j = 0; j < sizeof(nums) / sizeof(nums[0]); j++)
 			if (nums[j].v > 0)
 				fprintf(f, "    %s: %.6g\n", nums[j].key, nums[j].v);
+		for (int j = 0; j < p[i].npp_at; j++)
+			fprintf(f, "%s%d: %.6g%s", j == 0 ? "    pp_gflops_at: {" : ", ",
+				p[i].pp_at_mb[j], p[i].pp_at_gflops[j],
+				j == p[i].npp_at - 1 ? "}\n" : "");
 		fprintf(f, "    source: ");
 		put_quoted(f, p[i].source);
 		fputc('\n', f);
@@ -221,6 +304,44 @@ void trn_profiles_pp(struct trn_profile *p, int n)
 	for (int i = 0; i < n; i++)
 		if (p[i].pp_gflops > 0)
 			p[i].gflops = p[i].pp_gflops;
+}
+
+double trn_profile_pp_at(const struct trn_profile *p, int mb)
+{
+	for (int i = 0; i < p->npp_at; i++)
+		if (p->pp_at_mb[i] == mb)
+			return p->pp_at_gflops[i];
+	return 0;
+}
+
+int trn_profile_pp_at_set(struct trn_profile *p, int mb, double gflops)
+{
+	int i = 0;
+
+	while (i < p->npp_at && p->pp_at_mb[i] < mb)
+		i++;
+	if (i < p->npp_at && p->pp_at_mb[i] == mb) {
+		p->pp_at_gflops[i] = gflops;
+		return 0;
+	}
+	if (p->npp_at == TRN_PP_AT_MAX)
+		return -E2BIG;
+	memmove(&p->pp_at_mb[i + 1], &p->pp_at_mb[i], (size_t)(p->npp_at - i) * sizeof(int));
+	memmove(&p->pp_at_gflops[i + 1], &p->pp_at_gflops[i],
+		(size_t)(p->npp_at - i) * sizeof(double));
+	p->pp_at_mb[i] = mb;
+	p->pp_at_gflops[i] = gflops;
+	p->npp_at++;
+	return 0;
+}
+
+void trn_profiles_pp_at(struct trn_profile *p, int n, int mb)
+{
+	for (int i = 0; i < n; i++) {
+		double g = trn_profile_pp_at(&p[i], mb);
+
+		p[i].gflops = g > 0 ? g : p[i].pp_gflops > 0 ? p[i].pp_gflops : p[i].gflops;
+	}
 }
 
 int trn_profile_find(const struct trn_profile *p, int n, const char *name)

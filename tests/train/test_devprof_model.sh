@@ -9,7 +9,9 @@
 # waited for, and the log says so. A model file that does not load is
 # refused (exit 2) with its file, line and key; --model with --emulate
 # measures nothing, so it is refused too, and --sync-products without
-# --model.
+# --model. --pp-micro-batches: the pipeline's order again at each size
+# (pp_gflops_at, in order, the model's own size from pp_gflops); bad lists
+# and the option without --model are refused.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DEVPROF=${ICE_DEVPROF:-$ROOT/build/train/ice-devprof}
@@ -36,6 +38,28 @@ echo "## host"
 timeout 60 "$DEVPROF" "${PROF[@]}" -o "$TMP/host.yaml" >"$TMP/host.log" 2>&1 ||
 	{ cat "$TMP/host.log"; fail "ice-devprof --model failed"; }
 check host "$TMP/host.log" "$TMP/host.yaml"
+
+echo "## host, --pp-micro-batches: the pipeline's order at each size"
+timeout 60 "$DEVPROF" "${PROF[@]}" --pp-micro-batches 8,4,2 -o "$TMP/at.yaml" >"$TMP/at.log" 2>&1 ||
+	{ cat "$TMP/at.log"; fail "ice-devprof --pp-micro-batches failed"; }
+at=$(num pp_gflops_at "$TMP/at.yaml")
+echo "  pp_gflops_at: $at"
+# in order of size; the model's own size (4) is its pp_gflops, not measured twice
+python3 - "$at" "$(num pp_gflops "$TMP/at.yaml")" <<'PY' || fail "pp_gflops_at: expected {2: X, 4: pp_gflops, 8: Y}, X, Y > 0, got '$at'"
+import sys
+t = dict((int(k), float(v)) for k, v in (x.split(":") for x in sys.argv[1].strip("{}").split(",")))
+assert list(t) == [2, 4, 8] and min(t.values()) > 0 and t[4] == float(sys.argv[2]), t
+PY
+for mb in 2 8; do
+	grep -q "in a pipeline stage's order at micro-batch $mb " "$TMP/at.log" || fail "the log does not name micro-batch $mb: $(cat "$TMP/at.log")"
+done
+[ "$(grep -c "in a pipeline stage's order at micro-batch" "$TMP/at.log")" -eq 2 ] || fail "micro-batch 4 measured twice: $(cat "$TMP/at.log")"
+for bad in 4,4 0 4,x ''; do
+	"$DEVPROF" "${PROF[@]}" --pp-micro-batches "$bad" >"$TMP/bad-at" 2>&1 && fail "--pp-micro-batches '$bad' ran"
+	grep -q "flag --pp-micro-batches: expected" "$TMP/bad-at" || fail "--pp-micro-batches '$bad': no reason: $(cat "$TMP/bad-at")"
+done
+"$DEVPROF" --pp-micro-batches 8 >"$TMP/bad-at" 2>&1 && fail "--pp-micro-batches without --model ran"
+grep -q -- "key 'pp_micro_batches': goes with --model FILE" "$TMP/bad-at" || fail "--pp-micro-batches without --model: no reason: $(cat "$TMP/bad-at")"
 
 echo "## cuda on the runtime double"
 if [ -n "${ICE_FAKE_CUDA_LIB:-}" ]; then

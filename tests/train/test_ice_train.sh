@@ -370,6 +370,45 @@ assert abs((cb[1] - ca[1]) - 2 * 50e-6 / 0.4) < 1e-9, (ca, cb)
 assert b["pp"]["even"]["step_s"] > a["pp"]["even"]["step_s"]
 print("ice-plan --cpu-msg-us 50: pp even contention", [round(x, 6) for x in cb], "s a micro-batch")
 PY
+# --pp-micro-batch auto: each size both profiles state a pipeline speed for
+# (pp_gflops_at) that divides the batch (140: not 8) is planned at its
+# speeds; the shortest predicted step wins, each try the plan that
+# --pp-micro-batch N gives; the groups alone each at their own best size
+sed -e '/gflops: 8/a\    pp_gflops_at: {4: 6, 8: 7, 20: 7.5}' -e '/gflops: 3.2/a\    pp_gflops_at: {4: 2.4, 8: 2.6, 20: 2.8}' \
+	"$TMP/hosts.yaml" >"$TMP/hosts-at.yaml"
+HA=(--model "$MODEL" --profiles "$TMP/hosts-at.yaml" --devices h-fast,h-slow --scheme pp --json
+	--cores 1,0.4 --cpu-msg-us 50)
+for mb in auto 4 20; do
+	timeout 30 "$PLAN" "${HA[@]}" --pp-micro-batch $mb >"$TMP/plan-mb-$mb.json" ||
+		fail "ice-plan --pp-micro-batch $mb exited $?"
+done
+python3 - "$TMP"/plan-mb-auto.json "$TMP"/plan-mb-4.json "$TMP"/plan-mb-20.json <<'PY' ||
+import json, sys
+auto, p4, p20 = (json.load(open(f))["pp"] for f in sys.argv[1:4])
+tries = auto["micro_batch_tries"]
+assert [t["micro_batch"] for t in tries] == [4, 20] and all(t["fits"] for t in tries), tries
+assert p4["micro_batch"] == 4 and p20["micro_batch"] == 20 and "micro_batch_tries" not in p4
+for t, p in zip(tries, (p4, p20)):
+    assert abs(t["step_s"] - p["planner"]["step_s"]) < 1e-9, (t, p["planner"]["step_s"])
+best = min(tries, key=lambda t: t["step_s"])
+assert auto["micro_batch"] == best["micro_batch"], (auto["micro_batch"], tries)
+assert abs(auto["planner"]["step_s"] - best["step_s"]) < 1e-9, auto["planner"]
+# the groups alone at their own best size: no messages, the faster speed
+ga = dict((g["profile"], g["samples_per_s"]) for g in auto["groups_alone"])
+g4 = dict((g["profile"], g["samples_per_s"]) for g in p4["groups_alone"])
+assert all(ga[k] > g4[k] for k in ga), (ga, g4)
+print("ice-plan --pp-micro-batch auto: %d (tries %s); alone %s" % (
+    auto["micro_batch"], ", ".join("%d: %.4f s" % (t["micro_batch"], t["step_s"]) for t in tries), ga))
+PY
+	fail "ice-plan --pp-micro-batch auto: not the shortest of its tries"
+timeout 30 "$PLAN" "${HP[@]}" --scheme pp --pp-micro-batch auto >"$TMP/plan-bad" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] && grep -q "no micro-batch size that divides the global batch (140) has a pipeline speed in every device's profile" "$TMP/plan-bad" ||
+	{ cat "$TMP/plan-bad"; fail "ice-plan --pp-micro-batch auto without pp_gflops_at: expected exit 2, got $rc"; }
+timeout 30 "$PLAN" "${HP[@]}" --scheme pp --pp-micro-batch 8 >"$TMP/plan-bad" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] && grep -q "key 'pp_micro_batch': expected a divisor of the global batch (140), got 8" "$TMP/plan-bad" ||
+	{ cat "$TMP/plan-bad"; fail "ice-plan --pp-micro-batch 8 of 140: expected exit 2, got $rc"; }
 # DP exchanging bf16 (--grad-dtype, --param-dtype): the step's bytes shrink
 # to 3/4 and 1/2 of fp32's, and with them the all-reduce's CPU; the
 # conversions' CPU (--cpu-cvt-ns) is added; JSON names both types

@@ -508,6 +508,73 @@ static void test_predict_pp_msg_cpu(void **state)
 	assert_near(q.step_s, p.step_s);
 }
 
+/* The micro-batch: every candidate is trn_plan_pp at that size with each
+ * device's speed there; the shortest predicted step wins. */
+static void test_plan_pp_mb(void **state)
+{
+	struct trn_profile d[2];
+	struct trn_net net = {.busbw_gbps = 1, .p2p_gbps = 1, .lat_s = 1e-3, .overlap = 0};
+	struct trn_pp_mb_try t[TRN_PP_AT_MAX];
+	struct trn_pp_plan p, q;
+	struct trn_model mm;
+	int nt;
+
+	(void)state;
+	devs(d, (double[]){2, 1}, 2);
+	/* 4 layers of 100x100, 24 samples: 6e4 FLOP per sample and layer */
+	model_square(4, 100, 24, 2);
+	/* no speeds by micro-batch: nothing to choose from */
+	assert_int_equal(trn_plan_pp_mb(&m, d, 2, &net, TRN_PP_ZB, false, &p, t, &nt), -ENOENT);
+	assert_int_equal(nt, 0);
+	/* the same speed at every size and a 1 ms message: the largest size
+	 * sends fewest messages; 5 does not divide 24, 6 is not on device 1 */
+	for (int i = 0; i < 2; i++) {
+		trn_profile_pp_at_set(&d[i], 2, d[i].gflops);
+		trn_profile_pp_at_set(&d[i], 5, d[i].gflops);
+		trn_profile_pp_at_set(&d[i], 12, d[i].gflops);
+	}
+	trn_profile_pp_at_set(&d[0], 6, 2);
+	assert_int_equal(trn_plan_pp_mb(&m, d, 2, &net, TRN_PP_ZB, false, &p, t, &nt), 12);
+	assert_int_equal(nt, 2);
+	assert_int_equal(t[0].mb, 2);
+	assert_int_equal(t[1].mb, 12);
+	/* each try is trn_plan_pp at its size */
+	mm = m;
+	mm.micro_batch = 12;
+	assert_int_equal(trn_plan_pp(&mm, d, 2, &net, TRN_PP_ZB, &q), 0);
+	assert_near(t[1].step_s, q.step_s);
+	assert_near(p.step_s, q.step_s);
+	assert_int_equal(p.micro_batches, 2);
+	assert_true(t[0].step_s > t[1].step_s);
+	/* the even split at its own best size */
+	assert_int_equal(trn_plan_pp_mb(&m, d, 2, &net, TRN_PP_ZB, true, &p, t, &nt), 12);
+	assert_int_equal(trn_plan_pp_even(&mm, d, 2, &net, TRN_PP_ZB, &q), 0);
+	assert_near(p.step_s, q.step_s);
+	assert_int_equal(p.nlayers[0], 2);
+	/* no latency, and the large size computes at a tenth of the speed:
+	 * the small one wins, and the plan is at its speeds */
+	net.lat_s = 0;
+	trn_profile_pp_at_set(&d[0], 12, 0.2);
+	trn_profile_pp_at_set(&d[1], 12, 0.1);
+	assert_int_equal(trn_plan_pp_mb(&m, d, 2, &net, TRN_PP_ZB, false, &p, t, &nt), 2);
+	mm.micro_batch = 2;
+	assert_int_equal(trn_plan_pp(&mm, d, 2, &net, TRN_PP_ZB, &q), 0);
+	assert_near(p.step_s, q.step_s);
+	assert_int_equal(p.micro_batches, 12);
+	/* a tie goes to the smaller size */
+	trn_profile_pp_at_set(&d[0], 12, 2);
+	/* one device: no messages, no bubble; the same speed: a tie of 2, 6
+	 * and 12 */
+	assert_int_equal(trn_plan_pp_mb(&m, d, 1, &net, TRN_PP_ZB, false, &p, t, &nt), 2);
+	assert_int_equal(nt, 3);
+	assert_near(t[0].step_s, t[2].step_s);
+	/* no size fits the memory */
+	d[0].mem_gib = d[1].mem_gib = 1e-9;
+	assert_int_equal(trn_plan_pp_mb(&m, d, 2, &net, TRN_PP_ZB, false, &p, t, &nt), -ENOMEM);
+	assert_int_equal(nt, 2);
+	assert_int_equal(t[0].ret, -ENOMEM);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -521,6 +588,7 @@ int main(void)
 		cmocka_unit_test(test_pp_update),
 		cmocka_unit_test(test_predict_pp_contention),
 		cmocka_unit_test(test_predict_pp_msg_cpu),
+		cmocka_unit_test(test_plan_pp_mb),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

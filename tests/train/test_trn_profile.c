@@ -34,6 +34,13 @@ static void test_good(void **state)
 	assert_true(p[0].gflops == 50000);
 	assert_true(p[0].burst_gflops == 60000);
 	assert_true(p[1].burst_gflops == 0); /* absent: unknown */
+	/* pp_gflops_at, kept in order of micro-batch */
+	assert_int_equal(p[0].npp_at, 2);
+	assert_int_equal(p[0].pp_at_mb[0], 4);
+	assert_true(p[0].pp_at_gflops[0] == 30000.5);
+	assert_true(trn_profile_pp_at(&p[0], 16) == 40000);
+	assert_true(trn_profile_pp_at(&p[0], 8) == 0);
+	assert_int_equal(p[1].npp_at, 0);
 	assert_true(p[0].mem_gbps == 3000);
 	assert_true(p[0].h2d_gbps == 25);
 	assert_true(p[0].d2h_gbps == 26);
@@ -50,7 +57,7 @@ static void test_good(void **state)
 	assert_int_equal(trn_profile_find(p, n, "nope"), -1);
 	/* max is honoured */
 	assert_int_equal(trn_profiles_load(trn_fixture("prof_good.yaml"), p, 1, &err), -E2BIG);
-	assert_int_equal(err.line, 13);
+	assert_int_equal(err.line, 14);
 }
 
 static void test_example(void **state)
@@ -88,6 +95,9 @@ static void test_round_trip(void **state)
 	p[0].h2d_gbps = 50.5;
 	p[0].d2h_gbps = 49.75;
 	p[0].reduce_gbps = 1800;
+	assert_int_equal(trn_profile_pp_at_set(&p[0], 8, 47000.5), 0);
+	assert_int_equal(trn_profile_pp_at_set(&p[0], 2, 30000), 0);
+	assert_int_equal(trn_profile_pp_at_set(&p[0], 8, 47500.5), 0); /* replaced */
 	snprintf(p[0].source, sizeof(p[0].source), "measured by ice-devprof on \"x\" at 2026");
 	snprintf(p[1].name, sizeof(p[1].name), "emu");
 	snprintf(p[1].kind, sizeof(p[1].kind), "host");
@@ -116,12 +126,31 @@ static void test_round_trip(void **state)
 		assert_true(p[i].h2d_gbps == q[i].h2d_gbps);
 		assert_true(p[i].d2h_gbps == q[i].d2h_gbps);
 		assert_true(p[i].reduce_gbps == q[i].reduce_gbps);
+		assert_int_equal(p[i].npp_at, q[i].npp_at);
+		for (int j = 0; j < p[i].npp_at; j++) {
+			assert_int_equal(p[i].pp_at_mb[j], q[i].pp_at_mb[j]);
+			assert_true(p[i].pp_at_gflops[j] == q[i].pp_at_gflops[j]);
+		}
 	}
+	assert_int_equal(q[0].npp_at, 2);
+	assert_int_equal(q[0].pp_at_mb[0], 2);
+	assert_true(q[0].pp_at_gflops[1] == 47500.5);
 	assert_true(trn_profiles_save("/nonexistent-dir/x.yaml", p, 1) < 0);
 	/* a pipeline takes pp_gflops where stated, gflops elsewhere */
 	trn_profiles_pp(q, 2);
 	assert_true(q[0].gflops == 48000.5);
 	assert_true(q[1].gflops == 2.5);
+	/* at a micro-batch: its stated speed, else pp_gflops, else gflops */
+	trn_profiles_pp_at(q, 2, 8);
+	assert_true(q[0].gflops == 47500.5);
+	assert_true(q[1].gflops == 2.5);
+	trn_profiles_pp_at(q, 2, 4);
+	assert_true(q[0].gflops == 48000.5);
+	/* a full table refuses another size, takes a known one */
+	for (int mb = 100; q[0].npp_at < TRN_PP_AT_MAX; mb++)
+		assert_int_equal(trn_profile_pp_at_set(&q[0], mb, 1), 0);
+	assert_int_equal(trn_profile_pp_at_set(&q[0], 99, 1), -E2BIG);
+	assert_int_equal(trn_profile_pp_at_set(&q[0], 8, 1), 0);
 }
 
 struct bad_case {
@@ -142,6 +171,11 @@ static void test_errors(void **state)
 		{"prof_bad_kind.yaml", 3, "devices[0].kind", "host, cuda, hip"},
 		{"prof_bad_top.yaml", 5, "device", "expected 'devices'"},
 		{"prof_bad_dup.yaml", 5, "devices[1].name", "unique"},
+		{"prof_bad_at_mb.yaml", 5, "devices[0].pp_gflops_at", "integer >= 1"},
+		{"prof_bad_at_dup.yaml", 5, "devices[0].pp_gflops_at.4", "duplicate key"},
+		{"prof_bad_at_speed.yaml", 5, "devices[0].pp_gflops_at",
+		 "GFLOP/s > 0 at micro-batch 8"},
+		{"prof_bad_at_form.yaml", 5, "devices[0].pp_gflops_at", "expected a mapping"},
 	};
 	struct trn_profile p[4];
 
