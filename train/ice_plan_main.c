@@ -49,7 +49,7 @@ struct plan_cfg {
 	double cpu_msg_us;	      /* and per pipeline message (us) */
 	double cpu_cvt_ns;	      /* per element converted to/from bf16 (ns) */
 	bool json;
-	int pp_mb; /* --pp-micro-batch: 0 the model's, -1 auto, else N */
+	int pp_mb; /* --pp-micro-batch: 0 the model's, TRN_PP_MB_AUTO, else N */
 	/* filled by plan_finish() */
 	struct trn_model m;
 	struct trn_profile prof[TRN_MAX_DEVICES];
@@ -64,20 +64,15 @@ static int parse_pp_mb(const struct ice_cfg_field *f, void *obj, const char *tex
 		       size_t msg_len)
 {
 	struct plan_cfg *c = obj;
-	char *end;
-	long v;
+	int v = trn_pp_mb_parse(text);
 
 	(void)f;
-	if (strcmp(text, "auto") == 0) {
-		c->pp_mb = -1;
-		return 0;
-	}
-	v = strtol(text, &end, 10);
-	if (end == text || *end != '\0' || v < 1 || v > 1 << 20) {
-		snprintf(msg, msg_len, "expected auto or a micro-batch size >= 1, got '%s'", text);
+	if (v == -EINVAL) {
+		snprintf(msg, msg_len, "expected auto or a micro-batch size in [1, %d], got '%s'",
+			 1 << 20, text);
 		return -EINVAL;
 	}
-	c->pp_mb = (int)v;
+	c->pp_mb = v;
 	return 0;
 }
 
@@ -344,9 +339,10 @@ static int groups_alone(const struct plan_cfg *c, bool pp, struct group_thr *g)
 			int nt;
 
 			/* auto: the group alone at its own best micro-batch */
-			if ((c->pp_mb < 0 ? trn_plan_pp_mb(&c->m, sub, n, &net, c->pp_sched, false,
-							   &p, t, &nt) > 0
-					  : trn_plan_pp(&c->m, sub, n, &net, c->pp_sched, &p) == 0))
+			if ((c->pp_mb == TRN_PP_MB_AUTO
+				     ? trn_plan_pp_mb(&c->m, sub, n, &net, c->pp_sched, false, &p,
+						      t, &nt) > 0
+				     : trn_plan_pp(&c->m, sub, n, &net, c->pp_sched, &p) == 0))
 				g[ng].thr = c->m.global_batch / p.step_s;
 		} else {
 			struct trn_dp_plan p;
@@ -814,7 +810,7 @@ int main(int argc, char **argv)
 	ppcfg = cfg;
 	if (cfg.pp_mb > 0)
 		ppcfg.m.micro_batch = cfg.pp_mb;
-	if (do_pp && cfg.pp_mb < 0) {
+	if (do_pp && cfg.pp_mb == TRN_PP_MB_AUTO) {
 		ret = trn_plan_pp_mb(&ppcfg.m, ppcfg.dev, ppcfg.ndev, &ppcfg.net, ppcfg.pp_sched,
 				     false, &pp, tries, &ntries);
 		if (ret == -ENOENT) {
@@ -831,7 +827,7 @@ int main(int argc, char **argv)
 	}
 	trn_profiles_pp_at(ppcfg.dev, ppcfg.ndev, ppcfg.m.micro_batch);
 	if (do_pp) {
-		if (cfg.pp_mb >= 0)
+		if (cfg.pp_mb != TRN_PP_MB_AUTO)
 			ret = trn_plan_pp(&ppcfg.m, ppcfg.dev, ppcfg.ndev, &ppcfg.net,
 					  ppcfg.pp_sched, &pp);
 		else if (ret > 0)

@@ -51,7 +51,7 @@ struct trn_profile {
 	double mem_gib;			    /* device memory a rank on it may use, GiB
 					     * (2^30 B; 0: not bounded): the planner's
 					     * splits keep within it (trn_mem_*) */
-	char source[96]; /* "measured by ice-devprof on HOST at DATE" / "stated" */
+	char source[128]; /* "measured by ice-devprof on HOST at DATE" / "stated" */
 };
 
 /* A profile file (YAML):
@@ -552,6 +552,10 @@ struct trn_pp_mb_try {
 int trn_plan_pp_mb(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		   const struct trn_net *net, enum trn_pp_sched sched, bool even,
 		   struct trn_pp_plan *out, struct trn_pp_mb_try *tries, int *ntries);
+/* --pp-micro-batch: "auto" gives TRN_PP_MB_AUTO, "N" (1 .. 2^20) N;
+ * anything else -EINVAL. */
+#define TRN_PP_MB_AUTO (-1)
+int trn_pp_mb_parse(const char *text);
 /* The naive split: nlayers / ndev each. */
 int trn_plan_pp_even(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		     const struct trn_net *net, enum trn_pp_sched sched, struct trn_pp_plan *out);

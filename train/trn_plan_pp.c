@@ -746,6 +746,17 @@ out:
 	return ret;
 }
 
+int trn_pp_mb_parse(const char *text)
+{
+	char *end;
+	long v;
+
+	if (strcmp(text, "auto") == 0)
+		return TRN_PP_MB_AUTO;
+	v = strtol(text, &end, 10);
+	return end == text || *end != '\0' || v < 1 || v > 1 << 20 ? -EINVAL : (int)v;
+}
+
 int trn_plan_pp_mb(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		   const struct trn_net *net, enum trn_pp_sched sched, bool even,
 		   struct trn_pp_plan *out, struct trn_pp_mb_try *tries, int *ntries)

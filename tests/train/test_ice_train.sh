@@ -556,7 +556,8 @@ assert e["refine_steps"] == 2 and e["refined_step_s"] == e["predicted_step_s"], 
 assert len(e["ranks"]) > 1 and all(r["cpu_msg_s"] > 0 for r in e["ranks"]), e["ranks"]
 PY
 	fail "--refine / --save-profiles: not as expected"
-# a pipeline's steps go to pp_gflops, the DP figure stays; and a pipeline
+# a pipeline's steps go to pp_gflops (and pp_gflops_at at the model's
+# micro-batch), the DP figure stays; and a pipeline
 # plans with pp_gflops (the profile's prediction now from it: within a
 # factor of 3 of the step, where 1000 GFLOP/s was 20 times off)
 cp "$TMP/saved.yaml" "$TMP/saved-pp.yaml"
@@ -574,6 +575,7 @@ assert "pp_gflops" not in dp, dp
 assert num("gflops", pp) == num("gflops", dp), (dp, pp)
 r = json.load(open(sys.argv[3]))["jobs"][0]["ranks"][0]
 assert abs(num("pp_gflops", pp) - r["gflops_own"]) < 1e-3 * r["gflops_own"], (pp, r)
+assert "pp_gflops_at: {4: %s}" % re.search(r"\bpp_gflops: (\S+)", pp).group(1) in pp, pp
 assert "timed pipeline steps" in pp, pp
 j = json.load(open(sys.argv[4]))["jobs"][0]
 print("pipeline: pp_gflops %.2f (DP gflops %.2f); predicted %.4f s, measured %.4f s"
@@ -581,6 +583,62 @@ print("pipeline: pp_gflops %.2f (DP gflops %.2f); predicted %.4f s, measured %.4
 assert abs(j["error_pct"]) < 67, j
 PY
 	fail "--save-profiles of a pipeline: pp_gflops not written or not used"
+# --pp-micro-batch auto on a real device: one stage sends nothing, so the
+# size with the faster stated speed wins (20: 7 micro-batches of 140); its
+# steps go to pp_gflops_at at 20, pp_gflops (the model's 4) stays
+sed -e '/pp_gflops_at:/d' -e '/pp_gflops:/a\    pp_gflops_at: {4: 5, 20: 50}' "$TMP/saved-pp.yaml" >"$TMP/at.yaml"
+cp "$TMP/at.yaml" "$TMP/at-saved.yaml"
+timeout 120 "$TRAIN" --model "$MODEL" --profiles "$TMP/at.yaml" --devices cpu-wrong --scheme pp \
+	--pp-micro-batch auto --steps 2 --warmup 1 --json --save-profiles "$TMP/at-saved.yaml" \
+	>"$TMP/pp-auto" 2>"$TMP/pp-auto.err" || { cat "$TMP/pp-auto.err"; fail "ice-train --pp-micro-batch auto failed"; }
+timeout 120 "$TRAIN" --model "$MODEL" --profiles "$TMP/at.yaml" --devices cpu-wrong --scheme pp \
+	--pp-micro-batch 20 --steps 1 --warmup 0 --json >"$TMP/pp-20" 2>"$TMP/pp-20.err" ||
+	{ cat "$TMP/pp-20.err"; fail "ice-train --pp-micro-batch 20 failed"; }
+python3 - "$TMP/at.yaml" "$TMP/at-saved.yaml" "$TMP/pp-auto" "$TMP/pp-20" <<'PY' ||
+import json, re, sys
+num = lambda k, t: float(re.search(r"\b%s: (\S+)" % k, t).group(1))
+before, after = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+j = json.load(open(sys.argv[3]))["jobs"][0]
+assert j["micro_batch"] == 20 and j["micro_batches"] == 7, j
+t = j["micro_batch_tries"]
+assert [x["micro_batch"] for x in t] == [4, 20] and t[1]["step_s"] < t[0]["step_s"], t
+assert abs(j["predicted_step_s"] - t[1]["step_s"]) < 1e-3 * t[1]["step_s"], (j["predicted_step_s"], t)
+r = j["ranks"][0]
+assert num("pp_gflops", after) == num("pp_gflops", before), after
+m = re.search(r"pp_gflops_at: \{4: 5, 20: (\S+)\}", after)
+assert m and abs(float(m.group(1)) - r["gflops_own"]) < 1e-3 * r["gflops_own"], (after, r)
+assert "timed pipeline steps at micro-batch 20 at " in after and "was 50.00 GFLOP/s" in after, after
+f = json.load(open(sys.argv[4]))["jobs"][0]
+assert f["micro_batch"] == 20 and f["micro_batches"] == 7 and "micro_batch_tries" not in f, f
+print("--pp-micro-batch auto: %d (tries %s), measured %.2f GFLOP/s at it" % (
+    j["micro_batch"], [(x["micro_batch"], round(x["step_s"], 4)) for x in t], r["gflops_own"]))
+PY
+	fail "--pp-micro-batch: not as expected"
+# two emulated stages: the plan's size is the shortest of its tries
+sed -e '/gflops: 4.0/a\    pp_gflops_at: {4: 4.0, 20: 4.4}' -e '/gflops: 1.6/a\    pp_gflops_at: {4: 1.6, 20: 1.8}' \
+	"$PROF" >"$TMP/emu-at.yaml"
+timeout 120 "$TRAIN" --model "$MODEL" --profiles "$TMP/emu-at.yaml" --devices emu-fast,emu-slow \
+	--scheme pp --pp-micro-batch auto --steps 1 --warmup 1 --json >"$TMP/pp-auto2" 2>"$TMP/pp-auto2.err" ||
+	{ cat "$TMP/pp-auto2.err"; fail "ice-train --pp-micro-batch auto on two stages failed"; }
+python3 - "$TMP/pp-auto2" <<'PY' || fail "--pp-micro-batch auto on two stages: not the shortest try"
+import json, sys
+j = json.load(open(sys.argv[1]))["jobs"][0]
+t = j["micro_batch_tries"]
+best = min(t, key=lambda x: x["step_s"])
+assert j["micro_batch"] == best["micro_batch"] and j["micro_batches"] == 140 // best["micro_batch"], j
+assert abs(j["error_pct"]) < 10, j
+print("two stages: micro-batch %d of %s; predicted %.4f s, measured %.4f s" % (
+    j["micro_batch"], [(x["micro_batch"], round(x["step_s"], 4)) for x in t], j["predicted_step_s"], j["step_median_s"]))
+PY
+for bad in "--scheme pp --pp-micro-batch 8|expected a divisor of" \
+	"--scheme dp --pp-micro-batch auto|pipeline parallel only" \
+	"--scheme pp --pp-micro-batch auto|no micro-batch size that divides the global batch (140)" \
+	"--scheme pp --pp-micro-batch 0|expected auto or a micro-batch size"; do
+	timeout 20 "$TRAIN" "${COMMON[@]}" ${bad%%|*} --steps 1 --warmup 0 >"$TMP/mb-bad" 2>&1
+	rc=$?
+	[ "$rc" -eq 2 ] && grep -q -- "${bad#*|}" "$TMP/mb-bad" ||
+		{ cat "$TMP/mb-bad"; fail "ice-train ${bad%%|*}: expected exit 2 and '${bad#*|}', got $rc"; }
+done
 # refined from warm-up steps only
 timeout 20 "$TRAIN" "${COMMON[@]}" --steps 1 --warmup 1 --refine 2 >"$TMP/refine-bad" 2>&1
 rc=$?

@@ -54,6 +54,8 @@ struct itr_job {
 			     * N warm-up steps (0: not) */
 	uint32_t seed;
 	bool quiet;
+	bool pp_mb_auto; /* PP, --pp-micro-batch auto: job rank 0's plan
+			  * chooses the micro-batch (trn_plan_pp_mb) */
 	int together;	 /* --efficiency --together: > 0 in each of a set of
 			  * adjacent jobs that run at the same time */
 	char trace[256]; /* --trace: events appended to this file ("" = none) */
@@ -124,8 +126,16 @@ struct itr_rank_result {
 	bool dev_update; /* its fp32 master on the device, updated there */
 };
 
+/* --pp-micro-batch auto: the size a job's plan chose, every size tried */
+struct itr_pp_mb {
+	int mb; /* 0: not chosen, the model's */
+	int ntries;
+	struct trn_pp_mb_try tries[TRN_PP_AT_MAX];
+};
+
 struct itr_result {
 	bool ok;
+	struct itr_pp_mb mbc;  /* job rank 0's choice */
 	struct trn_net net;    /* calibrated */
 	struct trn_dp_plan dp; /* the split used, with predictions */
 	struct trn_pp_plan pp;

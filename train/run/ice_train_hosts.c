@@ -60,6 +60,7 @@ struct itr_report {
 	struct trn_net net;	   /* job rank 0's */
 	struct trn_dp_plan dp;	   /* job rank 0's */
 	struct trn_pp_plan pp;	   /* job rank 0's */
+	struct itr_pp_mb mbc;	   /* job rank 0's */
 	struct itr_rank_result rr; /* this rank's */
 };
 
@@ -296,6 +297,7 @@ int itr_ctl_run(struct itr_ctl *x, const struct itr_job *jobs, int njobs, struct
 			me->net = mine->net;
 			me->dp = mine->dp;
 			me->pp = mine->pp;
+			me->mbc = mine->mbc;
 			me->weights_identical = mine->weights_identical;
 		}
 		/* this host's clock: relative to its own start of training */
@@ -331,6 +333,7 @@ int itr_ctl_run(struct itr_ctl *x, const struct itr_job *jobs, int njobs, struct
 			r->net = p->net;
 			r->dp = p->dp;
 			r->pp = p->pp;
+			r->mbc = p->mbc;
 			r->weights_identical = p->weights_identical;
 		}
 	}

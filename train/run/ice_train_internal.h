@@ -124,7 +124,12 @@ struct itr_rank {
 	struct itr_result *res;
 	struct itr_rank_result *me;
 	int r, n;
-	const struct trn_profile *prof;
+	const struct trn_profile *prof; /* dev[r] */
+	/* the job's devices, at the micro-batch --pp-micro-batch auto chose
+	 * (devs, with model_mb the model; job->dev and job->model otherwise) */
+	const struct trn_profile *dev;
+	struct trn_profile devs[TRN_MAX_DEVICES];
+	struct trn_model model_mb;
 	const struct dev_mem_ops *ops;
 	bool host;    /* host memory: the weights are their own master copy */
 	bool sharded; /* DP with a sharded optimizer step (trn_optim) */

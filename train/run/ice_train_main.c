@@ -52,6 +52,7 @@ struct opts {
 	int grad, param;    /* enum trn_grad */
 	double lr, overlap; /* overlap < 0: from the schedule */
 	double replan;	    /* re-plan threshold (0: never) */
+	int pp_mb;	    /* --pp-micro-batch: 0 the model's, TRN_PP_MB_AUTO, or N */
 	uint32_t seed;
 	bool efficiency, together, json;
 	bool no_contention; /* the predictor does not price CPU contention */
@@ -94,6 +95,21 @@ static int set_dp_tail(const struct ice_cfg_field *f, void *obj, const char *tex
 	return -EINVAL;
 }
 
+static int set_pp_mb(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		     size_t len)
+{
+	int v = trn_pp_mb_parse(text);
+
+	(void)f;
+	if (v == -EINVAL) {
+		snprintf(msg, len, "expected auto or a micro-batch size in [1, %d], got '%s'",
+			 1 << 20, text);
+		return -EINVAL;
+	}
+	((struct opts *)obj)->pp_mb = v;
+	return 0;
+}
+
 #define F(k, t, m, ...) ICE_CFG_ROW(struct opts, k, t, m, __VA_ARGS__)
 #define REQ		ICE_CFG_REQUIRED
 static const struct ice_cfg_field train_fields[] = {
@@ -109,6 +125,12 @@ static const struct ice_cfg_field train_fields[] = {
 	  .help = "the planner's split or the even one (default plan)"),
 	F("pp_schedule", ICE_CFG_ENUM, sched, .choices = sched_names,
 	  .help = "pipeline schedule: zero bubble (default) or 1F1B"),
+	ICE_CFG_FUNC_ROW("pp_micro_batch", set_pp_mb, .arg = "auto|N",
+			 .help = "PP: samples per micro-batch (default the model's);\nauto: each "
+				 "job's plan chooses the size whose\nsplit predicts the shortest "
+				 "step, of those every\ndevice's profile states a speed for\n"
+				 "(pp_gflops_at) that divide the batch; the even\nsplit and each "
+				 "device alone choose their own"),
 	F("steps", ICE_CFG_I32, steps, .min = 1, .max = ITR_MAX_STEPS / 2,
 	  .help = "timed steps (default 5)"),
 	F("warmup", ICE_CFG_I32, warmup, .min = 0, .max = ITR_MAX_STEPS / 2,
@@ -439,6 +461,7 @@ static void job_init(struct itr_job *j, const struct opts *o, const struct trn_m
 	j->replan = o->replan;
 	j->no_contention = o->no_contention;
 	j->refine = o->refine;
+	j->pp_mb_auto = o->pp_mb == TRN_PP_MB_AUTO;
 	j->seed = o->seed;
 	if (o->trace[0] != '\0')
 		snprintf(j->trace, sizeof(j->trace), "%s", o->trace);
@@ -477,6 +500,24 @@ static void together_steps(struct job_out *set, int n)
 	}
 }
 
+/* --pp-micro-batch auto: does a size that divides the batch have a speed
+ * in every device's profile? */
+static bool pp_mb_some(const struct trn_model *m, const struct trn_profile *prof, const int *idx,
+		       int ndev)
+{
+	const struct trn_profile *p0 = &prof[idx[0]];
+
+	for (int i = 0; i < p0->npp_at; i++) {
+		bool all = m->global_batch % p0->pp_at_mb[i] == 0;
+
+		for (int d = 1; d < ndev && all; d++)
+			all = trn_profile_pp_at(&prof[idx[d]], p0->pp_at_mb[i]) > 0;
+		if (all)
+			return true;
+	}
+	return false;
+}
+
 /*
  * --save-profiles FILE: every device of the run with gflops replaced by what
  * its matrix multiplies sustained in the timed steps (gflops_own: its own
@@ -488,7 +529,7 @@ static void together_steps(struct job_out *set, int n)
  * at their stated speed). -1 after a message.
  */
 static int save_profiles(const char *path, const struct trn_profile *prof, int np, bool pp,
-			 struct job_out (*runs)[ITR_MAX_REPEAT], int njobs, int nruns)
+			 int file_mb, struct job_out (*runs)[ITR_MAX_REPEAT], int njobs, int nruns)
 {
 	static struct trn_profile all[TRN_MAX_DEVICES];
 	struct ice_cfg_err ce;
@@ -512,8 +553,9 @@ static int save_profiles(const char *path, const struct trn_profile *prof, int n
 	for (int i = 0; i < njobs; i++)
 		for (int d = 0; d < runs[i][0].job.ndev; d++) {
 			const struct trn_profile *p = &runs[i][0].job.dev[d];
-			double v[ITR_MAX_JOBS * ITR_MAX_REPEAT * TRN_MAX_DEVICES];
-			int nv = 0, k, o, seen = 0;
+			double v[ITR_MAX_JOBS * ITR_MAX_REPEAT * TRN_MAX_DEVICES], g;
+			char at[32];
+			int nv = 0, k, o, seen = 0, mb = 0;
 
 			if (p->emulated)
 				continue;
@@ -539,6 +581,12 @@ static int save_profiles(const char *path, const struct trn_profile *prof, int n
 					/* pass 0: alone one after the other, not
 					 * --together (another device computing) */
 					if (!in || (pass == 0 && (!alone || jx->together > 0)))
+						continue;
+					/* jobs at one micro-batch (--pp-micro-batch
+					 * auto: each at its own): the first's */
+					if (mb == 0)
+						mb = jx->model.micro_batch;
+					if (jx->model.micro_batch != mb)
 						continue;
 					for (int r = 0; r < nruns; r++) {
 						const struct itr_result *res = runs[x][r].res;
@@ -569,12 +617,25 @@ static int save_profiles(const char *path, const struct trn_profile *prof, int n
 				all[k].gflops = prof[o].gflops;
 				all[k].pp_gflops = prof[o].pp_gflops;
 			}
-			*(pp ? &all[k].pp_gflops : &all[k].gflops) =
-				nv % 2 ? v[nv / 2] : (v[nv / 2 - 1] + v[nv / 2]) / 2;
-			snprintf(
-				src, sizeof(src),
-				"ice-train's timed %s steps at %s (median of %d; was %.2f GFLOP/s)",
-				pp ? "pipeline" : "DP", when, nv, p->gflops);
+			g = nv % 2 ? v[nv / 2] : (v[nv / 2 - 1] + v[nv / 2]) / 2;
+			/* a pipeline's: pp_gflops_at at its micro-batch, and
+			 * pp_gflops when that is the model file's */
+			if (!pp)
+				all[k].gflops = g;
+			if (pp && mb == file_mb)
+				all[k].pp_gflops = g;
+			if (pp && trn_profile_pp_at_set(&all[k], mb, g) < 0)
+				fprintf(stderr,
+					"ice-train: --save-profiles %s: %s states speeds at %d "
+					"micro-batch sizes already: %.2f GFLOP/s at %d not "
+					"kept\n",
+					path, p->name, TRN_PP_AT_MAX, g, mb);
+			snprintf(at, sizeof(at), " at micro-batch %d", mb);
+			snprintf(src, sizeof(src),
+				 "ice-train's timed %s steps%s at %s (median of %d; was %.2f "
+				 "GFLOP/s)",
+				 pp ? "pipeline" : "DP", pp && mb != file_mb ? at : "", when, nv,
+				 p->gflops);
 			memcpy(all[k].source, src, sizeof(all[k].source) - 1);
 			all[k].source[sizeof(all[k].source) - 1] = '\0';
 			changed++;
@@ -671,7 +732,7 @@ int main(int argc, char **argv)
 	struct trn_model model;
 	struct ice_cfg_err ce;
 	char ebuf[512];
-	int idx[TRN_MAX_DEVICES], np, ndev, njobs = 0, rc = 0, ngroups = 0;
+	int idx[TRN_MAX_DEVICES], np, ndev, njobs = 0, rc = 0, ngroups = 0, file_mb;
 	int group_of[TRN_MAX_DEVICES];
 	struct itr_ctl *ctl = NULL;
 	struct opts o;
@@ -690,10 +751,27 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ice-train: %s\n", ice_cfg_err_str(&ce, ebuf, sizeof(ebuf)));
 		return 2;
 	}
-	/* a pipeline plans with each device's pipeline speed, where stated */
+	file_mb = model.micro_batch;
+	if (o.pp_mb != 0 && o.scheme != ITR_PP) {
+		fprintf(stderr, "ice-train: --pp-micro-batch: pipeline parallel only (a DP step "
+				"runs the model's micro-batch)\n");
+		return 2;
+	}
+	if (o.pp_mb > 0) {
+		if (model.global_batch % o.pp_mb != 0) {
+			fprintf(stderr,
+				"ice-train: --pp-micro-batch %d: expected a divisor of %s's "
+				"global_batch (%d)\n",
+				o.pp_mb, o.model_path, model.global_batch);
+			return 2;
+		}
+		model.micro_batch = o.pp_mb;
+	}
+	/* a pipeline plans with each device's pipeline speed at its
+	 * micro-batch, where stated */
 	memcpy(prof_file, prof, sizeof(prof));
 	if (o.scheme == ITR_PP)
-		trn_profiles_pp(prof, np);
+		trn_profiles_pp_at(prof, np, model.micro_batch);
 	model.optim = o.optim;
 	model.grad = o.grad;
 	model.param = o.param;
@@ -712,6 +790,15 @@ int main(int argc, char **argv)
 	ndev = parse_devices(o.devices, prof, np, idx);
 	if (check_model(o.model_path, &model, o.scheme, ndev) < 0)
 		return 2;
+	if (o.pp_mb == TRN_PP_MB_AUTO && ndev > 0 && !pp_mb_some(&model, prof, idx, ndev)) {
+		fprintf(stderr,
+			"ice-train: --pp-micro-batch auto: no micro-batch size that divides "
+			"the global batch (%d) has a pipeline speed in the profile of every "
+			"device of --devices in %s (pp_gflops_at; ice-devprof "
+			"--pp-micro-batches)\n",
+			model.global_batch, o.profiles_path);
+		return 2;
+	}
 	if (o.refine > o.warmup) {
 		fprintf(stderr,
 			"ice-train: --refine %d: expected at most --warmup (%d): the prediction "
@@ -886,6 +973,13 @@ int main(int argc, char **argv)
 				}
 				if (!jo->res->ok || !jo->data_ok)
 					rc = 1;
+				/* --pp-micro-batch auto: the job ran at its
+				 * plan's size, its devices at their speeds there */
+				if (jo->res->mbc.mb > 0) {
+					jo->job.model.micro_batch = jo->res->mbc.mb;
+					trn_profiles_pp_at(jo->job.dev, jo->job.ndev,
+							   jo->res->mbc.mb);
+				}
 				itr_check_profiles(jo, o.profiles_path);
 				if (!o.json)
 					itr_print_job(jo);
@@ -895,7 +989,7 @@ int main(int argc, char **argv)
 	if (o.tp.rank > 0)
 		return rc;
 	if (o.save_profiles[0] != '\0' &&
-	    save_profiles(o.save_profiles, prof_file, np, o.scheme == ITR_PP, runs, njobs,
+	    save_profiles(o.save_profiles, prof_file, np, o.scheme == ITR_PP, file_mb, runs, njobs,
 			  o.repeat) < 0)
 		rc = 1;
 	if (o.efficiency)

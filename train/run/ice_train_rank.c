@@ -117,7 +117,7 @@ static int plan_fits(struct itr_rank *k)
 	if (over < 0)
 		return 0;
 	need = dp ? k->dp.mem_need[over] : k->pp.mem_need[over];
-	cap = trn_mem_cap(&j->dev[over]);
+	cap = trn_mem_cap(&k->dev[over]);
 	share = j->mem_share[over];
 	snprintf(share_s, sizeof(share_s),
 		 " in its profile, 1/%d of it its share: ranks computing "
@@ -129,10 +129,40 @@ static int plan_fits(struct itr_rank *k)
 			"memory), over its capacity %.1f MiB (mem_gib %g%s): use the "
 			"planner's split, a smaller micro_batch, or a device with more memory",
 			j->split == ITR_SPLIT_PLAN ? "planned" : "even", k->m->name,
-			need / (1 << 20), over, j->dev[over].name, j->dev[over].kind,
-			cap / (1 << 20), j->dev[over].mem_gib * (share > 1 ? share : 1),
+			need / (1 << 20), over, k->dev[over].name, k->dev[over].kind,
+			cap / (1 << 20), k->dev[over].mem_gib * (share > 1 ? share : 1),
 			share > 1 ? share_s : "");
 	return -ENOMEM;
+}
+
+/*
+ * --pp-micro-batch auto: the size whose split predicts the shortest step
+ * (trn_plan_pp_mb; the same on every rank: the same inputs). From here the
+ * rank runs at it: the model at that micro-batch (model_mb) and the devices
+ * at their speeds there (devs).
+ */
+static int choose_mb(struct itr_rank *k, const struct trn_net *net, struct trn_pp_plan *p)
+{
+	const struct itr_job *j = k->job;
+	struct itr_pp_mb c = {0};
+	int mb = trn_plan_pp_mb(k->m, k->dev, j->ndev, net, j->sched, j->split == ITR_SPLIT_EVEN, p,
+				c.tries, &c.ntries);
+
+	if (mb < 0)
+		return mb;
+	c.mb = mb;
+	if (k->r == 0)
+		k->res->mbc = c;
+	k->model_mb = *k->m;
+	k->model_mb.micro_batch = mb;
+	k->m = &k->model_mb;
+	k->mb = mb;
+	memcpy(k->devs, j->dev, (size_t)j->ndev * sizeof(k->devs[0]));
+	trn_profiles_pp_at(k->devs, j->ndev, mb);
+	k->dev = k->devs;
+	k->prof = &k->devs[k->r];
+	k->emu.gflops = k->prof->gflops;
+	return 0;
 }
 
 /* The split (the same on every rank: the same inputs), and for DP the tails
@@ -148,7 +178,7 @@ static int plan_job(struct itr_rank *k, struct trn_net *net)
 
 		/* net->overlap is --overlap's, or < 0: from the tails */
 		memset(&p, 0, sizeof(p));
-		ret = trn_plan_dp_tailed(k->m, j->dev, j->ndev, net, j->split == ITR_SPLIT_EVEN,
+		ret = trn_plan_dp_tailed(k->m, k->dev, j->ndev, net, j->split == ITR_SPLIT_EVEN,
 					 j->dp_tail, &p);
 		if (ret == 0)
 			net->overlap = p.overlap;
@@ -170,11 +200,14 @@ static int plan_job(struct itr_rank *k, struct trn_net *net)
 		if (net->overlap < 0)
 			net->overlap = 0; /* no all-reduce */
 		memset(&p, 0, sizeof(p));
-		ret = j->split == ITR_SPLIT_PLAN
-			      ? trn_plan_pp(k->m, j->dev, j->ndev, net, j->sched, &p)
-			      : trn_plan_pp_even(k->m, j->dev, j->ndev, net, j->sched, &p);
+		if (j->pp_mb_auto)
+			ret = choose_mb(k, net, &p);
+		else
+			ret = j->split == ITR_SPLIT_PLAN
+				      ? trn_plan_pp(k->m, k->dev, j->ndev, net, j->sched, &p)
+				      : trn_plan_pp_even(k->m, k->dev, j->ndev, net, j->sched, &p);
 		if (ret == 0)
-			ret = trn_predict_pp(k->m, j->dev, j->ndev, net, &p);
+			ret = trn_predict_pp(k->m, k->dev, j->ndev, net, &p);
 		if (ret == 0 && k->r == 0) {
 			res->pp = p;
 			k->me->pred_plan_s = p.step_s;
@@ -450,10 +483,10 @@ static int adapt(struct itr_rank *k, int step, double step_s, double g)
 	if (fabs(drift) <= j->replan)
 		return 0;
 	for (int r = 0; r < n; r++) {
-		dev[r] = j->dev[r];
+		dev[r] = k->dev[r];
 		if (v[r] > 0)
 			dev[r].gflops = v[r];
-		if (v[r] > 0 && trn_compute_cores(&j->dev[r], net.cores[r]) > 0)
+		if (v[r] > 0 && trn_compute_cores(&k->dev[r], net.cores[r]) > 0)
 			net.cores[r] = 0;
 	}
 	if (pp) {
@@ -487,7 +520,7 @@ static int adapt(struct itr_rank *k, int step, double step_s, double g)
 			j->label, step, v[n], pred, drift * 100, j->replan * 100);
 		for (int r = 0; r < n; r++)
 			fprintf(stderr, "%s %.2f (profile %.2f)", r ? "," : "", v[r],
-				j->dev[r].gflops);
+				k->dev[r].gflops);
 		if (pp)
 			fprintf(stderr, "): layers per stage %s -> %s, predicted %.4f s%s\n", was,
 				now, q.step_s,
@@ -690,11 +723,31 @@ static int train(struct itr_rank *k)
 	return 0;
 }
 
+/* The largest micro-batch --pp-micro-batch auto may choose (the model's
+ * otherwise): the transport's buffers are sized for it before the choice. */
+static int pp_mb_max(const struct itr_job *j)
+{
+	int best = j->model.micro_batch;
+
+	for (int i = 0; j->pp_mb_auto && i < j->dev[0].npp_at; i++) {
+		int mb = j->dev[0].pp_at_mb[i];
+		bool all = j->model.global_batch % mb == 0;
+
+		for (int d = 1; d < j->ndev && all; d++)
+			all = trn_profile_pp_at(&j->dev[d], mb) > 0;
+		if (all && mb > best)
+			best = mb;
+	}
+	return best;
+}
+
 static int run_rank(struct itr_rank *k, struct tp_comm_cfg *cc)
 {
 	const struct itr_job *j = k->job;
 	const struct trn_model *m = k->m;
+	/* calibrated at the model's micro-batch; buffers for the largest */
 	size_t act_count = (size_t)m->micro_batch * (size_t)trn_model_widest(m);
+	size_t act_max = (size_t)pp_mb_max(j) * (size_t)trn_model_widest(m);
 	size_t maxb, bucket_count;
 	struct trn_net net;
 	char why[256] = "";
@@ -724,7 +777,7 @@ static int run_rank(struct itr_rank *k, struct tp_comm_cfg *cc)
 	k->mb = m->micro_batch;
 
 	/* room for several activations that arrive before their receive */
-	maxb = act_count * 4 * (size_t)(k->n + 2) + (1u << 20);
+	maxb = act_max * 4 * (size_t)(k->n + 2) + (1u << 20);
 	if (cc->eng.unexp_bytes < maxb)
 		cc->eng.unexp_bytes = (uint32_t)(maxb < (256u << 20) ? maxb : (256u << 20));
 	k->c = tp_comm_init(cc);
@@ -736,8 +789,8 @@ static int run_rank(struct itr_rank *k, struct tp_comm_cfg *cc)
 	/* largest message: a bucket (up to the whole model) or two activations */
 	bucket_count = (size_t)(m->bucket_kb > 0 ? m->bucket_kb : 4096) * 256;
 	maxb = (size_t)(trn_model_param_bytes(m) + 0.5);
-	if (maxb < 2 * act_count * 4)
-		maxb = 2 * act_count * 4;
+	if (maxb < 2 * act_max * 4)
+		maxb = 2 * act_max * 4;
 	if ((size_t)trn_model_param_bytes(m) / 4 < bucket_count)
 		bucket_count = (size_t)trn_model_param_bytes(m) / 4;
 	k->d = tp_dev_comm_new(k->c, k->ops, maxb);
@@ -757,6 +810,7 @@ static int run_rank(struct itr_rank *k, struct tp_comm_cfg *cc)
 	ret = plan_job(k, &net);
 	if (ret < 0)
 		goto out;
+	m = k->m; /* --pp-micro-batch auto: at the chosen micro-batch */
 	k->net = net;
 	k->last_replan = -2;
 	if (k->r == 0)
@@ -827,6 +881,7 @@ int itr_rank_main(void *arg)
 	k.r = a->cc->rank;
 	k.n = a->cc->nranks;
 	k.me = &a->res->rank[k.r];
+	k.dev = a->job->dev;
 	k.prof = &a->job->dev[k.r];
 	return run_rank(&k, a->cc);
 }

@@ -338,6 +338,19 @@ void itr_print_job(const struct job_out *jo)
 		       "%.4f s)\n",
 		       res->pp.micro_batches, res->pp.step_s, res->pp.est_s);
 	}
+	if (res->mbc.mb > 0) {
+		printf("   micro-batch %d (--pp-micro-batch auto), of each size's predicted step:",
+		       res->mbc.mb);
+		for (int i = 0; i < res->mbc.ntries; i++) {
+			const struct trn_pp_mb_try *t = &res->mbc.tries[i];
+
+			if (t->ret == 0)
+				printf(" %d: %.4f s", t->mb, t->step_s);
+			else
+				printf(" %d: does not fit", t->mb);
+		}
+		printf("\n");
+	}
 	if (res->rank[0].replans > 0) {
 		const struct itr_rank_result *r0 = &res->rank[0];
 		int shown = r0->replans < 8 ? r0->replans : 8;
@@ -516,6 +529,18 @@ static json_t *job_json(const struct job_out *jo)
 	} else {
 		json_object_set_new(o, "pipeline_data_ok", json_boolean(jo->data_ok));
 		json_object_set_new(o, "micro_batches", json_integer(res->pp.micro_batches));
+		json_object_set_new(o, "micro_batch", json_integer(j->model.micro_batch));
+		if (res->mbc.mb > 0) {
+			json_t *a = json_array();
+
+			for (int i = 0; i < res->mbc.ntries; i++)
+				json_array_append_new(a, json_pack("{s:i, s:b, s:f}", "micro_batch",
+								   res->mbc.tries[i].mb, "fits",
+								   res->mbc.tries[i].ret == 0,
+								   "step_s",
+								   res->mbc.tries[i].step_s));
+			json_object_set_new(o, "micro_batch_tries", a);
+		}
 		json_object_set_new(o, "pp_schedule", json_string(trn_pp_sched_name(j->sched)));
 	}
 	for (int r = 0; r < j->ndev; r++) {
