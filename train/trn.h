@@ -541,9 +541,12 @@ struct trn_pp_mb_try {
 	int ret;       /* trn_plan_pp's: 0, or -ENOMEM when no split fits */
 	double step_s; /* the planned split's predicted step (ret 0) */
 };
-/* The micro-batch a pipeline runs best at: of the sizes every device's
- * profile states a pipeline speed for (pp_gflops_at) that divide the
- * global batch, the one whose split (trn_plan_pp, or with even
+/* The micro-batch sizes a pipeline of these devices may choose from:
+ * device 0's pp_gflops_at sizes that every device states and that divide
+ * the global batch, ascending, into out (up to TRN_PP_AT_MAX); how many. */
+int trn_pp_mb_sizes(const struct trn_model *m, const struct trn_profile *dev, int ndev, int *out);
+/* The micro-batch a pipeline runs best at: of the sizes trn_pp_mb_sizes
+ * gives, the one whose split (trn_plan_pp, or with even
  * trn_plan_pp_even, each device at its speed there) predicts the shortest
  * step among those that fit the devices' memory; the smaller on a tie.
  * Fills tries (up to TRN_PP_AT_MAX) and *ntries with every size tried;

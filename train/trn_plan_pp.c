@@ -757,6 +757,22 @@ int trn_pp_mb_parse(const char *text)
 	return end == text || *end != '\0' || v < 1 || v > 1 << 20 ? -EINVAL : (int)v;
 }
 
+int trn_pp_mb_sizes(const struct trn_model *m, const struct trn_profile *dev, int ndev, int *out)
+{
+	int n = 0;
+
+	for (int i = 0; ndev > 0 && i < dev[0].npp_at && n < TRN_PP_AT_MAX; i++) {
+		int mb = dev[0].pp_at_mb[i];
+		bool all = m->global_batch % mb == 0;
+
+		for (int d = 1; d < ndev && all; d++)
+			all = trn_profile_pp_at(&dev[d], mb) > 0;
+		if (all)
+			out[n++] = mb;
+	}
+	return n;
+}
+
 int trn_plan_pp_mb(const struct trn_model *m, const struct trn_profile *dev, int ndev,
 		   const struct trn_net *net, enum trn_pp_sched sched, bool even,
 		   struct trn_pp_plan *out, struct trn_pp_mb_try *tries, int *ntries)
@@ -764,7 +780,7 @@ int trn_plan_pp_mb(const struct trn_model *m, const struct trn_profile *dev, int
 	struct trn_profile *at;
 	struct trn_model *mm;
 	struct trn_pp_plan *p;
-	int best = -ENOENT;
+	int best = -ENOENT, sizes[TRN_PP_AT_MAX], n;
 
 	*ntries = 0;
 	if (ndev < 1 || ndev > TRN_MAX_DEVICES || m->global_batch < 1)
@@ -776,16 +792,11 @@ int trn_plan_pp_mb(const struct trn_model *m, const struct trn_profile *dev, int
 		best = -ENOMEM;
 		goto out;
 	}
-	/* candidates: device 0's sizes that every device states */
-	for (int i = 0; i < dev[0].npp_at && *ntries < TRN_PP_AT_MAX; i++) {
-		int mb = dev[0].pp_at_mb[i], ret;
-		bool all = m->global_batch % mb == 0;
+	n = trn_pp_mb_sizes(m, dev, ndev, sizes);
+	for (int i = 0; i < n; i++) {
+		int mb = sizes[i], ret;
 		struct trn_pp_mb_try *t = &tries[*ntries];
 
-		for (int d = 1; d < ndev && all; d++)
-			all = trn_profile_pp_at(&dev[d], mb) > 0;
-		if (!all)
-			continue;
 		*mm = *m;
 		mm->micro_batch = mb;
 		memcpy(at, dev, (size_t)ndev * sizeof(*at));

@@ -534,6 +534,14 @@ static void test_plan_pp_mb(void **state)
 		trn_profile_pp_at_set(&d[i], 12, d[i].gflops);
 	}
 	trn_profile_pp_at_set(&d[0], 6, 2);
+	{
+		int sz[TRN_PP_AT_MAX];
+
+		assert_int_equal(trn_pp_mb_sizes(&m, d, 2, sz), 2);
+		assert_int_equal(sz[0], 2);
+		assert_int_equal(sz[1], 12);
+		assert_int_equal(trn_pp_mb_sizes(&m, d, 1, sz), 3); /* and 6 */
+	}
 	assert_int_equal(trn_plan_pp_mb(&m, d, 2, &net, TRN_PP_ZB, false, &p, t, &nt), 12);
 	assert_int_equal(nt, 2);
 	assert_int_equal(t[0].mb, 2);

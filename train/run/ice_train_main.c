@@ -505,17 +505,12 @@ static void together_steps(struct job_out *set, int n)
 static bool pp_mb_some(const struct trn_model *m, const struct trn_profile *prof, const int *idx,
 		       int ndev)
 {
-	const struct trn_profile *p0 = &prof[idx[0]];
+	static struct trn_profile dev[TRN_MAX_DEVICES];
+	int sizes[TRN_PP_AT_MAX];
 
-	for (int i = 0; i < p0->npp_at; i++) {
-		bool all = m->global_batch % p0->pp_at_mb[i] == 0;
-
-		for (int d = 1; d < ndev && all; d++)
-			all = trn_profile_pp_at(&prof[idx[d]], p0->pp_at_mb[i]) > 0;
-		if (all)
-			return true;
-	}
-	return false;
+	for (int d = 0; d < ndev; d++)
+		dev[d] = prof[idx[d]];
+	return trn_pp_mb_sizes(m, dev, ndev, sizes) > 0;
 }
 
 /*

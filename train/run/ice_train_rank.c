@@ -727,18 +727,12 @@ static int train(struct itr_rank *k)
  * otherwise): the transport's buffers are sized for it before the choice. */
 static int pp_mb_max(const struct itr_job *j)
 {
-	int best = j->model.micro_batch;
+	int sizes[TRN_PP_AT_MAX], n = 0;
 
-	for (int i = 0; j->pp_mb_auto && i < j->dev[0].npp_at; i++) {
-		int mb = j->dev[0].pp_at_mb[i];
-		bool all = j->model.global_batch % mb == 0;
-
-		for (int d = 1; d < j->ndev && all; d++)
-			all = trn_profile_pp_at(&j->dev[d], mb) > 0;
-		if (all && mb > best)
-			best = mb;
-	}
-	return best;
+	if (j->pp_mb_auto)
+		n = trn_pp_mb_sizes(&j->model, j->dev, j->ndev, sizes);
+	/* ascending */
+	return n > 0 && sizes[n - 1] > j->model.micro_batch ? sizes[n - 1] : j->model.micro_batch;
 }
 
 static int run_rank(struct itr_rank *k, struct tp_comm_cfg *cc)
