@@ -577,21 +577,22 @@ static int save_profiles(const char *path, const struct trn_profile *prof, int n
 					 * --together (another device computing) */
 					if (!in || (pass == 0 && (!alone || jx->together > 0)))
 						continue;
-					/* jobs at one micro-batch (--pp-micro-batch
-					 * auto: each at its own): the first's */
-					if (mb == 0)
-						mb = jx->model.micro_batch;
-					if (jx->model.micro_batch != mb)
-						continue;
 					for (int r = 0; r < nruns; r++) {
 						const struct itr_result *res = runs[x][r].res;
+						int rmb = runs[x][r].job.model.micro_batch;
 
-						if (res == NULL || !res->ok)
+						/* runs at one micro-batch (with
+						 * --pp-micro-batch auto each job's
+						 * run at its own): the first taken's */
+						if (res == NULL || !res->ok ||
+						    (mb != 0 && rmb != mb))
 							continue;
 						for (int e = 0; e < jx->ndev; e++)
 							if (strcmp(jx->dev[e].name, p->name) == 0 &&
-							    res->rank[e].gflops_own > 0)
+							    res->rank[e].gflops_own > 0) {
 								v[nv++] = res->rank[e].gflops_own;
+								mb = rmb;
+							}
 					}
 				}
 			if (nv == 0)
