@@ -146,7 +146,7 @@ static const struct ice_cfg_field devprof_fields[] = {
 	ICE_CFG_FUNC_ROW("pp_micro_batches", parse_pp_mb, .arg = "N,N,..",
 			 .help = "with --model: also measure the pipeline stage's\norder at "
 				 "each of these micro-batch sizes\n(pp_gflops_at: what lets "
-				 "ice-plan and\nice-train --micro-batch auto choose one)"),
+				 "ice-plan and\nice-train --pp-micro-batch auto choose one)"),
 	F("sync_products", ICE_CFG_BOOL, sync_products,
 	  .help = "with --model: wait for each product (sgemm) instead\nof queueing them "
 		  "(sgemm_async), as a device rank did\nbefore 2026-12-04; to compare the two"),
