@@ -365,6 +365,13 @@ double trn_schedstat_wait_s(const char *text);
  * how many were replaced. dev and out may be the same array. */
 int trn_profiles_refine(const struct trn_profile *dev, int ndev, const double *measured,
 			struct trn_profile *out);
+/* Whether a re-plan (ice-train --replan X) should switch to its new split:
+ * new_s, the new split's predicted step, is shorter than running_s, the
+ * running split's priced at the same speeds, by X / 2 at least (0.25 at
+ * most). Two near-equal splits then do not take turns on the noise of
+ * measured speeds. A running split that cannot be priced (running_s <= 0)
+ * gives way. */
+bool trn_replan_pays(double running_s, double new_s, double replan);
 
 /* ---- data parallel --------------------------------------------------------- */
 

@@ -133,6 +133,11 @@ int trn_profiles_refine(const struct trn_profile *dev, int ndev, const double *m
 	return n;
 }
 
+bool trn_replan_pays(double running_s, double new_s, double replan)
+{
+	return !(running_s > 0) || new_s < running_s * (1 - fmin(replan / 2, 0.25));
+}
+
 /* ---- data parallel ---------------------------------------------------------- */
 
 /* The bus seconds per byte of a sharded accelerator rank's part beside

@@ -3,7 +3,8 @@
  * trn planner and predictor, pipeline parallel: the formulas on
  * hand-computed cases (1F1B and zero bubble, the optimizer step, CPU
  * contention and per-message CPU), the planner against brute force over
- * every split of small random chains, and at scale.
+ * every split of small random chains, and at scale; the micro-batch's
+ * choice and --replan's rule for switching splits.
  */
 #include <errno.h>
 #include <float.h>
@@ -583,6 +584,51 @@ static void test_plan_pp_mb(void **state)
 	assert_int_equal(t[0].ret, -ENOMEM);
 }
 
+/* --replan's rule (trn_replan_pays) on the bench's pipeline: 28 layers of
+ * 512, micro-batch 8 of 840, a device 2.6x the other. Speeds a few
+ * percent off the profiles move the planner's boundary by a layer
+ * (21/7 <-> 20/8 are near a tie) for a gain below X / 2: the running
+ * split stays. A device a third slower (this VM's cores flip so) makes a
+ * split that pays. Fails when a re-plan switches on every small change. */
+static void test_replan_pays(void **state)
+{
+	struct trn_profile d[2], now[2];
+	struct trn_net net = {.busbw_gbps = 10, .p2p_gbps = 10, .lat_s = 50e-6, .overlap = 0};
+	struct trn_pp_plan run, fresh, priced;
+	int moved = 0;
+
+	(void)state;
+	assert_false(trn_replan_pays(1.0, 0.96, 0.1));
+	assert_true(trn_replan_pays(1.0, 0.94, 0.1));
+	assert_false(trn_replan_pays(1.0, 0.8, 2)); /* at most a quarter */
+	assert_true(trn_replan_pays(1.0, 0.74, 2));
+	assert_true(trn_replan_pays(0, 5, 0.1)); /* not priced: gives way */
+
+	model_square(28, 512, 840, 8);
+	devs(d, (double[]){28.5, 10.8}, 2);
+	assert_int_equal(trn_plan_pp(&m, d, 2, &net, TRN_PP_ZB, &run), 0);
+	/* each device up to 6 % off its profile, either way */
+	for (double a = 0.94; a <= 1.0601; a += 0.02) {
+		for (double b = 0.94; b <= 1.0601; b += 0.02) {
+			devs(now, (double[]){28.5 * a, 10.8 * b}, 2);
+			assert_int_equal(trn_plan_pp(&m, now, 2, &net, TRN_PP_ZB, &fresh), 0);
+			priced = run;
+			assert_int_equal(trn_predict_pp(&m, now, 2, &net, &priced), 0);
+			assert_true(fresh.step_s <= priced.step_s * (1 + 1e-9));
+			moved += fresh.nlayers[0] != run.nlayers[0];
+			assert_false(trn_replan_pays(priced.step_s, fresh.step_s, 0.1));
+		}
+	}
+	assert_true(moved > 0); /* the planner alone would have switched */
+	/* the slow device a third slower: a layer or more moves, and pays */
+	devs(now, (double[]){28.5, 10.8 * 0.67}, 2);
+	assert_int_equal(trn_plan_pp(&m, now, 2, &net, TRN_PP_ZB, &fresh), 0);
+	priced = run;
+	assert_int_equal(trn_predict_pp(&m, now, 2, &net, &priced), 0);
+	assert_true(fresh.nlayers[0] > run.nlayers[0]);
+	assert_true(trn_replan_pays(priced.step_s, fresh.step_s, 0.1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -597,6 +643,7 @@ int main(void)
 		cmocka_unit_test(test_predict_pp_contention),
 		cmocka_unit_test(test_predict_pp_msg_cpu),
 		cmocka_unit_test(test_plan_pp_mb),
+		cmocka_unit_test(test_replan_pays),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -79,6 +79,13 @@ static inline int itr_replan_first(const struct itr_job *j)
 	return s > 1 ? s : 1;
 }
 
+/* The step the split in dp (DP) or pp (PP), by j's scheme, takes for
+ * model m on devices dev under net (a DP split's overlap: --overlap's, or
+ * what its tails give on dev); 0 when it cannot be priced. */
+double itr_split_step(const struct itr_job *j, const struct trn_model *m,
+		      const struct trn_dp_plan *dp, const struct trn_pp_plan *pp,
+		      const struct trn_profile *dev, const struct trn_net *net);
+
 /* Per-rank figures, written by the rank itself. */
 struct itr_rank_result {
 	bool done;

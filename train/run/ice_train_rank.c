@@ -438,8 +438,10 @@ static int dp_switch(struct itr_rank *k, const struct trn_dp_plan *p)
  * when the step (the slowest rank's) is further from the prediction than
  * --replan, and the last re-plan is two steps back, the split is planned
  * again from the measured speeds (a host rank's contention not priced
- * again). DP: a new split takes effect at this step boundary (activations
- * and input rows set up again for the new rows). PP: at the next one
+ * again). The new split replaces the running one only when that pays
+ * (trn_replan_pays: the running one priced at the same speeds); else the
+ * running one stays, with its new prediction. DP: a new split takes effect at this
+ * step boundary (activations and input rows set up again for the new rows). PP: at the next one
  * (pp_switch), since the next step's first receive may already be
  * queued; the layers move with their weights. The first check is at the
  * warm-up's end (itr_replan_first), so that a split re-planned from the
@@ -449,11 +451,11 @@ static int adapt(struct itr_rank *k, int step, double step_s, double g)
 {
 	const struct itr_job *j = k->job;
 	struct trn_profile dev[TRN_MAX_DEVICES];
-	double v[TRN_MAX_DEVICES + 1], drift, pred;
+	double v[TRN_MAX_DEVICES + 1], drift, pred, cur, fresh;
 	struct trn_net net = k->net;
 	struct trn_dp_plan p;
 	struct trn_pp_plan q;
-	bool pp = j->scheme == ITR_PP, same;
+	bool pp = j->scheme == ITR_PP, same, kept;
 	char was[256], now[256];
 	int ret, n = k->n;
 
@@ -507,6 +509,18 @@ static int adapt(struct itr_rank *k, int step, double step_s, double g)
 	}
 	k->last_replan = step;
 	same = strcmp(was, now) == 0 && (pp || memcmp(p.tail, k->dp.tail, sizeof(p.tail)) == 0);
+	/* another split only where it pays, the running one priced at the
+	 * same measured speeds */
+	cur = itr_split_step(j, k->m, &k->dp, &k->pp, dev, &net);
+	fresh = pp ? q.step_s : p.step_s;
+	kept = !same && !trn_replan_pays(cur, fresh, j->replan);
+	if (kept) { /* the same operations, a new prediction */
+		if (pp)
+			q = k->pp, q.step_s = cur;
+		else
+			p = k->dp, p.step_s = cur;
+		same = true;
+	}
 	/* counted when the split changes (a new prediction alone is not) */
 	if (!same &&
 	    k->me->replans < (int)(sizeof(k->me->replan_step) / sizeof(k->me->replan_step[0])))
@@ -521,15 +535,18 @@ static int adapt(struct itr_rank *k, int step, double step_s, double g)
 		for (int r = 0; r < n; r++)
 			fprintf(stderr, "%s %.2f (profile %.2f)", r ? "," : "", v[r],
 				k->dev[r].gflops);
-		if (pp)
-			fprintf(stderr, "): layers per stage %s -> %s, predicted %.4f s%s\n", was,
-				now, q.step_s,
-				same ? ""
-				     : "; from the next step boundary, the moved layers' "
-				       "weights sent to their new stages");
+		fprintf(stderr, "): %s %s -> %s, predicted %.4f s",
+			pp ? "layers per stage" : "samples per rank", was, now, fresh);
+		if (kept)
+			fprintf(stderr,
+				"; kept %s, predicted %.4f s at these speeds (the new split "
+				"is not %.0f%% shorter)\n",
+				was, cur, fmin(j->replan / 2, 0.25) * 100);
+		else if (pp && !same)
+			fprintf(stderr, "; from the next step boundary, the moved layers' "
+					"weights sent to their new stages\n");
 		else
-			fprintf(stderr, "): samples per rank %s -> %s, predicted %.4f s\n", was,
-				now, p.step_s);
+			fputc('\n', stderr);
 		if (pp)
 			k->res->pp = q;
 		else
@@ -538,7 +555,7 @@ static int adapt(struct itr_rank *k, int step, double step_s, double g)
 	}
 	if (pp) {
 		if (same) {
-			k->pp.step_s = q.step_s; /* the same operations, a new prediction */
+			k->pp.step_s = q.step_s;
 			return 0;
 		}
 		k->pp_next = q;

@@ -19,29 +19,33 @@ int itr_cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The step of the split the job ran last (res->dp or res->pp) on devices
- * dev under net; 0 when it cannot be priced. */
-static double predict_split(const struct job_out *jo, const struct trn_profile *dev,
-			    const struct trn_net *net)
+double itr_split_step(const struct itr_job *j, const struct trn_model *m,
+		      const struct trn_dp_plan *dp, const struct trn_pp_plan *pp,
+		      const struct trn_profile *dev, const struct trn_net *net)
 {
-	const struct itr_job *j = &jo->job;
-	const struct itr_result *res = jo->res;
-
 	if (j->scheme == ITR_DP) {
-		struct trn_dp_plan p = res->dp;
+		struct trn_dp_plan p = *dp;
 		struct trn_net n = *net;
 
 		/* --overlap's, or what the tails that ran give on these
 		 * devices (chosen for the profiles or, after a re-plan, for
 		 * measured speeds) */
-		n.overlap = j->overlap >= 0 ? j->overlap
-					    : trn_dp_tails_overlap(&j->model, dev, j->ndev, &p);
-		return trn_predict_dp(&j->model, dev, j->ndev, &n, &p) < 0 ? 0 : p.step_s;
+		n.overlap =
+			j->overlap >= 0 ? j->overlap : trn_dp_tails_overlap(m, dev, j->ndev, &p);
+		return trn_predict_dp(m, dev, j->ndev, &n, &p) < 0 ? 0 : p.step_s;
 	} else {
-		struct trn_pp_plan q = res->pp;
+		struct trn_pp_plan q = *pp;
 
-		return trn_predict_pp(&j->model, dev, j->ndev, net, &q) < 0 ? 0 : q.step_s;
+		return trn_predict_pp(m, dev, j->ndev, net, &q) < 0 ? 0 : q.step_s;
 	}
+}
+
+/* The step of the split the job ran last (res->dp or res->pp) on devices
+ * dev under net; 0 when it cannot be priced. */
+static double predict_split(const struct job_out *jo, const struct trn_profile *dev,
+			    const struct trn_net *net)
+{
+	return itr_split_step(&jo->job, &jo->job.model, &jo->res->dp, &jo->res->pp, dev, net);
 }
 
 /* Whether every timed step ran the split the job ran last: no re-plan, or
