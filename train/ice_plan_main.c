@@ -521,26 +521,31 @@ static double stage_compute(const struct plan_cfg *c, const struct trn_pp_plan *
 	return f * c->m.micro_batch / (c->dev[s].gflops * 1e9);
 }
 
+/* c: the planner's micro-batch and speeds there; ce: the even split's
+ * (--pp-micro-batch auto: each at its own best size) */
 static void print_pp(const struct plan_cfg *c, const struct trn_pp_plan *p,
-		     const struct trn_pp_plan *e)
+		     const struct plan_cfg *ce, const struct trn_pp_plan *e)
 {
 	double tp = c->m.global_batch / p->step_s, te = c->m.global_batch / e->step_s;
 
 	printf("\npipeline parallel (%s, %d micro-batches of %d, one stage per device; "
 	       "times per micro-batch)\n",
 	       p->sched == TRN_PP_ZB ? "zero bubble" : "1F1B", p->micro_batches, c->m.micro_batch);
+	if (ce->m.micro_batch != c->m.micro_batch)
+		printf("  the even split at its own best size: %d micro-batches of %d\n",
+		       e->micro_batches, ce->m.micro_batch);
 	printf("  %-3s %-15s | %-39s | %-39s\n", "stg", "profile", "planner", "even");
 	printf("  %-3s %-15s | %-7s %10s %9s %10s | %-7s %10s %9s %10s\n", "", "", "layers",
 	       "compute_s", "send_s", "stage_s", "layers", "compute_s", "send_s", "stage_s");
 	for (int s = 0; s < p->nstages; s++) {
-		double cp = stage_compute(c, p, s), ce = stage_compute(c, e, s);
+		double cp = stage_compute(c, p, s), cpe = stage_compute(ce, e, s);
 		char nm[40], lp[24], le[24];
 
 		snprintf(nm, sizeof(nm), "%s%s", c->dev[s].name, emu_mark(&c->dev[s]));
 		snprintf(lp, sizeof(lp), "%d-%d", p->first[s], p->first[s] + p->nlayers[s] - 1);
 		snprintf(le, sizeof(le), "%d-%d", e->first[s], e->first[s] + e->nlayers[s] - 1);
 		printf("  %-3d %-15s | %-7s %10.5f %9.6f %10.5f | %-7s %10.5f %9.6f %10.5f\n", s,
-		       nm, lp, cp, p->stage_s[s] - cp, p->stage_s[s], le, ce, e->stage_s[s] - ce,
+		       nm, lp, cp, p->stage_s[s] - cp, p->stage_s[s], le, cpe, e->stage_s[s] - cpe,
 		       e->stage_s[s]);
 	}
 	if (c->cores[0] != '\0') {
@@ -633,6 +638,7 @@ static json_t *json_pp(const struct plan_cfg *c, const struct trn_pp_plan *p)
 	json_object_set_new(o, "stage_s", st);
 	json_object_set_new(o, "contention_s", contention_json(p->contention_s, p->nstages));
 	json_object_set_new(o, "update_s", us);
+	json_object_set_new(o, "micro_batch", json_integer(c->m.micro_batch));
 	json_object_set_new(o, "micro_batches", json_integer(p->micro_batches));
 	json_object_set_new(o, "schedule", json_string(trn_pp_sched_name(p->sched)));
 	json_object_set_new(o, "step_s", json_real(p->step_s));
@@ -692,11 +698,12 @@ static json_t *json_pp_mb(const struct trn_pp_mb_try *t, int n)
 	return a;
 }
 
-/* c: the profiles as given; cpp: with their pipeline speeds (pp, ppe) */
+/* c: the profiles as given; cpp: with their pipeline speeds (pp), cppe:
+ * the same for the even split (ppe) */
 static int print_json(const struct plan_cfg *c, const struct plan_cfg *cpp,
-		      const struct trn_dp_plan *dp, const struct trn_dp_plan *dpe,
-		      const struct trn_pp_plan *pp, const struct trn_pp_plan *ppe,
-		      const struct trn_pp_mb_try *tries, int ntries)
+		      const struct plan_cfg *cppe, const struct trn_dp_plan *dp,
+		      const struct trn_dp_plan *dpe, const struct trn_pp_plan *pp,
+		      const struct trn_pp_plan *ppe, const struct trn_pp_mb_try *tries, int ntries)
 {
 	json_t *root = json_object(), *devs = json_array();
 	int ret;
@@ -735,7 +742,7 @@ static int print_json(const struct plan_cfg *c, const struct plan_cfg *cpp,
 						c->m.global_batch / dp->step_s,
 						c->m.global_batch / dpe->step_s));
 	if (pp != NULL) {
-		json_t *o = json_scheme(cpp, true, json_pp(cpp, pp), json_pp(cpp, ppe),
+		json_t *o = json_scheme(cpp, true, json_pp(cpp, pp), json_pp(cppe, ppe),
 					c->m.global_batch / pp->step_s,
 					c->m.global_batch / ppe->step_s);
 
@@ -756,7 +763,8 @@ int main(int argc, char **argv)
 {
 	static struct plan_cfg cfg = {
 		.scheme = SCHEME_BOTH, .busbw = 10, .p2p = 10, .lat_ns = 50000, .overlap = -1};
-	static struct plan_cfg ppcfg; /* cfg with the devices' pipeline speeds */
+	static struct plan_cfg ppcfg;  /* cfg with the devices' pipeline speeds */
+	static struct plan_cfg ppecfg; /* the same for the even split */
 	struct ice_cfg_cli cli = {
 		.tool = "ice-plan",
 		.synopsis = "usage: ice-plan --model M.yaml --profiles P.yaml --devices "
@@ -773,10 +781,10 @@ int main(int argc, char **argv)
 	};
 	struct trn_dp_plan dp, dpe;
 	struct trn_pp_plan pp, ppe;
-	struct trn_pp_mb_try tries[TRN_PP_AT_MAX];
-	int ntries = 0;
+	struct trn_pp_mb_try tries[TRN_PP_AT_MAX], tries_e[TRN_PP_AT_MAX];
+	int ntries = 0, ntries_e = 0;
 	bool do_dp, do_pp;
-	int ret;
+	int ret, mbe;
 
 	ice_log_set_level(ICE_LOG_WARN);
 	ice_log_init_env();
@@ -825,6 +833,7 @@ int main(int argc, char **argv)
 		if (ret > 0)
 			ppcfg.m.micro_batch = ret;
 	}
+	ppecfg = ppcfg;
 	trn_profiles_pp_at(ppcfg.dev, ppcfg.ndev, ppcfg.m.micro_batch);
 	if (do_pp) {
 		if (cfg.pp_mb != TRN_PP_MB_AUTO)
@@ -832,9 +841,21 @@ int main(int argc, char **argv)
 					  ppcfg.pp_sched, &pp);
 		else if (ret > 0)
 			ret = 0;
-		if (ret == 0)
+		/* auto: the even split at its own best size, as ice-train's
+		 * even job runs it; where no size fits, at the planner's,
+		 * with what it lacks */
+		mbe = -ENOMEM;
+		if (ret == 0 && cfg.pp_mb == TRN_PP_MB_AUTO)
+			mbe = trn_plan_pp_mb(&ppecfg.m, ppecfg.dev, ppecfg.ndev, &ppecfg.net,
+					     ppecfg.pp_sched, true, &ppe, tries_e, &ntries_e);
+		if (ret == 0 && mbe > 0)
+			ppecfg.m.micro_batch = mbe;
+		else if (ret == 0 && mbe == -ENOMEM)
 			ret = trn_plan_pp_even(&ppcfg.m, ppcfg.dev, ppcfg.ndev, &ppcfg.net,
 					       ppcfg.pp_sched, &ppe);
+		else if (ret == 0)
+			ret = mbe;
+		trn_profiles_pp_at(ppecfg.dev, ppecfg.ndev, ppecfg.m.micro_batch);
 		if (ret < 0)
 			ice_err(ICE_SUB_COMMON, "ice-plan: pipeline plan failed: %s",
 				ret == -ENOMEM ? NOFIT : strerror(-ret));
@@ -845,13 +866,13 @@ int main(int argc, char **argv)
 	if (!do_dp && !do_pp)
 		return 1;
 	if (cfg.json)
-		return print_json(&cfg, &ppcfg, do_dp ? &dp : NULL, do_dp ? &dpe : NULL,
+		return print_json(&cfg, &ppcfg, &ppecfg, do_dp ? &dp : NULL, do_dp ? &dpe : NULL,
 				  do_pp ? &pp : NULL, do_pp ? &ppe : NULL, tries, ntries) < 0;
 	print_header(&cfg);
 	if (do_dp)
 		print_dp(&cfg, &dp, &dpe);
 	if (do_pp) {
-		print_pp(&ppcfg, &pp, &ppe);
+		print_pp(&ppcfg, &pp, &ppecfg, &ppe);
 		print_pp_mb(&ppcfg, tries, ntries);
 	}
 	return 0;

@@ -35,7 +35,9 @@
 #     0.4-core quota), with a bf16 exchange fewer bytes' and the
 #     conversions'; without --cores the conversions as time on each
 #     bucket's path only; refuses --cpu-ar-ns without --cores and
-#     --param-dtype bf16 with the replicated optimizer;
+#     --param-dtype bf16 with the replicated optimizer; --pp-micro-batch
+#     auto plans every stated size and keeps the shortest, the planner's
+#     split, the even split and each device group alone each at its own;
 #   - --refine predicts again after the warm-up from the speeds the ranks
 #     measured in it, --save-profiles writes the speeds into a profile file.
 # Figures are printed, never asserted (benchmarks print). Exits 77 when
@@ -401,6 +403,32 @@ print("ice-plan --pp-micro-batch auto: %d (tries %s); alone %s" % (
     auto["micro_batch"], ", ".join("%d: %.4f s" % (t["micro_batch"], t["step_s"]) for t in tries), ga))
 PY
 	fail "ice-plan --pp-micro-batch auto: not the shortest of its tries"
+# the even split at its own best size, as ice-train's even job runs it: the
+# slow device is faster at 4, the fast one twice as fast at 20, so the
+# planner's split (most layers on the fast one) takes 20 and the even
+# split (half on the slow one) 4
+sed -e '/gflops: 8/a\    pp_gflops_at: {4: 4, 20: 8}' -e '/gflops: 3.2/a\    pp_gflops_at: {4: 3, 20: 2}' \
+	"$TMP/hosts.yaml" >"$TMP/hosts-at2.yaml"
+HA[3]=$TMP/hosts-at2.yaml
+for mb in auto 4 20; do
+	timeout 30 "$PLAN" "${HA[@]}" --pp-micro-batch $mb >"$TMP/plan-e-$mb.json" ||
+		fail "ice-plan --pp-micro-batch $mb (even at its own size) exited $?"
+done
+timeout 30 "$PLAN" "${HA[@]:0:8}" --cores 1,0.4 --cpu-msg-us 50 --pp-micro-batch auto >"$TMP/plan-e.txt" ||
+	fail "ice-plan --pp-micro-batch auto (text) exited $?"
+python3 - "$TMP"/plan-e-auto.json "$TMP"/plan-e-4.json "$TMP"/plan-e-20.json <<'PY' ||
+import json, sys
+auto, p4, p20 = (json.load(open(f))["pp"] for f in sys.argv[1:4])
+assert auto["planner"]["micro_batch"] == 20 and auto["even"]["micro_batch"] == 4, auto
+assert abs(auto["planner"]["step_s"] - p20["planner"]["step_s"]) < 1e-9
+assert abs(auto["even"]["step_s"] - p4["even"]["step_s"]) < 1e-9
+assert p4["even"]["step_s"] < p20["even"]["step_s"], (p4["even"], p20["even"])
+print("ice-plan --pp-micro-batch auto: planner at %d (%.4f s), even at %d (%.4f s)" % (
+    auto["planner"]["micro_batch"], auto["planner"]["step_s"], auto["even"]["micro_batch"], auto["even"]["step_s"]))
+PY
+	fail "ice-plan --pp-micro-batch auto: the even split not at its own best size"
+grep -q "the even split at its own best size: 35 micro-batches of 4" "$TMP/plan-e.txt" ||
+	{ cat "$TMP/plan-e.txt"; fail "ice-plan --pp-micro-batch auto: the text does not give the even split's size"; }
 timeout 30 "$PLAN" "${HP[@]}" --scheme pp --pp-micro-batch auto >"$TMP/plan-bad" 2>&1
 rc=$?
 [ "$rc" -eq 2 ] && grep -q "no micro-batch size that divides the global batch (140) has a pipeline speed in every device's profile" "$TMP/plan-bad" ||
