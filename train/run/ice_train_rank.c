@@ -442,9 +442,10 @@ static int dp_switch(struct itr_rank *k, const struct trn_dp_plan *p)
  * (trn_replan_pays: the running one priced at the same speeds); else the
  * running one stays, with its new prediction. DP: a new split takes
  * effect at this step boundary (activations and input rows set up again
- * for the new rows). PP: at the next one (pp_switch), since the next step's first receive may
- * already be queued; the layers move with their weights. The first check is at the warm-up's end
- * (itr_replan_first), so that a split re-planned from the warm-up's speeds is the one all timed
+ * for the new rows). PP: at the next one (pp_switch), since the next
+ * step's first receive may already be queued; the layers move with their
+ * weights. The first check is at the warm-up's end (itr_replan_first), so
+ * that a split re-planned from the warm-up's speeds is the one all timed
  * steps run.
  */
 static int adapt(struct itr_rank *k, int step, double step_s, double g)
