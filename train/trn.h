@@ -372,6 +372,8 @@ int trn_profiles_refine(const struct trn_profile *dev, int ndev, const double *m
  * measured speeds. A running split that cannot be priced (running_s <= 0)
  * gives way. */
 bool trn_replan_pays(double running_s, double new_s, double replan);
+/* The share that rule asks for: X / 2, 0.25 at most. */
+double trn_replan_gain(double replan);
 
 /* ---- data parallel --------------------------------------------------------- */
 

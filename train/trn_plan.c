@@ -133,9 +133,14 @@ int trn_profiles_refine(const struct trn_profile *dev, int ndev, const double *m
 	return n;
 }
 
+double trn_replan_gain(double replan)
+{
+	return fmin(replan / 2, 0.25);
+}
+
 bool trn_replan_pays(double running_s, double new_s, double replan)
 {
-	return !(running_s > 0) || new_s < running_s * (1 - fmin(replan / 2, 0.25));
+	return !(running_s > 0) || new_s < running_s * (1 - trn_replan_gain(replan));
 }
 
 /* ---- data parallel ---------------------------------------------------------- */

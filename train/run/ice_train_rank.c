@@ -542,7 +542,7 @@ static int adapt(struct itr_rank *k, int step, double step_s, double g)
 			fprintf(stderr,
 				"; kept %s, predicted %.4f s at these speeds (the new split "
 				"is not %.0f%% shorter)\n",
-				was, cur, fmin(j->replan / 2, 0.25) * 100);
+				was, cur, trn_replan_gain(j->replan) * 100);
 		else if (pp && !same)
 			fprintf(stderr, "; from the next step boundary, the moved layers' "
 					"weights sent to their new stages\n");
