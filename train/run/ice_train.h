@@ -117,7 +117,7 @@ struct itr_rank_result {
 	double emu_hidden_s;		   /* overlapped by the stream (trn_emu) */
 	double weight_sum;		   /* sum of all weights at the end (for display) */
 	uint64_t weight_hash;		   /* FNV-1a of the weights' bytes */
-	uint64_t pp_sent_fwd, pp_recv_fwd; /* PP: sum of the messages' FNV-1a */
+	uint64_t pp_sent_fwd, pp_recv_fwd; /* PP: sum of the messages' CRC-64 */
 	uint64_t pp_sent_bwd, pp_recv_bwd;
 	char stage_name[16]; /* memory path of the all-reduce (tp_stage_name) */
 	uint64_t step_end_ns[ITR_MAX_STEPS];

@@ -56,7 +56,7 @@ struct itr_cop {
 	bool hash;	/* the communication thread hashes buf (device memory:
 			 * a copy of it on the host), a send's before it goes,
 			 * a receive's once it is in */
-	uint64_t hval;	/* FNV-1a of buf's bytes, as sent or received */
+	uint64_t hval;	/* CRC-64 of buf's bytes, as sent or received */
 	uint64_t *hsum; /* the compute thread adds hval here when it waits */
 	bool done;
 	bool posted;			 /* posted and not yet waited for */
