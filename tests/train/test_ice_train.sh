@@ -29,7 +29,8 @@
 #     re-plan that moves layers off the device stage the loss of the job
 #     kept on its split;
 #   - --json gives one valid JSON object with the figures, with --repeat
-#     every run's throughput, each rank's own speed in every run and each
+#     every run's throughput and place in its repeat (each repeat starts
+#     at the next job), each rank's own speed in every run and each
 #     repeat's efficiency;
 #   - ice-plan --cores prices CPU contention (two host devices, one on a
 #     0.4-core quota), with a bf16 exchange fewer bytes' and the
@@ -521,6 +522,10 @@ for j in o["jobs"]:
         own = x["gflops_own_runs"]
         assert len(own) == 3 and all(v > 0 for v in own), x
         assert abs(own[m] - x["gflops_own"]) <= 1e-6 * x["gflops_own"], (m, x)
+# each repeat starts at the next job: no job always runs first, or after
+# the same one (four jobs, none run together)
+for i, j in enumerate(o["jobs"]):
+    assert j["place_runs"] == [(i - r) % 4 for r in range(3)], (i, j["place_runs"])
 # each repeat's efficiency: its mixed run over its alone runs
 r = [x["samples_per_s_runs"] for x in o["jobs"]]
 for k, m in (("efficiency_plan_runs", 2), ("efficiency_even_runs", 3)):

@@ -187,8 +187,8 @@ static const struct ice_cfg_field train_fields[] = {
 		  "the efficiency over them too (where the\ngroups share a machine's memory and "
 		  "caches, each\ngroup alone then shares them as in the mixed job)"),
 	F("repeat", ICE_CFG_I32, repeat, .min = 1, .max = ITR_MAX_REPEAT,
-	  .help = "run every job N times, in turn, and keep each job's\nrun of median "
-		  "throughput (default 1)"),
+	  .help = "run every job N times, in turn (each repeat starting\nat the next job), "
+		  "and keep each job's run of median\nthroughput (default 1)"),
 	F("nranks", ICE_CFG_I32, nranks, .min = 1, .max = TRN_MAX_DEVICES, .alias = 'N',
 	  .help = "with --rank: ranks in the run, one per device of\n--devices (a check)"),
 	F("json", ICE_CFG_BOOL, json, .flags = ICE_CFG_SWITCH,
@@ -681,6 +681,7 @@ static void keep_median(struct job_out *runs, int n, struct job_out *out)
 	out->tput_hi = hi;
 	for (int r = 0; r < n; r++) {
 		out->tput_runs[r] = run_tput(&runs[r]);
+		out->place_runs[r] = runs[r].place;
 		for (int k = 0; k < runs[r].job.ndev && k < TRN_MAX_DEVICES; k++)
 			out->own_runs[k][r] =
 				runs[r].res->ok ? (float)runs[r].res->rank[k].gflops_own : 0;
@@ -730,7 +731,7 @@ int main(int argc, char **argv)
 	struct ice_cfg_err ce;
 	char ebuf[512];
 	int idx[TRN_MAX_DEVICES], np, ndev, njobs = 0, rc = 0, ngroups = 0, file_mb;
-	int group_of[TRN_MAX_DEVICES];
+	int group_of[TRN_MAX_DEVICES], set_at[ITR_MAX_JOBS], set_len[ITR_MAX_JOBS], nsets = 0;
 	struct itr_ctl *ctl = NULL;
 	struct opts o;
 
@@ -939,21 +940,30 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < njobs; i++)
 		jobs[i].job = js[i];
+	/* what runs at once: a job, or the adjacent jobs of a --together set */
+	for (int i = 0, n; i < njobs; i += n) {
+		for (n = 1; i + n < njobs && jobs[i].job.together != 0 &&
+			    jobs[i + n].job.together == jobs[i].job.together;
+		     n++)
+			;
+		set_at[nsets] = i;
+		set_len[nsets++] = n;
+	}
+	/* repeat r starts at set r (mod their number): no job always runs
+	 * first or after the same one; every rank derives the same order */
 	for (int r = 0; r < o.repeat; r++)
-		for (int i = 0, n; i < njobs; i += n) {
+		for (int q = 0; q < nsets; q++) {
 			struct job_out *set[ITR_MAX_JOBS];
+			int i = set_at[(q + r) % nsets], n = set_len[(q + r) % nsets];
 
-			/* a job, or the adjacent jobs of a --together set */
-			for (n = 0; i + n < njobs; n++) {
-				struct job_out *jo = &runs[i + n][r];
+			for (int k = 0; k < n; k++) {
+				struct job_out *jo = &runs[i + k][r];
 
-				if (n > 0 && (jobs[i].job.together == 0 ||
-					      jobs[i + n].job.together != jobs[i].job.together))
-					break;
-				jo->job = jobs[i + n].job;
+				jo->job = jobs[i + k].job;
 				jo->run = r + 1;
 				jo->nruns = o.repeat;
-				set[n] = jo;
+				jo->place = q;
+				set[k] = jo;
 			}
 			if (run_set(&o, ctl, set, n) < 0) {
 				itr_ctl_free(ctl);

@@ -466,6 +466,10 @@ static json_t *job_json(const struct job_out *jo)
 			json_array_append_new(v, jo->tput_runs[r] > 0 ? json_real(jo->tput_runs[r])
 								      : json_null());
 		json_object_set_new(o, "samples_per_s_runs", v);
+		v = json_array(); /* where each run came in its repeat (0: first) */
+		for (int r = 0; r < jo->nruns; r++)
+			json_array_append_new(v, json_integer(jo->place_runs[r]));
+		json_object_set_new(o, "place_runs", v);
 	}
 	json_object_set_new(o, "predicted_step_s", json_real(jo->pred));
 	json_object_set_new(o, "error_pct", json_real(jo->err_pct));

@@ -30,10 +30,12 @@ struct job_out {
 					 * before it */
 	double err_roll_pct;		/* the median of those predictions' errors */
 	bool emu_overrun;
-	bool data_ok;		 /* DP: weights identical; PP: every message arrived intact */
-	int run, nruns;		 /* this is run `run` (1-based) of nruns */
-	double tput_lo, tput_hi; /* over the runs (--repeat) */
+	bool data_ok;	/* DP: weights identical; PP: every message arrived intact */
+	int run, nruns; /* this is run `run` (1-based) of nruns */
+	int place;	/* how many ran before it in its repeat (a job or a --together set each) */
+	double tput_lo, tput_hi;	  /* over the runs (--repeat) */
 	double tput_runs[ITR_MAX_REPEAT]; /* each run's samples/s in turn (0: failed) */
+	int place_runs[ITR_MAX_REPEAT];	  /* each run's place */
 	/* each rank's own speed in each run (gflops_own; 0: failed), beside
 	 * tput_runs: whether a device's speed moved between the runs a
 	 * repeat's efficiency divides */
