@@ -731,7 +731,7 @@ int main(int argc, char **argv)
 	struct ice_cfg_err ce;
 	char ebuf[512];
 	int idx[TRN_MAX_DEVICES], np, ndev, njobs = 0, rc = 0, ngroups = 0, file_mb;
-	int group_of[TRN_MAX_DEVICES], set_at[ITR_MAX_JOBS], set_len[ITR_MAX_JOBS], nsets = 0;
+	int group_of[TRN_MAX_DEVICES], set_at[ITR_MAX_JOBS + 1], nsets = 0;
 	struct itr_ctl *ctl = NULL;
 	struct opts o;
 
@@ -940,21 +940,19 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < njobs; i++)
 		jobs[i].job = js[i];
-	/* what runs at once: a job, or the adjacent jobs of a --together set */
-	for (int i = 0, n; i < njobs; i += n) {
-		for (n = 1; i + n < njobs && jobs[i].job.together != 0 &&
-			    jobs[i + n].job.together == jobs[i].job.together;
-		     n++)
-			;
-		set_at[nsets] = i;
-		set_len[nsets++] = n;
-	}
+	/* what runs at once: a job, or the adjacent jobs of a --together set
+	 * (set s is jobs set_at[s] to set_at[s + 1] - 1) */
+	for (int i = 0; i < njobs; i++)
+		if (i == 0 || jobs[i].job.together == 0 ||
+		    jobs[i].job.together != jobs[i - 1].job.together)
+			set_at[nsets++] = i;
+	set_at[nsets] = njobs;
 	/* repeat r starts at set r (mod their number): no job always runs
 	 * first or after the same one; every rank derives the same order */
 	for (int r = 0; r < o.repeat; r++)
 		for (int q = 0; q < nsets; q++) {
 			struct job_out *set[ITR_MAX_JOBS];
-			int i = set_at[(q + r) % nsets], n = set_len[(q + r) % nsets];
+			int s = (q + r) % nsets, i = set_at[s], n = set_at[s + 1] - i;
 
 			for (int k = 0; k < n; k++) {
 				struct job_out *jo = &runs[i + k][r];
