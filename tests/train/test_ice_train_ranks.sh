@@ -20,7 +20,8 @@
 #   - --replan with profiles 10x apart on one CPU: the split is re-planned
 #     from the measured speeds at a step boundary, first at the warm-up's
 #     end (DP: its last step; PP: the one before, its layers move a step
-#     later), said on rank 0, the prediction from the profiles priced on the
+#     later; never before two steps are measured: a pipeline's at
+#     --warmup 4), said on rank 0, the prediction from the profiles priced on the
 #     split that ran, and the weights stay identical on both ranks; the
 #     same for a pipeline, whose
 #     layers move to other stages with their weights: the loss is the same
@@ -188,12 +189,12 @@ grep -q 'weights identical on all 2 ranks: yes' "$TMP/replan" ||
 	fail "--replan: weights not identical after re-planning"
 
 echo "## --replan, pipeline, one process per rank: the layers move with their weights"
-ranks replan-pp --scheme pp --steps 4 --warmup 3 --replan 0.2 --json
-grep -Eq "step 1: .*re-planned from the measured speeds .*layers per stage 0-2[0-9],2[0-9]-27 -> 0-[0-9]+,[0-9]+-27, predicted [0-9.]+ s; from the next step boundary" \
+ranks replan-pp --scheme pp --steps 4 --warmup 4 --replan 0.2 --json
+grep -Eq "step 2: .*re-planned from the measured speeds .*layers per stage 0-2[0-9],2[0-9]-27 -> 0-[0-9]+,[0-9]+-27, predicted [0-9.]+ s; from the next step boundary" \
 	"$TMP/replan-pp.r0" || fail "--replan pp: the 10x split was not re-planned"
 # the same job without --replan keeps the profiles' split all along: the
 # same arithmetic on every layer, so the same loss, bit for bit
-timeout 120 "$TRAIN" "${COMMON[@]}" --scheme pp --steps 4 --warmup 3 --json \
+timeout 120 "$TRAIN" "${COMMON[@]}" --scheme pp --steps 4 --warmup 4 --json \
 	--addr-base 127.23.0.1 >"$TMP/replan-pp-none" || fail "pp without --replan failed"
 python3 - "$TMP/replan-pp" "$TMP/replan-pp-none" <<'EOF2' || fail "--replan pp: weights or loss changed"
 import json, sys

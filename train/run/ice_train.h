@@ -64,8 +64,11 @@ struct itr_job {
 /*
  * --replan: the first step after which a rank checks its drift: the
  * warm-up's last (DP: a new split runs from the next step; PP: from the
- * step after next, so one step earlier), never step 0 (no speed measured
- * before it). A re-plan decided at step s runs from step s + the lag.
+ * step after next, so one step earlier), but not before steps 1 and 2 are
+ * measured (step 0 fills the pipeline and touches every page; one step
+ * alone is noise). A re-plan decided at step s runs from step s + the
+ * lag: a pipeline re-planned from its warm-up needs --warmup 4 for every
+ * timed step to run the new split.
  */
 static inline int itr_replan_lag(const struct itr_job *j)
 {
@@ -76,7 +79,7 @@ static inline int itr_replan_first(const struct itr_job *j)
 {
 	int s = j->warmup - itr_replan_lag(j);
 
-	return s > 1 ? s : 1;
+	return s > 2 ? s : 2;
 }
 
 /* The step the split in dp (DP) or pp (PP), by j's scheme, takes for

@@ -196,6 +196,7 @@ struct itr_rank {
 	bool mm_pending;	    /* device: products queued, not waited for */
 	double gflops_ema;	    /* --replan: this rank's speed, smoothed over its steps */
 	int last_replan;	    /* --replan: the step of the last re-plan (or of the start) */
+	int split_from;		    /* --replan: the first step the running split ran */
 	struct itr_cop op_oob;	    /* --replan: the step's exchange of speeds and times */
 	bool pp_pending;	    /* PP --replan: a new split waits for the next boundary */
 	struct trn_pp_plan pp_next; /* PP --replan: that split */

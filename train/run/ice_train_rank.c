@@ -428,15 +428,38 @@ static int dp_switch(struct itr_rank *k, const struct trn_dp_plan *p)
 	return ret;
 }
 
+/* --replan: the median of this rank's last three step times (fewer at
+ * the start or after a new split: only steps the running split ran, never
+ * step 0). One step alone says little on a shared machine: a single step
+ * of a steady job comes out a tenth or more off on this VM. */
+static double recent_step(const struct itr_rank *k, int step)
+{
+	double t[3];
+	int n = 0;
+
+	for (int s = step; s >= k->split_from && n < 3; s--) {
+		double x = (double)(k->me->step_end_ns[s + 1] - k->me->step_end_ns[s]) * 1e-9;
+		int i = n++;
+
+		for (; i > 0 && t[i - 1] > x; i--) /* insertion, ascending */
+			t[i] = t[i - 1];
+		t[i] = x;
+	}
+	if (n == 0)
+		return 0;
+	return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
 /*
  * --replan: after each step every rank smooths its own speed (what the
  * step's meter says, meter_speed: on a host rank it holds the CPU its
  * communication took, as the rolling prediction's does; exponentially,
- * ITR_EMA_ALPHA), and the ranks exchange their speeds and step times (a
- * maximum over the ranks, through the communication thread, out of band).
- * The exchange gives every rank the same figures, so all decide alike:
- * when the step (the slowest rank's) is further from the prediction than
- * --replan, and the last re-plan is two steps back, the split is planned
+ * ITR_EMA_ALPHA), and the ranks exchange their speeds and recent step
+ * times (recent_step; a maximum over the ranks, through the communication
+ * thread, out of band). The exchange gives every rank the same figures, so
+ * all decide alike: when the recent step (the slowest rank's) is further
+ * from the prediction than --replan, and the last re-plan is two steps
+ * back, the split is planned
  * again from the measured speeds (a host rank's contention not priced
  * again). The new split replaces the running one only when that pays
  * (trn_replan_pays: the running one priced at the same speeds); else the
@@ -446,9 +469,9 @@ static int dp_switch(struct itr_rank *k, const struct trn_dp_plan *p)
  * step's first receive may already be queued; the layers move with their
  * weights. The first check is at the warm-up's end (itr_replan_first), so
  * that a split re-planned from the warm-up's speeds is the one all timed
- * steps run.
+ * steps run, but never before two steps are measured.
  */
-static int adapt(struct itr_rank *k, int step, double step_s, double g)
+static int adapt(struct itr_rank *k, int step, double g)
 {
 	const struct itr_job *j = k->job;
 	struct trn_profile dev[TRN_MAX_DEVICES];
@@ -462,6 +485,7 @@ static int adapt(struct itr_rank *k, int step, double step_s, double g)
 
 	if (pp && k->pp_pending) {
 		k->last_replan = step;
+		k->split_from = step + 1;
 		return pp_switch(k);
 	}
 	if (g > 0 && step > 0)
@@ -471,7 +495,7 @@ static int adapt(struct itr_rank *k, int step, double step_s, double g)
 	for (int r = 0; r < n; r++)
 		v[r] = 0;
 	v[k->r] = k->gflops_ema;
-	v[n] = step_s;
+	v[n] = recent_step(k, step);
 	k->op_oob.dv = v;
 	itr_cop_post(&k->ct, &k->op_oob, COP_OOB_MAX, NULL, (size_t)n + 1, 0);
 	ret = itr_wait_op(k, &k->op_oob, EV_OOB);
@@ -529,7 +553,7 @@ static int adapt(struct itr_rank *k, int step, double step_s, double g)
 	k->me->replans += !same;
 	if (k->r == 0) {
 		fprintf(stderr,
-			"ice-train: job '%s', step %d: measured step %.4f s, predicted "
+			"ice-train: job '%s', step %d: recent steps' median %.4f s, predicted "
 			"%.4f s (%+.1f%%, beyond --replan %.0f%%): re-planned from the "
 			"measured speeds (GFLOP/s",
 			j->label, step, v[n], pred, drift * 100, j->replan * 100);
@@ -567,6 +591,7 @@ static int adapt(struct itr_rank *k, int step, double step_s, double g)
 		k->dp = p;
 		return 0;
 	}
+	k->split_from = step + 1;
 	return dp_switch(k, &p);
 }
 
@@ -698,11 +723,7 @@ static int train(struct itr_rank *k)
 		if (j->refine > 0 && step + 1 >= j->warmup && step + 1 < total)
 			refine(k, sm, step + 1);
 		if (adaptive && step + 1 < total) {
-			ret = adapt(
-				k, step,
-				(double)(k->me->step_end_ns[step + 1] - k->me->step_end_ns[step]) *
-					1e-9,
-				meter_speed(k, sm, step, step, false));
+			ret = adapt(k, step, meter_speed(k, sm, step, step, false));
 			if (ret < 0) {
 				free(sm);
 				return ret;
@@ -825,6 +846,7 @@ static int run_rank(struct itr_rank *k, struct tp_comm_cfg *cc)
 	m = k->m; /* --pp-micro-batch auto: at the chosen micro-batch */
 	k->net = net;
 	k->last_replan = -2;
+	k->split_from = 1; /* step 0 fills the pipeline and touches every page */
 	if (k->r == 0)
 		k->res->net = net;
 	if (j->scheme == ITR_DP) {
