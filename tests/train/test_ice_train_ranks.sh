@@ -18,7 +18,9 @@
 #     peers never come: the same; a rank whose rank 0 is killed mid-run
 #     exits non-zero instead of hanging;
 #   - --replan with profiles 10x apart on one CPU: the split is re-planned
-#     from the measured speeds at a step boundary, first at the warm-up's
+#     from the measured speeds at a step boundary (also when the step's
+#     drift is within the threshold: the speeds say another split pays),
+#     first at the warm-up's
 #     end (DP: its last step; PP: the one before, its layers move a step
 #     later; never before two steps are measured: a pipeline's at
 #     --warmup 4), said on rank 0, the prediction from the profiles priced on the
@@ -187,6 +189,13 @@ grep -Eq "that from the profiles, for the split above; the last re-plan's, from 
 	"$TMP/replan" || fail "--replan: the report does not tell the two predictions apart"
 grep -q 'weights identical on all 2 ranks: yes' "$TMP/replan" ||
 	fail "--replan: weights not identical after re-planning"
+# --replan 9: the step's drift (+100-300 % here) is within the threshold,
+# but the measured speeds make another split 25 % shorter: re-planned all
+# the same (a device faster than its profile leaves the step as predicted
+# when it is not the bottleneck)
+ranks replan-speeds --scheme dp --steps 3 --warmup 3 --replan 9
+grep -Eq "step 2: .*within --replan 900%, but the speeds moved\): re-planned from the measured speeds .*samples per rank 1[0-9][0-9],[0-9]+ -> " \
+	"$TMP/replan-speeds.r0" || fail "--replan 9: the split was not re-planned from the speeds"
 
 echo "## --replan, pipeline, one process per rank: the layers move with their weights"
 ranks replan-pp --scheme pp --steps 4 --warmup 4 --replan 0.2 --json

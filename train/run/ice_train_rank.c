@@ -457,13 +457,16 @@ static double recent_step(const struct itr_rank *k, int step)
  * ITR_EMA_ALPHA), and the ranks exchange their speeds and recent step
  * times (recent_step; a maximum over the ranks, through the communication
  * thread, out of band). The exchange gives every rank the same figures, so
- * all decide alike: when the recent step (the slowest rank's) is further
- * from the prediction than --replan, and the last re-plan is two steps
- * back, the split is planned
- * again from the measured speeds (a host rank's contention not priced
- * again). The new split replaces the running one only when that pays
- * (trn_replan_pays: the running one priced at the same speeds); else the
- * running one stays, with its new prediction. DP: a new split takes
+ * all decide alike. Every second step the split is planned again from the
+ * measured speeds (a host rank's contention not priced again), and the
+ * new split replaces the running one when that pays (trn_replan_pays: the
+ * running one priced at the same speeds), whether or not the step drifted:
+ * a device that speeds up, or a profile taken in a slow spell of the
+ * device that is not the bottleneck, leaves the step as predicted and the
+ * split wrong. When the recent step (the slowest rank's) is further from
+ * the prediction than --replan and the new split does not pay, the running
+ * one stays with its new prediction; within --replan and no split that
+ * pays, nothing changes. Rank 0 says each re-plan. DP: a new split takes
  * effect at this step boundary (activations and input rows set up again
  * for the new rows). PP: at the next one (pp_switch), since the next
  * step's first receive may already be queued; the layers move with their
@@ -479,7 +482,7 @@ static int adapt(struct itr_rank *k, int step, double g)
 	struct trn_net net = k->net;
 	struct trn_dp_plan p;
 	struct trn_pp_plan q;
-	bool pp = j->scheme == ITR_PP, same, kept;
+	bool pp = j->scheme == ITR_PP, same, kept, drifted;
 	char was[256], now[256];
 	int ret, n = k->n;
 
@@ -507,8 +510,7 @@ static int adapt(struct itr_rank *k, int step, double g)
 	    (pp && step + 2 >= j->warmup + j->steps))
 		return 0;
 	drift = v[n] / pred - 1;
-	if (fabs(drift) <= j->replan)
-		return 0;
+	drifted = fabs(drift) > j->replan;
 	for (int r = 0; r < n; r++) {
 		dev[r] = k->dev[r];
 		if (v[r] > 0)
@@ -539,6 +541,9 @@ static int adapt(struct itr_rank *k, int step, double g)
 	cur = itr_split_step(j, k->m, &k->dp, &k->pp, dev, &net);
 	fresh = pp ? q.step_s : p.step_s;
 	kept = !same && !trn_replan_pays(cur, fresh, j->replan);
+	/* within --replan and no split that pays: nothing to say or renew */
+	if (!drifted && (same || kept))
+		return 0;
 	if (kept) { /* the same operations, a new prediction */
 		if (pp)
 			q = k->pp, q.step_s = cur;
@@ -554,9 +559,10 @@ static int adapt(struct itr_rank *k, int step, double g)
 	if (k->r == 0) {
 		fprintf(stderr,
 			"ice-train: job '%s', step %d: recent steps' median %.4f s, predicted "
-			"%.4f s (%+.1f%%, beyond --replan %.0f%%): re-planned from the "
+			"%.4f s (%+.1f%%, %s --replan %.0f%%%s): re-planned from the "
 			"measured speeds (GFLOP/s",
-			j->label, step, v[n], pred, drift * 100, j->replan * 100);
+			j->label, step, v[n], pred, drift * 100, drifted ? "beyond" : "within",
+			j->replan * 100, drifted ? "" : ", but the speeds moved");
 		for (int r = 0; r < n; r++)
 			fprintf(stderr, "%s %.2f (profile %.2f)", r ? "," : "", v[r],
 				k->dev[r].gflops);
