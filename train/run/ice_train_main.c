@@ -159,10 +159,10 @@ static const struct ice_cfg_field train_fields[] = {
 	  .help = "share of backward the predictor may hide the DP\nall-reduce behind (default: "
 		  "the tail's)"),
 	F("replan", ICE_CFG_DOUBLE, replan, .min = 0, .max = 10, .arg = "X",
-	  .help = "planned split: re-plan it from the ranks' measured\nspeeds when a step is "
-		  "more than X (0.1: 10%) off the\nprediction, and run the new split when it is\n"
-		  "predicted X/2 shorter (default 0: never; PP: the\nlayers move with their "
-		  "weights)"),
+	  .help = "planned split: re-plan it from the ranks' measured\nspeeds every second "
+		  "step and run the new split\nwhen it is predicted X/2 shorter; a step more than\n"
+		  "X (0.1: 10%) off renews the prediction (default\n0: never; PP: the layers "
+		  "move with their weights)"),
 	F("refine", ICE_CFG_I32, refine, .min = 0, .max = ITR_MAX_STEPS / 2, .arg = "N",
 	  .help = "predict the step again after the warm-up, from the\nspeeds the ranks' "
 		  "matrix multiplies sustained in\nthe last N warm-up steps (at most --warmup; "
