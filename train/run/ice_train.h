@@ -62,7 +62,7 @@ struct itr_job {
 };
 
 /*
- * --replan: the first step after which a rank checks its drift: the
+ * --replan: the first step after which a rank checks its split: the
  * warm-up's last (DP: a new split runs from the next step; PP: from the
  * step after next, so one step earlier), but not before steps 1 and 2 are
  * measured (step 0 fills the pipeline and touches every page; one step
