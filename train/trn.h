@@ -375,6 +375,33 @@ bool trn_replan_pays(double running_s, double new_s, double replan);
 /* The share that rule asks for: X / 2, 0.25 at most. */
 double trn_replan_gain(double replan);
 
+/* A re-plan's memory of the splits a job ran: each one's measured step
+ * (the median of its last steps, noted at each check while it ran). A
+ * split priced at the running split's speeds can promise what it did not
+ * do when the speeds themselves depend on the split (a CPU quota throttles
+ * a rank less the less work it holds), and the re-plan then moves layers
+ * back and forth. With the memory, a split that ran goes back only where
+ * its measured step is X / 2 shorter than the running split's too
+ * (trn_replan_pays on the measured steps). A split is remembered by a key
+ * (ice-train: the split as it prints it) for a number of steps. */
+#define TRN_SEEN_MAX 8
+#define TRN_SEEN_KEY 256
+struct trn_seen {
+	int n;
+	struct {
+		char key[TRN_SEEN_KEY];
+		double step_s; /* measured step */
+		int step;      /* the step it was measured at */
+	} s[TRN_SEEN_MAX];
+};
+/* Note key's measured step at step: its entry replaced, or a new one (the
+ * oldest dropped when all TRN_SEEN_MAX are taken). step_s <= 0 notes
+ * nothing. */
+void trn_seen_note(struct trn_seen *t, const char *key, double step_s, int step);
+/* key's measured step when it was noted no more than memory steps before
+ * step; 0 otherwise (trn_replan_pays then gives way to the prediction). */
+double trn_seen_step(const struct trn_seen *t, const char *key, int step, int memory);
+
 /* ---- data parallel --------------------------------------------------------- */
 
 struct trn_dp_plan {

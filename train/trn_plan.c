@@ -9,6 +9,7 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "trn.h"
@@ -141,6 +142,34 @@ double trn_replan_gain(double replan)
 bool trn_replan_pays(double running_s, double new_s, double replan)
 {
 	return !(running_s > 0) || new_s < running_s * (1 - trn_replan_gain(replan));
+}
+
+void trn_seen_note(struct trn_seen *t, const char *key, double step_s, int step)
+{
+	int i, old = 0;
+
+	if (!(step_s > 0))
+		return;
+	for (i = 0; i < t->n && strncmp(t->s[i].key, key, TRN_SEEN_KEY - 1) != 0; i++)
+		if (t->s[i].step < t->s[old].step)
+			old = i;
+	if (i == t->n) { /* not yet seen: a free entry, or the oldest */
+		if (t->n < TRN_SEEN_MAX)
+			t->n++;
+		else
+			i = old;
+		snprintf(t->s[i].key, sizeof(t->s[i].key), "%s", key);
+	}
+	t->s[i].step_s = step_s;
+	t->s[i].step = step;
+}
+
+double trn_seen_step(const struct trn_seen *t, const char *key, int step, int memory)
+{
+	for (int i = 0; i < t->n; i++)
+		if (strncmp(t->s[i].key, key, TRN_SEEN_KEY - 1) == 0)
+			return step - t->s[i].step <= memory ? t->s[i].step_s : 0;
+	return 0;
 }
 
 /* ---- data parallel ---------------------------------------------------------- */

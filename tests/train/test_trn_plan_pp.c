@@ -629,6 +629,49 @@ static void test_replan_pays(void **state)
 	assert_true(trn_replan_pays(priced.step_s, fresh.step_s, 0.1));
 }
 
+/* --replan's memory of the splits that ran (trn_seen_*), on a pipeline
+ * re-planned on this VM: 21/7 ran 1.136 s a step; priced at the speeds it
+ * measured, 22/6 looked shorter and ran 1.270 s; priced at 22/6's speeds,
+ * 21/7 looks shorter again. With the memory, 22/6 -> 21/7 goes ahead (it
+ * measured shorter), 21/7 -> 22/6 does not (it measured longer), and a
+ * split forgotten or never run is left to the prediction. Fails when the
+ * memory keeps the wrong figure, forgets too early or never. */
+static void test_replan_seen(void **state)
+{
+	struct trn_seen t;
+	char key[16];
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	assert_true(trn_seen_step(&t, "0-20,21-27", 0, 20) == 0);
+	trn_seen_note(&t, "0-20,21-27", 1.1357, 2);
+	trn_seen_note(&t, "0-21,22-27", 1.2700, 7);
+	trn_seen_note(&t, "0-21,22-27", 0, 8); /* nothing measured: kept */
+	assert_int_equal(t.n, 2);
+	assert_true(trn_seen_step(&t, "0-20,21-27", 7, 20) == 1.1357);
+	assert_true(trn_seen_step(&t, "0-21,22-27", 7, 20) == 1.2700);
+	assert_true(trn_seen_step(&t, "0-22,23-27", 7, 20) == 0);
+	/* running 22/6: back to 21/7 pays on the measured steps */
+	assert_true(trn_replan_pays(1.2700, trn_seen_step(&t, "0-20,21-27", 9, 20), 0.1));
+	/* running 21/7 again: 22/6 measured longer, whatever it is priced at */
+	trn_seen_note(&t, "0-20,21-27", 1.1400, 11);
+	assert_false(trn_replan_pays(1.1400, trn_seen_step(&t, "0-21,22-27", 13, 20), 0.1));
+	/* never ran, or long ago: the prediction decides */
+	assert_true(trn_replan_pays(1.1400, trn_seen_step(&t, "0-22,23-27", 13, 20), 0.1));
+	assert_true(trn_seen_step(&t, "0-21,22-27", 28, 20) == 0);
+	assert_true(trn_seen_step(&t, "0-20,21-27", 28, 20) == 1.1400);
+	/* an entry per split; the oldest goes when all are taken */
+	for (int i = 0; i < TRN_SEEN_MAX; i++) {
+		snprintf(key, sizeof(key), "%d", 100 + i);
+		trn_seen_note(&t, key, 1.0 + i, 20 + i);
+	}
+	assert_int_equal(t.n, TRN_SEEN_MAX);
+	assert_true(trn_seen_step(&t, "0-21,22-27", 28, 100) == 0); /* step 7: the oldest */
+	assert_true(trn_seen_step(&t, "0-20,21-27", 28, 100) == 0); /* step 11: the next */
+	assert_true(trn_seen_step(&t, "100", 28, 100) == 1.0);
+	assert_true(trn_seen_step(&t, "107", 28, 100) == 8.0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -644,6 +687,7 @@ int main(void)
 		cmocka_unit_test(test_predict_pp_msg_cpu),
 		cmocka_unit_test(test_plan_pp_mb),
 		cmocka_unit_test(test_replan_pays),
+		cmocka_unit_test(test_replan_seen),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -200,6 +200,7 @@ struct itr_rank {
 	struct itr_cop op_oob;	    /* --replan: the step's exchange of speeds and times */
 	bool pp_pending;	    /* PP --replan: a new split waits for the next boundary */
 	struct trn_pp_plan pp_next; /* PP --replan: that split */
+	struct trn_seen seen;	    /* --replan: the splits that ran, measured */
 	double t_wait_act, t_wait_grad, t_wait_send; /* PP: parts of t_exposed */
 	double t_handoff;			     /* PP: thread hand-offs inside the waits */
 	struct itr_ev *ev;			     /* --trace: events of this rank */

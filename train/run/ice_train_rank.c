@@ -307,6 +307,10 @@ static int finish(struct itr_rank *k)
 /* --replan: a rank's speed is smoothed over its steps with this weight on
  * the newest */
 #define ITR_EMA_ALPHA 0.5
+/* --replan: how many steps a split's measured step is remembered
+ * (trn_seen): long enough for a job to try a split and come back, short
+ * enough that a long job tries a split again once the machine has moved */
+#define ITR_SEEN_STEPS 20
 
 static void split_str(const struct trn_dp_plan *p, int n, char *buf, size_t len)
 {
@@ -316,6 +320,18 @@ static void split_str(const struct trn_dp_plan *p, int n, char *buf, size_t len)
 	for (int r = 0; r < n; r++)
 		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%d", r ? "," : "",
 					p->samples[r]);
+}
+
+/* --replan's memory key of a DP split: its samples and its tails */
+static void dp_key(const struct trn_dp_plan *p, int n, char *buf, size_t len)
+{
+	size_t off;
+
+	split_str(p, n, buf, len);
+	off = strlen(buf);
+	for (int r = 0; r < n; r++)
+		off += (size_t)snprintf(buf + off, off < len ? len - off : 0, "%s%d", r ? "," : "/",
+					p->tail[r]);
 }
 
 /* "0-19,20-27": the stages' layers */
@@ -478,12 +494,12 @@ static int adapt(struct itr_rank *k, int step, double g)
 {
 	const struct itr_job *j = k->job;
 	struct trn_profile dev[TRN_MAX_DEVICES];
-	double v[TRN_MAX_DEVICES + 1], drift, pred, cur, fresh;
+	double v[TRN_MAX_DEVICES + 1], drift, pred, cur, fresh, seen = 0;
 	struct trn_net net = k->net;
 	struct trn_dp_plan p;
 	struct trn_pp_plan q;
 	bool pp = j->scheme == ITR_PP, same, kept, drifted;
-	char was[256], now[256];
+	char was[TRN_SEEN_KEY], now[TRN_SEEN_KEY];
 	int ret, n = k->n;
 
 	if (pp && k->pp_pending) {
@@ -537,10 +553,25 @@ static int adapt(struct itr_rank *k, int step, double g)
 	k->last_replan = step;
 	same = strcmp(was, now) == 0 && (pp || memcmp(p.tail, k->dp.tail, sizeof(p.tail)) == 0);
 	/* another split only where it pays, the running one priced at the
-	 * same measured speeds */
+	 * same measured speeds, and, where the new one ran before, measured
+	 * (the running one's measured step noted for a later check) */
 	cur = itr_split_step(j, k->m, &k->dp, &k->pp, dev, &net);
 	fresh = pp ? q.step_s : p.step_s;
-	kept = !same && !trn_replan_pays(cur, fresh, j->replan);
+	if (pp) {
+		trn_seen_note(&k->seen, was, v[n], step);
+		if (!same)
+			seen = trn_seen_step(&k->seen, now, step, ITR_SEEN_STEPS);
+	} else {
+		char key[TRN_SEEN_KEY];
+
+		dp_key(&k->dp, n, key, sizeof(key));
+		trn_seen_note(&k->seen, key, v[n], step);
+		dp_key(&p, n, key, sizeof(key));
+		if (!same)
+			seen = trn_seen_step(&k->seen, key, step, ITR_SEEN_STEPS);
+	}
+	kept = !same &&
+	       (!trn_replan_pays(cur, fresh, j->replan) || !trn_replan_pays(v[n], seen, j->replan));
 	/* within --replan and no split that pays: nothing to say or renew */
 	if (!drifted && (same || kept))
 		return 0;
@@ -568,7 +599,12 @@ static int adapt(struct itr_rank *k, int step, double g)
 				k->dev[r].gflops);
 		fprintf(stderr, "): %s %s -> %s, predicted %.4f s",
 			pp ? "layers per stage" : "samples per rank", was, now, fresh);
-		if (kept)
+		if (kept && trn_replan_pays(cur, fresh, j->replan))
+			fprintf(stderr,
+				"; kept %s: the new split ran %.4f s a step before, the "
+				"running one %.4f s (not %.0f%% shorter as measured)\n",
+				was, seen, v[n], trn_replan_gain(j->replan) * 100);
+		else if (kept)
 			fprintf(stderr,
 				"; kept %s, predicted %.4f s at these speeds (the new split "
 				"is not %.0f%% shorter)\n",
