@@ -27,7 +27,9 @@
 #     the weights of two host ranks; updating on the device (fp32 and bf16
 #     gradients; a pipeline stage) also the weights of host ranks, and a
 #     re-plan that moves layers off the device stage the loss of the job
-#     kept on its split;
+#     kept on its split, with two stages and with three (the device
+#     stage's layers to both others: only the layers that change stage
+#     move, each from its old rank to its new one);
 #   - --json gives one valid JSON object with the figures, with --repeat
 #     every run's throughput and place in its repeat (each repeat starts
 #     at the next job), each rank's own speed in every run and each
@@ -238,7 +240,7 @@ EOF
 		sed -e 's/gflops: 10, mem_gbps: 20/gflops: 300, mem_gbps: 20/' \
 			-e 's/name: cpu, kind: host, gflops: 10/name: cpu, kind: host, gflops: 30/' \
 			"$TMP/fake.yaml" >"$TMP/fake-wrong.yaml"
-		for x in fgpu,cpu/0.2 fgpu,cpu/0 cpu,cpu/0; do
+		for x in fgpu,cpu/0.2 fgpu,cpu/0 cpu,cpu/0 fgpu,cpu,cpu/0.2 fgpu,cpu,cpu/0; do
 			ICE_CUDA_LIB=$ICE_FAKE_CUDA_LIB timeout 120 "$TRAIN" --model "$MODEL" \
 				--profiles "$TMP/fake-wrong.yaml" --devices "${x%/*}" --scheme pp --steps 3 \
 				--warmup 3 --replan "${x#*/}" --json >"$TMP/pp-replan-${x/\//-}" \
@@ -260,6 +262,22 @@ assert ra[-1]["loss"] == rb[-1]["loss"], (ra[-1]["loss"], rb[-1]["loss"])
 assert h["ok"] and rb[-1]["loss"] == h["ranks"][-1]["loss"], (rb[-1]["loss"], h["ranks"][-1]["loss"])
 EOF
 			fail "pp fgpu,cpu --replan: the device stage's weights did not move with its layers"
+		# three stages: only the layers that change stage move, each
+		# range from its old rank to its new one (here the device
+		# stage's to both others, and the middle stage's to the last)
+		python3 - "$TMP"/pp-replan-fgpu,cpu,cpu-0.2 "$TMP"/pp-replan-fgpu,cpu,cpu-0 <<'EOF' ||
+import json, sys
+a, b = (json.load(open(p))["jobs"][0] for p in sys.argv[1:3])
+ra, rb = a["ranks"], b["ranks"]
+old = [(r["first_layer"], r["layers"]) for r in rb]
+new = [(r["first_layer"], r["layers"]) for r in ra]
+print(f"  fgpu,cpu,cpu re-planned: layers {old} -> {new}, loss {ra[-1]['loss']!r}; kept: {rb[-1]['loss']!r}")
+assert a["ok"] and b["ok"] and ra[0]["replans"] >= 1 and rb[0]["replans"] == 0
+# layers of stage 0 went to stage 2 (not only to a neighbour)
+assert new[2][0] < old[0][0] + old[0][1], (old, new)
+assert ra[-1]["loss"] == rb[-1]["loss"], (ra[-1]["loss"], rb[-1]["loss"])
+EOF
+			fail "pp fgpu,cpu,cpu --replan: the weights did not move with their layers"
 	fi
 fi
 

@@ -182,8 +182,14 @@ static int cop_run(struct itr_cthread *t, struct itr_cop *op)
 		return tp_dev_allreduce(t->d, op->buf, op->buf, op->count, DEV_FLOAT32, DEV_SUM,
 					TP_STAGE_AUTO);
 	case COP_SEND:
+		if (op->host_mem)
+			return tp_sendrecv(t->c, op->buf, op->peer, NULL, -1, op->count,
+					   DEV_FLOAT32);
 		return tp_dev_sendrecv(t->d, op->buf, op->peer, NULL, -1, op->count, DEV_FLOAT32);
 	case COP_RECV:
+		if (op->host_mem)
+			return tp_sendrecv(t->c, NULL, -1, op->buf, op->peer, op->count,
+					   DEV_FLOAT32);
 		return tp_dev_sendrecv(t->d, NULL, -1, op->buf, op->peer, op->count, DEV_FLOAT32);
 	case COP_RS:
 		return reduce_scatter(t, op);
@@ -267,7 +273,8 @@ static void cthread_run(struct itr_cthread *t, struct itr_cop *op, int ret)
 	op->t_start = ice_now_ns();
 	if (ret == 0 && op->hash && op->kind == COP_SEND)
 		ret = cop_hash(t, op);
-	if (ret == 0 && t->async && (op->kind == COP_SEND || op->kind == COP_RECV)) {
+	if (ret == 0 && t->async && !op->host_mem &&
+	    (op->kind == COP_SEND || op->kind == COP_RECV)) {
 		memset(&op->req, 0, sizeof(op->req));
 		ret = op->kind == COP_SEND ? tp_dev_isend(t->d, op->buf, op->count, DEV_FLOAT32,
 							  op->peer, &op->req)

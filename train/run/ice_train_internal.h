@@ -46,6 +46,8 @@ struct itr_cop {
 	uint16_t *dhalf;      /* in bf16 on a device rank: buf's bf16 copy in the
 			       * device's memory, where the whole bucket is
 			       * rounded and widened (NULL: on the host) */
+	bool host_mem;	      /* SEND, RECV: buf is host memory on any rank (a
+			       * device rank's weights' host master) */
 	bool dev_upd;	      /* the rank updates its weights on the device: a
 			       * reduced bf16 gradient is widened there, into
 			       * buf; an fp32 AG's own part comes from buf, a
@@ -98,7 +100,8 @@ enum itr_ev_kind {
 	EV_RS,
 	EV_AG,
 	EV_UPD,
-	EV_OOB, /* --replan: the step's exchange of speeds and times */
+	EV_OOB,	 /* --replan: the step's exchange of speeds and times */
+	EV_MOVE, /* PP --replan: layers' weights sent to their new stage */
 };
 
 struct itr_ev {
@@ -196,7 +199,8 @@ struct itr_rank {
 	bool mm_pending;	    /* device: products queued, not waited for */
 	double gflops_ema;	    /* --replan: this rank's speed, smoothed over its steps */
 	int last_replan;	    /* --replan: the step of the last re-plan (or of the start) */
-	int split_from;		    /* --replan: the first step the running split ran */
+	int split_from;		    /* --replan: the first step to judge the running split by
+				     * (its own first carries the switch) */
 	struct itr_cop op_oob;	    /* --replan: the step's exchange of speeds and times */
 	bool pp_pending;	    /* PP --replan: a new split waits for the next boundary */
 	struct trn_pp_plan pp_next; /* PP --replan: that split */
