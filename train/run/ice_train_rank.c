@@ -31,6 +31,8 @@ static const char *const ev_name[] = {
 	"fwd",	      "bwd", "recv_act",       "recv_grad", "send_act", "send_grad",
 	"allreduce",  "wgt", "reduce_scatter", "allgather", "update",	"replan_exchange",
 	"replan_move"};
+_Static_assert(sizeof(ev_name) / sizeof(ev_name[0]) == EV_MOVE + 1,
+	       "a --trace event kind without a name");
 
 static double cpu_seconds(void)
 {
