@@ -513,8 +513,9 @@ rc=$?
 [ "$rc" -eq 2 ] && grep -q "one value or one per device (2), got 3" "$TMP/plan-bad" ||
 	{ cat "$TMP/plan-bad"; fail "ice-plan --cores of 3 for 2 devices: expected exit 2, got $rc"; }
 
-echo "## dp --efficiency --json --repeat 3"
-timeout 180 "$TRAIN" "${COMMON[@]}" --scheme dp --steps 1 --warmup 0 --efficiency --json --repeat 3 \
+echo "## dp --efficiency --json --repeat 3 --refine 1"
+timeout 180 "$TRAIN" "${COMMON[@]}" --scheme dp --steps 1 --warmup 1 --refine 1 --efficiency --json \
+	--repeat 3 \
 	>"$TMP/json" 2>"$TMP/json.err"
 rc=$?
 cat "$TMP/json"
@@ -540,6 +541,11 @@ for j in o["jobs"]:
         own = x["gflops_own_runs"]
         assert len(own) == 3 and all(v > 0 for v in own), x
         assert abs(own[m] - x["gflops_own"]) <= 1e-6 * x["gflops_own"], (m, x)
+    # the refined and the rolling predictions' errors of every run too
+    for k in ("refined_error_pct", "rolling_error_pct"):
+        v = j[k + "_runs"]
+        assert len(v) == 3 and all(isinstance(e, float) for e in v), (k, j)
+        assert abs(v[m] - j[k]) <= 5e-4, (k, m, j)
 # each repeat starts at the next job: no job always runs first, or after
 # the same one (four jobs, none run together)
 for i, j in enumerate(o["jobs"]):

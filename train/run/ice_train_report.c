@@ -433,6 +433,21 @@ void itr_print_job(const struct job_out *jo)
 	}
 }
 
+static json_t *real_or_null(double v)
+{
+	return isnan(v) ? json_null() : json_real(v);
+}
+
+/* n figures of a run each, in turn (NAN: null) */
+static json_t *float_runs(const float *v, int n)
+{
+	json_t *a = json_array();
+
+	for (int r = 0; r < n; r++)
+		json_array_append_new(a, real_or_null(round(v[r] * 1e3) / 1e3));
+	return a;
+}
+
 static json_t *job_json(const struct job_out *jo)
 {
 	const struct itr_job *j = &jo->job;
@@ -494,6 +509,13 @@ static json_t *job_json(const struct job_out *jo)
 					a, json_real(round(predict_step(jo, k) * 1e4) / 1e4));
 			json_object_set_new(o, "step_predicted_s", a);
 			json_object_set_new(o, "rolling_error_pct", json_real(jo->err_roll_pct));
+		}
+		if (jo->nruns > 1) {
+			/* each run's, in turn (null: none) */
+			json_object_set_new(o, "refined_error_pct_runs",
+					    float_runs(jo->ref_runs, jo->nruns));
+			json_object_set_new(o, "rolling_error_pct_runs",
+					    float_runs(jo->roll_runs, jo->nruns));
 		}
 	}
 	json_object_set_new(o, "cpu_cores_busy", json_real(jo->cores));
@@ -649,11 +671,6 @@ static json_t *job_json(const struct job_out *jo)
 	}
 	json_object_set_new(o, "ranks", ranks);
 	return o;
-}
-
-static json_t *real_or_null(double v)
-{
-	return isnan(v) ? json_null() : json_real(v);
 }
 
 void itr_print_json(const struct job_out *jobs, int njobs, const struct trn_model *m,

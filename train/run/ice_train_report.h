@@ -40,6 +40,10 @@ struct job_out {
 	 * tput_runs: whether a device's speed moved between the runs a
 	 * repeat's efficiency divides */
 	float own_runs[TRN_MAX_DEVICES][ITR_MAX_REPEAT];
+	/* each run's refined and rolling errors (--refine; NAN: none),
+	 * beside tput_runs: each run is a trial of those predictors of its
+	 * own, whatever the machine did between the runs */
+	float ref_runs[ITR_MAX_REPEAT], roll_runs[ITR_MAX_REPEAT];
 };
 
 /* qsort's order of doubles, ascending. */
