@@ -545,7 +545,7 @@ for j in o["jobs"]:
     for k in ("refined_error_pct", "rolling_error_pct"):
         v = j[k + "_runs"]
         assert len(v) == 3 and all(isinstance(e, float) for e in v), (k, j)
-        assert abs(v[m] - j[k]) <= 5e-4, (k, m, j)
+        assert abs(v[m] - j[k]) <= 6e-4, (k, m, j)  # kept to 1e-3
 # each repeat starts at the next job: no job always runs first, or after
 # the same one (four jobs, none run together)
 for i, j in enumerate(o["jobs"]):
