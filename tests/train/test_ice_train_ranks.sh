@@ -12,7 +12,9 @@
 #     over them, one process per rank (the text) and self-launched (the
 #     jobs in --json, the faster job's steps scaled to last as long as the
 #     slower one's, and --trace: the alone jobs do not overlap in time, the
-#     together ones overlap for most of the slower one);
+#     together ones overlap for most of the slower one; the faster one's
+#     figures count only its steps that ran during the slower one's timed
+#     steps, in both);
 #   - a rank that cannot reach the bootstrap: exits 1 within the
 #     --bootstrap-timeout, naming the address and the flag; rank 0 whose
 #     peers never come: the same; a rank whose rank 0 is killed mid-run
@@ -118,6 +120,12 @@ ranks eff --scheme dp --steps 1 --warmup 1 --efficiency --together
 cat "$TMP/eff"
 grep -q '^== alone emu-slow' "$TMP/eff" || fail "no alone emu-slow job"
 grep -q '^== together emu-slow' "$TMP/eff" || fail "no together emu-slow job (ranks)"
+# the faster job's 4 timed steps (1.55 s each, after a warm-up step) run
+# while the slower one's warm-up (3.88 s) and timed step (to 7.76 s) do:
+# its first two began before the slower one's timed step, and only they are
+# left out of its figures (each rank's clock from the set's start)
+grep -Eq '^   counted: timed steps 3-[34] of 4, those that ran while every job' "$TMP/eff" ||
+	fail "together emu-fast: its steps outside the slower job's timed step were counted"
 grep -Eq 'efficiency = mixed samples/s .*: plan [0-9.]+%, even [0-9.]+%' "$TMP/eff" ||
 	fail "no efficiency line"
 grep -Eq 'over the groups alone at the same time .*: plan [0-9.]+%, even [0-9.]+%' \
@@ -158,6 +166,12 @@ assert steps["together emu-fast"] == 7 and steps["together emu-slow"] == 2, step
 o = overlap("together emu-fast", "together emu-slow")
 slow = span["together emu-slow"][1] - span["together emu-slow"][0]
 assert o > 0.8 * slow, ("the together jobs did not run at the same time", o, slow)
+# counted: the faster job's timed steps that began after the slower one's
+# began (3.88 s, its warm-up; the faster one's begin at 1.55 s x k) and
+# ended before its last ended (11.64 s): steps 3 to 6 of 7, 0.78 s clear
+# of either end
+c = {j["job"]: (j["counted_first"], j["counted_steps"]) for j in d["jobs"][2:4]}
+assert c == {"together emu-fast": (2, 4), "together emu-slow": (0, 2)}, c
 print("together: %.2f s of the slower job's %.2f s traced at the same time; efficiency %.3f, "
       "over the groups together %.3f" % (o / 1e9, slow / 1e9, d["efficiency_plan"],
       d["efficiency_plan_together"]))

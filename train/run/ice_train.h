@@ -127,6 +127,9 @@ struct itr_rank_result {
 	float step_gflops[ITR_MAX_STEPS]; /* every step's matmul FLOP / their seconds */
 	float step_speed[ITR_MAX_STEPS];  /* --refine: before step k >= warmup, the
 					   * speed of the --refine steps before it */
+	float step_own[ITR_MAX_STEPS];	  /* step k's gflops_own: what --together
+					   * counts when only some steps ran with
+					   * the set's other jobs */
 	double step_loss[ITR_MAX_STEPS];  /* every step's loss, this rank's share */
 	/* bytes of training state the rank allocated for its last split
 	 * (weights, gradients, activation slots, scratch, rows) and the

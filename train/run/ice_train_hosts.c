@@ -235,6 +235,7 @@ int itr_ctl_run(struct itr_ctl *x, const struct itr_job *jobs, int njobs, struct
 	int jr = -1, lfd = -1, ret = 0;
 	char boot[64] = "";
 	double leader = -1;
+	uint64_t t0 = 0;
 
 	if (me == NULL)
 		return -ENOMEM;
@@ -270,6 +271,9 @@ int itr_ctl_run(struct itr_ctl *x, const struct itr_job *jobs, int njobs, struct
 		if (jr >= 0 && me->job == k)
 			leader = v;
 	}
+	/* every rank leaves that exchange within a round trip of the others:
+	 * the set's common start, on each host's own clock */
+	t0 = ice_now_ns();
 	if (jr >= 0 && leader <= 0) {
 		me->status = 1;
 	} else if (jr >= 0) {
@@ -300,9 +304,10 @@ int itr_ctl_run(struct itr_ctl *x, const struct itr_job *jobs, int njobs, struct
 			me->mbc = mine->mbc;
 			me->weights_identical = mine->weights_identical;
 		}
-		/* this host's clock: relative to its own start of training */
-		for (int k = job->warmup + job->steps; k >= 0; k--)
-			me->rr.step_end_ns[k] -= me->rr.step_end_ns[0];
+		/* this host's clock, from the set's start (a --together set's
+		 * jobs are compared on it, itr_together_window) */
+		for (int k = job->warmup + job->steps; k >= 0 && me->rr.step_end_ns[0] >= t0; k--)
+			me->rr.step_end_ns[k] -= t0;
 	}
 	if (lfd >= 0)
 		close(lfd);

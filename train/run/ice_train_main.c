@@ -439,9 +439,12 @@ static int run_set(struct opts *o, struct itr_ctl *ctl, struct job_out **jo, int
 		for (int r = 0; r < jo[k]->job.ndev; r++)
 			if (!res->rank[r].done)
 				res->ok = false;
-		if (res->ok)
-			itr_step_stats(jo[k]);
 	}
+	if (n > 1)
+		itr_together_window(jo, n);
+	for (int k = 0; k < n; k++)
+		if (jo[k]->res->ok)
+			itr_step_stats(jo[k]);
 	return 0;
 }
 
@@ -474,7 +477,9 @@ static void job_init(struct itr_job *j, const struct opts *o, const struct trn_m
  * make it last as long (from its profiles: a step's time goes as 1 / the
  * sum of its devices' gflops, which leaves out a group's communication and
  * a pipeline's bubble, so it fits groups of one device best; warm-up
- * unchanged), so every job's timed steps run while the others compute.
+ * unchanged), so every job's timed steps run while the others compute;
+ * where the devices' speeds move away from their profiles, the figures
+ * count only the steps that did (itr_together_window).
  */
 static void together_steps(struct job_out *set, int n)
 {

@@ -793,6 +793,7 @@ static int train(struct itr_rank *k)
 		k->me->step_gflops[step] =
 			k->mm_s > s0 ? (float)((k->mm_flops - f0) / (k->mm_s - s0) / 1e9) : 0;
 		meter_since(k, &m0, &sm[step]);
+		k->me->step_own[step] = (float)meter_speed(k, sm, step, step, true);
 		if (j->refine > 0 && step + 1 >= j->warmup && step + 1 < total)
 			refine(k, sm, step + 1);
 		if (adaptive && step + 1 < total) {

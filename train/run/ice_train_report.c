@@ -92,25 +92,84 @@ static double predict_step(const struct job_out *jo, int k)
 
 /* Step times from every rank's step ends: step k ends when its last rank
  * is done. */
+/* When step k of jo began (k = warmup + steps: when the last one ended):
+ * the previous step's end on its last rank */
+static uint64_t step_begin(const struct job_out *jo, int k)
+{
+	uint64_t t = 0;
+
+	for (int r = 0; r < jo->job.ndev; r++)
+		t = jo->res->rank[r].step_end_ns[k] > t ? jo->res->rank[r].step_end_ns[k] : t;
+	return t;
+}
+
+/*
+ * A --together set's jobs run their timed steps at the same time only as
+ * long as the set's step counts fit the devices' speeds (together_steps:
+ * from the profiles); on a machine whose speeds move, one job goes on
+ * alone after the others have ended, or starts timing before them, and
+ * those steps are not the device's speed beside the others. Counted: the
+ * steps that began after every job's timed steps had begun and ended
+ * before the first job's had ended (on one host the same clock; across
+ * hosts each rank's clock from the set's rendezvous, itr_ctl_run). A job
+ * with no such step keeps all of them. gflops_own (the "scaled"
+ * efficiencies) over the same steps: the harmonic mean of the steps'
+ * own speeds, as every step of a split has the same FLOP.
+ */
+void itr_together_window(struct job_out **jo, int n)
+{
+	uint64_t from = 0, to = UINT64_MAX;
+
+	for (int k = 0; k < n; k++) {
+		const struct itr_job *j = &jo[k]->job;
+		uint64_t a = step_begin(jo[k], j->warmup),
+			 b = step_begin(jo[k], j->warmup + j->steps);
+
+		if (!jo[k]->res->ok)
+			return;
+		from = a > from ? a : from;
+		to = b < to ? b : to;
+	}
+	for (int k = 0; k < n; k++) {
+		const struct itr_job *j = &jo[k]->job;
+		int a = j->warmup, b = j->warmup + j->steps;
+
+		while (a < b && step_begin(jo[k], a) < from)
+			a++;
+		while (b > a && step_begin(jo[k], b) > to)
+			b--;
+		if (b == a || (a == j->warmup && b == j->warmup + j->steps))
+			continue;
+		jo[k]->from = a;
+		jo[k]->to = b;
+		for (int r = 0; r < j->ndev; r++) {
+			struct itr_rank_result *rr = &jo[k]->res->rank[r];
+			double inv = 0;
+			int i;
+
+			for (i = a; i < b && rr->step_own[i] > 0; i++)
+				inv += 1 / rr->step_own[i];
+			if (i == b)
+				rr->gflops_own = (b - a) / inv;
+		}
+	}
+}
+
 void itr_step_stats(struct job_out *jo)
 {
 	const struct itr_job *j = &jo->job;
 	double d[ITR_MAX_STEPS], e[ITR_MAX_STEPS], sum = 0, cpu = 0, wall = 0;
 	int n = 0;
 
+	if (jo->to <= jo->from) {
+		jo->from = j->warmup;
+		jo->to = j->warmup + j->steps;
+	}
 	jo->roll = j->refine > 0;
-	for (int k = j->warmup; k < j->warmup + j->steps; k++) {
-		uint64_t a = 0, b = 0;
+	for (int k = jo->from; k < jo->to; k++) {
 		double pk = predict_step(jo, k);
 
-		for (int r = 0; r < j->ndev; r++) {
-			uint64_t e0 = jo->res->rank[r].step_end_ns[k];
-			uint64_t e1 = jo->res->rank[r].step_end_ns[k + 1];
-
-			a = e0 > a ? e0 : a;
-			b = e1 > b ? e1 : b;
-		}
-		d[n] = (double)(b - a) * 1e-9;
+		d[n] = (double)(step_begin(jo, k + 1) - step_begin(jo, k)) * 1e-9;
 		if (pk > 0 && d[n] > 0)
 			e[n] = (pk - d[n]) / d[n] * 100;
 		else
@@ -267,6 +326,10 @@ void itr_print_job(const struct job_out *jo)
 		printf("   FAILED (exit status %d); see the messages above\n", jo->status);
 		return;
 	}
+	if (jo->from != j->warmup || jo->to != j->warmup + j->steps)
+		printf("   counted: timed steps %d-%d of %d, those that ran while every job of "
+		       "the set ran\n",
+		       jo->from - j->warmup + 1, jo->to - j->warmup, j->steps);
 	if (j->ndev > 1)
 		printf("   network (calibrated on this job's communicator): all-reduce busbw %.3f "
 		       "GB/s, p2p %.3f GB/s, latency %.1f us; overlap %.3f\n",
@@ -549,6 +612,11 @@ static json_t *job_json(const struct job_out *jo)
 		json_object_set_new(o, "step_times_s", a);
 	}
 	json_object_set_new(o, "warmup", json_integer(j->warmup));
+	if (j->together > 0) {
+		/* the timed steps its figures count: [first, first + n) */
+		json_object_set_new(o, "counted_first", json_integer(jo->from - j->warmup));
+		json_object_set_new(o, "counted_steps", json_integer(jo->to - jo->from));
+	}
 	json_object_set_new(o, "net",
 			    json_pack("{s:f,s:f,s:f,s:f}", "busbw_gbps", res->net.busbw_gbps,
 				      "p2p_gbps", res->net.p2p_gbps, "lat_s", res->net.lat_s,

@@ -33,6 +33,10 @@ struct job_out {
 	bool data_ok;	/* DP: weights identical; PP: every message arrived intact */
 	int run, nruns; /* this is run `run` (1-based) of nruns */
 	int place;	/* how many ran before it in its repeat (a job or a --together set each) */
+	/* the timed steps its figures count, [from, to): all of them (0, 0),
+	 * or in a --together set those that ran while every job of the set
+	 * ran (itr_together_window) */
+	int from, to;
 	double tput_lo, tput_hi;	  /* over the runs (--repeat) */
 	double tput_runs[ITR_MAX_REPEAT]; /* each run's samples/s in turn (0: failed) */
 	int place_runs[ITR_MAX_REPEAT];	  /* each run's place */
@@ -49,8 +53,13 @@ struct job_out {
 /* qsort's order of doubles, ascending. */
 int itr_cmp_double(const void *a, const void *b);
 /* jo's step median and mean, throughput, the prediction's error and, with
- * --refine, the refined and rolling predictions' errors. */
+ * --refine, the refined and rolling predictions' errors, over its counted
+ * steps (from, to). */
 void itr_step_stats(struct job_out *jo);
+/* The n jobs of a --together set, all finished: each one's counted steps
+ * those that ran while all of them ran, and its ranks' gflops_own over
+ * them. */
+void itr_together_window(struct job_out **jo, int n);
 /* "name x n, name" of j's devices into buf. */
 void itr_dev_list(const struct itr_job *j, char *buf, size_t len);
 const char *itr_split_name(enum itr_split s);
