@@ -182,7 +182,8 @@ static const struct ice_cfg_field train_fields[] = {
 		  "even split; print the efficiency"),
 	F("together", ICE_CFG_BOOL, together, .flags = ICE_CFG_SWITCH,
 	  .help = "with --efficiency: also run the groups alone all at\nthe same time, each its "
-		  "own job (the faster ones\nmore steps, to last as long as the slowest), "
+		  "own job (the faster ones\nmore steps, to last as long as the slowest; "
+		  "each\ncounts the steps that ran while all of them did), "
 		  "and\nprint "
 		  "the efficiency over them too (where the\ngroups share a machine's memory and "
 		  "caches, each\ngroup alone then shares them as in the mixed job)"),
