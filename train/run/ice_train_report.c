@@ -612,7 +612,7 @@ static json_t *job_json(const struct job_out *jo)
 		json_object_set_new(o, "step_times_s", a);
 	}
 	json_object_set_new(o, "warmup", json_integer(j->warmup));
-	if (j->together > 0) {
+	if (j->together > 0 && jo->to > jo->from) {
 		/* the timed steps its figures count: [first, first + n) */
 		json_object_set_new(o, "counted_first", json_integer(jo->from - j->warmup));
 		json_object_set_new(o, "counted_steps", json_integer(jo->to - jo->from));
