@@ -90,8 +90,6 @@ static double predict_step(const struct job_out *jo, int k)
 	return predict_split(jo, dev, &net);
 }
 
-/* Step times from every rank's step ends: step k ends when its last rank
- * is done. */
 /* When step k of jo began (k = warmup + steps: when the last one ended):
  * the previous step's end on its last rank */
 static uint64_t step_begin(const struct job_out *jo, int k)
@@ -155,6 +153,8 @@ void itr_together_window(struct job_out **jo, int n)
 	}
 }
 
+/* Step times from every rank's step ends: step k ends when its last rank
+ * is done. */
 void itr_step_stats(struct job_out *jo)
 {
 	const struct itr_job *j = &jo->job;
