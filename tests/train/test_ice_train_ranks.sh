@@ -122,8 +122,9 @@ grep -q '^== alone emu-slow' "$TMP/eff" || fail "no alone emu-slow job"
 grep -q '^== together emu-slow' "$TMP/eff" || fail "no together emu-slow job (ranks)"
 # the faster job's 4 timed steps (1.55 s each, after a warm-up step) run
 # while the slower one's warm-up (3.88 s) and timed step (to 7.76 s) do:
-# its first two began before the slower one's timed step, and only they are
-# left out of its figures (each rank's clock from the set's start)
+# its first two began before the slower one's timed step and are left out
+# of its figures; its last ends with the slower one's (7.76 s both), so
+# the launches' skew decides it (each rank's clock from the set's start)
 grep -Eq '^   counted: timed steps 3-[34] of 4, those that ran while every job' "$TMP/eff" ||
 	fail "together emu-fast: its steps outside the slower job's timed step were counted"
 grep -Eq 'efficiency = mixed samples/s .*: plan [0-9.]+%, even [0-9.]+%' "$TMP/eff" ||
