@@ -120,11 +120,12 @@ void itr_together_window(struct job_out **jo, int n)
 
 	for (int k = 0; k < n; k++) {
 		const struct itr_job *j = &jo[k]->job;
-		uint64_t a = step_begin(jo[k], j->warmup),
-			 b = step_begin(jo[k], j->warmup + j->steps);
+		uint64_t a, b;
 
 		if (!jo[k]->res->ok)
 			return;
+		a = step_begin(jo[k], j->warmup);
+		b = step_begin(jo[k], j->warmup + j->steps);
 		from = a > from ? a : from;
 		to = b < to ? b : to;
 	}
