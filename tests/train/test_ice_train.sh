@@ -541,6 +541,8 @@ for j in o["jobs"]:
         own = x["gflops_own_runs"]
         assert len(own) == 3 and all(v > 0 for v in own), x
         assert abs(own[m] - x["gflops_own"]) <= 1e-6 * x["gflops_own"], (m, x)
+        # an emulated device's compute is mostly asleep: no CPU speed
+        assert x["gflops_cpu_runs"] == [None] * 3 and "gflops_cpu" not in x, x
     # the refined and the rolling predictions' errors of every run too
     for k in ("refined_error_pct", "rolling_error_pct"):
         v = j[k + "_runs"]
@@ -603,6 +605,7 @@ assert 0 < r["gflops_refined"] < 500 and 0 < r["gflops_steps"] < 500, r
 saved = open(sys.argv[2]).read()
 g = float(re.search(r"gflops: (\S+)", saved).group(1))
 assert 0 < r["gflops_own"] < 500 and "runq_wait_s" in r, r
+assert 0 < r["gflops_cpu"] < 500, r  # per second of the compute thread's CPU
 assert abs(g - r["gflops_own"]) < 1e-3 * g, (g, r)
 assert "was 1000.00 GFLOP/s" in saved, saved
 e = json.load(open(sys.argv[3]))["jobs"][0]

@@ -235,6 +235,10 @@ assert abs(a["predicted_step_s"] - a["replanned_step_s"]) > 0.01 * a["replanned_
 assert "replanned_step_s" not in b
 assert ra[1]["first_layer"] != rb[1]["first_layer"], "the split did not change"
 assert ra[-1]["loss"] == rb[-1]["loss"], (ra[-1]["loss"], rb[-1]["loss"])
+# per second of the compute thread's own CPU, never below gflops_own, whose
+# CPU is the process's over its cores (the communication thread's in it)
+for r in ra + rb:
+    assert r["gflops_cpu"] >= r["gflops_own"] * (1 - 1e-6) > 0, r
 EOF2
 COMMON=(--model "$MODEL" --profiles "$PROF" --devices emu-fast,emu-slow)
 

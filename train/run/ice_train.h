@@ -100,6 +100,10 @@ struct itr_rank_result {
 				* (trn_speed_from_steps): what a profile would say */
 	double gflops_own;     /* the same without the compute thread's run-queue
 				* wait (trn_speed_own): --save-profiles */
+	double gflops_cpu;     /* the matmuls' FLOP per second of the compute
+				* thread's own CPU time (its optimizer's left
+				* out): the device's speed whatever its quota,
+				* a neighbour or this rank's communication took */
 	double gflops_refined; /* --refine: that over the refinement's warm-up steps */
 	int replans;	       /* --replan: how often the split was re-planned */
 	bool repredicted;      /* --replan: the prediction is a re-plan's (rank 0) */
@@ -130,6 +134,7 @@ struct itr_rank_result {
 	float step_own[ITR_MAX_STEPS];	  /* step k's gflops_own: what --together
 					   * counts when only some steps ran with
 					   * the set's other jobs */
+	float step_cpu[ITR_MAX_STEPS];	  /* step k's gflops_cpu, the same way */
 	double step_loss[ITR_MAX_STEPS];  /* every step's loss, this rank's share */
 	/* bytes of training state the rank allocated for its last split
 	 * (weights, gradients, activation slots, scratch, rows) and the

@@ -692,9 +692,12 @@ static void keep_median(struct job_out *runs, int n, struct job_out *out)
 			runs[r].res->ok && runs[r].pred_ref > 0 ? (float)runs[r].err_ref_pct : NAN;
 		out->roll_runs[r] =
 			runs[r].res->ok && runs[r].roll ? (float)runs[r].err_roll_pct : NAN;
-		for (int k = 0; k < runs[r].job.ndev && k < TRN_MAX_DEVICES; k++)
+		for (int k = 0; k < runs[r].job.ndev && k < TRN_MAX_DEVICES; k++) {
 			out->own_runs[k][r] =
 				runs[r].res->ok ? (float)runs[r].res->rank[k].gflops_own : 0;
+			out->cpu_runs[k][r] =
+				runs[r].res->ok ? (float)runs[r].res->rank[k].gflops_cpu : 0;
+		}
 	}
 	for (int r = 0; r < n; r++)
 		if (r != m)

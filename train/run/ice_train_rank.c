@@ -737,6 +737,27 @@ static double meter_speed(const struct itr_rank *k, const struct itr_meter *sm, 
 }
 
 /*
+ * The matmuls' FLOP per second of the compute thread's own CPU time over
+ * steps a..b, its optimizer's left out (gflops_cpu): what neither a CPU
+ * quota, a neighbour's run-queue wait nor this rank's communication thread
+ * changes, only the device itself (its caches, its memory, the VM's host).
+ * 0 for an emulated device, whose compute is mostly asleep.
+ */
+static double cpu_speed(const struct itr_rank *k, const struct itr_meter *sm, int a, int b)
+{
+	double flops = 0, cpu = 0, upd = 0;
+
+	if (k->prof->emulated)
+		return 0;
+	for (int i = a; i <= b; i++) {
+		flops += sm[i].flops;
+		cpu += sm[i].thread_cpu;
+		upd += sm[i].update_s;
+	}
+	return trn_speed_from_steps(flops, cpu, 0, 0, 0, upd);
+}
+
+/*
  * --refine N, before step `next` (from the end of the warm-up on): this
  * rank's speed over the N steps before it (meter_speed), for the launcher,
  * which predicts each timed step from every rank's speed before it
@@ -794,6 +815,7 @@ static int train(struct itr_rank *k)
 			k->mm_s > s0 ? (float)((k->mm_flops - f0) / (k->mm_s - s0) / 1e9) : 0;
 		meter_since(k, &m0, &sm[step]);
 		k->me->step_own[step] = (float)meter_speed(k, sm, step, step, true);
+		k->me->step_cpu[step] = (float)cpu_speed(k, sm, step, step);
 		if (j->refine > 0 && step + 1 >= j->warmup && step + 1 < total)
 			refine(k, sm, step + 1);
 		if (adaptive && step + 1 < total) {
@@ -814,6 +836,7 @@ static int train(struct itr_rank *k)
 	k->me->gflops = k->mm_s > 0 ? k->mm_flops / k->mm_s / 1e9 : 0;
 	k->me->gflops_steps = meter_speed(k, sm, j->warmup, total - 1, false);
 	k->me->gflops_own = meter_speed(k, sm, j->warmup, total - 1, true);
+	k->me->gflops_cpu = cpu_speed(k, sm, j->warmup, total - 1);
 	k->me->thread_cpu_s = k->me->runq_wait_s = 0;
 	for (int i = j->warmup; i < total; i++) {
 		k->me->thread_cpu_s += sm[i].thread_cpu;

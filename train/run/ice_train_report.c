@@ -101,6 +101,19 @@ static uint64_t step_begin(const struct job_out *jo, int k)
 	return t;
 }
 
+/* Steps a..b-1's speed, the harmonic mean of step[] (every step of a split
+ * has the same FLOP) into *out; left alone where a step has none. */
+static void window_speed(const float *step, int a, int b, double *out)
+{
+	double inv = 0;
+	int i;
+
+	for (i = a; i < b && step[i] > 0; i++)
+		inv += 1 / step[i];
+	if (i == b)
+		*out = (b - a) / inv;
+}
+
 /*
  * A --together set's jobs run their timed steps at the same time only as
  * long as the set's step counts fit the devices' speeds (together_steps:
@@ -110,9 +123,8 @@ static uint64_t step_begin(const struct job_out *jo, int k)
  * steps that began after every job's timed steps had begun and ended
  * before the first job's had ended (on one host the same clock; across
  * hosts each rank's clock from the set's rendezvous, itr_ctl_run). A job
- * with no such step keeps all of them. gflops_own (the "scaled"
- * efficiencies) over the same steps: the harmonic mean of the steps'
- * own speeds, as every step of a split has the same FLOP.
+ * with no such step keeps all of them. gflops_own and gflops_cpu (the
+ * "scaled" efficiencies) over the same steps (window_speed).
  */
 void itr_together_window(struct job_out **jo, int n)
 {
@@ -143,13 +155,9 @@ void itr_together_window(struct job_out **jo, int n)
 		jo[k]->to = b;
 		for (int r = 0; r < j->ndev; r++) {
 			struct itr_rank_result *rr = &jo[k]->res->rank[r];
-			double inv = 0;
-			int i;
 
-			for (i = a; i < b && rr->step_own[i] > 0; i++)
-				inv += 1 / rr->step_own[i];
-			if (i == b)
-				rr->gflops_own = (b - a) / inv;
+			window_speed(rr->step_own, a, b, &rr->gflops_own);
+			window_speed(rr->step_cpu, a, b, &rr->gflops_cpu);
 		}
 	}
 }
@@ -682,6 +690,8 @@ static json_t *job_json(const struct job_out *jo)
 		json_object_set_new(x, "gflops_measured", json_real(rr->gflops));
 		json_object_set_new(x, "gflops_steps", json_real(rr->gflops_steps));
 		json_object_set_new(x, "gflops_own", json_real(rr->gflops_own));
+		if (rr->gflops_cpu > 0)
+			json_object_set_new(x, "gflops_cpu", json_real(rr->gflops_cpu));
 		if (jo->nruns > 1) {
 			json_t *v = json_array(); /* each run's, in turn */
 
@@ -690,6 +700,12 @@ static json_t *job_json(const struct job_out *jo)
 								 ? json_real(jo->own_runs[r][k])
 								 : json_null());
 			json_object_set_new(x, "gflops_own_runs", v);
+			v = json_array();
+			for (int k = 0; k < jo->nruns; k++)
+				json_array_append_new(v, jo->cpu_runs[r][k] > 0
+								 ? json_real(jo->cpu_runs[r][k])
+								 : json_null());
+			json_object_set_new(x, "gflops_cpu_runs", v);
 		}
 		{
 			/* every step's, warm-up included (ITR_MAX_STEPS bounds them) */

@@ -44,6 +44,7 @@ struct job_out {
 	 * tput_runs: whether a device's speed moved between the runs a
 	 * repeat's efficiency divides */
 	float own_runs[TRN_MAX_DEVICES][ITR_MAX_REPEAT];
+	float cpu_runs[TRN_MAX_DEVICES][ITR_MAX_REPEAT]; /* gflops_cpu, the same way */
 	/* each run's refined and rolling errors (--refine; NAN: none),
 	 * beside tput_runs: each run is a trial of those predictors of its
 	 * own, whatever the machine did between the runs */
