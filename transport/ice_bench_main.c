@@ -752,11 +752,11 @@ static int run_rank(struct opts *o)
 
 		fprintf(human,
 			"# ice-bench %s: %d ranks, %u QP(s) per connection (%s), MTU %u, "
-			"DCQCN %s, line rate %s, ICRC check %s\n",
+			"DCQCN %s, line rate %s, ICRC check %s, GSO %s\n",
 			coll_names[o->coll], n, tp_comm_qps_per_conn(c),
 			o->tp.cc.spread == TP_SPREAD_SPLIT ? "split" : "round-robin", ec->mtu,
 			ec->dcqcn.enable ? "on" : "off", ec->line_rate_bps ? "set" : "unlimited",
-			ec->icrc_verify ? "on" : "off");
+			ec->icrc_verify ? "on" : "off", ec->gso ? "on" : "off");
 		if (ec->line_rate_bps)
 			fprintf(human, "# line rate %.0f Mbit/s\n", ec->line_rate_bps / 1e6);
 		fprintf(human, "#\n");

@@ -663,7 +663,7 @@ static void report(const struct opts *o, struct tp_comm *c, const struct side *t
 	if (o->json) {
 		json_t *j = json_pack(
 			"{s:s, s:f, s:f, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:f, "
-			"s:f, s:I, s:I, s:I, s:b, s:b, s:f, s:f, s:o}",
+			"s:f, s:I, s:I, s:I, s:b, s:b, s:b, s:f, s:f, s:o}",
 			"op", o->op == PERF_SEND ? "send" : "write", "goodput_mbps", good,
 			"tx_mbps", txm, "msgs", (json_int_t)msgs, "pkts", (json_int_t)tx->pkts,
 			"retx", (json_int_t)tx->retx, "cpu_sender", ctx, "cpu_receiver", crx,
@@ -673,7 +673,7 @@ static void report(const struct opts *o, struct tp_comm *c, const struct side *t
 			"pkts_per_s", per_s(tx->pkts, tx->seconds), "rx_pkts", (json_int_t)rx->pkts,
 			"timeouts", (json_int_t)tx->timeouts, "naks", (json_int_t)tx->naks, "dcqcn",
 			(int)(ec->dcqcn.enable != 0), "icrc_verify", (int)ec->icrc_verify,
-			"line_rate_mbps", (double)ec->line_rate_bps / 1e6, "window_start_s",
+			"gso", (int)ec->gso, "line_rate_mbps", (double)ec->line_rate_bps / 1e6, "window_start_s",
 			rx->start_s, "qp", qps_json(c, rx));
 
 		if (j == NULL || json_dumpf(j, stdout, JSON_COMPACT) < 0) {
@@ -748,7 +748,8 @@ static int run_rank(struct opts *o)
 			fprintf(human, "%.0f Mbit/s", (double)ec->line_rate_bps / 1e6);
 		else
 			fprintf(human, "unlimited");
-		fprintf(human, ", ICRC check %s\n", ec->icrc_verify ? "on" : "off");
+		fprintf(human, ", ICRC check %s, GSO %s\n", ec->icrc_verify ? "on" : "off",
+			ec->gso ? "on" : "off");
 	}
 	print_qps(c);
 	buf = dev_mem_ops_get(DEV_MEM_HOST)->alloc(o->size);

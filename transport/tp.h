@@ -42,6 +42,12 @@ struct tp_engine_cfg {
 	uint64_t line_rate_bps;	  /* NIC line rate for DCQCN's Rc start; 0 = unlimited */
 	bool icrc_verify;	  /* check the ICRC of received packets (offload off) */
 	bool ecn;		  /* send data ECN-capable (ECT(0)) */
+	bool gso;		  /* hand a QP's equal-sized packets to the kernel as one
+				   * UDP GSO message (up to 64 KiB, segmented below the
+				   * socket) and read coalesced ones back (UDP GRO): one
+				   * pass through the stack for up to 15 packets. Off by
+				   * default: a tc or XDP program on the host then sees
+				   * one super-packet where 15 RoCE packets go out */
 	uint8_t dscp;		  /* DSCP of data packets */
 	uint8_t cnp_dscp;	  /* DSCP of CNPs (np_cnp_dscp, 48 on ConnectX) */
 	uint32_t sock_buf;	  /* socket send/receive buffer, bytes */
@@ -68,6 +74,7 @@ struct tp_engine_stats {
 	uint64_t tx_eagain;		    /* sends deferred: socket buffer full */
 	uint64_t port_paced;		    /* sends deferred: the port's line rate used up */
 	uint64_t syscalls_rx, syscalls_tx;
+	uint64_t gso_tx, gro_rx; /* messages that carried more than one packet */
 };
 
 struct tp_engine;

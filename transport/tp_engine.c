@@ -16,6 +16,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/ip.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,12 @@ static int rx_sock_open(struct tp_engine *e)
 	if (setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)) < 0)
 		goto err_close;
 	set_buf(fd, SO_RCVBUFFORCE, SO_RCVBUF, e->cfg.sock_buf * 4);
+	/* coalesced datagrams of a flow arrive as one, cut here by their
+	 * segment size; without it the stack segments them itself */
+	e->gro_on = e->cfg.gso && setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) == 0;
+	if (e->cfg.gso && !e->gro_on)
+		ice_warn(ICE_SUB_ENGINE, "UDP GRO not available (%s): packets are read one by one",
+			 strerror(errno));
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		err = -errno;
 		ice_err(ICE_SUB_ENGINE, "cannot bind %s:%u for RoCEv2: %s%s",
@@ -263,7 +270,9 @@ struct tp_engine *tp_engine_new(const struct tp_engine_cfg *cfg)
 	e->port_pacer.ns = ice_now_ns();
 	e->cq_cap = 4096;
 	e->cq = calloc(e->cq_cap, sizeof(*e->cq));
-	e->rx_buf_len = cfg->mtu + 128;
+	/* with GRO a message holds up to 64 KiB of packets */
+	e->rx_buf_len = cfg->gso ? 65536 : cfg->mtu + 128;
+	e->gso_on = cfg->gso;
 	e->rx_bufs = malloc((size_t)TP_RX_BATCH * e->rx_buf_len);
 	e->tx_bounce = malloc((size_t)TP_TX_BATCH * (cfg->mtu + 4));
 	if (e->cq == NULL || e->rx_bufs == NULL || e->tx_bounce == NULL) {
@@ -415,12 +424,23 @@ static uint64_t rng_next(struct tp_engine *e)
 	return e->rng * 0x2545f4914f6cdd1dull;
 }
 
-static uint8_t msg_tos(struct msghdr *mh)
+/* A message's IP TOS, and with GRO the size of the packets it holds (0: one
+ * packet). */
+static uint8_t msg_tos(struct msghdr *mh, size_t *seg)
 {
+	uint8_t tos = 0;
+
+	*seg = 0;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c != NULL; c = CMSG_NXTHDR(mh, c))
-		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS)
-			return *(uint8_t *)CMSG_DATA(c);
-	return 0;
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+			tos = *(uint8_t *)CMSG_DATA(c);
+		} else if (c->cmsg_level == IPPROTO_UDP && c->cmsg_type == UDP_GRO) {
+			int v;
+
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			*seg = v > 0 ? (size_t)v : 0;
+		}
+	return tos;
 }
 
 static void rx_one(struct tp_engine *e, uint8_t *buf, size_t len, const struct sockaddr_in *from,
@@ -521,6 +541,9 @@ static int rx_drain(struct tp_engine *e)
 		for (int k = 0; k < n; k++) {
 			int i = order[k];
 			struct msghdr *mh = &e->rx_msgs[i].msg_hdr;
+			uint8_t *p = e->rx_iov[i].iov_base;
+			size_t len = e->rx_msgs[i].msg_len, seg;
+			uint8_t tos = msg_tos(mh, &seg);
 			int copies = 1;
 
 			if (mh->msg_flags & MSG_TRUNC) {
@@ -530,9 +553,16 @@ static int rx_drain(struct tp_engine *e)
 			}
 			if (e->cfg.rx_dup_ppm != 0 && rng_next(e) % 1000000 < e->cfg.rx_dup_ppm)
 				copies = 2; /* tests: the network duplicated it */
-			while (copies-- > 0)
-				rx_one(e, e->rx_iov[i].iov_base, e->rx_msgs[i].msg_len,
-				       &e->rx_from[i], msg_tos(mh), now);
+			if (seg == 0 || seg >= len) {
+				while (copies-- > 0)
+					rx_one(e, p, len, &e->rx_from[i], tos, now);
+				continue;
+			}
+			/* GRO: packets of seg bytes, the last maybe shorter */
+			e->st.gro_rx++;
+			for (size_t off = 0; off < len; off += seg)
+				rx_one(e, p + off, len - off < seg ? len - off : seg, &e->rx_from[i],
+				       tos, now);
 		}
 		total += n;
 		/* one ACK per QP per batch: coalesced */

@@ -12,6 +12,8 @@
 
 #define TP_RX_BATCH  64
 #define TP_TX_BATCH  32
+#define TP_GSO_BYTES 65000 /* a GSO message's packets: with the IP and UDP headers
+			    * under IPv4's 65535 */
 #define TP_MAX_QPS   4096
 #define TP_MAX_MRS   256
 #define TP_SQ_DEPTH  1024 /* work requests per QP; power of two */
@@ -205,6 +207,10 @@ struct tp_engine {
 	uint8_t tx_hdr[TP_TX_BATCH][TP_MAX_HDR_LEN];
 	uint8_t tx_trail[TP_TX_BATCH][ICE_ROCE_ICRC_LEN];
 	uint8_t *tx_bounce; /* TP_TX_BATCH * (mtu + 4): payloads that need pad */
+	/* cfg.gso: runs of the send slots as one message each */
+	struct mmsghdr gso_msgs[TP_TX_BATCH];
+	uint8_t gso_ctrl[TP_TX_BATCH][CMSG_SPACE(sizeof(uint16_t))];
+	bool gso_on, gro_on; /* cfg.gso, and the kernel took it */
 
 	/* the NIC's port: every QP's packets share its line rate, served in
 	 * turn (without it, QPs each paced at line rate overfill the host's

@@ -119,6 +119,14 @@ static int set_no_dcqcn(const struct ice_cfg_field *f, void *obj, const char *te
 	return 0;
 }
 
+static int set_gso(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
+		   size_t len)
+{
+	(void)f, (void)text, (void)msg, (void)len;
+	((struct tp_opts *)obj)->cc.eng.gso = true;
+	return 0;
+}
+
 static int set_no_icrc(const struct ice_cfg_field *f, void *obj, const char *text, char *msg,
 		       size_t len)
 {
@@ -170,6 +178,11 @@ static const struct ice_cfg_field tp_fields[] = {
 		   "(fabric/dcqcn-testbed.yaml); a later --dcqcn overrides a key"),
 	FN("no_dcqcn", set_no_dcqcn, .flags = ICE_CFG_SWITCH,
 	   .help = "no congestion control (send at line rate)"),
+	FN("gso", set_gso, .flags = ICE_CFG_SWITCH,
+	   .help = "send a QP's packets up to 64 KiB a message with UDP\n"
+		   "GSO and read them back coalesced (GRO): less CPU a\n"
+		   "byte; a tc or XDP program on the host sees the\n"
+		   "coalesced messages (default off)"),
 	FN("no_icrc_verify", set_no_icrc, .flags = ICE_CFG_SWITCH,
 	   .help = "do not check received ICRCs (like a NIC offload)"),
 	F("drop_ppm", ICE_CFG_U32, cc.eng.rx_drop_ppm, .min = 0, .max = 500000,

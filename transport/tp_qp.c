@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <math.h>
 #include <netinet/ip.h>
+#include <netinet/udp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -789,6 +790,64 @@ static bool retx_timer(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 	return true;
 }
 
+/* Hand send slots 0..n-1 (bytes[] long) to the kernel: a message each, or
+ * with UDP GSO each run of equal packets (and one shorter one to end it) as
+ * one message the stack segments below the socket: a RoCE packet per
+ * segment, its own headers and ICRC in it. Returns how many packets went (a
+ * prefix of the slots), or -errno when none did. A kernel that refuses GSO
+ * (EIO: no checksum offload on the route's device) gets single packets from
+ * then on. */
+static int tx_flush(struct tp_qp *qp, int n, const uint64_t *bytes)
+{
+	struct tp_engine *e = qp->e;
+	int first[TP_TX_BATCH + 1], k = 0, sent;
+
+	if (!e->gso_on) {
+		sent = sendmmsg(qp->tx_fd, e->tx_msgs, (unsigned int)n, 0);
+		return sent < 0 ? -errno : sent;
+	}
+	for (int i = 0, j; i < n; i = j, k++) {
+		struct msghdr *mh = &e->gso_msgs[k].msg_hdr;
+		uint64_t seg = bytes[i], tot = 0;
+
+		for (j = i; j < n && bytes[j] <= seg && tot + bytes[j] <= TP_GSO_BYTES; j++) {
+			tot += bytes[j];
+			if (bytes[j] < seg) {
+				j++;
+				break;
+			}
+		}
+		first[k] = i;
+		*mh = e->tx_msgs[i].msg_hdr;
+		mh->msg_iovlen = 3 * (size_t)(j - i); /* tx_iov[i..j-1], contiguous */
+		if (j - i > 1) {
+			struct cmsghdr *c;
+
+			mh->msg_control = e->gso_ctrl[k];
+			mh->msg_controllen = sizeof(e->gso_ctrl[k]);
+			c = CMSG_FIRSTHDR(mh);
+			c->cmsg_level = IPPROTO_UDP;
+			c->cmsg_type = UDP_SEGMENT;
+			c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+			*(uint16_t *)(void *)CMSG_DATA(c) = (uint16_t)seg;
+		}
+	}
+	first[k] = n;
+	sent = sendmmsg(qp->tx_fd, e->gso_msgs, (unsigned int)k, 0);
+	if (sent < 0 && errno == EIO) {
+		ice_warn(ICE_SUB_QP, "the kernel refused UDP GSO on %s: sending a packet per "
+				     "message from now on",
+			 inet_ntoa(qp->peer.sin_addr));
+		e->gso_on = false;
+		return tx_flush(qp, n, bytes);
+	}
+	if (sent < 0)
+		return -errno;
+	for (int i = 0; i < sent; i++)
+		e->st.gso_tx += first[i + 1] - first[i] > 1;
+	return first[sent];
+}
+
 int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 {
 	struct tp_engine *e = qp->e;
@@ -877,10 +936,10 @@ int tp_qp_tx(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 	}
 	if (n == 0)
 		return 0;
-	sent = sendmmsg(qp->tx_fd, e->tx_msgs, (unsigned int)n, 0);
+	sent = tx_flush(qp, n, bytes);
 	e->st.syscalls_tx++;
 	if (sent < 0) {
-		int err = errno;
+		int err = -sent;
 
 		sent = 0;
 		if (err == EMSGSIZE) {
