@@ -672,9 +672,9 @@ static void report(const struct opts *o, struct tp_comm *c, const struct side *t
 			(json_int_t)tp_comm_qps_per_conn(c), "msgs_per_s", per_s(msgs, tx->seconds),
 			"pkts_per_s", per_s(tx->pkts, tx->seconds), "rx_pkts", (json_int_t)rx->pkts,
 			"timeouts", (json_int_t)tx->timeouts, "naks", (json_int_t)tx->naks, "dcqcn",
-			(int)(ec->dcqcn.enable != 0), "icrc_verify", (int)ec->icrc_verify,
-			"gso", (int)ec->gso, "line_rate_mbps", (double)ec->line_rate_bps / 1e6, "window_start_s",
-			rx->start_s, "qp", qps_json(c, rx));
+			(int)(ec->dcqcn.enable != 0), "icrc_verify", (int)ec->icrc_verify, "gso",
+			(int)ec->gso, "line_rate_mbps", (double)ec->line_rate_bps / 1e6,
+			"window_start_s", rx->start_s, "qp", qps_json(c, rx));
 
 		if (j == NULL || json_dumpf(j, stdout, JSON_COMPACT) < 0) {
 			fprintf(stderr, "ice-perf: cannot write the JSON result\n");

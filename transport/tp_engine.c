@@ -561,8 +561,8 @@ static int rx_drain(struct tp_engine *e)
 			/* GRO: packets of seg bytes, the last maybe shorter */
 			e->st.gro_rx++;
 			for (size_t off = 0; off < len; off += seg)
-				rx_one(e, p + off, len - off < seg ? len - off : seg, &e->rx_from[i],
-				       tos, now);
+				rx_one(e, p + off, len - off < seg ? len - off : seg,
+				       &e->rx_from[i], tos, now);
 		}
 		total += n;
 		/* one ACK per QP per batch: coalesced */

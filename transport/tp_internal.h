@@ -12,8 +12,7 @@
 
 #define TP_RX_BATCH  64
 #define TP_TX_BATCH  32
-#define TP_GSO_BYTES 65000 /* a GSO message's packets: with the IP and UDP headers
-			    * under IPv4's 65535 */
+#define TP_GSO_BYTES 65000 /* a GSO message's packets, under IPv4's 65535 */
 #define TP_MAX_QPS   4096
 #define TP_MAX_MRS   256
 #define TP_SQ_DEPTH  1024 /* work requests per QP; power of two */

@@ -835,8 +835,9 @@ static int tx_flush(struct tp_qp *qp, int n, const uint64_t *bytes)
 	first[k] = n;
 	sent = sendmmsg(qp->tx_fd, e->gso_msgs, (unsigned int)k, 0);
 	if (sent < 0 && errno == EIO) {
-		ice_warn(ICE_SUB_QP, "the kernel refused UDP GSO on %s: sending a packet per "
-				     "message from now on",
+		ice_warn(ICE_SUB_QP,
+			 "the kernel refused UDP GSO on %s: sending a packet per "
+			 "message from now on",
 			 inet_ntoa(qp->peer.sin_addr));
 		e->gso_on = false;
 		return tx_flush(qp, n, bytes);

@@ -829,8 +829,8 @@ static void test_gso(void **state)
 		memset(dst, 0, sizeof(dst));
 		mr = tp_mr_reg(p.b, dst, sizeof(dst));
 		assert_non_null(mr);
-		assert_int_equal(tp_qp_post_write(p.qa, src, sizeof(src), (uintptr_t)dst, mr->rkey, 7),
-				 0);
+		assert_int_equal(
+			tp_qp_post_write(p.qa, src, sizeof(src), (uintptr_t)dst, mr->rkey, 7), 0);
 		assert_int_equal(run_until(&p, p.a, wc, 1, 5 * ICE_NSEC_PER_SEC), 1);
 		assert_int_equal(wc[0].status, 0);
 		assert_memory_equal(dst, src, sizeof(src));
