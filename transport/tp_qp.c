@@ -790,6 +790,19 @@ static bool retx_timer(struct tp_qp *qp, uint64_t now, uint64_t *wake_ns)
 	return true;
 }
 
+/* The stack numbers a GSO message's segments' IPv4 identification from 0,
+ * and the ICRC covers it: turn the ICRCs of runs first[0..k] (built for 0)
+ * into their segments' (or, again, back). */
+static void gso_ids(struct tp_engine *e, const int *first, int k, const uint64_t *bytes)
+{
+	_Static_assert(TP_TX_BATCH <= TP_ICRC_IDS, "a run's identifications are accepted");
+	for (int r = 0; r < k; r++)
+		for (int m = first[r] + 1; m < first[r + 1]; m++)
+			tp_icrc_store(tp_icrc_load(e->tx_trail[m]) ^
+					      tp_icrc_id_delta(bytes[m], (uint16_t)(m - first[r])),
+				      e->tx_trail[m]);
+}
+
 /* Hand send slots 0..n-1 (bytes[] long) to the kernel: a message each, or
  * with UDP GSO each run of equal packets (and one shorter one to end it) as
  * one message the stack segments below the socket: a RoCE packet per
@@ -833,8 +846,10 @@ static int tx_flush(struct tp_qp *qp, int n, const uint64_t *bytes)
 		}
 	}
 	first[k] = n;
+	gso_ids(e, first, k, bytes);
 	sent = sendmmsg(qp->tx_fd, e->gso_msgs, (unsigned int)k, 0);
 	if (sent < 0 && errno == EIO) {
+		gso_ids(e, first, k, bytes); /* back to identification 0 */
 		ice_warn(ICE_SUB_QP,
 			 "the kernel refused UDP GSO on %s: sending a packet per "
 			 "message from now on",

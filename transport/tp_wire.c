@@ -8,6 +8,7 @@
 #include "ice_roce.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include <isa-l/crc.h>
@@ -281,6 +282,78 @@ uint32_t tp_icrc_compute(const struct tp_icrc_addr *a, const uint8_t *hdr, size_
 	return tp_icrc_update(crc, hdr_len, data, data_len);
 }
 
+/* The CRC with no initial or final inversion (the difference of two ICRCs
+ * of equal length) of the identification's two bytes and the input after
+ * them: IPv4 from byte 6 on (14), UDP (8), the payload without its ICRC
+ * (len - 4); zeros there, as the two inputs agree. */
+static uint32_t icrc_id_diff(size_t len, uint16_t id)
+{
+	static const uint8_t zeros[512];
+	uint8_t be[2] = {(uint8_t)(id >> 8), (uint8_t)id};
+	size_t rest = len >= ICE_ROCE_ICRC_LEN ? 14 + TP_UDP_HDR_LEN + len - ICE_ROCE_ICRC_LEN : 0;
+	uint32_t crc = crc32_gzip_refl(0xffffffffu, be, sizeof(be));
+
+	for (size_t n; rest > 0; rest -= n) {
+		n = rest < sizeof(zeros) ? rest : sizeof(zeros);
+		crc = crc32_gzip_refl(crc, zeros, n);
+	}
+	return ~crc;
+}
+
+/* The difference for each bit of an identification below TP_ICRC_IDS, at
+ * UDP payload length len; kept for the lengths seen last (a flow's packets
+ * have two or three), per thread. */
+#define TP_ICRC_ID_BITS 5
+static const uint32_t *icrc_id_bits(size_t len)
+{
+	enum { WAYS = 4 };
+	static _Thread_local struct {
+		size_t len;
+		uint32_t bit[TP_ICRC_ID_BITS];
+	} cache[WAYS];
+	static _Thread_local unsigned int next;
+	unsigned int w;
+
+	_Static_assert(TP_ICRC_IDS == 1u << TP_ICRC_ID_BITS, "a difference per bit of the ID");
+	for (w = 0; w < WAYS; w++)
+		if (cache[w].len == len)
+			return cache[w].bit;
+	w = next++ % WAYS;
+	cache[w].len = len;
+	for (int b = 0; b < TP_ICRC_ID_BITS; b++)
+		cache[w].bit[b] = icrc_id_diff(len, (uint16_t)(1u << b));
+	return cache[w].bit;
+}
+
+static uint32_t icrc_id_sum(const uint32_t *bit, unsigned int id)
+{
+	uint32_t x = 0;
+
+	for (int b = 0; b < TP_ICRC_ID_BITS; b++)
+		if (id & (1u << b))
+			x ^= bit[b];
+	return x;
+}
+
+uint32_t tp_icrc_id_delta(size_t len, uint16_t id)
+{
+	if (id >= TP_ICRC_IDS)
+		return icrc_id_diff(len, id);
+	return icrc_id_sum(icrc_id_bits(len), id);
+}
+
+/* Does d (computed ICRC XOR the packet's) match an identification 1 ..
+ * TP_ICRC_IDS - 1? */
+static bool icrc_id_match(size_t len, uint32_t d)
+{
+	const uint32_t *bit = icrc_id_bits(len);
+
+	for (unsigned int id = 1; id < TP_ICRC_IDS; id++)
+		if (icrc_id_sum(bit, id) == d)
+			return true;
+	return false;
+}
+
 void tp_icrc_store(uint32_t icrc, uint8_t *out4)
 {
 	out4[0] = (uint8_t)icrc;
@@ -339,9 +412,14 @@ int tp_pkt_parse(const uint8_t *buf, size_t len, const struct tp_icrc_addr *a, s
 		return tp_drop(TP_DROP_TRUNCATED);
 	memset(pkt, 0, sizeof(*pkt));
 	pkt->icrc = tp_icrc_load(buf + len - ICE_ROCE_ICRC_LEN);
-	/* A corrupted packet says nothing reliable: check the ICRC first. */
-	if (a != NULL && tp_icrc_compute(a, buf, len - ICE_ROCE_ICRC_LEN, NULL, 0) != pkt->icrc)
-		return tp_drop(TP_DROP_BAD_ICRC);
+	/* A corrupted packet says nothing reliable: check the ICRC first (for
+	 * identification 0, or a GSO segment's) */
+	if (a != NULL) {
+		uint32_t d = tp_icrc_compute(a, buf, len - ICE_ROCE_ICRC_LEN, NULL, 0) ^ pkt->icrc;
+
+		if (d != 0 && !icrc_id_match(len, d))
+			return tp_drop(TP_DROP_BAD_ICRC);
+	}
 
 	tp_bth_decode(buf, &pkt->bth);
 	op = pkt->bth.opcode;

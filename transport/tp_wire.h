@@ -121,7 +121,8 @@ static inline uint32_t tp_psn_add(uint32_t a, uint32_t n)
  * The IPv4 header is rebuilt from the fields a UDP socket knows, with the
  * values Linux puts on the wire for our sockets: version 4, IHL 5, total length
  * = 20 + 8 + udp_payload_len, identification 0 (DF set on an unconnected
- * socket), flags DF, fragment offset 0, protocol 17.
+ * socket; a UDP GSO segment's: below), flags DF, fragment offset 0,
+ * protocol 17.
  */
 struct tp_icrc_addr {
 	uint32_t saddr; /* network order */
@@ -136,6 +137,16 @@ struct tp_icrc_addr {
  * data part so the sender need not copy the data. */
 uint32_t tp_icrc_compute(const struct tp_icrc_addr *a, const uint8_t *hdr, size_t hdr_len,
 			 const uint8_t *data, size_t data_len);
+/* UDP GSO: the stack cuts a message into segments whose IPv4
+ * identification counts up from the message's 0 (segment k carries k), and
+ * the ICRC covers it. CRC-32 is linear, so the ICRC with identification id
+ * is the one with 0 XOR this difference, which depends only on id and the
+ * UDP payload's length (len: BTH .. ICRC, the 4 ICRC bytes included). */
+uint32_t tp_icrc_id_delta(size_t len, uint16_t id);
+/* Identifications a receiver accepts (0 .. TP_ICRC_IDS - 1): an unsegmented
+ * packet's 0, or a segment's place in a GSO message of at most TP_ICRC_IDS
+ * packets. */
+#define TP_ICRC_IDS 32
 /* Store / load the ICRC in wire order (LSB first). */
 void tp_icrc_store(uint32_t icrc, uint8_t *out4);
 uint32_t tp_icrc_load(const uint8_t *in4);

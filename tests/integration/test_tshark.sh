@@ -9,7 +9,12 @@
 #   - data packets go to the receiver's QP numbers, ACKs to the sender's,
 #     as ice-perf printed them, and carry the sender QPs' source ports;
 #   - PSNs go up by one per data packet on each QP (mod 2^24);
-#   - the ICRC, recomputed here with zlib over the captured bytes.
+#   - the ICRC, recomputed here with zlib over the captured bytes;
+#   - with --gso (RDMA WRITE again), cut into packets on the sender's veth
+#     as a NIC would (a tbf qdisc whose burst holds one packet segments
+#     what is larger): every frame one packet, IPv4 identifications
+#     counting up within a GSO message (below 32), and every ICRC covering
+#     the identification its packet carries.
 # Needs root, tshark, python3 and ice-perf ($ICE_PERF); exits 77 otherwise.
 set -u
 . "$(dirname "$0")/lib_netns.sh"
@@ -21,21 +26,23 @@ ice_need_tool ip tshark python3
 ice_star 2 1500 || { echo "FAIL: cannot build the namespaces" >&2; exit 1; }
 fail=0
 
-# capture OP: run ice-perf with --op OP while capturing on the receiver's veth
+# capture NAME OP [ARGS]: run ice-perf with --op OP (and ARGS) while
+# capturing on the receiver's veth into NAME's files
 capture() {
-	local op=$1 pcap=$ICE_TMP/$1.pcap out=$ICE_TMP/$1.out tpid
+	local name=$1 op=$2 pcap=$ICE_TMP/$1.pcap out=$ICE_TMP/$1.out tpid
+	shift 2
 	ip netns exec "${ICE_NS[1]}" tshark -q -i "${ICE_DEV[1]}" -f 'udp port 4791' -B 64 \
-		-c 4000 -a duration:20 -F pcap -w "$pcap" >"$ICE_TMP/$op.tshark" 2>&1 &
+		-c 4000 -a duration:20 -F pcap -w "$pcap" >"$ICE_TMP/$name.tshark" 2>&1 &
 	tpid=$!
 	ICE_PIDS+=("$tpid")
 	for _ in $(seq 100); do
-		grep -q 'Capturing on' "$ICE_TMP/$op.tshark" && break
+		grep -q 'Capturing on' "$ICE_TMP/$name.tshark" && break
 		sleep 0.1
 	done
 	sleep 1 # libpcap flushes its buffer once the filter is set
 	# 2 QPs, 8 KiB messages of 8 packets, paced so the capture keeps up
 	if ! timeout 60 "$ICE_PERF" --netns "$(ice_ns_list)" --op "$op" --qps 2 --mtu 1024 \
-		--size 8K --time 1 --warmup 0 --line-rate 100mbit >"$out" 2>&1; then
+		--size 8K --time 1 --warmup 0 --line-rate 100mbit "$@" >"$out" 2>&1; then
 		echo "FAIL: ice-perf --op $op failed" >&2
 		cat "$out" >&2
 		fail=1
@@ -44,16 +51,18 @@ capture() {
 	cat "$out"
 }
 
-# check OP FIRST MIDDLE LAST: the opcodes expected for the data packets
+# check NAME FIRST MIDDLE LAST [IDS]: the opcodes expected for the data
+# packets; IPv4 identifications below IDS (default 1: all 0)
 check() {
 	local op=$1 pcap=$ICE_TMP/$1.pcap
 	tshark -r "$pcap" -T fields -E separator=, -e udp.dstport -e udp.srcport -e ip.id \
 		-e infiniband.bth.opcode -e infiniband.bth.destqp -e infiniband.bth.psn \
 		>"$ICE_TMP/$op.fields" 2>/dev/null
-	python3 - "$op" "$pcap" "$ICE_TMP/$op.fields" "$ICE_TMP/$op.out" "$2" "$3" "$4" <<'PY'
+	python3 - "$op" "$pcap" "$ICE_TMP/$op.fields" "$ICE_TMP/$op.out" "$2" "$3" "$4" "${5:-1}" <<'PY'
 import re, struct, sys, zlib
 
-op, pcap, fields, out, first, middle, last = sys.argv[1:8]
+op, pcap, fields, out, first, middle, last, ids = sys.argv[1:9]
+ids = int(ids)
 want = {int(first): "first", int(middle): "middle", int(last): "last"}
 bad = []
 
@@ -73,12 +82,14 @@ resent = int(resent.group(1)) if resent else 0
 seen_ops, last_psn, data, acks, steps = set(), {}, 0, 0, 0
 skipped, rewinds = [], 0  # (qp, psn, row index): missing here, must come later
 sent = {}  # (qp, psn) -> row indices
+idseen = set()  # IPv4 identifications
 for i, (dport, sport, ipid, opc, dqp, psn) in enumerate(rows):
     opc, dqp, psn = int(opc), int(dqp, 16), int(psn)
     if dport != "4791":
         bad.append(f"UDP destination port {dport}")
-    if int(ipid, 16) != 0:
-        bad.append(f"IPv4 ID {ipid} (not 0: the ICRC would be wrong)")
+    if int(ipid, 16) >= ids:
+        bad.append(f"IPv4 ID {ipid} (not below {ids}: the ICRC would be wrong)")
+    idseen.add(int(ipid, 16))
     seen_ops.add(opc)
     if opc == 17:
         acks += 1
@@ -129,10 +140,14 @@ def records(path):
         yield linktype, b[off + 16:off + 16 + incl]
         off += 16 + incl
 
+if ids > 1 and max(idseen) == 0:
+    bad.append("no IPv4 ID above 0: no GSO message was cut into packets")
 checked = 0
 for linktype, frame in records(pcap):
     if linktype != 1 or frame[12:14] != b"\x08\x00":
         continue
+    if len(frame) > 1514:
+        bad.append(f"a {len(frame)}-byte frame: a GSO message not cut into packets")
     ip = bytearray(frame[14:])
     ihl = (ip[0] & 15) * 4
     total = struct.unpack(">H", ip[2:4])[0]
@@ -162,9 +177,15 @@ if bad:
 PY
 }
 
-capture send
+capture send send
 check send 0 1 2 || fail=1      # SEND first, middle, last
-capture write
+capture write write
 check write 6 7 8 || fail=1     # RDMA WRITE first, middle, last
+# UDP GSO, cut into packets before the wire: a tbf whose bucket holds one
+# packet segments every larger message (and shapes nothing at 10 Gbit/s)
+ip netns exec "${ICE_NS[0]}" tc qdisc add dev "${ICE_DEV[0]}" root tbf rate 10gbit \
+	burst 1600 latency 50ms || { echo "FAIL: cannot add the tbf" >&2; exit 1; }
+capture gso write --gso
+check gso 6 7 8 32 || fail=1
 [ $fail -eq 0 ] && echo "PASS"
 exit $fail

@@ -882,6 +882,56 @@ static void expect_drop_at(const uint8_t *p, size_t len, enum tp_drop_reason wan
 	_assert_int_equal(tp_parse_reason(ret), want, file, line);
 }
 
+/* UDP GSO segments carry IPv4 identifications 0, 1, 2, ...: the ICRC for
+ * identification k is the one for 0 XOR tp_icrc_id_delta (checked against
+ * the zlib reference), and a receiver (which knows no identification)
+ * accepts 0 .. TP_ICRC_IDS - 1 and no other. */
+static void test_icrc_gso_ids(void **state)
+{
+	static const size_t lens[] = {12, 13, 40, 1052, 4124, 4140};
+	static const uint8_t data[4096];
+	static const uint16_t ids[] = {1, 2, 5, 17, 31, 32, 33, 1000, 0xffff};
+	struct tp_bth bth = {.opcode = TP_OP_SEND_MIDDLE, .pkey = 0xffff, .dest_qp = 7};
+	uint8_t p[4200], q[4200];
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(lens); i++) {
+		struct tp_icrc_addr a = test_addr();
+		uint32_t x = 777 + (uint32_t)i, base;
+
+		for (size_t k = 0; k < lens[i]; k++) {
+			x = x * 1103515245u + 12345u;
+			p[k] = (uint8_t)(x >> 16);
+		}
+		base = ref_icrc_zlib(&a, p, lens[i]);
+		for (size_t j = 0; j < ARRAY_SIZE(ids); j++) {
+			a.ip_id = ids[j];
+			assert_int_equal(ref_icrc_zlib(&a, p, lens[i]) ^ base,
+					 tp_icrc_id_delta(lens[i] + ICE_ROCE_ICRC_LEN, ids[j]));
+			a.ip_id = 0;
+		}
+		assert_int_equal(tp_icrc_id_delta(lens[i] + ICE_ROCE_ICRC_LEN, 0), 0);
+	}
+	for (size_t j = 0; j < ARRAY_SIZE(ids); j++) {
+		struct tp_icrc_addr a = test_addr(), seg = test_addr();
+		struct tp_pkt pkt;
+		int len;
+
+		seg.ip_id = ids[j];
+		len = tp_pkt_build(p, sizeof(p), &bth, NULL, NULL, data, sizeof(data), &seg);
+		assert_int_equal(len, 12 + 4096 + 4);
+		memcpy(q, p, (size_t)len);
+		if (ids[j] < TP_ICRC_IDS) {
+			assert_int_equal(tp_pkt_parse(q, (size_t)len, &a, &pkt), 0);
+			/* the ID's difference does not excuse a flipped bit */
+			q[100] ^= 0x04;
+			expect_drop(q, (size_t)len, TP_DROP_BAD_ICRC);
+		} else {
+			expect_drop(q, (size_t)len, TP_DROP_BAD_ICRC);
+		}
+	}
+}
+
 static void test_drop_reasons(void **state)
 {
 	struct tp_icrc_addr a = test_addr();
@@ -1086,6 +1136,7 @@ int main(void)
 		cmocka_unit_test(test_icrc_store_load),
 		cmocka_unit_test(test_icrc_matches_references),
 		cmocka_unit_test(test_icrc_coverage),
+		cmocka_unit_test(test_icrc_gso_ids),
 		cmocka_unit_test(test_build_parse_every_opcode),
 		cmocka_unit_test(test_ack_nak),
 		cmocka_unit_test(test_build_errors),
