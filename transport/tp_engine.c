@@ -109,8 +109,7 @@ static int rx_sock_open(struct tp_engine *e)
 	set_buf(fd, SO_RCVBUFFORCE, SO_RCVBUF, e->cfg.sock_buf * 4);
 	/* coalesced datagrams of a flow arrive as one, cut here by their
 	 * segment size; without it the stack segments them itself */
-	e->gro_on = e->cfg.gso && setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) == 0;
-	if (e->cfg.gso && !e->gro_on)
+	if (e->cfg.gso && setsockopt(fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) < 0)
 		ice_warn(ICE_SUB_ENGINE, "UDP GRO not available (%s): packets are read one by one",
 			 strerror(errno));
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {

@@ -209,7 +209,7 @@ struct tp_engine {
 	/* cfg.gso: runs of the send slots as one message each */
 	struct mmsghdr gso_msgs[TP_TX_BATCH];
 	uint8_t gso_ctrl[TP_TX_BATCH][CMSG_SPACE(sizeof(uint16_t))];
-	bool gso_on, gro_on; /* cfg.gso, and the kernel took it */
+	bool gso_on; /* cfg.gso, until the kernel refuses it */
 
 	/* the NIC's port: every QP's packets share its line rate, served in
 	 * turn (without it, QPs each paced at line rate overfill the host's

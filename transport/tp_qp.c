@@ -808,8 +808,8 @@ static void gso_ids(struct tp_engine *e, const int *first, int k, const uint64_t
  * one message the stack segments below the socket: a RoCE packet per
  * segment, its own headers and ICRC in it. Returns how many packets went (a
  * prefix of the slots), or -errno when none did. A kernel that refuses GSO
- * (EIO: no checksum offload on the route's device) gets single packets from
- * then on. */
+ * (EIO: no checksum offload on the route's device; EINVAL: no UDP_SEGMENT)
+ * gets single packets from then on. */
 static int tx_flush(struct tp_qp *qp, int n, const uint64_t *bytes)
 {
 	struct tp_engine *e = qp->e;
@@ -848,7 +848,7 @@ static int tx_flush(struct tp_qp *qp, int n, const uint64_t *bytes)
 	first[k] = n;
 	gso_ids(e, first, k, bytes);
 	sent = sendmmsg(qp->tx_fd, e->gso_msgs, (unsigned int)k, 0);
-	if (sent < 0 && errno == EIO) {
+	if (sent < 0 && (errno == EIO || errno == EINVAL)) {
 		gso_ids(e, first, k, bytes); /* back to identification 0 */
 		ice_warn(ICE_SUB_QP,
 			 "the kernel refused UDP GSO on %s: sending a packet per "
