@@ -45,9 +45,10 @@ struct tp_engine_cfg {
 	bool gso;		  /* hand a QP's equal-sized packets to the kernel as one
 				   * UDP GSO message (up to 64 KiB, segmented below the
 				   * socket) and read coalesced ones back (UDP GRO): one
-				   * pass through the stack for up to 15 packets. Off by
-				   * default: a tc or XDP program on the host then sees
-				   * one super-packet where 15 RoCE packets go out */
+				   * pass through the stack for up to 15 packets of 4 KiB
+				   * (32 smaller ones). Off by default: a tc or XDP
+				   * program on the host then sees one message where its
+				   * RoCE packets go out */
 	uint8_t dscp;		  /* DSCP of data packets */
 	uint8_t cnp_dscp;	  /* DSCP of CNPs (np_cnp_dscp, 48 on ConnectX) */
 	uint32_t sock_buf;	  /* socket send/receive buffer, bytes */
