@@ -425,7 +425,7 @@ static uint64_t rng_next(struct tp_engine *e)
 
 /* A message's IP TOS, and with GRO the size of the packets it holds (0: one
  * packet). */
-static uint8_t msg_tos(struct msghdr *mh, size_t *seg)
+static uint8_t msg_info(struct msghdr *mh, size_t *seg)
 {
 	uint8_t tos = 0;
 
@@ -542,7 +542,7 @@ static int rx_drain(struct tp_engine *e)
 			struct msghdr *mh = &e->rx_msgs[i].msg_hdr;
 			uint8_t *p = e->rx_iov[i].iov_base;
 			size_t len = e->rx_msgs[i].msg_len, seg;
-			uint8_t tos = msg_tos(mh, &seg);
+			uint8_t tos = msg_info(mh, &seg);
 			int copies = 1;
 
 			if (mh->msg_flags & MSG_TRUNC) {
@@ -552,16 +552,21 @@ static int rx_drain(struct tp_engine *e)
 			}
 			if (e->cfg.rx_dup_ppm != 0 && rng_next(e) % 1000000 < e->cfg.rx_dup_ppm)
 				copies = 2; /* tests: the network duplicated it */
-			if (seg == 0 || seg >= len) {
-				while (copies-- > 0)
-					rx_one(e, p, len, &e->rx_from[i], tos, now);
-				continue;
-			}
 			/* GRO: packets of seg bytes, the last maybe shorter */
-			e->st.gro_rx++;
-			for (size_t off = 0; off < len; off += seg)
-				rx_one(e, p + off, len - off < seg ? len - off : seg,
-				       &e->rx_from[i], tos, now);
+			if (seg == 0 || seg >= len)
+				seg = len;
+			else
+				e->st.gro_rx++;
+			/* (an empty datagram too: counted as truncated) */
+			while (copies-- > 0) {
+				size_t off = 0;
+
+				do {
+					rx_one(e, p + off, len - off < seg ? len - off : seg,
+					       &e->rx_from[i], tos, now);
+					off += seg;
+				} while (off < len);
+			}
 		}
 		total += n;
 		/* one ACK per QP per batch: coalesced */
