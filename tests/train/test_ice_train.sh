@@ -16,6 +16,9 @@
 #     writes every rank's events (F, B and W of every micro-batch);
 #   - pipeline parallel, zero bubble against 1F1B on the same split: the
 #     same weights at the end, bit for bit;
+#   - pipeline stages on host memory (three, both schedules) with their
+#     communication inline and on a thread of its own (--comm-thread):
+#     the same messages, weights and loss, bit for bit;
 #   - gradients reduced in bf16 (--grad-dtype): identical weights on the
 #     ranks and in both optimizer modes, not those of fp32; weights
 #     gathered in bf16 too (--param-dtype): identical on the ranks; the
@@ -321,6 +324,36 @@ w_zb=$(grep 'weights (fnv1a per stage)' "$TMP/pp-zb")
 w_1f1b=$(grep 'weights (fnv1a per stage)' "$TMP/pp-1f1b")
 [ -n "$w_zb" ] && [ "$w_zb" = "$w_1f1b" ] ||
 	fail "pp: zero bubble and 1f1b end with different weights ('$w_zb' / '$w_1f1b')"
+
+echo "## pp on host ranks: the communication inline against on its own thread"
+# a stage that really computes on host memory drives its sends and
+# receives from its compute thread (no communication thread); with
+# --comm-thread it has one: the same messages (checksums), the same
+# weights and loss bit for bit, three stages (the middle one sends and
+# receives both ways), both schedules
+printf 'devices:\n  - {name: h, kind: host, gflops: 10, mem_gbps: 10}\n' >"$TMP/host.yaml"
+for sc in zb 1f1b; do
+	for mode in inline thread; do
+		a=(--model "$MODEL" --profiles "$TMP/host.yaml" --devices h,h,h --scheme pp
+			--pp-schedule $sc --split even --steps 2 --warmup 1 --json)
+		[ $mode = thread ] && a+=(--comm-thread)
+		timeout 120 "$TRAIN" "${a[@]}" >"$TMP/pp-host-$sc-$mode" 2>"$TMP/pp-host.err" ||
+			fail "pp h,h,h $sc $mode failed: $(cat "$TMP/pp-host.err")"
+	done
+	python3 - "$TMP/pp-host-$sc-inline" "$TMP/pp-host-$sc-thread" <<'EOF2' ||
+import json, sys
+a, b = (json.load(open(p))["jobs"][0] for p in sys.argv[1:3])
+for j, inl in ((a, True), (b, False)):
+    assert j["ok"] and j["pipeline_data_ok"], j
+    for r in j["ranks"]:
+        assert r["comm_inline"] is inl, r
+        assert (r["comm_cpu_s"] > 0) is inl, r
+print("  inline: comm CPU %s ms a step; weights %s" % ([round(r["comm_cpu_s"] * 1e3, 2) for r in a["ranks"]], [r["weight_hash"] for r in a["ranks"]]))
+assert [r["weight_hash"] for r in a["ranks"]] == [r["weight_hash"] for r in b["ranks"]]
+assert a["ranks"][-1]["loss"] == b["ranks"][-1]["loss"]
+EOF2
+		fail "pp h,h,h $sc: inline and --comm-thread differ"
+done
 
 echo "## ice-plan --json: the DP tails and overlap ice-train runs with"
 PLAN=${ICE_PLAN:-$ROOT/build/train/ice-plan}

@@ -50,6 +50,7 @@ struct itr_job {
 	double replan;	    /* re-plan when the step drifts this far from the
 			     * prediction (0.1: 10 %; 0: never) */
 	bool no_contention; /* --no-contention: cores and CPU costs left at 0 */
+	bool comm_thread;   /* --comm-thread: no inline communication (itr_comm_inline) */
 	int refine;	    /* --refine N: predict again from the speeds of the last
 			     * N warm-up steps (0: not) */
 	uint32_t seed;
@@ -115,10 +116,13 @@ struct itr_rank_result {
 	double wait_grad_s;    /* PP: waiting for gradients from the next stage */
 	double wait_send_s;    /* PP: waiting for an earlier send before reusing its buffer */
 	double handoff_s;      /* inside those waits: between the threads, not on the wire */
-	double cpu_s;	       /* CPU time of the process over the timed steps */
-	double thread_cpu_s;   /* the compute thread's CPU time over the timed steps */
-	double runq_wait_s;    /* its run-queue wait over them (schedstat; -1: unknown) */
-	double wall_s;	       /* wall time of the timed steps */
+	bool comm_inline;    /* PP: the compute thread drove the communication (itr_comm_inline) */
+	double comm_cpu_s;   /* comm_inline, per timed step: the CPU it took the compute thread */
+	double cpu_s;	     /* CPU time of the process over the timed steps */
+	double thread_cpu_s; /* the compute thread's CPU time over the timed steps
+			      * (inline communication's taken out) */
+	double runq_wait_s;  /* its run-queue wait over them (schedstat; -1: unknown) */
+	double wall_s;	     /* wall time of the timed steps */
 	uint64_t emu_calls, emu_overruns;
 	double emu_overrun_s;		   /* over the timed steps */
 	double emu_hidden_s;		   /* overlapped by the stream (trn_emu) */

@@ -15,6 +15,17 @@
  * acknowledged while this rank computes. Before and after training the
  * compute thread uses the communicator itself (calibration, checks): the
  * thread's creation and join hand it over.
+ *
+ * A pipeline stage on host memory needs no such thread (inl): its only
+ * operations are posted sends and receives, and a thread that sleeps in
+ * the engine is woken by every message and acknowledgement, each wake-up
+ * two context switches on the core the compute runs on (on this VM's
+ * paravirtualised CPUs more than half the thread's CPU, docs/benchmarks.md,
+ * the forty-fourth session). There the compute thread drives the engine
+ * itself: when it posts (a send goes out at once), when it waits (in the
+ * engine, as the thread would), and between its matrix multiplies
+ * (itr_cthread_poll: one system call when nothing came), so peers'
+ * messages are acknowledged within about ITR_POLL_NS.
  */
 #include <errno.h>
 #include <isa-l/crc64.h>
@@ -32,6 +43,10 @@
  * packet, a transport timer or a queued operation (tp_engine_wake) ends
  * the wait earlier, so this only bounds how often an idle thread wakes. */
 #define ITR_IDLE_WAIT_NS (5 * ICE_NSEC_PER_MSEC)
+/* An inline poster's polls between its compute's pieces are this far apart
+ * at least: one costs a system call (1.2 us here), the retransmission
+ * timer's floor is 67 ms. */
+#define ITR_POLL_NS (500 * ICE_NSEC_PER_USEC)
 
 /* ---- communication thread ------------------------------------------------ */
 
@@ -326,7 +341,44 @@ static void *cthread_main(void *arg)
 	return NULL;
 }
 
-int itr_cthread_start(struct itr_cthread *t, struct tp_dev_comm *d)
+/* The calling thread's CPU seconds. */
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* inl: drive the engine once (waiting up to max_wait_ns) and hand back
+ * what completed, its CPU counted in t->cpu_s: without a wait its wall
+ * time (the thread's CPU clock is a system call, as dear as the poll), with
+ * one the thread's CPU time. */
+static void inl_progress(struct itr_cthread *t, uint64_t max_wait_ns)
+{
+	uint64_t t0 = ice_now_ns();
+	double c0 = max_wait_ns > 0 ? thread_cpu_s() : 0;
+	int ret = tp_comm_progress(t->c, max_wait_ns);
+
+	cthread_retire(t, ret);
+	if (ret < 0 && t->err == 0)
+		t->err = ret;
+	t->poll_ns = ice_now_ns();
+	t->cpu_s += max_wait_ns > 0 ? thread_cpu_s() - c0 : (double)(t->poll_ns - t0) * 1e-9;
+}
+
+bool itr_comm_inline(const struct itr_rank *k)
+{
+	return k->job->scheme == ITR_PP && k->host && !k->prof->emulated && !k->job->comm_thread;
+}
+
+void itr_cthread_poll(struct itr_cthread *t)
+{
+	if (t->inl && ice_now_ns() - t->poll_ns >= ITR_POLL_NS)
+		inl_progress(t, 0);
+}
+
+int itr_cthread_start(struct itr_cthread *t, struct tp_dev_comm *d, bool inl)
 {
 	int ret;
 
@@ -335,8 +387,13 @@ int itr_cthread_start(struct itr_cthread *t, struct tp_dev_comm *d)
 	t->c = tp_dev_comm_base(d);
 	t->e = tp_comm_engine(t->c);
 	t->async = tp_dev_comm_ops(d)->kind == DEV_MEM_HOST;
+	if (inl && !t->async)
+		return -EINVAL;
+	t->inl = inl;
 	pthread_mutex_init(&t->mu, NULL);
 	pthread_cond_init(&t->cv_done, NULL);
+	if (inl)
+		return 0;
 	ret = pthread_create(&t->th, NULL, cthread_main, t);
 	if (ret != 0) {
 		pthread_cond_destroy(&t->cv_done);
@@ -349,11 +406,18 @@ int itr_cthread_start(struct itr_cthread *t, struct tp_dev_comm *d)
 /* Wait for the queue to drain and the thread to end; returns its error. */
 int itr_cthread_stop(struct itr_cthread *t)
 {
-	pthread_mutex_lock(&t->mu);
-	t->quit = true;
-	pthread_mutex_unlock(&t->mu);
-	tp_engine_wake(t->e);
-	pthread_join(t->th, NULL);
+	if (t->inl) {
+		/* what is in flight ends, as the thread's last loop does */
+		while (t->fly != NULL)
+			inl_progress(t, ITR_IDLE_WAIT_NS);
+		t->inl = false;
+	} else {
+		pthread_mutex_lock(&t->mu);
+		t->quit = true;
+		pthread_mutex_unlock(&t->mu);
+		tp_engine_wake(t->e);
+		pthread_join(t->th, NULL);
+	}
 	pthread_cond_destroy(&t->cv_done);
 	pthread_mutex_destroy(&t->mu);
 	free(t->hs);
@@ -375,6 +439,16 @@ void itr_cop_post(struct itr_cthread *t, struct itr_cop *op, enum itr_cop_kind k
 	op->next = NULL;
 	op->t_post = ice_now_ns();
 	op->t_start = op->t_end = 0;
+	if (t->inl) {
+		double c0 = thread_cpu_s();
+
+		/* posted, or run to its end, here; a send goes out now */
+		cthread_run(t, op, t->err);
+		t->cpu_s += thread_cpu_s() - c0;
+		if (!op->done)
+			inl_progress(t, 0);
+		return;
+	}
 	pthread_mutex_lock(&t->mu);
 	if (t->tail != NULL)
 		t->tail->next = op;
@@ -390,6 +464,8 @@ bool itr_cop_done(struct itr_cthread *t, const struct itr_cop *op)
 {
 	bool done;
 
+	if (t->inl && !op->done)
+		inl_progress(t, 0);
 	pthread_mutex_lock(&t->mu);
 	done = op->done;
 	pthread_mutex_unlock(&t->mu);
@@ -404,6 +480,12 @@ static int cop_wait(struct itr_cthread *t, struct itr_cop *op, bool *blocked)
 	*blocked = false;
 	if (!op->posted)
 		return 0;
+	if (t->inl && !op->done) {
+		inl_progress(t, 0);
+		*blocked = !op->done;
+		while (!op->done)
+			inl_progress(t, ITR_IDLE_WAIT_NS);
+	}
 	pthread_mutex_lock(&t->mu);
 	*blocked = !op->done;
 	while (!op->done)
@@ -498,15 +580,6 @@ static int time_op(struct tp_dev_comm *d, int what, float *buf, size_t count, in
 	return tp_comm_oob_max(c, out);
 }
 
-/* The calling thread's CPU seconds. */
-static double thread_cpu_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /*
  * The compute's memory traffic, as the calibrations below reproduce it
  * beside the communication: this thread copies 1 MiB chunks from one half
@@ -555,13 +628,14 @@ static void stream_chunk(struct itr_stream *st)
 /*
  * The CPU a pipeline stage's messages cost, measured the way a stage sends
  * them: through a communication thread (started for this and stopped
- * again), each round a receive from the previous rank and a send to the
- * next (a ring: a stage in the middle of a pipeline does both per
- * operation), posted by this thread, checksummed by the other (as a host
- * stage's are: a cost per byte), then ITR_MSG_WORK_NS of this thread's
- * compute's memory traffic (struct itr_stream) while they are in flight
- * (the communication thread's wake-ups and progress meanwhile count, as in
- * a stage), then waited for here. *cpu: this process's CPU seconds per
+ * again) or inline, as the stage will (itr_comm_inline), each round a
+ * receive from the previous rank and a send to the next (a ring: a stage
+ * in the middle of a pipeline does both per operation), posted by this
+ * thread, checksummed by the communication's side (as a host stage's are:
+ * a cost per byte), then ITR_MSG_WORK_NS of this thread's compute's memory
+ * traffic (struct itr_stream) while they are in flight (the communication
+ * thread's wake-ups and progress meanwhile count, as in a stage; inline,
+ * the polls between the chunks), then waited for here. *cpu: this process's CPU seconds per
  * round (two messages of count floats each), less the streaming's. Timed
  * at two sizes, it gives the cost per byte and per message
  * (trn_msg_cpu_fit).
@@ -582,7 +656,8 @@ static int time_msgs(struct itr_rank *k, float *buf, size_t count, int iters, do
 	if (ret == 0)
 		ret = tp_comm_barrier(c);
 	if (ret == 0)
-		ret = itr_cthread_start(&t, k->d); /* the communicator is its own until stopped */
+		ret = itr_cthread_start(&t, k->d, itr_comm_inline(k)); /* the communicator is its
+									* own until stopped */
 	if (ret < 0) {
 		free(st.mem);
 		return ret;
@@ -597,10 +672,12 @@ static int time_msgs(struct itr_rank *k, float *buf, size_t count, int iters, do
 		rcv.hash = snd.hash = true;
 		itr_cop_post(&t, &rcv, COP_RECV, buf + count, count, (r + n - 1) % n);
 		itr_cop_post(&t, &snd, COP_SEND, buf, count, (r + 1) % n);
-		w0 = thread_cpu_s();
-		for (uint64_t end = ice_now_ns() + ITR_MSG_WORK_NS; ice_now_ns() < end;)
+		w0 = thread_cpu_s() - t.cpu_s;
+		for (uint64_t end = ice_now_ns() + ITR_MSG_WORK_NS; ice_now_ns() < end;) {
 			stream_chunk(&st);
-		work += thread_cpu_s() - w0;
+			itr_cthread_poll(&t); /* inline, as a stage polls between products */
+		}
+		work += thread_cpu_s() - t.cpu_s - w0;
 		ret = cop_wait(&t, &snd, &blocked);
 		r2 = cop_wait(&t, &rcv, &blocked);
 		if (ret == 0)
@@ -652,7 +729,8 @@ static int time_exchange(struct itr_rank *k, size_t count, int iters, double *cp
 	if (ret == 0)
 		ret = tp_comm_barrier(tp_dev_comm_base(k->d));
 	if (ret == 0)
-		ret = itr_cthread_start(&t, k->d); /* the communicator is its own until stopped */
+		ret = itr_cthread_start(&t, k->d, false); /* the communicator is its own until
+							   * stopped */
 	if (ret < 0)
 		goto out;
 	for (int i = -2; ret == 0 && i < iters; i++) {

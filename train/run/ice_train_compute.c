@@ -88,6 +88,7 @@ int itr_matmul(struct itr_rank *k, bool ta, bool tb, int m, int n, int kk, const
 	if (k->prof->emulated)
 		trn_emu_end(&k->emu, 2.0 * m * n * kk);
 	t0 = ice_now_s() - t0;
+	itr_cthread_poll(&k->ct); /* inline communication: the peers' packets */
 	k->t_compute += t0;
 	k->mm_s += t0;
 	k->mm_flops += 2.0 * m * n * kk;

@@ -82,6 +82,10 @@ struct itr_cthread {
 	struct itr_cop *fly; /* posted sends and receives, not complete (this thread's) */
 	float *hs;	     /* device memory: a message's bytes copied up to be hashed */
 	size_t hs_len;	     /* floats in hs */
+	bool inl;	     /* no thread: the poster drives the engine itself, when it
+			      * posts, when it waits and in itr_cthread_poll */
+	uint64_t poll_ns;    /* inl: the last time the engine was driven */
+	double cpu_s;	     /* inl: the poster's CPU seconds spent driving it */
 };
 
 /* ---- rank state ---------------------------------------------------------- */
@@ -216,10 +220,19 @@ struct itr_rank {
 /* ---- ice_train_comm.c ----------------------------------------------------- */
 
 /* Start the communication thread on d; it owns d's communicator until
- * itr_cthread_stop(). 0 or -errno. */
-int itr_cthread_start(struct itr_cthread *t, struct tp_dev_comm *d);
+ * itr_cthread_stop(). inl (host memory only): start no thread; the
+ * calling thread drives the engine when it posts and waits and calls
+ * itr_cthread_poll between its compute's pieces. 0 or -errno. */
+int itr_cthread_start(struct itr_cthread *t, struct tp_dev_comm *d, bool inl);
 /* Wait for the queue to drain and the thread to end; returns its error. */
 int itr_cthread_stop(struct itr_cthread *t);
+/* Does k communicate inline (no thread)? A pipeline stage that really
+ * computes on host memory, unless --comm-thread. */
+bool itr_comm_inline(const struct itr_rank *k);
+/* inl: drive the engine once without waiting, unless it was driven less
+ * than ITR_POLL_NS ago (the peers' packets wait in the socket until then:
+ * a message's data until it is needed, an acknowledgement by as much). */
+void itr_cthread_poll(struct itr_cthread *t);
 /* Queue op (the poster owns it until it is waited for). */
 void itr_cop_post(struct itr_cthread *t, struct itr_cop *op, enum itr_cop_kind kind, float *buf,
 		  size_t count, int peer);

@@ -56,6 +56,7 @@ struct opts {
 	uint32_t seed;
 	bool efficiency, together, json;
 	bool no_contention; /* the predictor does not price CPU contention */
+	bool comm_thread;   /* PP host ranks: communication on its own thread */
 	struct tp_opts tp;
 };
 
@@ -177,6 +178,10 @@ static const struct ice_cfg_field train_fields[] = {
 	  .help = "predict as if communication never took CPU from\nthe compute (the "
 		  "predictor prices it by default:\neach rank's cores and its calibrated "
 		  "CPU per byte)"),
+	F("comm_thread", ICE_CFG_BOOL, comm_thread, .flags = ICE_CFG_SWITCH,
+	  .help = "PP: a host rank's communication on a thread of its\nown, as on "
+		  "every other rank (default: its compute\nthread drives it between its "
+		  "matrix multiplies,\nwhich spares the thread's wake-ups)"),
 	F("efficiency", ICE_CFG_BOOL, efficiency, .flags = ICE_CFG_SWITCH,
 	  .help = "run each device group alone, then the mixed job with\nthe planned and the "
 		  "even split; print the efficiency"),
@@ -465,6 +470,7 @@ static void job_init(struct itr_job *j, const struct opts *o, const struct trn_m
 	j->dp_tail = o->dp_tail;
 	j->replan = o->replan;
 	j->no_contention = o->no_contention;
+	j->comm_thread = o->comm_thread;
 	j->refine = o->refine;
 	j->pp_mb_auto = o->pp_mb == TRN_PP_MB_AUTO;
 	j->seed = o->seed;

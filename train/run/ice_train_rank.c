@@ -678,6 +678,7 @@ static int adapt(struct itr_rank *k, int step, double g)
 struct itr_meter {
 	double flops, mm_s, thread_cpu, thread_wait, proc_cpu, update_s; /* thread_wait < 0:
 									  * unknown */
+	double comm; /* of thread_cpu, the inline communication's (itr_comm_inline) */
 };
 
 static void meter_start(const struct itr_rank *k, struct itr_meter *m)
@@ -688,6 +689,7 @@ static void meter_start(const struct itr_rank *k, struct itr_meter *m)
 	m->thread_wait = thread_wait_seconds();
 	m->proc_cpu = cpu_seconds();
 	m->update_s = k->t_update;
+	m->comm = k->ct.cpu_s;
 }
 
 static bool cpu_metered(const struct itr_rank *k)
@@ -706,6 +708,7 @@ static void meter_since(const struct itr_rank *k, const struct itr_meter *m, str
 		d->thread_wait -= m->thread_wait;
 	d->proc_cpu = cpu_seconds() - m->proc_cpu;
 	d->update_s = k->t_update - m->update_s;
+	d->comm = k->ct.cpu_s - m->comm;
 }
 
 /* The speed steps [a, b] say, from their meters (sm: one per step); own:
@@ -739,8 +742,9 @@ static double meter_speed(const struct itr_rank *k, const struct itr_meter *sm, 
 /*
  * The matmuls' FLOP per second of the compute thread's own CPU time over
  * steps a..b, its optimizer's left out (gflops_cpu): what neither a CPU
- * quota, a neighbour's run-queue wait nor this rank's communication thread
- * changes, only the device itself (its caches, its memory, the VM's host).
+ * quota, a neighbour's run-queue wait nor this rank's communication (its
+ * thread, or inline the polls and waits the meter counts apart) changes,
+ * only the device itself (its caches, its memory, the VM's host).
  * 0 for an emulated device, whose compute is mostly asleep.
  */
 static double cpu_speed(const struct itr_rank *k, const struct itr_meter *sm, int a, int b)
@@ -751,7 +755,7 @@ static double cpu_speed(const struct itr_rank *k, const struct itr_meter *sm, in
 		return 0;
 	for (int i = a; i <= b; i++) {
 		flops += sm[i].flops;
-		cpu += sm[i].thread_cpu;
+		cpu += sm[i].thread_cpu - sm[i].comm;
 		upd += sm[i].update_s;
 	}
 	return trn_speed_from_steps(flops, cpu, 0, 0, 0, upd);
@@ -837,9 +841,10 @@ static int train(struct itr_rank *k)
 	k->me->gflops_steps = meter_speed(k, sm, j->warmup, total - 1, false);
 	k->me->gflops_own = meter_speed(k, sm, j->warmup, total - 1, true);
 	k->me->gflops_cpu = cpu_speed(k, sm, j->warmup, total - 1);
-	k->me->thread_cpu_s = k->me->runq_wait_s = 0;
+	k->me->thread_cpu_s = k->me->runq_wait_s = k->me->comm_cpu_s = 0;
 	for (int i = j->warmup; i < total; i++) {
-		k->me->thread_cpu_s += sm[i].thread_cpu;
+		k->me->thread_cpu_s += sm[i].thread_cpu - sm[i].comm;
+		k->me->comm_cpu_s += sm[i].comm / j->steps;
 		if (sm[i].thread_wait < 0 || k->me->runq_wait_s < 0)
 			k->me->runq_wait_s = -1;
 		else
@@ -852,6 +857,7 @@ static int train(struct itr_rank *k)
 	k->me->wait_grad_s = k->t_wait_grad / j->steps;
 	k->me->wait_send_s = k->t_wait_send / j->steps;
 	k->me->handoff_s = k->t_handoff / j->steps;
+	k->me->comm_inline = k->ct.inl;
 	k->me->emu_calls = k->emu.calls - emu0.calls;
 	k->me->emu_overruns = k->emu.overruns - emu0.overruns;
 	k->me->emu_overrun_s = k->emu.overrun_s - emu0.overrun_s;
@@ -978,7 +984,7 @@ static int run_rank(struct itr_rank *k, struct tp_comm_cfg *cc)
 	if (ret < 0)
 		goto out;
 	/* the communicator belongs to the communication thread from here... */
-	ret = itr_cthread_start(&k->ct, k->d);
+	ret = itr_cthread_start(&k->ct, k->d, itr_comm_inline(k));
 	if (ret < 0)
 		goto out;
 	ret = train(k);

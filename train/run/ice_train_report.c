@@ -404,8 +404,13 @@ void itr_print_job(const struct job_out *jo)
 			const struct itr_rank_result *rr = &res->rank[r];
 
 			printf("   stage %d waits per step: activations %.4f s, gradients %.4f s, "
-			       "send buffers %.4f s; thread hand-offs within them %.4f s\n",
-			       r, rr->wait_act_s, rr->wait_grad_s, rr->wait_send_s, rr->handoff_s);
+			       "send buffers %.4f s; ",
+			       r, rr->wait_act_s, rr->wait_grad_s, rr->wait_send_s);
+			if (rr->comm_inline)
+				printf("inline (no communication thread): its CPU %.4f s\n",
+				       rr->comm_cpu_s);
+			else
+				printf("thread hand-offs within them %.4f s\n", rr->handoff_s);
 		}
 		printf("   predicted: stage compute+sends");
 		for (int r = 0; r < j->ndev; r++)
@@ -672,6 +677,8 @@ static json_t *job_json(const struct job_out *jo)
 			json_object_set_new(x, "wait_grad_s", json_real(rr->wait_grad_s));
 			json_object_set_new(x, "wait_send_s", json_real(rr->wait_send_s));
 			json_object_set_new(x, "handoff_s", json_real(rr->handoff_s));
+			json_object_set_new(x, "comm_inline", json_boolean(rr->comm_inline));
+			json_object_set_new(x, "comm_cpu_s", json_real(rr->comm_cpu_s));
 		}
 		json_object_set_new(x, "compute_s", json_real(rr->compute_s));
 		json_object_set_new(x, "cores", json_real(res->net.cores[r]));
