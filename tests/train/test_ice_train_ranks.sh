@@ -18,7 +18,8 @@
 #   - a rank that cannot reach the bootstrap: exits 1 within the
 #     --bootstrap-timeout, naming the address and the flag; rank 0 whose
 #     peers never come: the same; a rank whose rank 0 is killed mid-run
-#     exits non-zero instead of hanging;
+#     exits non-zero instead of hanging (data parallel, and a pipeline of
+#     host ranks, whose communication is inline);
 #   - --replan with profiles 10x apart on one CPU: the split is re-planned
 #     from the measured speeds at a step boundary (also when the step's
 #     drift is within the threshold: the speeds say another split pays),
@@ -270,29 +271,38 @@ python3 -c 'import socket,sys; socket.socket().bind(("127.23.0.1", int(sys.argv[
 pgrep -f -- "--bootstrap 127.23.0.1:$port" && fail "a process of the lonely rank 0 is left"
 
 echo "## rank 0 killed during the run: rank 1 ends too"
-port=$(free_port)
-"$TRAIN" "${COMMON[@]}" --scheme dp --steps 20 --warmup 1 --efficiency --rank 0 \
-	--bootstrap "127.23.0.1:$port" --addr 127.23.0.1 >/dev/null 2>&1 &
-pid0=$!
-PIDS+=("$pid0")
-t0=$(date +%s)
-timeout 120 "$TRAIN" "${COMMON[@]}" --scheme dp --steps 20 --warmup 1 --efficiency --rank 1 \
-	--bootstrap "127.23.0.1:$port" --addr 127.23.0.2 >"$TMP/orphan" 2>&1 &
-pid1=$!
-PIDS+=("$pid1")
-sleep 4
-kill -9 "$pid0"
-wait "$pid1"
-rc=$?
-t1=$(date +%s)
-cat "$TMP/orphan"
-[ "$rc" -ne 0 ] || fail "rank 1 exited 0 after rank 0 was killed"
-[ "$rc" -ne 124 ] || fail "rank 1 hung after rank 0 was killed (ended by timeout)"
-echo "rank 1 exited $rc, $((t1 - t0)) s after the start (rank 0 killed at 4 s)"
-pgrep -f -- "--bootstrap 127.23.0.1:$port" && fail "a rank of the killed run is left"
+# data parallel (emulated: a communication thread) and a pipeline of host
+# ranks (inline communication: the compute thread waits in the engine)
+cp "$ROOT/tests/train/prof_hosts_shared.yaml" "$TMP/hosts.yaml"
+for kind in dp-emulated pp-host; do
+	if [ $kind = dp-emulated ]; then
+		K=("${COMMON[@]}" --scheme dp --steps 20 --warmup 1 --efficiency)
+	else
+		K=(--model "$MODEL" --profiles "$TMP/hosts.yaml" --devices h-fast,h-slow --scheme pp
+			--steps 200 --warmup 1)
+	fi
+	port=$(free_port)
+	"$TRAIN" "${K[@]}" --rank 0 --bootstrap "127.23.0.1:$port" --addr 127.23.0.1 >/dev/null 2>&1 &
+	pid0=$!
+	PIDS+=("$pid0")
+	t0=$(date +%s)
+	timeout 120 "$TRAIN" "${K[@]}" --rank 1 --bootstrap "127.23.0.1:$port" --addr 127.23.0.2 \
+		>"$TMP/orphan" 2>&1 &
+	pid1=$!
+	PIDS+=("$pid1")
+	sleep 4
+	kill -9 "$pid0"
+	wait "$pid1"
+	rc=$?
+	t1=$(date +%s)
+	cat "$TMP/orphan"
+	[ "$rc" -ne 0 ] || fail "$kind: rank 1 exited 0 after rank 0 was killed"
+	[ "$rc" -ne 124 ] || fail "$kind: rank 1 hung after rank 0 was killed (ended by timeout)"
+	echo "$kind: rank 1 exited $rc, $((t1 - t0)) s after the start (rank 0 killed at 4 s)"
+	pgrep -f -- "--bootstrap 127.23.0.1:$port" && fail "$kind: a rank of the killed run is left"
+done
 
 echo "## two ranks on one host share its memory (host profiles, --rank mode)"
-cp "$ROOT/tests/train/prof_hosts_shared.yaml" "$TMP/hosts.yaml"
 ranks mem-ranks --profiles "$TMP/hosts.yaml" --devices h-fast,h-slow --scheme pp --steps 1 \
 	--warmup 0 --json
 python3 - "$TMP/mem-ranks" <<'EOF' || fail "--rank mode: the host ranks do not share its memory"

@@ -369,7 +369,8 @@ static void inl_progress(struct itr_cthread *t, uint64_t max_wait_ns)
 
 bool itr_comm_inline(const struct itr_rank *k)
 {
-	return k->job->scheme == ITR_PP && k->host && !k->prof->emulated && !k->job->comm_thread;
+	return k->job->scheme == ITR_PP && k->n > 1 && k->host && !k->prof->emulated &&
+	       !k->job->comm_thread;
 }
 
 void itr_cthread_poll(struct itr_cthread *t)

@@ -227,7 +227,8 @@ int itr_cthread_start(struct itr_cthread *t, struct tp_dev_comm *d, bool inl);
 /* Wait for the queue to drain and the thread to end; returns its error. */
 int itr_cthread_stop(struct itr_cthread *t);
 /* Does k communicate inline (no thread)? A pipeline stage that really
- * computes on host memory, unless --comm-thread. */
+ * computes on host memory, with another stage to talk to, unless
+ * --comm-thread. */
 bool itr_comm_inline(const struct itr_rank *k);
 /* inl: drive the engine once without waiting, unless it was driven less
  * than ITR_POLL_NS ago (the peers' packets wait in the socket until then:
