@@ -21,7 +21,7 @@
  * the engine is woken by every message and acknowledgement, each wake-up
  * two context switches on the core the compute runs on (on this VM's
  * paravirtualised CPUs more than half the thread's CPU, docs/benchmarks.md,
- * the forty-fourth session). There the compute thread drives the engine
+ * the forty-third session). There the compute thread drives the engine
  * itself: when it posts (a send goes out at once), when it waits (in the
  * engine, as the thread would), and between its matrix multiplies
  * (itr_cthread_poll: one system call when nothing came), so peers'
@@ -481,11 +481,14 @@ static int cop_wait(struct itr_cthread *t, struct itr_cop *op, bool *blocked)
 	*blocked = false;
 	if (!op->posted)
 		return 0;
-	if (t->inl && !op->done) {
-		inl_progress(t, 0);
+	if (t->inl) {
+		if (!op->done)
+			inl_progress(t, 0);
 		*blocked = !op->done;
 		while (!op->done)
 			inl_progress(t, ITR_IDLE_WAIT_NS);
+		op->posted = false;
+		return op->ret;
 	}
 	pthread_mutex_lock(&t->mu);
 	*blocked = !op->done;
@@ -636,10 +639,10 @@ static void stream_chunk(struct itr_stream *st)
  * a cost per byte), then ITR_MSG_WORK_NS of this thread's compute's memory
  * traffic (struct itr_stream) while they are in flight (the communication
  * thread's wake-ups and progress meanwhile count, as in a stage; inline,
- * the polls between the chunks), then waited for here. *cpu: this process's CPU seconds per
- * round (two messages of count floats each), less the streaming's. Timed
- * at two sizes, it gives the cost per byte and per message
- * (trn_msg_cpu_fit).
+ * the polls between the chunks), then waited for here. *cpu: this
+ * process's CPU seconds per round (two messages of count floats each),
+ * less the streaming's. Timed at two sizes, it gives the cost per byte
+ * and per message (trn_msg_cpu_fit).
  */
 #define ITR_MSG_WORK_NS (1 * ICE_NSEC_PER_MSEC)
 static int time_msgs(struct itr_rank *k, float *buf, size_t count, int iters, double *cpu)
