@@ -43,6 +43,25 @@ static inline double ice_now_s(void)
 	return (double)ice_now_ns() * 1e-9;
 }
 
+/* CPU seconds of the calling thread (a system call; under a CFS quota
+ * the read itself may be where the thread is throttled). */
+static inline double ice_thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* CPU seconds of the whole process, all its threads. */
+static inline double ice_process_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* Sleep for ns nanoseconds (restarts after signals). */
 void ice_sleep_ns(uint64_t ns);
 

@@ -115,22 +115,14 @@ struct lap {
 	double wall, cpu; /* seconds */
 };
 
-static double cpu_now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static struct lap lap_start(void)
 {
-	return (struct lap){.wall = ice_now_s(), .cpu = cpu_now_s()};
+	return (struct lap){.wall = ice_now_s(), .cpu = ice_process_cpu_s()};
 }
 
 static struct lap lap_since(struct lap s)
 {
-	return (struct lap){.wall = ice_now_s() - s.wall, .cpu = cpu_now_s() - s.cpu};
+	return (struct lap){.wall = ice_now_s() - s.wall, .cpu = ice_process_cpu_s() - s.cpu};
 }
 
 /* ---- memory: estimate before generating, the limit, the peak ------------------ */

@@ -433,14 +433,6 @@ static void *comm_load_main(void *arg)
 	return NULL;
 }
 
-static double cpu_now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* sgemm back to back for window seconds beside the communication load:
  * FLOP per wall second over the window (*rate), the slowest tenth of the
  * window (*slow), the process's CPU seconds per wall second (*share: both
@@ -463,7 +455,7 @@ static int measure_sustained(struct bench *b, double window, double load, double
 	if (load > 0 && pthread_create(&cl.th, NULL, comm_load_main, &cl) != 0)
 		return -EAGAIN;
 	t0 = ts = ice_now_s();
-	c0 = cpu_now_s();
+	c0 = ice_process_cpu_s();
 	while (ret == 0) {
 		double now;
 
@@ -486,7 +478,7 @@ static int measure_sustained(struct bench *b, double window, double load, double
 		}
 		if (now - t0 >= window) {
 			*rate = done / (now - t0);
-			*share = (cpu_now_s() - c0) / (now - t0);
+			*share = (ice_process_cpu_s() - c0) / (now - t0);
 			break;
 		}
 	}

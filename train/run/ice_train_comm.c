@@ -342,29 +342,20 @@ static void *cthread_main(void *arg)
 	return NULL;
 }
 
-/* The calling thread's CPU seconds. */
-static double thread_cpu_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* inl: drive the engine once (waiting up to max_wait_ns) and hand back
  * what completed, its CPU counted in t->cpu_s (the thread's CPU time: its
  * wall time would count a CPU quota's throttling, 6 ms in 10 at a quota of
  * 0.4, wherever it falls in a poll). */
 static void inl_progress(struct itr_cthread *t, uint64_t max_wait_ns)
 {
-	double c0 = thread_cpu_s();
+	double c0 = ice_thread_cpu_s();
 	int ret = tp_comm_progress(t->c, max_wait_ns);
 
 	cthread_retire(t, ret);
 	if (ret < 0 && t->err == 0)
 		t->err = ret;
 	t->poll_ns = ice_now_ns();
-	t->cpu_s += thread_cpu_s() - c0;
+	t->cpu_s += ice_thread_cpu_s() - c0;
 }
 
 bool itr_comm_inline(const struct itr_rank *k)
@@ -441,11 +432,11 @@ void itr_cop_post(struct itr_cthread *t, struct itr_cop *op, enum itr_cop_kind k
 	op->t_post = ice_now_ns();
 	op->t_start = op->t_end = 0;
 	if (t->inl) {
-		double c0 = thread_cpu_s();
+		double c0 = ice_thread_cpu_s();
 
 		/* posted, or run to its end, here; a send goes out now */
 		cthread_run(t, op, t->err);
-		t->cpu_s += thread_cpu_s() - c0;
+		t->cpu_s += ice_thread_cpu_s() - c0;
 		if (!op->done)
 			inl_progress(t, 0);
 		return;
@@ -544,15 +535,6 @@ int itr_wait_op(struct itr_rank *k, struct itr_cop *op, enum itr_ev_kind kind)
 
 /* ---- network calibration ------------------------------------------------- */
 
-/* CPU seconds this process has run (all its threads). */
-static double process_cpu_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* One operation's wall time (the slowest rank's) and this rank's CPU
  * seconds for it (*cpu: its own; the transport sleeps on its socket
  * while it waits, so this is the work of the operation's progress). */
@@ -568,7 +550,7 @@ static int time_op(struct tp_dev_comm *d, int what, float *buf, size_t count, in
 	for (int i = -2; ret == 0 && i < iters; i++) {
 		if (i == 0) {
 			t0 = ice_now_s();
-			c0 = process_cpu_s();
+			c0 = ice_process_cpu_s();
 		}
 		if (what == 0)
 			ret = tp_dev_allreduce(d, buf, buf, count, DEV_FLOAT32, DEV_SUM,
@@ -579,7 +561,7 @@ static int time_op(struct tp_dev_comm *d, int what, float *buf, size_t count, in
 	}
 	if (ret < 0)
 		return ret;
-	*cpu = (process_cpu_s() - c0) / iters;
+	*cpu = (ice_process_cpu_s() - c0) / iters;
 	*out = (ice_now_s() - t0) / iters;
 	return tp_comm_oob_max(c, out);
 }
@@ -670,25 +652,25 @@ static int time_msgs(struct itr_rank *k, float *buf, size_t count, int iters, do
 	memset(&rcv, 0, sizeof(rcv));
 	for (int i = -2; ret == 0 && i < iters; i++) {
 		if (i == 0) {
-			c0 = process_cpu_s();
+			c0 = ice_process_cpu_s();
 			work = 0;
 		}
 		rcv.hash = snd.hash = true;
 		itr_cop_post(&t, &rcv, COP_RECV, buf + count, count, (r + n - 1) % n);
 		itr_cop_post(&t, &snd, COP_SEND, buf, count, (r + 1) % n);
-		w0 = thread_cpu_s() - t.cpu_s;
+		w0 = ice_thread_cpu_s() - t.cpu_s;
 		for (uint64_t end = ice_now_ns() + ITR_MSG_WORK_NS; ice_now_ns() < end;) {
 			stream_chunk(&st);
 			itr_cthread_poll(&t); /* inline, as a stage polls between products */
 		}
-		work += thread_cpu_s() - t.cpu_s - w0;
+		work += ice_thread_cpu_s() - t.cpu_s - w0;
 		ret = cop_wait(&t, &snd, &blocked);
 		r2 = cop_wait(&t, &rcv, &blocked);
 		if (ret == 0)
 			ret = r2;
 	}
 	if (ret == 0)
-		*cpu = (process_cpu_s() - c0 - work) / iters;
+		*cpu = (ice_process_cpu_s() - c0 - work) / iters;
 	r2 = itr_cthread_stop(&t);
 	free(st.mem);
 	return ret < 0 ? ret : r2;
@@ -739,7 +721,7 @@ static int time_exchange(struct itr_rank *k, size_t count, int iters, double *cp
 		goto out;
 	for (int i = -2; ret == 0 && i < iters; i++) {
 		if (i == 0) {
-			c0 = process_cpu_s();
+			c0 = ice_process_cpu_s();
 			work = 0;
 		}
 		for (int j = 0; ret == 0 && j < nop; j++) {
@@ -758,15 +740,15 @@ static int time_exchange(struct itr_rank *k, size_t count, int iters, double *cp
 			o->half = bf16 ? (kind == COP_AG ? w16 : g16) : NULL;
 			o->hout = kind == COP_AG && bf16 ? w : NULL;
 			itr_cop_post(&t, o, kind, kind == COP_AG ? w : g, count, -1);
-			w0 = thread_cpu_s();
+			w0 = ice_thread_cpu_s();
 			while (!itr_cop_done(&t, o))
 				stream_chunk(&st);
-			work += thread_cpu_s() - w0;
+			work += ice_thread_cpu_s() - w0;
 			ret = cop_wait(&t, o, &blocked);
 		}
 	}
 	if (ret == 0)
-		*cpu = (process_cpu_s() - c0 - work) / iters;
+		*cpu = (ice_process_cpu_s() - c0 - work) / iters;
 	r2 = itr_cthread_stop(&t);
 	ret = ret < 0 ? ret : r2;
 out:
@@ -790,11 +772,11 @@ static double time_cvt(size_t count)
 
 	if (f != NULL && b != NULL && count > 0) {
 		for (int i = 0; i < 5; i++) {
-			double t0 = thread_cpu_s(), t;
+			double t0 = ice_thread_cpu_s(), t;
 
 			dev_float_to_bf16_n(b, f, count);
 			dev_bf16_to_float_n(f, b, count);
-			t = (thread_cpu_s() - t0) / (2.0 * (double)count);
+			t = (ice_thread_cpu_s() - t0) / (2.0 * (double)count);
 			best = i == 0 || t < best ? t : best;
 		}
 	}

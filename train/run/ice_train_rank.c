@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,24 +32,6 @@ static const char *const ev_name[] = {
 	"replan_move"};
 _Static_assert(sizeof(ev_name) / sizeof(ev_name[0]) == EV_MOVE + 1,
 	       "a --trace event kind without a name");
-
-static double cpu_seconds(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
-	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
-}
-
-/* CPU seconds of the calling thread (the rank's compute thread). */
-static double thread_cpu_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Seconds the calling thread has waited on a run queue (runnable, not
  * running: another task on its core, its own communication thread, a CFS
@@ -685,9 +666,9 @@ static void meter_start(const struct itr_rank *k, struct itr_meter *m)
 {
 	m->flops = k->mm_flops;
 	m->mm_s = k->mm_s;
-	m->thread_cpu = thread_cpu_seconds();
+	m->thread_cpu = ice_thread_cpu_s();
 	m->thread_wait = thread_wait_seconds();
-	m->proc_cpu = cpu_seconds();
+	m->proc_cpu = ice_process_cpu_s();
 	m->update_s = k->t_update;
 	m->comm = k->ct.cpu_s;
 }
@@ -702,11 +683,11 @@ static void meter_since(const struct itr_rank *k, const struct itr_meter *m, str
 {
 	d->flops = k->mm_flops - m->flops;
 	d->mm_s = k->mm_s - m->mm_s;
-	d->thread_cpu = thread_cpu_seconds() - m->thread_cpu;
+	d->thread_cpu = ice_thread_cpu_s() - m->thread_cpu;
 	d->thread_wait = m->thread_wait < 0 ? -1 : thread_wait_seconds();
 	if (d->thread_wait >= 0)
 		d->thread_wait -= m->thread_wait;
-	d->proc_cpu = cpu_seconds() - m->proc_cpu;
+	d->proc_cpu = ice_process_cpu_s() - m->proc_cpu;
 	d->update_s = k->t_update - m->update_s;
 	d->comm = k->ct.cpu_s - m->comm;
 }
@@ -798,7 +779,7 @@ static int train(struct itr_rank *k)
 			k->mm_s = k->mm_flops = 0;
 			k->t_wait_act = k->t_wait_grad = k->t_wait_send = k->t_handoff = 0;
 			emu0 = k->emu;
-			cpu0 = cpu_seconds();
+			cpu0 = ice_process_cpu_s();
 			wall0 = ice_now_s();
 		}
 		meter_start(k, &m0);
@@ -835,7 +816,7 @@ static int train(struct itr_rank *k)
 		}
 	}
 	k->me->wall_s = ice_now_s() - wall0;
-	k->me->cpu_s = cpu_seconds() - cpu0;
+	k->me->cpu_s = ice_process_cpu_s() - cpu0;
 	k->me->compute_s = k->t_compute / j->steps;
 	k->me->gflops = k->mm_s > 0 ? k->mm_flops / k->mm_s / 1e9 : 0;
 	k->me->gflops_steps = meter_speed(k, sm, j->warmup, total - 1, false);
