@@ -10,6 +10,8 @@
  * Messages between two ranks are spread over the connection's QPs: split into
  * one MTU-aligned piece per QP (NCCL_IB_SPLIT_DATA_ON_QPS=1), or whole, QPs
  * taken in turn. Both sides count messages per peer, so they split alike.
+ *
+ * The TCP connections also tell that a rank's process ended: see oob_watch.
  */
 #include "tp_internal.h"
 
@@ -122,7 +124,11 @@ static int io_all(struct tp_comm *c, int fd, void *buf, size_t len, bool wr, uin
 			if (poll(&pfd, 1, (int)((deadline - now) / ICE_NSEC_PER_MSEC) + 1) <= 0)
 				continue;
 		} else if (poll(&pfd, 1, 0) <= 0) {
-			int ret = tp_comm_progress(c, 200 * ICE_NSEC_PER_USEC);
+			int ret;
+
+			c->in_oob++;
+			ret = tp_comm_progress(c, 200 * ICE_NSEC_PER_USEC);
+			c->in_oob--;
 
 			if (ret < 0)
 				return ret;
@@ -421,8 +427,11 @@ void tp_comm_free(struct tp_comm *c)
 		return;
 	if (c->e != NULL && c->comm_id != 0)
 		tp_comm_event(c, ICE_EV_COMM_DESTROY, 0, 0, -1, -1, -1, -1);
-	/* Let the peers finish: they may still need our ACKs. */
-	if (c->e != NULL && c->oob != NULL && c->nranks > 1 && (c->rank == 0 || c->oob[0] >= 0))
+	/* Let the peers finish: they may still need our ACKs. Not after a
+	 * failure: a peer may wait for data that will not come, and it sees
+	 * this rank's connection close (oob_watch) */
+	if (c->e != NULL && c->oob != NULL && c->nranks > 1 && (c->rank == 0 || c->oob[0] >= 0) &&
+	    !c->failed)
 		tp_comm_barrier(c);
 	tp_engine_free(c->e); /* destroys the QPs */
 	if (c->oob != NULL)
@@ -454,18 +463,81 @@ void *tp_comm_scratch(struct tp_comm *c, size_t len)
 	return c->scratch;
 }
 
+/*
+ * A queue pair that only waits to receive never learns that its peer is gone:
+ * its timer runs only for what it sent (as an RC QP's on a NIC). A rank
+ * waiting for a dead rank's data would wait forever. But a process that ends
+ * closes its TCP connections, and the kernel tells the other side at once
+ * (FIN, or RST): look at them every TP_WATCH_NS, one poll with no wait.
+ * Rank 0 watches every rank and the others watch rank 0. A rank that fails
+ * ends, and its connections close with it, so the loss of any rank reaches
+ * everyone through rank 0. A rank whose process lives but hangs is not seen
+ * here. Inside an oob exchange the exchange itself reads the close (and a
+ * peer that finished its final barrier may close before this rank returns).
+ */
+#define TP_WATCH_NS (100 * ICE_NSEC_PER_MSEC)
+
+static int oob_watch(struct tp_comm *c)
+{
+	struct pollfd pfd[64];
+	uint64_t now = ice_now_ns();
+	int from = 0;
+
+	if (c->lost)
+		return -ENOTCONN;
+	if (c->in_oob || c->nranks == 1 || now - c->watch_ns < TP_WATCH_NS)
+		return 0;
+	c->watch_ns = now;
+	while (from < c->nranks) {
+		int n = 0, peer[64];
+
+		for (; from < c->nranks && n < 64; from++) {
+			if (c->oob[from] < 0)
+				continue;
+			pfd[n] = (struct pollfd){.fd = c->oob[from], .events = POLLRDHUP};
+			peer[n++] = from;
+		}
+		if (n == 0 || poll(pfd, (nfds_t)n, 0) <= 0)
+			continue;
+		for (int i = 0; i < n; i++) {
+			if (pfd[i].revents == 0)
+				continue;
+			c->lost = c->failed = true;
+			if (peer[i] == 0)
+				ice_err(ICE_SUB_COMM,
+					"rank %d: rank 0 closed its connection to this rank: it "
+					"ended, "
+					"or it gave up on another rank",
+					c->rank);
+			else
+				ice_err(ICE_SUB_COMM,
+					"rank 0: rank %d closed its connection: its process ended",
+					peer[i]);
+			return -ENOTCONN;
+		}
+	}
+	return 0;
+}
+
 int tp_comm_progress(struct tp_comm *c, uint64_t max_wait_ns)
 {
 	struct tp_wc wc[64];
 	int n, ret;
 
-	ret = tp_engine_progress(c->e, max_wait_ns);
+	ret = oob_watch(c);
 	if (ret < 0)
 		return ret;
+	ret = tp_engine_progress(c->e, max_wait_ns);
+	if (ret < 0) {
+		c->failed = true;
+		return ret;
+	}
 	while ((n = tp_engine_poll_cq(c->e, wc, 64)) > 0) {
 		for (int i = 0; i < n; i++) {
 			struct tp_req *r = (struct tp_req *)(uintptr_t)wc[i].wr_id;
 
+			if (wc[i].status < 0)
+				c->failed = true; /* a request failed: the job cannot go on */
 			if (r == NULL)
 				continue;
 			if (wc[i].status < 0 && r->status == 0)

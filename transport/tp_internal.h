@@ -267,6 +267,10 @@ struct tp_comm {
 	uint8_t *scratch;   /* collectives' temporary space */
 	uint64_t comm_id;   /* for events: hash of the rendezvous address */
 	size_t scratch_len;
+	uint64_t watch_ns; /* when the oob connections were last looked at */
+	int in_oob;	   /* inside an oob exchange: its own I/O sees a close */
+	bool lost;	   /* a rank's oob connection closed */
+	bool failed;	   /* lost, or a QP failed: no barrier at the end */
 };
 
 /* Post len bytes as one message (tp_isend / tp_irecv without the checks). */

@@ -17,8 +17,10 @@
 #     steps, in both);
 #   - a rank that cannot reach the bootstrap: exits 1 within the
 #     --bootstrap-timeout, naming the address and the flag; rank 0 whose
-#     peers never come: the same; a rank whose rank 0 is killed mid-run
-#     exits non-zero instead of hanging (data parallel);
+#     peers never come: the same; when a rank is killed mid-run the others
+#     exit non-zero within seconds instead of hanging, naming the closed
+#     connection (data parallel, rank 0 killed; a pipeline of host stages,
+#     rank 0 killed, and of three, the last stage killed);
 #   - --replan with profiles 10x apart on one CPU: the split is re-planned
 #     from the measured speeds at a step boundary (also when the step's
 #     drift is within the threshold: the speeds say another split pays),
@@ -269,34 +271,54 @@ python3 -c 'import socket,sys; socket.socket().bind(("127.23.0.1", int(sys.argv[
 	fail "rank 0 left its rendezvous port $port bound"
 pgrep -f -- "--bootstrap 127.23.0.1:$port" && fail "a process of the lonely rank 0 is left"
 
-echo "## rank 0 killed during the run: rank 1 ends too"
-# data parallel (emulated). Not yet a pipeline: a stage whose only
-# outstanding work is a receive from the killed rank waits for it without
-# end (the transport's peer timeout needs unacknowledged sends; seen with
-# host stages, docs/benchmarks.md, the forty-fourth session)
-cp "$ROOT/tests/train/prof_hosts_shared.yaml" "$TMP/hosts.yaml"
-for kind in dp-emulated; do
-	K=("${COMMON[@]}" --scheme dp --steps 20 --warmup 1 --efficiency)
+echo "## a rank killed during the run: the others end too, at once"
+# A rank whose only outstanding work is a receive from the killed rank (a
+# pipeline stage) learns of it from the bootstrap connections: rank 0
+# watches every rank, the others rank 0 (tp_comm.c, oob_watch).
+# kill_case NAME VICTIM DEVICES ARGS...: one process per device, rank VICTIM
+# killed (-9) at 4 s
+kill_case() {
+	local kind=$1 victim=$2 devices=$3 port r rc t0 t1 n
+	local -a pids=()
+	shift 3
+	n=$(awk -F, '{print NF}' <<<"$devices")
 	port=$(free_port)
-	"$TRAIN" "${K[@]}" --rank 0 --bootstrap "127.23.0.1:$port" --addr 127.23.0.1 >/dev/null 2>&1 &
-	pid0=$!
-	PIDS+=("$pid0")
-	t0=$(date +%s)
-	timeout 120 "$TRAIN" "${K[@]}" --rank 1 --bootstrap "127.23.0.1:$port" --addr 127.23.0.2 \
-		>"$TMP/orphan" 2>&1 &
-	pid1=$!
-	PIDS+=("$pid1")
+	for ((r = 0; r < n; r++)); do
+		local -a run=("$TRAIN" "$@" --devices "$devices" --rank "$r"
+			--bootstrap "127.23.0.1:$port" --addr "127.23.0.$((r + 1))")
+		if [ "$r" -eq "$victim" ]; then
+			"${run[@]}" >/dev/null 2>&1 &
+		else
+			timeout 120 "${run[@]}" >"$TMP/killed$r" 2>&1 &
+		fi
+		pids+=($!)
+		PIDS+=($!)
+	done
 	sleep 4
-	kill -9 "$pid0"
-	wait "$pid1"
-	rc=$?
-	t1=$(date +%s)
-	cat "$TMP/orphan"
-	[ "$rc" -ne 0 ] || fail "$kind: rank 1 exited 0 after rank 0 was killed"
-	[ "$rc" -ne 124 ] || fail "$kind: rank 1 hung after rank 0 was killed (ended by timeout)"
-	echo "$kind: rank 1 exited $rc, $((t1 - t0)) s after the start (rank 0 killed at 4 s)"
+	kill -9 "${pids[victim]}" || fail "$kind: rank $victim had ended before it was killed"
+	t0=$(date +%s)
+	for ((r = 0; r < n; r++)); do
+		[ "$r" -ne "$victim" ] || continue
+		wait "${pids[r]}"
+		rc=$?
+		t1=$(date +%s)
+		cat "$TMP/killed$r"
+		[ "$rc" -ne 0 ] || fail "$kind: rank $r exited 0 after rank $victim was killed"
+		[ "$rc" -ne 124 ] || fail "$kind: rank $r hung after rank $victim was killed"
+		# the data connections, or between jobs the control connection
+		grep -Eq "closed its connection|control connection .* failed" "$TMP/killed$r" ||
+			fail "$kind: rank $r did not say that a rank's connection closed"
+		echo "$kind: rank $r exited $rc, $((t1 - t0)) s after rank $victim was killed"
+		[ $((t1 - t0)) -le 30 ] || fail "$kind: rank $r took $((t1 - t0)) s to end"
+	done
 	pgrep -f -- "--bootstrap 127.23.0.1:$port" && fail "$kind: a rank of the killed run is left"
-done
+}
+cp "$ROOT/tests/train/prof_hosts_shared.yaml" "$TMP/hosts.yaml"
+kill_case dp-emulated 0 emu-fast,emu-slow --model "$MODEL" --profiles "$PROF" --scheme dp \
+	--steps 20 --warmup 1 --efficiency
+HOSTPP=(--model "$MODEL" --profiles "$TMP/hosts.yaml" --scheme pp --steps 200 --warmup 1)
+kill_case pp-host 0 h-fast,h-slow "${HOSTPP[@]}"
+kill_case pp-host-last 2 h-fast,h-slow,h-slow "${HOSTPP[@]}"
 
 echo "## two ranks on one host share its memory (host profiles, --rank mode)"
 ranks mem-ranks --profiles "$TMP/hosts.yaml" --devices h-fast,h-slow --scheme pp --steps 1 \

@@ -5,7 +5,9 @@
  * (fork) on loopback addresses 127.41.T.R, bootstrapped over TCP like
  * ice-bench's; one case injects 2 % packet loss at every receiver. The uneven
  * ("v") reduce-scatter and all-gather run in every case too, over chunks
- * that are empty, tiny, larger than a slice or speed-weighted.
+ * that are empty, tiny, larger than a slice or speed-weighted. A last case
+ * ends one rank's process at once: the others, waiting only to receive,
+ * fail within seconds instead of waiting forever.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -484,7 +486,34 @@ struct run {
 	uint64_t slice;
 	const size_t *counts;
 	int ncounts;
+	bool last_dies; /* the last rank ends right after the rendezvous */
 };
+
+/*
+ * The last rank has ended without a word, as a killed process does. Rank 0
+ * waits to receive from rank 1, the others from the dead rank: no QP timer
+ * runs for a receive, so only the bootstrap connections tell (rank 0 sees
+ * the dead rank's close, fails and ends; the others see rank 0's close).
+ * Each must fail with -ENOTCONN within 3 s.
+ */
+static int orphan_main(struct tp_comm *c)
+{
+	int me = tp_comm_rank(c), peer = me == 0 ? 1 : tp_comm_nranks(c) - 1;
+	uint64_t t0 = ice_now_ns();
+	struct tp_req r = {0};
+	float buf[16];
+	int ret;
+
+	ret = tp_irecv(c, buf, 16, DEV_FLOAT32, peer, &r);
+	if (ret == 0)
+		ret = tp_comm_wait(c, &r);
+	if (ret != -ENOTCONN || ice_now_ns() - t0 > 3 * ICE_NSEC_PER_SEC) {
+		print_message("rank %d: the receive from rank %d ended %d (%s) after %.1f s\n", me,
+			      peer, ret, strerror(-ret), (double)(ice_now_ns() - t0) / 1e9);
+		return -1;
+	}
+	return 0;
+}
 
 static void run_ranks(const struct run *run)
 {
@@ -532,7 +561,11 @@ static void run_ranks(const struct run *run)
 			c = tp_comm_init(&cc);
 			if (c == NULL)
 				_exit(3);
-			err = rank_main(c, run->counts, run->ncounts, cc.slice_bytes);
+			if (run->last_dies && r == run->nranks - 1)
+				_exit(0);
+			err = run->last_dies
+				      ? orphan_main(c)
+				      : rank_main(c, run->counts, run->ncounts, cc.slice_bytes);
 			tp_comm_free(c);
 			_exit(err == 0 ? 0 : 1);
 		}
@@ -596,6 +629,14 @@ static void test_8_ranks(void **s)
 	run_ranks(&r);
 }
 
+static void test_3_ranks_one_dies(void **s)
+{
+	struct run r = {.nranks = 3, .qps = 1, .last_dies = true};
+
+	(void)s;
+	run_ranks(&r);
+}
+
 static void test_4_ranks_with_loss(void **s)
 {
 	static const size_t counts[] = {7, 3000, 70000};
@@ -618,6 +659,7 @@ int main(void)
 		cmocka_unit_test(test_4_ranks_round_robin),
 		cmocka_unit_test(test_8_ranks),
 		cmocka_unit_test(test_4_ranks_with_loss),
+		cmocka_unit_test(test_3_ranks_one_dies),
 	};
 
 	ice_log_set_level(ICE_LOG_ERR);

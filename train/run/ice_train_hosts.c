@@ -345,10 +345,11 @@ int itr_ctl_run(struct itr_ctl *x, const struct itr_job *jobs, int njobs, struct
 out:
 	if (ret < 0)
 		fprintf(stderr,
-			"ice-train: rank %d: the control connection to rank 0 (%s) failed "
+			"ice-train: rank %d: the control connection %s (%s) failed "
 			"during job '%s'%s: %s\n",
-			x->rank, x->tp->bootstrap, jobs[0].label,
-			njobs > 1 ? " and the jobs run with it" : "", strerror(-ret));
+			x->rank, x->rank == 0 ? "from a rank" : "to rank 0", x->tp->bootstrap,
+			jobs[0].label, njobs > 1 ? " and the jobs run with it" : "",
+			strerror(-ret));
 	else if (x->rank != 0)
 		*status = me->status;
 	free(all);
