@@ -138,7 +138,8 @@ struct tp_qp_conn {
 	struct in_addr raddr; /* peer engine's address */
 	uint16_t rport;	      /* peer engine's UDP port (4791) */
 	uint32_t rqpn;	      /* peer QP number */
-	uint16_t sport;	      /* our UDP source port; 0 = Linux's default from the QPNs */
+	uint16_t sport;	      /* our UDP source port; 0 = Linux's default from the QPNs
+			       * (with the last bit flipped when that is the engine's port) */
 	uint16_t pkey;	      /* partition key; 0 = default 0xffff */
 	uint32_t sq_psn;      /* first PSN we send */
 	uint32_t rq_psn;      /* first PSN we expect from the peer */

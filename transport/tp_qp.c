@@ -195,9 +195,14 @@ int tp_qp_connect(struct tp_qp *qp, const struct tp_qp_conn *c)
 		return -EINVAL;
 	if (c->rqpn > TP_QPN_MASK || c->rport == 0)
 		return -EINVAL;
-	if (sport == 0)
+	if (sport == 0) {
 		sport = ice_roce_flow_label_to_udp_sport(
 			ice_roce_calc_flow_label(qp->qpn, c->rqpn));
+		/* an engine on an ephemeral port (32768-60999) may own the
+		 * port the label gives, and its socket does not share it */
+		if (sport == qp->e->port)
+			sport ^= 1;
+	}
 	fd = tp_sock_tx_open(qp->e, sport);
 	if (fd < 0)
 		return fd;

@@ -784,6 +784,37 @@ static void test_engine_wake(void **state)
 	tp_engine_free(e);
 }
 
+/* A QP whose QPNs give the engine's own (ephemeral) port as its source
+ * port takes the next one: the engine's socket does not share its port, so
+ * the connect would fail (seen once in test_coll, rank 3's engine on 50689) */
+static void test_sport_not_own_port(void **state)
+{
+	struct tp_engine_cfg cfg;
+	struct tp_qp_conn c = {.rport = 4791};
+	struct tp_engine *e;
+	struct tp_qp *qp;
+	uint16_t own;
+
+	(void)state;
+	tp_engine_cfg_default(&cfg);
+	addr(&cfg.addr, 4);
+	cfg.port = ICE_ROCE_SPORT_MIN + 4242;
+	e = tp_engine_new(&cfg);
+	assert_non_null(e);
+	own = tp_engine_port(e);
+	qp = tp_qp_create(e);
+	assert_non_null(qp);
+	addr(&c.raddr, 5);
+	for (c.rqpn = 1; c.rqpn <= TP_QPN_MASK; c.rqpn++)
+		if (ice_roce_flow_label_to_udp_sport(
+			    ice_roce_calc_flow_label(tp_qp_num(qp), c.rqpn)) == own)
+			break;
+	assert_true(c.rqpn <= TP_QPN_MASK);
+	assert_int_equal(tp_qp_connect(qp, &c), 0);
+	assert_int_equal(tp_qp_sport(qp), own ^ 1);
+	tp_engine_free(e);
+}
+
 /* UDP GSO and GRO (cfg.gso): the same bytes and completions whether both
  * sides, one or neither use it, odd sizes (pad) and RDMA WRITEs (a first
  * packet longer by its RETH) included; runs of packets went as one message
@@ -877,6 +908,7 @@ int main(void)
 		cmocka_unit_test(test_ce_mark_cuts_rate),
 		cmocka_unit_test(test_pacing_holds_rate),
 		cmocka_unit_test(test_paced_no_spurious_timeout),
+		cmocka_unit_test(test_sport_not_own_port),
 	};
 
 	ice_log_set_level(ICE_LOG_ERR);
