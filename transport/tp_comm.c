@@ -468,7 +468,7 @@ void *tp_comm_scratch(struct tp_comm *c, size_t len)
  * its timer runs only for what it sent (as an RC QP's on a NIC). A rank
  * waiting for a dead rank's data would wait forever. But a process that ends
  * closes its TCP connections, and the kernel tells the other side at once
- * (FIN, or RST): look at them every TP_WATCH_NS, one poll with no wait.
+ * (FIN, or RST): look at them every TP_WATCH_NS, a poll with no wait each.
  * Rank 0 watches every rank and the others watch rank 0. A rank that fails
  * ends, and its connections close with it, so the loss of any rank reaches
  * everyone through rank 0. A rank whose process lives but hangs is not seen
@@ -479,42 +479,28 @@ void *tp_comm_scratch(struct tp_comm *c, size_t len)
 
 static int oob_watch(struct tp_comm *c)
 {
-	struct pollfd pfd[64];
 	uint64_t now = ice_now_ns();
-	int from = 0;
 
 	if (c->lost)
 		return -ENOTCONN;
-	if (c->in_oob || c->nranks == 1 || now - c->watch_ns < TP_WATCH_NS)
+	if (c->in_oob || now - c->watch_ns < TP_WATCH_NS)
 		return 0;
 	c->watch_ns = now;
-	while (from < c->nranks) {
-		int n = 0, peer[64];
+	for (int r = 0; r < c->nranks; r++) {
+		struct pollfd pfd = {.fd = c->oob[r], .events = POLLRDHUP};
 
-		for (; from < c->nranks && n < 64; from++) {
-			if (c->oob[from] < 0)
-				continue;
-			pfd[n] = (struct pollfd){.fd = c->oob[from], .events = POLLRDHUP};
-			peer[n++] = from;
-		}
-		if (n == 0 || poll(pfd, (nfds_t)n, 0) <= 0)
+		if (c->oob[r] < 0 || poll(&pfd, 1, 0) <= 0)
 			continue;
-		for (int i = 0; i < n; i++) {
-			if (pfd[i].revents == 0)
-				continue;
-			c->lost = c->failed = true;
-			if (peer[i] == 0)
-				ice_err(ICE_SUB_COMM,
-					"rank %d: rank 0 closed its connection to this rank: it "
-					"ended, "
-					"or it gave up on another rank",
-					c->rank);
-			else
-				ice_err(ICE_SUB_COMM,
-					"rank 0: rank %d closed its connection: its process ended",
-					peer[i]);
-			return -ENOTCONN;
-		}
+		c->lost = c->failed = true;
+		if (r == 0)
+			ice_err(ICE_SUB_COMM,
+				"rank %d: rank 0 closed its connection to this rank: it ended, or "
+				"it gave up on another rank",
+				c->rank);
+		else
+			ice_err(ICE_SUB_COMM,
+				"rank 0: rank %d closed its connection: its process ended", r);
+		return -ENOTCONN;
 	}
 	return 0;
 }
