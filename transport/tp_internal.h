@@ -270,7 +270,7 @@ struct tp_comm {
 	uint64_t watch_ns; /* when the oob connections were last looked at */
 	int in_oob;	   /* inside an oob exchange: its own I/O sees a close */
 	bool lost;	   /* a rank's oob connection closed */
-	bool failed;	   /* lost, or a QP failed: no barrier at the end */
+	bool failed;	   /* lost, or a request failed: no barrier at the end */
 };
 
 /* Post len bytes as one message (tp_isend / tp_irecv without the checks). */
