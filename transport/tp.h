@@ -289,9 +289,9 @@ int tp_irecv(struct tp_comm *c, void *buf, size_t count, enum dev_dtype t, int p
 /* Drive the engine once (waiting at most max_wait_ns for a packet, a timer
  * or tp_engine_wake) and complete requests; returns what
  * tp_engine_progress did (< 0: the engine failed), or -ENOTCONN once a
- * rank's process has ended (rank 0 sees any rank's bootstrap connection
- * close, the others rank 0's; a rank waiting only to receive learns no
- * other way). */
+ * rank's process has ended or its host stopped answering (rank 0 sees any
+ * rank's bootstrap connection close or time out, the others rank 0's; a
+ * rank waiting only to receive learns no other way). */
 int tp_comm_progress(struct tp_comm *c, uint64_t max_wait_ns);
 /* Progress until r is complete; returns its status. */
 int tp_comm_wait(struct tp_comm *c, struct tp_req *r);

@@ -148,17 +148,43 @@ static int io_all(struct tp_comm *c, int fd, void *buf, size_t len, bool wr, uin
 	return 0;
 }
 
-static int connect_retry(const struct sockaddr_in *sa, uint64_t deadline)
-{
-	int one = 1;
+/*
+ * A host that loses power or its link sends no FIN: its connections would
+ * look open forever, and a rank waiting only to receive from it would wait
+ * forever (oob_watch). The kernel probes an idle connection (keepalive) and
+ * gives up on one whose probes or data go unanswered for TP_OOB_DEAD_NS or
+ * twice the QPs' peer timeout, whichever is longer; oob_watch then sees the
+ * error. A process that is merely busy still answers: its kernel does.
+ */
+#define TP_OOB_DEAD_NS (10 * ICE_NSEC_PER_SEC)
 
+static void oob_sock_opts(const struct tp_comm *c, int fd)
+{
+	uint64_t dead = 2 * c->cfg.eng.peer_timeout_ns;
+	int one = 1, idle = 1, n;
+	unsigned int ms;
+
+	if (dead < TP_OOB_DEAD_NS)
+		dead = TP_OOB_DEAD_NS;
+	ms = (unsigned int)(dead / ICE_NSEC_PER_MSEC);
+	n = (int)(dead / ICE_NSEC_PER_SEC);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &n, sizeof(n));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+}
+
+static int connect_retry(const struct tp_comm *c, const struct sockaddr_in *sa, uint64_t deadline)
+{
 	while (ice_now_ns() < deadline) {
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 		if (fd < 0)
 			return -errno;
 		if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0) {
-			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+			oob_sock_opts(c, fd);
 			return fd;
 		}
 		close(fd);
@@ -191,7 +217,7 @@ static uint8_t *bootstrap(struct tp_comm *c, const uint8_t *mine, size_t rec_len
 	size_t total = rec_len * (size_t)c->nranks;
 	struct sockaddr_in sa;
 	uint8_t *table;
-	int err = 0, lfd = -1, one = 1;
+	int err = 0, lfd = -1;
 
 	table = calloc(1, total);
 	if (table == NULL)
@@ -204,7 +230,7 @@ static uint8_t *bootstrap(struct tp_comm *c, const uint8_t *mine, size_t rec_len
 	}
 	memcpy(table + rec_len * (size_t)c->rank, mine, rec_len);
 	if (c->rank != 0) {
-		int fd = connect_retry(&sa, deadline);
+		int fd = connect_retry(c, &sa, deadline);
 
 		if (fd < 0) {
 			err = fd;
@@ -249,7 +275,7 @@ static uint8_t *bootstrap(struct tp_comm *c, const uint8_t *mine, size_t rec_len
 			got--;
 			continue;
 		}
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		oob_sock_opts(c, fd);
 		err = io_all(NULL, fd, &h, sizeof(h), false, deadline);
 		if (err == 0 &&
 		    (h.magic != BOOT_MAGIC || h.nranks != (uint32_t)c->nranks || h.k != c->k ||
@@ -471,9 +497,11 @@ void *tp_comm_scratch(struct tp_comm *c, size_t len)
  * (FIN, or RST): look at them every TP_WATCH_NS, a poll with no wait each.
  * Rank 0 watches every rank and the others watch rank 0. A rank that fails
  * ends, and its connections close with it, so the loss of any rank reaches
- * everyone through rank 0. A rank whose process lives but hangs is not seen
- * here. Inside an oob exchange the exchange itself reads the close (and a
- * peer that finished its final barrier may close before this rank returns).
+ * everyone through rank 0. A host that vanishes sends no close: the
+ * kernel's keepalive ends its connection (oob_sock_opts), and the error is
+ * seen here. A rank whose process lives but hangs is not seen here. Inside an oob exchange the
+ * exchange itself reads the close (and a peer that finished its final barrier may close before this
+ * rank returns).
  */
 #define TP_WATCH_NS (100 * ICE_NSEC_PER_MSEC)
 
@@ -489,10 +517,19 @@ static int oob_watch(struct tp_comm *c)
 	for (int r = 0; r < c->nranks; r++) {
 		struct pollfd pfd = {.fd = c->oob[r], .events = POLLRDHUP};
 
+		int err = 0;
+		socklen_t len = sizeof(err);
+
 		if (c->oob[r] < 0 || poll(&pfd, 1, 0) <= 0)
 			continue;
 		c->lost = c->failed = true;
-		if (r == 0)
+		getsockopt(c->oob[r], SOL_SOCKET, SO_ERROR, &err, &len);
+		if (err != 0)
+			ice_err(ICE_SUB_COMM,
+				"rank %d: rank %d stopped answering on its connection (%s): its "
+				"host is down or cut off from this one",
+				c->rank, r, strerror(err));
+		else if (r == 0)
 			ice_err(ICE_SUB_COMM,
 				"rank %d: rank 0 closed its connection to this rank: it ended, or "
 				"it gave up on another rank",
