@@ -204,10 +204,12 @@ struct tp_comm_cfg {
 	uint64_t slice_bytes;  /* pipelining unit of the ring algorithms */
 	uint64_t oneshot_max;  /* all-reduce up to this many bytes: one-shot */
 	uint64_t bootstrap_timeout_ns;
-	uint64_t oob_timeout_ns;  /* one out-of-band call (0: 4 x bootstrap_timeout_ns) */
-	bool oob_only;		  /* no engine, no QPs: only the rendezvous and the
-				   * out-of-band helpers (a job's control group) */
-	struct tp_engine_cfg eng; /* for this rank's engine */
+	uint64_t oob_timeout_ns;   /* one out-of-band call (0: 4 x bootstrap_timeout_ns) */
+	uint64_t stall_timeout_ns; /* fail when requests wait and none completes for
+				    * this long: a rank that hangs (0: never) */
+	bool oob_only;		   /* no engine, no QPs: only the rendezvous and the
+				    * out-of-band helpers (a job's control group) */
+	struct tp_engine_cfg eng;  /* for this rank's engine */
 };
 
 void tp_comm_cfg_default(struct tp_comm_cfg *c);
@@ -223,6 +225,8 @@ struct tp_engine *tp_comm_engine(struct tp_comm *c);
 /* QP q of the connection to peer (for steering, stats); NULL when none. */
 struct tp_qp *tp_comm_qp(struct tp_comm *c, int peer, uint32_t q);
 uint32_t tp_comm_qps_per_conn(const struct tp_comm *c);
+/* Change cfg.stall_timeout_ns once the job knows how long a step takes. */
+void tp_comm_set_stall_timeout(struct tp_comm *c, uint64_t ns);
 
 /* Out-of-band helpers over the bootstrap connections (not the data path). */
 int tp_comm_barrier(struct tp_comm *c);
@@ -291,7 +295,9 @@ int tp_irecv(struct tp_comm *c, void *buf, size_t count, enum dev_dtype t, int p
  * tp_engine_progress did (< 0: the engine failed), or -ENOTCONN once a
  * rank's process has ended or its host stopped answering (rank 0 sees any
  * rank's bootstrap connection close or time out, the others rank 0's; a
- * rank waiting only to receive learns no other way). */
+ * rank waiting only to receive learns no other way), or -ETIMEDOUT once
+ * requests have waited cfg.stall_timeout_ns with none completing (a peer
+ * that lives but hangs). */
 int tp_comm_progress(struct tp_comm *c, uint64_t max_wait_ns);
 /* Progress until r is complete; returns its status. */
 int tp_comm_wait(struct tp_comm *c, struct tp_req *r);

@@ -74,6 +74,11 @@ uint32_t tp_comm_qps_per_conn(const struct tp_comm *c)
 	return c->k;
 }
 
+void tp_comm_set_stall_timeout(struct tp_comm *c, uint64_t ns)
+{
+	c->cfg.stall_timeout_ns = ns;
+}
+
 struct tp_qp *tp_comm_qp(struct tp_comm *c, int peer, uint32_t q)
 {
 	if (peer < 0 || peer >= c->nranks || peer == c->rank || q >= c->k)
@@ -542,12 +547,56 @@ static int oob_watch(struct tp_comm *c)
 	return 0;
 }
 
+/*
+ * A peer whose process lives but hangs (a device that never returns, a
+ * deadlock) still answers on its connections and acknowledges what it
+ * received: nothing above sees it. But nothing completes either. Like the
+ * collective libraries' watchdogs, fail once requests have waited
+ * cfg.stall_timeout_ns with none completing, naming the peers whose
+ * requests wait: a step takes far less, so the job knows the bound.
+ */
+static int stall_watch(struct tp_comm *c)
+{
+	char who[128] = "";
+	size_t at = 0;
+
+	if (c->stalled)
+		return -ETIMEDOUT;
+	if (c->cfg.stall_timeout_ns == 0 || c->posted == 0 ||
+	    ice_now_ns() - c->done_ns < c->cfg.stall_timeout_ns)
+		return 0;
+	c->stalled = c->failed = true;
+	for (int p = 0; p < c->nranks && at + 16 < sizeof(who); p++) {
+		bool rx = false, tx = false;
+
+		for (uint32_t q = 0; p != c->rank && q < c->k; q++) {
+			const struct tp_qp *qp = c->qps[(size_t)p * c->k + q];
+
+			rx |= qp->rq_head != qp->rq_tail;
+			tx |= qp->sq_head != qp->sq_tail;
+		}
+		if (rx || tx)
+			at += (size_t)snprintf(who + at, sizeof(who) - at, " %d (%s)", p,
+					       rx && tx ? "to and from"
+					       : rx	? "from"
+							: "to");
+	}
+	ice_err(ICE_SUB_COMM,
+		"rank %d: %llu requests waited %.1f s and none completed (--stall-timeout): a "
+		"rank hangs, or a step takes that long; waiting on rank(s)%s",
+		c->rank, (unsigned long long)c->posted,
+		(double)(ice_now_ns() - c->done_ns) / ICE_NSEC_PER_SEC, at ? who : " (none)");
+	return -ETIMEDOUT;
+}
+
 int tp_comm_progress(struct tp_comm *c, uint64_t max_wait_ns)
 {
 	struct tp_wc wc[64];
 	int n, ret;
 
 	ret = oob_watch(c);
+	if (ret == 0)
+		ret = stall_watch(c);
 	if (ret < 0)
 		return ret;
 	ret = tp_engine_progress(c->e, max_wait_ns);
@@ -556,6 +605,7 @@ int tp_comm_progress(struct tp_comm *c, uint64_t max_wait_ns)
 		return ret;
 	}
 	while ((n = tp_engine_poll_cq(c->e, wc, 64)) > 0) {
+		c->done_ns = ice_now_ns();
 		for (int i = 0; i < n; i++) {
 			struct tp_req *r = (struct tp_req *)(uintptr_t)wc[i].wr_id;
 
@@ -566,6 +616,7 @@ int tp_comm_progress(struct tp_comm *c, uint64_t max_wait_ns)
 			if (wc[i].status < 0 && r->status == 0)
 				r->status = wc[i].status;
 			r->pending--;
+			c->posted--;
 		}
 	}
 	return ret;
@@ -619,6 +670,8 @@ static int post_retry(struct tp_comm *c, post_fn fn, struct tp_qp *qp, void *buf
 		int ret = fn(qp, buf, len, (uint64_t)(uintptr_t)r);
 
 		if (ret == 0) {
+			if (c->posted++ == 0)
+				c->done_ns = ice_now_ns();
 			r->pending++;
 			return 0;
 		}

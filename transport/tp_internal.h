@@ -269,6 +269,9 @@ struct tp_comm {
 	size_t scratch_len;
 	uint64_t watch_ns; /* when the oob connections were last looked at */
 	int in_oob;	   /* inside an oob exchange: its own I/O sees a close */
+	uint64_t posted;   /* work requests posted and not yet completed */
+	uint64_t done_ns;  /* the last completion, or the post that found none posted */
+	bool stalled;	   /* posted > 0 and nothing completed for cfg.stall_timeout_ns */
 	bool lost;	   /* a rank's oob connection closed */
 	bool failed;	   /* lost, or a request failed: no barrier at the end */
 };

@@ -193,6 +193,11 @@ static const struct ice_cfg_field tp_fields[] = {
 		  "(default 67ms, a NIC's timeout 14)"),
 	F("peer_timeout", ICE_CFG_DURATION, cc.eng.peer_timeout_ns, .min = 1, .max = 86400 * S,
 	  .unit = S, .help = "a QP fails after this long without progress (5s)"),
+	F("stall_timeout", ICE_CFG_DURATION, cc.stall_timeout_ns, .min = 0, .max = 86400 * S,
+	  .unit = S,
+	  .help = "fail when requests wait this long and none completes:\na rank that "
+		  "hangs (default: ice-train 20 predicted\nsteps, at least 60s; the other "
+		  "tools never)"),
 };
 
 struct ice_cfg_table tp_opts_table(struct tp_opts *t)

@@ -20,7 +20,10 @@
 #     peers never come: the same; when a rank is killed mid-run the others
 #     exit non-zero within seconds instead of hanging, naming the closed
 #     connection (data parallel, rank 0 killed; a pipeline of host stages,
-#     rank 0 killed, and of three, the last stage killed);
+#     rank 0 killed, and of three, the last stage killed); a rank that
+#     lives but completes nothing for --stall-timeout (an emulated device
+#     that takes 5 s a micro-batch): its peer ends, naming it, and it ends
+#     after;
 #   - --replan with profiles 10x apart on one CPU: the split is re-planned
 #     from the measured speeds at a step boundary (also when the step's
 #     drift is within the threshold: the speeds say another split pays),
@@ -319,6 +322,46 @@ kill_case dp-emulated 0 emu-fast,emu-slow --model "$MODEL" --profiles "$PROF" --
 HOSTPP=(--model "$MODEL" --profiles "$TMP/hosts.yaml" --scheme pp --steps 200 --warmup 1)
 kill_case pp-host 0 h-fast,h-slow "${HOSTPP[@]}"
 kill_case pp-host-last 2 h-fast,h-slow,h-slow "${HOSTPP[@]}"
+
+echo "## a rank that lives but stops completing: --stall-timeout"
+# rank 1 computes a micro-batch for about 5 s (an emulated device at 0.01
+# GFLOP/s) while acknowledging what it receives, as a rank whose device
+# hangs would; rank 0 waits for its gradients past --stall-timeout 2s
+cat >"$TMP/crawl.yaml" <<'EOF'
+devices:
+  - name: emu-fast
+    kind: host
+    emulated: true
+    gflops: 4.0
+    mem_gbps: 8
+  - name: emu-crawl
+    kind: host
+    emulated: true
+    gflops: 0.01
+    mem_gbps: 0.1
+EOF
+port=$(free_port)
+t0=$(date +%s)
+STALL=(--model "$MODEL" --profiles "$TMP/crawl.yaml" --devices "emu-fast,emu-crawl" --scheme pp
+	--split even --steps 3 --warmup 0 --stall-timeout 2 --bootstrap "127.23.0.1:$port")
+for r in 1 0; do
+	timeout 60 "$TRAIN" "${STALL[@]}" --rank "$r" --addr "127.23.0.$((r + 1))" \
+		>"$TMP/stall$r" 2>&1 &
+	PIDS+=($!)
+	spid[r]=$!
+done
+for r in 0 1; do
+	wait "${spid[r]}"
+	rc=$?
+	cat "$TMP/stall$r"
+	[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "stall: rank $r exited $rc"
+done
+t1=$(date +%s)
+grep -q "rank 0: 1 requests waited 2.0 s and none completed (--stall-timeout).*rank(s) 1 (from)" \
+	"$TMP/stall0" || fail "stall: rank 0 did not name the stall and the rank it waited on"
+grep -q "closed its connection" "$TMP/stall1" || fail "stall: rank 1 did not see rank 0 end"
+echo "stall: both ranks ended $((t1 - t0)) s after the start"
+[ $((t1 - t0)) -le 30 ] || fail "stall: the ranks took $((t1 - t0)) s"
 
 echo "## two ranks on one host share its memory (host profiles, --rank mode)"
 ranks mem-ranks --profiles "$TMP/hosts.yaml" --devices h-fast,h-slow --scheme pp --steps 1 \

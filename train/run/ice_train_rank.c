@@ -927,6 +927,13 @@ static int run_rank(struct itr_rank *k, struct tp_comm_cfg *cc)
 	ret = plan_job(k, &net);
 	if (ret < 0)
 		goto out;
+	if (cc->stall_timeout_ns == 0) {
+		/* a peer that hangs ends the job: after 20 predicted steps
+		 * (the warm-up's first touches every page), at least 60 s */
+		double s = 20 * (j->scheme == ITR_DP ? k->dp.step_s : k->pp.step_s);
+
+		tp_comm_set_stall_timeout(k->c, (uint64_t)((s > 60 ? s : 60) * ICE_NSEC_PER_SEC));
+	}
 	m = k->m; /* --pp-micro-batch auto: at the chosen micro-batch */
 	k->net = net;
 	k->last_replan = -2;
