@@ -1,13 +1,18 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# A host that vanishes without a word: a pipeline of two host stages, one
-# ice-train --rank process per network namespace (lib_netns.sh's star). At
-# 4 s the link of rank VICTIM's host is cut (its bridge port down): no FIN,
-# no RST, both processes live on. Each must end within 30 s, non-zero and
-# not by timeout, saying why: its QP's peer timeout if it had data in
-# flight, else its bootstrap connection's keepalive ("stopped answering").
-# Without the keepalive a stage waiting only to receive waits forever.
+# ice-train --rank across hosts: one process per network namespace
+# (lib_netns.sh's star: veths on a bridge, MTU 1500, so the job's RoCE MTU
+# is 1024, not loopback's 4096).
+#   - a DP job with --efficiency (each group alone, then mixed, through
+#     rank 0) ends 0 on both ranks, and rank 0 reports the efficiency;
+#   - a host that vanishes without a word: a pipeline of two host stages;
+#     at 4 s the link of rank VICTIM's host is cut (its bridge port down):
+#     no FIN, no RST, both processes live on. Each must end within 30 s,
+#     non-zero and not by timeout, saying why: its QP's peer timeout if it
+#     had data in flight, else its bootstrap connection's keepalive
+#     ("stopped answering"). Without the keepalive a rank waiting only to
+#     receive waits forever.
 #
 # Needs root, ice-train ($ICE_TRAIN) and the examples ($ICE_TRAIN_EXAMPLES);
 # exits 77 saying what is missing.
@@ -26,6 +31,24 @@ ice_star 2 1500 || fail "cannot build the namespaces"
 DEVICES=h-fast,h-slow
 RUN=(--model "$EX/models/mlp.yaml" --profiles "$ROOT/tests/train/prof_hosts_shared.yaml"
 	--devices "$DEVICES" --scheme pp --steps 500 --warmup 1 --bootstrap 10.78.0.1:17811)
+
+echo "## dp --efficiency, one rank per namespace"
+for r in 1 0; do
+	ip netns exec "${ICE_NS[r]}" timeout 60 "$TRAIN" --model "$EX/models/mlp.yaml" \
+		--profiles "$EX/profiles/emu-2kind.yaml" --devices "emu-fast,emu-slow" --scheme dp \
+		--steps 2 --warmup 1 --efficiency --bootstrap 10.78.0.1:17812 --rank "$r" \
+		--addr "10.78.0.$((r + 1))" >"$ICE_TMP/eff$r" 2>&1 &
+	ICE_PIDS+=($!)
+	epid[r]=$!
+done
+for r in 0 1; do
+	wait "${epid[r]}" || { cat "$ICE_TMP/eff$r"; fail "dp --efficiency: rank $r failed"; }
+done
+cat "$ICE_TMP/eff0"
+grep -Eq 'efficiency = mixed samples/s .*: plan [0-9.]+%, even [0-9.]+%' "$ICE_TMP/eff0" ||
+	fail "dp --efficiency: rank 0 printed no efficiency"
+grep -q 'weights identical on all 2 ranks: yes' "$ICE_TMP/eff0" ||
+	fail "dp --efficiency: the ranks' weights differ"
 
 # cut VICTIM: both ranks run, rank VICTIM's bridge port goes down at 4 s
 cut() {
@@ -60,4 +83,4 @@ cut() {
 }
 cut 1
 cut 0
-echo "test_ice_train_host_gone: ok"
+echo "test_ice_train_netns: ok"
