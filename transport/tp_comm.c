@@ -28,6 +28,8 @@
 #include "ice_time.h"
 
 #define BOOT_MAGIC 0x1ce0b007u
+/* how often the bootstrap connections are looked at (oob_watch, io_all) */
+#define TP_WATCH_NS (100 * ICE_NSEC_PER_MSEC)
 
 struct boot_hdr {
 	uint32_t magic;
@@ -109,13 +111,36 @@ static int parse_hostport(const char *s, struct sockaddr_in *sa)
 }
 
 /*
- * Full-buffer I/O on a TCP socket, bounded by deadline. Without c it waits
- * for the socket in poll; with c (out of band, once the engine runs) it only
- * polls the socket and keeps c's engine going while it is not ready.
+ * A connection's peer is gone if what this side sent is being resent and
+ * nothing has been acknowledged for dead_ns (keepalive covers the idle
+ * connections, not these). A peer that merely does not read, its receive
+ * buffer full, acknowledges the zero-window probes and nothing is resent.
+ * Not TCP_USER_TIMEOUT: it ends that connection too, and a rank that
+ * computes reads nothing while a peer that finished its job (--together)
+ * sends it its results.
  */
-static int io_all(struct tp_comm *c, int fd, void *buf, size_t len, bool wr, uint64_t deadline)
+static bool peer_silent(int fd, uint64_t dead_ns)
 {
-	int flags = c != NULL ? MSG_DONTWAIT : 0;
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	if (dead_ns == 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return false;
+	return ti.tcpi_unacked > 0 && ti.tcpi_retransmits > 0 &&
+	       (uint64_t)ti.tcpi_last_ack_recv * ICE_NSEC_PER_MSEC >= dead_ns;
+}
+
+/*
+ * Full-buffer I/O on a TCP socket, bounded by deadline, and by dead_ns of
+ * silence with data in flight (peer_silent; 0: not). Without c it waits
+ * for the socket in poll (a TP_WATCH_NS at a time); with c (out of band,
+ * once the engine runs) it only polls the socket and keeps c's engine
+ * going while it is not ready.
+ */
+static int io_all(struct tp_comm *c, int fd, void *buf, size_t len, bool wr, uint64_t deadline,
+		  uint64_t dead_ns)
+{
+	uint64_t looked = ice_now_ns();
 	uint8_t *p = buf;
 
 	while (len > 0) {
@@ -125,8 +150,15 @@ static int io_all(struct tp_comm *c, int fd, void *buf, size_t len, bool wr, uin
 
 		if (now >= deadline)
 			return -ETIMEDOUT;
+		if (now - looked >= TP_WATCH_NS) {
+			looked = now;
+			if (peer_silent(fd, dead_ns))
+				return -ETIMEDOUT;
+		}
 		if (c == NULL) {
-			if (poll(&pfd, 1, (int)((deadline - now) / ICE_NSEC_PER_MSEC) + 1) <= 0)
+			uint64_t wait = deadline - now < TP_WATCH_NS ? deadline - now : TP_WATCH_NS;
+
+			if (poll(&pfd, 1, (int)(wait / ICE_NSEC_PER_MSEC) + 1) <= 0)
 				continue;
 		} else if (poll(&pfd, 1, 0) <= 0) {
 			int ret;
@@ -139,7 +171,9 @@ static int io_all(struct tp_comm *c, int fd, void *buf, size_t len, bool wr, uin
 				return ret;
 			continue;
 		}
-		n = wr ? send(fd, p, len, MSG_NOSIGNAL | flags) : recv(fd, p, len, flags);
+		/* never blocks: a blocking send waits for room for all of len */
+		n = wr ? send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT)
+		       : recv(fd, p, len, MSG_DONTWAIT);
 		if (n == 0)
 			return -ECONNRESET;
 		if (n < 0) {
@@ -156,29 +190,30 @@ static int io_all(struct tp_comm *c, int fd, void *buf, size_t len, bool wr, uin
 /*
  * A host that loses power or its link sends no FIN: its connections would
  * look open forever, and a rank waiting only to receive from it would wait
- * forever (oob_watch). The kernel probes an idle connection (keepalive) and
- * gives up on one whose probes or data go unanswered for TP_OOB_DEAD_NS or
- * twice the QPs' peer timeout, whichever is longer; oob_watch then sees the
- * error. A process that is merely busy still answers: its kernel does.
+ * forever (oob_watch). The kernel probes an idle connection (keepalive),
+ * once a second, and gives up after TP_OOB_DEAD_NS or twice the QPs' peer
+ * timeout of silence, whichever is longer; oob_watch then sees the error.
+ * A connection with data in flight is not probed: peer_silent judges it.
+ * A process that is merely busy still answers: its kernel does.
  */
 #define TP_OOB_DEAD_NS (10 * ICE_NSEC_PER_SEC)
 
-static void oob_sock_opts(const struct tp_comm *c, int fd)
+static uint64_t oob_dead_ns(const struct tp_comm *c)
 {
 	uint64_t dead = 2 * c->cfg.eng.peer_timeout_ns;
-	int one = 1, idle = 1, n;
-	unsigned int ms;
 
-	if (dead < TP_OOB_DEAD_NS)
-		dead = TP_OOB_DEAD_NS;
-	ms = (unsigned int)(dead / ICE_NSEC_PER_MSEC);
-	n = (int)(dead / ICE_NSEC_PER_SEC);
+	return dead > TP_OOB_DEAD_NS ? dead : TP_OOB_DEAD_NS;
+}
+
+static void oob_sock_opts(const struct tp_comm *c, int fd)
+{
+	int one = 1, idle = 1, n = (int)(oob_dead_ns(c) / ICE_NSEC_PER_SEC);
+
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof(idle));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &n, sizeof(n));
-	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
 }
 
 static int connect_retry(const struct tp_comm *c, const struct sockaddr_in *sa, uint64_t deadline)
@@ -244,9 +279,9 @@ static uint8_t *bootstrap(struct tp_comm *c, const uint8_t *mine, size_t rec_len
 			goto err;
 		}
 		c->oob[0] = fd;
-		err = io_all(NULL, fd, (void *)mine, rec_len, true, deadline);
+		err = io_all(NULL, fd, (void *)mine, rec_len, true, deadline, 0);
 		if (err == 0)
-			err = io_all(NULL, fd, table, total, false, deadline);
+			err = io_all(NULL, fd, table, total, false, deadline, 0);
 		if (err < 0) {
 			ice_err(ICE_SUB_COMM, "rank %d: bootstrap exchange failed: %s", c->rank,
 				strerror(-err));
@@ -281,7 +316,7 @@ static uint8_t *bootstrap(struct tp_comm *c, const uint8_t *mine, size_t rec_len
 			continue;
 		}
 		oob_sock_opts(c, fd);
-		err = io_all(NULL, fd, &h, sizeof(h), false, deadline);
+		err = io_all(NULL, fd, &h, sizeof(h), false, deadline, 0);
 		if (err == 0 &&
 		    (h.magic != BOOT_MAGIC || h.nranks != (uint32_t)c->nranks || h.k != c->k ||
 		     h.rank == 0 || h.rank >= (uint32_t)c->nranks || c->oob[h.rank] >= 0))
@@ -289,7 +324,7 @@ static uint8_t *bootstrap(struct tp_comm *c, const uint8_t *mine, size_t rec_len
 		if (err == 0) {
 			memcpy(table + rec_len * h.rank, &h, sizeof(h));
 			err = io_all(NULL, fd, table + rec_len * h.rank + sizeof(h),
-				     rec_len - sizeof(h), false, deadline);
+				     rec_len - sizeof(h), false, deadline, 0);
 		}
 		if (err < 0) {
 			ice_err(ICE_SUB_COMM,
@@ -302,7 +337,7 @@ static uint8_t *bootstrap(struct tp_comm *c, const uint8_t *mine, size_t rec_len
 		c->oob[h.rank] = fd;
 	}
 	for (int r = 1; r < c->nranks; r++) {
-		err = io_all(NULL, c->oob[r], table, total, true, deadline);
+		err = io_all(NULL, c->oob[r], table, total, true, deadline, 0);
 		if (err < 0)
 			goto err;
 	}
@@ -503,12 +538,11 @@ void *tp_comm_scratch(struct tp_comm *c, size_t len)
  * Rank 0 watches every rank and the others watch rank 0. A rank that fails
  * ends, and its connections close with it, so the loss of any rank reaches
  * everyone through rank 0. A host that vanishes sends no close: the
- * kernel's keepalive ends its connection (oob_sock_opts), and the error is
- * seen here. A rank whose process lives but hangs is not seen here. Inside an oob exchange the
- * exchange itself reads the close (and a peer that finished its final barrier may close before this
- * rank returns).
+ * kernel's keepalive ends an idle connection (oob_sock_opts), and one with
+ * data in flight is judged by peer_silent. A rank whose process lives but hangs is not seen here
+ * (see stall_watch). Inside an oob exchange the exchange itself reads the close (and a peer that
+ * finished its final barrier may close before this rank returns).
  */
-#define TP_WATCH_NS (100 * ICE_NSEC_PER_MSEC)
 
 static int oob_watch(struct tp_comm *c)
 {
@@ -521,14 +555,18 @@ static int oob_watch(struct tp_comm *c)
 	c->watch_ns = now;
 	for (int r = 0; r < c->nranks; r++) {
 		struct pollfd pfd = {.fd = c->oob[r], .events = POLLRDHUP};
-
+		socklen_t len = sizeof(int);
 		int err = 0;
-		socklen_t len = sizeof(err);
 
-		if (c->oob[r] < 0 || poll(&pfd, 1, 0) <= 0)
+		if (c->oob[r] < 0)
+			continue;
+		if (poll(&pfd, 1, 0) > 0)
+			getsockopt(c->oob[r], SOL_SOCKET, SO_ERROR, &err, &len);
+		else if (peer_silent(c->oob[r], oob_dead_ns(c)))
+			err = ETIMEDOUT;
+		else
 			continue;
 		c->lost = c->failed = true;
-		getsockopt(c->oob[r], SOL_SOCKET, SO_ERROR, &err, &len);
 		if (err != 0)
 			ice_err(ICE_SUB_COMM,
 				"rank %d: rank %d stopped answering on its connection (%s): its "
@@ -567,25 +605,22 @@ static int stall_watch(struct tp_comm *c)
 		return 0;
 	c->stalled = c->failed = true;
 	for (int p = 0; p < c->nranks && at + 16 < sizeof(who); p++) {
-		bool rx = false, tx = false;
+		static const char *const dir[] = {"", "to", "from", "to and from"};
+		int d = 0;
 
 		for (uint32_t q = 0; p != c->rank && q < c->k; q++) {
 			const struct tp_qp *qp = c->qps[(size_t)p * c->k + q];
 
-			rx |= qp->rq_head != qp->rq_tail;
-			tx |= qp->sq_head != qp->sq_tail;
+			d |= (qp->sq_head != qp->sq_tail) | (qp->rq_head != qp->rq_tail) << 1;
 		}
-		if (rx || tx)
-			at += (size_t)snprintf(who + at, sizeof(who) - at, " %d (%s)", p,
-					       rx && tx ? "to and from"
-					       : rx	? "from"
-							: "to");
+		if (d != 0)
+			at += (size_t)snprintf(who + at, sizeof(who) - at, " %d (%s)", p, dir[d]);
 	}
 	ice_err(ICE_SUB_COMM,
-		"rank %d: %llu requests waited %.1f s and none completed (--stall-timeout): a "
-		"rank hangs, or a step takes that long; waiting on rank(s)%s",
-		c->rank, (unsigned long long)c->posted,
-		(double)(ice_now_ns() - c->done_ns) / ICE_NSEC_PER_SEC, at ? who : " (none)");
+		"rank %d: nothing completed for %.1f s while %llu request(s) waited "
+		"(--stall-timeout): a rank hangs, or a step takes that long; waiting on rank(s)%s",
+		c->rank, (double)(ice_now_ns() - c->done_ns) / ICE_NSEC_PER_SEC,
+		(unsigned long long)c->posted, at ? who : " (none)");
 	return -ETIMEDOUT;
 }
 
@@ -729,7 +764,7 @@ static int oob_io(struct tp_comm *c, int fd, void *buf, size_t len, bool wr)
 	uint64_t t =
 		c->cfg.oob_timeout_ns ? c->cfg.oob_timeout_ns : c->cfg.bootstrap_timeout_ns * 4;
 
-	return io_all(c->e != NULL ? c : NULL, fd, buf, len, wr, ice_now_ns() + t);
+	return io_all(c->e != NULL ? c : NULL, fd, buf, len, wr, ice_now_ns() + t, oob_dead_ns(c));
 }
 
 /* Every rank contributes v; rank 0 combines (op 0: max, 1: sum) and returns

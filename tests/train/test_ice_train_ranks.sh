@@ -357,7 +357,7 @@ for r in 0 1; do
 	[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "stall: rank $r exited $rc"
 done
 t1=$(date +%s)
-grep -q "rank 0: 1 requests waited 2.0 s and none completed (--stall-timeout).*rank(s) 1 (from)" \
+grep -q "rank 0: nothing completed for 2.0 s while 1 request(s) waited (--stall-timeout).*rank(s) 1 (from)" \
 	"$TMP/stall0" || fail "stall: rank 0 did not name the stall and the rank it waited on"
 grep -q "closed its connection" "$TMP/stall1" || fail "stall: rank 1 did not see rank 0 end"
 echo "stall: both ranks ended $((t1 - t0)) s after the start"

@@ -487,6 +487,7 @@ struct run {
 	const size_t *counts;
 	int ncounts;
 	bool last_dies; /* the last rank ends right after the rendezvous */
+	bool deaf;	/* rank 0 reads nothing for 11 s (deaf_main) */
 };
 
 /*
@@ -513,6 +514,37 @@ static int orphan_main(struct tp_comm *c)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * A rank that reads nothing for a while is alive: rank 0 sleeps 11 s (its
+ * own job computing, in ice-train --together) while rank 1 sends it 4 MiB
+ * out of band, more than the sockets hold, so rank 0's kernel advertises a
+ * zero window for most of it. The connection must survive (it would not
+ * with TCP_USER_TIMEOUT, which ends it after its time of zero window), and
+ * the bytes arrive whole once rank 0 reads.
+ */
+static int deaf_main(struct tp_comm *c)
+{
+	size_t len = 4u << 20;
+	int me = tp_comm_rank(c), bad = 0;
+	uint8_t *mine = malloc(len), *all = malloc(2 * len);
+	int ret = mine != NULL && all != NULL ? 0 : -ENOMEM;
+
+	for (size_t i = 0; ret == 0 && i < len; i++)
+		mine[i] = (uint8_t)(i * 7 + (size_t)me);
+	if (me == 0)
+		ice_sleep_ns(11 * ICE_NSEC_PER_SEC);
+	if (ret == 0)
+		ret = tp_comm_oob_gather(c, mine, len, all);
+	for (size_t i = 0; ret == 0 && me == 0 && i < len; i++)
+		bad += all[len + i] != (uint8_t)(i * 7 + 1);
+	if (ret != 0 || bad != 0)
+		print_message("rank %d: the gather ended %d (%s), %d bytes wrong\n", me, ret,
+			      strerror(-ret), bad);
+	free(mine);
+	free(all);
+	return ret != 0 || bad != 0 ? -1 : 0;
 }
 
 static void run_ranks(const struct run *run)
@@ -563,9 +595,9 @@ static void run_ranks(const struct run *run)
 				_exit(3);
 			if (run->last_dies && r == run->nranks - 1)
 				_exit(0);
-			err = run->last_dies
-				      ? orphan_main(c)
-				      : rank_main(c, run->counts, run->ncounts, cc.slice_bytes);
+			err = run->last_dies ? orphan_main(c)
+			      : run->deaf    ? deaf_main(c)
+					  : rank_main(c, run->counts, run->ncounts, cc.slice_bytes);
 			tp_comm_free(c);
 			_exit(err == 0 ? 0 : 1);
 		}
@@ -637,6 +669,14 @@ static void test_3_ranks_one_dies(void **s)
 	run_ranks(&r);
 }
 
+static void test_2_ranks_one_deaf(void **s)
+{
+	struct run r = {.nranks = 2, .qps = 1, .deaf = true};
+
+	(void)s;
+	run_ranks(&r);
+}
+
 static void test_4_ranks_with_loss(void **s)
 {
 	static const size_t counts[] = {7, 3000, 70000};
@@ -658,6 +698,7 @@ int main(void)
 		cmocka_unit_test(test_3_ranks_multi_qp_split),
 		cmocka_unit_test(test_4_ranks_round_robin),
 		cmocka_unit_test(test_8_ranks),
+		cmocka_unit_test(test_2_ranks_one_deaf),
 		cmocka_unit_test(test_4_ranks_with_loss),
 		cmocka_unit_test(test_3_ranks_one_dies),
 	};
