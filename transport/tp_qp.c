@@ -707,18 +707,21 @@ static uint64_t rto_backoff(const struct tp_qp *qp)
 static void qp_give_up(struct tp_qp *qp, uint64_t now)
 {
 	char why[200];
+	uint64_t heard = qp->heard_ns > qp->alive_ns ? qp->heard_ns : qp->alive_ns;
 	double idle = (double)(now - qp->alive_ns) / 1e9;
 
-	if (qp->heard_ns > qp->alive_ns)
+	/* alive: heard in the later half of the wait (a packet just after the
+	 * last acknowledgement says nothing of now: a link cut then) */
+	if (now - heard < (now - qp->alive_ns) / 2)
 		snprintf(why, sizeof(why),
 			 "no acknowledgement for %.1f s although the peer is alive (its last valid "
 			 "packet came %.1f s ago): the path drops what this QP sends",
-			 idle, (double)(now - qp->heard_ns) / 1e9);
+			 idle, (double)(now - heard) / 1e9);
 	else
 		snprintf(why, sizeof(why),
 			 "the peer has been silent for %.1f s (no valid packet for this QP); is it "
 			 "gone or unreachable?",
-			 idle);
+			 (double)(now - heard) / 1e9);
 	tp_qp_fail(qp, -ETIMEDOUT, why);
 }
 

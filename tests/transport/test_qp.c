@@ -36,10 +36,11 @@ static void addr(struct in_addr *in, int host)
 	inet_pton(AF_INET, s, in);
 }
 
-static void pair_open(struct pair *p, const struct tp_engine_cfg *base, uint32_t psn_a,
-		      uint32_t psn_b)
+/* b's engine from b_base (NULL: base's) */
+static void pair_open2(struct pair *p, const struct tp_engine_cfg *base,
+		       const struct tp_engine_cfg *b_base, uint32_t psn_a, uint32_t psn_b)
 {
-	struct tp_engine_cfg ca = *base, cb = *base;
+	struct tp_engine_cfg ca = *base, cb = b_base != NULL ? *b_base : *base;
 	struct tp_qp_conn c = {0};
 
 	addr(&ca.addr, 1);
@@ -65,6 +66,12 @@ static void pair_open(struct pair *p, const struct tp_engine_cfg *base, uint32_t
 	c.sq_psn = psn_b;
 	c.rq_psn = psn_a;
 	assert_int_equal(tp_qp_connect(p->qb, &c), 0);
+}
+
+static void pair_open(struct pair *p, const struct tp_engine_cfg *base, uint32_t psn_a,
+		      uint32_t psn_b)
+{
+	pair_open2(p, base, NULL, psn_a, psn_b);
 }
 
 static void pair_close(struct pair *p)
@@ -451,6 +458,80 @@ static void test_peer_gone(void **state)
 	assert_true(tp_qp_stats(p.qa)->timeouts > 3);
 	assert_int_equal(tp_qp_post_send(p.qa, buf, 1, 78), -EIO);
 	tp_engine_free(p.a);
+}
+
+static char fail_line[512];
+
+static void fail_sink(int level, uint32_t sub, const char *line, void *arg)
+{
+	(void)level;
+	(void)sub;
+	(void)arg;
+	if (strstr(line, "failed") != NULL)
+		snprintf(fail_line, sizeof(fail_line), "%s", line);
+}
+
+/*
+ * Why a QP gave up. A peer whose packets keep coming while ours go
+ * unacknowledged is alive and the path drops what we send (mode 0: b
+ * drops everything it receives, and keeps resending its own message to
+ * a); a peer gone silent is named so, with the time since its last
+ * packet: one never heard (1), and one heard just after a's send began
+ * and then cut off (2: b's message arrives whole, then b is gone).
+ */
+static void test_give_up_reason(void **state)
+{
+	struct tp_engine_cfg c, deaf;
+	struct pair p;
+	uint8_t buf[4096] = {0}, rbuf[4096];
+	struct tp_wc wc[1];
+	uint64_t t0;
+
+	(void)state;
+	cfg_base(&c);
+	c.retx_timeout_ns = ICE_NSEC_PER_MSEC;
+	c.rto_max_ns = 20 * ICE_NSEC_PER_MSEC;
+	c.peer_timeout_ns = 300 * ICE_NSEC_PER_MSEC;
+	deaf = c;
+	deaf.rx_drop_ppm = 1000000;
+	ice_log_set_sink(fail_sink, NULL);
+	for (int mode = 0; mode < 3; mode++) {
+		static const char *const name[] = {"deaf", "gone", "cut"};
+
+		fail_line[0] = '\0';
+		pair_open2(&p, &c, mode == 1 ? NULL : &deaf, 1, 1);
+		if (mode == 1) {
+			tp_engine_free(p.b);
+			p.b = NULL;
+		}
+		assert_int_equal(tp_qp_post_send(p.qa, buf, sizeof(buf), 7), 0);
+		if (mode != 1) {
+			assert_int_equal(tp_qp_post_recv(p.qa, rbuf, sizeof(rbuf), 5), 0);
+			assert_int_equal(tp_qp_post_send(p.qb, buf, sizeof(buf), 6), 0);
+		}
+		if (mode == 2) {
+			assert_int_equal(run_until(&p, p.a, wc, 1, ICE_NSEC_PER_SEC), 1);
+			assert_int_equal(wc[0].wr_id, 5);
+			tp_engine_free(p.b);
+			p.b = NULL;
+		}
+		t0 = ice_now_ns();
+		while (!tp_qp_failed(p.qa) && ice_now_ns() - t0 < 5 * ICE_NSEC_PER_SEC) {
+			tp_engine_progress(p.a, 100 * ICE_NSEC_PER_USEC);
+			if (p.b != NULL)
+				tp_engine_progress(p.b, 0);
+			while (tp_engine_poll_cq(p.a, wc, 1) > 0)
+				;
+		}
+		print_message("%s: %s\n", name[mode], fail_line);
+		assert_true(tp_qp_failed(p.qa));
+		assert_non_null(strstr(fail_line, mode == 0 ? "although the peer is alive"
+							    : "the peer has been silent"));
+		tp_engine_free(p.a);
+		if (p.b != NULL)
+			tp_engine_free(p.b);
+	}
+	ice_log_set_sink(NULL, NULL);
 }
 
 /* A QP idle for longer than the give-up budget is not given up on when it
@@ -902,6 +983,7 @@ int main(void)
 		cmocka_unit_test(test_rdma_write),
 		cmocka_unit_test(test_gso),
 		cmocka_unit_test(test_peer_gone),
+		cmocka_unit_test(test_give_up_reason),
 		cmocka_unit_test(test_idle_then_send),
 		cmocka_unit_test(test_bad_packets_counted),
 		cmocka_unit_test(test_forged_packets_refused),
