@@ -115,9 +115,9 @@ static int parse_hostport(const char *s, struct sockaddr_in *sa)
  * nothing has been acknowledged for dead_ns (keepalive covers the idle
  * connections, not these). A peer that merely does not read, its receive
  * buffer full, acknowledges the zero-window probes and nothing is resent.
- * Not TCP_USER_TIMEOUT: it ends that connection too, and a rank that
- * computes reads nothing while a peer that finished its job (--together)
- * sends it its results.
+ * Not TCP_USER_TIMEOUT: it ends that connection too, and ice-train's
+ * rank 0 reads nothing while it computes a job that another rank is not
+ * in, and that rank sends it its report.
  */
 static bool peer_silent(int fd, uint64_t dead_ns)
 {
