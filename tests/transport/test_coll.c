@@ -518,9 +518,9 @@ static int orphan_main(struct tp_comm *c)
 
 /*
  * A rank that reads nothing for a while is alive: rank 0 sleeps 11 s (as
- * ice-train's rank 0 computes a job that rank 1 is not in) while rank 1 sends it 4 MiB
- * out of band, more than the sockets hold, so rank 0's kernel advertises a
- * zero window for most of it. The connection must survive (it would not
+ * ice-train's rank 0 computes a job that rank 1 is not in) while rank 1
+ * sends it 4 MiB out of band, more than the sockets hold, so rank 0's
+ * kernel advertises a zero window for most of it. The connection must survive (it would not
  * with TCP_USER_TIMEOUT, which ends it after its time of zero window), and
  * the bytes arrive whole once rank 0 reads.
  */
