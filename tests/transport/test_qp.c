@@ -427,6 +427,15 @@ static void test_rdma_write(void **state)
 	pair_close(&p);
 }
 
+/* a QP that gives up fast: a 1 ms timer backed off to 20 ms at most */
+static void cfg_give_up(struct tp_engine_cfg *c, uint64_t peer_timeout_ms)
+{
+	cfg_base(c);
+	c->retx_timeout_ns = ICE_NSEC_PER_MSEC;
+	c->rto_max_ns = 20 * ICE_NSEC_PER_MSEC;
+	c->peer_timeout_ns = peer_timeout_ms * ICE_NSEC_PER_MSEC;
+}
+
 static void test_peer_gone(void **state)
 {
 	struct tp_engine_cfg c;
@@ -436,10 +445,7 @@ static void test_peer_gone(void **state)
 	uint64_t t0;
 
 	(void)state;
-	cfg_base(&c);
-	c.retx_timeout_ns = ICE_NSEC_PER_MSEC;
-	c.rto_max_ns = 20 * ICE_NSEC_PER_MSEC;
-	c.peer_timeout_ns = 200 * ICE_NSEC_PER_MSEC;
+	cfg_give_up(&c, 200);
 	pair_open(&p, &c, 1, 1);
 	tp_engine_free(p.b);
 	p.b = NULL;
@@ -488,10 +494,7 @@ static void test_give_up_reason(void **state)
 	uint64_t t0;
 
 	(void)state;
-	cfg_base(&c);
-	c.retx_timeout_ns = ICE_NSEC_PER_MSEC;
-	c.rto_max_ns = 20 * ICE_NSEC_PER_MSEC;
-	c.peer_timeout_ns = 300 * ICE_NSEC_PER_MSEC;
+	cfg_give_up(&c, 300);
 	deaf = c;
 	deaf.rx_drop_ppm = 1000000;
 	ice_log_set_sink(fail_sink, NULL);
