@@ -539,9 +539,10 @@ void *tp_comm_scratch(struct tp_comm *c, size_t len)
  * ends, and its connections close with it, so the loss of any rank reaches
  * everyone through rank 0. A host that vanishes sends no close: the
  * kernel's keepalive ends an idle connection (oob_sock_opts), and one with
- * data in flight is judged by peer_silent. A rank whose process lives but hangs is not seen here
- * (see stall_watch). Inside an oob exchange the exchange itself reads the close (and a peer that
- * finished its final barrier may close before this rank returns).
+ * data in flight is judged by peer_silent. A rank whose process lives but
+ * hangs is not seen here (see stall_watch). Inside an oob exchange the
+ * exchange itself reads the close (and a peer that finished its final
+ * barrier may close before this rank returns).
  */
 
 static int oob_watch(struct tp_comm *c)
