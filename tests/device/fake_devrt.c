@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dev_rt.h"
 #include "dev.h"
@@ -351,12 +352,21 @@ static int f_stream_destroy(void *s)
 	return 0;
 }
 
+/* a kernel that never finishes: the synchronisation never returns (the
+ * lock held, as a runtime stuck in its driver would hold its own) */
+static void maybe_hang(void)
+{
+	while (ctl.hang_sgemms > 0 && ctl.sgemms >= ctl.hang_sgemms)
+		pause();
+}
+
 static int f_stream_sync(void *s)
 {
 	ENTER;
 	struct fstream *st = s;
 
 	ctl.stream_syncs++;
+	maybe_hang();
 	drain(st, st->nq);
 	return 0;
 }
@@ -397,6 +407,7 @@ static int f_event_sync(void *e)
 	struct fevent *ev = e;
 
 	ctl.event_syncs++;
+	maybe_hang();
 	if (ev->s != NULL)
 		drain(ev->s, ev->seq);
 	return 0;
@@ -597,9 +608,11 @@ int ice_stub_rt_version(void); /* from the runtime that is not there */
 const struct dev_rt *dev_rt_get(unsigned abi)
 {
 	const char *nd = getenv("FAKE_DEVRT_NDEV"), *mib = getenv("FAKE_DEVRT_MEM_MIB");
+	const char *hang = getenv("FAKE_DEVRT_HANG_SGEMMS");
 
 	ctl.ndev = nd != NULL ? atoi(nd) : 1;
 	ctl.mem_total = (mib != NULL ? strtoull(mib, NULL, 10) : 16384) << 20;
+	ctl.hang_sgemms = hang != NULL ? atol(hang) : 0;
 #ifdef FAKE_NEEDS_RT
 	if (ice_stub_rt_version() != 1)
 		return NULL;

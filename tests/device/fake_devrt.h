@@ -43,6 +43,10 @@ struct fake_devrt_ctl {
 	int fail_launch;       /* the next N kernel launches fail */
 	int launch_err;	       /* ... with this code (0: FAKE_ELAUNCH) */
 	int fail_event_record; /* the next N event_record calls fail */
+	long hang_sgemms;      /* once this many sgemms are queued, every
+				* stream or event synchronisation hangs, as
+				* on a device whose kernel never finishes
+				* ($FAKE_DEVRT_HANG_SGEMMS; 0: never) */
 	long mallocs, frees, host_mallocs, host_frees;
 	long copies, reduces, scale_divs, sgemms, converts, sgds;
 	long queued, executed; /* operations put on streams / run */

@@ -281,6 +281,24 @@ assert new[2][0] < old[0][0] + old[0][1], (old, new)
 assert ra[-1]["loss"] == rb[-1]["loss"], (ra[-1]["loss"], rb[-1]["loss"])
 EOF
 			fail "pp fgpu,cpu,cpu --replan: the weights did not move with their layers"
+		# a device whose kernel never finishes (the double's
+		# synchronisations hang once the first product is queued): the
+		# device watchdog ends its rank after --stall-timeout, naming the
+		# call, and the job ends instead of waiting for ever
+		for s in dp pp; do
+			t0=$(date +%s)
+			FAKE_DEVRT_HANG_SGEMMS=1 ICE_CUDA_LIB=$ICE_FAKE_CUDA_LIB timeout 60 "$TRAIN" \
+				--model "$MODEL" --profiles "$TMP/fake.yaml" --devices fgpu,cpu --scheme $s \
+				--split even --steps 3 --warmup 1 --stall-timeout 2 >"$TMP/hang-$s" 2>&1
+			rc=$?
+			t1=$(date +%s)
+			cat "$TMP/hang-$s"
+			[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "$s fgpu hung: ice-train exited $rc"
+			grep -q "rank 0: its device (fgpu, cuda) has not returned from [a-z_]* for [2-4]\.[0-9] s" \
+				"$TMP/hang-$s" || fail "$s fgpu hung: no rank named the device call that hangs"
+			echo "$s fgpu hung: the job ended $((t1 - t0)) s after its start"
+			[ $((t1 - t0)) -le 20 ] || fail "$s fgpu hung: the job took $((t1 - t0)) s"
+		done
 	fi
 fi
 

@@ -363,6 +363,47 @@ grep -q "closed its connection" "$TMP/stall1" || fail "stall: rank 1 did not see
 echo "stall: both ranks ended $((t1 - t0)) s after the start"
 [ $((t1 - t0)) -le 30 ] || fail "stall: the ranks took $((t1 - t0)) s"
 
+echo "## a rank whose device hangs ends itself: the device watchdog"
+# rank 1's device takes about 200 s for one product (an emulated device at
+# 1e-5 GFLOP/s), as a kernel that never finishes would; its watchdog must
+# end it after its --stall-timeout (2 s), rank 0 (--stall-timeout 30 s)
+# must see it end, and neither may be left to `timeout`
+cat >"$TMP/hang.yaml" <<'EOF'
+devices:
+  - name: emu-fast
+    kind: host
+    emulated: true
+    gflops: 4.0
+    mem_gbps: 8
+  - name: emu-hang
+    kind: host
+    emulated: true
+    gflops: 0.00001
+    mem_gbps: 0.1
+EOF
+port=$(free_port)
+t0=$(date +%s)
+HANG=(--model "$MODEL" --profiles "$TMP/hang.yaml" --devices "emu-fast,emu-hang" --scheme pp
+	--split even --steps 3 --warmup 0 --bootstrap "127.23.0.1:$port")
+for r in 1 0; do
+	timeout 60 "$TRAIN" "${HANG[@]}" --rank "$r" --addr "127.23.0.$((r + 1))" \
+		--stall-timeout $((r ? 2 : 30)) >"$TMP/hang$r" 2>&1 &
+	PIDS+=($!)
+	spid[r]=$!
+done
+for r in 0 1; do
+	wait "${spid[r]}"
+	rc=$?
+	cat "$TMP/hang$r"
+	[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "hang: rank $r exited $rc"
+done
+t1=$(date +%s)
+grep -q "rank 1: its device (emu-hang, host) has not returned from sgemm for [2-4]\.[0-9] s, on the compute thread" \
+	"$TMP/hang1" || fail "hang: rank 1 did not name its hung device call"
+grep -q "closed its connection" "$TMP/hang0" || fail "hang: rank 0 did not see rank 1 end"
+echo "hang: both ranks ended $((t1 - t0)) s after the start"
+[ $((t1 - t0)) -le 20 ] || fail "hang: the ranks took $((t1 - t0)) s"
+
 echo "## two ranks on one host share its memory (host profiles, --rank mode)"
 ranks mem-ranks --profiles "$TMP/hosts.yaml" --devices h-fast,h-slow --scheme pp --steps 1 \
 	--warmup 0 --json

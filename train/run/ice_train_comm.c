@@ -312,6 +312,7 @@ static void *cthread_main(void *arg)
 	struct itr_cthread *t = arg;
 	int ret;
 
+	itr_watch_thread(ITR_WATCH_COMM);
 	pthread_mutex_lock(&t->mu);
 	for (;;) {
 		struct itr_cop *op = t->head;

@@ -77,6 +77,8 @@ int itr_matmul(struct itr_rank *k, bool ta, bool tb, int m, int n, int kk, const
 	double t0 = ice_now_s(), comm0;
 	int ret;
 
+	/* an emulated device's time is the device's too (the watchdog) */
+	itr_watch_enter("sgemm");
 	if (k->prof->emulated)
 		trn_emu_begin(&k->emu);
 	if (k->host) {
@@ -87,6 +89,7 @@ int itr_matmul(struct itr_rank *k, bool ta, bool tb, int m, int n, int kk, const
 	}
 	if (k->prof->emulated)
 		trn_emu_end(&k->emu, 2.0 * m * n * kk);
+	itr_watch_leave();
 	/* inline communication: the peers' packets. Its CPU is the
 	 * communication's; the rest of its time, when the thread was off the
 	 * core (a CPU quota's throttling takes effect at a system call, so
@@ -245,11 +248,13 @@ int itr_sgd_range(struct itr_rank *k, size_t off, size_t cnt, float *dm)
 	if (itr_dev_update(k)) {
 		ret = k->ops->sgd(dm != NULL ? dm : k->wblk + off, k->grad + off, scale, cnt);
 	} else {
+		itr_watch_enter("sgd");
 		if (k->prof->emulated)
 			trn_emu_begin(&k->emu);
 		dev_sgd(k->wmblk + off, k->gh + off, scale, cnt);
 		if (k->prof->emulated)
 			trn_emu_end_bytes(&k->emu, TRN_SGD_TRAFFIC * 4.0 * (double)cnt);
+		itr_watch_leave();
 	}
 	k->t_update += ice_now_s() - t0;
 	return ret;

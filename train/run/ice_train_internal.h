@@ -303,4 +303,26 @@ void itr_free_acts(struct itr_rank *k);
 void itr_free_params(struct itr_rank *k);
 void itr_free_rank(struct itr_rank *k); /* everything above, and the trace */
 
+/* ---- ice_train_watch.c: the device watchdog -------------------------------- */
+
+enum itr_watch_slot {
+	ITR_WATCH_COMPUTE, /* the rank's own thread (the default) */
+	ITR_WATCH_COMM,	   /* the communication thread */
+	ITR_WATCH_SLOTS,
+};
+
+/* ops with every call that runs on the device or waits for it noted
+ * (itr_watch_enter / leave); one table per process. */
+const struct dev_mem_ops *itr_watch_ops(const struct dev_mem_ops *ops);
+/* The calling thread's slot (a thread's calls are noted in its own). */
+void itr_watch_thread(enum itr_watch_slot s);
+/* A device call (or the emulated device's time) begins / ends on this
+ * thread; nested calls count as the outermost. */
+void itr_watch_enter(const char *call);
+void itr_watch_leave(void);
+/* From here one device call that runs longer than timeout_ns ends the
+ * process with a message naming the call (0: no watchdog); 0 or -errno. */
+int itr_watch_start(int rank, const char *dev, const char *kind, uint64_t timeout_ns);
+void itr_watch_stop(void);
+
 #endif /* ICE_TRAIN_INTERNAL_H */

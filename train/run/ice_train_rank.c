@@ -868,6 +868,7 @@ static int run_rank(struct itr_rank *k, struct tp_comm_cfg *cc)
 	size_t maxb, bucket_count;
 	struct trn_net net;
 	char why[256] = "";
+	uint64_t stall;
 	int kind, ret, r2;
 
 	kind = j->dev[k->r].emulated ? DEV_MEM_HOST : dev_mem_kind_parse(j->dev[k->r].kind);
@@ -877,6 +878,7 @@ static int run_rank(struct itr_rank *k, struct tp_comm_cfg *cc)
 			k->r, k->prof->name, k->prof->kind);
 		return 2;
 	}
+	k->ops = itr_watch_ops(k->ops); /* every device call watched (ice_train_watch.c) */
 	ret = k->ops->probe(why, sizeof(why));
 	if (ret < 0) {
 		fprintf(stderr, "ice-train: rank %d: device '%s' (%s) is not usable: %s\n", k->r,
@@ -927,12 +929,14 @@ static int run_rank(struct itr_rank *k, struct tp_comm_cfg *cc)
 	ret = plan_job(k, &net);
 	if (ret < 0)
 		goto out;
-	if (cc->stall_timeout_ns == 0) {
+	stall = cc->stall_timeout_ns;
+	if (stall == 0) {
 		/* a peer that hangs ends the job: after 20 predicted steps
 		 * (the warm-up's first touches every page), at least 60 s */
 		double s = 20 * (j->scheme == ITR_DP ? k->dp.step_s : k->pp.step_s);
 
-		tp_comm_set_stall_timeout(k->c, (uint64_t)((s > 60 ? s : 60) * ICE_NSEC_PER_SEC));
+		stall = (uint64_t)((s > 60 ? s : 60) * ICE_NSEC_PER_SEC);
+		tp_comm_set_stall_timeout(k->c, stall);
 	}
 	m = k->m; /* --pp-micro-batch auto: at the chosen micro-batch */
 	k->net = net;
@@ -971,6 +975,13 @@ static int run_rank(struct itr_rank *k, struct tp_comm_cfg *cc)
 	ret = tp_comm_barrier(k->c);
 	if (ret < 0)
 		goto out;
+	/* and a device that hangs ends this rank after as long */
+	ret = itr_watch_start(k->r, k->prof->name, k->prof->kind, stall);
+	if (ret < 0) {
+		fprintf(stderr, "ice-train: rank %d: cannot start the device watchdog: %s\n", k->r,
+			strerror(-ret));
+		goto out;
+	}
 	/* the communicator belongs to the communication thread from here... */
 	ret = itr_cthread_start(&k->ct, k->d, itr_comm_inline(k));
 	if (ret < 0)
@@ -988,6 +999,7 @@ static int run_rank(struct itr_rank *k, struct tp_comm_cfg *cc)
 	if (ret == 0)
 		k->me->done = true;
 out:
+	itr_watch_stop();
 	itr_free_rank(k);
 	tp_dev_comm_free(k->d);
 	tp_comm_free(k->c);
