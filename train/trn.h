@@ -374,6 +374,14 @@ int trn_profiles_refine(const struct trn_profile *dev, int ndev, const double *m
 bool trn_replan_pays(double running_s, double new_s, double replan);
 /* The share that rule asks for: X / 2, 0.25 at most. */
 double trn_replan_gain(double replan);
+/* X at one check of ice-train --replan X. The first check weighs the
+ * profiles' split, measured minutes before with each device alone,
+ * against the speeds the ranks measured in the job's own warm-up: it asks
+ * for TRN_REPLAN_FIRST at most (a gain of half a percent), as one switch
+ * cannot take turns with another. Later checks weigh splits that both
+ * came from the job's speeds: X itself. */
+#define TRN_REPLAN_FIRST 0.01
+double trn_replan_x(double replan, bool first);
 
 /* A re-plan's memory of the splits a job ran: each one's measured step
  * (the median of its last steps, noted at each check while it ran). A

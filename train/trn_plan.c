@@ -139,6 +139,11 @@ double trn_replan_gain(double replan)
 	return fmin(replan / 2, 0.25);
 }
 
+double trn_replan_x(double replan, bool first)
+{
+	return first ? fmin(replan, TRN_REPLAN_FIRST) : replan;
+}
+
 bool trn_replan_pays(double running_s, double new_s, double replan)
 {
 	return !(running_s > 0) || new_s < running_s * (1 - trn_replan_gain(replan));

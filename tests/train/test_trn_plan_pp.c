@@ -629,6 +629,39 @@ static void test_replan_pays(void **state)
 	assert_true(trn_replan_pays(priced.step_s, fresh.step_s, 0.1));
 }
 
+/* --replan's first check (trn_replan_x): the bench's pipeline (28 layers
+ * of 512, micro-batch 8 of 1120), planned from profiles that put the
+ * cores 2.8x apart (30 and 10.7 GFLOP/s: 21 / 7), measured in the job's
+ * warm-up at 28.3 and 11.45 (the forty-sixth session's mixed job: 2.47x,
+ * where 20 / 8 is 1-3 % shorter). The first check switches; a later one,
+ * at --replan 0.1's 5 %, would not. On this VM, in eight paired rounds
+ * of 21 / 7 and 20 / 8 (forty-seventh session), the speeds measured in
+ * the 21 / 7 job named the faster split in all eight. Fails when the
+ * first check asks for X / 2 as later ones do, or later ones for less. */
+static void test_replan_first(void **state)
+{
+	struct trn_profile d[2], now[2];
+	struct trn_net net = {.busbw_gbps = 10, .p2p_gbps = 10, .lat_s = 50e-6, .overlap = 0};
+	struct trn_pp_plan run, fresh, priced;
+
+	(void)state;
+	assert_true(trn_replan_x(0.1, true) == TRN_REPLAN_FIRST);
+	assert_true(trn_replan_x(0.1, false) == 0.1);
+	assert_true(trn_replan_x(0.004, true) == 0.004); /* never more than X */
+	model_square(28, 512, 1120, 8);
+	devs(d, (double[]){30, 10.7}, 2);
+	assert_int_equal(trn_plan_pp(&m, d, 2, &net, TRN_PP_ZB, &run), 0);
+	assert_int_equal(run.nlayers[0], 21);
+	devs(now, (double[]){28.3, 11.45}, 2);
+	assert_int_equal(trn_plan_pp(&m, now, 2, &net, TRN_PP_ZB, &fresh), 0);
+	assert_int_equal(fresh.nlayers[0], 20);
+	priced = run;
+	assert_int_equal(trn_predict_pp(&m, now, 2, &net, &priced), 0);
+	assert_true(fresh.step_s < priced.step_s * (1 - 0.01));
+	assert_true(trn_replan_pays(priced.step_s, fresh.step_s, trn_replan_x(0.1, true)));
+	assert_false(trn_replan_pays(priced.step_s, fresh.step_s, trn_replan_x(0.1, false)));
+}
+
 /* --replan's memory of the splits that ran (trn_seen_*), on a pipeline
  * re-planned on this VM: 21/7 ran 1.136 s a step; priced at the speeds it
  * measured, 22/6 looked shorter and ran 1.270 s; priced at 22/6's speeds,
@@ -687,6 +720,7 @@ int main(void)
 		cmocka_unit_test(test_predict_pp_msg_cpu),
 		cmocka_unit_test(test_plan_pp_mb),
 		cmocka_unit_test(test_replan_pays),
+		cmocka_unit_test(test_replan_first),
 		cmocka_unit_test(test_replan_seen),
 	};
 

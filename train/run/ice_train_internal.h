@@ -205,6 +205,8 @@ struct itr_rank {
 	int last_replan;	    /* --replan: the step of the last re-plan (or of the start) */
 	int split_from;		    /* --replan: the first step to judge the running split by
 				     * (its own first carries the switch) */
+	bool checked;		    /* --replan: the first check (the profiles' split
+				     * against the job's own speeds) is done */
 	struct itr_cop op_oob;	    /* --replan: the step's exchange of speeds and times */
 	bool pp_pending;	    /* PP --replan: a new split waits for the next boundary */
 	struct trn_pp_plan pp_next; /* PP --replan: that split */

@@ -482,7 +482,8 @@ static double recent_step(const struct itr_rank *k, int step)
  * all decide alike. Every second step the split is planned again from the
  * measured speeds (a host rank's contention not priced again), and the
  * new split replaces the running one when that pays (trn_replan_pays: the
- * running one priced at the same speeds), whether or not the step drifted:
+ * running one priced at the same speeds; at the first check, the
+ * profiles' split, half a percent: trn_replan_x), whether or not the step drifted:
  * a device that speeds up, or a profile taken in a slow spell of the
  * device that is not the bottleneck, leaves the step as predicted and the
  * split wrong. A split that ran before (trn_seen, ITR_SEEN_STEPS) must
@@ -502,7 +503,7 @@ static int adapt(struct itr_rank *k, int step, double g)
 {
 	const struct itr_job *j = k->job;
 	struct trn_profile dev[TRN_MAX_DEVICES];
-	double v[TRN_MAX_DEVICES + 1], drift, pred, cur, fresh, seen = 0;
+	double v[TRN_MAX_DEVICES + 1], drift, pred, cur, fresh, seen = 0, x;
 	struct trn_net net = k->net;
 	struct trn_dp_plan p;
 	struct trn_pp_plan q;
@@ -539,6 +540,8 @@ static int adapt(struct itr_rank *k, int step, double g)
 		return 0;
 	drift = v[n] / pred - 1;
 	drifted = fabs(drift) > j->replan;
+	x = trn_replan_x(j->replan, !k->checked);
+	k->checked = true;
 	for (int r = 0; r < n; r++) {
 		dev[r] = k->dev[r];
 		if (v[r] > 0)
@@ -582,8 +585,7 @@ static int adapt(struct itr_rank *k, int step, double g)
 		if (!same)
 			seen = trn_seen_step(&k->seen, key, step, ITR_SEEN_STEPS);
 	}
-	kept = !same &&
-	       (!trn_replan_pays(cur, fresh, j->replan) || !trn_replan_pays(v[n], seen, j->replan));
+	kept = !same && (!trn_replan_pays(cur, fresh, x) || !trn_replan_pays(v[n], seen, x));
 	/* within --replan and no split that pays: nothing to say or renew */
 	if (!drifted && (same || kept))
 		return 0;
@@ -611,16 +613,16 @@ static int adapt(struct itr_rank *k, int step, double g)
 				k->dev[r].gflops);
 		fprintf(stderr, "): %s %s -> %s, predicted %.4f s",
 			pp ? "layers per stage" : "samples per rank", was, now, fresh);
-		if (kept && trn_replan_pays(cur, fresh, j->replan))
+		if (kept && trn_replan_pays(cur, fresh, x))
 			fprintf(stderr,
 				"; kept %s: the new split ran %.4f s a step before, the "
-				"running one %.4f s (not %.0f%% shorter as measured)\n",
-				was, seen, v[n], trn_replan_gain(j->replan) * 100);
+				"running one %.4f s (not %.1f%% shorter as measured)\n",
+				was, seen, v[n], trn_replan_gain(x) * 100);
 		else if (kept)
 			fprintf(stderr,
 				"; kept %s, predicted %.4f s at these speeds (the new split "
-				"is not %.0f%% shorter)\n",
-				was, cur, trn_replan_gain(j->replan) * 100);
+				"is not %.1f%% shorter)\n",
+				was, cur, trn_replan_gain(x) * 100);
 		else if (pp && !same)
 			fprintf(stderr, "; from the next step boundary, the moved layers' "
 					"weights sent to their new stages\n");
