@@ -32,7 +32,10 @@
 #     re-plan that moves layers off the device stage the loss of the job
 #     kept on its split, with two stages and with three (the device
 #     stage's layers to both others: only the layers that change stage
-#     move, each from its old rank to its new one);
+#     move, each from its old rank to its new one); and the double's
+#     synchronisations made to hang (a kernel that never finishes): the
+#     device watchdog ends the CUDA rank after --stall-timeout, naming
+#     the call, DP and PP;
 #   - --json gives one valid JSON object with the figures, with --repeat
 #     every run's throughput and place in its repeat (each repeat starts
 #     at the next job), each rank's own speed in every run and each

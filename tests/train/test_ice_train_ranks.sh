@@ -23,7 +23,9 @@
 #     rank 0 killed, and of three, the last stage killed); a rank that
 #     lives but completes nothing for --stall-timeout (an emulated device
 #     that takes 5 s a micro-batch): its peer ends, naming it, and it ends
-#     after;
+#     after; a rank whose device call never returns (200 s a product): its
+#     device watchdog ends it after its --stall-timeout, naming the call,
+#     and its peer sees it end;
 #   - --replan with profiles 10x apart on one CPU: the split is re-planned
 #     from the measured speeds at a step boundary (also when the step's
 #     drift is within the threshold: the speeds say another split pays),
