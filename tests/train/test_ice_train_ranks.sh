@@ -325,6 +325,32 @@ HOSTPP=(--model "$MODEL" --profiles "$TMP/hosts.yaml" --scheme pp --steps 200 --
 kill_case pp-host 0 h-fast,h-slow "${HOSTPP[@]}"
 kill_case pp-host-last 2 h-fast,h-slow,h-slow "${HOSTPP[@]}"
 
+# two_fail NAME STALL0 STALL1 ARGS...: ranks 1 and 0 of the job ARGS (its
+# bootstrap on a free port of 127.23.0.1), rank r with --stall-timeout
+# STALLr, rank r's output in $TMP/NAMEr; both must exit non-zero, and not
+# by `timeout` (60 s); the seconds they took in took
+two_fail() {
+	local name=$1 port t0 r rc spid=()
+	local st=("$2" "$3")
+	shift 3
+	port=$(free_port)
+	t0=$(date +%s)
+	for r in 1 0; do
+		timeout 60 "$TRAIN" "$@" --bootstrap "127.23.0.1:$port" --rank "$r" \
+			--addr "127.23.0.$((r + 1))" --stall-timeout "${st[r]}" >"$TMP/$name$r" 2>&1 &
+		PIDS+=($!)
+		spid[r]=$!
+	done
+	for r in 0 1; do
+		wait "${spid[r]}"
+		rc=$?
+		cat "$TMP/$name$r"
+		[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "$name: rank $r exited $rc"
+	done
+	took=$(($(date +%s) - t0))
+	echo "$name: both ranks ended $took s after the start"
+}
+
 echo "## a rank that lives but stops completing: --stall-timeout"
 # rank 1 computes a micro-batch for about 5 s (an emulated device at 0.01
 # GFLOP/s) while acknowledging what it receives, as a rank whose device
@@ -342,28 +368,12 @@ devices:
     gflops: 0.01
     mem_gbps: 0.1
 EOF
-port=$(free_port)
-t0=$(date +%s)
-STALL=(--model "$MODEL" --profiles "$TMP/crawl.yaml" --devices "emu-fast,emu-crawl" --scheme pp
-	--split even --steps 3 --warmup 0 --stall-timeout 2 --bootstrap "127.23.0.1:$port")
-for r in 1 0; do
-	timeout 60 "$TRAIN" "${STALL[@]}" --rank "$r" --addr "127.23.0.$((r + 1))" \
-		>"$TMP/stall$r" 2>&1 &
-	PIDS+=($!)
-	spid[r]=$!
-done
-for r in 0 1; do
-	wait "${spid[r]}"
-	rc=$?
-	cat "$TMP/stall$r"
-	[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "stall: rank $r exited $rc"
-done
-t1=$(date +%s)
+two_fail stall 2 2 --model "$MODEL" --profiles "$TMP/crawl.yaml" --devices "emu-fast,emu-crawl" \
+	--scheme pp --split even --steps 3 --warmup 0
 grep -q "rank 0: nothing completed for 2.0 s while 1 request(s) waited (--stall-timeout).*rank(s) 1 (from)" \
 	"$TMP/stall0" || fail "stall: rank 0 did not name the stall and the rank it waited on"
 grep -q "closed its connection" "$TMP/stall1" || fail "stall: rank 1 did not see rank 0 end"
-echo "stall: both ranks ended $((t1 - t0)) s after the start"
-[ $((t1 - t0)) -le 30 ] || fail "stall: the ranks took $((t1 - t0)) s"
+[ "$took" -le 30 ] || fail "stall: the ranks took $took s"
 
 echo "## a rank whose device hangs ends itself: the device watchdog"
 # rank 1's device takes about 200 s for one product (an emulated device at
@@ -383,28 +393,12 @@ devices:
     gflops: 0.00001
     mem_gbps: 0.1
 EOF
-port=$(free_port)
-t0=$(date +%s)
-HANG=(--model "$MODEL" --profiles "$TMP/hang.yaml" --devices "emu-fast,emu-hang" --scheme pp
-	--split even --steps 3 --warmup 0 --bootstrap "127.23.0.1:$port")
-for r in 1 0; do
-	timeout 60 "$TRAIN" "${HANG[@]}" --rank "$r" --addr "127.23.0.$((r + 1))" \
-		--stall-timeout $((r ? 2 : 30)) >"$TMP/hang$r" 2>&1 &
-	PIDS+=($!)
-	spid[r]=$!
-done
-for r in 0 1; do
-	wait "${spid[r]}"
-	rc=$?
-	cat "$TMP/hang$r"
-	[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "hang: rank $r exited $rc"
-done
-t1=$(date +%s)
+two_fail hang 30 2 --model "$MODEL" --profiles "$TMP/hang.yaml" --devices "emu-fast,emu-hang" \
+	--scheme pp --split even --steps 3 --warmup 0
 grep -q "rank 1: its device (emu-hang, host) has not returned from sgemm for [2-4]\.[0-9] s, on the compute thread" \
 	"$TMP/hang1" || fail "hang: rank 1 did not name its hung device call"
 grep -q "closed its connection" "$TMP/hang0" || fail "hang: rank 0 did not see rank 1 end"
-echo "hang: both ranks ended $((t1 - t0)) s after the start"
-[ $((t1 - t0)) -le 20 ] || fail "hang: the ranks took $((t1 - t0)) s"
+[ "$took" -le 20 ] || fail "hang: the ranks took $took s"
 
 echo "## two ranks on one host share its memory (host profiles, --rank mode)"
 ranks mem-ranks --profiles "$TMP/hosts.yaml" --devices h-fast,h-slow --scheme pp --steps 1 \

@@ -4,7 +4,8 @@
  * train/run/. The rank (ice_train_rank.c: setup, memory, the run, checks,
  * --trace) drives the steps (ice_train_step.c: DP and PP), which compute
  * (ice_train_compute.c: matrix multiplies, loss, SGD) and communicate through
- * the communication thread (ice_train_comm.c, also the network calibration).
+ * the communication thread (ice_train_comm.c, also the network calibration);
+ * every device call of either is watched (ice_train_watch.c).
  */
 #ifndef ICE_TRAIN_INTERNAL_H
 #define ICE_TRAIN_INTERNAL_H
