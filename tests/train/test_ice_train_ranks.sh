@@ -380,19 +380,8 @@ echo "## a rank whose device hangs ends itself: the device watchdog"
 # 1e-5 GFLOP/s), as a kernel that never finishes would; its watchdog must
 # end it after its --stall-timeout (2 s), rank 0 (--stall-timeout 30 s)
 # must see it end, and neither may be left to `timeout`
-cat >"$TMP/hang.yaml" <<'EOF'
-devices:
-  - name: emu-fast
-    kind: host
-    emulated: true
-    gflops: 4.0
-    mem_gbps: 8
-  - name: emu-hang
-    kind: host
-    emulated: true
-    gflops: 0.00001
-    mem_gbps: 0.1
-EOF
+sed -e 's/emu-crawl/emu-hang/' -e 's/gflops: 0\.01$/gflops: 0.00001/' "$TMP/crawl.yaml" >"$TMP/hang.yaml"
+grep -q 'gflops: 0.00001' "$TMP/hang.yaml" || fail "hang: no hung device in the profiles"
 two_fail hang 30 2 --model "$MODEL" --profiles "$TMP/hang.yaml" --devices "emu-fast,emu-hang" \
 	--scheme pp --split even --steps 3 --warmup 0
 grep -q "rank 1: its device (emu-hang, host) has not returned from sgemm for [2-4]\.[0-9] s, on the compute thread" \
