@@ -161,7 +161,8 @@ static const struct ice_cfg_field train_fields[] = {
 		  "the tail's)"),
 	F("replan", ICE_CFG_DOUBLE, replan, .min = 0, .max = 10, .arg = "X",
 	  .help = "planned split: re-plan it from the ranks' measured\nspeeds every second "
-		  "step and run the new split\nwhen it is predicted X/2 shorter; a step more than\n"
+		  "step and run the new split\nwhen it is predicted X/2 shorter (at the first\n"
+		  "check, after the warm-up: 0.5%); a step more than\n"
 		  "X (0.1: 10%) off renews the prediction (default\n0: never; PP: the layers "
 		  "move with their weights)"),
 	F("refine", ICE_CFG_I32, refine, .min = 0, .max = ITR_MAX_STEPS / 2, .arg = "N",
